@@ -1,0 +1,64 @@
+"""Turns the generated Maven lock (maven_lock.bzl) into Bazel repositories and targets.
+
+WORKSPACE calls `maven_repositories()`: one `jvm_maven_import_external` per locked jar, each pinned by
+sha256, so the repository cache serves every later build without the network.
+tools/maven/BUILD.bazel calls `maven_sets()`: one `java_library` per set of artifacts.toml, exporting
+the set's whole runtime closure (//tools/maven:hadoop_sls_3_4_2 and so on).
+"""
+
+load("@bazel_tools//tools/build_defs/repo:jvm.bzl", "jvm_maven_import_external")
+load("//tools/maven:maven_lock.bzl", "MAVEN_LOCK")
+
+MAVEN_SERVER_URLS = ["https://repo1.maven.org/maven2"]
+
+def maven_repositories(lock = MAVEN_LOCK, server_urls = MAVEN_SERVER_URLS):
+    """Declares one external repository per jar of the lock.
+
+    Args:
+      lock: the dict written by //tools/maven:lock.
+      server_urls: Maven repositories to download from, tried in order.
+    """
+    for name, entry in lock["artifacts"].items():
+        srcjar_sha256 = entry.get("srcjar_sha256", "")
+        jvm_maven_import_external(
+            name = name,
+            artifact = entry["coordinates"],
+            artifact_sha256 = entry["sha256"],
+            fetch_sources = bool(srcjar_sha256),
+            srcjar_sha256 = srcjar_sha256,
+            licenses = ["notice"],
+            server_urls = server_urls,
+        )
+
+def maven_jar_label(coordinates, lock = MAVEN_LOCK):
+    """The label of one locked jar file, e.g. for tools that need the file itself."""
+    for name, entry in lock["artifacts"].items():
+        if entry["coordinates"] == coordinates:
+            return "@%s//jar:file" % name
+    fail("%s is not in the Maven lock; add it to tools/maven/artifacts.toml and run //tools/maven:lock" % coordinates)
+
+def maven_sets(lock = MAVEN_LOCK, visibility = ["//visibility:public"]):
+    """Declares one java_library per set, exporting the set's jars, plus `<set>_sources` filegroups.
+
+    Args:
+      lock: the dict written by //tools/maven:lock.
+      visibility: visibility of the generated targets.
+    """
+    for set_name, repos in lock["sets"].items():
+        native.java_library(
+            name = set_name,
+            exports = ["@%s" % r for r in repos],
+            visibility = visibility,
+        )
+        sources = [r for r in repos if lock["artifacts"][r].get("srcjar_sha256")]
+        if sources:
+            native.filegroup(
+                name = set_name + "_sources",
+                srcs = ["@%s//:%s" % (r, _srcjar_name(lock["artifacts"][r]["coordinates"])) for r in sources],
+                visibility = visibility,
+            )
+
+def _srcjar_name(coordinates):
+    # jvm_import_external stores a fetched -sources jar as <artifact>-<version>-src.jar.
+    parts = coordinates.split(":")
+    return "%s-%s-src.jar" % (parts[1], parts[-1])
