@@ -169,6 +169,21 @@ def declared_from_env(environ=None):
     return [item for item in value.split(":") if item] if value else []
 
 
+def pinned_in_runfiles(runfiles_root):
+    """NAME=PATH items for the pinned runtimes a target carries as data (@jdk11//:java ...)."""
+    found = []
+    for base in (runfiles_root, os.path.join(runfiles_root, "tunelab", "external")):
+        if not os.path.isdir(base):
+            continue
+        for entry in sorted(os.listdir(base)):
+            java = os.path.join(base, entry, "java-runtime", "bin", "java")
+            if re.fullmatch(r"jdk\d+", entry) and os.path.isfile(java):
+                found.append(f"{entry}={os.path.realpath(java)}")
+        if found:
+            break
+    return found
+
+
 def discover(pinned=(), declared=(), host_root="/usr/lib/jvm", run_probes=True):
     """All JDKs: pinned (NAME=PATH items), host, declared; probed unless run_probes is False."""
     jdks = [dataclasses.replace(j, source="pinned") for j in parse_declared(pinned)]

@@ -42,7 +42,7 @@ def parse_wheel_lock(text):
         if not line or line.startswith("#"):
             continue
         spec, _, filename = line.partition("#")
-        fields = spec.split()
+        fields = [f for f in spec.split(" ") if f]
         if len(fields) != 2 or "==" not in fields[0] or not fields[1].startswith("--hash=sha256:"):
             fail("cannot read lock line: " + line)
         name, _, version = fields[0].partition("==")
@@ -61,10 +61,14 @@ package(default_visibility = ["//visibility:public"])
 
 # One library for the whole locked set: pip installs it into one folder, so per-package targets
 # would only be names. The aliases below keep BUILD files readable (`@pypi//:numpy`).
+# Left out: file names with spaces (a few test data files), which Bazel 4's runfiles manifest cannot
+# represent. Test folders stay: numpy.testing imports from numpy._core.tests.
+_EXCLUDED = ["site/**/* *", "site/**/__pycache__/**", "site/bin/**"]
+
 py_library(
     name = "site_packages",
-    srcs = glob(["site/**/*.py"], allow_empty = True),
-    data = glob(["site/**"], exclude = ["site/**/*.py", "site/**/__pycache__/**", "site/bin/**"]),
+    srcs = glob(["site/**/*.py"], exclude = _EXCLUDED),
+    data = glob(["site/**"], exclude = _EXCLUDED + ["site/**/*.py"]),
     imports = ["site"],
 )
 """

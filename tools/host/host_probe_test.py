@@ -1,0 +1,112 @@
+"""The doctor's parsers and probe on recorded captures (see testdata/README.md for where each is from)."""
+
+import os
+import unittest
+
+from tools.host import host_probe
+
+TESTDATA = os.path.join(os.path.dirname(__file__), "testdata")
+
+
+def fixture(host, name):
+    with open(os.path.join(TESTDATA, host, name)) as f:
+        return f.read()
+
+
+def fixture_runner(host):
+    """Answers the doctor's commands from a fixture folder; a command with no capture is 'not found'."""
+    captures = {"lscpu": "lscpu.txt", "numactl": "numactl_hardware.txt", "perf": "perf_stat.txt",
+                "docker": "docker_info.txt"}
+
+    def run(argv, timeout=20):
+        path = os.path.join(TESTDATA, host, captures.get(argv[0], "-"))
+        if not os.path.exists(path):
+            return None, f"{argv[0]} not found"
+        text = fixture(host, captures[argv[0]])
+        if argv[0] == "docker":
+            code = int(text.strip().splitlines()[-1].split()[-1])
+            return code, text
+        return 0, text
+    return run
+
+
+class ParserTest(unittest.TestCase):
+    def test_cpu_lists(self):
+        self.assertEqual(host_probe.parse_cpu_list("0-3,8,10-11\n"), [0, 1, 2, 3, 8, 10, 11])
+        self.assertEqual(host_probe.format_cpu_list([11, 0, 1, 2, 3, 8, 10]), "0-3,8,10-11")
+        self.assertEqual(host_probe.parse_cpu_list(""), [])
+
+    def test_lscpu_four_socket(self):
+        cpu = host_probe.parse_lscpu(fixture("xeon_e7_4870_4node", "lscpu.txt"))
+        self.assertEqual((cpu["sockets"], cpu["cores_per_socket"], cpu["threads_per_core"]), (4, 10, 1))
+        self.assertEqual(cpu["logical_cpus"], 40)
+        self.assertEqual(cpu["numa_nodes"], 4)
+        self.assertEqual(cpu["numa_node_cpus"][2][:3], [1, 5, 9])
+        self.assertIsNone(cpu["hypervisor"])
+
+    def test_lscpu_kvm_guest(self):
+        cpu = host_probe.parse_lscpu(fixture("kvm_1node", "lscpu.txt"))
+        self.assertEqual(cpu["hypervisor"], "KVM")
+        self.assertEqual(cpu["logical_cpus"], 2)
+        self.assertIn("hypervisor", cpu["flags"])
+
+    def test_numactl_hardware_four_nodes(self):
+        parsed = host_probe.parse_numactl_hardware(fixture("xeon_e7_4870_4node", "numactl_hardware.txt"))
+        self.assertEqual(sorted(parsed["nodes"]), [0, 1, 2, 3])
+        self.assertEqual(parsed["nodes"][1]["cpus"][:2], [2, 6])
+        self.assertEqual(parsed["nodes"][0]["size_mb"], 65415)
+        self.assertEqual(parsed["distances"][3], {0: 21, 1: 21, 2: 21, 3: 10})
+
+    def test_numactl_garbage_is_an_error(self):
+        with self.assertRaises(ValueError):
+            host_probe.parse_numactl_hardware("numactl: command not found\n")
+
+    def test_thp_and_perf(self):
+        self.assertEqual(host_probe.parse_thp_setting("always [madvise] never\n"), "madvise")
+        events = host_probe.parse_perf_stat_csv(fixture("kvm_1node", "perf_stat.txt"))
+        self.assertIsNone(events["instructions"])
+        self.assertIsNone(events["cycles"])
+        self.assertGreater(events["task-clock"], 0)
+
+
+class ProbeHostTest(unittest.TestCase):
+    def probe(self, host, tools=("numactl", "taskset", "perf", "docker")):
+        return host_probe.probe_host(root=os.path.join(TESTDATA, host), run=fixture_runner(host),
+                                     which=lambda t: f"/usr/bin/{t}" if t in tools else None)
+
+    def test_four_node_host(self):
+        report = self.probe("xeon_e7_4870_4node", tools=("numactl", "taskset"))
+        nodes = report["numa"]["nodes"]
+        self.assertEqual([n["id"] for n in nodes], [0, 1, 2, 3])
+        self.assertEqual(nodes[0]["cpus"], "0,4,8,12,16,20,24,28,32,36")
+        self.assertEqual(nodes[2]["distances"], [21, 21, 10, 21])
+        self.assertEqual(nodes[1]["memory_total_kb"], 65536 * 1024)
+        caps = report["capabilities"]
+        self.assertTrue(caps["numa_multi_node"]["available"])
+        self.assertEqual(caps["numa_multi_node"]["value"], 4)
+        # Nothing was captured for these on that host: they must read as absent, with the reason.
+        self.assertFalse(caps["perf_hardware_counters"]["available"])
+        self.assertIn("not found", caps["perf_hardware_counters"]["evidence"])
+        self.assertFalse(caps["docker_engine"]["available"])
+        self.assertFalse(caps["migratepages"]["available"])
+        self.assertEqual(report["cpu"]["sockets"], 4)
+
+    def test_one_node_kvm_guest(self):
+        report = self.probe("kvm_1node")
+        caps = report["capabilities"]
+        self.assertFalse(caps["numa_multi_node"]["available"])
+        self.assertFalse(caps["perf_hardware_counters"]["available"])
+        self.assertIn("<not supported>", caps["perf_hardware_counters"]["evidence"])
+        self.assertTrue(caps["perf_software_events"]["available"])
+        self.assertEqual(caps["transparent_hugepages"]["value"], "madvise")
+        self.assertIn("always [madvise] never", caps["transparent_hugepages"]["evidence"])
+        self.assertEqual(caps["explicit_hugepages"]["value"], 0)
+        self.assertFalse(caps["docker_engine"]["available"])
+        self.assertIn("Cannot connect to the Docker daemon", caps["docker_engine"]["evidence"])
+        self.assertEqual(report["numa"]["nodes"][0]["cpus"], "0-1")
+        self.assertEqual(report["cpu"]["hypervisor"], "KVM")
+        self.assertEqual(len(report["host"]["load_average"]), 3)
+
+
+if __name__ == "__main__":
+    unittest.main()

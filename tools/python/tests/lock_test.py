@@ -1,0 +1,48 @@
+"""Known-answer tests of the pip lock generator, and a check that the checked-in lock is well-formed."""
+
+import os
+import unittest
+
+from tools.python import lock
+
+RUNFILES_LOCK = os.path.join(os.path.dirname(__file__), "..", "requirements.lock")
+
+
+class LockTest(unittest.TestCase):
+    def test_parse_wheel_filename(self):
+        self.assertEqual(
+            lock.parse_wheel_filename("numpy-2.2.6-cp311-cp311-manylinux_2_17_x86_64.manylinux2014_x86_64.whl"),
+            ("numpy", "2.2.6"))
+        self.assertEqual(lock.parse_wheel_filename("typing_extensions-4.16.0-py3-none-any.whl"),
+                         ("typing-extensions", "4.16.0"))
+        with self.assertRaises(ValueError):
+            lock.parse_wheel_filename("numpy-2.2.6.tar.gz")
+
+    def test_render_then_parse_round_trips(self):
+        wheels = [("rich", "14.3.4", "b" * 64, "rich-14.3.4-py3-none-any.whl"),
+                  ("numpy", "2.2.6", "a" * 64, "numpy-2.2.6-cp311-cp311-manylinux2014_x86_64.whl")]
+        text = lock.render_lock(wheels, "3.11")
+        self.assertIn("DO NOT EDIT", text.splitlines()[0])
+        self.assertIn("./bazelw run //tools/python:lock", text)
+        self.assertEqual(lock.parse_lock(text), sorted(wheels))
+
+    def test_two_wheels_for_one_package_is_an_error(self):
+        with self.assertRaises(ValueError):
+            lock.render_lock([("numpy", "1", "a" * 64, "a.whl"), ("numpy", "2", "b" * 64, "b.whl")], "3.11")
+
+    def test_hand_edited_line_is_rejected(self):
+        with self.assertRaisesRegex(ValueError, "line 1"):
+            lock.parse_lock("numpy==2.2.6\n")
+
+    def test_checked_in_lock_pins_every_requirement(self):
+        with open(RUNFILES_LOCK) as f:
+            entries = lock.parse_lock(f.read())
+        names = {name for name, _, _, _ in entries}
+        for required in ("numpy", "scipy", "matplotlib", "jsonschema", "rich", "reportlab"):
+            self.assertIn(required, names)
+        for name, version, sha256, wheel in entries:
+            self.assertEqual(lock.parse_wheel_filename(wheel), (name, version))
+
+
+if __name__ == "__main__":
+    unittest.main()
