@@ -14,6 +14,12 @@ public class Hadoop342SetTest {
   }
 
   @Test
+  public void runsOnTheBuildJdk17WhateverJavaHomeSays() {
+    // .bazelrc pins --javabase to Debian's JDK 17; a JAVA_HOME pointing at JDK 25 must not move tests.
+    assertEquals("17", System.getProperty("java.specification.version"));
+  }
+
+  @Test
   public void simulatorAndResourceManagerLoad() throws Exception {
     assertNotNull(Class.forName("org.apache.hadoop.yarn.sls.SLSRunner"));
     assertNotNull(Class.forName("org.apache.hadoop.yarn.server.resourcemanager.ResourceManager"));
