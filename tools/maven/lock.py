@@ -10,7 +10,6 @@ and one `java_library` per set.
 
 import argparse
 import dataclasses
-import hashlib
 import json
 import os
 import re
@@ -20,6 +19,8 @@ import sys
 import tempfile
 import tomllib
 from xml.sax.saxutils import escape
+
+from tools.digest import sha256_of
 
 LOCK_VERSION = 1
 SCOPES = ("compile", "runtime", "provided", "test", "system", "import")
@@ -152,14 +153,6 @@ def parse_dependency_list(text):
             raise ValueError(f"unexpected scope {scope!r} in line: {line!r}")
         jars.append(ResolvedJar(Coordinate(group, artifact, version, packaging, classifier), scope, path))
     return jars
-
-
-def sha256_of(path):
-    digest = hashlib.sha256()
-    with open(path, "rb") as f:
-        for block in iter(lambda: f.read(1 << 20), b""):
-            digest.update(block)
-    return digest.hexdigest()
 
 
 def build_lock(resolved_sets, source_jars, hasher=sha256_of):

@@ -8,12 +8,13 @@ repository rule which file to expect, so it can be served from Bazel's repositor
 """
 
 import argparse
-import hashlib
 import os
 import re
 import subprocess
 import sys
 import tempfile
+
+from tools.digest import sha256_of
 
 WHEEL_RE = re.compile(r"^(?P<name>[^-]+)-(?P<version>[^-]+)(-\d[^-]*)?-[^-]+-[^-]+-[^-]+\.whl$")
 LOCK_LINE_RE = re.compile(
@@ -30,14 +31,6 @@ def parse_wheel_filename(filename):
     if not m:
         raise ValueError(f"not a wheel file name: {filename}")
     return normalize(m.group("name")), m.group("version")
-
-
-def sha256_of(path):
-    digest = hashlib.sha256()
-    with open(path, "rb") as f:
-        for block in iter(lambda: f.read(1 << 20), b""):
-            digest.update(block)
-    return digest.hexdigest()
 
 
 def render_lock(wheels, python_version):
