@@ -1,6 +1,10 @@
 """Macros for the pinned JDKs."""
 
 load("@rules_python//python:defs.bzl", "py_test")
+load("//tools/jdk:jdks.bzl", "PINNED_JDKS")
+
+# The `java` of every pinned runtime, for targets that start rigs on them (found at run time in runfiles).
+PINNED_JDK_JAVAS = ["@%s//:java" % name for name in PINNED_JDKS]
 
 def jdk_version_test(name, major):
     """Runs @<name>//:java -version and asserts it reports Java `major`, with every GC probe recorded.

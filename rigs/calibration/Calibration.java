@@ -1,0 +1,109 @@
+package tunelab.rigs.calibration;
+
+import java.util.concurrent.atomic.AtomicLongArray;
+
+/**
+ * The calibration workload: a CPU-bound integer loop and a memory-copy loop in named worker threads,
+ * reporting a rate once per second as one JSON line on stdout. Small, deterministic in shape, no
+ * dependencies: it tests the matrix runner end to end and serves as an A/A canary for gating.
+ *
+ * <p>Usage: Calibration --mode cpu|memory --threads N --warmup-s S --measure-s S [--buffer-mib M]
+ */
+public final class Calibration {
+  private static volatile boolean running = true;
+  private static volatile long sink;
+
+  private Calibration() {}
+
+  public static void main(String[] args) throws Exception {
+    String mode = "cpu";
+    int threads = 1;
+    double warmupS = 3;
+    double measureS = 10;
+    int bufferMib = 64;
+    for (int i = 0; i < args.length; i++) {
+      switch (args[i]) {
+        case "--mode": mode = args[++i]; break;
+        case "--threads": threads = Integer.parseInt(args[++i]); break;
+        case "--warmup-s": warmupS = Double.parseDouble(args[++i]); break;
+        case "--measure-s": measureS = Double.parseDouble(args[++i]); break;
+        case "--buffer-mib": bufferMib = Integer.parseInt(args[++i]); break;
+        default:
+          System.err.println("unknown argument: " + args[i]);
+          System.exit(2);
+      }
+    }
+    if (!mode.equals("cpu") && !mode.equals("memory")) {
+      System.err.println("--mode must be cpu or memory, not " + mode);
+      System.exit(2);
+    }
+    final boolean cpu = mode.equals("cpu");
+    final int bufferBytes = bufferMib << 20;
+    // Per-thread counters, one slot per thread, 8 slots apart so threads do not share a cache line.
+    final AtomicLongArray counters = new AtomicLongArray(threads * 8);
+    Thread[] workers = new Thread[threads];
+    for (int w = 0; w < threads; w++) {
+      final int slot = w * 8;
+      Runnable body = cpu ? () -> cpuLoop(counters, slot) : () -> copyLoop(counters, slot, bufferBytes);
+      workers[w] = new Thread(body, "calibration-" + (cpu ? "cpu" : "mem") + "-worker-" + w);
+      workers[w].setDaemon(true);
+      workers[w].start();
+    }
+    String metric = cpu ? "cpu_loop_rate" : "memory_copy_rate";
+    double unitDivisor = cpu ? 1.0 : (1 << 20);  // ops/s, or MiB/s for copies counted in bytes
+    long start = System.nanoTime();
+    long last = start;
+    long lastTotal = 0;
+    long end = start + (long) ((warmupS + measureS) * 1e9);
+    long warmupEnd = start + (long) (warmupS * 1e9);
+    for (long next = start + 1_000_000_000L; next <= end + 50_000_000L; next += 1_000_000_000L) {
+      long sleepNanos = next - System.nanoTime();
+      if (sleepNanos > 0) {
+        Thread.sleep(sleepNanos / 1_000_000L, (int) (sleepNanos % 1_000_000L));
+      }
+      long now = System.nanoTime();
+      long total = 0;
+      for (int w = 0; w < threads; w++) {
+        total += counters.get(w * 8);
+      }
+      double rate = (total - lastTotal) / unitDivisor / ((now - last) / 1e9);
+      // A sample covers the second before it; it is warm-up if that second ends by the warm-up's end
+      // (50 ms of slack for the sleep's wake-up latency).
+      String phase = now <= warmupEnd + 50_000_000L ? "warmup" : "measure";
+      System.out.printf(java.util.Locale.ROOT, "{\"t\": %.3f, \"phase\": \"%s\", \"metric\": \"%s\", \"value\": %.3f}%n",
+          (now - start) / 1e9, phase, metric, rate);
+      System.out.flush();
+      last = now;
+      lastTotal = total;
+    }
+    running = false;
+  }
+
+  private static void cpuLoop(AtomicLongArray counters, int slot) {
+    long x = 0x9E3779B97F4A7C15L;
+    while (running) {
+      for (int i = 0; i < 1_000_000; i++) {
+        x ^= x << 13;
+        x ^= x >>> 7;
+        x ^= x << 17;
+      }
+      counters.addAndGet(slot, 1_000_000);
+      sink = x;
+    }
+  }
+
+  private static void copyLoop(AtomicLongArray counters, int slot, int bytes) {
+    byte[] a = new byte[bytes];
+    byte[] b = new byte[bytes];
+    for (int i = 0; i < bytes; i += 4096) {
+      a[i] = (byte) i;  // touch every page so the copy measures memory, not page faults
+    }
+    while (running) {
+      System.arraycopy(a, 0, b, 0, bytes);
+      byte[] t = a;
+      a = b;
+      b = t;
+      counters.addAndGet(slot, bytes);
+    }
+  }
+}

@@ -1,0 +1,34 @@
+"""The calibration rig: starts tunelab.rigs.calibration.Calibration and reads its per-second rates."""
+
+import json
+
+from rigs.matrix.rig import Launch
+
+UNITS = {"cpu_loop_rate": "ops/s", "memory_copy_rate": "MiB/s"}
+
+
+class CalibrationRig:
+    name = "calibration"
+
+    def launch(self, cell, workload, policy, workdir, data):
+        p = cell.params
+        return Launch(
+            main_class="tunelab.rigs.calibration.Calibration",
+            classpath=[data["jar"]],
+            args=["--mode", p["mode"], "--threads", p["threads"], "--buffer-mib", p["buffer_mib"],
+                  "--warmup-s", str(policy.warmup_s), "--measure-s", str(policy.measure_s)],
+        )
+
+    def parse(self, stdout_text):
+        warmup, measured = [], []
+        for line in stdout_text.splitlines():
+            if not line.startswith("{"):
+                continue
+            rec = json.loads(line)
+            sample = {"metric": rec["metric"], "value": float(rec["value"]), "unit": UNITS[rec["metric"]],
+                      "t": float(rec["t"])}
+            (warmup if rec["phase"] == "warmup" else measured).append(sample)
+        return warmup, measured
+
+
+RIG = CalibrationRig()

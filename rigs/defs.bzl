@@ -1,0 +1,59 @@
+"""Macros for rigs: a rig is one `rig_matrix` call plus its code."""
+
+load("@rules_python//python:defs.bzl", "py_binary", "py_test")
+load("//tools/jdk:defs.bzl", "PINNED_JDK_JAVAS")
+
+def rig_matrix(name, rig, matrix, workload, rig_data = {}, smoke_profile = "smoke", smoke_size = "medium"):
+    """A runnable matrix for one rig, with its tests.
+
+    Creates:
+      <name>: `bazel run` it to run the matrix (`-- --help` lists the options).
+      <name>_dry_run_test: plans every profile's cells on this host (fast; no rig runs).
+      <name>_smoke_test: runs the `smoke_profile` for real into a temporary folder and checks the stored
+        results (tagged integration and exclusive: it measures, so it runs alone).
+
+    Args:
+      name: target name, e.g. "calibration_matrix".
+      rig: the rig's py_library; its package must hold rig.py defining RIG.
+      matrix: label of the matrix TOML file.
+      workload: label of the workload's workload.toml (its folder is the workload).
+      rig_data: {name: label} of files the rig needs at run time (e.g. {"jar": ":calibration_deploy.jar"}),
+        passed to the rig as absolute paths.
+      smoke_profile: the profile the smoke test runs.
+      smoke_size: test size of the smoke test.
+    """
+    data_args = ["--rig-data=%s=$(rootpath %s)" % (k, v) for k, v in sorted(rig_data.items())]
+    args = [
+        "--matrix=$(rootpath %s)" % matrix,
+        "--workload=$(rootpath %s)" % workload,
+        "--bazel-target=//%s:%s" % (native.package_name(), name),
+    ] + data_args
+    data = [matrix, workload] + rig_data.values() + PINNED_JDK_JAVAS + ["//results:schema"]
+    deps = [rig, "//rigs/matrix:runner"]
+    py_binary(
+        name = name,
+        srcs = ["//rigs/matrix:main.py"],
+        main = "//rigs/matrix:main.py",
+        args = args,
+        data = data,
+        deps = deps,
+    )
+    py_test(
+        name = name + "_dry_run_test",
+        size = "small",
+        srcs = ["//rigs/matrix:rig_matrix_test.py"],
+        main = "//rigs/matrix:rig_matrix_test.py",
+        args = ["--mode=dry-run", "--"] + args,
+        data = data,
+        deps = deps,
+    )
+    py_test(
+        name = name + "_smoke_test",
+        size = smoke_size,
+        srcs = ["//rigs/matrix:rig_matrix_test.py"],
+        main = "//rigs/matrix:rig_matrix_test.py",
+        args = ["--mode=smoke", "--profile=" + smoke_profile, "--"] + args,
+        data = data,
+        deps = deps,
+        tags = ["integration", "exclusive"],
+    )

@@ -1,0 +1,173 @@
+"""Proof that each knob took effect, read from the kernel and from the JVM itself.
+
+Parsers (tested on real captures in testdata/captures) plus `verify`, which compares what a cell asked
+for with what was read and returns the problems. A cell with any problem is stored as *invalid* with the
+evidence, never as a measurement.
+"""
+
+import re
+
+from rigs.matrix import spec
+
+
+def parse_status(text):
+    """/proc/PID/status (or a task's) to {key: value string}."""
+    out = {}
+    for line in text.splitlines():
+        key, sep, value = line.partition(":")
+        if sep:
+            out[key.strip()] = value.strip()
+    return out
+
+
+def parse_numa_maps(text):
+    """/proc/PID/numa_maps summarised: pages per node and per policy, weighted to bytes by page size.
+
+    Returns {"bytes_per_node": {node: bytes}, "bytes_per_policy": {policy: bytes}, "huge_bytes": bytes}.
+    Policies are as the kernel prints them ("bind:0", "interleave:0-1", "weighted interleave:0-1",
+    "prefer:0", "default"); mappings with no resident pages count nowhere.
+    """
+    per_node, per_policy = {}, {}
+    huge = 0
+    for line in text.splitlines():
+        tokens = line.split()
+        if len(tokens) < 2:
+            continue
+        policy_tokens = []
+        rest = tokens[1:]
+        while rest and "=" not in rest[0] and rest[0] not in ("heap", "stack", "huge"):
+            policy_tokens.append(rest.pop(0))
+        policy = " ".join(policy_tokens)
+        fields = {}
+        for tok in rest:
+            key, sep, value = tok.partition("=")
+            if sep:
+                fields[key] = value
+        page = int(fields.get("kernelpagesize_kB", "4")) * 1024
+        nodes = {int(k[1:]): int(v) * page for k, v in fields.items() if re.fullmatch(r"N\d+", k)}
+        total = sum(nodes.values())
+        for node, b in nodes.items():
+            per_node[node] = per_node.get(node, 0) + b
+        if total:
+            per_policy[policy] = per_policy.get(policy, 0) + total
+        if "huge" in rest:
+            huge += total
+    return {"bytes_per_node": dict(sorted(per_node.items())), "bytes_per_policy": per_policy, "huge_bytes": huge}
+
+
+def parse_vm_flags(text):
+    """`jcmd PID VM.flags` to {flag: value}: booleans for -XX:+/-X, strings otherwise."""
+    flags = {}
+    for tok in text.split():
+        m = re.fullmatch(r"-XX:([+-])(\w+)", tok)
+        if m:
+            flags[m.group(2)] = m.group(1) == "+"
+            continue
+        m = re.fullmatch(r"-XX:(\w+)=(\S*)", tok)
+        if m:
+            flags[m.group(1)] = m.group(2)
+    return flags
+
+
+def parse_thread_print(text):
+    """`jcmd PID Thread.print` to [(java thread name, native tid)]."""
+    threads = []
+    for m in re.finditer(r'^"((?:[^"\\]|\\.)*)".*?\bnid=(0x[0-9a-fA-F]+|\d+)', text, re.M):
+        nid = m.group(2)
+        threads.append((m.group(1), int(nid, 16) if nid.startswith("0x") else int(nid)))
+    return threads
+
+
+def parse_smaps_rollup(text):
+    """/proc/PID/smaps_rollup to {key: kB}."""
+    out = {}
+    for line in text.splitlines():
+        m = re.match(r"^(\w+):\s+(\d+) kB", line)
+        if m:
+            out[m.group(1)] = int(m.group(2))
+    return out
+
+
+def large_page_failures(jvm_output):
+    """Lines where the JVM says it fell back from large pages (it keeps UseLargePages on regardless)."""
+    return [line.strip() for line in jvm_output.splitlines()
+            if "Failed to reserve" in line or "UseLargePages disabled" in line
+            or ("large pages" in line.lower() and "fail" in line.lower())]
+
+
+GC_FLAG_NAMES = {"serial": "UseSerialGC", "parallel": "UseParallelGC", "g1": "UseG1GC",
+                 "cms": "UseConcMarkSweepGC", "zgc": "UseZGC", "shenandoah": "UseShenandoahGC"}
+
+
+def verify(cell, matrix, evidence, host_nodes):
+    """Problems with the evidence for one cell: [] when every knob took effect.
+
+    evidence keys: vm_flags (parsed), process_status (parsed), numa_maps (parsed), threads
+    ([{"pattern","name","tid","wanted","cpus_allowed"}]), jvm_output_warnings, thp_mode, hugetlb_kb.
+    """
+    p = cell.params
+    problems = []
+    flags = evidence.get("vm_flags")
+    if flags is None:
+        problems.append("could not read the JVM's flags (jcmd VM.flags)")
+    else:
+        gc_flag = GC_FLAG_NAMES[p["gc"]]
+        if flags.get(gc_flag) is not True:
+            problems.append(f"asked for gc={p['gc']} but the JVM does not report -XX:+{gc_flag}")
+        heap = spec.parse_heap(p["heap"])
+        if str(flags.get("MaxHeapSize")) != str(heap):
+            problems.append(f"asked for heap={p['heap']} ({heap} bytes), JVM reports MaxHeapSize={flags.get('MaxHeapSize')}")
+        if p["hugepages"] == "explicit" and flags.get("UseLargePages") is not True:
+            problems.append("asked for explicit hugepages but the JVM reports UseLargePages off")
+        if p["hugepages"] in ("thp_madvise",) and flags.get("UseTransparentHugePages") is not True:
+            problems.append("asked for THP (madvise) but the JVM reports UseTransparentHugePages off")
+    if p["hugepages"] == "explicit":
+        warnings = evidence.get("jvm_output_warnings") or []
+        if warnings:
+            problems.append("the JVM fell back from large pages: " + warnings[0])
+        if not evidence.get("hugetlb_kb"):
+            problems.append("the process holds no hugetlb pages (HugetlbPages: 0 kB)")
+    if p["hugepages"].startswith("thp_"):
+        wanted = p["hugepages"][len("thp_"):]
+        if evidence.get("thp_mode") != wanted:
+            problems.append(f"THP mode is {evidence.get('thp_mode')!r}, not {wanted!r}")
+
+    pinning = matrix.pinnings[p["pinning"]]
+    status = evidence.get("process_status") or {}
+    if pinning.cpus:
+        actual = status.get("Cpus_allowed_list")
+        if actual is None or spec.parse_cpu_list(actual) != spec.parse_cpu_list(pinning.cpus):
+            problems.append(f"process CPU binding {pinning.cpus} not in effect: Cpus_allowed_list={actual}")
+    for thread in evidence.get("threads", []):
+        if thread.get("cpus_allowed") is None:
+            problems.append(f"thread {thread['name']!r} (tid {thread['tid']}) vanished before it could be checked")
+        elif spec.parse_cpu_list(thread["cpus_allowed"]) != spec.parse_cpu_list(thread["wanted"]):
+            problems.append(f"thread {thread['name']!r} (tid {thread['tid']}) allowed on {thread['cpus_allowed']}, "
+                            f"wanted {thread['wanted']}")
+    for pattern, _cpus in pinning.threads:
+        if not any(t["pattern"] == pattern for t in evidence.get("threads", [])):
+            problems.append(f"no Java thread matched {pattern!r}: nothing was pinned for it")
+
+    numa = evidence.get("numa_maps")
+    policy = p["numa"]
+    if policy != "default":
+        if numa is None:
+            problems.append("could not read numa_maps")
+        else:
+            expected = expected_policy_prefix(policy, evidence.get("numa_nodes", {}))
+            by_policy = numa["bytes_per_policy"]
+            total = sum(by_policy.values()) or 1
+            share = sum(b for pol, b in by_policy.items() if pol.startswith(expected)) / total
+            # The policy is inherited across exec, so nearly all resident memory carries it; 90% leaves room
+            # for mappings shared with other processes (e.g. the CDS archive) that keep their own.
+            if share < 0.9:
+                problems.append(f"numa={policy}: only {share:.0%} of resident memory has policy {expected}*; "
+                                f"policies seen: {by_policy}")
+    return problems
+
+
+def expected_policy_prefix(policy, nodes):
+    """The numa_maps policy text a numactl policy produces (nodes: {"cpu_node", "mem_node"})."""
+    mem = nodes.get("mem_node", 0)
+    return {"bind_local": f"bind:{mem}", "bind_remote": f"bind:{mem}", "interleave": "interleave:",
+            "preferred": f"prefer:{mem}"}[policy]

@@ -1,0 +1,236 @@
+"""Turning a cell into a launch: host knobs (set and always restored), the CPU/memory wrapper, JVM flags,
+and per-thread pinning by Java thread name.
+
+Everything shells out with argument lists. Host files are reached through `HostPaths`, so tests point
+them at a temporary folder.
+"""
+
+import dataclasses
+import os
+import re
+import subprocess
+import time
+
+from rigs.matrix import evidence, spec
+
+HUGEPAGE_BYTES = 2 << 20
+# Explicit hugepages must hold the heap and the JIT's code cache (240 MiB reserved by default, also on
+# large pages); the JVM silently falls back to small pages when they do not fit.
+HUGEPAGE_MARGIN_BYTES = 256 << 20
+
+
+@dataclasses.dataclass
+class HostPaths:
+    thp_enabled: str = "/sys/kernel/mm/transparent_hugepage/enabled"
+    nr_hugepages: str = "/proc/sys/vm/nr_hugepages"
+    proc: str = "/proc"
+
+
+class HostKnobs:
+    """Sets THP mode and nr_hugepages for a cell and puts the previous values back, whatever happens.
+
+    Use as a context manager; `restore()` is idempotent and is also called from signal handlers.
+    """
+
+    def __init__(self, paths=None):
+        self.paths = paths or HostPaths()
+        self._saved = []  # [(path, original text)] in the order they were changed
+
+    def _write(self, path, value):
+        with open(path) as f:
+            original = f.read()
+        self._saved.append((path, original))
+        with open(path, "w") as f:
+            f.write(str(value))
+
+    def apply(self, cell):
+        """Changes the host for the cell; returns a dict of what was set (for the result's evidence)."""
+        hp = cell.params["hugepages"]
+        applied = {}
+        if hp.startswith("thp_") or hp == "off":
+            mode = {"thp_always": "always", "thp_madvise": "madvise", "off": "never"}[hp]
+            if self.thp_mode() != mode:
+                self._write(self.paths.thp_enabled, mode)
+            applied["thp_mode"] = self.thp_mode()
+        if hp == "explicit":
+            pages = hugepages_for_heap(cell.params["heap"])
+            current = int(open(self.paths.nr_hugepages).read().strip() or 0)
+            if current < pages:
+                self._write(self.paths.nr_hugepages, pages)
+            got = int(open(self.paths.nr_hugepages).read().strip() or 0)
+            applied["nr_hugepages"] = got
+            if got < pages:
+                raise KnobError(f"asked the kernel for {pages} hugepages, it reserved {got} (memory too fragmented?)")
+        return applied
+
+    def thp_mode(self):
+        try:
+            with open(self.paths.thp_enabled) as f:
+                return evidence_thp(f.read())
+        except OSError:
+            return None
+
+    def restore(self):
+        errors = []
+        while self._saved:
+            path, original = self._saved.pop()
+            try:
+                value = evidence_thp(original) if path == self.paths.thp_enabled else original.strip()
+                with open(path, "w") as f:
+                    f.write(value)
+            except OSError as e:
+                errors.append(f"{path}: {e}")
+        if errors:
+            raise KnobError("could not restore host settings: " + "; ".join(errors))
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        self.restore()
+        return False
+
+
+class KnobError(RuntimeError):
+    pass
+
+
+def evidence_thp(text):
+    m = re.search(r"\[(\w+)\]", text)
+    return m.group(1) if m else text.strip()
+
+
+def hugepages_for_heap(heap):
+    return -(-(spec.parse_heap(heap) + HUGEPAGE_MARGIN_BYTES) // HUGEPAGE_BYTES)
+
+
+def jvm_flags(cell, matrix, gc_probe_flags):
+    """The JVM options a cell implies. gc_probe_flags: the flags the doctor found select that GC on this JDK."""
+    p = cell.params
+    flags = list(gc_probe_flags)
+    flags += matrix.gc_opts[p["gc_opts"]]
+    flags += [f"-Xms{p['heap']}", f"-Xmx{p['heap']}"]
+    if p["hugepages"] == "explicit":
+        flags += ["-XX:+UseLargePages", f"-XX:LargePageSizeInBytes={HUGEPAGE_BYTES // (1 << 20)}m"]
+    elif p["hugepages"] == "thp_madvise":
+        flags += ["-XX:+UseTransparentHugePages"]
+    # Sandboxes and shared /tmp make hsperfdata files collide; jcmd attaches without them.
+    flags += ["-XX:-UsePerfData"]
+    return flags
+
+
+def numa_nodes_for(cell, matrix, host_nodes):
+    """{"cpu_node", "mem_node"} for a NUMA policy, from the host's nodes ({id: set(cpus)}).
+
+    bind_remote puts memory on the node farthest from the CPUs' node (any other node on 2-node hosts).
+    """
+    pinning = matrix.pinnings[cell.params["pinning"]]
+    cpus = spec.parse_cpu_list(pinning.cpus) if pinning.cpus else None
+    cpu_node = min(host_nodes)
+    if cpus:
+        for node, node_cpus in sorted(host_nodes.items()):
+            if cpus & node_cpus:
+                cpu_node = node
+                break
+    mem_node = cpu_node
+    if cell.params["numa"] == "bind_remote":
+        others = [n for n in sorted(host_nodes) if n != cpu_node]
+        mem_node = others[-1] if others else None
+    return {"cpu_node": cpu_node, "mem_node": mem_node}
+
+
+def wrapper_argv(cell, matrix, host_nodes):
+    """numactl/taskset prefix for the process's CPU binding and memory policy ([] when neither is asked)."""
+    pinning = matrix.pinnings[cell.params["pinning"]]
+    policy = cell.params["numa"]
+    nodes = numa_nodes_for(cell, matrix, host_nodes)
+    if policy == "default":
+        return ["taskset", "-c", pinning.cpus] if pinning.cpus else []
+    argv = ["numactl"]
+    if pinning.cpus:
+        argv.append(f"--physcpubind={pinning.cpus}")
+    elif policy in ("bind_local", "bind_remote"):
+        argv.append(f"--cpunodebind={nodes['cpu_node']}")
+    if policy in ("bind_local", "bind_remote"):
+        argv.append(f"--membind={nodes['mem_node']}")
+    elif policy == "interleave":
+        argv.append("--interleave=all")
+    elif policy == "preferred":
+        argv.append(f"--preferred={nodes['mem_node']}")
+    return argv + ["--"]
+
+
+class ThreadPinner:
+    """Pins Java threads by name to CPUs as they appear, and re-checks that they stay pinned.
+
+    Names come from the JVM (`jcmd PID Thread.print`, whose nid= is the Linux tid), because the kernel
+    keeps only 15 characters of a thread name.
+    """
+
+    def __init__(self, jcmd, pid, rules, proc="/proc", run=subprocess.run):
+        self.jcmd = jcmd
+        self.pid = pid
+        self.rules = [(re.compile(pattern), spec.parse_cpu_list(cpus), pattern, cpus) for pattern, cpus in rules]
+        self.proc = proc
+        self.run = run
+        self.pinned = {}  # tid -> {"pattern", "name", "tid", "wanted"}
+        self.repins = 0
+        self.errors = []
+
+    def poll(self):
+        """One round: pin new matching threads, re-pin any that drifted. Returns False if jcmd failed."""
+        if not self.rules:
+            return True
+        try:
+            proc = self.run([self.jcmd, str(self.pid), "Thread.print"], stdout=subprocess.PIPE,
+                            stderr=subprocess.STDOUT, text=True, timeout=30)
+        except (OSError, subprocess.TimeoutExpired) as e:
+            self.errors.append(f"jcmd Thread.print: {e}")
+            return False
+        if proc.returncode != 0:
+            self.errors.append(f"jcmd Thread.print exit {proc.returncode}: {proc.stdout.strip()[:200]}")
+            return False
+        for name, tid in evidence.parse_thread_print(proc.stdout):
+            for regex, cpus, pattern, cpu_text in self.rules:
+                if regex.search(name):
+                    known = tid in self.pinned
+                    if not known or self.cpus_allowed(tid) != cpus:
+                        try:
+                            os.sched_setaffinity(tid, cpus)
+                        except OSError as e:
+                            self.errors.append(f"sched_setaffinity({tid} {name!r}, {cpu_text}): {e}")
+                            continue
+                        if known:
+                            self.repins += 1
+                    self.pinned[tid] = {"pattern": pattern, "name": name, "tid": tid, "wanted": cpu_text}
+                    break
+        return True
+
+    def cpus_allowed(self, tid):
+        try:
+            with open(os.path.join(self.proc, str(self.pid), "task", str(tid), "status")) as f:
+                value = evidence.parse_status(f.read()).get("Cpus_allowed_list")
+            return spec.parse_cpu_list(value) if value is not None else None
+        except OSError:
+            return None
+
+    def evidence(self):
+        """Each pinned thread with its actual Cpus_allowed_list, read now from the kernel."""
+        out = []
+        for tid, info in sorted(self.pinned.items()):
+            try:
+                with open(os.path.join(self.proc, str(self.pid), "task", str(tid), "status")) as f:
+                    actual = evidence.parse_status(f.read()).get("Cpus_allowed_list")
+            except OSError:
+                actual = None
+            out.append(dict(info, cpus_allowed=actual))
+        return out
+
+
+def wait_for(predicate, timeout_s, interval_s=0.2):
+    deadline = time.monotonic() + timeout_s
+    while time.monotonic() < deadline:
+        if predicate():
+            return True
+        time.sleep(interval_s)
+    return predicate()

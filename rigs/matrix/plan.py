@@ -1,0 +1,113 @@
+"""Host-dependent planning: which JDK each cell runs on, and which cells this host cannot express.
+
+Errors (a JDK that is not installed, a GC the JDK refuses) stop the run before anything starts.
+Cells the host cannot express (bind_remote on one NUMA node, hugepages it cannot reserve, CPUs it does
+not have) are skipped with the reason; they are never run in some other form.
+"""
+
+import dataclasses
+import os
+
+from rigs.matrix import knobs, spec
+from tools.jdk import discovery
+
+
+@dataclasses.dataclass
+class PlannedCell:
+    cell: spec.Cell
+    jdk: dict = None  # the doctor's record of the JDK
+    gc_flags: list = None
+    skip_reason: str = ""
+
+
+def resolve_jdk(name, jdks):
+    """Finds the JDK an axis value names: 11/17/21 -> pinned jdkNN; else a host or declared JDK by name."""
+    usable = [j for j in jdks if not j.get("error")]
+    by_name = {j["name"]: j for j in usable}
+    major = spec.jdk_major(name)
+    if major is not None and f"jdk{major}" in by_name:
+        return by_name[f"jdk{major}"]
+    if name in by_name:
+        return by_name[name]
+    known = ", ".join(sorted(by_name)) or "none"
+    broken = [f"{j['name']} ({j['error']})" for j in jdks if j.get("error")]
+    hint = f"; unusable: {'; '.join(broken)}" if broken else ""
+    raise spec.SpecError(
+        f"jdk={name}: not installed. Known JDKs: {known}{hint}. Declare one with --jdk NAME=PATH or "
+        "TUNELAB_JDKS=NAME=PATH (e.g. a JDK 8 no registry serves).")
+
+
+def host_nodes(report):
+    return {n["id"]: spec.parse_cpu_list(n["cpus"]) for n in report["numa"]["nodes"]} or {0: set(range(os.cpu_count()))}
+
+
+def plan(matrix, report):
+    """PlannedCell per cell; raises SpecError for problems no host could run past."""
+    caps = report["capabilities"]
+    nodes = host_nodes(report)
+    host_cpus = set().union(*nodes.values())
+    planned = []
+    errors = []
+    for cell in matrix.cells:
+        p = cell.params
+        try:
+            jdk = resolve_jdk(p["jdk"], report["jdks"])
+        except spec.SpecError as e:
+            errors.append(str(e))
+            continue
+        gc = (jdk.get("gcs") or {}).get(p["gc"])
+        if gc is not None and not gc["accepted"]:
+            errors.append(f"gc={p['gc']} on jdk={p['jdk']} ({jdk['version']}): the JVM refuses it: {gc['evidence']}")
+            continue
+        gc_flags = gc["flags"] if gc else None
+        if gc_flags is None:  # GC probes were skipped: use the plain selector flags
+            gc_flags = discovery.GC_FLAGS[p["gc"]]
+        pc = PlannedCell(cell, jdk, gc_flags)
+        pc.skip_reason = host_skip_reason(matrix, cell, caps, nodes, host_cpus, jdk,
+                                          report.get("memory", {}).get("available_kb"))
+        planned.append(pc)
+    if errors:
+        raise spec.SpecError("cannot run this matrix:\n  " + "\n  ".join(sorted(set(errors))))
+    return planned
+
+
+def host_skip_reason(matrix, cell, caps, nodes, host_cpus, jdk, memory_available_kb=None):
+    p = cell.params
+    pinning = matrix.pinnings[p["pinning"]]
+    wanted_cpus = spec.parse_cpu_list(pinning.cpus) if pinning.cpus else set()
+    for _, cpus in pinning.threads:
+        wanted_cpus |= spec.parse_cpu_list(cpus)
+    missing = sorted(wanted_cpus - host_cpus)
+    if missing:
+        return f"pinning={p['pinning']} uses CPUs {missing} this host does not have (CPUs {sorted(host_cpus)})"
+    if pinning.threads and not os.path.exists(os.path.join(jdk["java_home"], "bin", "jcmd")):
+        return f"pinning={p['pinning']} needs jcmd to find Java threads; {jdk['java_home']}/bin/jcmd is missing"
+    if pinning.cpus and p["numa"] == "default" and not caps.get("taskset", {}).get("available"):
+        return "taskset is not installed (CPU binding)"
+    if p["numa"] != "default":
+        if not caps.get("numactl", {}).get("available"):
+            return f"numa={p['numa']} needs numactl, which is not installed"
+        if p["numa"] == "bind_remote" and len(nodes) < 2:
+            return (f"numa=bind_remote needs two NUMA nodes; this host has {len(nodes)} "
+                    f"({caps.get('numa_multi_node', {}).get('evidence', '')})")
+    hp = p["hugepages"]
+    thp = caps.get("transparent_hugepages", {})
+    if hp in ("off", "thp_always", "thp_madvise"):
+        wanted = {"off": "never", "thp_always": "always", "thp_madvise": "madvise"}[hp]
+        if not thp.get("available"):
+            return f"hugepages={hp}: the kernel has no transparent hugepage control"
+        if thp.get("value") != wanted and not thp.get("writable"):
+            return (f"hugepages={hp} needs THP mode {wanted!r}; it is {thp.get('value')!r} and "
+                    f"{thp.get('evidence', 'the setting')} is not writable (run as root)")
+    if hp == "explicit":
+        explicit = caps.get("explicit_hugepages", {})
+        if not explicit.get("available"):
+            return f"hugepages=explicit: no hugetlb support ({explicit.get('evidence')})"
+        needed = knobs.hugepages_for_heap(p["heap"])
+        if not explicit.get("writable") and (explicit.get("value") or 0) < needed:
+            return (f"hugepages=explicit needs {needed} 2 MiB pages for heap {p['heap']}; "
+                    f"nr_hugepages is {explicit.get('value')} and not writable (run as root)")
+        if memory_available_kb and needed * 2048 > memory_available_kb * 0.9:
+            return (f"hugepages=explicit needs {needed * 2} MiB; only {memory_available_kb // 1024} MiB of memory "
+                    "is available")
+    return ""

@@ -1,0 +1,151 @@
+"""Result files: one JSON document per cell repetition, schema-validated, written atomically, never edited.
+
+Layout of a run: results/<host-id>/<run-id>/
+  manifest.json                 every planned cell, its status and reason, the interleaved order
+  cells/<cell-id>.r<rep>.json   one result per repetition (results/schema/cell_result.v1.schema.json)
+  logs/<cell-id>.r<rep>.{out,err}
+Result files from elsewhere are untrusted: size-limited, schema-validated, parsed as data only.
+"""
+
+import json
+import os
+import statistics
+import tempfile
+
+import jsonschema
+
+SCHEMA_VERSION = 1
+MAX_RESULT_BYTES = 64 << 20
+_SCHEMA_CACHE = {}
+
+
+class ResultError(ValueError):
+    pass
+
+
+def schema_path():
+    here = os.path.dirname(os.path.abspath(__file__))
+    # In the source tree and in runfiles alike, results/ sits two levels above rigs/matrix.
+    return os.path.join(here, "..", "..", "results", "schema", f"cell_result.v{SCHEMA_VERSION}.schema.json")
+
+
+def schema():
+    if SCHEMA_VERSION not in _SCHEMA_CACHE:
+        with open(schema_path()) as f:
+            _SCHEMA_CACHE[SCHEMA_VERSION] = json.load(f)
+    return _SCHEMA_CACHE[SCHEMA_VERSION]
+
+
+def validate(doc):
+    """Raises ResultError naming the first schema violation."""
+    validator = jsonschema.Draft202012Validator(schema())
+    errors = sorted(validator.iter_errors(doc), key=lambda e: list(e.absolute_path))
+    if errors:
+        e = errors[0]
+        where = "/".join(str(p) for p in e.absolute_path) or "(top)"
+        raise ResultError(f"result does not match schema v{SCHEMA_VERSION} at {where}: {e.message}")
+
+
+def migrate(doc):
+    """Brings an older result document up to SCHEMA_VERSION; refuses newer or unknown versions.
+
+    Each future version adds one step here (v1 -> v2, ...), so old result sets stay comparable.
+    """
+    version = doc.get("schema_version") if isinstance(doc, dict) else None
+    if version == SCHEMA_VERSION:
+        return doc
+    if isinstance(version, int) and version > SCHEMA_VERSION:
+        raise ResultError(f"result has schema_version {version}, newer than this harness ({SCHEMA_VERSION}); "
+                          "update tunelab to read it")
+    raise ResultError(f"result has unknown schema_version {version!r}")
+
+
+def atomic_write_json(path, doc):
+    """Writes doc to path via a temporary file in the same folder, fsync and rename: all or nothing."""
+    folder = os.path.dirname(os.path.abspath(path))
+    os.makedirs(folder, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(prefix=".tmp-", suffix=".json", dir=folder)
+    try:
+        with os.fdopen(fd, "w") as f:
+            json.dump(doc, f, indent=1, sort_keys=False)
+            f.write("\n")
+            f.flush()
+            os.fsync(f.fileno())
+        os.replace(tmp, path)
+        dir_fd = os.open(folder, os.O_RDONLY)
+        try:
+            os.fsync(dir_fd)
+        finally:
+            os.close(dir_fd)
+    except BaseException:
+        if os.path.exists(tmp):
+            os.unlink(tmp)
+        raise
+
+
+def write_result(path, doc):
+    """Validates and writes a new result; an existing result is never overwritten."""
+    validate(doc)
+    if os.path.exists(path):
+        raise ResultError(f"{path} exists; stored results are never rewritten")
+    atomic_write_json(path, doc)
+
+
+def load_result(path, max_bytes=MAX_RESULT_BYTES):
+    """Reads a result file as untrusted input: size limit, JSON, migration, schema."""
+    size = os.path.getsize(path)
+    if size > max_bytes:
+        raise ResultError(f"{path}: {size} bytes, over the {max_bytes}-byte limit for a result file")
+    try:
+        with open(path) as f:
+            doc = json.load(f)
+    except (json.JSONDecodeError, UnicodeDecodeError) as e:
+        raise ResultError(f"{path}: not valid JSON ({e})") from None
+    doc = migrate(doc)
+    try:
+        validate(doc)
+    except ResultError as e:
+        raise ResultError(f"{path}: {e}") from None
+    return doc
+
+
+def summarize(samples, metric_defs):
+    """Median per metric over the measured samples. metric_defs: {name: {"unit", "direction"}}."""
+    metrics = []
+    for name, d in metric_defs.items():
+        values = [s["value"] for s in samples if s["metric"] == name]
+        if values:
+            metrics.append({"name": name, "unit": d["unit"], "direction": d["direction"], "statistic": "median",
+                            "value": statistics.median(values), "n": len(values)})
+    return metrics
+
+
+def result_path(run_dir, cell_id, repetition):
+    return os.path.join(run_dir, "cells", f"{cell_id}.r{repetition}.json")
+
+
+def stored_results(run_dir):
+    """{(cell_id, repetition)} of the complete result files in a run (temporary files ignored)."""
+    folder = os.path.join(run_dir, "cells")
+    done = set()
+    if os.path.isdir(folder):
+        for name in os.listdir(folder):
+            if name.startswith(".tmp-") or not name.endswith(".json"):
+                continue
+            stem = name[:-len(".json")]
+            cell_id, _, rep = stem.rpartition(".r")
+            if rep.isdigit():
+                done.add((cell_id, int(rep)))
+    return done
+
+
+def remove_partial_files(run_dir):
+    """Temporary files left by a process killed mid-write: never results, safe to delete."""
+    folder = os.path.join(run_dir, "cells")
+    removed = []
+    if os.path.isdir(folder):
+        for name in os.listdir(folder):
+            if name.startswith(".tmp-"):
+                os.unlink(os.path.join(folder, name))
+                removed.append(name)
+    return removed

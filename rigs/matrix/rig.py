@@ -1,0 +1,82 @@
+"""The contract every rig implements, and workload definitions (a workload is a data folder).
+
+A rig module `rigs/<name>/rig.py` exposes `RIG`, an object with:
+  name                  the rig's unique name (the loader refuses a module whose RIG.name differs)
+  launch(cell, workload, policy, workdir, data) -> Launch     what to start in the JVM the matrix chose
+  parse(stdout_text) -> (warmup_samples, samples)            samples: {"metric","value","unit","t"}
+The matrix runner owns everything else: JVM selection and flags, pinning, host knobs, evidence, timeouts,
+results. `data` maps the names the rig's Bazel macro passed (e.g. "jar") to runfiles paths.
+"""
+
+import dataclasses
+import hashlib
+import importlib
+import os
+import tomllib
+
+
+@dataclasses.dataclass
+class Launch:
+    main_class: str
+    classpath: list
+    args: list
+    jvm_flags: list = dataclasses.field(default_factory=list)
+    env: dict = dataclasses.field(default_factory=dict)
+
+
+@dataclasses.dataclass
+class Workload:
+    id: str
+    rig: str
+    folder: str
+    parameters: dict
+    metrics: dict  # name -> {"unit", "direction"}
+    policy: dict
+    inputs: dict  # relative path -> sha256
+    sha256: str  # of workload.toml and every input, in path order
+
+
+class WorkloadError(ValueError):
+    pass
+
+
+def load_workload(folder):
+    path = os.path.join(folder, "workload.toml")
+    try:
+        with open(path, "rb") as f:
+            raw = f.read()
+        data = tomllib.loads(raw.decode())
+    except (OSError, tomllib.TOMLDecodeError, UnicodeDecodeError) as e:
+        raise WorkloadError(f"{path}: {e}") from None
+    head = data.get("workload", {})
+    for key in ("id", "rig"):
+        if not isinstance(head.get(key), str):
+            raise WorkloadError(f"{path}: [workload] needs a string `{key}`")
+    metrics = data.get("metrics", {})
+    for name, m in metrics.items():
+        if m.get("direction") not in ("higher_is_better", "lower_is_better") or not m.get("unit"):
+            raise WorkloadError(f"{path}: [metrics.{name}] needs `unit` and `direction` "
+                                "(higher_is_better or lower_is_better)")
+    digest = hashlib.sha256(raw)
+    inputs = dict(sorted(data.get("inputs", {}).items()))
+    for rel, expected in inputs.items():
+        file_path = os.path.join(folder, rel)
+        try:
+            with open(file_path, "rb") as f:
+                actual = hashlib.sha256(f.read()).hexdigest()
+        except OSError as e:
+            raise WorkloadError(f"{path}: input {rel}: {e.strerror}") from None
+        if actual != expected:
+            raise WorkloadError(f"{path}: input {rel} has sha256 {actual}, pinned {expected}")
+        digest.update(rel.encode() + b"\0" + actual.encode())
+    return Workload(id=head["id"], rig=head["rig"], folder=folder,
+                    parameters={k: str(v) for k, v in data.get("parameters", {}).items()},
+                    metrics=metrics, policy=data.get("policy", {}), inputs=inputs, sha256=digest.hexdigest())
+
+
+def load_rig(name):
+    module = importlib.import_module(f"rigs.{name}.rig")
+    rig = getattr(module, "RIG", None)
+    if rig is None or getattr(rig, "name", None) != name:
+        raise ImportError(f"rigs/{name}/rig.py must define RIG with RIG.name == {name!r}")
+    return rig

@@ -1,0 +1,372 @@
+"""Matrix specifications: axes as data (TOML), expanded into cells with stable ids, validated up front.
+
+A matrix file names its rig and workload and lists axis values. The cell set is the cross product of
+`[axes]`, with `[[zip]]` groups varying together instead of crossed, `[[exclude]]` patterns removed and
+`[[include]]` cells added; a `[profiles.<name>]` table replaces axis values and the measurement policy,
+and `--set axis=v1,v2` on the command line replaces them last.
+
+Structured axis values are named in their own tables and referred to by name:
+  [pinning.workers]   cpus = "0-1", threads = { "calibration-cpu-worker" = "1" }
+  [gc_opts.iof80]     flags = ["-XX:CMSInitiatingOccupancyFraction=80"]
+so that every cell is a flat dict of scalars and its id (a hash of that dict) is stable.
+"""
+
+import dataclasses
+import hashlib
+import itertools
+import json
+import random
+import re
+import tomllib
+
+# Axis -> allowed scalar values (None: free-form, checked elsewhere).
+GCS = ("serial", "parallel", "g1", "cms", "zgc", "shenandoah")
+HUGEPAGES = ("off", "thp_always", "thp_madvise", "explicit")
+NUMA_POLICIES = ("default", "bind_local", "bind_remote", "interleave", "preferred")
+STANDARD_AXES = ("jdk", "gc", "gc_opts", "heap", "pinning", "hugepages", "numa", "variant")
+DEFAULTS = {"gc": "g1", "gc_opts": "default", "heap": "512m", "pinning": "none", "hugepages": "off",
+            "numa": "default", "variant": "stock"}
+POLICY_KEYS = {"warmup_s": float, "measure_s": float, "repetitions": int, "cooldown_s": float, "timeout_s": float}
+CMS_LAST_JDK = 13
+
+
+class SpecError(ValueError):
+    """A matrix file or override that cannot be run; the message says what and where."""
+
+
+@dataclasses.dataclass(frozen=True)
+class Pinning:
+    name: str
+    cpus: str = ""  # the process's CPU binding, kernel list syntax; "" = not bound
+    threads: tuple = ()  # ((java thread name regex, cpu list), ...)
+
+
+@dataclasses.dataclass(frozen=True)
+class Policy:
+    warmup_s: float = 10.0
+    measure_s: float = 30.0
+    repetitions: int = 3
+    cooldown_s: float = 2.0
+    timeout_s: float = 600.0
+
+
+@dataclasses.dataclass
+class Cell:
+    params: dict  # axis -> scalar, sorted keys
+
+    @property
+    def id(self):
+        return cell_id(self.params)
+
+    def label(self, axes=None):
+        """'k=v ...' over `axes` (default: all), e.g. only the axes that vary in the matrix."""
+        return " ".join(f"{k}={v}" for k, v in self.params.items() if axes is None or k in axes)
+
+
+@dataclasses.dataclass
+class Matrix:
+    name: str
+    rig: str
+    workload: str
+    seed: int
+    axes: dict  # axis -> [values]
+    rig_axes: tuple  # names of the rig's own parameters among axes
+    pinnings: dict  # name -> Pinning
+    gc_opts: dict  # name -> [jvm flags]
+    variants: dict  # name -> {"patches": [...]} (stock is implicit)
+    policy: Policy
+    cells: list  # [Cell]
+    source: str = ""  # path of the file, for messages
+
+
+def varying_axes(cells):
+    """Axes whose value differs between cells (the ones worth printing)."""
+    values = {}
+    for c in cells:
+        for k, v in c.params.items():
+            values.setdefault(k, set()).add(v)
+    return {k for k, vs in values.items() if len(vs) > 1}
+
+
+def cell_id(params):
+    """Stable id: sha256 of the canonical JSON of the resolved parameters, 12 hex digits."""
+    canonical = json.dumps(params, sort_keys=True, separators=(",", ":"))
+    return hashlib.sha256(canonical.encode()).hexdigest()[:12]
+
+
+def parse_cpu_list(text):
+    cpus = set()
+    for part in str(text).split(","):
+        part = part.strip()
+        if not part:
+            continue
+        if not re.fullmatch(r"\d+(-\d+)?", part):
+            raise SpecError(f"bad CPU list {text!r} (expected e.g. 0-3,8)")
+        lo, _, hi = part.partition("-")
+        cpus.update(range(int(lo), int(hi or lo) + 1))
+    return cpus
+
+
+def parse_heap(text):
+    m = re.fullmatch(r"(\d+)([kmgKMG])", str(text))
+    if not m:
+        raise SpecError(f"heap {text!r} is not a JVM size like 512m or 14g")
+    return int(m.group(1)) * {"k": 1 << 10, "m": 1 << 20, "g": 1 << 30}[m.group(2).lower()]
+
+
+def load(path, profile=None, overrides=(), rig_params=None, policy_defaults=None):
+    """Reads a matrix file and returns the expanded, statically validated Matrix.
+
+    rig_params: the workload's own parameters with their defaults (the only axes beyond STANDARD_AXES).
+    policy_defaults: the workload's declared measurement policy, which [policy] and profiles override.
+    """
+    try:
+        with open(path, "rb") as f:
+            data = tomllib.load(f)
+    except tomllib.TOMLDecodeError as e:
+        raise SpecError(f"{path}: not valid TOML: {e}") from None
+    except OSError as e:
+        raise SpecError(f"{path}: {e.strerror}") from None
+    return from_dict(data, source=path, profile=profile, overrides=overrides, rig_params=rig_params,
+                     policy_defaults=policy_defaults)
+
+
+def from_dict(data, source="<matrix>", profile=None, overrides=(), rig_params=None, policy_defaults=None):
+    rig_params = dict(rig_params or {})
+    where = source
+    known = {"matrix", "axes", "zip", "include", "exclude", "profiles", "pinning", "gc_opts", "variant", "policy"}
+    unknown = set(data) - known
+    if unknown:
+        raise SpecError(f"{where}: unknown top-level tables {sorted(unknown)}; expected {sorted(known)}")
+    head = data.get("matrix", {})
+    for key in ("name", "rig"):
+        if not isinstance(head.get(key), str) or not head[key]:
+            raise SpecError(f"{where}: [matrix] needs a string `{key}`")
+
+    pinnings = {"none": Pinning("none")}
+    for name, body in data.get("pinning", {}).items():
+        pinnings[name] = _parse_pinning(where, name, body)
+    gc_opts = {"default": []}
+    for name, body in data.get("gc_opts", {}).items():
+        flags = body.get("flags") if isinstance(body, dict) else None
+        if not isinstance(flags, list) or not all(isinstance(x, str) and x.startswith("-") for x in flags):
+            raise SpecError(f"{where}: [gc_opts.{name}] needs `flags`, a list of JVM options")
+        gc_opts[name] = flags
+    variants = {"stock": {"patches": []}}
+    for name, body in data.get("variant", {}).items():
+        variants[name] = {"patches": list(body.get("patches", []))}
+
+    allowed_axes = set(STANDARD_AXES) | set(rig_params)
+    axes = _axes_table(where, "[axes]", data.get("axes", {}), allowed_axes)
+    policy_table = dict(policy_defaults or {})
+    policy_table.update(data.get("policy", {}))
+
+    if profile is not None:
+        profiles = data.get("profiles", {})
+        if profile not in profiles:
+            raise SpecError(f"{where}: no profile {profile!r}; profiles: {sorted(profiles) or 'none'}")
+        body = profiles[profile]
+        extra = set(body) - {"axes", "policy", "description"}
+        if extra:
+            raise SpecError(f"{where}: [profiles.{profile}] has unknown keys {sorted(extra)}")
+        axes.update(_axes_table(where, f"[profiles.{profile}.axes]", body.get("axes", {}), allowed_axes))
+        policy_table.update(body.get("policy", {}))
+
+    for item in overrides:
+        axis, sep, values = item.partition("=")
+        axis = axis.strip()
+        if not sep or not values:
+            raise SpecError(f"--set {item!r}: expected axis=value[,value...]")
+        if axis not in allowed_axes:
+            raise SpecError(f"--set {item!r}: unknown axis {axis!r}; axes: {sorted(allowed_axes)}")
+        axes[axis] = [_scalar(v.strip()) for v in values.split(",")]
+
+    for axis, default in list(DEFAULTS.items()) + list(rig_params.items()):
+        axes.setdefault(axis, [default])
+    if "jdk" not in axes:
+        raise SpecError(f"{where}: [axes] needs `jdk` (e.g. jdk = [11, 17])")
+    axes = {k: [str(v) for v in vals] for k, vals in axes.items()}
+
+    _check_values(where, axes, pinnings, gc_opts, variants)
+    policy = _parse_policy(where, policy_table)
+    cells = expand(where, axes, data.get("zip", []), data.get("include", []), data.get("exclude", []))
+    for cell in cells:
+        _check_values(where, {k: [v] for k, v in cell.params.items()}, pinnings, gc_opts, variants)
+    matrix = Matrix(name=head["name"], rig=head["rig"], workload=head.get("workload", ""),
+                    seed=int(head.get("seed", 0)), axes=axes,
+                    rig_axes=tuple(sorted(set(axes) - set(STANDARD_AXES))), pinnings=pinnings,
+                    gc_opts=gc_opts, variants=variants, policy=policy, cells=cells, source=source)
+    static_errors = [e for cell in cells for e in static_cell_errors(matrix, cell)]
+    if static_errors:
+        raise SpecError(f"{where}: " + "\n  ".join(["impossible cells:"] + sorted(set(static_errors))))
+    return matrix
+
+
+def _scalar(text):
+    return int(text) if re.fullmatch(r"-?\d+", text) else text
+
+
+def _axes_table(where, table_name, table, allowed):
+    axes = {}
+    for axis, values in table.items():
+        if axis not in allowed:
+            raise SpecError(f"{where}: {table_name}: unknown axis {axis!r}; axes: {sorted(allowed)}")
+        if not isinstance(values, list) or not values:
+            raise SpecError(f"{where}: {table_name}: axis {axis!r} must be a non-empty list")
+        if not all(isinstance(v, (str, int, float)) and not isinstance(v, bool) for v in values):
+            raise SpecError(f"{where}: {table_name}: axis {axis!r} values must be strings or numbers")
+        if len(set(map(str, values))) != len(values):
+            raise SpecError(f"{where}: {table_name}: axis {axis!r} lists a value twice")
+        axes[axis] = values
+    return axes
+
+
+def _parse_pinning(where, name, body):
+    if not isinstance(body, dict):
+        raise SpecError(f"{where}: [pinning.{name}] must be a table")
+    extra = set(body) - {"cpus", "threads", "description"}
+    if extra:
+        raise SpecError(f"{where}: [pinning.{name}] has unknown keys {sorted(extra)}")
+    cpus = str(body.get("cpus", ""))
+    parse_cpu_list(cpus)
+    threads = body.get("threads", {})
+    if not isinstance(threads, dict):
+        raise SpecError(f"{where}: [pinning.{name}] threads must map a thread-name pattern to a CPU list")
+    for pattern, cpu_list in threads.items():
+        try:
+            re.compile(pattern)
+        except re.error as e:
+            raise SpecError(f"{where}: [pinning.{name}] thread pattern {pattern!r}: {e}") from None
+        if not parse_cpu_list(cpu_list):
+            raise SpecError(f"{where}: [pinning.{name}] thread {pattern!r} has an empty CPU list")
+        if cpus and not parse_cpu_list(cpu_list) <= parse_cpu_list(cpus):
+            raise SpecError(
+                f"{where}: [pinning.{name}] pins threads {pattern!r} to CPUs {cpu_list}, outside the process's "
+                f"CPU binding {cpus}: the kernel would refuse or silently ignore it (the study's own pitfall). "
+                "Widen `cpus` or leave the threads' CPUs outside any process binding.")
+    return Pinning(name, cpus, tuple(sorted((p, str(c)) for p, c in threads.items())))
+
+
+def _parse_policy(where, table):
+    extra = set(table) - set(POLICY_KEYS)
+    if extra:
+        raise SpecError(f"{where}: [policy] has unknown keys {sorted(extra)}; keys: {sorted(POLICY_KEYS)}")
+    values = {}
+    for key, kind in POLICY_KEYS.items():
+        if key in table:
+            try:
+                values[key] = kind(table[key])
+            except (TypeError, ValueError):
+                raise SpecError(f"{where}: [policy] {key} must be a number") from None
+            if values[key] < 0 or (key == "repetitions" and values[key] < 1):
+                raise SpecError(f"{where}: [policy] {key} = {table[key]} is out of range")
+    policy = Policy(**values)
+    if policy.measure_s <= 0:
+        raise SpecError(f"{where}: [policy] measure_s must be > 0")
+    return policy
+
+
+def _check_values(where, axes, pinnings, gc_opts, variants):
+    checks = {"gc": GCS, "hugepages": HUGEPAGES, "numa": NUMA_POLICIES, "pinning": tuple(pinnings),
+              "gc_opts": tuple(gc_opts), "variant": tuple(variants)}
+    for axis, allowed in checks.items():
+        for v in axes.get(axis, []):
+            if v not in allowed:
+                raise SpecError(f"{where}: axis {axis}: unknown value {v!r}; allowed: {', '.join(allowed)}")
+    for v in axes.get("heap", []):
+        parse_heap(v)
+    for v in axes.get("jdk", []):
+        if not re.fullmatch(r"[A-Za-z0-9_.+-]+", v):
+            raise SpecError(f"{where}: axis jdk: {v!r} is not a JDK name (11, 17, 21 or a declared name)")
+
+
+def expand(where, axes, zips, includes, excludes):
+    """Cross product of the axes, with zipped groups paired, excludes removed, includes added."""
+    zipped = []
+    seen = set()
+    for group in zips:
+        names = group.get("axes") if isinstance(group, dict) else None
+        if not isinstance(names, list) or len(names) < 2:
+            raise SpecError(f"{where}: [[zip]] needs `axes`, a list of at least two axis names")
+        for n in names:
+            if n not in axes:
+                raise SpecError(f"{where}: [[zip]] names unknown axis {n!r}")
+            if n in seen:
+                raise SpecError(f"{where}: axis {n!r} is in two [[zip]] groups")
+            seen.add(n)
+        lengths = {n: len(axes[n]) for n in names}
+        if len(set(lengths.values())) != 1:
+            raise SpecError(f"{where}: [[zip]] axes must have equal lengths, got {lengths}")
+        zipped.append(names)
+    groups = [[n] for n in sorted(axes) if n not in seen] + zipped
+    choices = [[dict(zip(g, combo)) for combo in zip(*(axes[n] for n in g))] for g in groups]
+    cells = {}
+    for combo in itertools.product(*choices):
+        params = {}
+        for part in combo:
+            params.update(part)
+        params = dict(sorted(params.items()))
+        if any(_matches(params, ex, where, "exclude") for ex in excludes):
+            continue
+        cells.setdefault(cell_id(params), Cell(params))
+    for inc in includes:
+        if not isinstance(inc, dict):
+            raise SpecError(f"{where}: [[include]] entries must be tables")
+        unknown = set(inc) - set(axes)
+        if unknown:
+            raise SpecError(f"{where}: [[include]] names unknown axes {sorted(unknown)}")
+        params = {axis: str(inc.get(axis, vals[0])) for axis, vals in axes.items()}
+        params = dict(sorted(params.items()))
+        cells.setdefault(cell_id(params), Cell(params))
+    if not cells:
+        raise SpecError(f"{where}: the matrix has no cells left after [[exclude]]")
+    return list(cells.values())
+
+
+def _matches(params, pattern, where, kind):
+    if not isinstance(pattern, dict) or not pattern:
+        raise SpecError(f"{where}: [[{kind}]] entries must be non-empty tables")
+    for axis, value in pattern.items():
+        if axis not in params:
+            raise SpecError(f"{where}: [[{kind}]] names unknown axis {axis!r}")
+        wanted = [str(v) for v in value] if isinstance(value, list) else [str(value)]
+        if params[axis] not in wanted:
+            return False
+    return True
+
+
+def jdk_major(name):
+    """The major version a jdk axis value names, if it says one (11, '17', 'jdk21'), else None."""
+    m = re.fullmatch(r"(?:jdk)?(\d+)", str(name))
+    return int(m.group(1)) if m else None
+
+
+def static_cell_errors(matrix, cell):
+    """Combinations that cannot work on any host (not host-dependent skips)."""
+    p = cell.params
+    errors = []
+    major = jdk_major(p["jdk"])
+    if p["gc"] == "cms" and major is not None and major > CMS_LAST_JDK:
+        errors.append(f"gc=cms with jdk={p['jdk']}: CMS was removed in JDK 14 (exclude it, or zip gc with jdk)")
+    flags = matrix.gc_opts.get(p["gc_opts"], [])
+    if any("UseLargePages" in f for f in flags) and p["hugepages"] != "explicit":
+        errors.append(f"gc_opts={p['gc_opts']} asks for large pages with hugepages={p['hugepages']}: no hugepages "
+                      "would be reserved; use the hugepages axis (explicit) instead of raw flags")
+    if any("CMS" in f for f in flags) and p["gc"] != "cms":
+        errors.append(f"gc_opts={p['gc_opts']} has CMS flags but gc={p['gc']}")
+    return errors
+
+
+def interleaved_order(cells, repetitions, seed):
+    """Every (cell, repetition) once, in a seeded random order, so drift shows up as noise, not as an effect.
+
+    Repetition r of every cell comes before repetition r+1 of any cell (rounds), and the order inside each
+    round is shuffled, so an interrupted run still has comparable coverage of all cells.
+    """
+    rng = random.Random(seed)
+    order = []
+    for rep in range(repetitions):
+        round_cells = list(cells)
+        rng.shuffle(round_cells)
+        order.extend((cell, rep) for cell in round_cells)
+    return order
