@@ -54,14 +54,19 @@ class HostKnobs:
             applied["thp_mode"] = self.thp_mode()
         if hp == "explicit":
             pages = hugepages_for_heap(cell.params["heap"])
-            current = int(open(self.paths.nr_hugepages).read().strip() or 0)
+            current = self._read_int(self.paths.nr_hugepages)
             if current < pages:
                 self._write(self.paths.nr_hugepages, pages)
-            got = int(open(self.paths.nr_hugepages).read().strip() or 0)
+            got = self._read_int(self.paths.nr_hugepages)
             applied["nr_hugepages"] = got
             if got < pages:
                 raise KnobError(f"asked the kernel for {pages} hugepages, it reserved {got} (memory too fragmented?)")
         return applied
+
+    @staticmethod
+    def _read_int(path):
+        with open(path) as f:
+            return int(f.read().strip() or 0)
 
     def thp_mode(self):
         try:

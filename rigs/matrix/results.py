@@ -71,6 +71,7 @@ def atomic_write_json(path, doc):
             f.write("\n")
             f.flush()
             os.fsync(f.fileno())
+        os.chmod(tmp, 0o644)  # mkstemp makes it private; results are meant to be shared
         os.replace(tmp, path)
         dir_fd = os.open(folder, os.O_RDONLY)
         try:

@@ -2,7 +2,7 @@
 
 A matrix file names its rig and workload and lists axis values. The cell set is the cross product of
 `[axes]`, with `[[zip]]` groups varying together instead of crossed, `[[exclude]]` patterns removed and
-`[[include]]` cells added; a `[profiles.<name>]` table replaces axis values and the measurement policy,
+`[[include]]` cells added (an include fills the axes it does not name with each axis' first value); a `[profiles.<name>]` table replaces axis values and the measurement policy,
 and `--set axis=v1,v2` on the command line replaces them last.
 
 Structured axis values are named in their own tables and referred to by name:

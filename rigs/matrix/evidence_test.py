@@ -1,0 +1,115 @@
+"""Evidence parsers and verification on real captures (testdata/captures/README.md says where each is from)."""
+
+import os
+import unittest
+
+from rigs.matrix import evidence, spec
+
+CAPTURES = os.path.join(os.path.dirname(__file__), "testdata", "captures")
+
+
+def capture(name):
+    with open(os.path.join(CAPTURES, name)) as f:
+        return f.read()
+
+
+def matrix(**axes):
+    data = {"matrix": {"name": "t", "rig": "r"}, "axes": {"jdk": [17], **{k: [v] for k, v in axes.items()}},
+            "pinning": {"workers": {"threads": {"^calibration-cpu-worker-": "1"}}, "cpu0": {"cpus": "0"}}}
+    return spec.from_dict(data)
+
+
+class ParserTest(unittest.TestCase):
+    def test_numa_maps_membind(self):
+        summary = evidence.parse_numa_maps(capture("numa_maps_membind0.txt"))
+        self.assertEqual(list(summary["bytes_per_node"]), [0])
+        self.assertEqual(set(summary["bytes_per_policy"]), {"bind:0"})
+        self.assertEqual(summary["huge_bytes"], 0)
+
+    def test_numa_maps_two_nodes(self):
+        summary = evidence.parse_numa_maps(capture("numa_maps_two_node_weighted_interleave.txt"))
+        page = 4096
+        self.assertEqual(summary["bytes_per_node"], {0: (32897 + 32768 + 54828 + 54614) * page,
+                                                     1: (32896 + 32769 + 10965 + 10923) * page})
+        self.assertEqual(list(summary["bytes_per_policy"]), ["weighted interleave:0-1"])
+
+    def test_numa_maps_hugetlb_pages_are_2_mib(self):
+        summary = evidence.parse_numa_maps(capture("numa_maps_interleave_hugetlb.txt"))
+        self.assertGreater(summary["huge_bytes"], 0)
+        self.assertEqual(summary["huge_bytes"] % (2 << 20), 0)
+        self.assertEqual(set(summary["bytes_per_policy"]), {"interleave:0"})
+
+    def test_vm_flags(self):
+        flags = evidence.parse_vm_flags(capture("vm_flags.txt"))
+        self.assertIs(flags["UseParallelGC"], True)
+        self.assertIs(flags["UsePerfData"], False)
+        self.assertEqual(flags["MaxHeapSize"], str(256 << 20))
+
+    def test_thread_print_gives_native_tids(self):
+        threads = dict(evidence.parse_thread_print(capture("thread_print.txt")))
+        self.assertEqual(threads["calibration-cpu-worker-0"], 0x6e8a)
+        self.assertIn("main", threads)
+
+    def test_status_and_smaps(self):
+        status = evidence.parse_status(capture("status.txt"))
+        self.assertEqual(status["Cpus_allowed_list"], "0-1")
+        self.assertEqual(status["Mems_allowed_list"], "0")
+        self.assertIn("AnonHugePages", evidence.parse_smaps_rollup(capture("smaps_rollup.txt")))
+
+    def test_large_page_fallback_is_detected(self):
+        warnings = evidence.large_page_failures(capture("jvm_output_largepages.txt"))
+        self.assertEqual(len(warnings), 1)
+        self.assertIn("Failed to reserve and commit memory", warnings[0])
+
+
+class VerifyTest(unittest.TestCase):
+    def good_evidence(self):
+        return {"vm_flags": evidence.parse_vm_flags(capture("vm_flags.txt")),
+                "process_status": evidence.parse_status(capture("status.txt")),
+                "numa_maps": evidence.parse_numa_maps(capture("numa_maps_membind0.txt")),
+                "numa_nodes": {"cpu_node": 0, "mem_node": 0}, "threads": [], "thp_mode": "never"}
+
+    def test_good_capture_passes(self):
+        m = matrix(gc="parallel", heap="256m", numa="bind_local")
+        self.assertEqual(evidence.verify(m.cells[0], m, self.good_evidence(), {0: {0, 1}}), [])
+
+    def test_wrong_gc_and_heap_are_invalid(self):
+        m = matrix(gc="g1", heap="512m")
+        problems = evidence.verify(m.cells[0], m, self.good_evidence(), {0: {0, 1}})
+        self.assertTrue(any("-XX:+UseG1GC" in p for p in problems), problems)
+        self.assertTrue(any("MaxHeapSize" in p for p in problems), problems)
+
+    def test_large_pages_that_fell_back_are_invalid(self):
+        m = matrix(gc="g1", heap="256m", hugepages="explicit")
+        ev = self.good_evidence()
+        ev["vm_flags"] = evidence.parse_vm_flags(capture("vm_flags_largepages.txt"))
+        ev["jvm_output_warnings"] = evidence.large_page_failures(capture("jvm_output_largepages.txt"))
+        ev["hugetlb_kb"] = 12288
+        problems = evidence.verify(m.cells[0], m, ev, {0: {0, 1}})
+        self.assertEqual(len(problems), 1, problems)
+        self.assertIn("fell back from large pages", problems[0])
+
+    def test_numa_policy_not_in_effect(self):
+        m = matrix(gc="parallel", heap="256m", numa="interleave")
+        problems = evidence.verify(m.cells[0], m, self.good_evidence(), {0: {0, 1}})
+        self.assertTrue(any("policy interleave:" in p for p in problems), problems)
+
+    def test_thread_not_pinned_or_missing(self):
+        m = matrix(gc="parallel", heap="256m", pinning="workers")
+        ev = self.good_evidence()
+        problems = evidence.verify(m.cells[0], m, ev, {0: {0, 1}})
+        self.assertTrue(any("no Java thread matched" in p for p in problems), problems)
+        ev["threads"] = [{"pattern": "^calibration-cpu-worker-", "name": "calibration-cpu-worker-0", "tid": 1,
+                          "wanted": "1", "cpus_allowed": "0-1"}]
+        problems = evidence.verify(m.cells[0], m, ev, {0: {0, 1}})
+        self.assertEqual(len(problems), 1, problems)
+        self.assertIn("allowed on 0-1, wanted 1", problems[0])
+
+    def test_process_binding_not_in_effect(self):
+        m = matrix(gc="parallel", heap="256m", pinning="cpu0")
+        problems = evidence.verify(m.cells[0], m, self.good_evidence(), {0: {0, 1}})
+        self.assertEqual(problems, ["process CPU binding 0 not in effect: Cpus_allowed_list=0-1"])
+
+
+if __name__ == "__main__":
+    unittest.main()

@@ -1,0 +1,84 @@
+"""Launch composition and host knobs (on a fake /sys and /proc in a temporary folder)."""
+
+import os
+import tempfile
+import unittest
+
+from rigs.matrix import knobs, spec
+
+NODES_2 = {0: {0, 1, 2, 3}, 1: {4, 5, 6, 7}}
+
+
+def matrix(**axes):
+    data = {"matrix": {"name": "t", "rig": "r"}, "axes": {"jdk": [17], **{k: [v] for k, v in axes.items()}},
+            "pinning": {"cpu5": {"cpus": "5"}}, "gc_opts": {"iof80": {"flags": ["-XX:CMSInitiatingOccupancyFraction=80"]}}}
+    m = spec.from_dict(data)
+    return m, m.cells[0]
+
+
+class LaunchTest(unittest.TestCase):
+    def test_jvm_flags(self):
+        m, cell = matrix(gc="cms", gc_opts="iof80", heap="1g", hugepages="explicit", jdk=11)
+        flags = knobs.jvm_flags(cell, m, ["-XX:+UseConcMarkSweepGC"])
+        self.assertEqual(flags, ["-XX:+UseConcMarkSweepGC", "-XX:CMSInitiatingOccupancyFraction=80", "-Xms1g", "-Xmx1g",
+                                 "-XX:+UseLargePages", "-XX:LargePageSizeInBytes=2m", "-XX:-UsePerfData"])
+
+    def test_wrappers(self):
+        cases = {
+            ("none", "default"): [],
+            ("cpu5", "default"): ["taskset", "-c", "5"],
+            ("cpu5", "bind_local"): ["numactl", "--physcpubind=5", "--membind=1", "--"],
+            ("cpu5", "bind_remote"): ["numactl", "--physcpubind=5", "--membind=0", "--"],
+            ("none", "bind_remote"): ["numactl", "--cpunodebind=0", "--membind=1", "--"],
+            ("none", "interleave"): ["numactl", "--interleave=all", "--"],
+            ("none", "preferred"): ["numactl", "--preferred=0", "--"],
+        }
+        for (pinning, numa), expected in cases.items():
+            m, cell = matrix(pinning=pinning, numa=numa)
+            self.assertEqual(knobs.wrapper_argv(cell, m, NODES_2), expected, (pinning, numa))
+
+    def test_hugepages_cover_heap_and_code_cache(self):
+        self.assertEqual(knobs.hugepages_for_heap("256m"), 256)  # (256 + 256 MiB margin) / 2 MiB
+
+
+class HostKnobsTest(unittest.TestCase):
+    def setUp(self):
+        self.dir = tempfile.mkdtemp(dir=os.environ.get("TEST_TMPDIR"))
+        self.paths = knobs.HostPaths(thp_enabled=os.path.join(self.dir, "enabled"),
+                                     nr_hugepages=os.path.join(self.dir, "nr_hugepages"))
+        with open(self.paths.thp_enabled, "w") as f:
+            f.write("always [madvise] never\n")
+        with open(self.paths.nr_hugepages, "w") as f:
+            f.write("0\n")
+
+    def read(self, path):
+        with open(path) as f:
+            return f.read().strip()
+
+    def test_set_then_restored_even_on_error(self):
+        _, cell = matrix(hugepages="explicit", heap="256m")
+        with self.assertRaises(RuntimeError):
+            with knobs.HostKnobs(self.paths) as host:
+                self.assertEqual(host.apply(cell), {"nr_hugepages": 256})
+                self.assertEqual(self.read(self.paths.nr_hugepages), "256")
+                raise RuntimeError("the cell crashed")
+        self.assertEqual(self.read(self.paths.nr_hugepages), "0")
+
+    def test_thp_mode_set_and_restored(self):
+        _, cell = matrix(hugepages="thp_always")
+        with knobs.HostKnobs(self.paths) as host:
+            self.assertEqual(host.apply(cell), {"thp_mode": "always"})
+        # The kernel file shows "[madvise]"; writing back the bare mode name restores it.
+        self.assertEqual(self.read(self.paths.thp_enabled), "madvise")
+
+    def test_restore_is_idempotent(self):
+        _, cell = matrix(hugepages="off")
+        host = knobs.HostKnobs(self.paths)
+        host.apply(cell)
+        host.restore()
+        host.restore()
+        self.assertEqual(self.read(self.paths.thp_enabled), "madvise")
+
+
+if __name__ == "__main__":
+    unittest.main()

@@ -1,0 +1,97 @@
+"""Result files: schema validation, atomic writes, refusal to overwrite, untrusted input, migration.
+
+testdata/result_v1_ok.json is a real result written by a calibration smoke run on this project's machine.
+"""
+
+import copy
+import json
+import os
+import tempfile
+import unittest
+
+from rigs.matrix import results
+
+GOLDEN = os.path.join(os.path.dirname(__file__), "testdata", "result_v1_ok.json")
+
+
+def golden():
+    with open(GOLDEN) as f:
+        return json.load(f)
+
+
+class ResultsTest(unittest.TestCase):
+    def setUp(self):
+        self.dir = tempfile.mkdtemp(dir=os.environ.get("TEST_TMPDIR"))
+
+    def test_golden_result_is_valid_and_carries_its_evidence(self):
+        doc = results.load_result(GOLDEN)
+        self.assertEqual(doc["status"], "ok")
+        (thread,) = doc["evidence"]["threads"]
+        self.assertEqual(thread["cpus_allowed"], thread["wanted"])
+        self.assertIs(doc["evidence"]["vm_flags"]["UseG1GC" if doc["cell"]["params"]["gc"] == "g1" else "UseParallelGC"], True)
+        self.assertTrue(doc["samples"])
+
+    def test_schema_violations_are_named(self):
+        doc = golden()
+        doc["status"] = "fine"
+        with self.assertRaisesRegex(results.ResultError, "at status"):
+            results.validate(doc)
+        doc = golden()
+        doc["metrics"][0]["direction"] = "up"
+        with self.assertRaisesRegex(results.ResultError, "metrics/0/direction"):
+            results.validate(doc)
+        doc = golden()
+        del doc["provenance"]["workload"]
+        with self.assertRaisesRegex(results.ResultError, "provenance"):
+            results.validate(doc)
+
+    def test_atomic_write_then_never_overwrite(self):
+        path = os.path.join(self.dir, "cells", "abc.r0.json")
+        results.write_result(path, golden())
+        self.assertEqual(os.listdir(os.path.dirname(path)), ["abc.r0.json"])
+        with self.assertRaisesRegex(results.ResultError, "never rewritten"):
+            results.write_result(path, golden())
+        self.assertEqual(results.load_result(path), golden())
+
+    def test_invalid_document_is_not_written(self):
+        path = os.path.join(self.dir, "x.json")
+        bad = golden()
+        bad["schema_version"] = 2
+        with self.assertRaises(results.ResultError):
+            results.write_result(path, bad)
+        self.assertFalse(os.path.exists(path))
+
+    def test_untrusted_input(self):
+        corrupt = os.path.join(self.dir, "corrupt.json")
+        with open(corrupt, "w") as f:
+            f.write('{"schema_version": 1, "kind": ')
+        with self.assertRaisesRegex(results.ResultError, "not valid JSON"):
+            results.load_result(corrupt)
+        with self.assertRaisesRegex(results.ResultError, "over the 10-byte limit"):
+            results.load_result(GOLDEN, max_bytes=10)
+        future = copy.deepcopy(golden())
+        future["schema_version"] = 99
+        path = os.path.join(self.dir, "future.json")
+        results.atomic_write_json(path, future)
+        with self.assertRaisesRegex(results.ResultError, "newer than this harness"):
+            results.load_result(path)
+
+    def test_stored_results_ignore_partial_writes(self):
+        run = self.dir
+        results.write_result(results.result_path(run, "aaaaaaaaaaaa", 0), golden())
+        partial = os.path.join(run, "cells", ".tmp-killed.json")
+        with open(partial, "w") as f:
+            f.write("{")
+        self.assertEqual(results.stored_results(run), {("aaaaaaaaaaaa", 0)})
+        self.assertEqual(results.remove_partial_files(run), [".tmp-killed.json"])
+        self.assertFalse(os.path.exists(partial))
+
+    def test_summary_is_the_median_per_metric(self):
+        samples = [{"metric": "m", "value": v, "unit": "ops/s", "t": i} for i, v in enumerate([5.0, 1.0, 3.0, 100.0])]
+        (metric,) = results.summarize(samples, {"m": {"unit": "ops/s", "direction": "higher_is_better"},
+                                                 "absent": {"unit": "s", "direction": "lower_is_better"}})
+        self.assertEqual((metric["value"], metric["n"], metric["statistic"]), (4.0, 4, "median"))
+
+
+if __name__ == "__main__":
+    unittest.main()

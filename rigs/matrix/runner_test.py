@@ -1,0 +1,249 @@
+"""The runner end to end with a fake rig: testdata/fake/java and jcmd are small Python scripts that behave
+like a JVM as far as the runner can see (flags from their own command line, a worker thread whose tid
+can be pinned), so these tests need no JVM and run in seconds. Host files are fakes in a temp folder.
+"""
+
+import io
+import json
+import os
+import signal
+import subprocess
+import sys
+import tempfile
+import time
+import types
+import unittest
+
+from rich.console import Console
+
+from rigs.matrix import results, rig as rig_contract, runner
+from tools.jdk import discovery
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+TESTDATA = os.path.join(HERE, "testdata")
+
+
+class FakeRig:
+    name = "fake"
+
+    def launch(self, cell, workload, policy, workdir, data):
+        p = cell.params
+        return rig_contract.Launch("fake.Main", ["/nonexistent.jar"],
+                                   [p["behaviour"], p["seconds"], os.path.join(workdir, "started")])
+
+    def parse(self, stdout_text):
+        warmup, measured = [], []
+        for line in stdout_text.splitlines():
+            rec = json.loads(line)
+            sample = {"metric": "rate", "value": rec["value"], "unit": "ops/s", "t": rec["t"]}
+            (warmup if rec["phase"] == "warmup" else measured).append(sample)
+        return warmup, measured
+
+
+def install_fake_rig():
+    package = types.ModuleType("rigs.fake")
+    module = types.ModuleType("rigs.fake.rig")
+    module.RIG = FakeRig()
+    sys.modules["rigs.fake"], sys.modules["rigs.fake.rig"] = package, module
+
+
+class Sandbox:
+    """A temp folder with a fake JDK, fake host knob files, a results folder and a lock file."""
+
+    def __init__(self, root):
+        self.root = root
+        self.java_home = os.path.join(root, "jdk")
+        os.makedirs(os.path.join(self.java_home, "bin"), exist_ok=True)
+        for tool in ("java", "jcmd"):
+            link = os.path.join(self.java_home, "bin", tool)
+            if not os.path.exists(link):
+                os.symlink(os.path.join(TESTDATA, "fake", tool), link)
+        self.paths = runner.knobs.HostPaths(thp_enabled=os.path.join(root, "thp_enabled"),
+                                            nr_hugepages=os.path.join(root, "nr_hugepages"))
+        for path, text in ((self.paths.thp_enabled, "always [madvise] never\n"), (self.paths.nr_hugepages, "0\n")):
+            if not os.path.exists(path):
+                with open(path, "w") as f:
+                    f.write(text)
+        self.results = os.path.join(root, "results")
+        self.lock = os.path.join(root, "matrix.lock")
+
+    def report(self):
+        cap = lambda **kw: dict(evidence="fake host", **kw)  # noqa: E731
+        return {
+            "schema": "tunelab.doctor/1",
+            "host": {"hostname": "fake", "host_id": "fakehost-00000000", "kernel": "Linux", "os": "test",
+                     "load_average": [0.0, 0.0, 0.0]},
+            "cpu": {"logical_cpus": 2, "frequency_governor": None, "frequency_governor_evidence": "fake"},
+            "numa": {"nodes": [{"id": 0, "cpus": "0-1", "memory_total_kb": 1, "memory_free_kb": 1, "distances": [10]}],
+                     "evidence": "fake"},
+            "memory": {"available_kb": 1 << 30},
+            "capabilities": {
+                "transparent_hugepages": cap(available=True, value="madvise", writable=True),
+                "explicit_hugepages": cap(available=True, value=0, writable=True),
+                "numa_multi_node": cap(available=False, value=1),
+                "numactl": cap(available=True), "taskset": cap(available=True),
+            },
+            "jdks": [{"name": "jdk17", "source": "pinned", "java_home": self.java_home,
+                      "java": os.path.join(self.java_home, "bin", "java"), "version": "17.0.0", "major": 17,
+                      "vendor": "fake", "vm": "", "runtime_version": "", "error": "",
+                      "gcs": {gc: {"accepted": gc not in ("cms", "shenandoah"), "flags": flags,
+                                   "evidence": "Unrecognized VM option" if gc in ("cms", "shenandoah") else "starts"}
+                              for gc, flags in discovery.GC_FLAGS.items()}}],
+        }
+
+    def args(self, *extra):
+        return ["--matrix", os.path.join(TESTDATA, "fake_matrix.toml"),
+                "--workload", os.path.join(TESTDATA, "fake_workload"),
+                "--results-dir", self.results, "--lock-file", self.lock, *extra]
+
+    def main(self, *extra):
+        out = io.StringIO()
+        code = runner.main(self.args(*extra), console=Console(file=out, width=200), host_paths=self.paths,
+                           report=self.report())
+        return code, out.getvalue()
+
+    def run_dirs(self):
+        base = os.path.join(self.results, "fakehost-00000000")
+        return sorted(os.path.join(base, d) for d in os.listdir(base)) if os.path.isdir(base) else []
+
+    def thp(self):
+        with open(self.paths.thp_enabled) as f:
+            return f.read().strip()
+
+
+class RunnerTest(unittest.TestCase):
+    def setUp(self):
+        install_fake_rig()
+        self.box = Sandbox(tempfile.mkdtemp(dir=os.environ.get("TEST_TMPDIR")))
+
+    def docs(self, run_dir):
+        return {key: results.load_result(results.result_path(run_dir, *key)) for key in results.stored_results(run_dir)}
+
+    def test_run_stores_valid_results_with_pinning_evidence(self):
+        code, out = self.box.main()
+        self.assertEqual(code, runner.EXIT_OK, out)
+        (run_dir,) = self.box.run_dirs()
+        docs = self.docs(run_dir)
+        self.assertEqual(len(docs), 4)  # 2 cells x 2 repetitions
+        for doc in docs.values():
+            self.assertEqual(doc["status"], "ok", doc.get("reason"))
+            self.assertEqual(len(doc["warmup_samples"]), 3)
+            self.assertTrue(doc["samples"])
+            self.assertEqual(doc["evidence"]["thp_mode"], "never")  # hugepages=off
+            if doc["cell"]["params"]["pinning"] == "workers":
+                (thread,) = doc["evidence"]["threads"]
+                self.assertEqual((thread["wanted"], thread["cpus_allowed"]), ("1", "1"))
+        with open(os.path.join(run_dir, "manifest.json")) as f:
+            self.assertEqual(json.load(f)["state"], "complete")
+        self.assertEqual(self.box.thp(), "madvise")
+        self.assertIn("ETA", out)
+
+    def test_failing_cells_are_recorded_and_the_matrix_goes_on(self):
+        code, out = self.box.main("--profile", "failing")
+        self.assertEqual(code, runner.EXIT_CELLS_FAILED, out)
+        (run_dir,) = self.box.run_dirs()
+        by_behaviour = {d["cell"]["params"]["behaviour"]: d for d in self.docs(run_dir).values()}
+        self.assertEqual(by_behaviour["crash"]["status"], "failed")
+        self.assertEqual(by_behaviour["crash"]["exit_status"], 3)
+        self.assertIn("crashing on purpose", by_behaviour["crash"]["reason"])
+        with open(by_behaviour["crash"]["logs"]["stderr"]) as f:
+            self.assertIn("crashing on purpose", f.read())
+        self.assertEqual(by_behaviour["hang"]["status"], "failed")
+        self.assertIn("timed out after 2 s", by_behaviour["hang"]["reason"])
+        self.assertEqual(by_behaviour["ok"]["status"], "ok", by_behaviour["ok"].get("reason"))
+        self.assertEqual(by_behaviour["ok"]["evidence"]["thp_mode"], "always")
+        self.assertEqual(self.box.thp(), "madvise")  # restored after the crash and the hang too
+
+    def test_second_run_on_the_host_is_refused(self):
+        lock = runner.HostLock(self.box.lock)
+        lock.acquire({"run_id": "20261121T000000Z-beef", "pid": 1})
+        try:
+            code, out = self.box.main()
+        finally:
+            lock.release()
+        self.assertEqual(code, runner.EXIT_LOCKED)
+        self.assertIn("20261121T000000Z-beef", out)
+        self.assertEqual(self.box.run_dirs(), [])
+
+    def test_bad_input_fails_before_anything_runs(self):
+        code, out = self.box.main("--set", "jdk=11")
+        self.assertEqual(code, runner.EXIT_BAD_INPUT)
+        self.assertIn("jdk=11: not installed", out)
+        code, out = self.box.main("--set", "gc=cms")
+        self.assertEqual(code, runner.EXIT_BAD_INPUT)
+        self.assertIn("CMS was removed in JDK 14", out)
+        code, out = self.box.main("--set", "gc=shenandoah")
+        self.assertEqual(code, runner.EXIT_BAD_INPUT)
+        self.assertIn("the JVM refuses it: Unrecognized VM option", out)
+        self.assertEqual(self.box.run_dirs(), [])
+
+    def test_dry_run_writes_nothing(self):
+        code, out = self.box.main("--dry-run")
+        self.assertEqual(code, runner.EXIT_OK)
+        self.assertIn("estimated time 0:00:", out)
+        self.assertEqual(self.box.run_dirs(), [])
+
+    def test_resume_after_sigkill_completes_without_duplicates(self):
+        child = subprocess.Popen([sys.executable, __file__, "--child", self.box.root, "--profile", "slow"],
+                                 stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, env=os.environ)
+        try:
+            deadline = time.monotonic() + 60
+            while time.monotonic() < deadline:
+                dirs = self.box.run_dirs()
+                if dirs and results.stored_results(dirs[0]):
+                    started = [d for d in os.listdir(os.path.join(dirs[0], "work"))
+                               if os.path.exists(os.path.join(dirs[0], "work", d, "started"))]
+                    if len(started) >= 2:  # one stored, the next one running
+                        break
+                time.sleep(0.05)
+            else:
+                self.fail("the child run never got to its second cell")
+            child.send_signal(signal.SIGKILL)
+        finally:
+            child.wait()
+        (run_dir,) = self.box.run_dirs()
+        before = {k: os.stat(results.result_path(run_dir, *k)).st_mtime_ns for k in results.stored_results(run_dir)}
+        self.assertTrue(0 < len(before) < 3, before)
+        run_id = os.path.basename(run_dir)
+
+        code, out = self.box.main("--profile", "slow", "--set", "heap=128m", "--resume", run_id)
+        self.assertEqual(code, runner.EXIT_BAD_INPUT)
+        self.assertIn("differ from the stored run", out)
+
+        code, out = self.box.main("--profile", "slow", "--resume", run_id)
+        self.assertEqual(code, runner.EXIT_OK, out)
+        docs = self.docs(run_dir)
+        self.assertEqual(len(docs), 3)
+        self.assertEqual(sorted(os.listdir(os.path.join(run_dir, "cells"))),
+                         sorted(f"{c}.r{r}.json" for c, r in docs))
+        for key, mtime in before.items():  # nothing already stored was rewritten
+            self.assertEqual(os.stat(results.result_path(run_dir, *key)).st_mtime_ns, mtime)
+        with open(os.path.join(run_dir, "manifest.json")) as f:
+            self.assertEqual(json.load(f)["state"], "complete")
+
+    def test_resume_refuses_a_corrupt_stored_result(self):
+        code, _ = self.box.main()
+        self.assertEqual(code, runner.EXIT_OK)
+        (run_dir,) = self.box.run_dirs()
+        key = sorted(results.stored_results(run_dir))[0]
+        path = results.result_path(run_dir, *key)
+        with open(path, "w") as f:
+            f.write("{not json")
+        code, out = self.box.main("--resume", os.path.basename(run_dir))
+        self.assertEqual(code, runner.EXIT_BAD_INPUT)
+        self.assertIn("corrupt", out)
+        self.assertTrue(os.path.exists(path))  # kept for inspection, never deleted
+
+
+def child_main(argv):
+    """Run in a subprocess by the SIGKILL test: the same sandbox, the runner in the foreground."""
+    install_fake_rig()
+    box = Sandbox(argv[0])
+    runner.main(box.args(*argv[1:]), console=Console(file=io.StringIO()), host_paths=box.paths, report=box.report())
+
+
+if __name__ == "__main__":
+    if len(sys.argv) > 1 and sys.argv[1] == "--child":
+        child_main(sys.argv[2:])
+    else:
+        unittest.main()

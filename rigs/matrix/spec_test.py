@@ -1,0 +1,127 @@
+"""Matrix specification: expansion, stable ids, every validation error with its message."""
+
+import os
+import tempfile
+import unittest
+
+from rigs.matrix import spec
+
+BASE = {"matrix": {"name": "t", "rig": "calibration", "seed": 1}, "axes": {"jdk": [17]}}
+
+
+def build(extra=None, **kw):
+    data = {k: (dict(v) if isinstance(v, dict) else v) for k, v in BASE.items()}
+    for key, value in (extra or {}).items():
+        if isinstance(value, dict) and isinstance(data.get(key), dict):
+            data[key] = {**data[key], **value}
+        else:
+            data[key] = value
+    return spec.from_dict(data, rig_params={"mode": "cpu"}, **kw)
+
+
+class ExpansionTest(unittest.TestCase):
+    def test_cross_product_with_defaults(self):
+        m = build({"axes": {"gc": ["g1", "parallel"], "mode": ["cpu", "memory"]}})
+        self.assertEqual(len(m.cells), 4)
+        for cell in m.cells:
+            self.assertEqual(cell.params["heap"], "512m")
+            self.assertEqual(cell.params["variant"], "stock")
+            self.assertEqual(set(cell.params), set(spec.STANDARD_AXES) | {"mode"})
+
+    def test_zip_pairs_instead_of_crossing(self):
+        m = build({"axes": {"jdk": [11, 17], "gc": ["cms", "g1"]}, "zip": [{"axes": ["jdk", "gc"]}]})
+        self.assertEqual(sorted((c.params["jdk"], c.params["gc"]) for c in m.cells), [("11", "cms"), ("17", "g1")])
+
+    def test_exclude_and_include(self):
+        m = build({"axes": {"jdk": [11, 17], "gc": ["cms", "g1"]},
+                   "exclude": [{"gc": "cms", "jdk": [17]}],
+                   "include": [{"numa": "interleave"}]})
+        combos = sorted((c.params["jdk"], c.params["gc"], c.params["numa"]) for c in m.cells)
+        # An include fills the axes it does not name with each axis' first value.
+        self.assertEqual(combos, [("11", "cms", "default"), ("11", "cms", "interleave"), ("11", "g1", "default"),
+                                  ("17", "g1", "default")])
+
+    def test_profile_and_set_override(self):
+        data = {"profiles": {"smoke": {"axes": {"gc": ["serial"]}, "policy": {"measure_s": 2, "repetitions": 1}}}}
+        m = build(data, profile="smoke", overrides=["jdk=11,21"])
+        self.assertEqual(sorted(c.params["jdk"] for c in m.cells), ["11", "21"])
+        self.assertEqual({c.params["gc"] for c in m.cells}, {"serial"})
+        self.assertEqual((m.policy.measure_s, m.policy.repetitions), (2.0, 1))
+
+    def test_policy_defaults_are_overridden_by_the_matrix(self):
+        m = build({"policy": {"warmup_s": 5}}, policy_defaults={"warmup_s": 1, "measure_s": 7})
+        self.assertEqual((m.policy.warmup_s, m.policy.measure_s), (5.0, 7.0))
+
+    def test_cell_ids_are_stable_and_order_independent(self):
+        a = spec.cell_id({"jdk": "17", "gc": "g1"})
+        self.assertEqual(a, spec.cell_id({"gc": "g1", "jdk": "17"}))
+        # Known answer (printf '{"gc":"g1","jdk":"17"}' | sha256sum): changing the hashing breaks resumes.
+        self.assertEqual(a, "06fe3cd44a4d")
+        self.assertNotEqual(a, spec.cell_id({"jdk": "17", "gc": "parallel"}))
+        m1 = build({"axes": {"gc": ["g1", "parallel"]}})
+        m2 = build({"axes": {"gc": ["parallel", "g1"]}})
+        self.assertEqual(sorted(c.id for c in m1.cells), sorted(c.id for c in m2.cells))
+
+    def test_interleaved_order_is_seeded_rounds(self):
+        cells = build({"axes": {"gc": ["g1", "parallel", "serial"]}}).cells
+        order = spec.interleaved_order(cells, 3, seed=7)
+        self.assertEqual(order, spec.interleaved_order(cells, 3, seed=7))
+        self.assertNotEqual([c.id for c, _ in order], [c.id for c, _ in spec.interleaved_order(cells, 3, seed=8)])
+        self.assertEqual([r for _, r in order], [0, 0, 0, 1, 1, 1, 2, 2, 2])
+        self.assertEqual(len({(c.id, r) for c, r in order}), 9)
+
+
+class ValidationTest(unittest.TestCase):
+    def assertSpecError(self, message, extra=None, **kw):
+        with self.assertRaises(spec.SpecError) as ctx:
+            build(extra, **kw)
+        self.assertIn(message, str(ctx.exception))
+
+    def test_unknown_axis(self):
+        self.assertSpecError("unknown axis 'gcc'", {"axes": {"gcc": ["g1"]}})
+
+    def test_unknown_value(self):
+        self.assertSpecError("axis gc: unknown value 'g2'", {"axes": {"gc": ["g2"]}})
+        self.assertSpecError("axis numa: unknown value 'remote'", {"axes": {"numa": ["remote"]}})
+
+    def test_cms_on_jdk_14_or_later(self):
+        self.assertSpecError("CMS was removed in JDK 14", {"axes": {"jdk": [11, 17], "gc": ["cms"]}})
+
+    def test_large_pages_without_hugepages(self):
+        self.assertSpecError("asks for large pages with hugepages=off",
+                             {"gc_opts": {"lp": {"flags": ["-XX:+UseLargePages"]}}, "axes": {"gc_opts": ["lp"]}})
+
+    def test_pinned_thread_outside_process_binding(self):
+        self.assertSpecError("outside the process's CPU binding",
+                             {"pinning": {"p": {"cpus": "4-63", "threads": {"Scheduler": "1"}}}})
+
+    def test_bad_heap_and_cpu_list(self):
+        self.assertSpecError("is not a JVM size", {"axes": {"heap": ["lots"]}})
+        self.assertSpecError("bad CPU list", {"pinning": {"p": {"cpus": "one"}}})
+
+    def test_set_override_errors(self):
+        self.assertSpecError("unknown axis 'colour'", overrides=["colour=red"])
+        self.assertSpecError("expected axis=value", overrides=["jdk"])
+
+    def test_unknown_profile_and_tables(self):
+        self.assertSpecError("no profile 'nightly'", profile="nightly")
+        self.assertSpecError("unknown top-level tables", {"axis": {}})
+        self.assertSpecError("[policy] has unknown keys", {"policy": {"warmups": 3}})
+
+    def test_zip_errors(self):
+        self.assertSpecError("equal lengths", {"axes": {"jdk": [11, 17], "gc": ["g1"]}, "zip": [{"axes": ["jdk", "gc"]}]})
+
+    def test_everything_excluded(self):
+        self.assertSpecError("no cells left", {"exclude": [{"jdk": 17}]})
+
+    def test_malformed_toml_file(self):
+        with tempfile.NamedTemporaryFile("w", suffix=".toml", dir=os.environ.get("TEST_TMPDIR"), delete=False) as f:
+            f.write("[matrix\nname = ")
+        with self.assertRaisesRegex(spec.SpecError, "not valid TOML"):
+            spec.load(f.name)
+        with self.assertRaisesRegex(spec.SpecError, "No such file"):
+            spec.load(f.name + ".missing")
+
+
+if __name__ == "__main__":
+    unittest.main()
