@@ -6,6 +6,7 @@ them at a temporary folder.
 """
 
 import dataclasses
+import json
 import os
 import re
 import subprocess
@@ -29,17 +30,22 @@ class HostPaths:
 class HostKnobs:
     """Sets THP mode and nr_hugepages for a cell and puts the previous values back, whatever happens.
 
-    Use as a context manager; `restore()` is idempotent and is also called from signal handlers.
+    Use as a context manager; `restore()` is idempotent. Before changing anything the original values
+    go to a journal file, so that a runner killed with SIGKILL (no handler runs) is cleaned up by the
+    next run: `recover(journal)` restores them.
     """
 
-    def __init__(self, paths=None):
+    def __init__(self, paths=None, journal=None):
         self.paths = paths or HostPaths()
+        self.journal = journal
         self._saved = []  # [(path, original text)] in the order they were changed
 
     def _write(self, path, value):
         with open(path) as f:
             original = f.read()
         self._saved.append((path, original))
+        if self.journal:
+            _write_journal(self.journal, self._saved)
         with open(path, "w") as f:
             f.write(str(value))
 
@@ -85,6 +91,8 @@ class HostKnobs:
                     f.write(value)
             except OSError as e:
                 errors.append(f"{path}: {e}")
+        if self.journal and not errors and os.path.exists(self.journal):
+            os.unlink(self.journal)
         if errors:
             raise KnobError("could not restore host settings: " + "; ".join(errors))
 
@@ -98,6 +106,28 @@ class HostKnobs:
 
 class KnobError(RuntimeError):
     pass
+
+
+def _write_journal(journal, saved):
+    tmp = journal + ".tmp"
+    with open(tmp, "w") as f:
+        json.dump([[path, original] for path, original in saved], f)
+        f.flush()
+        os.fsync(f.fileno())
+    os.replace(tmp, journal)
+
+
+def recover(journal, paths=None):
+    """Restores host settings a killed run left changed (from its journal); returns what was restored."""
+    if not os.path.exists(journal):
+        return []
+    with open(journal) as f:
+        saved = [tuple(item) for item in json.load(f)]
+    restored = [path for path, _ in saved]
+    knobs = HostKnobs(paths, journal)
+    knobs._saved = saved
+    knobs.restore()
+    return restored
 
 
 def evidence_thp(text):

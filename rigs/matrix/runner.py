@@ -5,6 +5,7 @@ start it with their rig, matrix and workload; see `--help`.
 
 import argparse
 import contextlib
+import ctypes
 import datetime
 import fcntl
 import hashlib
@@ -140,6 +141,15 @@ def harness_provenance(workspace):
     return commit, dirty
 
 
+_PR_SET_PDEATHSIG = 1
+
+
+def _die_with_parent():
+    """Runs in the child before exec: the kernel kills it if the runner dies (even by SIGKILL), so no
+    orphaned JVM keeps running into the next cell's measurement. Survives numactl/taskset's exec."""
+    ctypes.CDLL(None, use_errno=True).prctl(_PR_SET_PDEATHSIG, signal.SIGKILL)
+
+
 class CellRunner:
     """Runs one (cell, repetition) and returns its result document."""
 
@@ -173,7 +183,7 @@ class CellRunner:
         os.makedirs(workdir, exist_ok=True)
         started = time.monotonic()
         policy = ctx.matrix.policy
-        host_knobs = knobs.HostKnobs(ctx.host_paths)
+        host_knobs = knobs.HostKnobs(ctx.host_paths, journal=ctx.knob_journal)
         ctx.active_knobs = host_knobs
         ev = {}
         try:
@@ -190,7 +200,7 @@ class CellRunner:
                 env = dict(os.environ, **launch.env)
                 with open(logs["stdout"], "w") as out, open(logs["stderr"], "w") as err:
                     self.proc = subprocess.Popen(argv, stdout=out, stderr=err, cwd=workdir, env=env,
-                                                 start_new_session=True)
+                                                 start_new_session=True, preexec_fn=_die_with_parent)
                     timed_out = self._supervise(planned, ev, policy)
                 exit_status = self.proc.returncode
         except knobs.KnobError as e:
@@ -495,7 +505,10 @@ def main(argv=None, console=None, host_paths=None, report=None):
                          spec_sha256=digest, matrix_source=os.path.abspath(args.matrix), harness_commit=commit,
                          harness_dirty=dirty, bazel_target=args.bazel_target, preflight=pre,
                          nodes=plan.host_nodes(report), host_paths=host_paths or knobs.HostPaths(),
-                         varying=spec.varying_axes([p.cell for p in planned]))
+                         varying=spec.varying_axes([p.cell for p in planned]), knob_journal=args.lock_file + ".knobs.json")
+        recovered = knobs.recover(ctx.knob_journal, ctx.host_paths)
+        if recovered:
+            console.print(f"[yellow]restored host settings a killed run left changed:[/yellow] {', '.join(recovered)}")
         os.makedirs(os.path.join(run_dir, "cells"), exist_ok=True)
         removed = results.remove_partial_files(run_dir)
         if removed:

@@ -221,6 +221,45 @@ class RunnerTest(unittest.TestCase):
         with open(os.path.join(run_dir, "manifest.json")) as f:
             self.assertEqual(json.load(f)["state"], "complete")
 
+    def test_sigterm_stops_cleanly_and_sigkill_leftovers_are_recovered(self):
+        child = subprocess.Popen([sys.executable, __file__, "--child", self.box.root, "--profile", "slow",
+                                  "--set", "hugepages=thp_always"],
+                                 stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, env=os.environ)
+        try:
+            self.assertTrue(runner.knobs.wait_for(lambda: self.box.thp() == "always", 30), "knob never set")
+            child.send_signal(signal.SIGTERM)
+            self.assertEqual(child.wait(timeout=30), runner.EXIT_INTERRUPTED)
+        finally:
+            child.kill()
+        self.assertEqual(self.box.thp(), "madvise")
+        (run_dir,) = self.box.run_dirs()
+        with open(os.path.join(run_dir, "manifest.json")) as f:
+            self.assertEqual(json.load(f)["state"], "interrupted")
+
+        # A SIGKILL leaves the knob changed; the next run that takes the lock restores it first.
+        child = subprocess.Popen([sys.executable, __file__, "--child", self.box.root, "--profile", "slow",
+                                  "--set", "hugepages=thp_always"],
+                                 stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, env=os.environ)
+        try:
+            self.assertTrue(runner.knobs.wait_for(lambda: self.box.thp() == "always", 30), "knob never set")
+            child.send_signal(signal.SIGKILL)
+            child.wait(timeout=30)
+        finally:
+            child.kill()
+        self.assertEqual(self.box.thp(), "always")
+        code, out = self.box.main("--dry-run")
+        self.assertEqual(self.box.thp(), "always")  # a dry run takes no lock and touches nothing
+        code, out = self.box.main("--set", "pinning=none")
+        self.assertIn("restored host settings a killed run left changed", out)
+        self.assertEqual(self.box.thp(), "madvise")
+
+    def test_strict_refuses_a_busy_host(self):
+        report = self.box.report()
+        report["host"]["load_average"] = [7.5, 7.0, 6.0]
+        with self.assertRaisesRegex(runner.spec.SpecError, "load average 7.5 is over half of 2 CPUs"):
+            runner.preflight(report, strict=True)
+        self.assertTrue(runner.preflight(report, strict=False)["warnings"])
+
     def test_resume_refuses_a_corrupt_stored_result(self):
         code, _ = self.box.main()
         self.assertEqual(code, runner.EXIT_OK)
@@ -239,7 +278,8 @@ def child_main(argv):
     """Run in a subprocess by the SIGKILL test: the same sandbox, the runner in the foreground."""
     install_fake_rig()
     box = Sandbox(argv[0])
-    runner.main(box.args(*argv[1:]), console=Console(file=io.StringIO()), host_paths=box.paths, report=box.report())
+    sys.exit(runner.main(box.args(*argv[1:]), console=Console(file=io.StringIO()), host_paths=box.paths,
+                         report=box.report()))
 
 
 if __name__ == "__main__":
