@@ -429,7 +429,8 @@ def parse_args(argv):
 
 def main(argv=None, console=None, host_paths=None, report=None):
     args = parse_args(argv)
-    console = console or Console(stderr=False, highlight=False)
+    # Logs and CI capture output without a terminal: print tables wide rather than wrapped at 80 columns.
+    console = console or Console(highlight=False, width=None if sys.stdout.isatty() else 160)
     workspace = os.environ.get("BUILD_WORKSPACE_DIRECTORY", os.getcwd())
     # This file is <runfiles>/tunelab/rigs/matrix/runner.py.
     runfiles = os.path.abspath(os.path.join(os.path.dirname(__file__), "..", "..", ".."))

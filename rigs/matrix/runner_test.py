@@ -116,6 +116,11 @@ class RunnerTest(unittest.TestCase):
         install_fake_rig()
         self.box = Sandbox(tempfile.mkdtemp(dir=os.environ.get("TEST_TMPDIR")))
 
+    def spawn(self, *args):
+        """The runner in a child process (see child_main), so that it can be signalled."""
+        return subprocess.Popen([sys.executable, __file__, "--child", self.box.root, *args],
+                                stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, env=os.environ)
+
     def docs(self, run_dir):
         return {key: results.load_result(results.result_path(run_dir, *key)) for key in results.stored_results(run_dir)}
 
@@ -184,8 +189,7 @@ class RunnerTest(unittest.TestCase):
         self.assertEqual(self.box.run_dirs(), [])
 
     def test_resume_after_sigkill_completes_without_duplicates(self):
-        child = subprocess.Popen([sys.executable, __file__, "--child", self.box.root, "--profile", "slow"],
-                                 stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, env=os.environ)
+        child = self.spawn("--profile", "slow")
         try:
             deadline = time.monotonic() + 60
             while time.monotonic() < deadline:
@@ -222,9 +226,7 @@ class RunnerTest(unittest.TestCase):
             self.assertEqual(json.load(f)["state"], "complete")
 
     def test_sigterm_stops_cleanly_and_sigkill_leftovers_are_recovered(self):
-        child = subprocess.Popen([sys.executable, __file__, "--child", self.box.root, "--profile", "slow",
-                                  "--set", "hugepages=thp_always"],
-                                 stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, env=os.environ)
+        child = self.spawn("--profile", "slow", "--set", "hugepages=thp_always")
         try:
             self.assertTrue(runner.knobs.wait_for(lambda: self.box.thp() == "always", 30), "knob never set")
             child.send_signal(signal.SIGTERM)
@@ -237,9 +239,7 @@ class RunnerTest(unittest.TestCase):
             self.assertEqual(json.load(f)["state"], "interrupted")
 
         # A SIGKILL leaves the knob changed; the next run that takes the lock restores it first.
-        child = subprocess.Popen([sys.executable, __file__, "--child", self.box.root, "--profile", "slow",
-                                  "--set", "hugepages=thp_always"],
-                                 stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, env=os.environ)
+        child = self.spawn("--profile", "slow", "--set", "hugepages=thp_always")
         try:
             self.assertTrue(runner.knobs.wait_for(lambda: self.box.thp() == "always", 30), "knob never set")
             child.send_signal(signal.SIGKILL)

@@ -19,6 +19,8 @@ import random
 import re
 import tomllib
 
+from tools.host import host_probe
+
 # Axis -> allowed scalar values (None: free-form, checked elsewhere).
 GCS = ("serial", "parallel", "g1", "cms", "zgc", "shenandoah")
 HUGEPAGES = ("off", "thp_always", "thp_madvise", "explicit")
@@ -95,16 +97,10 @@ def cell_id(params):
 
 
 def parse_cpu_list(text):
-    cpus = set()
-    for part in str(text).split(","):
-        part = part.strip()
-        if not part:
-            continue
-        if not re.fullmatch(r"\d+(-\d+)?", part):
-            raise SpecError(f"bad CPU list {text!r} (expected e.g. 0-3,8)")
-        lo, _, hi = part.partition("-")
-        cpus.update(range(int(lo), int(hi or lo) + 1))
-    return cpus
+    """Kernel CPU list syntax to a set, as a SpecError when it is not one."""
+    if not re.fullmatch(r"\s*(\d+(-\d+)?(\s*,\s*\d+(-\d+)?)*)?\s*", str(text)):
+        raise SpecError(f"bad CPU list {text!r} (expected e.g. 0-3,8)")
+    return set(host_probe.parse_cpu_list(str(text)))
 
 
 def parse_heap(text):
