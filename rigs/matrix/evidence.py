@@ -8,6 +8,7 @@ evidence, never as a measurement.
 import re
 
 from rigs.matrix import spec
+from tools.host import host_probe
 
 
 def parse_status(text):
@@ -79,13 +80,8 @@ def parse_thread_print(text):
 
 
 def parse_smaps_rollup(text):
-    """/proc/PID/smaps_rollup to {key: kB}."""
-    out = {}
-    for line in text.splitlines():
-        m = re.match(r"^(\w+):\s+(\d+) kB", line)
-        if m:
-            out[m.group(1)] = int(m.group(2))
-    return out
+    """/proc/PID/smaps_rollup to {key: kB}: the same `Key:  N kB` lines as /proc/meminfo."""
+    return host_probe.parse_meminfo(text)
 
 
 def large_page_failures(jvm_output):
