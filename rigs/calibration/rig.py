@@ -2,7 +2,7 @@
 
 import json
 
-from rigs.matrix.rig import Launch
+from rigs.matrix.rig import Launch, Parsed
 
 UNITS = {"cpu_loop_rate": "ops/s", "memory_copy_rate": "MiB/s"}
 
@@ -19,7 +19,7 @@ class CalibrationRig:
                   "--warmup-s", str(policy.warmup_s), "--measure-s", str(policy.measure_s)],
         )
 
-    def parse(self, stdout_text):
+    def parse(self, stdout_text, policy, workdir):
         warmup, measured = [], []
         for line in stdout_text.splitlines():
             if not line.startswith("{"):
@@ -28,7 +28,7 @@ class CalibrationRig:
             sample = {"metric": rec["metric"], "value": float(rec["value"]), "unit": UNITS[rec["metric"]],
                       "t": float(rec["t"])}
             (warmup if rec["phase"] == "warmup" else measured).append(sample)
-        return warmup, measured
+        return Parsed(warmup, measured)
 
 
 RIG = CalibrationRig()

@@ -3,9 +3,11 @@
 A rig module `rigs/<name>/rig.py` exposes `RIG`, an object with:
   name                  the rig's unique name (the loader refuses a module whose RIG.name differs)
   launch(cell, workload, policy, workdir, data) -> Launch     what to start in the JVM the matrix chose
-  parse(stdout_text) -> (warmup_samples, samples)            samples: {"metric","value","unit","t"}
+  parse(stdout_text, policy, workdir) -> Parsed               the samples, warm-up kept apart
 The matrix runner owns everything else: JVM selection and flags, pinning, host knobs, evidence, timeouts,
-results. `data` maps the names the rig's Bazel macro passed (e.g. "jar") to runfiles paths.
+results. `data` maps the names the rig's Bazel macro passed (e.g. "jar") to runfiles paths. `workdir` is the
+cell's own folder: launch may write generated inputs and configs there, and parse may read them back.
+parse raises MeasurementInvalid when the run completed but measured nothing valid (the reason is stored).
 """
 
 import dataclasses
@@ -22,6 +24,20 @@ class Launch:
     args: list
     jvm_flags: list = dataclasses.field(default_factory=list)
     env: dict = dataclasses.field(default_factory=dict)
+    # Inputs the rig generated for this cell (e.g. a trace): file name -> sha256, stored in provenance.
+    generated_inputs: dict = dataclasses.field(default_factory=dict)
+
+
+@dataclasses.dataclass
+class Parsed:
+    warmup_samples: list  # {"metric", "value", "unit", "t"}
+    samples: list
+    # Rig-specific facts for the reader, stored as the result's `observations` (e.g. a per-second series).
+    observations: dict = dataclasses.field(default_factory=dict)
+
+
+class MeasurementInvalid(ValueError):
+    """The rig ran to completion but its output holds no valid measurement (e.g. no steady window)."""
 
 
 @dataclasses.dataclass

@@ -197,6 +197,8 @@ class CellRunner:
                 argv = (wrapper + [java] + knobs.jvm_flags(cell, ctx.matrix, planned.gc_flags) + launch.jvm_flags
                         + ["-cp", ":".join(launch.classpath), launch.main_class] + launch.args)
                 doc["provenance"]["command"] = argv
+                if launch.generated_inputs:
+                    doc["provenance"]["workload"]["generated"] = dict(sorted(launch.generated_inputs.items()))
                 env = dict(os.environ, **launch.env)
                 with open(logs["stdout"], "w") as out, open(logs["stderr"], "w") as err:
                     self.proc = subprocess.Popen(argv, stdout=out, stderr=err, cwd=workdir, env=env,
@@ -227,11 +229,17 @@ class CellRunner:
             doc.update(status="failed", reason=f"exit status {exit_status}: {tail}")
             return doc
         try:
-            warmup, measured = ctx.rig.parse(stdout_text)
+            parsed = ctx.rig.parse(stdout_text, policy, workdir)
+        except rig_contract.MeasurementInvalid as e:
+            doc.update(status="invalid", reason=str(e))
+            return doc
         except (ValueError, KeyError) as e:
             doc.update(status="failed", reason=f"could not parse the rig's output: {e}")
             return doc
-        doc["warmup_samples"], doc["samples"] = warmup, measured
+        measured = parsed.samples
+        doc["warmup_samples"], doc["samples"] = parsed.warmup_samples, measured
+        if parsed.observations:
+            doc["observations"] = parsed.observations
         doc["metrics"] = results.summarize(measured, ctx.workload.metrics)
         problems = evidence.verify(cell, ctx.matrix, ev, ctx.nodes)
         if not measured:

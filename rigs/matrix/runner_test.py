@@ -29,15 +29,18 @@ class FakeRig:
     def launch(self, cell, workload, policy, workdir, data):
         p = cell.params
         return rig_contract.Launch("fake.Main", ["/nonexistent.jar"],
-                                   [p["behaviour"], p["seconds"], os.path.join(workdir, "started")])
+                                   [p["behaviour"], p["seconds"], os.path.join(workdir, "started")],
+                                   generated_inputs={"input.txt": "0" * 64})
 
-    def parse(self, stdout_text):
+    def parse(self, stdout_text, policy, workdir):
         warmup, measured = [], []
         for line in stdout_text.splitlines():
             rec = json.loads(line)
             sample = {"metric": "rate", "value": rec["value"], "unit": "ops/s", "t": rec["t"]}
             (warmup if rec["phase"] == "warmup" else measured).append(sample)
-        return warmup, measured
+        if not measured:
+            raise rig_contract.MeasurementInvalid(f"only {len(warmup)} warm-up samples")
+        return rig_contract.Parsed(warmup, measured, {"lines": len(warmup) + len(measured)})
 
 
 def install_fake_rig():
@@ -156,6 +159,11 @@ class RunnerTest(unittest.TestCase):
         self.assertEqual(by_behaviour["hang"]["status"], "failed")
         self.assertIn("timed out after 2 s", by_behaviour["hang"]["reason"])
         self.assertEqual(by_behaviour["ok"]["status"], "ok", by_behaviour["ok"].get("reason"))
+        self.assertGreater(by_behaviour["ok"]["observations"]["lines"], 3)
+        self.assertEqual(by_behaviour["ok"]["provenance"]["workload"]["generated"], {"input.txt": "0" * 64})
+        # Ran to the end but measured nothing valid: invalid, with the rig's reason, and the matrix went on.
+        self.assertEqual(by_behaviour["short"]["status"], "invalid")
+        self.assertIn("only 2 warm-up samples", by_behaviour["short"]["reason"])
         self.assertEqual(by_behaviour["ok"]["evidence"]["thp_mode"], "always")
         self.assertEqual(self.box.thp(), "madvise")  # restored after the crash and the hang too
 
