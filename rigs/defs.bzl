@@ -3,6 +3,24 @@
 load("@rules_python//python:defs.bzl", "py_binary", "py_test")
 load("//tools/jdk:defs.bzl", "PINNED_JDK_JAVAS")
 
+def _java_classpath_impl(ctx):
+    jars = ctx.attr.dep[JavaInfo].transitive_runtime_jars.to_list()
+    out = ctx.actions.declare_file(ctx.label.name + ".classpath")
+
+    # Paths relative to this file's folder, so the file works wherever the runfiles tree sits.
+    up = "/".join([".."] * len(out.short_path.split("/")[:-1]))
+    lines = [up + "/" + jar.short_path for jar in jars]
+    ctx.actions.write(out, "\n".join(lines) + "\n")
+    return [DefaultInfo(files = depset([out]), runfiles = ctx.runfiles(files = [out] + jars))]
+
+java_classpath = rule(
+    implementation = _java_classpath_impl,
+    doc = """A file listing a Java target's runtime classpath, one jar per line, relative to the file's own
+folder; the jars come along in runfiles. For rigs that start a JVM of the matrix's choosing on a set's jars
+(a deploy jar would merge 160 Hadoop jars and their clashing resources into one).""",
+    attrs = {"dep": attr.label(mandatory = True, providers = [JavaInfo], doc = "the java_library or java_binary")},
+)
+
 def rig_matrix(name, rig, matrix, workload, rig_data = {}, smoke_profile = "smoke", smoke_size = "medium"):
     """A runnable matrix for one rig, with its tests.
 

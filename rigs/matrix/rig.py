@@ -4,6 +4,7 @@ A rig module `rigs/<name>/rig.py` exposes `RIG`, an object with:
   name                  the rig's unique name (the loader refuses a module whose RIG.name differs)
   launch(cell, workload, policy, workdir, data) -> Launch     what to start in the JVM the matrix chose
   parse(stdout_text, policy, workdir) -> Parsed               the samples, warm-up kept apart
+  check(params) (optional)                                    raises ValueError for a cell it cannot run
 The matrix runner owns everything else: JVM selection and flags, pinning, host knobs, evidence, timeouts,
 results. `data` maps the names the rig's Bazel macro passed (e.g. "jar") to runfiles paths. `workdir` is the
 cell's own folder: launch may write generated inputs and configs there, and parse may read them back.
@@ -50,6 +51,7 @@ class Workload:
     policy: dict
     inputs: dict  # relative path -> sha256
     sha256: str  # of workload.toml and every input, in path order
+    tables: dict = dataclasses.field(default_factory=dict)  # the rig's own tables of workload.toml
 
 
 class WorkloadError(ValueError):
@@ -87,7 +89,9 @@ def load_workload(folder):
         digest.update(rel.encode() + b"\0" + actual.encode())
     return Workload(id=head["id"], rig=head["rig"], folder=folder,
                     parameters={k: str(v) for k, v in data.get("parameters", {}).items()},
-                    metrics=metrics, policy=data.get("policy", {}), inputs=inputs, sha256=digest.hexdigest())
+                    metrics=metrics, policy=data.get("policy", {}), inputs=inputs, sha256=digest.hexdigest(),
+                    tables={k: v for k, v in data.items()
+                            if k not in ("workload", "parameters", "metrics", "policy", "inputs")})
 
 
 def load_rig(name):

@@ -17,12 +17,14 @@ import statistics
 import subprocess
 import sys
 import time
+import tomllib
 
 from rich.console import Console
 from rich.markup import escape
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn, TimeRemainingColumn
 from rich.table import Table
 
+from analysis import compare
 from rigs.matrix import evidence, knobs, plan, results, rig as rig_contract, spec
 from tools import doctor
 from tools.jdk import discovery
@@ -348,6 +350,20 @@ class RunContext:
         return h.hexdigest()
 
 
+def check_cells(rig, planned):
+    """Lets the rig refuse impossible cells (e.g. a trace format its Hadoop cannot read) before anything runs."""
+    check = getattr(rig, "check", None)
+    if check is None:
+        return
+    for p in planned:
+        if p.skip_reason:
+            continue
+        try:
+            check(p.cell.params)
+        except ValueError as e:
+            raise spec.SpecError(f"cell {p.cell.id} ({p.cell.label()}): {e}") from None
+
+
 def write_manifest(ctx, planned, order, state, statuses):
     doc = {
         "schema_version": 1, "kind": "tunelab.run_manifest", "run_id": ctx.run_id, "state": state,
@@ -364,13 +380,21 @@ def write_manifest(ctx, planned, order, state, statuses):
     results.atomic_write_json(os.path.join(ctx.run_dir, "manifest.json"), doc)
 
 
-def estimate_seconds(planned, policy):
-    runnable = sum(1 for p in planned if not p.skip_reason)
-    per = policy.warmup_s + policy.measure_s + policy.cooldown_s + JVM_START_ESTIMATE_S
-    return runnable * policy.repetitions * per
+def estimate_seconds(planned, policy, rig=None):
+    """Wall time of the runnable cells: the rig's own estimate per cell if it has one (a trace-driven rig
+    runs as long as its trace), else warm-up + measurement + cool-down + JVM start."""
+    rig_estimate = getattr(rig, "estimate_seconds", None)
+    total = 0.0
+    for p in planned:
+        if p.skip_reason:
+            continue
+        per = (rig_estimate(p.cell.params, policy) if rig_estimate else
+               policy.warmup_s + policy.measure_s + JVM_START_ESTIMATE_S)
+        total += (per + policy.cooldown_s) * policy.repetitions
+    return total
 
 
-def print_plan(console, matrix, planned, profile):
+def print_plan(console, matrix, planned, profile, rig=None):
     varying = spec.varying_axes([p.cell for p in planned])
     t = Table(title=f"Plan: {matrix.name} (profile {profile or 'default'}), rig {matrix.rig}")
     for col in ("cell", "parameters", "JDK", "status"):
@@ -380,7 +404,7 @@ def print_plan(console, matrix, planned, profile):
         jdk = f"{p.jdk['name']} {p.jdk.get('version', '')}"
         t.add_row(p.cell.id, escape(p.cell.label(varying)), jdk, status)
     console.print(t)
-    est = estimate_seconds(planned, matrix.policy)
+    est = estimate_seconds(planned, matrix.policy, rig)
     runnable = sum(1 for p in planned if not p.skip_reason)
     pol = matrix.policy
     console.print(f"{len(planned)} cells, {runnable} to run x {pol.repetitions} repetitions "
@@ -409,6 +433,17 @@ def print_summary(console, ctx, planned, docs_by_key):
             t.add_row(p.cell.id, escape(p.cell.label(ctx.varying)), "/".join(map(str, counts)), name,
                       f"{statistics.median(values):,.1f}", f"{min(values):,.1f}..{max(values):,.1f}", unit)
     console.print(t)
+
+
+def print_next_steps(console, ctx, args):
+    console.print(f"Results: {ctx.run_dir} (manifest.json, cells/, logs/)")
+    target = ctx.bazel_target or "<this target>"
+    with open(ctx.matrix_source, "rb") as f:
+        profiles = sorted(tomllib.load(f).get("profiles", {}))
+    others = [p for p in profiles if p != args.profile and p != "smoke"]
+    for profile in others:
+        console.print(f"The {profile} profile: bazel run {target} -- --profile {profile} --dry-run (plan and time), "
+                      f"then without --dry-run; an interrupted run resumes with --resume RUN_ID.")
 
 
 def parse_args(argv):
@@ -456,12 +491,13 @@ def main(argv=None, console=None, host_paths=None, report=None):
             report = doctor.build_report(discovery.pinned_in_runfiles(runfiles),
                                          discovery.declared_from_env() + args.jdk, probe_gcs=not args.no_gc_probes)
         planned = plan.plan(matrix, report)
+        check_cells(rig, planned)
     except (spec.SpecError, rig_contract.WorkloadError, ValueError, ImportError) as e:
         console.print(f"[red]error:[/red] {escape(str(e))}")
         return EXIT_BAD_INPUT
 
     if args.dry_run:
-        print_plan(console, matrix, planned, args.profile)
+        print_plan(console, matrix, planned, args.profile, rig)
         return EXIT_OK
 
     host_id = report["host"]["host_id"]
@@ -572,6 +608,9 @@ def main(argv=None, console=None, host_paths=None, report=None):
             return EXIT_INTERRUPTED
         write_manifest(ctx, planned, order, "complete", statuses)
         print_summary(console, ctx, planned, docs)
+        compare.print_comparisons(console, list(docs.values()), workload.metrics, [p.cell.id for p in planned],
+                                  {name: m.get("label", name) for name, m in workload.metrics.items()})
+        print_next_steps(console, ctx, args)
         bad = [s for s in statuses.values() if s in ("failed", "invalid")]
         return EXIT_CELLS_FAILED if bad else EXIT_OK
     finally:

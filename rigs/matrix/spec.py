@@ -2,8 +2,9 @@
 
 A matrix file names its rig and workload and lists axis values. The cell set is the cross product of
 `[axes]`, with `[[zip]]` groups varying together instead of crossed, `[[exclude]]` patterns removed and
-`[[include]]` cells added (an include fills the axes it does not name with each axis' first value); a `[profiles.<name>]` table replaces axis values and the measurement policy,
-and `--set axis=v1,v2` on the command line replaces them last.
+`[[include]]` cells added (an include fills the axes it does not name with each axis' first value). A
+`[profiles.<name>]` table replaces axis values and the measurement policy (and, if it has its own, the zip,
+include and exclude lists); `--set axis=v1,v2` on the command line replaces axis values last.
 
 Structured axis values are named in their own tables and referred to by name:
   [pinning.workers]   cpus = "0-1", threads = { "calibration-cpu-worker" = "1" }
@@ -162,11 +163,13 @@ def from_dict(data, source="<matrix>", profile=None, overrides=(), rig_params=No
         if profile not in profiles:
             raise SpecError(f"{where}: no profile {profile!r}; profiles: {sorted(profiles) or 'none'}")
         body = profiles[profile]
-        extra = set(body) - {"axes", "policy", "description"}
+        extra = set(body) - {"axes", "policy", "description", "zip", "include", "exclude"}
         if extra:
             raise SpecError(f"{where}: [profiles.{profile}] has unknown keys {sorted(extra)}")
         axes.update(_axes_table(where, f"[profiles.{profile}.axes]", body.get("axes", {}), allowed_axes))
         policy_table.update(body.get("policy", {}))
+        # A profile's own zip/include/exclude lists replace the top-level ones (a study shape differs).
+        data = dict(data, **{k: body[k] for k in ("zip", "include", "exclude") if k in body})
 
     for item in overrides:
         axis, sep, values = item.partition("=")
@@ -211,8 +214,7 @@ def _axes_table(where, table_name, table, allowed):
             raise SpecError(f"{where}: {table_name}: axis {axis!r} must be a non-empty list")
         if not all(isinstance(v, (str, int, float)) and not isinstance(v, bool) for v in values):
             raise SpecError(f"{where}: {table_name}: axis {axis!r} values must be strings or numbers")
-        if len(set(map(str, values))) != len(values):
-            raise SpecError(f"{where}: {table_name}: axis {axis!r} lists a value twice")
+
         axes[axis] = values
     return axes
 
@@ -294,6 +296,10 @@ def expand(where, axes, zips, includes, excludes):
         if len(set(lengths.values())) != 1:
             raise SpecError(f"{where}: [[zip]] axes must have equal lengths, got {lengths}")
         zipped.append(names)
+    for n, values in axes.items():
+        # A zipped axis may repeat a value (gc = ["cms", "cms"] paired with two gc_opts); a crossed one may not.
+        if n not in seen and len(set(values)) != len(values):
+            raise SpecError(f"{where}: axis {n!r} lists a value twice")
     groups = [[n] for n in sorted(axes) if n not in seen] + zipped
     choices = [[dict(zip(g, combo)) for combo in zip(*(axes[n] for n in g))] for g in groups]
     cells = {}

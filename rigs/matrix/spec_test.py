@@ -48,6 +48,23 @@ class ExpansionTest(unittest.TestCase):
         self.assertEqual({c.params["gc"] for c in m.cells}, {"serial"})
         self.assertEqual((m.policy.measure_s, m.policy.repetitions), (2.0, 1))
 
+    def test_profile_lists_replace_the_top_level_ones(self):
+        data = {"axes": {"jdk": [11, 17]}, "include": [{"numa": "interleave"}],
+                "profiles": {"study": {"axes": {"gc": ["g1", "cms", "cms"], "gc_opts": ["default", "a", "b"]},
+                                       "zip": [{"axes": ["gc", "gc_opts"]}],
+                                       "exclude": [{"gc": "cms", "jdk": [17]}], "include": []}},
+                "gc_opts": {"a": {"flags": ["-XX:CMSInitiatingOccupancyFraction=65"]},
+                            "b": {"flags": ["-XX:CMSInitiatingOccupancyFraction=80"]}}}
+        m = build(data, profile="study")
+        combos = sorted((c.params["jdk"], c.params["gc"], c.params["gc_opts"], c.params["numa"]) for c in m.cells)
+        # The profile's zip pairs gc with gc_opts (a zipped axis may repeat a value), its exclude drops CMS on
+        # 17, and its empty include list replaces the top-level one.
+        self.assertEqual(combos, [("11", "cms", "a", "default"), ("11", "cms", "b", "default"),
+                                  ("11", "g1", "default", "default"), ("17", "g1", "default", "default")])
+        self.assertEqual(len(build(data).cells), 3)  # without the profile: 2 JDKs + the include
+        with self.assertRaisesRegex(spec.SpecError, "axis 'gc' lists a value twice"):
+            build({"axes": {"gc": ["g1", "g1"]}})
+
     def test_policy_defaults_are_overridden_by_the_matrix(self):
         m = build({"policy": {"warmup_s": 5}}, policy_defaults={"warmup_s": 1, "measure_s": 7})
         self.assertEqual((m.policy.warmup_s, m.policy.measure_s), (5.0, 7.0))

@@ -1,0 +1,176 @@
+"""Axis comparisons within one run: for every axis that varies, each cell against its baseline partner.
+
+A cell's partner is the cell with the same parameters except the compared axis, which takes the axis'
+baseline value (the first value in matrix order). A cell's values are the raw samples of all its ok
+repetitions, kept grouped by repetition: with 3 or more repetitions the intervals come from resampling
+whole runs; with fewer, from single samples, which are autocorrelated, so the table says "optimistic".
+"""
+
+import collections
+import dataclasses
+import statistics
+
+from rich.markup import escape
+from rich.table import Table
+
+from analysis import stats
+
+MIN_REPETITIONS = 3
+
+
+@dataclasses.dataclass
+class CellData:
+    id: str
+    params: dict
+    statuses: collections.Counter
+    reasons: list
+    values: dict  # metric -> [raw samples of every ok repetition]
+    groups: dict  # metric -> [[samples of one repetition], ...]
+
+
+@dataclasses.dataclass
+class Row:
+    axis: str
+    baseline_value: str
+    value: str
+    others: str
+    baseline: stats.Summary
+    summary: stats.Summary
+    comparison: stats.Comparison
+    runs: int  # the fewer ok repetitions of the two sides
+
+
+def collect(docs, cell_order=None):
+    """CellData per cell id, in `cell_order` (ids) if given, else in first-seen order."""
+    by_cell = collections.OrderedDict()
+    for cid in cell_order or []:
+        by_cell[cid] = None
+    grouped = collections.defaultdict(list)
+    for d in docs:
+        grouped[d["cell"]["id"]].append(d)
+        by_cell.setdefault(d["cell"]["id"], None)
+    out = []
+    for cid in by_cell:
+        cell_docs = sorted(grouped.get(cid, []), key=lambda d: d["cell"]["repetition"])
+        if not cell_docs:
+            continue
+        statuses = collections.Counter(d["status"] for d in cell_docs)
+        reasons = sorted({d["reason"] for d in cell_docs if d.get("reason") and d["status"] != "ok"})
+        ok = [d for d in cell_docs if d["status"] == "ok"]
+        values, groups = {}, {}
+        metrics = sorted({s["metric"] for d in ok for s in d["samples"]})
+        for metric in metrics:
+            per_rep = [[s["value"] for s in d["samples"] if s["metric"] == metric] for d in ok]
+            groups[metric] = [v for v in per_rep if v]
+            values[metric] = [x for v in groups[metric] for x in v]
+        out.append(CellData(cid, cell_docs[0]["cell"]["params"], statuses, reasons, values, groups))
+    return out
+
+
+def varying_axes(cells):
+    axes = collections.OrderedDict()
+    for c in cells:
+        for k, v in c.params.items():
+            axes.setdefault(k, [])
+            if v not in axes[k]:
+                axes[k].append(v)
+    return {k: v for k, v in axes.items() if len(v) > 1}
+
+
+def axis_rows(cells, metric):
+    """Rows of every axis comparison for `metric`, Holm-adjusted together (one family per metric)."""
+    axes = varying_axes(cells)
+    by_params = {tuple(sorted(c.params.items())): c for c in cells}
+    rows = []
+    for axis, values in axes.items():
+        base_value = values[0]
+        others_axes = [a for a in axes if a != axis]
+        for c in cells:
+            if c.params[axis] == base_value or metric not in c.values:
+                continue
+            partner = by_params.get(tuple(sorted(dict(c.params, **{axis: base_value}).items())))
+            if partner is None or metric not in partner.values:
+                continue
+            comparison = stats.compare(partner.values[metric], c.values[metric],
+                                       partner.groups[metric], c.groups[metric])
+            rows.append(Row(axis=axis, baseline_value=base_value, value=c.params[axis],
+                            others=" ".join(f"{a}={c.params[a]}" for a in others_axes),
+                            baseline=stats.summarize(partner.values[metric], partner.groups[metric]),
+                            summary=stats.summarize(c.values[metric], c.groups[metric]), comparison=comparison,
+                            runs=min(len(partner.groups[metric]), len(c.groups[metric]))))
+    stats.adjust([r.comparison for r in rows])
+    return rows
+
+
+def _fmt(x):
+    return f"{x:,.0f}" if abs(x) >= 100 else f"{x:,.3g}"
+
+
+def _p(p):
+    return "-" if p != p else ("<0.001" if p < 0.001 else f"{p:.3f}")
+
+
+def _n(summary, runs):
+    return f"{summary.n}/{runs}" + ("" if runs >= stats.MIN_SAMPLES else " (optimistic)")
+
+
+def tables(cells, metric, unit, direction, title_metric=None):
+    """rich Tables, one per compared axis, for one metric."""
+    rows = axis_rows(cells, metric)
+    out = []
+    for axis in dict.fromkeys(r.axis for r in rows):
+        axis_rows_ = [r for r in rows if r.axis == axis]
+        base = axis_rows_[0].baseline_value
+        t = Table(title=f"{title_metric or metric} by {axis} (baseline {axis}={base}; {unit}, {direction.replace('_', ' ')})")
+        for col in (axis, "other parameters", "median", "95% CI", "samples/runs", "change vs baseline",
+                    "change 95% CI", "p (Holm)", "verdict"):
+            t.add_column(col, overflow="fold")
+        for r in axis_rows_:
+            c = r.comparison
+            verdict = c.verdict(direction)
+            style = {"better": "green", "worse": "red"}.get(verdict, "")
+            t.add_row(f"{escape(r.baseline_value)} (baseline)", escape(r.others), _fmt(r.baseline.median),
+                      f"{_fmt(r.baseline.ci_low)}..{_fmt(r.baseline.ci_high)}", _n(r.baseline, r.runs),
+                      "", "", "", "")
+            t.add_row(escape(r.value), escape(r.others), _fmt(r.summary.median),
+                      f"{_fmt(r.summary.ci_low)}..{_fmt(r.summary.ci_high)}", _n(r.summary, r.runs),
+                      f"{c.change:+.1%}", f"{c.ratio_ci_low - 1:+.1%}..{c.ratio_ci_high - 1:+.1%}",
+                      _p(c.p_adjusted), f"[{style}]{verdict}[/{style}]" if style else verdict)
+        out.append(t)
+    return out
+
+
+def not_measured_table(cells):
+    """Cells with repetitions that were skipped, failed or invalid, with the reasons."""
+    t = Table(title="Cells not measured (or not in every repetition)")
+    for col in ("cell", "parameters", "ok/failed/invalid/skipped", "reason"):
+        t.add_column(col, overflow="fold")
+    axes = varying_axes(cells)
+    n = 0
+    for c in cells:
+        if c.statuses.get("ok", 0) == sum(c.statuses.values()):
+            continue
+        n += 1
+        counts = "/".join(str(c.statuses.get(s, 0)) for s in ("ok", "failed", "invalid", "skipped"))
+        t.add_row(c.id, escape(" ".join(f"{a}={c.params[a]}" for a in axes)), counts,
+                  escape("; ".join(c.reasons)[:300]))
+    return t if n else None
+
+
+def print_comparisons(console, docs, metrics, cell_order=None, names=None):
+    """Prints the axis-comparison tables of every metric that has comparable cells, then the cells not
+    measured. metrics: {name: {"unit", "direction"}} (the workload's declaration). names: display names."""
+    cells = collect(docs, cell_order)
+    printed = False
+    for metric, decl in metrics.items():
+        for t in tables(cells, metric, decl["unit"], decl["direction"], (names or {}).get(metric)):
+            console.print(t)
+            printed = True
+    missing = not_measured_table(cells)
+    if missing is not None:
+        console.print(missing)
+    if printed and any(len(g) < stats.MIN_SAMPLES for c in cells for g in c.groups.values()):
+        console.print("(optimistic): fewer than 3 runs a side, so intervals resample per-second samples, which are "
+                      "autocorrelated. A profile with 3 or more repetitions (e.g. --profile full) resamples whole "
+                      "runs. p-values treat raw samples as independent in every case.")
+    return printed

@@ -1,0 +1,285 @@
+package tunelab.rigs.yarn_cps;
+
+import com.sun.management.OperatingSystemMXBean;
+import java.io.IOException;
+import java.io.PrintStream;
+import java.lang.management.GarbageCollectorMXBean;
+import java.lang.management.ManagementFactory;
+import java.lang.management.MemoryUsage;
+import java.nio.charset.StandardCharsets;
+import java.nio.file.DirectoryStream;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.nio.file.Paths;
+import java.util.ArrayList;
+import java.util.LinkedHashMap;
+import java.util.List;
+import java.util.Map;
+import java.util.concurrent.CountDownLatch;
+import java.util.concurrent.Executors;
+import java.util.concurrent.ScheduledExecutorService;
+import java.util.concurrent.TimeUnit;
+import java.util.regex.Pattern;
+import org.apache.hadoop.conf.Configuration;
+import org.apache.hadoop.util.ToolRunner;
+import org.apache.hadoop.util.VersionInfo;
+import org.apache.hadoop.yarn.server.resourcemanager.scheduler.QueueMetrics;
+import org.apache.hadoop.yarn.sls.SLSRunner;
+
+/**
+ * Runs the Scheduler Load Simulator in this JVM and samples the ResourceManager's own root-queue counters
+ * every second, printing one JSON line per sample on stdout.
+ *
+ * <p>Why in-process: the root {@code QueueMetrics} counters {@code AggregateContainersAllocated} and
+ * {@code AggregateContainersReleased} are what the scheduler increments on every commit; over JMX they lag up
+ * to 10 s. Why not {@code SLSRunner.main}: in 3.4.2 it builds a Configuration that loads none of the site
+ * files (the RM dies with an NPE in RMRunner.startRM); constructing the runner ourselves and running it
+ * through ToolRunner works on 3.4.2 and 3.3.5 alike. The configuration files (yarn-site.xml, sls-runner.xml,
+ * the scheduler's file, log4j.properties) come from the first classpath entry, a folder the rig writes.
+ *
+ * <p>With SLS metrics off the simulator never exits by itself, so the driver stops the JVM once every
+ * expected application has completed and nothing is pending or running.
+ *
+ * <p>Usage: SlsDriver --trace-type SYNTH|SLS|RUMEN --trace FILE [--nodes FILE] --output DIR
+ * --expected-apps N [--interval-ms 1000] [--thread-group NAME=REGEX]...
+ */
+public final class SlsDriver {
+  private static final PrintStream OUT = new PrintStream(
+      new java.io.FileOutputStream(java.io.FileDescriptor.out), true, StandardCharsets.UTF_8);
+
+  private final long t0 = System.nanoTime();
+  private final int expectedApps;
+  private final Map<String, Pattern> threadGroups;
+  private final CountDownLatch finished = new CountDownLatch(1);
+  private final OperatingSystemMXBean os =
+      (OperatingSystemMXBean) ManagementFactory.getOperatingSystemMXBean();
+  private volatile String finishReason = "";
+
+  private SlsDriver(int expectedApps, Map<String, Pattern> threadGroups) {
+    this.expectedApps = expectedApps;
+    this.threadGroups = threadGroups;
+  }
+
+  public static void main(String[] args) throws Exception {
+    String traceType = null;
+    String trace = null;
+    String nodes = null;
+    String output = null;
+    int expectedApps = -1;
+    long intervalMs = 1000;
+    Map<String, Pattern> groups = new LinkedHashMap<>();
+    for (int i = 0; i < args.length; i++) {
+      String value = i + 1 < args.length ? args[i + 1] : null;
+      if (value == null) {
+        usage("missing value for " + args[i]);
+      }
+      switch (args[i]) {
+        case "--trace-type": traceType = value; break;
+        case "--trace": trace = value; break;
+        case "--nodes": nodes = value; break;
+        case "--output": output = value; break;
+        case "--expected-apps": expectedApps = Integer.parseInt(value); break;
+        case "--interval-ms": intervalMs = Long.parseLong(value); break;
+        case "--thread-group": {
+          int eq = value.indexOf('=');
+          if (eq <= 0) {
+            usage("--thread-group needs NAME=REGEX, not " + value);
+          }
+          groups.put(value.substring(0, eq), Pattern.compile(value.substring(eq + 1)));
+          break;
+        }
+        default: usage("unknown argument: " + args[i]);
+      }
+      i++;
+    }
+    if (traceType == null || trace == null || output == null || expectedApps < 1) {
+      usage("--trace-type, --trace, --output and --expected-apps (>= 1) are required");
+    }
+    new SlsDriver(expectedApps, groups).run(traceType, trace, nodes, output, intervalMs);
+  }
+
+  private static void usage(String problem) {
+    System.err.println("SlsDriver: " + problem);
+    System.err.println("usage: SlsDriver --trace-type SYNTH|SLS|RUMEN --trace FILE [--nodes FILE] --output DIR"
+        + " --expected-apps N [--interval-ms MS] [--thread-group NAME=REGEX]...");
+    System.exit(2);
+  }
+
+  private void run(String traceType, String trace, String nodes, String output, long intervalMs)
+      throws Exception {
+    emit("{\"event\":\"start\",\"hadoop\":" + quote(VersionInfo.getVersion()) + ",\"java\":"
+        + quote(System.getProperty("java.vm.version")) + ",\"expected_apps\":" + expectedApps + "}");
+    ScheduledExecutorService sampler = Executors.newSingleThreadScheduledExecutor(r -> {
+      Thread t = new Thread(r, "tunelab-sampler");
+      t.setDaemon(true);
+      return t;
+    });
+    sampler.scheduleAtFixedRate(this::sampleSafely, 0, intervalMs, TimeUnit.MILLISECONDS);
+    // With SLS metrics on, the simulator calls System.exit itself: keep the last second.
+    Runtime.getRuntime().addShutdownHook(new Thread(() -> {
+      if (finished.getCount() > 0) {
+        sampleSafely();
+        emit("{\"event\":\"exit\",\"t\":" + seconds() + ",\"reason\":\"the simulator exited\"}");
+      }
+    }, "tunelab-exit-sample"));
+
+    List<String> slsArgs = new ArrayList<>(List.of("-tracetype", traceType, "-tracelocation", trace,
+        "-output", output));
+    if (nodes != null) {
+      slsArgs.add("-nodes");
+      slsArgs.add(nodes);
+    }
+    Configuration conf = new Configuration();
+    int rc;
+    try {
+      rc = ToolRunner.run(conf, new SLSRunner(conf), slsArgs.toArray(new String[0]));
+    } catch (Throwable t) {
+      // The RM's threads would keep the JVM alive with nothing to simulate: fail now, with the cause.
+      t.printStackTrace();
+      emit("{\"event\":\"simulator_failed\",\"t\":" + seconds() + ",\"error\":" + quote(t.toString()) + "}");
+      OUT.flush();
+      Runtime.getRuntime().halt(1);
+      return;
+    }
+    emit("{\"event\":\"simulator_started\",\"t\":" + seconds() + ",\"status\":" + rc + "}");
+    if (rc != 0) {
+      OUT.flush();
+      Runtime.getRuntime().halt(rc);
+    }
+    finished.await();
+    sampler.shutdown();
+    sampler.awaitTermination(5, TimeUnit.SECONDS);
+    emit("{\"event\":\"done\",\"t\":" + seconds() + ",\"reason\":" + quote(finishReason) + "}");
+    OUT.flush();
+    // Skip the RM's and the simulator's shutdown: it can take minutes at 20k nodes and measures nothing.
+    Runtime.getRuntime().halt(0);
+  }
+
+  private String seconds() {
+    return String.format("%.3f", (System.nanoTime() - t0) / 1e9);
+  }
+
+  private void sampleSafely() {
+    try {
+      sample();
+    } catch (Throwable t) { // a sampler that dies silently would end the series without saying why
+      emit("{\"event\":\"sampler_error\",\"t\":" + seconds() + ",\"error\":" + quote(t.toString()) + "}");
+    }
+  }
+
+  private synchronized void sample() throws IOException {
+    StringBuilder line = new StringBuilder(512);
+    line.append("{\"event\":\"sample\",\"t\":").append(seconds());
+    QueueMetrics root = QueueMetrics.getQueueMetrics().get("root");
+    if (root != null) {
+      line.append(",\"allocated\":").append(root.getAggregateAllocatedContainers())
+          .append(",\"released\":").append(root.getAggegatedReleasedContainers())
+          .append(",\"running_containers\":").append(root.getAllocatedContainers())
+          .append(",\"pending_containers\":").append(root.getPendingContainers())
+          .append(",\"apps_submitted\":").append(root.getAppsSubmitted())
+          .append(",\"apps_running\":").append(root.getAppsRunning())
+          .append(",\"apps_pending\":").append(root.getAppsPending())
+          .append(",\"apps_completed\":").append(root.getAppsCompleted())
+          .append(",\"apps_failed\":").append(root.getAppsFailed())
+          .append(",\"apps_killed\":").append(root.getAppsKilled());
+    }
+    MemoryUsage heap = ManagementFactory.getMemoryMXBean().getHeapMemoryUsage();
+    long gcCount = 0;
+    long gcTimeMs = 0;
+    for (GarbageCollectorMXBean gc : ManagementFactory.getGarbageCollectorMXBeans()) {
+      gcCount += Math.max(0, gc.getCollectionCount());
+      gcTimeMs += Math.max(0, gc.getCollectionTime());
+    }
+    line.append(",\"heap_used_bytes\":").append(heap.getUsed())
+        .append(",\"heap_committed_bytes\":").append(heap.getCommitted())
+        .append(",\"gc_count\":").append(gcCount)
+        .append(",\"gc_time_ms\":").append(gcTimeMs)
+        .append(",\"process_cpu_ns\":").append(os.getProcessCpuTime());
+    Map<String, Long> status = readStatusKb();
+    line.append(",\"rss_kb\":").append(status.getOrDefault("VmRSS", -1L))
+        .append(",\"peak_rss_kb\":").append(status.getOrDefault("VmHWM", -1L));
+    line.append(",\"thread_cpu_ns\":{");
+    boolean first = true;
+    for (Map.Entry<String, Long> e : threadCpuByGroup().entrySet()) {
+      line.append(first ? "" : ",").append(quote(e.getKey())).append(':').append(e.getValue());
+      first = false;
+    }
+    line.append("}}");
+    emit(line.toString());
+    int ended = root == null ? 0 : root.getAppsCompleted() + root.getAppsFailed() + root.getAppsKilled();
+    if (root != null && ended >= expectedApps && root.getPendingContainers() == 0
+        && root.getAllocatedContainers() == 0) {
+      // A simulated AM can fail (its container "exits" before it unregisters); it still ended.
+      finishReason = "all " + expectedApps + " applications ended (" + root.getAppsFailed() + " failed, "
+          + root.getAppsKilled() + " killed)";
+      finished.countDown();
+    }
+  }
+
+  /** Run time (ns, from schedstat) of this process' live threads, summed per group; unmatched: "other". */
+  private Map<String, Long> threadCpuByGroup() throws IOException {
+    Map<String, Long> sums = new LinkedHashMap<>();
+    for (String g : threadGroups.keySet()) {
+      sums.put(g, 0L);
+    }
+    sums.put("other", 0L);
+    try (DirectoryStream<Path> tasks = Files.newDirectoryStream(Paths.get("/proc/self/task"))) {
+      for (Path task : tasks) {
+        String comm;
+        long ns;
+        try {
+          // Linux keeps 15 characters of a thread's name; the group patterns match that prefix.
+          comm = new String(Files.readAllBytes(task.resolve("comm")), StandardCharsets.UTF_8).trim();
+          String schedstat = new String(Files.readAllBytes(task.resolve("schedstat")), StandardCharsets.UTF_8);
+          ns = Long.parseLong(schedstat.trim().split("\\s+")[0]);
+        } catch (IOException | NumberFormatException e) {
+          continue; // the thread exited between listing and reading
+        }
+        String group = "other";
+        for (Map.Entry<String, Pattern> g : threadGroups.entrySet()) {
+          if (g.getValue().matcher(comm).find()) {
+            group = g.getKey();
+            break;
+          }
+        }
+        sums.merge(group, ns, Long::sum);
+      }
+    }
+    return sums;
+  }
+
+  private static Map<String, Long> readStatusKb() {
+    Map<String, Long> out = new LinkedHashMap<>();
+    try {
+      for (String l : Files.readAllLines(Paths.get("/proc/self/status"), StandardCharsets.UTF_8)) {
+        if (l.startsWith("VmRSS:") || l.startsWith("VmHWM:")) {
+          String[] parts = l.split("\\s+");
+          out.put(parts[0].substring(0, parts[0].length() - 1), Long.parseLong(parts[1]));
+        }
+      }
+    } catch (IOException | RuntimeException e) {
+      // not Linux: the fields read -1
+    }
+    return out;
+  }
+
+  private static void emit(String json) {
+    synchronized (OUT) {
+      OUT.println(json);
+    }
+  }
+
+  static String quote(String s) {
+    StringBuilder b = new StringBuilder("\"");
+    for (char c : String.valueOf(s).toCharArray()) {
+      if (c == '"' || c == '\\') {
+        b.append('\\').append(c);
+      } else if (c < 0x20) {
+        b.append(String.format("\\u%04x", (int) c));
+      } else {
+        b.append(c);
+      }
+    }
+    return b.append('"').toString();
+  }
+}

@@ -1,0 +1,181 @@
+"""The YARN CPS rig: the Scheduler Load Simulator in the JVM the matrix chose, measured in containers/s.
+
+launch() writes the cell's trace (or inspects the user's), hosts file and configuration folder into the
+cell's work folder, and starts tunelab.rigs.yarn_cps.SlsDriver on the classpath of the cell's Hadoop
+version. parse() finds the steady window in the driver's per-second series of the RM's own counters and
+returns the per-second allocation and release rates inside it as samples (those before it as warm-up),
+plus observations: the full series, the window, CPU per thread group, GC, heap, peak RSS, apps.
+"""
+
+import json
+import os
+import socket
+
+from rigs.matrix.rig import Launch, MeasurementInvalid, Parsed
+from rigs.yarn_cps import configs, window
+from workloads.yarn_cps import trace
+
+HADOOP_VERSIONS = {"3.4.2": "classpath_3_4_2", "3.3.5": "classpath_3_3_5"}
+# 3.4.2 reads `job.tasks` of SLS traces as a string: every AM fails and the simulator hangs with 0 apps.
+TRACE_FORMATS = {"3.4.2": ("synth",), "3.3.5": ("synth", "sls", "rumen")}
+DEFAULT_FORMAT = {"3.4.2": "synth", "3.3.5": "sls"}
+SLS_TRACE_TYPE = {"synth": "SYNTH", "sls": "SLS", "rumen": "RUMEN"}
+RATE_UNIT = "containers/s"
+SERIES_KEYS = ("t", "allocated", "released", "pending_containers", "running_containers", "apps_submitted",
+               "apps_completed", "apps_failed", "heap_used_bytes", "gc_time_ms", "rss_kb")
+
+
+def trace_format(params):
+    fmt = params["trace_format"]
+    return DEFAULT_FORMAT.get(params["hadoop"], "synth") if fmt == "auto" else fmt
+
+
+def read_classpath_file(path):
+    """Jar paths of a java_classpath file (rigs/defs.bzl), each relative to the file's folder."""
+    folder = os.path.dirname(os.path.abspath(path))
+    with open(path) as f:
+        return [os.path.normpath(os.path.join(folder, line.strip())) for line in f if line.strip()]
+
+
+def records(stdout_text):
+    out = []
+    for line in stdout_text.splitlines():
+        if line.startswith("{"):
+            out.append(json.loads(line))
+    return out
+
+
+class YarnCpsRig:
+    name = "yarn_cps"
+
+    def check(self, params):
+        """Refuses cells that cannot run, with the reason, before the matrix starts."""
+        hadoop = params["hadoop"]
+        if hadoop not in HADOOP_VERSIONS:
+            raise ValueError(f"hadoop must be one of {', '.join(HADOOP_VERSIONS)}, not {hadoop!r}")
+        fmt = trace_format(params)
+        if fmt not in TRACE_FORMATS[hadoop]:
+            raise ValueError(f"Hadoop {hadoop} cannot read {fmt} traces (it reads {', '.join(TRACE_FORMATS[hadoop])}); "
+                             "use hadoop=3.3.5 for SLS and Rumen traces")
+        if fmt == "rumen" and not params["trace"]:
+            raise ValueError("rumen traces are not generated: set trace=<path to a Rumen job history trace>")
+        if params["trace"] and not os.path.isfile(params["trace"]):
+            raise ValueError(f"trace file {params['trace']} does not exist")
+        if params["trace_nodes"] and not os.path.isfile(params["trace_nodes"]):
+            raise ValueError(f"nodes file {params['trace_nodes']} does not exist")
+        if not params["trace"]:
+            trace.TraceParams.from_strings(params)
+        configs.render(params, "/check")
+
+    def estimate_seconds(self, params, policy):
+        """Rough wall time of one run: RM start-up and node registration, then the trace at the heartbeat cap
+        or at ~7k containers/s (this 2-core host's ceiling at 20k nodes), then the last containers."""
+        try:
+            p = trace.TraceParams.from_strings(params)
+        except trace.TraceError:
+            return policy.warmup_s + policy.measure_s + 60  # a user trace: its length is unknown here
+        cap = p.nodes * int(params["offswitch_per_heartbeat"]) * 1000 / int(params["nm_heartbeat_ms"])
+        startup = 5 + p.nodes / 600
+        return startup + (p.containers + p.jobs) / min(cap, 7000) + p.container_duration_s + 3
+
+    def launch(self, cell, workload, policy, workdir, data):
+        p = cell.params
+        self.check(p)
+        fmt = trace_format(p)
+        local_names = sorted({socket.gethostname(), socket.getfqdn()})
+        trace_dir = os.path.join(workdir, "trace")
+        if p["trace"]:
+            files = trace.use_user_trace(fmt, p["trace"], p["trace_nodes"], trace_dir, local_names)
+        else:
+            files = trace.write_generated(trace.TraceParams.from_strings(p), fmt, trace_dir, local_names)
+        conf_dir = os.path.join(workdir, "conf")
+        os.makedirs(conf_dir, exist_ok=True)
+        for name, content in configs.render(p, conf_dir).items():
+            with open(os.path.join(conf_dir, name), "wb") as f:
+                f.write(content)
+        expected_total = files.containers + files.expected_apps if files.containers >= 0 else None
+        with open(os.path.join(workdir, "launch.json"), "w") as f:
+            json.dump({"format": fmt, "expected_apps": files.expected_apps, "task_containers": files.containers,
+                       "expected_total_containers": expected_total, "sha256": files.sha256,
+                       "hadoop": p["hadoop"]}, f, indent=2, sort_keys=True)
+        args = ["--trace-type", SLS_TRACE_TYPE[fmt], "--trace", files.trace, "--output",
+                os.path.join(workdir, "sls-output"), "--expected-apps", str(files.expected_apps)]
+        if files.nodes:
+            args += ["--nodes", files.nodes]
+        for group, pattern in workload.tables.get("thread_groups", {}).items():
+            args += ["--thread-group", f"{group}={pattern}"]
+        return Launch(
+            main_class="tunelab.rigs.yarn_cps.SlsDriver",
+            # The configuration folder first: Hadoop's Configuration finds yarn-site.xml & co. on the classpath.
+            classpath=[conf_dir] + read_classpath_file(data[HADOOP_VERSIONS[p["hadoop"]]]),
+            args=args,
+            jvm_flags=[
+                "--add-opens=java.base/java.lang=ALL-UNNAMED",  # the RM web app on JDK 17+
+                # Every simulated host resolves from this file, never through the resolver (10 s stalls).
+                f"-Djdk.net.hosts.file={files.hosts}",
+                "-Dsun.net.inetaddr.ttl=-1",
+                "-Dsun.net.inetaddr.negative.ttl=-1",
+            ],
+            generated_inputs={name: digest for name, digest in files.sha256.items()
+                              if not (p["trace"] and name in ("trace.json", "nodes.json"))},
+        )
+
+    def parse(self, stdout_text, policy, workdir):
+        recs = records(stdout_text)
+        with open(os.path.join(workdir, "launch.json")) as f:
+            launched = json.load(f)
+        start = next((r for r in recs if r.get("event") == "start"), None)
+        if start is None:
+            raise ValueError("the driver printed no start record")
+        if start["hadoop"] != launched["hadoop"]:
+            raise MeasurementInvalid(f"the classpath ran Hadoop {start['hadoop']}, the cell asked for "
+                                     f"{launched['hadoop']}")
+        errors = [r["error"] for r in recs if r.get("event") == "sampler_error"]
+        end = next((r for r in recs if r.get("event") in ("done", "exit")), None)
+        samples = window.counter_samples(recs)
+        observations = {
+            "trace": launched,
+            "end": end,
+            "sampler_errors": errors[:5],
+            "simulator_started_t": next((r["t"] for r in recs if r.get("event") == "simulator_started"), None),
+            "series": {k: [s.get(k) for s in samples] for k in SERIES_KEYS},
+        }
+        if samples:
+            last = samples[-1]
+            observations["apps"] = {k: last.get("apps_" + k) for k in ("submitted", "completed", "failed", "killed")}
+            observations["peak_rss_kb"] = max(s.get("peak_rss_kb", -1) for s in samples)
+        if end is None:
+            raise MeasurementInvalid("the simulator did not finish its trace (no done or exit record)")
+        try:
+            w = window.steady_window(samples, policy.warmup_s, policy.measure_s,
+                                     total=launched["expected_total_containers"])
+        except window.WindowError as e:
+            raise MeasurementInvalid(f"no steady window: {e}") from None
+        lo, hi = w.start_index, w.end_index
+        first = next(i for i, s in enumerate(samples) if s["t"] >= w.first_allocation_t)
+        a, b = samples[lo], samples[hi]
+        running = [s["running_containers"] for s in samples[lo:hi + 1]]
+        observations["window"] = {
+            "start_t": a["t"], "end_t": b["t"], "duration_s": round(w.duration_s, 3),
+            "first_allocation_t": w.first_allocation_t, "idle_samples": w.idle_samples,
+            "allocation_rate": round(w.allocation_rate, 3), "release_rate": round(w.release_rate, 3),
+            "unit": RATE_UNIT,
+            # Little's law: mean containers running / release rate = mean container lifetime.
+            "container_lifetime_s": round(sum(running) / len(running) / w.release_rate, 3) if w.release_rate else None,
+            "gc_time_s": (b["gc_time_ms"] - a["gc_time_ms"]) / 1000,
+            "heap_used_bytes_max": max(s["heap_used_bytes"] for s in samples[lo:hi + 1]),
+            "cpu_cores_by_thread_group": window.thread_cpu_shares(samples, lo, hi),
+        }
+
+        def rate_samples(lo_i, hi_i):
+            out = []
+            for metric, key in (("container_allocation_rate", "allocated"), ("container_release_rate", "released")):
+                out += [{"metric": metric, "value": round(v, 3), "unit": RATE_UNIT, "t": t}
+                        for t, v in window.per_interval_rates(samples, key, lo_i, hi_i)]
+            return out
+
+        return Parsed(warmup_samples=rate_samples(first, lo), samples=rate_samples(lo, hi),
+                      observations=observations)
+
+
+RIG = YarnCpsRig()
