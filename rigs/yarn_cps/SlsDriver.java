@@ -48,6 +48,8 @@ public final class SlsDriver {
       new java.io.FileOutputStream(java.io.FileDescriptor.out), true, StandardCharsets.UTF_8);
 
   private final long t0 = System.nanoTime();
+  // Wall-clock time of t = 0, to line the series up with files the simulator timestamps (realtimetrack.json).
+  private final long t0EpochMs = System.currentTimeMillis();
   private final int expectedApps;
   private final Map<String, Pattern> threadGroups;
   private final CountDownLatch finished = new CountDownLatch(1);
@@ -108,7 +110,8 @@ public final class SlsDriver {
   private void run(String traceType, String trace, String nodes, String output, long intervalMs)
       throws Exception {
     emit("{\"event\":\"start\",\"hadoop\":" + quote(VersionInfo.getVersion()) + ",\"java\":"
-        + quote(System.getProperty("java.vm.version")) + ",\"expected_apps\":" + expectedApps + "}");
+        + quote(System.getProperty("java.vm.version")) + ",\"expected_apps\":" + expectedApps
+        + ",\"epoch_ms\":" + t0EpochMs + "}");
     ScheduledExecutorService sampler = Executors.newSingleThreadScheduledExecutor(r -> {
       Thread t = new Thread(r, "tunelab-sampler");
       t.setDaemon(true);

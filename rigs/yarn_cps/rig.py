@@ -134,6 +134,7 @@ class YarnCpsRig:
         end = next((r for r in recs if r.get("event") in ("done", "exit")), None)
         samples = window.counter_samples(recs)
         observations = {
+            "t0_epoch_ms": start.get("epoch_ms"),
             "trace": launched,
             "end": end,
             "sampler_errors": errors[:5],
