@@ -441,9 +441,9 @@ def print_next_steps(console, ctx, args):
     with open(ctx.matrix_source, "rb") as f:
         profiles = sorted(tomllib.load(f).get("profiles", {}))
     others = [p for p in profiles if p != args.profile and p != "smoke"]
-    for profile in others:
-        console.print(f"The {profile} profile: bazel run {target} -- --profile {profile} --dry-run (plan and time), "
-                      f"then without --dry-run; an interrupted run resumes with --resume RUN_ID.")
+    if others:
+        console.print(f"Other profiles of this matrix: {', '.join(others)}. Plan one with: bazel run {target} -- "
+                      "--profile NAME --dry-run")
 
 
 def parse_args(argv):
@@ -467,6 +467,7 @@ def parse_args(argv):
     parser.add_argument("--seed", type=int, help="seed for the interleaved order (default: the matrix's)")
     parser.add_argument("--lock-file", default=os.environ.get("TUNELAB_LOCK_FILE", DEFAULT_LOCK), help=argparse.SUPPRESS)
     parser.add_argument("--no-gc-probes", action="store_true", help=argparse.SUPPRESS)
+    parser.add_argument("--no-next-steps", action="store_true", help=argparse.SUPPRESS)  # for tools wrapping a run
     return parser.parse_args(argv)
 
 
@@ -610,7 +611,8 @@ def main(argv=None, console=None, host_paths=None, report=None):
         print_summary(console, ctx, planned, docs)
         compare.print_comparisons(console, list(docs.values()), workload.metrics, [p.cell.id for p in planned],
                                   {name: m.get("label", name) for name, m in workload.metrics.items()})
-        print_next_steps(console, ctx, args)
+        if not args.no_next_steps:
+            print_next_steps(console, ctx, args)
         bad = [s for s in statuses.values() if s in ("failed", "invalid")]
         return EXIT_CELLS_FAILED if bad else EXIT_OK
     finally:

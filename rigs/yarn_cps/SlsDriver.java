@@ -154,7 +154,7 @@ public final class SlsDriver {
     sampler.awaitTermination(5, TimeUnit.SECONDS);
     emit("{\"event\":\"done\",\"t\":" + seconds() + ",\"reason\":" + quote(finishReason) + "}");
     OUT.flush();
-    // Skip the RM's and the simulator's shutdown: it can take minutes at 20k nodes and measures nothing.
+    // Skip the RM's and the simulator's shutdown: it measures nothing.
     Runtime.getRuntime().halt(0);
   }
 

@@ -90,7 +90,7 @@ def capacity_scheduler(params):
     for q, cap in zip(queues, queue_capacities(len(queues))):
         prefix = f"yarn.scheduler.capacity.root.{q}"
         props += [(prefix + ".capacity", cap), (prefix + ".maximum-capacity", "100"),
-                  # One simulated user per queue may use the whole cluster, as in the study's load.
+                  # One simulated user may use the whole cluster (stock user-limit-factor 1 caps it at the queue).
                   (prefix + ".user-limit-factor", "1000"), (prefix + ".maximum-am-resource-percent", "1.0")]
     return _xml(props)
 

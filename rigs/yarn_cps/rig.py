@@ -16,7 +16,7 @@ from rigs.yarn_cps import configs, window
 from workloads.yarn_cps import trace
 
 HADOOP_VERSIONS = {"3.4.2": "classpath_3_4_2", "3.3.5": "classpath_3_3_5"}
-# 3.4.2 reads `job.tasks` of SLS traces as a string: every AM fails and the simulator hangs with 0 apps.
+# ../shared/FACTS.md: 3.4.2 reads `job.tasks` of SLS traces as a string; every AM fails, SLS hangs with 0 apps.
 TRACE_FORMATS = {"3.4.2": ("synth",), "3.3.5": ("synth", "sls", "rumen")}
 DEFAULT_FORMAT = {"3.4.2": "synth", "3.3.5": "sls"}
 SLS_TRACE_TYPE = {"synth": "SYNTH", "sls": "SLS", "rumen": "RUMEN"}
@@ -69,7 +69,8 @@ class YarnCpsRig:
 
     def estimate_seconds(self, params, policy):
         """Rough wall time of one run: RM start-up and node registration, then the trace at the heartbeat cap
-        or at ~7k containers/s (this 2-core host's ceiling at 20k nodes), then the last containers."""
+        or at 7k containers/s (about what a 2-core host schedules: 7.0k/s measured in the smoke matrix's
+        CPU-bound cell), then the last containers."""
         try:
             p = trace.TraceParams.from_strings(params)
         except trace.TraceError:
@@ -111,7 +112,7 @@ class YarnCpsRig:
             args=args,
             jvm_flags=[
                 "--add-opens=java.base/java.lang=ALL-UNNAMED",  # the RM web app on JDK 17+
-                # Every simulated host resolves from this file, never through the resolver (10 s stalls).
+                # Every simulated host resolves from this file, never through the resolver (FACTS.md: 10 s stalls).
                 f"-Djdk.net.hosts.file={files.hosts}",
                 "-Dsun.net.inetaddr.ttl=-1",
                 "-Dsun.net.inetaddr.negative.ttl=-1",

@@ -1,7 +1,7 @@
 """The steady window of a simulator run, and the rates measured over it.
 
 The simulator's throughput is not steady from the start: the RM starts, nodes register, applications are
-submitted, the JIT compiles, and at 20k nodes the first 50-60 s run slow. At the end demand runs out. CPS is
+submitted, the JIT compiles (FACTS.md: at 20k nodes the first 50-60 s run slow). At the end demand runs out. CPS is
 therefore a rate over a declared window of the per-second series of the RM's cumulative counters:
 
   start  the first sample at least `warmup_s` after the first allocation, once at least `release_fraction`
