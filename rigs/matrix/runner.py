@@ -8,6 +8,7 @@ import contextlib
 import ctypes
 import datetime
 import fcntl
+import glob
 import hashlib
 import json
 import os
@@ -471,11 +472,31 @@ def parse_args(argv):
     return parser.parse_args(argv)
 
 
+def stored_run_settings(results_root, run_id):
+    """(profile, overrides) of a stored run, found under any host folder of `results_root`; None if absent."""
+    for manifest_path in sorted(glob.glob(os.path.join(glob.escape(results_root), "*", glob.escape(run_id),
+                                                       "manifest.json"))):
+        try:
+            with open(manifest_path) as f:
+                matrix = json.load(f)["matrix"]
+            return matrix.get("profile"), list(matrix.get("overrides") or [])
+        except (OSError, ValueError, KeyError, TypeError):
+            continue
+    return None
+
+
 def main(argv=None, console=None, host_paths=None, report=None):
     args = parse_args(argv)
     # Logs and CI capture output without a terminal: print tables wide rather than wrapped at 80 columns.
     console = console or Console(highlight=False, width=None if sys.stdout.isatty() else 160)
     workspace = os.environ.get("BUILD_WORKSPACE_DIRECTORY", os.getcwd())
+    if args.resume and args.profile is None and not args.set:
+        # `--resume RUN_ID` alone continues the stored run as it was started (its profile and --set values).
+        stored = stored_run_settings(args.results_dir or os.path.join(workspace, "results"), args.resume)
+        if stored:
+            args.profile, args.set = stored
+            console.print(f"resuming {args.resume}: profile {args.profile or '(default)'}"
+                          + (f", --set {' '.join(args.set)}" if args.set else ""))
     # This file is <runfiles>/tunelab/rigs/matrix/runner.py.
     runfiles = os.path.abspath(os.path.join(os.path.dirname(__file__), "..", "..", ".."))
     try:

@@ -222,8 +222,10 @@ class RunnerTest(unittest.TestCase):
         self.assertEqual(code, runner.EXIT_BAD_INPUT)
         self.assertIn("differ from the stored run", out)
 
-        code, out = self.box.main("--profile", "slow", "--resume", run_id)
+        # RUN_ID alone continues the run as it was started (profile "slow" taken from its manifest).
+        code, out = self.box.main("--resume", run_id)
         self.assertEqual(code, runner.EXIT_OK, out)
+        self.assertIn("profile slow", out)
         docs = self.docs(run_dir)
         self.assertEqual(len(docs), 3)
         self.assertEqual(sorted(os.listdir(os.path.join(run_dir, "cells"))),

@@ -21,6 +21,7 @@ import java.util.concurrent.ScheduledExecutorService;
 import java.util.concurrent.TimeUnit;
 import java.util.regex.Pattern;
 import org.apache.hadoop.conf.Configuration;
+import org.apache.hadoop.net.NetUtils;
 import org.apache.hadoop.util.ToolRunner;
 import org.apache.hadoop.util.VersionInfo;
 import org.apache.hadoop.yarn.server.resourcemanager.scheduler.QueueMetrics;
@@ -40,8 +41,14 @@ import org.apache.hadoop.yarn.sls.SLSRunner;
  * <p>With SLS metrics off the simulator never exits by itself, so the driver stops the JVM once every
  * expected application has completed and nothing is pending or running.
  *
+ * <p>Why {@code --static-hosts}: every container the RM hands out gets a token whose service address is
+ * resolved by name ({@code NetUtils.createSocketAddrForHost}), first as the exact name with a trailing dot.
+ * The JDK's hosts-file resolver scans the whole file on every cache miss, so at 20,000 simulated hosts the
+ * first allocation on each host costs a 20,000-line scan: allocations stalled in bursts for ~100 s (seen in
+ * thread dumps). Hadoop's own static resolution table answers those lookups with no scan.
+ *
  * <p>Usage: SlsDriver --trace-type SYNTH|SLS|RUMEN --trace FILE [--nodes FILE] --output DIR
- * --expected-apps N [--interval-ms 1000] [--thread-group NAME=REGEX]...
+ * --expected-apps N [--interval-ms 1000] [--static-hosts HOSTS_FILE] [--thread-group NAME=REGEX]...
  */
 public final class SlsDriver {
   private static final PrintStream OUT = new PrintStream(
@@ -67,6 +74,7 @@ public final class SlsDriver {
     String trace = null;
     String nodes = null;
     String output = null;
+    String staticHosts = null;
     int expectedApps = -1;
     long intervalMs = 1000;
     Map<String, Pattern> groups = new LinkedHashMap<>();
@@ -80,6 +88,7 @@ public final class SlsDriver {
         case "--trace": trace = value; break;
         case "--nodes": nodes = value; break;
         case "--output": output = value; break;
+        case "--static-hosts": staticHosts = value; break;
         case "--expected-apps": expectedApps = Integer.parseInt(value); break;
         case "--interval-ms": intervalMs = Long.parseLong(value); break;
         case "--thread-group": {
@@ -97,13 +106,27 @@ public final class SlsDriver {
     if (traceType == null || trace == null || output == null || expectedApps < 1) {
       usage("--trace-type, --trace, --output and --expected-apps (>= 1) are required");
     }
+    if (staticHosts != null) {
+      addStaticResolutions(Paths.get(staticHosts));
+    }
     new SlsDriver(expectedApps, groups).run(traceType, trace, nodes, output, intervalMs);
+  }
+
+  /** Registers every name of a hosts file ("ADDRESS NAME..." lines, # comments) with Hadoop's table. */
+  private static void addStaticResolutions(Path hostsFile) throws IOException {
+    for (String line : Files.readAllLines(hostsFile, StandardCharsets.UTF_8)) {
+      int hash = line.indexOf('#');
+      String[] fields = (hash >= 0 ? line.substring(0, hash) : line).trim().split("\\s+");
+      for (int i = 1; i < fields.length; i++) {
+        NetUtils.addStaticResolution(fields[i], fields[0]);
+      }
+    }
   }
 
   private static void usage(String problem) {
     System.err.println("SlsDriver: " + problem);
     System.err.println("usage: SlsDriver --trace-type SYNTH|SLS|RUMEN --trace FILE [--nodes FILE] --output DIR"
-        + " --expected-apps N [--interval-ms MS] [--thread-group NAME=REGEX]...");
+        + " --expected-apps N [--interval-ms MS] [--static-hosts HOSTS_FILE] [--thread-group NAME=REGEX]...");
     System.exit(2);
   }
 

@@ -103,6 +103,8 @@ class YarnCpsRig:
                 os.path.join(workdir, "sls-output"), "--expected-apps", str(files.expected_apps)]
         if files.nodes:
             args += ["--nodes", files.nodes]
+        # The same names in Hadoop's static table: no hosts-file scan per container token (see SlsDriver).
+        args += ["--static-hosts", files.hosts]
         for group, pattern in workload.tables.get("thread_groups", {}).items():
             args += ["--thread-group", f"{group}={pattern}"]
         return Launch(

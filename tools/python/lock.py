@@ -5,6 +5,9 @@ Run it as `./bazelw run //tools/python:lock`. It asks pip (with the interpreter 
 one pinned line per wheel: `name==version --hash=sha256:...  # wheel-file-name`. The file is a valid pip
 requirements file (`pip install --require-hashes -r`), and the trailing comment tells the Bazel
 repository rule which file to expect, so it can be served from Bazel's repository cache offline.
+
+tools/python/requirements-nodeps.in lists packages locked without their declared dependencies (pip
+--no-deps): the parts of them tunelab imports need only what requirements.in already locks.
 """
 
 import argparse
@@ -66,6 +69,8 @@ def main(argv=None):
     workspace = os.environ.get("BUILD_WORKSPACE_DIRECTORY", os.getcwd())
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--requirements", default=os.path.join(workspace, "tools/python/requirements.in"))
+    parser.add_argument("--requirements-nodeps",
+                        default=os.path.join(workspace, "tools/python/requirements-nodeps.in"))
     parser.add_argument("--out", default=os.path.join(workspace, "tools/python/requirements.lock"))
     parser.add_argument("--python", default="/usr/bin/python3", help="interpreter the lock is resolved for")
     args = parser.parse_args(argv)
@@ -73,9 +78,13 @@ def main(argv=None):
     with tempfile.TemporaryDirectory(prefix="tunelab-pip-lock-") as tmp:
         cmd = [args.python, "-m", "pip", "download", "--disable-pip-version-check", "--only-binary=:all:",
                "--dest", tmp, "--requirement", args.requirements]
-        proc = subprocess.run(cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
-        if proc.returncode != 0:
-            sys.exit(f"error: pip download failed ({proc.returncode}):\n{proc.stdout[-4000:]}")
+        commands = [cmd]
+        if os.path.exists(args.requirements_nodeps):
+            commands.append(cmd[:-1] + [args.requirements_nodeps, "--no-deps"])
+        for command in commands:
+            proc = subprocess.run(command, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+            if proc.returncode != 0:
+                sys.exit(f"error: pip download failed ({proc.returncode}):\n{proc.stdout[-4000:]}")
         wheels = []
         for filename in sorted(os.listdir(tmp)):
             name, version = parse_wheel_filename(filename)
