@@ -26,6 +26,7 @@ class CellData:
     reasons: list
     values: dict  # metric -> [raw samples of every ok repetition]
     groups: dict  # metric -> [[samples of one repetition], ...]
+    timed: dict = dataclasses.field(default_factory=dict)  # metric -> [(t, value)] of the first ok repetition
 
 
 @dataclasses.dataclass
@@ -38,6 +39,8 @@ class Row:
     summary: stats.Summary
     comparison: stats.Comparison
     runs: int  # the fewer ok repetitions of the two sides
+    baseline_id: str = ""
+    cell_id: str = ""
 
 
 def collect(docs, cell_order=None):
@@ -63,7 +66,12 @@ def collect(docs, cell_order=None):
             per_rep = [[s["value"] for s in d["samples"] if s["metric"] == metric] for d in ok]
             groups[metric] = [v for v in per_rep if v]
             values[metric] = [x for v in groups[metric] for x in v]
-        out.append(CellData(cid, cell_docs[0]["cell"]["params"], statuses, reasons, values, groups))
+        timed = {}
+        if ok:
+            for metric in metrics:
+                timed[metric] = [(s["t"], s["value"]) for s in ok[0]["samples"]
+                                 if s["metric"] == metric and "t" in s]
+        out.append(CellData(cid, cell_docs[0]["cell"]["params"], statuses, reasons, values, groups, timed))
     return out
 
 
@@ -77,14 +85,19 @@ def varying_axes(cells):
     return {k: v for k, v in axes.items() if len(v) > 1}
 
 
-def axis_rows(cells, metric):
-    """Rows of every axis comparison for `metric`, Holm-adjusted together (one family per metric)."""
-    axes = varying_axes(cells)
+def axis_rows(cells, metric, axes=None, baselines=None):
+    """Rows of every axis comparison for `metric`, Holm-adjusted together (one family per metric).
+
+    axes: compare only these (default: every varying axis); baselines: {axis: value} overriding the default
+    baseline, the axis' first value in cell order."""
+    varying = varying_axes(cells)
     by_params = {tuple(sorted(c.params.items())): c for c in cells}
     rows = []
-    for axis, values in axes.items():
-        base_value = values[0]
-        others_axes = [a for a in axes if a != axis]
+    for axis, values in varying.items():
+        if axes is not None and axis not in axes:
+            continue
+        base_value = (baselines or {}).get(axis) or values[0]
+        others_axes = [a for a in varying if a != axis]
         for c in cells:
             if c.params[axis] == base_value or metric not in c.values:
                 continue
@@ -97,7 +110,8 @@ def axis_rows(cells, metric):
                             others=" ".join(f"{a}={c.params[a]}" for a in others_axes),
                             baseline=stats.summarize(partner.values[metric], partner.groups[metric]),
                             summary=stats.summarize(c.values[metric], c.groups[metric]), comparison=comparison,
-                            runs=min(len(partner.groups[metric]), len(c.groups[metric]))))
+                            runs=min(len(partner.groups[metric]), len(c.groups[metric])),
+                            baseline_id=partner.id, cell_id=c.id))
     stats.adjust([r.comparison for r in rows])
     return rows
 

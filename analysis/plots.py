@@ -1,0 +1,76 @@
+"""Report figures (matplotlib, no display): medians with 95% CIs per cell, and per-second series.
+
+Each function writes one PNG and returns its path. Colours carry the verdict (green better, red worse,
+grey baseline or not significant); published reference values are dashed lines, labelled as such.
+"""
+
+import matplotlib
+
+matplotlib.use("Agg")  # files only; never a display
+
+import textwrap  # noqa: E402
+
+import matplotlib.pyplot as plt  # noqa: E402
+from matplotlib.ticker import EngFormatter  # noqa: E402
+
+VERDICT_COLOURS = {"better": "#2e7d32", "worse": "#c62828", "not significant": "#546e7a", "baseline": "#9e9e9e"}
+DPI = 110
+
+
+def ci_bars(path, title, unit, bars, published=()):
+    """bars: [(label, median, ci_low, ci_high, verdict)]; published: [(label, value)] as dashed lines."""
+    fig, ax = plt.subplots(figsize=(7.5, 0.55 * len(bars) + 1.6))
+    ys = list(range(len(bars)))[::-1]
+    for y, (label, median, lo, hi, verdict) in zip(ys, bars):
+        colour = VERDICT_COLOURS.get(verdict, VERDICT_COLOURS["not significant"])
+        ax.errorbar([median], [y], xerr=[[median - lo], [hi - median]], fmt="o", color=colour, capsize=4)
+    for label, value in published:
+        ax.axvline(value, linestyle="--", color="#6a1b9a", linewidth=1)
+        ax.annotate(f"{label} (published)", (value, len(bars) - 0.4), rotation=90, fontsize=7, color="#6a1b9a",
+                    va="top", ha="right")
+    ax.set_yticks(ys)
+    ax.set_yticklabels([textwrap.fill(b[0], 38) for b in bars], fontsize=7)
+    ax.xaxis.set_major_formatter(EngFormatter())
+    ax.set_xlabel(f"median with 95% CI ({unit})")
+    ax.set_title(title, fontsize=10)
+    ax.grid(axis="x", alpha=0.3)
+    fig.tight_layout()
+    fig.savefig(path, dpi=DPI)
+    plt.close(fig)
+    return path
+
+
+def series(path, title, unit, lines):
+    """lines: [(label, [t], [value])], one per cell (its first measured repetition)."""
+    fig, ax = plt.subplots(figsize=(7.0, 3.0))
+    for label, ts, values in lines:
+        ax.plot(ts, values, linewidth=1, label=label)
+    ax.set_xlabel("time since the process started (s)")
+    ax.set_ylabel(unit)
+    ax.yaxis.set_major_formatter(EngFormatter())
+    ax.set_title(title, fontsize=10)
+    ax.grid(alpha=0.3)
+    if lines:
+        ax.legend([textwrap.shorten(label, 70) for label, _, _ in lines], fontsize=6, loc="lower right")
+    fig.tight_layout()
+    fig.savefig(path, dpi=DPI)
+    plt.close(fig)
+    return path
+
+
+def history(path, title, unit, points, change_points=()):
+    """points: [(label, value)] in time order; change_points: indexes where a new segment starts."""
+    fig, ax = plt.subplots(figsize=(7.0, 3.0))
+    xs = list(range(len(points)))
+    ax.plot(xs, [v for _, v in points], marker="o", markersize=3, linewidth=1, color="#1565c0")
+    for i in change_points:
+        ax.axvline(i - 0.5, color="#c62828", linestyle="--", linewidth=1)
+    ax.set_xticks(xs)
+    ax.set_xticklabels([label for label, _ in points], rotation=60, fontsize=6, ha="right")
+    ax.set_ylabel(unit)
+    ax.set_title(title, fontsize=10)
+    ax.grid(alpha=0.3)
+    fig.tight_layout()
+    fig.savefig(path, dpi=DPI)
+    plt.close(fig)
+    return path

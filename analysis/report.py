@@ -1,0 +1,469 @@
+"""Comparison reports as PDF and HTML from stored result sets.
+
+    bazel run //analysis:report -- RESULT_SET [RESULT_SET] --kind KIND --out report.pdf
+
+Kinds (KINDS below): `axis` compares every varying axis of one run; `stock-vs-patched`, `mr1-vs-mr2` and
+`memory-locality` compare one axis (variant, mapreduce, locality), within one run or across two sets (the
+first is the baseline); `cross-host` pairs the same cells of two hosts' sets. Comparing two sets needs
+their provenance to differ only where the kind allows (for cross-host: the host); otherwise the report is
+refused (exit 2), or with --allow-provenance-mismatch written with a warning on its title page.
+
+Every comparison: Mann-Whitney on raw samples, Holm-adjusted over the report's family per metric, and a
+bootstrap CI of the ratio of medians (analysis/stats.py states the assumptions). Published figures of the
+case studies (results/reference/) for the same rig and kind are shown beside, labelled as not measured.
+"""
+
+import argparse
+import collections
+import copy
+import dataclasses
+import datetime
+import glob
+import os
+import shlex
+import sys
+import tempfile
+
+from analysis import compare, plots, render, resultsets, stats
+
+EXIT_OK, EXIT_BAD_INPUT = 0, 2
+
+
+@dataclasses.dataclass
+class Kind:
+    title: str
+    question: str  # {metric}, {a}, {b} are filled in
+    axis: str = None  # None: every varying axis (the axis kind)
+    baseline: str = None  # the axis value that is the baseline, when the axis has a natural one
+    set_labels: tuple = ()  # the axis values given to the first and second set when two are compared
+    allowed: frozenset = frozenset()  # provenance facts that may differ between the two sets
+
+
+KINDS = {
+    "axis": Kind("Axis comparison", "Which knobs change {metric}, and by how much?"),
+    "stock-vs-patched": Kind("Stock vs patched", "Does the patched build change {metric} compared with stock?",
+                             axis="variant", baseline="stock", allowed=frozenset({"variant"})),
+    "mr1-vs-mr2": Kind("MapReduce 1 vs MapReduce 2", "Is MapReduce 2 faster or slower than MapReduce 1 on "
+                       "the same job ({metric})?", axis="mapreduce", baseline="mr1", set_labels=("mr1", "mr2"),
+                       allowed=frozenset({"harness"})),
+    "memory-locality": Kind("Memory locality, pre vs post", "Does better memory locality change {metric}?",
+                            axis="locality", baseline="pre", set_labels=("pre", "post")),
+    "cross-host": Kind("Cross-host", "How does {b} compare with {a} on the same cells ({metric})?",
+                       axis="host", allowed=frozenset({"host", "cpu"})),
+}
+
+
+class ReportError(ValueError):
+    pass
+
+
+@dataclasses.dataclass
+class Prepared:
+    """The documents to compare, with the compared axis present in every cell's params."""
+    docs: list
+    axes: list  # the axes compared
+    baselines: dict  # axis -> baseline value
+    warnings: list
+    sets: list
+
+
+def prepare(kind_name, sets, axis=None, allow_mismatch=False):
+    """Checks the sets fit the kind and returns the documents to compare (copies, never the originals)."""
+    kind = KINDS[kind_name]
+    measured = [s for s in sets if not s.published]
+    if not measured:
+        raise ReportError("no measured result set given (published reference sets are only shown beside)")
+    if len(measured) > 2:
+        raise ReportError(f"{kind_name} compares one or two measured sets, not {len(measured)}")
+    axis = axis or kind.axis
+    warnings = []
+    if len(measured) == 1:
+        if kind_name == "cross-host":
+            raise ReportError("cross-host needs two measured sets, one per host")
+        docs = [copy.deepcopy(d) for d in measured[0].docs]
+        axes = [axis] if axis else None
+        if axis and not any(d["cell"]["params"].get(axis) != docs[0]["cell"]["params"].get(axis) for d in docs):
+            raise ReportError(f"{measured[0].name}: axis {axis!r} does not vary; give two sets (baseline first) "
+                              f"or --axis NAME")
+        baselines = {axis: kind.baseline} if axis and kind.baseline else {}
+        return Prepared(docs, axes, baselines, warnings, measured)
+    a, b = measured
+    if kind_name == "axis":
+        raise ReportError("the axis kind compares the axes within one run: give one measured set")
+    # Two sets: one result pairs with the other's when their provenance differs only where the kind allows.
+    diffs = resultsets.provenance_differences(a.first_ok(), b.first_ok(), kind.allowed)
+    if diffs:
+        text = "; ".join(f"{k}: {va} vs {vb}" for k, va, vb in diffs)
+        if not allow_mismatch:
+            raise ReportError(f"{a.name} and {b.name} differ in more than the {kind_name} comparison allows "
+                              f"({text}); use --allow-provenance-mismatch to report anyway")
+        warnings.append(f"PROVENANCE MISMATCH, compared anyway: {text}")
+    if kind_name == "cross-host":
+        labels = (a.host_ids()[0], b.host_ids()[0])
+        if labels[0] == labels[1]:
+            raise ReportError(f"both sets come from host {labels[0]}: cross-host needs two hosts")
+    elif kind.set_labels:
+        labels = kind.set_labels
+    else:
+        labels = None  # the axis is already in the params (e.g. variant)
+    docs = []
+    for index, (s, label) in enumerate(zip((a, b), labels or (None, None))):
+        for d in s.docs:
+            d = copy.deepcopy(d)
+            d["cell"]["id"] = f"{index}:{d['cell']['id']}"  # the same cell of two sets stays two cells
+            if label is not None:
+                d["cell"]["params"][axis] = label
+            docs.append(d)
+    baselines = {axis: labels[0] if labels else kind.baseline}
+    return Prepared(docs, [axis], baselines, warnings, measured)
+
+
+def _fmt(x):
+    return f"{x:,.0f}" if abs(x) >= 100 else f"{x:,.3g}"
+
+
+def _p(p):
+    return "-" if p != p else ("<0.001" if p < 0.001 else f"{p:.3f}")
+
+
+def answer(rows, metric_label, direction):
+    """The title page's one-sentence answer, from the rows of the headline metric."""
+    if not rows:
+        return f"No comparison was possible for {metric_label}: no cell had a measured partner."
+    significant = [r for r in rows if r.comparison.significant()]
+    if not significant:
+        return (f"No significant change in {metric_label}: none of the {len(rows)} comparison(s) passed both "
+                "Holm-adjusted p < 0.05 and a 95% CI of the ratio excluding 1.")
+    top = max(significant, key=lambda r: abs(r.comparison.change))
+    c = top.comparison
+    verb = "raises" if c.change > 0 else "lowers"
+    where = f" (with {top.others})" if top.others else ""
+    return (f"{top.axis}={top.value} {verb} {metric_label} by {c.change:+.1%} (95% CI {c.ratio_ci_low - 1:+.1%} to "
+            f"{c.ratio_ci_high - 1:+.1%}) vs {top.axis}={top.baseline_value}{where}; {len(significant)} of "
+            f"{len(rows)} comparison(s) significant, {c.verdict(direction)} for this metric.")
+
+
+def published_for(references, kind_name, rig):
+    """Published figures of the reference sets that ask this kind's question for this rig."""
+    out = []
+    for ref in references:
+        doc = ref.reference
+        if kind_name in doc["report_kinds"] and doc["rig"] == rig:
+            out += [(doc, f) for f in doc["figures"]]
+    return out
+
+
+def build(kind_name, sets, out_dir, metrics=None, axis=None, allow_mismatch=False, command=None, generated_at=None):
+    """The report's blocks. Figures are written into out_dir."""
+    kind = KINDS[kind_name]
+    prepared = prepare(kind_name, sets, axis, allow_mismatch)
+    references = [s for s in sets if s.published]
+    measured = prepared.sets
+    declared = collections.OrderedDict()
+    for s in measured:
+        declared.update(s.metrics())
+    chosen = metrics or list(declared)
+    unknown = [m for m in chosen if m not in declared]
+    if unknown:
+        raise ReportError(f"no such metric {', '.join(unknown)}; the sets measure {', '.join(declared)}")
+    cells = compare.collect(prepared.docs)
+    rig = measured[0].docs[0]["matrix"]["rig"]
+    published = published_for(references, kind_name, rig)
+
+    rows_by_metric = {m: compare.axis_rows(cells, m, axes=prepared.axes, baselines=prepared.baselines)
+                      for m in chosen}
+    headline = chosen[0]
+    names = [s.name for s in measured]
+    hosts = sorted({h for s in measured for h in s.host_ids()})
+    question = kind.question.format(metric=headline, a=names[0], b=names[-1])
+    blocks = [render.Title(f"{kind.title}: {question}",
+                           f"{' vs '.join(names)} | host(s) {', '.join(hosts)} | rig {rig} | generated "
+                           f"{generated_at or datetime.datetime.now(datetime.timezone.utc).strftime('%Y-%m-%d %H:%M UTC')}"),
+              render.Para("Answer: " + answer(rows_by_metric[headline], headline, declared[headline]["direction"]),
+                          strong=True)]
+    for w in prepared.warnings:
+        blocks.append(render.Para("WARNING: " + w, strong=True))
+    blocks.append(render.Para(
+        "How to read: each candidate cell is compared with its baseline partner (same parameters except the "
+        "compared axis). Change = ratio of medians - 1, with a 95% bootstrap CI (whole runs resampled when a side "
+        "has 3 or more); p = two-sided Mann-Whitney U on raw samples, Holm-adjusted over all comparisons of the "
+        "metric. A change is significant only if p < 0.05 and the CI excludes 0."))
+    if published:
+        blocks.append(render.Para(f"Published figures ({resultsets.PUBLISHED_LABEL}) from "
+                                  f"{', '.join(sorted({d['source']['title'] for d, _ in published}))} are shown "
+                                  "beside the measured data."))
+    blocks.append(render.Break())
+
+    figure_index = 0
+    for metric in chosen:
+        decl = declared[metric]
+        rows = rows_by_metric[metric]
+        blocks.append(render.Heading(f"{metric} ({decl['unit']}, {decl['direction'].replace('_', ' ')})"))
+        if not rows:
+            blocks.append(render.Para("No comparable cells for this metric."))
+        for ax in dict.fromkeys(r.axis for r in rows):
+            group = [r for r in rows if r.axis == ax]
+            figure_index += 1
+            bars = []
+            seen = set()
+            for r in group:
+                key = (r.baseline_value, r.others)
+                if key not in seen:
+                    seen.add(key)
+                    bars.append((_label(ax, r.baseline_value, r.others) + " (baseline)", r.baseline.median,
+                                 r.baseline.ci_low, r.baseline.ci_high, "baseline"))
+                bars.append((_label(ax, r.value, r.others), r.summary.median, r.summary.ci_low, r.summary.ci_high,
+                             r.comparison.verdict(decl["direction"])))
+            lines = [(f.get("label"), f["value"]) for _, f in published
+                     if f["metric"] == metric and f.get("kind", "level") == "level"]
+            path = plots.ci_bars(os.path.join(out_dir, f"figure{figure_index}.png"), f"{metric} by {ax}",
+                                 decl["unit"], bars, lines)
+            blocks.append(render.Figure(path, f"Figure {figure_index}: {metric} by {ax}, median and 95% CI per "
+                                              "cell; green better, red worse, grey baseline or not significant."))
+            blocks.append(render.TableBlock(
+                [ax, "other parameters", "median", "95% CI", "samples/runs", "change", "change 95% CI", "p (Holm)",
+                 "verdict"],
+                [row for r in group for row in _table_rows(r, decl["direction"])],
+                caption=f"{metric} by {ax} (baseline {ax}={group[0].baseline_value})"))
+            series_lines = _series(cells, group, metric)
+            if series_lines:
+                figure_index += 1
+                path = plots.series(os.path.join(out_dir, f"figure{figure_index}.png"),
+                                    f"{metric} per second, by {ax}", decl["unit"], series_lines)
+                blocks.append(render.Figure(path, f"Figure {figure_index}: {metric} per second over the measured "
+                                                  "window, first measured repetition of each cell."))
+        warns = _stability_warnings(rows)
+        if warns:
+            blocks.append(render.TableBlock(["cell", "warning"], warns, caption=f"Stability warnings ({metric})"))
+
+    if published:
+        blocks.append(render.Heading(f"Published figures ({resultsets.PUBLISHED_LABEL})"))
+        blocks.append(render.TableBlock(
+            ["source", "figure", "host", "parameters", "metric", "value", "note"],
+            [[f"case {d['source']['case_study']}", f["label"], f.get("host", ""), _params_text(f),
+              f["metric"], _published_value(f), f.get("note", "")] for d, f in published],
+            caption="Reference rows: the authors' numbers, not measured by tunelab; their setups differ from ours"))
+
+    missing = _not_measured(cells)
+    blocks.append(render.Heading("Cells not measured"))
+    if missing:
+        blocks.append(render.TableBlock(["cell", "parameters", "ok/failed/invalid/skipped", "reason"], missing))
+    else:
+        blocks.append(render.Para("Every planned cell repetition was measured."))
+
+    blocks.append(render.Break())
+    blocks += provenance_appendix(measured, prepared)
+    blocks.append(render.Heading("How to rerun"))
+    blocks.append(render.Code("\n".join(rerun_commands(measured) + ["", "# this report:", command or ""]).strip()))
+    return blocks
+
+
+def _label(axis, value, others):
+    return f"{axis}={value}" + (f" [{others}]" if others else "")
+
+
+def _table_rows(r, direction):
+    c = r.comparison
+    n = lambda s: f"{s.n}/{r.runs}"  # noqa: E731
+    return [[f"{r.baseline_value} (baseline)", r.others, _fmt(r.baseline.median),
+             f"{_fmt(r.baseline.ci_low)}..{_fmt(r.baseline.ci_high)}", n(r.baseline), "", "", "", ""],
+            [r.value, r.others, _fmt(r.summary.median), f"{_fmt(r.summary.ci_low)}..{_fmt(r.summary.ci_high)}",
+             n(r.summary), f"{c.change:+.1%}", f"{c.ratio_ci_low - 1:+.1%}..{c.ratio_ci_high - 1:+.1%}",
+             _p(c.p_adjusted), c.verdict(direction)]]
+
+
+def _series(cells, group, metric, limit=8):
+    """Per-second lines of the cells of one axis group, when the samples carry a time ("t")."""
+    by_id = {c.id: c for c in cells}
+    wanted = {}
+    for r in group:
+        wanted.setdefault(r.baseline_id, _label(r.axis, r.baseline_value, r.others))
+        wanted.setdefault(r.cell_id, _label(r.axis, r.value, r.others))
+    lines = []
+    for cid, label in list(wanted.items())[:limit]:
+        samples = by_id[cid].timed.get(metric) or []
+        if len(samples) >= 3:
+            lines.append((label, [t for t, _ in samples], [v for _, v in samples]))
+    return lines
+
+
+def _stability_warnings(rows):
+    out, seen = [], set()
+    for r in rows:
+        for label, s in ((f"{r.axis}={r.baseline_value} [{r.others}]", r.baseline), (f"{r.axis}={r.value} [{r.others}]", r.summary)):
+            for w in s.warnings:
+                if (label, w) not in seen:
+                    seen.add((label, w))
+                    out.append([label, w])
+    return out
+
+
+def _not_measured(cells):
+    axes = compare.varying_axes(cells)
+    out = []
+    for c in cells:
+        if c.statuses.get("ok", 0) == sum(c.statuses.values()):
+            continue
+        counts = "/".join(str(c.statuses.get(s, 0)) for s in ("ok", "failed", "invalid", "skipped"))
+        out.append([c.id, " ".join(f"{a}={c.params[a]}" for a in axes), counts, "; ".join(c.reasons)[:300]])
+    return out
+
+
+def _params_text(f):
+    to = " ".join(f"{k}={v}" for k, v in (f.get("params") or {}).items())
+    if f.get("params_from"):
+        return " ".join(f"{k}={v}" for k, v in f["params_from"].items()) + " -> " + to
+    return to
+
+
+def _published_value(f):
+    sign = "+" if f.get("kind") == "change" and f["value"] > 0 else ""
+    text = f"{sign}{f['value']:,g} {f['unit']}"
+    if "low" in f and "high" in f:
+        text += f" ({f['low']:,g}..{f['high']:,g})"
+    return text
+
+
+JVM_FLAG_PREFIXES = ("-X", "--add-opens", "-Dsun.", "-Djdk.net")
+
+
+def provenance_appendix(measured, prepared):
+    blocks = [render.Heading("Appendix: provenance")]
+    for s in measured:
+        d = s.first_ok()
+        p = d["provenance"]
+        host = p["host"]
+        facts = resultsets.provenance(d)
+        m = s.manifest.get("matrix", {})
+        rows = [["result set", s.name], ["run", d["run_id"]], ["host", f"{facts['host']} ({host['host'].get('os', '')}, "
+                                                                      f"{host['host'].get('kernel', '')})"],
+                ["CPU", f"{facts['cpu']}, {host['cpu'].get('logical_cpus', '?')} logical CPUs, "
+                        f"{len(host['numa'].get('nodes', []))} NUMA node(s)"],
+                ["matrix", f"{m.get('name', d['matrix']['name'])} profile {m.get('profile') or '(default)'} "
+                           f"overrides {' '.join(m.get('overrides') or []) or 'none'}"],
+                ["workload", facts["workload"] + (f"; generated {facts['generated inputs']}" if facts["generated inputs"] else "")],
+                ["harness", facts["harness"] + f", target {p['bazel_target']}"],
+                ["variant", facts["variant"]]]
+        jdks = sorted({f"{x['provenance']['jdk']['name']}: {x['provenance']['jdk'].get('vendor', '?')} "
+                       f"{x['provenance']['jdk'].get('runtime_version', '?')}" for x in s.docs if x["provenance"].get("jdk")})
+        rows.append(["JDKs", "; ".join(jdks)])
+        blocks.append(render.TableBlock(["fact", "value"], rows, caption=f"Result set {s.name}"))
+        flag_rows, seen = [], set()
+        for x in s.docs:
+            if x["status"] != "ok" or x["cell"]["id"] in seen:
+                continue
+            seen.add(x["cell"]["id"])
+            flags = [a for a in x["provenance"]["command"] if a.startswith(JVM_FLAG_PREFIXES)]
+            flags = [f if not f.startswith("-Djdk.net.hosts.file=") else "-Djdk.net.hosts.file=<generated>" for f in flags]
+            ev = x.get("evidence", {})
+            knob_ev = []
+            for key in ("applied_host_knobs", "numa_nodes"):
+                if ev.get(key):
+                    knob_ev.append(f"{key}: {_compact(ev[key])}")
+            for t in ev.get("threads") or []:
+                knob_ev.append(f"thread {t['name']} (tid {t['tid']}) wanted CPU {t['wanted']}, allowed "
+                               f"{t['cpus_allowed']}")
+            if ev.get("thread_pinning_errors"):
+                knob_ev.append("PINNING ERRORS: " + "; ".join(map(str, ev["thread_pinning_errors"])))
+            status = ev.get("process_status") or {}
+            if status:
+                knob_ev.append(f"Cpus_allowed {status.get('Cpus_allowed_list', '?')}, HugetlbPages "
+                               f"{status.get('HugetlbPages', '?')}")
+            if x.get("problems"):
+                knob_ev.append("PROBLEMS: " + "; ".join(x["problems"]))
+            flag_rows.append([x["cell"]["id"], " ".join(f"{k}={v}" for k, v in x["cell"]["params"].items()
+                                                        if k in _varying(s.docs)),
+                              " ".join(flags), "; ".join(knob_ev) or "-"])
+        blocks.append(render.TableBlock(["cell", "parameters", "JVM flags", "knob evidence"], flag_rows,
+                                        caption=f"Flags and knob evidence per cell ({s.name})"))
+    return blocks
+
+
+def _varying(docs):
+    values = collections.defaultdict(set)
+    for d in docs:
+        for k, v in d["cell"]["params"].items():
+            values[k].add(v)
+    return {k for k, v in values.items() if len(v) > 1}
+
+
+def _compact(value):
+    if isinstance(value, dict):
+        return ", ".join(f"{k}={_compact(v)}" for k, v in value.items())
+    if isinstance(value, list):
+        return ", ".join(_compact(v) for v in value)
+    return str(value)
+
+
+def rerun_commands(measured):
+    out = []
+    for s in measured:
+        m = s.manifest.get("matrix", {})
+        d = s.docs[0]
+        target = d["provenance"]["bazel_target"] or "<the matrix target>"
+        argv = ["bazel", "run", target, "--"]
+        if m.get("profile"):
+            argv += ["--profile", m["profile"]]
+        for o in m.get("overrides") or []:
+            argv += ["--set", o]
+        argv += ["--seed", str(m.get("seed", d["matrix"]["seed"]))]
+        out += [f"# {s.name} (harness {d['provenance']['harness_commit'][:12]}):", shlex.join(argv)]
+    return out
+
+
+def write(blocks, out_pdf, out_html=None, out_text=None):
+    title = blocks[0].text if blocks and isinstance(blocks[0], render.Title) else "tunelab report"
+    render.to_pdf(blocks, out_pdf, title)
+    if out_html:
+        with open(out_html, "w") as f:
+            f.write(render.to_html(blocks, title))
+    if out_text:
+        with open(out_text, "w") as f:
+            f.write(render.to_text(blocks))
+
+
+def reference_sets(results_root):
+    return [resultsets.load_reference(p) for p in sorted(glob.glob(os.path.join(results_root, "reference", "*.json")))]
+
+
+def main(argv=None):
+    parser = argparse.ArgumentParser(
+        description="Write a comparison report (PDF, and the same as HTML) from stored result sets.",
+        epilog="Result sets: a run folder, a run id, baselines/NAME or reference/NAME (relative to the results "
+               "folder). Exit status: 0 written; 2 unusable input (nothing is written).")
+    parser.add_argument("sets", nargs="+", metavar="RESULT_SET", help="one or two measured sets (baseline first)")
+    parser.add_argument("--kind", required=True, choices=sorted(KINDS))
+    parser.add_argument("--out", required=True, help="the PDF to write; the HTML goes next to it (.html)")
+    parser.add_argument("--html", help="where to write the HTML (default: --out with .html)")
+    parser.add_argument("--text", help="also write the report as plain text")
+    parser.add_argument("--metric", action="append", help="report only this metric (repeatable)")
+    parser.add_argument("--axis", help="the axis to compare for a one-set stock-vs-patched/mr1-vs-mr2/"
+                                       "memory-locality report (default: the kind's)")
+    parser.add_argument("--allow-provenance-mismatch", action="store_true",
+                        help="report two sets whose provenance differs beyond the kind's allowance, with a warning")
+    parser.add_argument("--no-reference", action="store_true", help="leave out the published reference figures")
+    parser.add_argument("--results-dir", help="the results folder (default: <workspace>/results)")
+    args = parser.parse_args(argv)
+    workspace = os.environ.get("BUILD_WORKSPACE_DIRECTORY", os.getcwd())
+    cwd = os.environ.get("BUILD_WORKING_DIRECTORY", os.getcwd())
+    results_root = args.results_dir or os.path.join(workspace, "results")
+    try:
+        sets = [resultsets.resolve(s if os.path.isabs(s) or not os.path.exists(os.path.join(cwd, s))
+                                   else os.path.join(cwd, s), results_root) for s in args.sets]
+        if not args.no_reference and not any(s.published for s in sets):
+            sets += reference_sets(results_root)
+        out_pdf = os.path.join(cwd, args.out)
+        out_html = os.path.join(cwd, args.html) if args.html else os.path.splitext(out_pdf)[0] + ".html"
+        command = shlex.join(["bazel", "run", "//analysis:report", "--"] + (argv if argv is not None else sys.argv[1:]))
+        with tempfile.TemporaryDirectory(prefix="tunelab-report-") as tmp:
+            blocks = build(args.kind, sets, tmp, args.metric, args.axis, args.allow_provenance_mismatch, command)
+            write(blocks, out_pdf, out_html, os.path.join(cwd, args.text) if args.text else None)
+    except (resultsets.ResultSetError, ReportError) as e:
+        print(f"error: {e}", file=sys.stderr)
+        return EXIT_BAD_INPUT
+    print(f"wrote {out_pdf}\nwrote {out_html}")
+    return EXIT_OK
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,193 @@
+"""Reports: the text rendering against a golden file (a real calibration run), every kind written as PDF and
+HTML and read back (pages rendered to images, text found, figures present), provenance refusals, and the
+published reference sets. Regenerate the golden file after an intended change, and say why in the commit:
+bazel test //analysis:report_test --test_env=TUNELAB_UPDATE_GOLDEN=$PWD --spawn_strategy=local
+
+Fixtures: testdata/sets/calibration_smoke is a real run of //rigs:calibration_matrix --profile smoke on this
+machine (copied as stored). The two-set kinds use SYNTHETIC sets made below from one of its results, with
+chosen sample values and rewritten host/variant/workload provenance: they test the report's mechanics
+(pairing, refusals, rendering), they are not measurements.
+"""
+
+import copy
+import json
+import os
+import tempfile
+import unittest
+
+import numpy
+import pypdfium2
+
+from analysis import render, report, resultsets
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+REAL_RUN = os.path.join(HERE, "testdata", "sets", "calibration_smoke")
+RESULTS_ROOT = os.path.join(HERE, "..", "results")
+GOLDEN = os.path.join(HERE, "testdata", "golden_report_axis.txt")
+FIXED_TIME = "2026-11-21 00:00 UTC"
+
+
+def template():
+    with open(os.path.join(REAL_RUN, "cells", sorted(os.listdir(os.path.join(REAL_RUN, "cells")))[0])) as f:
+        return json.load(f)
+
+
+def write_set(folder, cells, host="vm-x86", cpu="AMD EPYC", rig="calibration", workload_sha=None,
+              metric="cpu_loop_rate", unit="ops/s"):
+    """A synthetic set: cells = [(params overrides, level)], 5 repetitions x 5 samples, deterministic."""
+    os.makedirs(os.path.join(folder, "cells"))
+    base = template()
+    run_id = f"20261121T0000{len(os.listdir(os.path.dirname(folder))):02d}Z-0000"
+    manifest = {"schema_version": 1, "kind": "tunelab.run_manifest", "run_id": run_id,
+                "matrix": {"name": rig, "rig": rig, "profile": "smoke", "overrides": [], "seed": 1}, "cells": []}
+    for n, (overrides, level) in enumerate(cells):
+        for rep in range(5):
+            d = copy.deepcopy(base)
+            d["run_id"] = run_id
+            d["matrix"]["rig"] = d["matrix"]["name"] = rig
+            d["cell"] = {"id": f"{n:012x}", "params": dict(base["cell"]["params"], **overrides), "repetition": rep}
+            d["status"] = "ok"
+            d.pop("reason", None)
+            jitter = (-0.002, 0.001, 0.0, 0.002, -0.001)[rep]
+            d["samples"] = [{"metric": metric, "value": level * (1 + jitter + 0.001 * (k - 2)), "unit": unit,
+                             "t": float(k + 1)} for k in range(5)]
+            d["warmup_samples"] = []
+            d["metrics"] = [{"name": metric, "unit": unit, "direction": "higher_is_better", "statistic": "median",
+                             "value": level, "n": 5}]
+            d["provenance"]["host"]["host"]["host_id"] = host
+            d["provenance"]["host"]["cpu"]["model_name"] = cpu
+            if "variant" in overrides:
+                d["provenance"]["variant"] = {"name": overrides["variant"], "patch_set_sha256":
+                                              None if overrides["variant"] == "stock" else "ab" * 32}
+            if workload_sha:
+                d["provenance"]["workload"]["sha256"] = workload_sha
+            with open(os.path.join(folder, "cells", f"{n:012x}.r{rep}.json"), "w") as f:
+                json.dump(d, f)
+    with open(os.path.join(folder, "manifest.json"), "w") as f:
+        json.dump(manifest, f)
+    return resultsets.load_run(folder, name=os.path.basename(folder))
+
+
+def pdf_facts(path):
+    """(pages, text of every page, figures per page, share of non-white pixels per rendered page)."""
+    pdf = pypdfium2.PdfDocument(path)
+    texts, images, ink = [], [], []
+    for page in pdf:
+        texts.append(page.get_textpage().get_text_range())
+        images.append(sum(1 for _ in page.get_objects(filter=[pypdfium2.raw.FPDF_PAGEOBJ_IMAGE])))
+        gray = numpy.asarray(page.render(scale=1).to_pil().convert("L"))
+        ink.append(float((gray < 200).mean()))
+    return len(pdf), texts, images, ink
+
+
+class ReportTest(unittest.TestCase):
+    def setUp(self):
+        self.tmp = tempfile.TemporaryDirectory()
+        self.dir = self.tmp.name
+
+    def tearDown(self):
+        self.tmp.cleanup()
+
+    def build(self, kind, sets, **kw):
+        return report.build(kind, sets, self.dir, generated_at=FIXED_TIME, command="bazel run //analysis:report -- ...",
+                            **kw)
+
+    def test_axis_report_of_a_real_run_matches_the_golden_file(self):
+        real = resultsets.load_run(REAL_RUN, name="calibration_smoke")
+        text = render.to_text(self.build("axis", [real] + report.reference_sets(RESULTS_ROOT)))
+        workspace = os.environ.get("TUNELAB_UPDATE_GOLDEN")
+        if workspace:
+            with open(os.path.join(workspace, "analysis", "testdata", os.path.basename(GOLDEN)), "w") as f:
+                f.write(text)
+            return
+        with open(GOLDEN) as f:
+            self.assertEqual(text, f.read())
+        self.assertIn("numa=bind_remote needs two NUMA nodes", text)  # the skipped cell and why
+        self.assertIn("Appendix: provenance", text)
+
+    def test_every_kind_writes_a_pdf_and_html_with_plots_tables_and_provenance(self):
+        stock = [({"variant": "stock", "gc": "g1"}, 1000.0), ({"variant": "stock", "gc": "parallel"}, 1010.0)]
+        patched = [({"variant": "patched", "gc": "g1"}, 950.0), ({"variant": "patched", "gc": "parallel"}, 1012.0)]
+        cases = {
+            "axis": [write_set(os.path.join(self.dir, "a1"), stock + patched)],
+            "stock-vs-patched": [write_set(os.path.join(self.dir, "s1"), stock),
+                                 write_set(os.path.join(self.dir, "s2"), patched)],
+            "mr1-vs-mr2": [write_set(os.path.join(self.dir, "m1"), [({"mapreduce": "mr1"}, 375.0),
+                                                                     ({"mapreduce": "mr2"}, 475.0)])],
+            "memory-locality": [write_set(os.path.join(self.dir, "pre"), stock),
+                                write_set(os.path.join(self.dir, "post"), [(p, v * 1.059) for p, v in stock])],
+            "cross-host": [write_set(os.path.join(self.dir, "x86"), stock, host="vm-x86", rig="yarn_cps",
+                                     metric="container_allocation_rate", unit="containers/s"),
+                           write_set(os.path.join(self.dir, "arm"), [(p, v * 0.64) for p, v in stock],
+                                     host="kunpeng-7265f", cpu="Kunpeng 920 7265F", rig="yarn_cps",
+                                     metric="container_allocation_rate", unit="containers/s")],
+        }
+        references = report.reference_sets(RESULTS_ROOT)
+        for kind, sets in cases.items():
+            with self.subTest(kind=kind):
+                out = os.path.join(self.dir, f"{kind}.pdf")
+                blocks = self.build(kind, sets + references)
+                report.write(blocks, out, out[:-4] + ".html")
+                pages, texts, images, ink = pdf_facts(out)
+                self.assertGreaterEqual(pages, 3)
+                self.assertIn("Answer:", texts[0])
+                self.assertIn(report.KINDS[kind].title, texts[0])
+                everything = "\n".join(texts)
+                for heading in ("Cells not measured", "Appendix: provenance", "How to rerun", "p (Holm)"):
+                    self.assertIn(heading, everything)
+                self.assertGreaterEqual(sum(images), 1)  # the figures are in the PDF
+                figure_page = next(i for i, n in enumerate(images) if n)
+                self.assertGreater(ink[figure_page], 0.01)  # and the page renders with visible content
+                with open(out[:-4] + ".html") as f:
+                    page = f.read()
+                self.assertIn("<img", page)
+                self.assertIn("<table>", page)
+                if kind == "cross-host":
+                    self.assertIn(resultsets.PUBLISHED_LABEL, everything)
+                    self.assertIn("Kunpeng 920 7265F", everything)
+
+    def test_answers_name_the_change_or_say_not_significant(self):
+        stock = [({"variant": "stock"}, 1000.0)]
+        slower = write_set(os.path.join(self.dir, "slow"), [({"variant": "patched"}, 950.0)])
+        same = write_set(os.path.join(self.dir, "same"), [({"variant": "patched"}, 1000.0)])
+        base = write_set(os.path.join(self.dir, "base"), stock)
+        text = render.to_text(self.build("stock-vs-patched", [base, slower]))
+        self.assertIn("variant=patched lowers cpu_loop_rate by -5.0%", text)
+        self.assertIn("worse", text)
+        text = render.to_text(self.build("stock-vs-patched", [base, same]))
+        self.assertIn("No significant change in cpu_loop_rate", text)
+
+    def test_cross_host_refuses_sets_that_differ_in_more_than_the_host(self):
+        a = write_set(os.path.join(self.dir, "a"), [({}, 100.0)], host="h1")
+        b = write_set(os.path.join(self.dir, "b"), [({}, 100.0)], host="h2", workload_sha="0" * 64)
+        with self.assertRaisesRegex(report.ReportError, "workload"):
+            self.build("cross-host", [a, b])
+        text = render.to_text(self.build("cross-host", [a, b], allow_mismatch=True))
+        self.assertIn("PROVENANCE MISMATCH", text)
+        same_host = write_set(os.path.join(self.dir, "c"), [({}, 100.0)], host="h1")
+        with self.assertRaisesRegex(report.ReportError, "both sets come from host h1"):
+            self.build("cross-host", [a, same_host])
+
+    def test_cli_refuses_a_corrupt_result_and_keeps_it(self):
+        folder = os.path.join(self.dir, "broken")
+        write_set(folder, [({}, 100.0)])
+        corrupt = os.path.join(folder, "cells", f"{0:012x}.r3.json")
+        with open(corrupt, "w") as f:
+            f.write("{not json")
+        out = os.path.join(self.dir, "r.pdf")
+        code = report.main([folder, "--kind", "axis", "--out", out, "--results-dir", RESULTS_ROOT])
+        self.assertEqual(code, report.EXIT_BAD_INPUT)
+        self.assertFalse(os.path.exists(out))
+        self.assertTrue(os.path.exists(corrupt))
+
+    def test_reference_sets_are_valid_and_labelled(self):
+        refs = report.reference_sets(RESULTS_ROOT)
+        self.assertEqual(sorted(r.reference["source"]["case_study"] for r in refs), ["000", "001", "002", "004"])
+        kunpeng = [f for r in refs for f in r.reference["figures"] if f["label"] == "Kunpeng 920 7265F, before tuning"]
+        self.assertEqual(kunpeng[0]["value"], 5100)
+        for r in refs:
+            self.assertEqual(r.reference["status"], resultsets.PUBLISHED_LABEL)
+
+
+if __name__ == "__main__":
+    unittest.main()

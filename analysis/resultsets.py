@@ -1,0 +1,136 @@
+"""Result sets, read as untrusted data: a stored run, a promoted baseline, or a published reference.
+
+A measured set is a folder holding `manifest.json` and `cells/*.json` (results/<host-id>/<run-id>/ or
+results/baselines/<name>/). A published set is one JSON file under results/reference/ (schema
+results/schema/published_reference.v1.schema.json): figures from the case studies, never measured here.
+"""
+
+import collections
+import dataclasses
+import glob
+import json
+import os
+
+import jsonschema
+
+from rigs.matrix import results
+
+REFERENCE_KIND = "tunelab.published_reference"
+PUBLISHED_LABEL = "published, not measured here"
+
+
+class ResultSetError(ValueError):
+    pass
+
+
+@dataclasses.dataclass
+class ResultSet:
+    name: str
+    path: str
+    manifest: dict  # {} for a published set
+    docs: list  # cell result documents (schema-valid), every status
+    reference: dict = None  # the published set's document, None for a measured set
+
+    @property
+    def published(self):
+        return self.reference is not None
+
+    def host_ids(self):
+        return sorted({d["provenance"]["host"]["host"]["host_id"] for d in self.docs})
+
+    def metrics(self):
+        """{metric: {"unit", "direction"}} from the documents' own declarations, in first-seen order."""
+        out = collections.OrderedDict()
+        for d in self.docs:
+            for m in d.get("metrics", []):
+                out.setdefault(m["name"], {"unit": m["unit"], "direction": m["direction"]})
+        return out
+
+    def first_ok(self):
+        return next((d for d in self.docs if d["status"] == "ok"), self.docs[0] if self.docs else None)
+
+
+def _reference_schema():
+    path = os.path.join(os.path.dirname(results.schema_path()), "published_reference.v1.schema.json")
+    with open(path) as f:
+        return json.load(f)
+
+
+def load_reference(path):
+    """A published reference set; raises ResultSetError on anything but a schema-valid document."""
+    try:
+        with open(path) as f:
+            doc = json.load(f)
+    except (OSError, json.JSONDecodeError, UnicodeDecodeError) as e:
+        raise ResultSetError(f"{path}: not a readable JSON file ({e})") from None
+    errors = sorted(jsonschema.Draft202012Validator(_reference_schema()).iter_errors(doc),
+                    key=lambda e: list(e.absolute_path))
+    if errors:
+        where = "/".join(str(p) for p in errors[0].absolute_path) or "(top)"
+        raise ResultSetError(f"{path}: not a published reference set at {where}: {errors[0].message}")
+    return ResultSet(name=f"reference/{doc['id']}", path=path, manifest={}, docs=[], reference=doc)
+
+
+def load_run(folder, name=None):
+    """A measured set: every cell result of the folder, validated; a corrupt file is an error, never skipped."""
+    manifest_path = os.path.join(folder, "manifest.json")
+    try:
+        with open(manifest_path) as f:
+            manifest = json.load(f)
+    except (OSError, json.JSONDecodeError, UnicodeDecodeError) as e:
+        raise ResultSetError(f"{folder}: no readable manifest.json ({e})") from None
+    docs = []
+    for key in sorted(results.stored_results(folder)):
+        path = results.result_path(folder, *key)
+        try:
+            docs.append(results.load_result(path))
+        except (results.ResultError, OSError) as e:
+            raise ResultSetError(f"corrupt result in {folder}: {e}") from None
+    if not docs:
+        raise ResultSetError(f"{folder}: no cell results (cells/*.json)")
+    return ResultSet(name=name or os.path.relpath(folder, os.path.dirname(os.path.dirname(folder))),
+                     path=folder, manifest=manifest, docs=docs)
+
+
+def resolve(spec, results_root):
+    """A result set from what a user types: a folder, a reference .json file, a run id, or a name relative
+    to `results_root` (baselines/NAME, reference/NAME, HOST/RUN)."""
+    candidates = [spec, os.path.join(results_root, spec)]
+    for path in candidates:
+        if os.path.isfile(path) and path.endswith(".json"):
+            return load_reference(path)
+        if os.path.isfile(path + ".json"):
+            return load_reference(path + ".json")
+        if os.path.isdir(path):
+            rel = os.path.relpath(os.path.abspath(path), os.path.abspath(results_root))
+            return load_run(path, name=spec if rel.startswith("..") else rel)
+    runs = sorted(glob.glob(os.path.join(glob.escape(results_root), "*", glob.escape(spec), "manifest.json")))
+    if len(runs) == 1:
+        folder = os.path.dirname(runs[0])
+        return load_run(folder, name=os.path.relpath(folder, results_root))
+    if len(runs) > 1:
+        raise ResultSetError(f"run id {spec} exists for several hosts: {', '.join(os.path.dirname(r) for r in runs)}")
+    raise ResultSetError(f"no result set {spec!r}: not a folder with manifest.json, a reference .json file, or a "
+                         f"run id under {results_root}")
+
+
+def provenance(doc):
+    """The facts two compared results should share, by name. Values are strings, for display."""
+    p = doc["provenance"]
+    jdk = p.get("jdk") or {}
+    return {
+        "host": p["host"]["host"]["host_id"],
+        "cpu": p["host"]["cpu"].get("model_name", "?"),
+        "workload": f"{p['workload']['id']} sha256 {p['workload']['sha256'][:12]}",
+        "generated inputs": " ".join(f"{k}={v[:12]}" for k, v in sorted((p["workload"].get("generated") or {}).items())),
+        "jdk build": f"{jdk.get('vendor', '?')} {jdk.get('runtime_version', jdk.get('version', '?'))}" if jdk else "none",
+        "variant": f"{p['variant']['name']} patches {(p['variant'].get('patch_set_sha256') or 'none')[:12]}",
+        "harness": p["harness_commit"][:12] + (" (dirty)" if p.get("harness_dirty") else ""),
+        "rig": doc["matrix"]["rig"],
+    }
+
+
+def provenance_differences(doc_a, doc_b, allowed):
+    """[(fact, value a, value b)] for every provenance fact that differs and is not in `allowed`."""
+    a, b = provenance(doc_a), provenance(doc_b)
+    return [(k, a[k], b[k]) for k in a if k not in allowed and a[k] != b[k]]
