@@ -190,3 +190,28 @@ def adjust(comparisons):
     for c, p in zip(comparisons, holm([c.p_value for c in comparisons])):
         c.p_adjusted = p
     return comparisons
+
+
+def compare_runs(baseline_groups, candidate_groups, confidence=CONFIDENCE, seed=SEED):
+    """Candidate vs baseline for gating, where each side is a list of runs (lists of raw samples).
+
+    The ratio is of the medians of all samples, its CI a cluster bootstrap over runs (as compare()). The
+    test is Welch's t-test on the per-run medians: runs are the independent units (samples within one run
+    are autocorrelated), and a run's median of many per-second samples is close to normal, which Welch
+    assumes; it does not assume equal variances. Needs 2 or more runs a side (else p is nan).
+    """
+    a_runs = [g for g in baseline_groups if g]
+    b_runs = [g for g in candidate_groups if g]
+    result = compare([x for g in a_runs for x in g], [x for g in b_runs for x in g], a_runs, b_runs,
+                     confidence=confidence, seed=seed)
+    a_med = np.array([np.median(g) for g in a_runs])
+    b_med = np.array([np.median(g) for g in b_runs])
+    if len(a_med) >= 2 and len(b_med) >= 2:
+        if np.all(a_med == a_med[0]) and np.all(b_med == b_med[0]):
+            p = 1.0 if a_med[0] == b_med[0] else 0.0
+        else:
+            p = float(sps.ttest_ind(a_med, b_med, equal_var=False).pvalue)
+    else:
+        p = float("nan")
+    result.p_value = result.p_adjusted = p
+    return result

@@ -1,0 +1,55 @@
+"""Synthetic result sets for tests of reports and gating: real result documents (a stored calibration run)
+with chosen sample values and rewritten provenance. They test mechanics; they are not measurements."""
+
+import copy
+import json
+import os
+
+import numpy
+
+from analysis import resultsets
+
+REAL_RUN = os.path.join(os.path.dirname(os.path.abspath(__file__)), "testdata", "sets", "calibration_smoke")
+
+
+def template():
+    with open(os.path.join(REAL_RUN, "cells", sorted(os.listdir(os.path.join(REAL_RUN, "cells")))[0])) as f:
+        return json.load(f)
+
+
+def write_set(folder, cells, host="vm-x86", cpu="AMD EPYC", rig="calibration", workload_sha=None,
+              metric="cpu_loop_rate", unit="ops/s", runs=5, noise=None, seed=0):
+    """A SYNTHETIC set: cells = [(params overrides, level)], `runs` repetitions x 5 samples. Without `noise`
+    the run-to-run jitter is a fixed pattern; with it, run medians scatter by that relative stdev (seeded)."""
+    rng = numpy.random.default_rng(seed)
+    os.makedirs(os.path.join(folder, "cells"))
+    base = template()
+    run_id = f"20261121T0000{len(os.listdir(os.path.dirname(folder))):02d}Z-0000"
+    manifest = {"schema_version": 1, "kind": "tunelab.run_manifest", "run_id": run_id,
+                "matrix": {"name": rig, "rig": rig, "profile": "smoke", "overrides": [], "seed": 1}, "cells": []}
+    for n, (overrides, level) in enumerate(cells):
+        for rep in range(runs):
+            d = copy.deepcopy(base)
+            d["run_id"] = run_id
+            d["matrix"]["rig"] = d["matrix"]["name"] = rig
+            d["cell"] = {"id": f"{n:012x}", "params": dict(base["cell"]["params"], **overrides), "repetition": rep}
+            d["status"] = "ok"
+            d.pop("reason", None)
+            jitter = float(rng.normal(0, noise)) if noise else (-0.002, 0.001, 0.0, 0.002, -0.001)[rep % 5]
+            d["samples"] = [{"metric": metric, "value": level * (1 + jitter + 0.001 * (k - 2)), "unit": unit,
+                             "t": float(k + 1)} for k in range(5)]
+            d["warmup_samples"] = []
+            d["metrics"] = [{"name": metric, "unit": unit, "direction": "higher_is_better", "statistic": "median",
+                             "value": level, "n": 5}]
+            d["provenance"]["host"]["host"]["host_id"] = host
+            d["provenance"]["host"]["cpu"]["model_name"] = cpu
+            if "variant" in overrides:
+                d["provenance"]["variant"] = {"name": overrides["variant"], "patch_set_sha256":
+                                              None if overrides["variant"] == "stock" else "ab" * 32}
+            if workload_sha:
+                d["provenance"]["workload"]["sha256"] = workload_sha
+            with open(os.path.join(folder, "cells", f"{n:012x}.r{rep}.json"), "w") as f:
+                json.dump(d, f)
+    with open(os.path.join(folder, "manifest.json"), "w") as f:
+        json.dump(manifest, f)
+    return resultsets.load_run(folder, name=os.path.basename(folder))

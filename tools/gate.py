@@ -1,0 +1,268 @@
+"""Regression gate: a candidate result set against a baseline, per cell and metric.
+
+    bazel run //tools:gate -- --baseline SET --candidate SET [--markdown FILE] [--junit FILE] [--confirm]
+
+A (cell, metric) regresses when the change is in the metric's bad direction, larger than the metric's
+minimum effect (`min_effect` in its workload.toml, a fraction), and significant: Welch's t-test on the
+per-run medians, Holm-adjusted over every (cell, metric) gated together, p < alpha
+(analysis/stats.compare_runs states the assumptions). Exit 0 pass, 1 regressed, 2 unusable input (a set
+missing or corrupt, fewer than --min-runs ok runs a side, provenance differing in more than the harness).
+
+--confirm: before failing, the regressed cells are run again (the candidate's own matrix target, profile and
+--set values, narrowed to each cell) and the gate fails only if the new runs regress too.
+"""
+
+import argparse
+import collections
+import dataclasses
+import math
+import os
+import re
+import shlex
+import subprocess
+import sys
+import tomllib
+from xml.etree import ElementTree
+
+from analysis import resultsets, stats
+
+EXIT_PASS, EXIT_REGRESSED, EXIT_UNUSABLE = 0, 1, 2
+DEFAULT_MIN_EFFECT = 0.05
+ALLOWED_DIFFERENCES = frozenset({"harness"})  # the candidate is usually new code; everything else must match
+
+
+class GateError(ValueError):
+    pass
+
+
+@dataclasses.dataclass
+class Check:
+    cell: str  # the cell's parameters that vary, as text
+    params: dict
+    metric: str
+    unit: str
+    direction: str
+    min_effect: float
+    comparison: stats.Comparison
+    runs: tuple  # (baseline, candidate) ok runs
+    unconfirmed: bool = False  # regressed, but a confirmation rerun did not
+
+    @property
+    def worse_by(self):
+        """How much worse the candidate is (0.05 = 5 % worse), whatever the metric's direction."""
+        change = self.comparison.change
+        return -change if self.direction == "higher_is_better" else change
+
+    @property
+    def significant(self):
+        p = self.comparison.p_adjusted
+        return not math.isnan(p) and p < stats.ALPHA
+
+    @property
+    def regressed(self):
+        return self.worse_by > self.min_effect and self.significant and not self.unconfirmed
+
+    @property
+    def status(self):
+        if self.regressed:
+            return "REGRESSED"
+        if self.unconfirmed:
+            return "regressed, not confirmed by the rerun"
+        if -self.worse_by > self.min_effect and self.significant:
+            return "improved"
+        return "pass"
+
+
+def min_effects(workspace_roots, docs):
+    """{metric: min_effect} from the workload.toml of each workload the documents ran."""
+    out = {}
+    for workload_id in sorted({d["provenance"]["workload"]["id"] for d in docs}):
+        folder = workload_id.split("/")[0]
+        for root in workspace_roots:
+            path = os.path.join(root, "workloads", folder, "workload.toml")
+            if os.path.exists(path):
+                with open(path, "rb") as f:
+                    for name, m in tomllib.load(f).get("metrics", {}).items():
+                        out[name] = float(m.get("min_effect", DEFAULT_MIN_EFFECT))
+                break
+    return out
+
+
+def _by_params(docs):
+    cells = collections.OrderedDict()
+    for d in docs:
+        cells.setdefault(tuple(sorted(d["cell"]["params"].items())), []).append(d)
+    return cells
+
+
+def _runs(docs, metric):
+    return [[s["value"] for s in d["samples"] if s["metric"] == metric] for d in docs if d["status"] == "ok"]
+
+
+def gate(baseline, candidate, thresholds, min_runs=3, overrides=None):
+    """[Check] for every cell both sets measured; raises GateError when the input cannot be gated."""
+    for s in (baseline, candidate):
+        if s.published:
+            raise GateError(f"{s.name} is a published reference set: only measured sets can be gated")
+    diffs = resultsets.provenance_differences(baseline.first_ok(), candidate.first_ok(), ALLOWED_DIFFERENCES)
+    if diffs:
+        raise GateError("mismatched provenance: " + "; ".join(f"{k}: {a} (baseline) vs {b} (candidate)"
+                                                              for k, a, b in diffs))
+    base_cells, cand_cells = _by_params(baseline.docs), _by_params(candidate.docs)
+    varying = {k for key in list(base_cells) + list(cand_cells) for k, v in key
+               if len({dict(other).get(k) for other in list(base_cells) + list(cand_cells)}) > 1}
+    declared = collections.OrderedDict()
+    for s in (baseline, candidate):
+        declared.update(s.metrics())
+    checks, too_few = [], []
+    for key, cand_docs in cand_cells.items():
+        if key not in base_cells:
+            continue
+        params = dict(key)
+        label = " ".join(f"{k}={v}" for k, v in key if k in varying) or "(the only cell)"
+        for metric, decl in declared.items():
+            a, b = _runs(base_cells[key], metric), _runs(cand_docs, metric)
+            a, b = [r for r in a if r], [r for r in b if r]
+            if not a and not b:
+                continue
+            if len(a) < min_runs or len(b) < min_runs:
+                too_few.append(f"{label} {metric}: {len(a)} baseline and {len(b)} candidate ok runs")
+                continue
+            effect = (overrides or {}).get(metric, thresholds.get(metric, DEFAULT_MIN_EFFECT))
+            checks.append(Check(label, params, metric, decl["unit"], decl["direction"], effect,
+                                stats.compare_runs(a, b), (len(a), len(b))))
+    if too_few:
+        raise GateError(f"too few samples (need {min_runs} ok runs a side): " + "; ".join(too_few))
+    if not checks:
+        raise GateError(f"nothing to gate: {baseline.name} and {candidate.name} share no measured cell")
+    stats.adjust([c.comparison for c in checks])
+    return checks
+
+
+def markdown(checks, baseline, candidate, confirmed=None):
+    regressed = [c for c in checks if c.regressed]
+    verdict = f"**REGRESSED** ({len(regressed)} of {len(checks)})" if regressed else f"**PASS** ({len(checks)} checks)"
+    lines = [f"# tunelab gate: {verdict}", "",
+             f"Baseline `{baseline.name}`, candidate `{candidate.name}`. Regression = worse by more than the "
+             "metric's minimum effect AND Holm-adjusted Welch p < 0.05 on per-run medians.", "",
+             "| cell | metric | baseline median | candidate median | change | change 95% CI | min effect | p (Holm) "
+             "| runs | status |", "|---|---|---|---|---|---|---|---|---|---|"]
+    for c in checks:
+        k = c.comparison
+        lines.append(f"| {c.cell} | {c.metric} ({c.unit}) | {k.baseline_median:,.4g} | {k.candidate_median:,.4g} | "
+                     f"{k.change:+.2%} | {k.ratio_ci_low - 1:+.2%}..{k.ratio_ci_high - 1:+.2%} | {c.min_effect:.0%} | "
+                     f"{_p(k.p_adjusted)} | {c.runs[0]}/{c.runs[1]} | {c.status} |")
+    if confirmed is not None:
+        lines += ["", f"Confirmation rerun: {confirmed}"]
+    return "\n".join(lines) + "\n"
+
+
+def _p(p):
+    return "-" if p != p else ("<0.001" if p < 0.001 else f"{p:.3f}")
+
+
+def junit(checks, baseline, candidate):
+    suite = ElementTree.Element("testsuite", name="tunelab.gate", tests=str(len(checks)),
+                                failures=str(sum(c.regressed for c in checks)))
+    ElementTree.SubElement(ElementTree.SubElement(suite, "properties"), "property", name="baseline",
+                           value=baseline.name)
+    suite[0].append(ElementTree.Element("property", name="candidate", value=candidate.name))
+    for c in checks:
+        case = ElementTree.SubElement(suite, "testcase", classname=f"gate.{c.metric}", name=c.cell)
+        k = c.comparison
+        text = (f"{c.metric}: {k.baseline_median:.6g} -> {k.candidate_median:.6g} {c.unit} ({k.change:+.2%}, "
+                f"95% CI {k.ratio_ci_low - 1:+.2%}..{k.ratio_ci_high - 1:+.2%}), p (Holm) {_p(k.p_adjusted)}, "
+                f"min effect {c.min_effect:.0%}")
+        if c.regressed:
+            ElementTree.SubElement(case, "failure", message=f"regressed by {c.worse_by:.2%}").text = text
+        else:
+            ElementTree.SubElement(case, "system-out").text = text
+    return ElementTree.tostring(suite, encoding="unicode", xml_declaration=True) + "\n"
+
+
+def confirm_command(candidate, check):
+    """The runner command that reruns one cell of the candidate set (its target, profile and values)."""
+    m = candidate.manifest.get("matrix", {})
+    doc = candidate.first_ok()
+    target = doc["provenance"]["bazel_target"]
+    if not target:
+        raise GateError(f"{candidate.name} does not record the target that made it; cannot rerun")
+    argv = ["bazel", "run", target, "--"]
+    if m.get("profile"):
+        argv += ["--profile", m["profile"]]
+    for k, v in check.params.items():
+        argv += ["--set", f"{k}={v}"]
+    return argv + ["--no-next-steps"]
+
+
+def run_confirmation(argv, workspace):
+    proc = subprocess.run(argv, cwd=workspace, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+    found = re.search(r"results in (\S+)", proc.stdout)
+    if not found:
+        raise GateError(f"the confirmation run printed no results folder (exit {proc.returncode}):\n"
+                        f"{proc.stdout[-2000:]}")
+    return found.group(1)
+
+
+def main(argv=None):
+    parser = argparse.ArgumentParser(description="Gate a candidate result set against a baseline.",
+                                     epilog="Exit status: 0 pass; 1 regressed; 2 unusable input.")
+    parser.add_argument("--baseline", required=True, help="a run folder, run id or baselines/NAME")
+    parser.add_argument("--candidate", required=True, help="a run folder or run id")
+    parser.add_argument("--markdown", help="also write the Markdown summary to this file")
+    parser.add_argument("--junit", help="write JUnit XML (one test case per cell and metric) to this file")
+    parser.add_argument("--min-runs", type=int, default=3, help="ok runs needed a side (default 3)")
+    parser.add_argument("--min-effect", action="append", default=[], metavar="METRIC=FRACTION",
+                        help="override a metric's minimum effect, e.g. cpu_loop_rate=0.02")
+    parser.add_argument("--confirm", action="store_true",
+                        help="rerun regressed cells of the candidate once and fail only if they regress again")
+    parser.add_argument("--results-dir", help="the results folder (default: <workspace>/results)")
+    args = parser.parse_args(argv)
+    workspace = os.environ.get("BUILD_WORKSPACE_DIRECTORY", os.getcwd())
+    cwd = os.environ.get("BUILD_WORKING_DIRECTORY", os.getcwd())
+    results_root = args.results_dir or os.path.join(workspace, "results")
+    runfiles = os.path.abspath(os.path.join(os.path.dirname(__file__), ".."))
+    try:
+        overrides = {}
+        for item in args.min_effect:
+            name, _, value = item.partition("=")
+            try:
+                overrides[name] = float(value)
+            except ValueError:
+                raise GateError(f"--min-effect {item!r}: expected METRIC=FRACTION, e.g. cpu_loop_rate=0.03") from None
+        here = lambda s: os.path.join(cwd, s) if os.path.exists(os.path.join(cwd, s)) else s  # noqa: E731
+        baseline = resultsets.resolve(here(args.baseline), results_root)
+        candidate = resultsets.resolve(here(args.candidate), results_root)
+        thresholds = min_effects([runfiles, workspace], baseline.docs + candidate.docs)
+        checks = gate(baseline, candidate, thresholds, args.min_runs, overrides)
+        confirmed = None
+        if args.confirm and any(c.regressed for c in checks):
+            still = []
+            for c in [c for c in checks if c.regressed]:
+                command = confirm_command(candidate, c)
+                print(f"confirming {c.cell} {c.metric}: {shlex.join(command)}", flush=True)
+                rerun = resultsets.resolve(run_confirmation(command, workspace), results_root)
+                again = [x for x in gate(baseline, rerun, thresholds, args.min_runs, overrides)
+                         if x.params == c.params and x.metric == c.metric]
+                if again and again[0].regressed:
+                    still.append(c)
+            confirmed = (f"{len(still)} of {sum(c.regressed for c in checks)} regression(s) confirmed")
+            for c in checks:
+                if c.regressed and c not in still:
+                    c.unconfirmed = True
+    except (resultsets.ResultSetError, GateError) as e:
+        print(f"error: {e}", file=sys.stderr)
+        return EXIT_UNUSABLE
+    text = markdown(checks, baseline, candidate, confirmed)
+    print(text, end="")
+    if args.markdown:
+        with open(os.path.join(cwd, args.markdown), "w") as f:
+            f.write(text)
+    if args.junit:
+        with open(os.path.join(cwd, args.junit), "w") as f:
+            f.write(junit(checks, baseline, candidate))
+    return EXIT_REGRESSED if any(c.regressed for c in checks) else EXIT_PASS
+
+
+if __name__ == "__main__":
+    sys.exit(main())

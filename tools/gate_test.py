@@ -1,0 +1,94 @@
+"""The regression gate on synthetic result sets (analysis/testsets.py: real documents, chosen values): it
+passes A/A, fails a 5% slowdown with 5 runs a side, ignores a significant change smaller than the minimum
+effect, and refuses unusable input with exit 2. Its Markdown and JUnit XML are checked by content."""
+
+import io
+import os
+import tempfile
+import unittest
+from contextlib import redirect_stderr, redirect_stdout
+from xml.etree import ElementTree
+
+from analysis.testsets import write_set
+from tools import gate
+
+RUNFILES = os.path.abspath(os.path.join(os.path.dirname(__file__), ".."))
+
+
+class GateTest(unittest.TestCase):
+    def setUp(self):
+        self.tmp = tempfile.TemporaryDirectory()
+        self.dir = self.tmp.name
+
+    def tearDown(self):
+        self.tmp.cleanup()
+
+    def sets(self, candidate_level, runs=5, candidate_runs=None, noise=0.005, **candidate_kw):
+        cells = lambda level: [({"gc": "g1"}, level), ({"gc": "parallel"}, level * 1.01)]  # noqa: E731
+        base = os.path.join(self.dir, "base")
+        cand = os.path.join(self.dir, "cand")
+        write_set(base, cells(1000.0), runs=runs, noise=noise, seed=1)
+        write_set(cand, cells(candidate_level), runs=candidate_runs or runs, noise=noise, seed=2, **candidate_kw)
+        return base, cand
+
+    def run_gate(self, base, cand, *extra):
+        out, err = io.StringIO(), io.StringIO()
+        md, xml = os.path.join(self.dir, "gate.md"), os.path.join(self.dir, "gate.xml")
+        with redirect_stdout(out), redirect_stderr(err):
+            code = gate.main(["--baseline", base, "--candidate", cand, "--markdown", md, "--junit", xml,
+                              "--results-dir", self.dir, *extra])
+        return code, out.getvalue() + err.getvalue(), xml
+
+    def test_a_a_passes(self):
+        code, out, xml = self.run_gate(*self.sets(1000.0))
+        self.assertEqual(code, gate.EXIT_PASS, out)
+        self.assertIn("**PASS** (2 checks)", out)  # 2 cells x the one metric the sets measured
+        suite = ElementTree.parse(xml).getroot()
+        self.assertEqual(suite.get("failures"), "0")
+
+    def test_a_five_percent_slowdown_fails_with_five_runs_a_side(self):
+        code, out, xml = self.run_gate(*self.sets(950.0))
+        self.assertEqual(code, gate.EXIT_REGRESSED, out)
+        self.assertIn("REGRESSED", out)
+        suite = ElementTree.parse(xml).getroot()
+        failures = [c for c in suite.iter("testcase") if c.find("failure") is not None]
+        self.assertEqual(len(failures), 2)
+        self.assertRegex(failures[0].find("failure").get("message"), r"regressed by [45]\.\d\d%")
+
+    def test_a_significant_change_below_the_minimum_effect_passes(self):
+        # 2% slower with little noise: significant, but under the workload's 3% minimum effect.
+        code, out, _ = self.run_gate(*self.sets(980.0, noise=0.001))
+        self.assertEqual(code, gate.EXIT_PASS, out)
+        code, out, _ = self.run_gate(*self.sets_again(980.0), "--min-effect", "cpu_loop_rate=0.01")
+        self.assertEqual(code, gate.EXIT_REGRESSED, out)
+
+    def sets_again(self, level):
+        self.tmp.cleanup()
+        self.tmp = tempfile.TemporaryDirectory()
+        self.dir = self.tmp.name
+        return self.sets(level, noise=0.001)
+
+    def test_an_improvement_is_not_a_regression(self):
+        code, out, _ = self.run_gate(*self.sets(1100.0))
+        self.assertEqual(code, gate.EXIT_PASS, out)
+        self.assertIn("improved", out)
+
+    def test_too_few_runs_is_unusable_input(self):
+        code, out, _ = self.run_gate(*self.sets(950.0, runs=5, candidate_runs=2))
+        self.assertEqual(code, gate.EXIT_UNUSABLE)
+        self.assertIn("too few samples", out)
+
+    def test_mismatched_provenance_is_unusable_input(self):
+        code, out, _ = self.run_gate(*self.sets(1000.0, host="another-host"))
+        self.assertEqual(code, gate.EXIT_UNUSABLE)
+        self.assertIn("mismatched provenance: host", out)
+        code, out, _ = self.run_gate(os.path.join(self.dir, "base"), os.path.join(self.dir, "missing"))
+        self.assertEqual(code, gate.EXIT_UNUSABLE)
+
+    def test_minimum_effects_come_from_the_workloads(self):
+        doc = {"provenance": {"workload": {"id": "yarn_cps/v1"}}}
+        self.assertEqual(gate.min_effects([RUNFILES], [doc])["container_allocation_rate"], 0.03)
+
+
+if __name__ == "__main__":
+    unittest.main()
