@@ -11,6 +11,8 @@ import java.util.concurrent.atomic.AtomicLongArray;
  */
 public final class Calibration {
   private static volatile boolean running = true;
+  // Fraction of each batch's time spent spinning without counting: rate falls by injected_slowdown_pct.
+  private static double spinPerWork = 0;
   private static volatile long sink;
 
   private Calibration() {}
@@ -28,6 +30,15 @@ public final class Calibration {
         case "--warmup-s": warmupS = Double.parseDouble(args[++i]); break;
         case "--measure-s": measureS = Double.parseDouble(args[++i]); break;
         case "--buffer-mib": bufferMib = Integer.parseInt(args[++i]); break;
+        case "--injected-slowdown-pct": {
+          double pct = Double.parseDouble(args[++i]);
+          if (pct < 0 || pct >= 100) {
+            System.err.println("--injected-slowdown-pct must be in [0, 100), not " + pct);
+            System.exit(2);
+          }
+          spinPerWork = pct / (100 - pct);  // work w, spin w*s/(100-s): the rate is (100-s)% of the original
+          break;
+        }
         default:
           System.err.println("unknown argument: " + args[i]);
           System.exit(2);
@@ -82,6 +93,7 @@ public final class Calibration {
   private static void cpuLoop(AtomicLongArray counters, int slot) {
     long x = 0x9E3779B97F4A7C15L;
     while (running) {
+      long t0 = System.nanoTime();
       for (int i = 0; i < 1_000_000; i++) {
         x ^= x << 13;
         x ^= x >>> 7;
@@ -89,6 +101,7 @@ public final class Calibration {
       }
       counters.addAndGet(slot, 1_000_000);
       sink = x;
+      spin(t0);
     }
   }
 
@@ -99,11 +112,23 @@ public final class Calibration {
       a[i] = (byte) i;  // touch every page so the copy measures memory, not page faults
     }
     while (running) {
+      long t0 = System.nanoTime();
       System.arraycopy(a, 0, b, 0, bytes);
       byte[] t = a;
       a = b;
       b = t;
       counters.addAndGet(slot, bytes);
+      spin(t0);
+    }
+  }
+
+  /** The injected slowdown: busy-waits spinPerWork times as long as the batch that started at t0 took. */
+  private static void spin(long t0) {
+    if (spinPerWork > 0) {
+      long until = System.nanoTime() + (long) ((System.nanoTime() - t0) * spinPerWork);
+      while (System.nanoTime() < until) {
+        Thread.onSpinWait();
+      }
     }
   }
 }

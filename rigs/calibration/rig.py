@@ -16,6 +16,7 @@ class CalibrationRig:
             main_class="tunelab.rigs.calibration.Calibration",
             classpath=[data["jar"]],
             args=["--mode", p["mode"], "--threads", p["threads"], "--buffer-mib", p["buffer_mib"],
+                  "--injected-slowdown-pct", p["injected_slowdown_pct"],
                   "--warmup-s", str(policy.warmup_s), "--measure-s", str(policy.measure_s)],
         )
 

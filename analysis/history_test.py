@@ -1,0 +1,57 @@
+"""Known-answer tests of change-point detection (in the spirit of Apache Otava's own): seeded series with
+steps at known places, and a flat one that must yield none."""
+
+import os
+import tempfile
+import unittest
+
+import numpy as np
+
+from analysis import history
+from analysis.testsets import write_set
+
+
+def noisy(levels, noise=0.005, seed=7):
+    rng = np.random.default_rng(seed)
+    return [level * (1 + rng.normal(0, noise)) for level in levels]
+
+
+class ChangePointTest(unittest.TestCase):
+    def test_a_five_percent_drop_is_found_where_it_happened(self):
+        values = noisy([1000.0] * 30 + [950.0] * 20)
+        (cp,) = history.change_points(values, "higher_is_better")
+        self.assertEqual(cp.index, 30)
+        self.assertAlmostEqual(cp.change, -0.05, delta=0.005)
+        self.assertTrue(cp.regression)
+
+    def test_a_flat_series_has_no_change_point(self):
+        self.assertEqual(history.change_points(noisy([1000.0] * 60, seed=3), "higher_is_better"), [])
+
+    def test_direction_decides_what_is_a_regression(self):
+        values = noisy([100.0] * 20 + [110.0] * 20)
+        (up,) = history.change_points(values, "lower_is_better")
+        self.assertTrue(up.regression)
+        (up,) = history.change_points(values, "higher_is_better")
+        self.assertFalse(up.regression)
+
+    def test_two_steps_and_the_minimum_segment(self):
+        values = noisy([1000.0] * 20 + [900.0] * 20 + [1000.0] * 20)
+        self.assertEqual([c.index for c in history.change_points(values, "higher_is_better")], [20, 40])
+        late = noisy([1000.0] * 47 + [900.0] * 3)
+        self.assertEqual(history.change_points(late, "higher_is_better", min_segment=5), [])
+        self.assertEqual(history.change_points(values, "higher_is_better", min_effect=0.2), [])
+
+    def test_history_of_result_sets_plots_and_flags_the_regression(self):
+        with tempfile.TemporaryDirectory() as d:
+            levels = [1000.0] * 8 + [940.0] * 8
+            for n, level in enumerate(levels):
+                write_set(os.path.join(d, f"night{n:02d}"), [({"gc": "g1"}, level)], runs=1, noise=0.003, seed=n)
+            out = os.path.join(d, "history.png")
+            code = history.main([os.path.join(d, f"night{n:02d}") for n in range(len(levels))] + ["--out", out,
+                                                                                                   "--results-dir", d])
+            self.assertEqual(code, 1)
+            self.assertTrue(os.path.getsize(os.path.join(d, "history-0.png")) > 1000)
+
+
+if __name__ == "__main__":
+    unittest.main()

@@ -1,0 +1,117 @@
+"""Calibrates the regression gate on this machine: false alarms on A/A, detection of a known 5 % slowdown.
+
+    bazel run //tools:gate_calibration [-- --draws 2000 --runs-per-side 5]
+
+Runs two profiles of the calibration matrix (rigs/calibration/matrix.toml): gate_aa (one configuration as
+arms a and b, repetitions interleaved) and gate_slowdown (the same cell with 0 % and 5 % injected
+slowdown). Then, many times, it draws --runs-per-side runs of each side at random (without replacement) and
+asks the gate (tools/gate.py, the same decision rule and minimum effect) whether the candidate regressed:
+the share of A/A draws flagged is the false-alarm rate, the share of slowdown draws flagged the detection
+rate. Draws reuse the same runs, so the rates describe these runs, not independent experiments; the
+stored runs and calibration.json (written into the A/A run's folder) let anyone recompute them.
+"""
+
+import argparse
+import copy
+import datetime
+import json
+import os
+import re
+import shutil
+import subprocess
+import sys
+
+import numpy as np
+
+from analysis import resultsets
+from tools import gate
+
+MATRIX_TARGET = "//rigs:calibration_matrix"
+
+
+def run_profile(profile, workspace):
+    bazel = shutil.which("bazel") or os.path.join(workspace, "bazelw")
+    argv = [bazel, "run", MATRIX_TARGET, "--", "--profile", profile, "--no-next-steps"]
+    print(f"running {' '.join(argv[1:])}", flush=True)
+    proc = subprocess.run(argv, cwd=workspace, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+    found = re.search(r"results in (\S+)", proc.stdout)
+    if proc.returncode != 0 or not found:
+        raise RuntimeError(f"{profile} failed (exit {proc.returncode}):\n{proc.stdout[-3000:]}")
+    return found.group(1)
+
+
+def arms(result_set, axis):
+    """{axis value: [ok docs]} with the axis removed from the params, so the two arms' cells pair."""
+    out = {}
+    for d in result_set.docs:
+        if d["status"] != "ok":
+            continue
+        d = copy.deepcopy(d)
+        value = d["cell"]["params"].pop(axis)
+        out.setdefault(value, []).append(d)
+    return out
+
+
+def flagged_share(base_docs, cand_docs, k, draws, rng, thresholds):
+    """Share of draws (k runs a side) the gate calls regressed, and the median change it measured."""
+    flagged, changes = 0, []
+    for _ in range(draws):
+        a = [base_docs[i] for i in rng.choice(len(base_docs), k, replace=False)]
+        b = [cand_docs[i] for i in rng.choice(len(cand_docs), k, replace=False)]
+        checks = gate.gate(resultsets.ResultSet("a", "", {}, a), resultsets.ResultSet("b", "", {}, b), thresholds, k)
+        flagged += any(c.regressed for c in checks)
+        changes.append(checks[0].comparison.change)
+    return flagged / draws, float(np.median(changes))
+
+
+def main(argv=None):
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--draws", type=int, default=2000)
+    parser.add_argument("--runs-per-side", type=int, default=5)
+    parser.add_argument("--aa-run", help="reuse a stored gate_aa run (folder) instead of running it")
+    parser.add_argument("--slowdown-run", help="reuse a stored gate_slowdown run (folder)")
+    parser.add_argument("--seed", type=int, default=20261121)
+    args = parser.parse_args(argv)
+    workspace = os.environ.get("BUILD_WORKSPACE_DIRECTORY", os.getcwd())
+    runfiles = os.path.abspath(os.path.join(os.path.dirname(__file__), ".."))
+    results_root = os.path.join(workspace, "results")
+    aa_folder = args.aa_run or run_profile("gate_aa", workspace)
+    slow_folder = args.slowdown_run or run_profile("gate_slowdown", workspace)
+    aa = arms(resultsets.resolve(aa_folder, results_root), "arm")
+    slow = arms(resultsets.resolve(slow_folder, results_root), "injected_slowdown_pct")
+    thresholds = gate.min_effects([runfiles, workspace], aa["a"])
+    rng = np.random.default_rng(args.seed)
+    k = args.runs_per_side
+    false_alarms, aa_change = flagged_share(aa["a"], aa["b"], k, args.draws, rng, thresholds)
+    detected, slow_change = flagged_share(slow["0"], slow["5"], k, args.draws, rng, thresholds)
+    full_aa = gate.gate(resultsets.ResultSet("a", "", {}, aa["a"]), resultsets.ResultSet("b", "", {}, aa["b"]),
+                        thresholds, k)
+    full_slow = gate.gate(resultsets.ResultSet("0", "", {}, slow["0"]), resultsets.ResultSet("5", "", {}, slow["5"]),
+                          thresholds, k)
+    result = {
+        "kind": "tunelab.gate_calibration",
+        "generated_at": datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds"),
+        "runs": {"a_a": aa_folder, "slowdown": slow_folder},
+        "runs_per_side": k, "draws": args.draws, "seed": args.seed, "min_effect": thresholds,
+        "a_a": {"runs": [len(aa["a"]), len(aa["b"])], "false_alarm_rate": false_alarms,
+                "median_change_of_draws": aa_change, "all_runs_verdict": full_aa[0].status,
+                "all_runs_change": full_aa[0].comparison.change},
+        "slowdown_5pct": {"runs": [len(slow["0"]), len(slow["5"])], "detection_rate": detected,
+                          "median_change_of_draws": slow_change, "all_runs_verdict": full_slow[0].status,
+                          "all_runs_change": full_slow[0].comparison.change},
+        "targets": {"false_alarm_rate_max": 0.01, "detection_rate_min": 0.95, "runs_per_side_max": 5},
+    }
+    result["pass"] = false_alarms <= 0.01 and detected >= 0.95 and k <= 5
+    out = os.path.join(aa_folder, "calibration.json")
+    with open(out, "w") as f:
+        json.dump(result, f, indent=2)
+    print(f"A/A: {len(aa['a'])}+{len(aa['b'])} runs; false alarms in {false_alarms:.2%} of {args.draws} draws of "
+          f"{k} vs {k} (target <= 1%); all runs: {full_aa[0].status} ({full_aa[0].comparison.change:+.2%})")
+    print(f"5% slowdown: {len(slow['0'])}+{len(slow['5'])} runs; detected in {detected:.2%} of draws (median change "
+          f"{slow_change:+.2%}); all runs: {full_slow[0].status} ({full_slow[0].comparison.change:+.2%})")
+    print(f"{'PASS' if result['pass'] else 'FAIL'}; wrote {out}")
+    return 0 if result["pass"] else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,42 @@
+"""Promotion copies results (not logs), validates them, and never overwrites or half-writes a baseline."""
+
+import os
+import tempfile
+import unittest
+
+from analysis import resultsets
+from analysis.testsets import write_set
+from tools import promote
+
+
+class PromoteTest(unittest.TestCase):
+    def test_promote_copies_results_and_refuses_to_overwrite(self):
+        with tempfile.TemporaryDirectory() as d:
+            run = os.path.join(d, "runs", "r1")
+            os.makedirs(os.path.dirname(run))
+            write_set(run, [({"gc": "g1"}, 100.0)], runs=3)
+            os.makedirs(os.path.join(run, "logs"))
+            baselines = os.path.join(d, "baselines")
+            target, n = promote.promote(run, baselines, "nightly")
+            self.assertEqual(n, 3)
+            self.assertEqual(sorted(os.listdir(target)), ["cells", "manifest.json"])
+            self.assertEqual(len(resultsets.load_run(target).docs), 3)
+            with self.assertRaisesRegex(resultsets.ResultSetError, "exists; pass --replace"):
+                promote.promote(run, baselines, "nightly")
+            promote.promote(run, baselines, "nightly", replace=True)
+            self.assertEqual(sorted(os.listdir(baselines)), ["nightly"])
+
+    def test_a_corrupt_run_is_not_promoted(self):
+        with tempfile.TemporaryDirectory() as d:
+            run = os.path.join(d, "runs", "r1")
+            os.makedirs(os.path.dirname(run))
+            write_set(run, [({"gc": "g1"}, 100.0)], runs=3)
+            with open(os.path.join(run, "cells", f"{0:012x}.r1.json"), "w") as f:
+                f.write("{")
+            with self.assertRaises(resultsets.ResultSetError):
+                promote.promote(run, os.path.join(d, "baselines"), "nightly")
+            self.assertFalse(os.path.exists(os.path.join(d, "baselines", "nightly")))
+
+
+if __name__ == "__main__":
+    unittest.main()
