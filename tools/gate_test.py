@@ -13,6 +13,7 @@ from analysis.testsets import write_set
 from tools import gate
 
 RUNFILES = os.path.abspath(os.path.join(os.path.dirname(__file__), ".."))
+GOLDEN = os.path.join(os.path.dirname(os.path.abspath(__file__)), "testdata", "golden_gate.txt")
 
 
 class GateTest(unittest.TestCase):
@@ -84,6 +85,22 @@ class GateTest(unittest.TestCase):
         self.assertIn("mismatched provenance: host", out)
         code, out, _ = self.run_gate(os.path.join(self.dir, "base"), os.path.join(self.dir, "missing"))
         self.assertEqual(code, gate.EXIT_UNUSABLE)
+
+    def test_markdown_and_junit_match_the_golden_file(self):
+        # Fixed run-to-run pattern (no random noise): the output is the same on every machine. Regenerate:
+        # bazel test //tools:gate_test --test_env=TUNELAB_UPDATE_GOLDEN=$PWD --spawn_strategy=local
+        code, out, xml = self.run_gate(*self.sets(950.0, noise=None))
+        self.assertEqual(code, gate.EXIT_REGRESSED)
+        with open(xml) as f:
+            text = out + "\n" + f.read()
+        workspace = os.environ.get("TUNELAB_UPDATE_GOLDEN")
+        if workspace:
+            os.makedirs(os.path.join(workspace, "tools", "testdata"), exist_ok=True)
+            with open(os.path.join(workspace, "tools", "testdata", "golden_gate.txt"), "w") as f:
+                f.write(text)
+            return
+        with open(GOLDEN) as f:
+            self.assertEqual(text, f.read())
 
     def test_minimum_effects_come_from_the_workloads(self):
         doc = {"provenance": {"workload": {"id": "yarn_cps/v1"}}}
