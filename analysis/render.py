@@ -140,7 +140,7 @@ def to_pdf(blocks, path, title):
             data += [[Paragraph(e(str(v)), cell) for v in r] for r in b.rows]
             # Columns share the width by their longest text, capped so one long cell cannot starve the rest.
             weights = [max(min(40, max([len(str(r[i])) for r in b.rows] or [0])),
-                           max(len(w) for w in str(c).split() or [""])) + 4 for i, c in enumerate(b.columns)]
+                           max(len(w) for w in str(c).split() or [""]), 6) + 4 for i, c in enumerate(b.columns)]
             t = Table(data, repeatRows=1, colWidths=[width * w / sum(weights) for w in weights])
             t.setStyle(TableStyle([("GRID", (0, 0), (-1, -1), 0.25, colors.grey),
                                    ("BACKGROUND", (0, 0), (-1, 0), colors.HexColor("#eceff1")),

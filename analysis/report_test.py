@@ -91,7 +91,7 @@ class ReportTest(unittest.TestCase):
                 self.assertIn("Answer:", texts[0])
                 self.assertIn(report.KINDS[kind].title, texts[0])
                 everything = "\n".join(texts)
-                for heading in ("Cells not measured", "Appendix: provenance", "How to rerun", "p (Holm)"):
+                for heading in ("Cells not measured", "Appendix: provenance", "How to rerun", "(Holm)", "verdict"):
                     self.assertIn(heading, everything)
                 self.assertGreaterEqual(sum(images), 1)  # the figures are in the PDF
                 figure_page = next(i for i, n in enumerate(images) if n)
