@@ -4,7 +4,8 @@
 
 Runs two profiles of the calibration matrix (rigs/calibration/matrix.toml): gate_aa (one configuration as
 arms a and b, repetitions interleaved) and gate_slowdown (the same cell with 0 % and 5 % injected
-slowdown). Then, many times, it draws --runs-per-side runs of each side at random (without replacement) and
+slowdown); and, unless --skip-cps, the gate_cps profile of the YARN CPS matrix: the CPU-bound smoke cell
+10 times as it is (even vs odd repetitions: the A/A pair) and 10 times confined to one core (the slowdown). Then, many times, it draws --runs-per-side runs of each side at random (without replacement) and
 asks the gate (tools/gate.py, the same decision rule and minimum effect) whether the candidate regressed:
 the share of A/A draws flagged is the false-alarm rate, the share of slowdown draws flagged the detection
 rate. Draws reuse the same runs, so the rates describe these runs, not independent experiments; the
@@ -26,12 +27,13 @@ import numpy as np
 from analysis import resultsets
 from tools import gate
 
-MATRIX_TARGET = "//rigs:calibration_matrix"
+CALIBRATION_MATRIX = "//rigs:calibration_matrix"
+CPS_MATRIX = "//rigs:yarn_cps_matrix"
 
 
-def run_profile(profile, workspace):
+def run_profile(profile, workspace, target=CALIBRATION_MATRIX):
     bazel = shutil.which("bazel") or os.path.join(workspace, "bazelw")
-    argv = [bazel, "run", MATRIX_TARGET, "--", "--profile", profile, "--no-next-steps"]
+    argv = [bazel, "run", target, "--", "--profile", profile, "--no-next-steps"]
     print(f"running {' '.join(argv[1:])}", flush=True)
     proc = subprocess.run(argv, cwd=workspace, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
     found = re.search(r"results in (\S+)", proc.stdout)
@@ -52,6 +54,12 @@ def arms(result_set, axis):
     return out
 
 
+def by_parity(docs):
+    """Repetitions split into even and odd: two interleaved arms of one configuration (an A/A pair)."""
+    return ([d for d in docs if d["cell"]["repetition"] % 2 == 0],
+            [d for d in docs if d["cell"]["repetition"] % 2 == 1])
+
+
 def flagged_share(base_docs, cand_docs, k, draws, rng, thresholds):
     """Share of draws (k runs a side) the gate calls regressed, and the median change it measured."""
     flagged, changes = 0, []
@@ -70,6 +78,8 @@ def main(argv=None):
     parser.add_argument("--runs-per-side", type=int, default=5)
     parser.add_argument("--aa-run", help="reuse a stored gate_aa run (folder) instead of running it")
     parser.add_argument("--slowdown-run", help="reuse a stored gate_slowdown run (folder)")
+    parser.add_argument("--cps-run", help="reuse a stored gate_cps run (folder) of the YARN CPS matrix")
+    parser.add_argument("--skip-cps", action="store_true", help="calibrate on the calibration rig only")
     parser.add_argument("--seed", type=int, default=20261121)
     args = parser.parse_args(argv)
     workspace = os.environ.get("BUILD_WORKSPACE_DIRECTORY", os.getcwd())
@@ -102,6 +112,26 @@ def main(argv=None):
         "targets": {"false_alarm_rate_max": 0.01, "detection_rate_min": 0.95, "runs_per_side_max": 5},
     }
     result["pass"] = false_alarms <= 0.01 and detected >= 0.95 and k <= 5
+    if not args.skip_cps:
+        cps_folder = args.cps_run or run_profile("gate_cps", workspace, CPS_MATRIX)
+        cps = arms(resultsets.resolve(cps_folder, results_root), "pinning")
+        even, odd = by_parity(cps["none"])
+        cps_thresholds = gate.min_effects([runfiles, workspace], cps["none"])
+        cps_k = min(k, len(even), len(odd))
+        # One A/A comparison (5 vs 5 interleaved runs of one configuration): a verdict, not a rate.
+        full = gate.gate(resultsets.ResultSet("even", "", {}, even), resultsets.ResultSet("odd", "", {}, odd),
+                         cps_thresholds, cps_k)
+        cps_detected, cps_change = flagged_share(cps["none"], cps["one_core"], cps_k, args.draws, rng, cps_thresholds)
+        cps_aa_pass = not any(c.regressed for c in full)
+        result["cps"] = {"run": cps_folder, "runs": {"all_cores": len(cps["none"]), "one_core": len(cps["one_core"])},
+                         "a_a_even_vs_odd": {c.metric: {"status": c.status, "change": c.comparison.change,
+                                                        "p_holm": c.comparison.p_adjusted} for c in full},
+                         "one_core_detection_rate": cps_detected, "one_core_median_change": cps_change}
+        result["pass"] = result["pass"] and cps_aa_pass and cps_detected >= 0.95
+        print(f"CPS A/A (even vs odd of {len(cps['none'])} runs, {cps_k} a side): "
+              + ", ".join(f"{c.metric} {c.status} ({c.comparison.change:+.2%})" for c in full))
+        print(f"CPS one core taken away: detected in {cps_detected:.2%} of draws of {cps_k} vs {cps_k} (median change "
+              f"{cps_change:+.2%})")
     out = os.path.join(aa_folder, "calibration.json")
     with open(out, "w") as f:
         json.dump(result, f, indent=2)
