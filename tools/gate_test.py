@@ -102,6 +102,18 @@ class GateTest(unittest.TestCase):
         with open(GOLDEN) as f:
             self.assertEqual(text, f.read())
 
+    def test_the_confirmation_rerun_targets_the_regressed_cell_only(self):
+        base, cand = self.sets(950.0)
+        from analysis import resultsets
+        candidate = resultsets.load_run(cand)
+        checks = gate.gate(resultsets.load_run(base), candidate, {"cpu_loop_rate": 0.03})
+        argv = gate.confirm_command(candidate, checks[0])
+        self.assertEqual(argv[:5], ["bazel", "run", "//rigs:calibration_matrix", "--", "--profile"])
+        sets = [argv[i + 1] for i, a in enumerate(argv) if a == "--set"]
+        self.assertIn("gc=g1", sets)  # the regressed cell's own values, every one of them
+        self.assertEqual(len(sets), len(checks[0].params))
+        self.assertEqual(argv[-1], "--no-next-steps")
+
     def test_minimum_effects_come_from_the_workloads(self):
         doc = {"provenance": {"workload": {"id": "yarn_cps/v1"}}}
         self.assertEqual(gate.min_effects([RUNFILES], [doc])["container_allocation_rate"], 0.03)
