@@ -21,6 +21,7 @@ import datetime
 import glob
 import os
 import shlex
+import statistics
 import sys
 import tempfile
 
@@ -244,6 +245,8 @@ def build(kind_name, sets, out_dir, metrics=None, axis=None, allow_mismatch=Fals
               f["metric"], _published_value(f), f.get("note", "")] for d, f in published],
             caption="Reference rows: the authors' numbers, not measured by tunelab; their setups differ from ours"))
 
+    blocks += observation_tables(prepared.docs)
+
     missing = _not_measured(cells)
     blocks.append(render.Heading("Cells not measured"))
     if missing:
@@ -255,6 +258,48 @@ def build(kind_name, sets, out_dir, metrics=None, axis=None, allow_mismatch=Fals
     blocks += provenance_appendix(measured, prepared)
     blocks.append(render.Heading("How to rerun"))
     blocks.append(render.Code("\n".join(rerun_commands(measured) + ["", "# this report:", command or ""]).strip()))
+    return blocks
+
+
+def _flatten(value, prefix=""):
+    """Numeric leaves of a rig's observations, dotted keys; series, lists and wall-clock stamps left out."""
+    out = {}
+    if isinstance(value, dict):
+        for k, v in value.items():
+            if k in ("series", "trace") or k.endswith("epoch_ms"):
+                continue
+            out.update(_flatten(v, f"{prefix}{k}."))
+    elif isinstance(value, (int, float)) and not isinstance(value, bool):
+        out[prefix[:-1]] = float(value)
+    return out
+
+
+def observation_tables(docs, per_table=6):
+    """What the rig observed besides the metrics (e.g. window length, peak RSS, CPU per thread group), the
+    median over each cell's ok repetitions; one column per cell."""
+    by_cell = collections.OrderedDict()
+    for d in docs:
+        if d["status"] == "ok" and d.get("observations"):
+            by_cell.setdefault(d["cell"]["id"], []).append(d)
+    if not by_cell:
+        return []
+    varying = _varying(docs)
+    columns, values = [], []
+    for cid, cell_docs in by_cell.items():
+        flat = [_flatten(d["observations"]) for d in cell_docs]
+        keys = set.intersection(*(set(f) for f in flat))
+        values.append({k: statistics.median(f[k] for f in flat) for k in keys})
+        columns.append(" ".join(f"{k}={v}" for k, v in cell_docs[0]["cell"]["params"].items() if k in varying)
+                       or cid)
+    keys = sorted(set.intersection(*(set(v) for v in values)))
+    blocks = [render.Heading("Rig observations"),
+              render.Para("Median over each cell's measured repetitions of what the rig recorded besides the "
+                          "metrics (its own units: _s seconds, _kb kibibytes, cores = CPUs busy).")]
+    for start in range(0, len(columns), per_table):
+        cols = columns[start:start + per_table]
+        rows = [[k] + [_fmt(v[k]) if abs(v[k]) >= 100 else f"{v[k]:.3g}" for v in values[start:start + per_table]]
+                for k in keys]
+        blocks.append(render.TableBlock(["observation"] + cols, rows))
     return blocks
 
 
