@@ -3,14 +3,12 @@ tables against a golden file (regenerate after an intended change, and say why i
 bazel test //analysis:compare_test --test_env=TUNELAB_UPDATE_GOLDEN=$PWD --spawn_strategy=local)."""
 
 import io
-import os
 import unittest
 
 from rich.console import Console
 
-from analysis import compare
+from analysis import compare, golden
 
-GOLDEN = os.path.join(os.path.dirname(os.path.abspath(__file__)), "testdata", "golden_axis_tables.txt")
 METRICS = {"rate": {"unit": "ops/s", "direction": "higher_is_better"}}
 
 
@@ -61,13 +59,7 @@ class CompareTest(unittest.TestCase):
         console = Console(file=out, width=160, color_system=None, force_terminal=False)
         self.assertTrue(compare.print_comparisons(console, docs(), METRICS))
         text = out.getvalue()
-        workspace = os.environ.get("TUNELAB_UPDATE_GOLDEN")
-        if workspace:
-            with open(os.path.join(workspace, "analysis", "testdata", os.path.basename(GOLDEN)), "w") as f:
-                f.write(text)
-            return
-        with open(GOLDEN) as f:
-            self.assertEqual(text, f.read())
+        golden.check(self, text, "analysis/testdata/golden_axis_tables.txt")
         self.assertIn("CMS does not exist on JDK 17", text)
 
 

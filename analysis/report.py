@@ -25,7 +25,7 @@ import statistics
 import sys
 import tempfile
 
-from analysis import compare, plots, render, resultsets, stats
+from analysis import compare, plots, render, resultsets
 
 EXIT_OK, EXIT_BAD_INPUT = 0, 2
 

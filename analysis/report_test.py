@@ -16,13 +16,12 @@ import unittest
 import numpy
 import pypdfium2
 
-from analysis import render, report, resultsets
+from analysis import golden, render, report, resultsets
 from analysis.testsets import write_set
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 RESULTS_ROOT = os.path.join(HERE, "..", "results")
 REAL_RUN = os.path.join(HERE, "testdata", "sets", "calibration_smoke")
-GOLDEN = os.path.join(HERE, "testdata", "golden_report_axis.txt")
 FIXED_TIME = "2026-11-21 00:00 UTC"
 
 
@@ -53,13 +52,7 @@ class ReportTest(unittest.TestCase):
     def test_axis_report_of_a_real_run_matches_the_golden_file(self):
         real = resultsets.load_run(REAL_RUN, name="calibration_smoke")
         text = render.to_text(self.build("axis", [real] + report.reference_sets(RESULTS_ROOT)))
-        workspace = os.environ.get("TUNELAB_UPDATE_GOLDEN")
-        if workspace:
-            with open(os.path.join(workspace, "analysis", "testdata", os.path.basename(GOLDEN)), "w") as f:
-                f.write(text)
-            return
-        with open(GOLDEN) as f:
-            self.assertEqual(text, f.read())
+        golden.check(self, text, "analysis/testdata/golden_report_axis.txt")
         self.assertIn("numa=bind_remote needs two NUMA nodes", text)  # the skipped cell and why
         self.assertIn("Appendix: provenance", text)
 

@@ -9,11 +9,11 @@ import unittest
 from contextlib import redirect_stderr, redirect_stdout
 from xml.etree import ElementTree
 
+from analysis import golden
 from analysis.testsets import write_set
 from tools import gate
 
 RUNFILES = os.path.abspath(os.path.join(os.path.dirname(__file__), ".."))
-GOLDEN = os.path.join(os.path.dirname(os.path.abspath(__file__)), "testdata", "golden_gate.txt")
 
 
 class GateTest(unittest.TestCase):
@@ -93,14 +93,7 @@ class GateTest(unittest.TestCase):
         self.assertEqual(code, gate.EXIT_REGRESSED)
         with open(xml) as f:
             text = out + "\n" + f.read()
-        workspace = os.environ.get("TUNELAB_UPDATE_GOLDEN")
-        if workspace:
-            os.makedirs(os.path.join(workspace, "tools", "testdata"), exist_ok=True)
-            with open(os.path.join(workspace, "tools", "testdata", "golden_gate.txt"), "w") as f:
-                f.write(text)
-            return
-        with open(GOLDEN) as f:
-            self.assertEqual(text, f.read())
+        golden.check(self, text, "tools/testdata/golden_gate.txt")
 
     def test_the_confirmation_rerun_targets_the_regressed_cell_only(self):
         base, cand = self.sets(950.0)
