@@ -85,28 +85,59 @@ def varying_axes(cells):
     return {k: v for k, v in axes.items() if len(v) > 1}
 
 
+def axis_groups(cells):
+    """Varying axes, with axes that change together merged into one group: a zipped pair such as gc and
+    gc_opts (g1/default, cms/cms_iof80), whose values map one-to-one, has no cells differing in one alone."""
+    groups = []
+    for axis in varying_axes(cells):
+        for group in groups:
+            if _one_to_one(cells, group[0], axis):
+                group.append(axis)
+                break
+        else:
+            groups.append([axis])
+    return groups
+
+
+def _one_to_one(cells, a, b):
+    forward, backward = {}, {}
+    for c in cells:
+        va, vb = c.params[a], c.params[b]
+        if forward.setdefault(va, vb) != vb or backward.setdefault(vb, va) != va:
+            return False
+    return True
+
+
 def axis_rows(cells, metric, axes=None, baselines=None):
     """Rows of every axis comparison for `metric`, Holm-adjusted together (one family per metric).
 
-    axes: compare only these (default: every varying axis); baselines: {axis: value} overriding the default
+    Axes that change together (axis_groups) are compared as one, named "a+b" with values "x/y". axes:
+    compare only these (default: every varying axis); baselines: {axis: value} overriding the default
     baseline, the axis' first value in cell order."""
-    varying = varying_axes(cells)
+    groups = axis_groups(cells)
+    varying = [a for g in groups for a in g]
     by_params = {tuple(sorted(c.params.items())): c for c in cells}
     rows = []
-    for axis, values in varying.items():
-        if axes is not None and axis not in axes:
+    for group in groups:
+        name = "+".join(group)
+        if axes is not None and not set(group) & set(axes):
             continue
-        base_value = (baselines or {}).get(axis) or values[0]
-        others_axes = [a for a in varying if a != axis]
+        value_of = lambda c: "/".join(c.params[a] for a in group)  # noqa: E731
+        base_value = (baselines or {}).get(name) or value_of(cells[0])
+        base_cell = next((c for c in cells if value_of(c) == base_value), None)
+        if base_cell is None:
+            continue  # the requested baseline value was not measured
+        base_params = {a: base_cell.params[a] for a in group}
+        others_axes = [a for a in varying if a not in group]
         for c in cells:
-            if c.params[axis] == base_value or metric not in c.values:
+            if value_of(c) == base_value or metric not in c.values:
                 continue
-            partner = by_params.get(tuple(sorted(dict(c.params, **{axis: base_value}).items())))
+            partner = by_params.get(tuple(sorted(dict(c.params, **base_params).items())))
             if partner is None or metric not in partner.values:
                 continue
             comparison = stats.compare(partner.values[metric], c.values[metric],
                                        partner.groups[metric], c.groups[metric])
-            rows.append(Row(axis=axis, baseline_value=base_value, value=c.params[axis],
+            rows.append(Row(axis=name, baseline_value=base_value, value=value_of(c),
                             others=" ".join(f"{a}={c.params[a]}" for a in others_axes),
                             baseline=stats.summarize(partner.values[metric], partner.groups[metric]),
                             summary=stats.summarize(c.values[metric], c.groups[metric]), comparison=comparison,

@@ -167,7 +167,12 @@ def build(kind_name, sets, out_dir, metrics=None, axis=None, allow_mismatch=Fals
     unknown = [m for m in chosen if m not in declared]
     if unknown:
         raise ReportError(f"no such metric {', '.join(unknown)}; the sets measure {', '.join(declared)}")
-    cells = compare.collect(prepared.docs)
+    # Matrix order (the manifests' plans): an axis' first value in it is the baseline, as in the runner.
+    order = []
+    for index, s in enumerate(measured):
+        prefix = f"{index}:" if len(measured) > 1 else ""
+        order += [prefix + c["id"] for c in s.manifest.get("cells", []) if isinstance(c, dict) and "id" in c]
+    cells = compare.collect(prepared.docs, order)
     rig = measured[0].docs[0]["matrix"]["rig"]
     published = published_for(references, kind_name, rig)
 
