@@ -43,7 +43,8 @@ def run_profile(profile, workspace, target=CALIBRATION_MATRIX):
 
 
 def arms(result_set, axis):
-    """{axis value: [ok docs]} with the axis removed from the params, so the two arms' cells pair."""
+    """{axis value: [ok docs]} with the axis removed from the params, so the two arms' cells pair. Only
+    cells present in every arm are kept: the draws must compare like with like."""
     out = {}
     for d in result_set.docs:
         if d["status"] != "ok":
@@ -51,7 +52,11 @@ def arms(result_set, axis):
         d = copy.deepcopy(d)
         value = d["cell"]["params"].pop(axis)
         out.setdefault(value, []).append(d)
-    return out
+    key = lambda d: tuple(sorted(d["cell"]["params"].items()))  # noqa: E731
+    common = set.intersection(*({key(d) for d in docs} for docs in out.values()))
+    if len(common) != 1:
+        raise RuntimeError(f"{result_set.name}: expected one cell per {axis} value, found {len(common)} in common")
+    return {value: [d for d in docs if key(d) in common] for value, docs in out.items()}
 
 
 def by_parity(docs):
