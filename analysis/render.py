@@ -114,6 +114,23 @@ def to_html(blocks, title):
     return "\n".join(parts)
 
 
+_CHAR_MM, _PAD_MM = 1.45, 5.0  # a 7 pt Helvetica character, and a cell's padding
+
+
+def _column_widths(block, width):
+    """Each column as wide as its longest text (capped at 40 characters) when that fits; otherwise wide
+    columns give way down to their longest word, so numbers and short values never wrap."""
+    texts = [[str(c)] + [str(r[i]) for r in block.rows] for i, c in enumerate(block.columns)]
+    natural = [(min(40, max(len(t) for t in col)) * _CHAR_MM + _PAD_MM) * mm for col in texts]
+    minimum = [min(n, (max(len(w) for t in col for w in (t.split() or [""])) * _CHAR_MM + _PAD_MM) * mm)
+               for n, col in zip(natural, texts)]
+    if sum(natural) <= width:
+        return [n * width / sum(natural) for n in natural]
+    spare = max(0.0, width - sum(minimum))
+    give = sum(natural) - sum(minimum)
+    return [m + (n - m) * spare / give for n, m in zip(natural, minimum)]
+
+
 def to_pdf(blocks, path, title):
     styles = getSampleStyleSheet()
     cell = ParagraphStyle("cell", parent=styles["BodyText"], fontSize=7, leading=8.5)
@@ -138,10 +155,7 @@ def to_pdf(blocks, path, title):
                 story.append(Paragraph(f"<b>{e(b.caption)}</b>", styles["BodyText"]))
             data = [[Paragraph(e(str(c)), head) for c in b.columns]]
             data += [[Paragraph(e(str(v)), cell) for v in r] for r in b.rows]
-            # Columns share the width by their longest text, capped so one long cell cannot starve the rest.
-            weights = [max(min(40, max([len(str(r[i])) for r in b.rows] or [0])),
-                           max(len(w) for w in str(c).split() or [""]), 6) + 4 for i, c in enumerate(b.columns)]
-            t = Table(data, repeatRows=1, colWidths=[width * w / sum(weights) for w in weights])
+            t = Table(data, repeatRows=1, colWidths=_column_widths(b, width))
             t.setStyle(TableStyle([("GRID", (0, 0), (-1, -1), 0.25, colors.grey),
                                    ("BACKGROUND", (0, 0), (-1, 0), colors.HexColor("#eceff1")),
                                    ("VALIGN", (0, 0), (-1, -1), "TOP")]))
