@@ -131,7 +131,8 @@ def summarize(values, groups=None):
                    maximum=float(x.max()), ci_low=lo, ci_high=hi, outliers=outliers, warnings=warnings)
 
 
-def compare(baseline, candidate, baseline_groups=None, candidate_groups=None, confidence=CONFIDENCE, seed=SEED):
+def compare(baseline, candidate, baseline_groups=None, candidate_groups=None, confidence=CONFIDENCE, seed=SEED,
+            resamples=RESAMPLES):
     """Candidate vs baseline: ratio of medians with a bootstrap CI, and a Mann-Whitney U test on raw samples.
 
     The ratio's CI resamples each side separately: whole runs when a side has 3 or more (`*_groups`, a
@@ -150,10 +151,12 @@ def compare(baseline, candidate, baseline_groups=None, candidate_groups=None, co
     if med_a == 0:
         raise ValueError("the baseline median is 0: a ratio is undefined")
     ratio = med_b / med_a
-    if len(a) >= MIN_SAMPLES and len(b) >= MIN_SAMPLES and not (np.all(a == a[0]) and np.all(b == b[0])):
+    if not resamples:
+        lo = hi = float("nan")  # the caller needs no interval (e.g. thousands of gate decisions)
+    elif len(a) >= MIN_SAMPLES and len(b) >= MIN_SAMPLES and not (np.all(a == a[0]) and np.all(b == b[0])):
         rng = np.random.default_rng(seed)
-        ratios = (_resample_medians(b, _usable_groups(candidate_groups), rng, RESAMPLES)
-                  / _resample_medians(a, _usable_groups(baseline_groups), rng, RESAMPLES))
+        ratios = (_resample_medians(b, _usable_groups(candidate_groups), rng, resamples)
+                  / _resample_medians(a, _usable_groups(baseline_groups), rng, resamples))
         tail = (1 - confidence) / 2 * 100
         lo, hi = (float(v) for v in np.percentile(ratios, [tail, 100 - tail]))
     else:
@@ -192,7 +195,7 @@ def adjust(comparisons):
     return comparisons
 
 
-def compare_runs(baseline_groups, candidate_groups, confidence=CONFIDENCE, seed=SEED):
+def compare_runs(baseline_groups, candidate_groups, confidence=CONFIDENCE, seed=SEED, resamples=RESAMPLES):
     """Candidate vs baseline for gating, where each side is a list of runs (lists of raw samples).
 
     The ratio is of the medians of all samples, its CI a cluster bootstrap over runs (as compare()). The
@@ -203,7 +206,7 @@ def compare_runs(baseline_groups, candidate_groups, confidence=CONFIDENCE, seed=
     a_runs = [g for g in baseline_groups if g]
     b_runs = [g for g in candidate_groups if g]
     result = compare([x for g in a_runs for x in g], [x for g in b_runs for x in g], a_runs, b_runs,
-                     confidence=confidence, seed=seed)
+                     confidence=confidence, seed=seed, resamples=resamples)
     a_med = np.array([np.median(g) for g in a_runs])
     b_med = np.array([np.median(g) for g in b_runs])
     if len(a_med) >= 2 and len(b_med) >= 2:

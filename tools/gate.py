@@ -99,8 +99,9 @@ def _runs(docs, metric):
     return [[s["value"] for s in d["samples"] if s["metric"] == metric] for d in docs if d["status"] == "ok"]
 
 
-def gate(baseline, candidate, thresholds, min_runs=3, overrides=None):
-    """[Check] for every cell both sets measured; raises GateError when the input cannot be gated."""
+def gate(baseline, candidate, thresholds, min_runs=3, overrides=None, resamples=stats.RESAMPLES):
+    """[Check] for every cell both sets measured; raises GateError when the input cannot be gated.
+    resamples=0 skips the ratio's CI, which the decision does not use (for calibration's many draws)."""
     for s in (baseline, candidate):
         if s.published:
             raise GateError(f"{s.name} is a published reference set: only measured sets can be gated")
@@ -130,7 +131,7 @@ def gate(baseline, candidate, thresholds, min_runs=3, overrides=None):
                 continue
             effect = (overrides or {}).get(metric, thresholds.get(metric, DEFAULT_MIN_EFFECT))
             checks.append(Check(label, params, metric, decl["unit"], decl["direction"], effect,
-                                stats.compare_runs(a, b), (len(a), len(b))))
+                                stats.compare_runs(a, b, resamples=resamples), (len(a), len(b))))
     if too_few:
         raise GateError(f"too few samples (need {min_runs} ok runs a side): " + "; ".join(too_few))
     if not checks:
