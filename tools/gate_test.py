@@ -109,7 +109,7 @@ class GateTest(unittest.TestCase):
 
     def test_minimum_effects_come_from_the_workloads(self):
         doc = {"provenance": {"workload": {"id": "yarn_cps/v1"}}}
-        self.assertEqual(gate.min_effects([RUNFILES], [doc])["container_allocation_rate"], 0.03)
+        self.assertEqual(gate.min_effects([RUNFILES], [doc])["container_allocation_rate"], 0.10)
 
 
 if __name__ == "__main__":
