@@ -47,6 +47,7 @@ for matrix in ${NIGHTLY_MATRICES:-calibration yarn_cps}; do
   fi
 
   history="$workspace/results/nightly-out/history-$matrix.txt"
+  mkdir -p "$(dirname "$history")"
   echo "$run_dir" >> "$history"
   mapfile -t runs < "$history"
   if (( ${#runs[@]} >= 10 )); then
