@@ -95,7 +95,8 @@ def main(argv=None):
     results_root = os.path.join(workspace, "results")
     aa_folder = args.aa_run or run_profile("gate_aa", workspace)
     slow_folder = args.slowdown_run or run_profile("gate_slowdown", workspace)
-    aa = arms(resultsets.resolve(aa_folder, results_root), "arm")
+    aa_set = resultsets.resolve(aa_folder, results_root)
+    aa = arms(aa_set, "arm")
     slow = arms(resultsets.resolve(slow_folder, results_root), "injected_slowdown_pct")
     thresholds = gate.min_effects([runfiles, workspace], aa["a"])
     rng = np.random.default_rng(args.seed)
@@ -140,7 +141,7 @@ def main(argv=None):
               + ", ".join(f"{c.metric} {c.status} ({c.comparison.change:+.2%})" for c in full))
         print(f"CPS one core taken away: detected in {cps_detected:.2%} of draws of {cps_k} vs {cps_k} (median change "
               f"{cps_change:+.2%})")
-    out = os.path.join(aa_folder, "calibration.json")
+    out = os.path.join(aa_set.path, "calibration.json")
     with open(out, "w") as f:
         json.dump(result, f, indent=2)
     print(f"A/A: {len(aa['a'])}+{len(aa['b'])} runs; false alarms in {false_alarms:.2%} of {args.draws} draws of "
