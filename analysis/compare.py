@@ -147,11 +147,12 @@ def axis_rows(cells, metric, axes=None, baselines=None):
     return rows
 
 
-def _fmt(x):
+def fmt_value(x):
+    """A measured value for tables: thousands separated, 3 significant digits below 100."""
     return f"{x:,.0f}" if abs(x) >= 100 else f"{x:,.3g}"
 
 
-def _p(p):
+def fmt_p(p):
     return "-" if p != p else ("<0.001" if p < 0.001 else f"{p:.3f}")
 
 
@@ -174,32 +175,41 @@ def tables(cells, metric, unit, direction, title_metric=None):
             c = r.comparison
             verdict = c.verdict(direction)
             style = {"better": "green", "worse": "red"}.get(verdict, "")
-            t.add_row(f"{escape(r.baseline_value)} (baseline)", escape(r.others), _fmt(r.baseline.median),
-                      f"{_fmt(r.baseline.ci_low)}..{_fmt(r.baseline.ci_high)}", _n(r.baseline, r.runs),
+            t.add_row(f"{escape(r.baseline_value)} (baseline)", escape(r.others), fmt_value(r.baseline.median),
+                      f"{fmt_value(r.baseline.ci_low)}..{fmt_value(r.baseline.ci_high)}", _n(r.baseline, r.runs),
                       "", "", "", "")
-            t.add_row(escape(r.value), escape(r.others), _fmt(r.summary.median),
-                      f"{_fmt(r.summary.ci_low)}..{_fmt(r.summary.ci_high)}", _n(r.summary, r.runs),
+            t.add_row(escape(r.value), escape(r.others), fmt_value(r.summary.median),
+                      f"{fmt_value(r.summary.ci_low)}..{fmt_value(r.summary.ci_high)}", _n(r.summary, r.runs),
                       f"{c.change:+.1%}", f"{c.ratio_ci_low - 1:+.1%}..{c.ratio_ci_high - 1:+.1%}",
-                      _p(c.p_adjusted), f"[{style}]{verdict}[/{style}]" if style else verdict)
+                      fmt_p(c.p_adjusted), f"[{style}]{verdict}[/{style}]" if style else verdict)
         out.append(t)
     return out
 
 
-def not_measured_table(cells):
-    """Cells with repetitions that were skipped, failed or invalid, with the reasons."""
-    t = Table(title="Cells not measured (or not in every repetition)")
-    for col in ("cell", "parameters", "ok/failed/invalid/skipped", "reason"):
-        t.add_column(col, overflow="fold")
+def not_measured_rows(cells):
+    """[cell id, varying parameters, ok/failed/invalid/skipped counts, reasons] of every cell with a
+    repetition that was skipped, failed or invalid."""
     axes = varying_axes(cells)
-    n = 0
+    rows = []
     for c in cells:
         if c.statuses.get("ok", 0) == sum(c.statuses.values()):
             continue
-        n += 1
         counts = "/".join(str(c.statuses.get(s, 0)) for s in ("ok", "failed", "invalid", "skipped"))
-        t.add_row(c.id, escape(" ".join(f"{a}={c.params[a]}" for a in axes)), counts,
-                  escape("; ".join(c.reasons)[:300]))
-    return t if n else None
+        rows.append([c.id, " ".join(f"{a}={c.params[a]}" for a in axes), counts, "; ".join(c.reasons)[:300]])
+    return rows
+
+
+def not_measured_table(cells):
+    """The not-measured rows as a rich Table, or None when every repetition was measured."""
+    rows = not_measured_rows(cells)
+    if not rows:
+        return None
+    t = Table(title="Cells not measured (or not in every repetition)")
+    for col in ("cell", "parameters", "ok/failed/invalid/skipped", "reason"):
+        t.add_column(col, overflow="fold")
+    for row in rows:
+        t.add_row(*(escape(v) for v in row))
+    return t
 
 
 def print_comparisons(console, docs, metrics, cell_order=None, names=None):

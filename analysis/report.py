@@ -119,14 +119,6 @@ def prepare(kind_name, sets, axis=None, allow_mismatch=False):
     return Prepared(docs, [axis], baselines, warnings, measured)
 
 
-def _fmt(x):
-    return f"{x:,.0f}" if abs(x) >= 100 else f"{x:,.3g}"
-
-
-def _p(p):
-    return "-" if p != p else ("<0.001" if p < 0.001 else f"{p:.3f}")
-
-
 def answer(rows, metric_label, direction):
     """The title page's one-sentence answer, from the rows of the headline metric."""
     if not rows:
@@ -252,7 +244,7 @@ def build(kind_name, sets, out_dir, metrics=None, axis=None, allow_mismatch=Fals
 
     blocks += observation_tables(prepared.docs)
 
-    missing = _not_measured(cells)
+    missing = compare.not_measured_rows(cells)
     blocks.append(render.Heading("Cells not measured"))
     if missing:
         blocks.append(render.TableBlock(["cell", "parameters", "ok/failed/invalid/skipped", "reason"], missing))
@@ -302,7 +294,7 @@ def observation_tables(docs, per_table=6):
                           "metrics (its own units: _s seconds, _kb kibibytes, cores = CPUs busy).")]
     for start in range(0, len(columns), per_table):
         cols = columns[start:start + per_table]
-        rows = [[k] + [_fmt(v[k]) if abs(v[k]) >= 100 else f"{v[k]:.3g}" for v in values[start:start + per_table]]
+        rows = [[k] + [compare.fmt_value(v[k]) if abs(v[k]) >= 100 else f"{v[k]:.3g}" for v in values[start:start + per_table]]
                 for k in keys]
         blocks.append(render.TableBlock(["observation"] + cols, rows))
     return blocks
@@ -315,11 +307,11 @@ def _label(axis, value, others):
 def _table_rows(r, direction):
     c = r.comparison
     n = lambda s: f"{s.n}/{r.runs}"  # noqa: E731
-    return [[f"{r.baseline_value} (baseline)", r.others, _fmt(r.baseline.median),
-             f"{_fmt(r.baseline.ci_low)}..{_fmt(r.baseline.ci_high)}", n(r.baseline), "", "", "", ""],
-            [r.value, r.others, _fmt(r.summary.median), f"{_fmt(r.summary.ci_low)}..{_fmt(r.summary.ci_high)}",
+    return [[f"{r.baseline_value} (baseline)", r.others, compare.fmt_value(r.baseline.median),
+             f"{compare.fmt_value(r.baseline.ci_low)}..{compare.fmt_value(r.baseline.ci_high)}", n(r.baseline), "", "", "", ""],
+            [r.value, r.others, compare.fmt_value(r.summary.median), f"{compare.fmt_value(r.summary.ci_low)}..{compare.fmt_value(r.summary.ci_high)}",
              n(r.summary), f"{c.change:+.1%}", f"{c.ratio_ci_low - 1:+.1%}..{c.ratio_ci_high - 1:+.1%}",
-             _p(c.p_adjusted), c.verdict(direction)]]
+             compare.fmt_p(c.p_adjusted), c.verdict(direction)]]
 
 
 def _series(cells, group, metric, limit=8):
@@ -345,17 +337,6 @@ def _stability_warnings(rows):
                 if (label, w) not in seen:
                     seen.add((label, w))
                     out.append([label, w])
-    return out
-
-
-def _not_measured(cells):
-    axes = compare.varying_axes(cells)
-    out = []
-    for c in cells:
-        if c.statuses.get("ok", 0) == sum(c.statuses.values()):
-            continue
-        counts = "/".join(str(c.statuses.get(s, 0)) for s in ("ok", "failed", "invalid", "skipped"))
-        out.append([c.id, " ".join(f"{a}={c.params[a]}" for a in axes), counts, "; ".join(c.reasons)[:300]])
     return out
 
 
@@ -398,7 +379,7 @@ def provenance_appendix(measured, prepared):
                        f"{x['provenance']['jdk'].get('runtime_version', '?')}" for x in s.docs if x["provenance"].get("jdk")})
         rows.append(["JDKs", "; ".join(jdks)])
         blocks.append(render.TableBlock(["fact", "value"], rows, caption=f"Result set {s.name}"))
-        flag_rows, seen = [], set()
+        flag_rows, seen, varying = [], set(), _varying(s.docs)
         for x in s.docs:
             if x["status"] != "ok" or x["cell"]["id"] in seen:
                 continue
@@ -422,7 +403,7 @@ def provenance_appendix(measured, prepared):
             if x.get("problems"):
                 knob_ev.append("PROBLEMS: " + "; ".join(x["problems"]))
             flag_rows.append([x["cell"]["id"], " ".join(f"{k}={v}" for k, v in x["cell"]["params"].items()
-                                                        if k in _varying(s.docs)),
+                                                        if k in varying),
                               " ".join(flags), "; ".join(knob_ev) or "-"])
         blocks.append(render.TableBlock(["cell", "parameters", "JVM flags", "knob evidence"], flag_rows,
                                         caption=f"Flags and knob evidence per cell ({s.name})"))

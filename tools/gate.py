@@ -24,7 +24,7 @@ import sys
 import tomllib
 from xml.etree import ElementTree
 
-from analysis import resultsets, stats
+from analysis import compare, resultsets, stats
 
 EXIT_PASS, EXIT_REGRESSED, EXIT_UNUSABLE = 0, 1, 2
 DEFAULT_MIN_EFFECT = 0.05
@@ -110,8 +110,11 @@ def gate(baseline, candidate, thresholds, min_runs=3, overrides=None, resamples=
         raise GateError("mismatched provenance: " + "; ".join(f"{k}: {a} (baseline) vs {b} (candidate)"
                                                               for k, a, b in diffs))
     base_cells, cand_cells = _by_params(baseline.docs), _by_params(candidate.docs)
-    varying = {k for key in list(base_cells) + list(cand_cells) for k, v in key
-               if len({dict(other).get(k) for other in list(base_cells) + list(cand_cells)}) > 1}
+    values = collections.defaultdict(set)
+    for key in list(base_cells) + list(cand_cells):
+        for k, v in key:
+            values[k].add(v)
+    varying = {k for k, v in values.items() if len(v) > 1}
     declared = collections.OrderedDict()
     for s in (baseline, candidate):
         declared.update(s.metrics())
@@ -152,14 +155,10 @@ def markdown(checks, baseline, candidate, confirmed=None):
         k = c.comparison
         lines.append(f"| {c.cell} | {c.metric} ({c.unit}) | {k.baseline_median:,.4g} | {k.candidate_median:,.4g} | "
                      f"{k.change:+.2%} | {k.ratio_ci_low - 1:+.2%}..{k.ratio_ci_high - 1:+.2%} | {c.min_effect:.0%} | "
-                     f"{_p(k.p_adjusted)} | {c.runs[0]}/{c.runs[1]} | {c.status} |")
+                     f"{compare.fmt_p(k.p_adjusted)} | {c.runs[0]}/{c.runs[1]} | {c.status} |")
     if confirmed is not None:
         lines += ["", f"Confirmation rerun: {confirmed}"]
     return "\n".join(lines) + "\n"
-
-
-def _p(p):
-    return "-" if p != p else ("<0.001" if p < 0.001 else f"{p:.3f}")
 
 
 def junit(checks, baseline, candidate):
@@ -172,7 +171,7 @@ def junit(checks, baseline, candidate):
         case = ElementTree.SubElement(suite, "testcase", classname=f"gate.{c.metric}", name=c.cell)
         k = c.comparison
         text = (f"{c.metric}: {k.baseline_median:.6g} -> {k.candidate_median:.6g} {c.unit} ({k.change:+.2%}, "
-                f"95% CI {k.ratio_ci_low - 1:+.2%}..{k.ratio_ci_high - 1:+.2%}), p (Holm) {_p(k.p_adjusted)}, "
+                f"95% CI {k.ratio_ci_low - 1:+.2%}..{k.ratio_ci_high - 1:+.2%}), p (Holm) {compare.fmt_p(k.p_adjusted)}, "
                 f"min effect {c.min_effect:.0%}")
         if c.regressed:
             ElementTree.SubElement(case, "failure", message=f"regressed by {c.worse_by:.2%}").text = text

@@ -9,7 +9,7 @@ import unittest
 from contextlib import redirect_stderr, redirect_stdout
 from xml.etree import ElementTree
 
-from analysis import golden
+from analysis import golden, resultsets
 from analysis.testsets import write_set
 from tools import gate
 
@@ -97,7 +97,6 @@ class GateTest(unittest.TestCase):
 
     def test_the_confirmation_rerun_targets_the_regressed_cell_only(self):
         base, cand = self.sets(950.0)
-        from analysis import resultsets
         candidate = resultsets.load_run(cand)
         checks = gate.gate(resultsets.load_run(base), candidate, {"cpu_loop_rate": 0.03})
         argv = gate.confirm_command(candidate, checks[0])
