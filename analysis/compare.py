@@ -1,22 +1,17 @@
-"""Axis comparisons within one run: for every axis that varies, each cell against its baseline partner.
+"""Axis comparisons within one run: for every declared axis (or zip group) that varies, each cell against
+its baseline partner.
 
-A cell's partner is the cell with the same parameters except the compared axis, which takes the axis'
-baseline value (the first value in matrix order). A cell's values are the raw samples of all its ok
-repetitions, kept grouped by repetition: with 3 or more repetitions the intervals come from resampling
-whole runs; with fewer, from single samples, which are autocorrelated, so the table says "optimistic".
+A cell's partner is the cell with the same parameters except the compared axis (or zip group), which takes
+its baseline value (the first value in matrix order). Only declared axes are compared: the run manifest
+records them (`comparison_groups`: multi-valued axes and zip groups), so cells that differ because an
+[[include]] added them (a rig check, a CPU-bound extra cell) are never paired. A cell's values are the
+per-second samples of its ok repetitions, grouped by repetition; analysis/stats.py makes runs the unit.
 """
 
 import collections
 import dataclasses
-import statistics
-
-from rich.markup import escape
-from rich.table import Table
 
 from analysis import stats
-
-MIN_REPETITIONS = 3
-
 
 @dataclasses.dataclass
 class CellData:
@@ -85,9 +80,13 @@ def varying_axes(cells):
     return {k: v for k, v in axes.items() if len(v) > 1}
 
 
-def axis_groups(cells):
-    """Varying axes, with axes that change together merged into one group: a zipped pair such as gc and
-    gc_opts (g1/default, cms/cms_iof80), whose values map one-to-one, has no cells differing in one alone."""
+def axis_groups(cells, declared=None):
+    """The axis groups to compare. declared: the run's comparison groups ([[axis, ...]], from its manifest);
+    those whose axes vary among `cells` are kept. Without it (sets older than the field), varying axes are
+    inferred, with axes that change one-to-one (a zipped gc and gc_opts) merged into one group."""
+    if declared is not None:
+        varying = varying_axes(cells)
+        return [list(g) for g in declared if any(a in varying for a in g)]
     groups = []
     for axis in varying_axes(cells):
         for group in groups:
@@ -108,14 +107,14 @@ def _one_to_one(cells, a, b):
     return True
 
 
-def axis_rows(cells, metric, axes=None, baselines=None):
+def axis_rows(cells, metric, axes=None, baselines=None, declared=None):
     """Rows of every axis comparison for `metric`, Holm-adjusted together (one family per metric).
 
     Axes that change together (axis_groups) are compared as one, named "a+b" with values "x/y". axes:
-    compare only these (default: every varying axis); baselines: {axis: value} overriding the default
-    baseline, the axis' first value in cell order."""
-    groups = axis_groups(cells)
-    varying = [a for g in groups for a in g]
+    compare only these (default: every compared group); baselines: {axis: value} overriding the default
+    baseline, the axis' first value in cell order; declared: the run's comparison groups (axis_groups)."""
+    groups = axis_groups(cells, declared)
+    varying = list(varying_axes(cells))
     by_params = {tuple(sorted(c.params.items())): c for c in cells}
     rows = []
     for group in groups:
@@ -135,12 +134,11 @@ def axis_rows(cells, metric, axes=None, baselines=None):
             partner = by_params.get(tuple(sorted(dict(c.params, **base_params).items())))
             if partner is None or metric not in partner.values:
                 continue
-            comparison = stats.compare(partner.values[metric], c.values[metric],
-                                       partner.groups[metric], c.groups[metric])
+            comparison = stats.compare(partner.groups[metric], c.groups[metric])
             rows.append(Row(axis=name, baseline_value=base_value, value=value_of(c),
                             others=" ".join(f"{a}={c.params[a]}" for a in others_axes),
-                            baseline=stats.summarize(partner.values[metric], partner.groups[metric]),
-                            summary=stats.summarize(c.values[metric], c.groups[metric]), comparison=comparison,
+                            baseline=stats.summarize(partner.groups[metric]),
+                            summary=stats.summarize(c.groups[metric]), comparison=comparison,
                             runs=min(len(partner.groups[metric]), len(c.groups[metric])),
                             baseline_id=partner.id, cell_id=c.id))
     stats.adjust([r.comparison for r in rows])
@@ -156,34 +154,17 @@ def fmt_p(p):
     return "-" if p != p else ("<0.001" if p < 0.001 else f"{p:.3f}")
 
 
-def _n(summary, runs):
-    return f"{summary.n}/{runs}" + ("" if runs >= stats.MIN_SAMPLES else " (optimistic)")
+def fmt_ci(summary):
+    """A cell's 95 % interval over runs, or "-" with fewer than 3 runs (stats: no interval then)."""
+    if not summary.has_ci:
+        return "-"
+    return f"{fmt_value(summary.ci_low)}..{fmt_value(summary.ci_high)}"
 
 
-def tables(cells, metric, unit, direction, title_metric=None):
-    """rich Tables, one per compared axis, for one metric."""
-    rows = axis_rows(cells, metric)
-    out = []
-    for axis in dict.fromkeys(r.axis for r in rows):
-        axis_rows_ = [r for r in rows if r.axis == axis]
-        base = axis_rows_[0].baseline_value
-        t = Table(title=f"{title_metric or metric} by {axis} (baseline {axis}={base}; {unit}, {direction.replace('_', ' ')})")
-        for col in (axis, "other parameters", "median", "95% CI", "samples/runs", "change vs baseline",
-                    "change 95% CI", "p (Holm)", "verdict"):
-            t.add_column(col, overflow="fold")
-        for r in axis_rows_:
-            c = r.comparison
-            verdict = c.verdict(direction)
-            style = {"better": "green", "worse": "red"}.get(verdict, "")
-            t.add_row(f"{escape(r.baseline_value)} (baseline)", escape(r.others), fmt_value(r.baseline.median),
-                      f"{fmt_value(r.baseline.ci_low)}..{fmt_value(r.baseline.ci_high)}", _n(r.baseline, r.runs),
-                      "", "", "", "")
-            t.add_row(escape(r.value), escape(r.others), fmt_value(r.summary.median),
-                      f"{fmt_value(r.summary.ci_low)}..{fmt_value(r.summary.ci_high)}", _n(r.summary, r.runs),
-                      f"{c.change:+.1%}", f"{c.ratio_ci_low - 1:+.1%}..{c.ratio_ci_high - 1:+.1%}",
-                      fmt_p(c.p_adjusted), f"[{style}]{verdict}[/{style}]" if style else verdict)
-        out.append(t)
-    return out
+def fmt_change_ci(comparison, digits=1):
+    if comparison.ratio_ci_low != comparison.ratio_ci_low:
+        return "-"
+    return f"{comparison.ratio_ci_low - 1:+.{digits}%}..{comparison.ratio_ci_high - 1:+.{digits}%}"
 
 
 def not_measured_rows(cells):
@@ -197,35 +178,3 @@ def not_measured_rows(cells):
         counts = "/".join(str(c.statuses.get(s, 0)) for s in ("ok", "failed", "invalid", "skipped"))
         rows.append([c.id, " ".join(f"{a}={c.params[a]}" for a in axes), counts, "; ".join(c.reasons)[:300]])
     return rows
-
-
-def not_measured_table(cells):
-    """The not-measured rows as a rich Table, or None when every repetition was measured."""
-    rows = not_measured_rows(cells)
-    if not rows:
-        return None
-    t = Table(title="Cells not measured (or not in every repetition)")
-    for col in ("cell", "parameters", "ok/failed/invalid/skipped", "reason"):
-        t.add_column(col, overflow="fold")
-    for row in rows:
-        t.add_row(*(escape(v) for v in row))
-    return t
-
-
-def print_comparisons(console, docs, metrics, cell_order=None, names=None):
-    """Prints the axis-comparison tables of every metric that has comparable cells, then the cells not
-    measured. metrics: {name: {"unit", "direction"}} (the workload's declaration). names: display names."""
-    cells = collect(docs, cell_order)
-    printed = False
-    for metric, decl in metrics.items():
-        for t in tables(cells, metric, decl["unit"], decl["direction"], (names or {}).get(metric)):
-            console.print(t)
-            printed = True
-    missing = not_measured_table(cells)
-    if missing is not None:
-        console.print(missing)
-    if printed and any(len(g) < stats.MIN_SAMPLES for c in cells for g in c.groups.values()):
-        console.print("(optimistic): fewer than 3 runs a side, so intervals resample per-second samples, which are "
-                      "autocorrelated. A profile with 3 or more repetitions (e.g. --profile full) resamples whole "
-                      "runs. p-values treat raw samples as independent in every case.")
-    return printed

@@ -1,15 +1,10 @@
-"""Axis comparisons: partner finding, the basis of the values, Holm across the family, and the printed
-tables against a golden file (regenerate after an intended change, and say why in the commit:
-bazel test //analysis:compare_test --test_env=TUNELAB_UPDATE_GOLDEN=$PWD --spawn_strategy=local)."""
+"""Axis comparisons: partner finding, declared axes only, runs as the unit, Holm across the family.
+(The printed summary has its golden file in summary_test.)"""
 
-import io
 import unittest
 
-from rich.console import Console
+from analysis import compare
 
-from analysis import compare, golden
-
-METRICS = {"rate": {"unit": "ops/s", "direction": "higher_is_better"}}
 
 
 def doc(cell_id, params, rep, values, status="ok", reason=None):
@@ -48,19 +43,26 @@ class CompareTest(unittest.TestCase):
         self.assertEqual(pairs, [("gc", "parallel", "jdk=11"), ("gc", "parallel", "jdk=17"),
                                  ("jdk", "17", "gc=g1"), ("jdk", "17", "gc=parallel")])
         by = {(r.axis, r.others): r for r in rows}
-        # Medians of the 15 raw samples: 100.2 and 110.2.
-        self.assertAlmostEqual(by[("gc", "jdk=11")].comparison.ratio, 110.2 / 100.2)
-        self.assertLess(by[("gc", "jdk=11")].comparison.p_adjusted, 0.001)
+        # Run medians 99.7, 100.2, 100.7 and 109.7, 110.2, 110.7: cell values 100.2 and 110.2.
+        c = by[("gc", "jdk=11")].comparison
+        self.assertAlmostEqual(c.ratio, 110.2 / 100.2)
+        self.assertEqual((c.n_baseline, c.n_candidate), (3, 3))
+        self.assertLess(c.p_adjusted, 0.001)
         # Holm over the family of 4: every adjusted p is at least the raw one.
         self.assertTrue(all(r.comparison.p_adjusted >= r.comparison.p_value for r in rows))
 
-    def test_printed_tables_match_the_golden_file(self):
-        out = io.StringIO()
-        console = Console(file=out, width=160, color_system=None, force_terminal=False)
-        self.assertTrue(compare.print_comparisons(console, docs(), METRICS))
-        text = out.getvalue()
-        golden.check(self, text, "analysis/testdata/golden_axis_tables.txt")
-        self.assertIn("CMS does not exist on JDK 17", text)
+    def test_only_declared_axes_are_compared(self):
+        # An extra cell that differs in two parameters (an include) is never paired, and an axis the run did
+        # not declare is not compared even when its values differ.
+        extra = [doc("c5", {"gc": "g1", "jdk": "11", "nodes": "1000"}, r, [500.0, 501.0]) for r in range(3)]
+        cells = compare.collect([dict(d, cell=dict(d["cell"], params=dict(d["cell"]["params"], nodes="500")))
+                                 for d in docs()] + extra)
+        rows = compare.axis_rows(cells, "rate", declared=[["gc"]])
+        self.assertEqual(sorted((r.axis, r.value, r.others) for r in rows),
+                         [("gc", "parallel", "jdk=11 nodes=500"), ("gc", "parallel", "jdk=17 nodes=500")])
+        zipped = compare.axis_rows(cells, "rate", declared=[["gc", "jdk"]])
+        self.assertEqual(sorted((r.axis, r.value) for r in zipped), [("gc+jdk", "g1/17"), ("gc+jdk", "parallel/11"),
+                                                                     ("gc+jdk", "parallel/17")])
 
 
 if __name__ == "__main__":

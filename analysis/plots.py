@@ -23,7 +23,10 @@ def ci_bars(path, title, unit, bars, published=()):
     ys = list(range(len(bars)))[::-1]
     for y, (label, median, lo, hi, verdict) in zip(ys, bars):
         colour = VERDICT_COLOURS.get(verdict, VERDICT_COLOURS["not significant"])
-        ax.errorbar([median], [y], xerr=[[median - lo], [hi - median]], fmt="o", color=colour, capsize=4)
+        if lo != lo:  # fewer than 3 runs: no interval to draw, only the point
+            ax.plot([median], [y], "o", color=colour, fillstyle="none")
+        else:
+            ax.errorbar([median], [y], xerr=[[median - lo], [hi - median]], fmt="o", color=colour, capsize=4)
     for label, value in published:
         ax.axvline(value, linestyle="--", color="#6a1b9a", linewidth=1)
         ax.annotate(f"{label} (published)", (value, len(bars) - 0.4), rotation=90, fontsize=7, color="#6a1b9a",
@@ -31,7 +34,7 @@ def ci_bars(path, title, unit, bars, published=()):
     ax.set_yticks(ys)
     ax.set_yticklabels([textwrap.fill(b[0], 38) for b in bars], fontsize=7)
     ax.xaxis.set_major_formatter(EngFormatter())
-    ax.set_xlabel(f"median with 95% CI ({unit})")
+    ax.set_xlabel(f"median of run medians with 95% CI over runs; open circle: under 3 runs, no CI ({unit})")
     ax.set_title(title, fontsize=10)
     ax.grid(axis="x", alpha=0.3)
     fig.tight_layout()

@@ -124,6 +124,10 @@ def answer(rows, metric_label, direction):
     if not rows:
         return f"No comparison was possible for {metric_label}: no cell had a measured partner."
     significant = [r for r in rows if r.comparison.significant()]
+    untested = [r for r in rows if not r.comparison.tested]
+    if untested and len(untested) == len(rows):
+        return (f"No test for {metric_label}: {untested[0].comparison.no_test_reason()} (a test needs 3 or more "
+                "runs a side; per-second samples of one run are not independent).")
     if not significant:
         return (f"No significant change in {metric_label}: none of the {len(rows)} comparison(s) passed both "
                 "Holm-adjusted p < 0.05 and a 95% CI of the ratio excluding 1.")
@@ -131,8 +135,7 @@ def answer(rows, metric_label, direction):
     c = top.comparison
     verb = "raises" if c.change > 0 else "lowers"
     where = f" (with {top.others})" if top.others else ""
-    return (f"{top.axis}={top.value} {verb} {metric_label} by {c.change:+.1%} (95% CI {c.ratio_ci_low - 1:+.1%} to "
-            f"{c.ratio_ci_high - 1:+.1%}) vs {top.axis}={top.baseline_value}{where}; {len(significant)} of "
+    return (f"{top.axis}={top.value} {verb} {metric_label} by {c.change:+.1%} (95% CI {compare.fmt_change_ci(c)}) vs {top.axis}={top.baseline_value}{where}; {len(significant)} of "
             f"{len(rows)} comparison(s) significant, {c.verdict(direction)} for this metric.")
 
 
@@ -168,8 +171,9 @@ def build(kind_name, sets, out_dir, metrics=None, axis=None, allow_mismatch=Fals
     rig = measured[0].docs[0]["matrix"]["rig"]
     published = published_for(references, kind_name, rig)
 
-    rows_by_metric = {m: compare.axis_rows(cells, m, axes=prepared.axes, baselines=prepared.baselines)
-                      for m in chosen}
+    declared_groups = _declared_groups(measured, prepared)
+    rows_by_metric = {m: compare.axis_rows(cells, m, axes=prepared.axes, baselines=prepared.baselines,
+                                           declared=declared_groups) for m in chosen}
     headline = chosen[0]
     names = [s.name for s in measured]
     hosts = sorted({h for s in measured for h in s.host_ids()})
@@ -183,9 +187,11 @@ def build(kind_name, sets, out_dir, metrics=None, axis=None, allow_mismatch=Fals
         blocks.append(render.Para("WARNING: " + w, strong=True))
     blocks.append(render.Para(
         "How to read: each candidate cell is compared with its baseline partner (same parameters except the "
-        "compared axis). Change = ratio of medians - 1, with a 95% bootstrap CI (whole runs resampled when a side "
-        "has 3 or more); p = two-sided Mann-Whitney U on raw samples, Holm-adjusted over all comparisons of the "
-        "metric. A change is significant only if p < 0.05 and the CI excludes 0."))
+        "compared axis). Runs (repetitions) are the independent units: a cell's value is the median of its run "
+        "medians; change = ratio of the cells' values - 1, with a 95% bootstrap CI over runs; p = Welch's t-test "
+        "on run medians, Holm-adjusted over all comparisons of the metric. Both need 3 or more runs a side: with "
+        "fewer the table prints '-' and says 'no test'. A change is significant only if p < 0.05 and the CI "
+        "excludes 0. Per-second samples appear only in the series plots (within-run stability)."))
     if published:
         blocks.append(render.Para(f"Published figures ({resultsets.PUBLISHED_LABEL}) from "
                                   f"{', '.join(sorted({d['source']['title'] for d, _ in published}))} are shown "
@@ -219,9 +225,9 @@ def build(kind_name, sets, out_dir, metrics=None, axis=None, allow_mismatch=Fals
             blocks.append(render.Figure(path, f"Figure {figure_index}: {metric} by {ax}, median and 95% CI per "
                                               "cell; green better, red worse, grey baseline or not significant."))
             blocks.append(render.TableBlock(
-                [ax, "other parameters", "median", "95% CI", "samples/runs", "change", "change 95% CI", "p (Holm)",
+                [ax, "other parameters", "median", "95% CI", "runs", "change", "change 95% CI", "p (Holm)",
                  "verdict"],
-                [row for r in group for row in _table_rows(r, decl["direction"])],
+                [row for r in group for row in table_rows(r, decl["direction"])],
                 caption=f"{metric} by {ax} (baseline {ax}={group[0].baseline_value})"))
             series_lines = _series(cells, group, metric)
             if series_lines:
@@ -304,14 +310,24 @@ def _label(axis, value, others):
     return f"{axis}={value}" + (f" [{others}]" if others else "")
 
 
-def _table_rows(r, direction):
+def table_rows(r, direction):
+    """The baseline and candidate rows of one comparison. Without 3 runs a side the interval, change CI and
+    p columns print "-" and the verdict says "no test" (analysis/stats.py)."""
     c = r.comparison
-    n = lambda s: f"{s.n}/{r.runs}"  # noqa: E731
     return [[f"{r.baseline_value} (baseline)", r.others, compare.fmt_value(r.baseline.median),
-             f"{compare.fmt_value(r.baseline.ci_low)}..{compare.fmt_value(r.baseline.ci_high)}", n(r.baseline), "", "", "", ""],
-            [r.value, r.others, compare.fmt_value(r.summary.median), f"{compare.fmt_value(r.summary.ci_low)}..{compare.fmt_value(r.summary.ci_high)}",
-             n(r.summary), f"{c.change:+.1%}", f"{c.ratio_ci_low - 1:+.1%}..{c.ratio_ci_high - 1:+.1%}",
+             compare.fmt_ci(r.baseline), str(r.baseline.runs), "", "", "", ""],
+            [r.value, r.others, compare.fmt_value(r.summary.median), compare.fmt_ci(r.summary),
+             str(r.summary.runs), f"{c.change:+.1%}", compare.fmt_change_ci(c),
              compare.fmt_p(c.p_adjusted), c.verdict(direction)]]
+
+
+def _declared_groups(measured, prepared):
+    """The comparison groups the runs' manifests declare (one set: its own; two sets compared along an
+    added axis: that axis), or None for sets older than the field (then axes are inferred)."""
+    if len(measured) != 1:
+        return None
+    groups = measured[0].manifest.get("matrix", {}).get("comparison_groups")
+    return [list(g) for g in groups] if groups is not None else None
 
 
 def _series(cells, group, metric, limit=8):

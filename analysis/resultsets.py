@@ -13,7 +13,7 @@ import os
 
 import jsonschema
 
-from rigs.matrix import results
+from results import resultfile as results
 
 REFERENCE_KIND = "tunelab.published_reference"
 PUBLISHED_LABEL = "published, not measured here"

@@ -1,8 +1,20 @@
-"""Statistics for benchmark samples: per-cell summaries and A-vs-B comparisons, with stated assumptions.
+"""Statistics for benchmark results: per-cell summaries and A-vs-B comparisons, with stated assumptions.
 
-Conventions: inputs are the measured values only (warm-up samples are kept apart by the runner and never
-passed here); confidence intervals are two-sided 95 %; bootstrap resampling is seeded, so the same data
-gives the same interval on every run.
+The unit of evidence is the run. Every table, report and gate in tunelab follows these rules:
+- A run (one repetition of a cell: its own JVM, its own warm-up) is summarized by the median of its
+  measured per-second samples. Runs are the independent units; the samples inside one run are not (they
+  are a time series, autocorrelated), so they never feed a significance test or a confidence interval.
+- A cell's value is the median of its run medians. Its 95 % interval is a percentile bootstrap over runs,
+  and exists only with 3 or more runs; with fewer, tables print "-" and say how many runs there were.
+- A comparison (candidate vs baseline) is the ratio of the two cells' values, with a bootstrap CI over
+  runs, and Welch's t-test on the run medians (no equal-variance assumption; a median of many per-second
+  samples is close to normal, which Welch assumes). Both need 3 or more runs a side: with fewer there is
+  no test, and the verdict says "N run(s) a side: no test" instead of printing a p-value.
+- p-values of one family (every comparison of a metric in a table, every check of a gate) are adjusted by
+  Holm's method. "better"/"worse" needs the adjusted p < 0.05 AND a ratio CI excluding 1.
+- Per-second samples feed plots and within-run stability (a run's CV), nothing else.
+Inputs are measured values only (warm-up is kept apart by the runner); resampling is seeded, so the same
+data gives the same interval on every run.
 """
 
 import dataclasses
@@ -15,158 +27,150 @@ CONFIDENCE = 0.95
 RESAMPLES = 4000
 SEED = 20261121
 ALPHA = 0.05
-MIN_SAMPLES = 3
+MIN_RUNS = 3
 CV_WARNING = 0.10
 
 
 @dataclasses.dataclass
 class Summary:
-    n: int
-    median: float
-    mean: float
-    stdev: float
-    cv: float  # stdev / mean; nan when the mean is 0
-    minimum: float
+    runs: int
+    samples: int
+    median: float  # median of the run medians
+    run_medians: list
+    cv: float  # across run medians (stdev / mean); nan with fewer than 2 runs or a zero mean
+    within_run_cv: float  # the largest CV of per-second samples inside one run: stability, not significance
+    minimum: float  # of the run medians
     maximum: float
-    ci_low: float
+    ci_low: float  # nan with fewer than MIN_RUNS runs
     ci_high: float
-    outliers: int
     warnings: list
+
+    @property
+    def has_ci(self):
+        return not math.isnan(self.ci_low)
 
 
 @dataclasses.dataclass
 class Comparison:
     baseline_median: float
     candidate_median: float
-    ratio: float  # candidate median / baseline median
-    ratio_ci_low: float
+    ratio: float  # candidate value / baseline value
+    ratio_ci_low: float  # nan without MIN_RUNS runs a side
     ratio_ci_high: float
-    p_value: float  # Mann-Whitney U, two-sided; nan when a side has fewer than 2 values
-    p_adjusted: float  # after a multiple-comparison correction (set by holm()); starts equal to p_value
-    n_baseline: int
+    p_value: float  # Welch's t-test on run medians, two-sided; nan without MIN_RUNS runs a side
+    p_adjusted: float  # after Holm (set by adjust()); starts equal to p_value
+    n_baseline: int  # runs
     n_candidate: int
 
     @property
     def change(self):
-        """Relative change of the median, candidate vs baseline (0.05 = 5 % higher)."""
+        """Relative change, candidate vs baseline (0.05 = 5 % higher)."""
         return self.ratio - 1.0
 
+    @property
+    def tested(self):
+        return not math.isnan(self.p_value)
+
+    def no_test_reason(self):
+        """Why there is no test ("1 run a side: no test"), or "" when there is one."""
+        if self.tested:
+            return ""
+        fewer = min(self.n_baseline, self.n_candidate)
+        if self.n_baseline == self.n_candidate:
+            return f"{fewer} run{'s' if fewer != 1 else ''} a side: no test"
+        return f"{self.n_baseline} vs {self.n_candidate} runs: no test"
+
     def significant(self, alpha=ALPHA):
-        """The test rejects "no difference" AND the ratio's CI excludes 1: both, because the p-value treats
-        autocorrelated samples as independent and the CI alone ignores the multiple-comparison correction."""
-        if math.isnan(self.p_adjusted) or self.p_adjusted >= alpha:
+        """The adjusted p < alpha AND the ratio's CI excludes 1."""
+        if not self.tested or math.isnan(self.p_adjusted) or self.p_adjusted >= alpha:
             return False
         return self.ratio_ci_low > 1.0 or self.ratio_ci_high < 1.0
 
     def verdict(self, direction, alpha=ALPHA):
-        """"better", "worse" or "not significant", for a metric with the given direction."""
+        """"better", "worse", "not significant", or "N run(s) a side: no test"."""
+        if not self.tested:
+            return self.no_test_reason()
         if not self.significant(alpha):
             return "not significant"
         higher = self.ratio > 1.0
         return "better" if higher == (direction == "higher_is_better") else "worse"
 
 
-def _resample_medians(values, groups, rng, size):
-    """`size` bootstrap medians: resampling whole groups (runs) when given, else single values."""
-    if groups is not None:
-        groups = [np.asarray(g, dtype=float) for g in groups]
-        picks = rng.integers(0, len(groups), size=(size, len(groups)))
-        return np.array([np.median(np.concatenate([groups[i] for i in row])) for row in picks])
+def run_medians(groups):
+    """The median of each non-empty run."""
+    return [float(np.median(g)) for g in groups if len(g)]
+
+
+def _bootstrap_medians(values, rng, size):
     x = np.asarray(values, dtype=float)
     return np.median(x[rng.integers(0, len(x), size=(size, len(x)))], axis=1)
 
 
-def _usable_groups(groups):
-    return groups if groups is not None and len(groups) >= MIN_SAMPLES else None
-
-
-def bootstrap_median_ci(values, groups=None, confidence=CONFIDENCE, seed=SEED):
-    """Percentile-bootstrap CI of the median.
-
-    values: all raw samples. groups: the same samples split by run (repetition), if known. With 3 or more
-    runs the bootstrap resamples whole runs (a cluster bootstrap), so the interval reflects run-to-run
-    variation and does not assume the per-second samples inside a run are independent (they are not).
-    Otherwise it resamples single values, assuming independence: optimistic for a time series. With fewer
-    than 3 values, or all equal, the interval collapses to [min, max]. The percentile method is used, not
-    BCa: BCa is undefined for the tied, near-constant data that rate-capped benchmarks produce.
-    """
+def bootstrap_median_ci(values, confidence=CONFIDENCE, seed=SEED, resamples=RESAMPLES):
+    """Percentile-bootstrap CI of the median of `values`, which must be independent units (run medians).
+    nan, nan with fewer than MIN_RUNS values; a point when they are all equal. The percentile method, not
+    BCa: BCa is undefined for the tied values that rate-capped benchmarks produce."""
     x = np.asarray(values, dtype=float)
-    if len(x) < MIN_SAMPLES or np.all(x == x[0]):
-        return float(x.min()), float(x.max())
-    meds = _resample_medians(x, _usable_groups(groups), np.random.default_rng(seed), RESAMPLES)
+    if len(x) < MIN_RUNS:
+        return float("nan"), float("nan")
+    if np.all(x == x[0]):
+        return float(x[0]), float(x[0])
+    meds = _bootstrap_medians(x, np.random.default_rng(seed), resamples)
     tail = (1 - confidence) / 2 * 100
     lo, hi = np.percentile(meds, [tail, 100 - tail])
     return float(lo), float(hi)
 
 
-def tukey_outliers(values):
-    """Count of values outside [Q1 - 1.5 IQR, Q3 + 1.5 IQR] (Tukey's fences; no distribution assumed)."""
-    x = np.asarray(values, dtype=float)
-    if len(x) < 4:
-        return 0
-    q1, q3 = np.percentile(x, [25, 75])
-    iqr = q3 - q1
-    return int(np.sum((x < q1 - 1.5 * iqr) | (x > q3 + 1.5 * iqr)))
+def summarize(groups):
+    """A cell's Summary from its runs (each a list of per-second samples). Raises ValueError on no values.
 
-
-def summarize(values, groups=None):
-    """Median, mean, CV, bootstrap CI of the median (see bootstrap_median_ci for `groups`), and stability
-    warnings in the spirit of pyperf: too few samples, CV >= 10 %, outliers. Raises ValueError on no values."""
-    x = np.asarray(values, dtype=float)
-    if len(x) == 0:
+    Warnings, in the spirit of pyperf: fewer than 3 runs (no interval), run-to-run CV >= 10 %, a run whose
+    per-second samples vary by CV >= 10 % (unstable inside the run)."""
+    runs = [list(g) for g in groups if len(g)]
+    if not runs:
         raise ValueError("no values to summarize")
-    mean = float(x.mean())
-    stdev = float(x.std(ddof=1)) if len(x) > 1 else 0.0
-    cv = stdev / abs(mean) if mean else float("nan")
-    lo, hi = bootstrap_median_ci(x, groups)
-    outliers = tukey_outliers(x)
+    meds = np.asarray(run_medians(runs))
+    mean = float(meds.mean())
+    cv = float(meds.std(ddof=1) / abs(mean)) if len(meds) > 1 and mean else float("nan")
+    within = [float(np.std(g, ddof=1) / abs(np.mean(g))) for g in runs if len(g) > 1 and np.mean(g)]
+    within_cv = max(within) if within else float("nan")
+    lo, hi = bootstrap_median_ci(meds)
     warnings = []
-    if len(x) < MIN_SAMPLES:
-        warnings.append(f"only {len(x)} sample(s): the interval is the range, not a confidence interval")
+    if len(runs) < MIN_RUNS:
+        warnings.append(f"{len(runs)} run(s): no confidence interval (needs {MIN_RUNS})")
     if not math.isnan(cv) and cv >= CV_WARNING:
-        warnings.append(f"unstable: CV {cv:.0%} >= {CV_WARNING:.0%}")
-    if outliers:
-        warnings.append(f"{outliers} outlier(s) beyond Tukey's fences")
-    return Summary(n=len(x), median=float(np.median(x)), mean=mean, stdev=stdev, cv=cv, minimum=float(x.min()),
-                   maximum=float(x.max()), ci_low=lo, ci_high=hi, outliers=outliers, warnings=warnings)
+        warnings.append(f"unstable between runs: CV {cv:.0%} >= {CV_WARNING:.0%}")
+    if not math.isnan(within_cv) and within_cv >= CV_WARNING:
+        warnings.append(f"unstable within a run: per-second CV up to {within_cv:.0%}")
+    return Summary(runs=len(runs), samples=sum(len(g) for g in runs), median=float(np.median(meds)),
+                   run_medians=[float(m) for m in meds], cv=cv, within_run_cv=within_cv,
+                   minimum=float(meds.min()), maximum=float(meds.max()), ci_low=lo, ci_high=hi, warnings=warnings)
 
 
-def compare(baseline, candidate, baseline_groups=None, candidate_groups=None, confidence=CONFIDENCE, seed=SEED,
-            resamples=RESAMPLES):
-    """Candidate vs baseline: ratio of medians with a bootstrap CI, and a Mann-Whitney U test on raw samples.
+def compare(baseline_groups, candidate_groups, confidence=CONFIDENCE, seed=SEED, resamples=RESAMPLES):
+    """Candidate vs baseline, each a list of runs (lists of per-second samples); see the module docstring.
 
-    The ratio's CI resamples each side separately: whole runs when a side has 3 or more (`*_groups`, a
-    cluster bootstrap that respects run-to-run variation), else single samples; with under 3 values a side
-    it is the range of ratios. Mann-Whitney tests whether one side tends to be larger, without assuming
-    normality; it is exact for small samples without ties, else the tie-corrected normal approximation
-    (capped rates tie). It treats the raw samples as independent: per-second samples of one run are
-    autocorrelated, so the p-value is optimistic, which is why a verdict also needs the CI (and a gate, a
-    minimum effect).
-    """
-    a = np.asarray(baseline, dtype=float)
-    b = np.asarray(candidate, dtype=float)
+    resamples=0 skips the ratio's CI (the gate's decision does not use it; calibration makes thousands)."""
+    a = np.asarray(run_medians(baseline_groups))
+    b = np.asarray(run_medians(candidate_groups))
     if len(a) == 0 or len(b) == 0:
         raise ValueError("both sides need values")
     med_a, med_b = float(np.median(a)), float(np.median(b))
     if med_a == 0:
         raise ValueError("the baseline median is 0: a ratio is undefined")
     ratio = med_b / med_a
-    if not resamples:
-        lo = hi = float("nan")  # the caller needs no interval (e.g. thousands of gate decisions)
-    elif len(a) >= MIN_SAMPLES and len(b) >= MIN_SAMPLES and not (np.all(a == a[0]) and np.all(b == b[0])):
-        rng = np.random.default_rng(seed)
-        ratios = (_resample_medians(b, _usable_groups(candidate_groups), rng, resamples)
-                  / _resample_medians(a, _usable_groups(baseline_groups), rng, resamples))
-        tail = (1 - confidence) / 2 * 100
-        lo, hi = (float(v) for v in np.percentile(ratios, [tail, 100 - tail]))
-    else:
-        lo, hi = float(b.min() / a.max()), float(b.max() / a.min()) if a.min() else float("inf")
-    if len(a) >= 2 and len(b) >= 2 and not np.all(np.concatenate([a, b]) == a[0]):
-        p = float(sps.mannwhitneyu(a, b, alternative="two-sided", method="auto").pvalue)
-    elif len(a) >= 2 and len(b) >= 2:
-        p = 1.0  # identical constants: no evidence of any difference
-    else:
-        p = float("nan")
+    lo = hi = p = float("nan")
+    if len(a) >= MIN_RUNS and len(b) >= MIN_RUNS:
+        if np.all(a == a[0]) and np.all(b == b[0]):
+            lo = hi = ratio
+            p = 1.0 if a[0] == b[0] else 0.0
+        else:
+            p = float(sps.ttest_ind(a, b, equal_var=False).pvalue)
+            if resamples:
+                rng = np.random.default_rng(seed)
+                ratios = _bootstrap_medians(b, rng, resamples) / _bootstrap_medians(a, rng, resamples)
+                tail = (1 - confidence) / 2 * 100
+                lo, hi = (float(v) for v in np.percentile(ratios, [tail, 100 - tail]))
     return Comparison(baseline_median=med_a, candidate_median=med_b, ratio=ratio, ratio_ci_low=lo,
                       ratio_ci_high=hi, p_value=p, p_adjusted=p, n_baseline=len(a), n_candidate=len(b))
 
@@ -193,28 +197,3 @@ def adjust(comparisons):
     for c, p in zip(comparisons, holm([c.p_value for c in comparisons])):
         c.p_adjusted = p
     return comparisons
-
-
-def compare_runs(baseline_groups, candidate_groups, confidence=CONFIDENCE, seed=SEED, resamples=RESAMPLES):
-    """Candidate vs baseline for gating, where each side is a list of runs (lists of raw samples).
-
-    The ratio is of the medians of all samples, its CI a cluster bootstrap over runs (as compare()). The
-    test is Welch's t-test on the per-run medians: runs are the independent units (samples within one run
-    are autocorrelated), and a run's median of many per-second samples is close to normal, which Welch
-    assumes; it does not assume equal variances. Needs 2 or more runs a side (else p is nan).
-    """
-    a_runs = [g for g in baseline_groups if g]
-    b_runs = [g for g in candidate_groups if g]
-    result = compare([x for g in a_runs for x in g], [x for g in b_runs for x in g], a_runs, b_runs,
-                     confidence=confidence, seed=seed, resamples=resamples)
-    a_med = np.array([np.median(g) for g in a_runs])
-    b_med = np.array([np.median(g) for g in b_runs])
-    if len(a_med) >= 2 and len(b_med) >= 2:
-        if np.all(a_med == a_med[0]) and np.all(b_med == b_med[0]):
-            p = 1.0 if a_med[0] == b_med[0] else 0.0
-        else:
-            p = float(sps.ttest_ind(a_med, b_med, equal_var=False).pvalue)
-    else:
-        p = float("nan")
-    result.p_value = result.p_adjusted = p
-    return result

@@ -6,25 +6,37 @@ import unittest
 from analysis import stats
 
 
+def runs(*levels, n=5, step=0.1):
+    """Runs of n per-second samples each, around the given levels."""
+    return [[level + k * step for k in range(n)] for level in levels]
+
+
 class SummaryTest(unittest.TestCase):
-    def test_constant_values_have_a_point_interval_and_no_warnings(self):
-        s = stats.summarize([500.0] * 20)
+    def test_a_cell_is_the_median_of_its_run_medians(self):
+        s = stats.summarize([[1.0, 2.0, 3.0], [10.0], [4.0, 5.0, 100.0]])
+        # Run medians 2, 10, 5 -> cell value 5 (the 100 inside run 3 moves nothing).
+        self.assertEqual((s.median, s.run_medians, s.runs, s.samples), (5.0, [2.0, 10.0, 5.0], 3, 7))
+        self.assertTrue(s.has_ci)
+
+    def test_constant_runs_have_a_point_interval_and_no_warnings(self):
+        s = stats.summarize([[500.0] * 20] * 3)
         self.assertEqual((s.median, s.ci_low, s.ci_high, s.cv), (500.0, 500.0, 500.0, 0.0))
         self.assertEqual(s.warnings, [])
 
-    def test_outlier_and_instability_are_flagged(self):
-        s = stats.summarize([1, 2, 3, 4, 100])
-        # Q1=2, Q3=4, IQR=2: the upper fence is 7, so 100 is the one outlier; the mean is 22 and the CV ~2.
-        self.assertEqual((s.median, s.mean, s.outliers), (3.0, 22.0, 1))
-        self.assertTrue(any("unstable" in w for w in s.warnings))
-        self.assertTrue(any("outlier" in w for w in s.warnings))
-
-    def test_too_few_samples_say_so(self):
-        s = stats.summarize([10.0, 12.0])
-        self.assertEqual((s.ci_low, s.ci_high), (10.0, 12.0))
-        self.assertIn("only 2 sample(s)", s.warnings[0])
+    def test_fewer_than_three_runs_have_no_interval(self):
+        # Many per-second samples in one run are still one run: no interval, however many samples.
+        s = stats.summarize([[100.0 + k for k in range(60)]])
+        self.assertFalse(s.has_ci)
+        self.assertIn("1 run(s): no confidence interval", s.warnings[0])
         with self.assertRaises(ValueError):
-            stats.summarize([])
+            stats.summarize([[], []])
+
+    def test_instability_between_and_within_runs_is_flagged(self):
+        s = stats.summarize([[100.0, 100.0], [150.0, 150.0], [100.0, 100.0]])
+        self.assertTrue(any("between runs" in w for w in s.warnings))
+        s = stats.summarize([[50.0, 150.0], [50.0, 150.0], [50.0, 150.0]])
+        self.assertTrue(any("within a run" in w for w in s.warnings), s.warnings)
+        self.assertEqual(s.ci_low, s.ci_high)  # the run medians agree exactly
 
     def test_bootstrap_interval_covers_the_median_and_is_reproducible(self):
         values = [98, 99, 100, 101, 102, 100, 99, 101, 100, 100]
@@ -32,38 +44,48 @@ class SummaryTest(unittest.TestCase):
         self.assertTrue(98 <= lo <= 100 <= hi <= 102, (lo, hi))
         self.assertEqual((lo, hi), stats.bootstrap_median_ci(values))
 
+    def test_run_to_run_spread_shows_in_the_interval(self):
+        # Three runs, each steady inside but at different levels: the interval spans the run medians'
+        # spread, which 30 near-identical per-second samples would hide.
+        s = stats.summarize(runs(100.0, 105.0, 110.0, n=10, step=0.01))
+        self.assertGreater(s.ci_high - s.ci_low, 4.0)
+
 
 class CompareTest(unittest.TestCase):
-    def test_complete_separation_exact_p(self):
-        # Five vs five, every candidate above every baseline: exact two-sided p = 2 / C(10, 5) = 2/252.
-        c = stats.compare([1, 2, 3, 4, 5], [6, 7, 8, 9, 10])
-        self.assertAlmostEqual(c.p_value, 2 / 252, places=12)
-        self.assertEqual((c.baseline_median, c.candidate_median, c.ratio), (3.0, 8.0, 8 / 3))
-        self.assertEqual(c.verdict("higher_is_better"), "better")
-        self.assertEqual(c.verdict("lower_is_better"), "worse")
+    def test_welch_on_run_medians_known_answer(self):
+        # Run medians 1,2,3 vs 4,5,6: t = -3 / sqrt(1/3 + 1/3) = -3.674, Welch df = 4, two-sided p = 0.02131.
+        c = stats.compare([[0.5, 1.0, 1.5], [2.0], [3.0, 3.0]], [[4.0], [5.0], [6.0, 6.0, 6.0]])
+        self.assertAlmostEqual(c.p_value, 0.021311641128756727, places=12)
+        self.assertEqual((c.baseline_median, c.candidate_median, c.ratio), (2.0, 5.0, 2.5))
+        self.assertEqual((c.n_baseline, c.n_candidate), (3, 3))
 
     def test_identical_constants_are_not_significant(self):
-        c = stats.compare([500.0] * 10, [500.0] * 10)
+        c = stats.compare([[500.0] * 10] * 3, [[500.0] * 10] * 3)
         self.assertEqual((c.ratio, c.p_value, c.ratio_ci_low, c.ratio_ci_high), (1.0, 1.0, 1.0, 1.0))
         self.assertEqual(c.verdict("higher_is_better"), "not significant")
 
-    def test_a_ten_percent_shift_with_noise_is_detected_and_its_ci_excludes_one(self):
-        base = [100, 101, 99, 100.5, 99.5, 100.2, 99.8, 100.1, 99.9, 100]
-        cand = [x * 1.10 for x in base]
+    def test_a_ten_percent_shift_over_five_runs_is_detected_and_its_ci_excludes_one(self):
+        base = runs(100.0, 101.0, 99.0, 100.5, 99.5)
+        cand = [[x * 1.10 for x in r] for r in base]
         c = stats.compare(base, cand)
         self.assertLess(c.p_value, 0.001)
         self.assertAlmostEqual(c.ratio, 1.10, places=9)
         self.assertTrue(1.0 < c.ratio_ci_low <= 1.10 <= c.ratio_ci_high, (c.ratio_ci_low, c.ratio_ci_high))
-        self.assertAlmostEqual(c.change, 0.10, places=9)
+        self.assertEqual(c.verdict("higher_is_better"), "better")
+        self.assertEqual(c.verdict("lower_is_better"), "worse")
 
-    def test_single_values_have_no_p_value(self):
-        c = stats.compare([100.0], [110.0])
-        self.assertTrue(math.isnan(c.p_value))
-        self.assertEqual(c.verdict("higher_is_better"), "not significant")
+    def test_one_run_a_side_has_no_test_however_many_samples(self):
+        # 60 per-second samples a side, completely separated: still one run a side, so no p-value.
+        c = stats.compare([[100.0 + 0.01 * k for k in range(60)]], [[200.0 + 0.01 * k for k in range(60)]])
+        self.assertTrue(math.isnan(c.p_value) and math.isnan(c.ratio_ci_low))
+        self.assertEqual(c.verdict("higher_is_better"), "1 run a side: no test")
+        self.assertFalse(c.significant())
+        c = stats.compare(runs(1.0, 2.0), runs(1.0, 2.0, 3.0))
+        self.assertEqual(c.verdict("higher_is_better"), "2 vs 3 runs: no test")
 
     def test_zero_baseline_is_refused(self):
         with self.assertRaisesRegex(ValueError, "baseline median is 0"):
-            stats.compare([0, 0, 0], [1, 2, 3])
+            stats.compare([[0.0], [0.0], [0.0]], [[1.0], [2.0], [3.0]])
 
 
 class HolmTest(unittest.TestCase):
@@ -83,18 +105,6 @@ class HolmTest(unittest.TestCase):
         self.assertEqual(stats.holm([0.6, 0.7]), [1.0, 1.0])
 
 
-
-class ClusterBootstrapTest(unittest.TestCase):
-    def test_run_to_run_spread_widens_the_interval(self):
-        # Three runs, each steady inside but at different levels: resampling runs must show the spread
-        # that resampling single samples of 30 near-identical values would hide.
-        groups = [[100.0 + 0.01 * k for k in range(10)], [105.0 + 0.01 * k for k in range(10)],
-                  [110.0 + 0.01 * k for k in range(10)]]
-        values = [x for g in groups for x in g]
-        lo_runs, hi_runs = stats.bootstrap_median_ci(values, groups)
-        lo_flat, hi_flat = stats.bootstrap_median_ci(values)
-        self.assertGreater(hi_runs - lo_runs, 4.0)
-        self.assertLess(hi_flat - lo_flat, hi_runs - lo_runs)
 
 
 if __name__ == "__main__":

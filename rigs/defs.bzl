@@ -25,7 +25,7 @@ def rig_matrix(name, rig, matrix, workload, rig_data = {}, smoke_profile = "smok
     """A runnable matrix for one rig, with its tests.
 
     Creates:
-      <name>: `bazel run` it to run the matrix (`-- --help` lists the options).
+      <name>: `bazel run` it to run the matrix (`-- --help` lists the options), then print the summary.
       <name>_dry_run_test: plans every profile's cells on this host (fast; no rig runs).
       <name>_smoke_test: runs the `smoke_profile` for real into a temporary folder and checks the stored
         results (tagged integration and exclusive: it measures, so it runs alone).
@@ -46,12 +46,16 @@ def rig_matrix(name, rig, matrix, workload, rig_data = {}, smoke_profile = "smok
         "--workload=$(rootpath %s)" % workload,
         "--bazel-target=//%s:%s" % (native.package_name(), name),
     ] + data_args
-    data = [matrix, workload] + rig_data.values() + PINNED_JDK_JAVAS + ["//results:schema"]
-    deps = [rig, "//rigs/matrix:runner"]
+    # The calibration program doubles as the host reference probe run before and after every matrix.
+    data = [matrix, workload] + rig_data.values() + PINNED_JDK_JAVAS + [
+        "//results:schema",
+        "//rigs/calibration:calibration_deploy.jar",
+    ]
+    deps = [rig, "//rigs/matrix:runner", "//analysis:summary_lib"]
     py_binary(
         name = name,
-        srcs = ["//rigs/matrix:main.py"],
-        main = "//rigs/matrix:main.py",
+        srcs = ["//rigs:main.py"],
+        main = "//rigs:main.py",
         args = args,
         data = data,
         deps = deps,
@@ -59,7 +63,7 @@ def rig_matrix(name, rig, matrix, workload, rig_data = {}, smoke_profile = "smok
     py_test(
         name = name + "_dry_run_test",
         size = "small",
-        srcs = ["//rigs/matrix:rig_matrix_test.py"],
+        srcs = ["//rigs/matrix:rig_matrix_test.py", "//rigs:main.py"],
         main = "//rigs/matrix:rig_matrix_test.py",
         args = ["--mode=dry-run", "--"] + args,
         data = data,
@@ -68,7 +72,7 @@ def rig_matrix(name, rig, matrix, workload, rig_data = {}, smoke_profile = "smok
     py_test(
         name = name + "_smoke_test",
         size = smoke_size,
-        srcs = ["//rigs/matrix:rig_matrix_test.py"],
+        srcs = ["//rigs/matrix:rig_matrix_test.py", "//rigs:main.py"],
         main = "//rigs/matrix:rig_matrix_test.py",
         args = ["--mode=smoke", "--profile=" + smoke_profile, "--"] + args,
         data = data,

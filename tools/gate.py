@@ -1,12 +1,23 @@
-"""Regression gate: a candidate result set against a baseline, per cell and metric.
+"""Regression gate: a candidate against a baseline, per cell and metric.
 
+    bazel run //tools:gate -- --run RUN --axis revision [--baseline-value accepted] [--candidate-value candidate]
     bazel run //tools:gate -- --baseline SET --candidate SET [--markdown FILE] [--junit FILE] [--confirm]
 
+Within one run (the first form, what tools/nightly/nightly.sh does): baseline and candidate are two values
+of an axis of one interleaved run (a revision, a variant, a JDK build); cells are paired by their other
+parameters. Both sides saw the same host on the same day, so host drift cancels out.
+
+Two stored sets (the second form): the sets must share their provenance but for the harness. Because this
+host's speed drifts between days, the gate says loudly when the sets were measured on other days or hosts,
+and refuses (exit 2) when their host references (analysis/drift.py) differ by more than the probe's own
+noise, unless --allow-host-drift.
+
 A (cell, metric) regresses when the change is in the metric's bad direction, larger than the metric's
-minimum effect (`min_effect` in its workload.toml, a fraction), and significant: Welch's t-test on the
-per-run medians, Holm-adjusted over every (cell, metric) gated together, p < alpha
-(analysis/stats.compare_runs states the assumptions). Exit 0 pass, 1 regressed, 2 unusable input (a set
-missing or corrupt, fewer than --min-runs ok runs a side, provenance differing in more than the harness).
+minimum effect (`workloads/<workload>/gate.toml`, a fraction: kept out of the workload's digest, so a new
+threshold orphans no stored set), and significant: Welch's t-test on the per-run medians, Holm-adjusted
+over every (cell, metric) gated together, p < alpha (analysis/stats.py states the assumptions). Exit 0
+pass, 1 regressed, 2 unusable input (a set missing or corrupt, fewer than --min-runs ok runs a side,
+provenance differing in more than the harness, host drift).
 
 --confirm: before failing, the regressed cells are run again (the candidate's own matrix target, profile and
 --set values, narrowed to each cell) and the gate fails only if the new runs regress too.
@@ -24,7 +35,7 @@ import sys
 import tomllib
 from xml.etree import ElementTree
 
-from analysis import compare, resultsets, stats
+from analysis import compare, drift, resultsets, stats
 
 EXIT_PASS, EXIT_REGRESSED, EXIT_UNUSABLE = 0, 1, 2
 DEFAULT_MIN_EFFECT = 0.05
@@ -74,18 +85,43 @@ class Check:
 
 
 def min_effects(workspace_roots, docs):
-    """{metric: min_effect} from the workload.toml of each workload the documents ran."""
+    """{metric: min_effect} from the gate.toml of each workload the documents ran."""
     out = {}
     for workload_id in sorted({d["provenance"]["workload"]["id"] for d in docs}):
         folder = workload_id.split("/")[0]
         for root in workspace_roots:
-            path = os.path.join(root, "workloads", folder, "workload.toml")
+            path = os.path.join(root, "workloads", folder, "gate.toml")
             if os.path.exists(path):
                 with open(path, "rb") as f:
-                    for name, m in tomllib.load(f).get("metrics", {}).items():
-                        out[name] = float(m.get("min_effect", DEFAULT_MIN_EFFECT))
+                    for name, value in tomllib.load(f).get("min_effect", {}).items():
+                        out[name] = float(value)
                 break
     return out
+
+
+def split_run(result_set, axis, baseline_value=None, candidate_value=None):
+    """(baseline, candidate): the two sides of one run along `axis`, each a ResultSet whose documents no
+    longer carry the axis, so cells pair by their other parameters. The baseline value defaults to the
+    axis' first value in the run's matrix, the candidate to its second."""
+    values = list(dict.fromkeys(d["cell"]["params"][axis] for d in result_set.docs if axis in d["cell"]["params"]))
+    declared = [str(v) for v in (result_set.manifest.get("matrix", {}).get("axes") or {}).get(axis, [])]
+    values = [v for v in declared if v in values] + [v for v in values if v not in declared]
+    if len(values) < 2:
+        raise GateError(f"{result_set.name}: axis {axis!r} has {len(values)} value(s) in this run; need two to gate")
+    base = baseline_value or values[0]
+    cand = candidate_value or next(v for v in values if v != base)
+    for v in (base, cand):
+        if v not in values:
+            raise GateError(f"{result_set.name}: axis {axis} has no value {v!r} (values: {', '.join(values)})")
+
+    def side(value):
+        docs = []
+        for d in result_set.docs:
+            if d["cell"]["params"].get(axis) == value:
+                params = {k: v for k, v in d["cell"]["params"].items() if k != axis}
+                docs.append(dict(d, cell=dict(d["cell"], params=params)))
+        return resultsets.ResultSet(f"{result_set.name} {axis}={value}", result_set.path, result_set.manifest, docs)
+    return side(base), side(cand)
 
 
 def _by_params(docs):
@@ -99,13 +135,17 @@ def _runs(docs, metric):
     return [[s["value"] for s in d["samples"] if s["metric"] == metric] for d in docs if d["status"] == "ok"]
 
 
-def gate(baseline, candidate, thresholds, min_runs=3, overrides=None, resamples=stats.RESAMPLES):
+def gate(baseline, candidate, thresholds, min_runs=3, overrides=None, resamples=stats.RESAMPLES, same_run=False):
     """[Check] for every cell both sets measured; raises GateError when the input cannot be gated.
-    resamples=0 skips the ratio's CI, which the decision does not use (for calibration's many draws)."""
+    resamples=0 skips the ratio's CI, which the decision does not use (for calibration's many draws).
+    same_run: the two sides come from one run (split_run), so their provenance differs by design."""
     for s in (baseline, candidate):
         if s.published:
             raise GateError(f"{s.name} is a published reference set: only measured sets can be gated")
-    diffs = resultsets.provenance_differences(baseline.first_ok(), candidate.first_ok(), ALLOWED_DIFFERENCES)
+        if s.first_ok() is None or s.first_ok()["status"] != "ok":
+            raise GateError(f"{s.name} has no measured (ok) result")
+    diffs = [] if same_run else resultsets.provenance_differences(baseline.first_ok(), candidate.first_ok(),
+                                                                  ALLOWED_DIFFERENCES)
     if diffs:
         raise GateError("mismatched provenance: " + "; ".join(f"{k}: {a} (baseline) vs {b} (candidate)"
                                                               for k, a, b in diffs))
@@ -134,7 +174,7 @@ def gate(baseline, candidate, thresholds, min_runs=3, overrides=None, resamples=
                 continue
             effect = (overrides or {}).get(metric, thresholds.get(metric, DEFAULT_MIN_EFFECT))
             checks.append(Check(label, params, metric, decl["unit"], decl["direction"], effect,
-                                stats.compare_runs(a, b, resamples=resamples), (len(a), len(b))))
+                                stats.compare(a, b, resamples=resamples), (len(a), len(b))))
     if too_few:
         raise GateError(f"too few samples (need {min_runs} ok runs a side): " + "; ".join(too_few))
     if not checks:
@@ -143,18 +183,19 @@ def gate(baseline, candidate, thresholds, min_runs=3, overrides=None, resamples=
     return checks
 
 
-def markdown(checks, baseline, candidate, confirmed=None):
+def markdown(checks, baseline, candidate, confirmed=None, warnings=()):
     regressed = [c for c in checks if c.regressed]
     verdict = f"**REGRESSED** ({len(regressed)} of {len(checks)})" if regressed else f"**PASS** ({len(checks)} checks)"
-    lines = [f"# tunelab gate: {verdict}", "",
-             f"Baseline `{baseline.name}`, candidate `{candidate.name}`. Regression = worse by more than the "
-             "metric's minimum effect AND Holm-adjusted Welch p < 0.05 on per-run medians.", "",
+    lines = [f"# tunelab gate: {verdict}", ""]
+    lines += [f"**WARNING: {w}**" for w in warnings] + ([""] if warnings else [])
+    lines += [f"Baseline `{baseline.name}`, candidate `{candidate.name}`. Regression = worse by more than the "
+              "metric's minimum effect AND Holm-adjusted Welch p < 0.05 on per-run medians.", "",
              "| cell | metric | baseline median | candidate median | change | change 95% CI | min effect | p (Holm) "
              "| runs | status |", "|---|---|---|---|---|---|---|---|---|---|"]
     for c in checks:
         k = c.comparison
         lines.append(f"| {c.cell} | {c.metric} ({c.unit}) | {k.baseline_median:,.4g} | {k.candidate_median:,.4g} | "
-                     f"{k.change:+.2%} | {k.ratio_ci_low - 1:+.2%}..{k.ratio_ci_high - 1:+.2%} | {c.min_effect:.0%} | "
+                     f"{k.change:+.2%} | {compare.fmt_change_ci(k, 2)} | {c.min_effect:.0%} | "
                      f"{compare.fmt_p(k.p_adjusted)} | {c.runs[0]}/{c.runs[1]} | {c.status} |")
     if confirmed is not None:
         lines += ["", f"Confirmation rerun: {confirmed}"]
@@ -171,7 +212,7 @@ def junit(checks, baseline, candidate):
         case = ElementTree.SubElement(suite, "testcase", classname=f"gate.{c.metric}", name=c.cell)
         k = c.comparison
         text = (f"{c.metric}: {k.baseline_median:.6g} -> {k.candidate_median:.6g} {c.unit} ({k.change:+.2%}, "
-                f"95% CI {k.ratio_ci_low - 1:+.2%}..{k.ratio_ci_high - 1:+.2%}), p (Holm) {compare.fmt_p(k.p_adjusted)}, "
+                f"95% CI {compare.fmt_change_ci(k, 2)}), p (Holm) {compare.fmt_p(k.p_adjusted)}, "
                 f"min effect {c.min_effect:.0%}")
         if c.regressed:
             ElementTree.SubElement(case, "failure", message=f"regressed by {c.worse_by:.2%}").text = text
@@ -204,24 +245,59 @@ def run_confirmation(argv, workspace):
     return found.group(1)
 
 
-def main(argv=None):
-    parser = argparse.ArgumentParser(description="Gate a candidate result set against a baseline.",
-                                     epilog="Exit status: 0 pass; 1 regressed; 2 unusable input.")
-    parser.add_argument("--baseline", required=True, help="a run folder, run id or baselines/NAME")
-    parser.add_argument("--candidate", required=True, help="a run folder or run id")
+def parse_args(argv):
+    parser = argparse.ArgumentParser(
+        description="Gate a candidate against a baseline: two values of an axis inside one run (--run, --axis), "
+                    "or two stored sets (--baseline, --candidate).",
+        epilog="Exit status: 0 pass; 1 regressed; 2 unusable input (incl. host drift between stored sets).")
+    parser.add_argument("--run", help="one run holding both sides (a run folder or run id)")
+    parser.add_argument("--axis", help="with --run: the axis whose values are baseline and candidate")
+    parser.add_argument("--baseline-value", help="with --run: the baseline's value (default: the axis' first)")
+    parser.add_argument("--candidate-value", help="with --run: the candidate's value (default: the axis' second)")
+    parser.add_argument("--baseline", help="a stored set: run folder, run id or baselines/NAME")
+    parser.add_argument("--candidate", help="a stored set: run folder or run id")
+    parser.add_argument("--allow-host-drift", action="store_true",
+                        help="gate two stored sets even though their host references differ (a WARNING then)")
     parser.add_argument("--markdown", help="also write the Markdown summary to this file")
     parser.add_argument("--junit", help="write JUnit XML (one test case per cell and metric) to this file")
     parser.add_argument("--min-runs", type=int, default=3, help="ok runs needed a side (default 3)")
     parser.add_argument("--min-effect", action="append", default=[], metavar="METRIC=FRACTION",
                         help="override a metric's minimum effect, e.g. cpu_loop_rate=0.02")
     parser.add_argument("--confirm", action="store_true",
-                        help="rerun regressed cells of the candidate once and fail only if they regress again")
+                        help="rerun regressed cells of the candidate once and fail only if they regress again "
+                             "(stored sets only)")
     parser.add_argument("--results-dir", help="the results folder (default: <workspace>/results)")
     args = parser.parse_args(argv)
+    within = args.run is not None or args.axis is not None
+    if within and (args.baseline or args.candidate):
+        parser.error("use either --run/--axis or --baseline/--candidate")
+    if within and not (args.run and args.axis):
+        parser.error("--run and --axis go together")
+    if not within and not (args.baseline and args.candidate):
+        parser.error("give --run RUN --axis AXIS, or --baseline SET --candidate SET")
+    if within and args.confirm:
+        parser.error("--confirm reruns stored sets; inside one run, rerun the whole matrix instead")
+    return args
+
+
+def stored_sets_warnings(baseline, candidate, allow_drift):
+    """The loud context of a comparison of two stored sets; raises GateError on host drift unless allowed."""
+    warnings = drift.context_warnings(baseline, candidate)
+    drifted = [c for c in drift.checks(baseline, candidate) if c.drifted]
+    if drifted and not allow_drift:
+        raise GateError("the host drifted between the two sets: " + "; ".join(drift.describe(c) for c in drifted)
+                        + ". Gate inside one run (--run/--axis) or pass --allow-host-drift")
+    warnings += ["host drift allowed: " + drift.describe(c) for c in drifted]
+    return warnings
+
+
+def main(argv=None):
+    args = parse_args(argv)
     workspace = os.environ.get("BUILD_WORKSPACE_DIRECTORY", os.getcwd())
     cwd = os.environ.get("BUILD_WORKING_DIRECTORY", os.getcwd())
     results_root = args.results_dir or os.path.join(workspace, "results")
     runfiles = os.path.abspath(os.path.join(os.path.dirname(__file__), ".."))
+    warnings = []
     try:
         overrides = {}
         for item in args.min_effect:
@@ -231,10 +307,17 @@ def main(argv=None):
             except ValueError:
                 raise GateError(f"--min-effect {item!r}: expected METRIC=FRACTION, e.g. cpu_loop_rate=0.03") from None
         here = lambda s: os.path.join(cwd, s) if os.path.exists(os.path.join(cwd, s)) else s  # noqa: E731
-        baseline = resultsets.resolve(here(args.baseline), results_root)
-        candidate = resultsets.resolve(here(args.candidate), results_root)
+        if args.run:
+            run = resultsets.resolve(here(args.run), results_root)
+            baseline, candidate = split_run(run, args.axis, args.baseline_value, args.candidate_value)
+        else:
+            baseline = resultsets.resolve(here(args.baseline), results_root)
+            candidate = resultsets.resolve(here(args.candidate), results_root)
+            warnings = stored_sets_warnings(baseline, candidate, args.allow_host_drift)
+        for w in warnings:
+            print(f"WARNING: {w}", file=sys.stderr)
         thresholds = min_effects([runfiles, workspace], baseline.docs + candidate.docs)
-        checks = gate(baseline, candidate, thresholds, args.min_runs, overrides)
+        checks = gate(baseline, candidate, thresholds, args.min_runs, overrides, same_run=bool(args.run))
         confirmed = None
         if args.confirm and any(c.regressed for c in checks):
             still = []
@@ -253,7 +336,7 @@ def main(argv=None):
     except (resultsets.ResultSetError, GateError) as e:
         print(f"error: {e}", file=sys.stderr)
         return EXIT_UNUSABLE
-    text = markdown(checks, baseline, candidate, confirmed)
+    text = markdown(checks, baseline, candidate, confirmed, warnings)
     print(text, end="")
     if args.markdown:
         with open(os.path.join(cwd, args.markdown), "w") as f:

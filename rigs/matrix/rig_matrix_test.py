@@ -15,7 +15,9 @@ import unittest
 
 from rich.console import Console
 
-from rigs.matrix import results, runner
+from results import resultfile as results
+from rigs import main as rig_main
+from rigs.matrix import runner
 
 MODE_ARGS, RIG_ARGS = sys.argv[1:sys.argv.index("--")], sys.argv[sys.argv.index("--") + 1:]
 MODE = next(a.split("=", 1)[1] for a in MODE_ARGS if a.startswith("--mode="))
@@ -23,8 +25,9 @@ PROFILE = next((a.split("=", 1)[1] for a in MODE_ARGS if a.startswith("--profile
 
 
 def run(extra):
+    """The rig target as a user runs it: the runner, then the summary (rigs/main.py)."""
     out = io.StringIO()
-    code = runner.main(RIG_ARGS + extra, console=Console(file=out, width=200))
+    code = rig_main.main(RIG_ARGS + extra, console=Console(file=out, width=100))
     return code, out.getvalue()
 
 
@@ -57,6 +60,10 @@ class RigMatrixTest(unittest.TestCase):
         with open(os.path.join(run_dir, "manifest.json")) as f:
             manifest = json.load(f)
         self.assertEqual(manifest["state"], "complete")
+        # The host reference was measured before and after, and the summary ended the output.
+        self.assertEqual({m["when"] for m in manifest["host_reference"]["measurements"]}, {"before", "after"})
+        self.assertIn("host reference: cpu_loop_rate", out)
+        self.assertTrue(all(len(line) <= 100 for line in out.splitlines()), out)
         stored = results.stored_results(run_dir)
         self.assertEqual(len(stored), len(manifest["order"]))
         ok = 0

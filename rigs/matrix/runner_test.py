@@ -16,7 +16,8 @@ import unittest
 
 from rich.console import Console
 
-from rigs.matrix import results, rig as rig_contract, runner
+from results import resultfile as results
+from rigs.matrix import rig as rig_contract, runner
 from tools.jdk import discovery
 
 HERE = os.path.dirname(os.path.abspath(__file__))

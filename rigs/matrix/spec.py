@@ -10,6 +10,15 @@ Structured axis values are named in their own tables and referred to by name:
   [pinning.workers]   cpus = "0-1", threads = { "calibration-cpu-worker" = "1" }
   [gc_opts.iof80]     flags = ["-XX:CMSInitiatingOccupancyFraction=80"]
 so that every cell is a flat dict of scalars and its id (a hash of that dict) is stable.
+
+A `[[known_answer]]` adds a cell whose result is known in advance (`cell = {...}` like an include, `metric`,
+`expect`, `tolerance` as a fraction, `label`): a self-check of the rig printed as one line, never compared
+as an axis. `[matrix] question` states what the matrix answers, the title of its summary table.
+
+The `revision` axis names builds of the rigs: `candidate` is the build being run; any other value must be
+given to the runner as `--revision NAME=RUNFILES` (e.g. the last accepted commit built in a git worktree),
+so the two are measured interleaved in one run. Unlike the other standard axes it has no default: cells
+of matrices without it do not carry it (and keep their ids).
 """
 
 import dataclasses
@@ -26,7 +35,8 @@ from tools.host import host_probe
 GCS = ("serial", "parallel", "g1", "cms", "zgc", "shenandoah")
 HUGEPAGES = ("off", "thp_always", "thp_madvise", "explicit")
 NUMA_POLICIES = ("default", "bind_local", "bind_remote", "interleave", "preferred")
-STANDARD_AXES = ("jdk", "gc", "gc_opts", "heap", "pinning", "hugepages", "numa", "variant")
+STANDARD_AXES = ("jdk", "gc", "gc_opts", "heap", "pinning", "hugepages", "numa", "variant", "revision")
+CANDIDATE_REVISION = "candidate"
 DEFAULTS = {"gc": "g1", "gc_opts": "default", "heap": "512m", "pinning": "none", "hugepages": "off",
             "numa": "default", "variant": "stock"}
 POLICY_KEYS = {"warmup_s": float, "measure_s": float, "repetitions": int, "cooldown_s": float, "timeout_s": float}
@@ -80,6 +90,37 @@ class Matrix:
     policy: Policy
     cells: list  # [Cell]
     source: str = ""  # path of the file, for messages
+    zip_groups: list = dataclasses.field(default_factory=list)  # [[axis, ...]] that vary together
+    known_answers: list = dataclasses.field(default_factory=list)  # [KnownAnswer]
+    question: str = ""
+
+    def repetitions_of(self, cell):
+        """A known-answer cell runs its own (smaller) number of repetitions; every other cell the policy's."""
+        for k in self.known_answers:
+            if k.cell_id == cell.id:
+                return min(k.repetitions, self.policy.repetitions)
+        return self.policy.repetitions
+
+    def comparison_groups(self):
+        """The declared axes a comparison may vary: each zip group whose axes take 2+ values, and each
+        other axis with 2+ values. Axes that differ only because of an [[include]] are not among them."""
+        zipped = {a for g in self.zip_groups for a in g}
+        groups = [list(g) for g in self.zip_groups if len(self.axes[g[0]]) > 1]
+        groups += [[a] for a, vals in self.axes.items() if a not in zipped and len(vals) > 1]
+        return groups
+
+
+@dataclasses.dataclass
+class KnownAnswer:
+    cell_id: str
+    metric: str
+    expect: float
+    tolerance: float  # fraction of expect
+    label: str
+    repetitions: int = 1  # a self-check needs no statistics; capped by the policy's repetitions
+
+    def to_json(self):
+        return dataclasses.asdict(self)
 
 
 def varying_axes(cells):
@@ -131,7 +172,8 @@ def load(path, profile=None, overrides=(), rig_params=None, policy_defaults=None
 def from_dict(data, source="<matrix>", profile=None, overrides=(), rig_params=None, policy_defaults=None):
     rig_params = dict(rig_params or {})
     where = source
-    known = {"matrix", "axes", "zip", "include", "exclude", "profiles", "pinning", "gc_opts", "variant", "policy"}
+    known = {"matrix", "axes", "zip", "include", "exclude", "profiles", "pinning", "gc_opts", "variant", "policy",
+             "known_answer"}
     unknown = set(data) - known
     if unknown:
         raise SpecError(f"{where}: unknown top-level tables {sorted(unknown)}; expected {sorted(known)}")
@@ -163,13 +205,13 @@ def from_dict(data, source="<matrix>", profile=None, overrides=(), rig_params=No
         if profile not in profiles:
             raise SpecError(f"{where}: no profile {profile!r}; profiles: {sorted(profiles) or 'none'}")
         body = profiles[profile]
-        extra = set(body) - {"axes", "policy", "description", "zip", "include", "exclude"}
+        extra = set(body) - {"axes", "policy", "description", "zip", "include", "exclude", "known_answer"}
         if extra:
             raise SpecError(f"{where}: [profiles.{profile}] has unknown keys {sorted(extra)}")
         axes.update(_axes_table(where, f"[profiles.{profile}.axes]", body.get("axes", {}), allowed_axes))
         policy_table.update(body.get("policy", {}))
         # A profile's own zip/include/exclude lists replace the top-level ones (a study shape differs).
-        data = dict(data, **{k: body[k] for k in ("zip", "include", "exclude") if k in body})
+        data = dict(data, **{k: body[k] for k in ("zip", "include", "exclude", "known_answer") if k in body})
 
     for item in overrides:
         axis, sep, values = item.partition("=")
@@ -188,17 +230,40 @@ def from_dict(data, source="<matrix>", profile=None, overrides=(), rig_params=No
 
     _check_values(where, axes, pinnings, gc_opts, variants)
     policy = _parse_policy(where, policy_table)
-    cells = expand(where, axes, data.get("zip", []), data.get("include", []), data.get("exclude", []))
+    known_tables = data.get("known_answer", [])
+    for known in known_tables:
+        if not isinstance(known, dict) or not isinstance(known.get("cell"), dict):
+            raise SpecError(f"{where}: [[known_answer]] needs `cell`, a table of axis values")
+    includes = list(data.get("include", [])) + [k["cell"] for k in known_tables]
+    cells = expand(where, axes, data.get("zip", []), includes, data.get("exclude", []))
+    known_answers = [_known_answer(where, k, axes) for k in known_tables]
     for cell in cells:
         _check_values(where, {k: [v] for k, v in cell.params.items()}, pinnings, gc_opts, variants)
     matrix = Matrix(name=head["name"], rig=head["rig"], workload=head.get("workload", ""),
                     seed=int(head.get("seed", 0)), axes=axes,
                     rig_axes=tuple(sorted(set(axes) - set(STANDARD_AXES))), pinnings=pinnings,
-                    gc_opts=gc_opts, variants=variants, policy=policy, cells=cells, source=source)
+                    gc_opts=gc_opts, variants=variants, policy=policy, cells=cells, source=source,
+                    zip_groups=[list(g["axes"]) for g in data.get("zip", [])], known_answers=known_answers,
+                    question=str(head.get("question", "")))
     static_errors = [e for cell in cells for e in static_cell_errors(matrix, cell)]
     if static_errors:
         raise SpecError(f"{where}: " + "\n  ".join(["impossible cells:"] + sorted(set(static_errors))))
     return matrix
+
+
+def _known_answer(where, table, axes):
+    extra = set(table) - {"cell", "metric", "expect", "tolerance", "label", "repetitions"}
+    if extra:
+        raise SpecError(f"{where}: [[known_answer]] has unknown keys {sorted(extra)}")
+    try:
+        expect, tolerance = float(table["expect"]), float(table.get("tolerance", 0.01))
+        metric, repetitions = str(table["metric"]), int(table.get("repetitions", 1))
+    except (KeyError, TypeError, ValueError):
+        raise SpecError(f"{where}: [[known_answer]] needs `metric` and a numeric `expect` (and `tolerance`)") from None
+    params = dict(sorted({axis: str(table["cell"].get(axis, vals[0])) for axis, vals in axes.items()}.items()))
+    if repetitions < 1:
+        raise SpecError(f"{where}: [[known_answer]] repetitions must be 1 or more")
+    return KnownAnswer(cell_id(params), metric, expect, tolerance, str(table.get("label", metric)), repetitions)
 
 
 def _scalar(text):
@@ -359,16 +424,17 @@ def static_cell_errors(matrix, cell):
     return errors
 
 
-def interleaved_order(cells, repetitions, seed):
+def interleaved_order(cells, repetitions, seed, repetitions_of=None):
     """Every (cell, repetition) once, in a seeded random order, so drift shows up as noise, not as an effect.
 
     Repetition r of every cell comes before repetition r+1 of any cell (rounds), and the order inside each
-    round is shuffled, so an interrupted run still has comparable coverage of all cells.
+    round is shuffled, so an interrupted run still has comparable coverage of all cells. repetitions_of:
+    a cell's own count (known-answer cells), at most `repetitions`.
     """
     rng = random.Random(seed)
     order = []
     for rep in range(repetitions):
-        round_cells = list(cells)
+        round_cells = [c for c in cells if repetitions_of is None or rep < repetitions_of(c)]
         rng.shuffle(round_cells)
         order.extend((cell, rep) for cell in round_cells)
     return order

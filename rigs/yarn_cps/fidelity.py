@@ -21,7 +21,8 @@ import time
 from rich.console import Console
 from rich.table import Table
 
-from rigs.matrix import results, runner
+from results import resultfile as results
+from rigs.matrix import runner
 
 FIDELITY_TOLERANCE = 0.02
 OVERHEAD_TOLERANCE = 0.10

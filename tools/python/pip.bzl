@@ -5,9 +5,18 @@ by its sha256; only on a miss does pip download it (through pip's own configured
 it is put into the cache. So the network is needed once per wheel, and never for `bazel clean --expunge`.
 """
 
-# Any URL works for the cache probe: with a sha256, Bazel answers from its repository cache before
-# touching a URL. The name only has to fail fast and say what it is when the cache misses.
-_CACHE_PROBE = "file:///nonexistent/tunelab-repository-cache-probe/"
+def _repository_cache_entry(rctx, sha256):
+    """The path Bazel's default repository cache keeps a file with this sha256 at, if it is there.
+
+    Looked up by path rather than by a download that may fail: Bazel 4 prints a WARNING for every failed
+    download, even with allow_fail, and replays it on every later command of the same server. A cache set
+    elsewhere with --repository_cache is not seen here; the wheel is then fetched through pip again."""
+    home = rctx.os.environ.get("HOME", "")
+    user = rctx.execute(["id", "-un"]).stdout.strip()
+    if not home or not user:
+        return None
+    entry = rctx.path("%s/.cache/bazel/_bazel_%s/cache/repos/v1/content_addressable/sha256/%s/file" % (home, user, sha256))
+    return entry if entry.exists else None
 
 def _execute(rctx, args, what):
     result = rctx.execute(args, quiet = True, timeout = 1800)
@@ -17,8 +26,10 @@ def _execute(rctx, args, what):
 
 def fetch_pinned_wheel(rctx, python, name, version, sha256, filename, output):
     """Puts the wheel `filename` with `sha256` at `output`, from the repository cache or via pip."""
-    probe = rctx.download(url = _CACHE_PROBE + filename, output = output, sha256 = sha256, allow_fail = True)
-    if probe.success:
+    cached = _repository_cache_entry(rctx, sha256)
+    if cached:
+        # With a sha256 Bazel answers from its repository cache (and checks the hash) before any URL.
+        rctx.download(url = "file://%s" % cached, output = output, sha256 = sha256)
         return
     scratch = "_pip_download"
     rctx.file(scratch + "/requirement.txt", "%s==%s --hash=sha256:%s\n" % (name, version, sha256))

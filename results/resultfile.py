@@ -1,5 +1,8 @@
 """Result files: one JSON document per cell repetition, schema-validated, written atomically, never edited.
 
+The one module that reads and writes stored results: the matrix runner (which measures and stores) and
+analysis/ and tools/ (which read) all import it, and neither imports the other.
+
 Layout of a run: results/<host-id>/<run-id>/
   manifest.json                 every planned cell, its status and reason, the interleaved order
   cells/<cell-id>.r<rep>.json   one result per repetition (results/schema/cell_result.v1.schema.json)
@@ -8,6 +11,7 @@ Result files from elsewhere are untrusted: size-limited, schema-validated, parse
 """
 
 import json
+import math
 import os
 import statistics
 import tempfile
@@ -24,9 +28,9 @@ class ResultError(ValueError):
 
 
 def schema_path():
+    # In the source tree and in runfiles alike, the schemas sit in results/schema beside this file.
     here = os.path.dirname(os.path.abspath(__file__))
-    # In the source tree and in runfiles alike, results/ sits two levels above rigs/matrix.
-    return os.path.join(here, "..", "..", "results", "schema", f"cell_result.v{SCHEMA_VERSION}.schema.json")
+    return os.path.join(here, "schema", f"cell_result.v{SCHEMA_VERSION}.schema.json")
 
 
 def schema():
@@ -36,8 +40,23 @@ def schema():
     return _SCHEMA_CACHE[SCHEMA_VERSION]
 
 
+def _non_finite_path(value, path=()):
+    """The path of the first NaN or infinite number in a document, else None."""
+    if isinstance(value, float) and not math.isfinite(value):
+        return "/".join(map(str, path)) or "(top)"
+    children = value.items() if isinstance(value, dict) else enumerate(value) if isinstance(value, list) else ()
+    for key, child in children:
+        found = _non_finite_path(child, path + (key,))
+        if found:
+            return found
+    return None
+
+
 def validate(doc):
-    """Raises ResultError naming the first schema violation."""
+    """Raises ResultError naming the first schema violation, or the first NaN or infinite number."""
+    where = _non_finite_path(doc)
+    if where:
+        raise ResultError(f"result holds a value that is not a finite number at {where}")
     validator = jsonschema.Draft202012Validator(schema())
     errors = sorted(validator.iter_errors(doc), key=lambda e: list(e.absolute_path))
     if errors:
@@ -60,6 +79,16 @@ def migrate(doc):
     raise ResultError(f"result has unknown schema_version {version!r}")
 
 
+class _NonFinite(ValueError):
+    pass
+
+
+def _refuse_constant(name):
+    """Python's json reads NaN, Infinity and -Infinity, which JSON does not allow: a value a rig could not
+    measure must never be averaged into a table as if it were a number."""
+    raise _NonFinite(name)
+
+
 def atomic_write_json(path, doc):
     """Writes doc to path via a temporary file in the same folder, fsync and rename: all or nothing."""
     folder = os.path.dirname(os.path.abspath(path))
@@ -67,7 +96,7 @@ def atomic_write_json(path, doc):
     fd, tmp = tempfile.mkstemp(prefix=".tmp-", suffix=".json", dir=folder)
     try:
         with os.fdopen(fd, "w") as f:
-            json.dump(doc, f, indent=1, sort_keys=False)
+            json.dump(doc, f, indent=1, sort_keys=False, allow_nan=False)
             f.write("\n")
             f.flush()
             os.fsync(f.fileno())
@@ -99,9 +128,11 @@ def load_result(path, max_bytes=MAX_RESULT_BYTES):
         raise ResultError(f"{path}: {size} bytes, over the {max_bytes}-byte limit for a result file")
     try:
         with open(path) as f:
-            doc = json.load(f)
+            doc = json.load(f, parse_constant=_refuse_constant)
     except (json.JSONDecodeError, UnicodeDecodeError) as e:
         raise ResultError(f"{path}: not valid JSON ({e})") from None
+    except _NonFinite as e:
+        raise ResultError(f"{path}: holds {e.args[0]}, not a number: a corrupt measurement") from None
     doc = migrate(doc)
     try:
         validate(doc)

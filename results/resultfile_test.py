@@ -9,7 +9,7 @@ import os
 import tempfile
 import unittest
 
-from rigs.matrix import results
+from results import resultfile as results
 
 GOLDEN = os.path.join(os.path.dirname(__file__), "testdata", "result_v1_ok.json")
 
@@ -75,6 +75,24 @@ class ResultsTest(unittest.TestCase):
         results.atomic_write_json(path, future)
         with self.assertRaisesRegex(results.ResultError, "newer than this harness"):
             results.load_result(path)
+
+    def test_nan_infinite_and_negative_values_are_corrupt(self):
+        for text, expected in (("NaN", "NaN, not a number"), ("Infinity", "Infinity, not a number"),
+                               ("-12.5", "less than the minimum")):
+            raw = json.dumps(golden(), indent=1)
+            first = golden()["samples"][0]["value"]
+            raw = raw.replace(f'"value": {json.dumps(first)}', f'"value": {text}', 1)
+            path = os.path.join(self.dir, f"bad-{text}.json")
+            with open(path, "w") as f:
+                f.write(raw)
+            with self.assertRaisesRegex(results.ResultError, expected):
+                results.load_result(path)
+            self.assertTrue(os.path.exists(path))  # refused, never deleted
+        doc = golden()
+        doc["metrics"][0]["value"] = float("nan")
+        with self.assertRaisesRegex(results.ResultError, "not a finite number at metrics/0/value"):
+            results.write_result(os.path.join(self.dir, "nan.json"), doc)
+        self.assertFalse(os.path.exists(os.path.join(self.dir, "nan.json")))
 
     def test_stored_results_ignore_partial_writes(self):
         run = self.dir

@@ -1,0 +1,180 @@
+"""The end of a matrix run: what a performance engineer reads in the terminal.
+
+    rig check: 500 nodes x 1 heartbeat/s -> 500/s ✔ (measured 500.0 containers/s, 1 run)
+    host reference: cpu_loop_rate 1.06e+09 ops/s before, 1.05e+09 after (-0.9 %)
+    <one table, under 100 columns: each declared comparison, its change with a CI over runs, the verdict>
+
+Known-answer cells (the matrix's [[known_answer]]) are self-checks, printed as one line each and never
+compared. Only cells differing in one declared axis or zip group are paired (analysis/compare.py); the
+statistics follow analysis/stats.py (runs are the unit; fewer than 3 runs a side: no test).
+"""
+
+import argparse
+import os
+import sys
+
+from rich import box
+from rich.console import Console
+from rich.markup import escape
+from rich.table import Table
+
+from analysis import compare, resultsets, stats
+
+WIDTH = 100
+FOOTNOTE = ("Runs are the unit: a cell is the median of its run medians, its CI a bootstrap over runs. Verdict: "
+            "Welch on run medians, Holm-adjusted p < 0.05 and a CI excluding 0; under 3 runs a side: no test.")
+
+
+def known_answer_lines(cells, known_answers):
+    """One line per known answer: ✔ within tolerance, ✘ outside, or why it was not measured."""
+    by_id = {c.id: c for c in cells}
+    lines = []
+    for k in known_answers:
+        cell = by_id.get(k["cell_id"])
+        head = f"rig check: {k['label']} -> {compare.fmt_value(k['expect'])}"
+        groups = cell.groups.get(k["metric"]) if cell else None
+        if not groups:
+            reason = "; ".join(cell.reasons) if cell else "not in this run"
+            lines.append(f"{head} ✘ not measured: {reason}"[:300])
+            continue
+        s = stats.summarize(groups)
+        ok = abs(s.median - k["expect"]) <= k["tolerance"] * abs(k["expect"])
+        lines.append(f"{head} {'✔' if ok else '✘'} (measured {s.median:,.1f}, {s.runs} run{'s' * (s.runs != 1)}"
+                     + ("" if ok else f"; outside ±{k['tolerance']:.0%}") + ")")
+    return lines
+
+
+def host_reference_line(manifest):
+    ref = (manifest or {}).get("host_reference") or {}
+    by_metric = {}
+    for m in ref.get("measurements", []):
+        by_metric.setdefault(m["metric"], {})[m["when"]] = m
+    parts = []
+    for metric, when in by_metric.items():
+        before, after = when.get("before"), when.get("after")
+        text = f"{metric} {before['median']:.3g} {before['unit']} before" if before else f"{metric}"
+        if before and after:
+            text += f", {after['median']:.3g} after ({after['median'] / before['median'] - 1:+.1%})"
+        parts.append(text)
+    return "host reference: " + "; ".join(parts) if parts else "host reference: none recorded"
+
+
+def comparison_table(cells, metrics, declared, question=""):
+    """The one table: every declared comparison of every metric, or each cell's value when nothing is
+    compared. None when no cell has a value."""
+    rows_by_metric = {m: compare.axis_rows(cells, m, declared=declared) for m in metrics}
+    rows_by_metric = {m: r for m, r in rows_by_metric.items() if r}
+    several = len(rows_by_metric) > 1
+    if rows_by_metric:
+        first = next(iter(rows_by_metric))
+        title = question or f"{metrics[first].get('label', first)}: declared comparisons"
+        t = _table(title)
+        t.add_column("comparison", ratio=1, min_width=24, overflow="fold")
+        for col in ("baseline", "candidate", "change", "change CI"):
+            t.add_column(col, justify="right", no_wrap=True)
+        t.add_column("runs", justify="right", no_wrap=True)
+        t.add_column("verdict", min_width=21, no_wrap=True)
+        for metric, rows in rows_by_metric.items():
+            decl = metrics[metric]
+            for r in rows:
+                c = r.comparison
+                what = escape((f"{metric}, " if several else "") + f"{r.axis}: {r.value} vs {r.baseline_value}")
+                if r.others:
+                    what += f" [dim]({escape(r.others)})[/dim]"
+                verdict = c.verdict(decl["direction"])
+                style = {"better": "green", "worse": "red"}.get(verdict)
+                t.add_row(what, fmt_short(c.baseline_median), fmt_short(c.candidate_median), f"{c.change:+.1%}",
+                          _short_ci(c),
+                          f"{c.n_baseline}/{c.n_candidate}", f"[{style}]{verdict}[/{style}]" if style else verdict)
+        units = sorted({f"{metrics[m]['unit']}, {metrics[m]['direction'].replace('_', ' ')}" for m in rows_by_metric})
+        t.title += f" ({'; '.join(units)})"
+        return t
+    measured = [(c, m) for c in cells for m in metrics if c.groups.get(m)]
+    if not measured:
+        return None
+    varying = list(compare.varying_axes(cells))
+    t = _table(question or "Measured cells")
+    t.add_column("cell", ratio=3, overflow="fold")
+    t.add_column("metric", ratio=2, overflow="fold")
+    for col in ("median", "95% CI", "runs", "run CV"):
+        t.add_column(col, justify="right", no_wrap=True)
+    for c, m in measured:
+        s = stats.summarize(c.groups[m])
+        label = " ".join(f"{a}={c.params[a]}" for a in varying) or c.id
+        ci = f"{fmt_short(s.ci_low)}..{fmt_short(s.ci_high)}" if s.has_ci else "-"
+        t.add_row(escape(label), escape(f"{m} ({metrics[m]['unit']})"), fmt_short(s.median), ci, str(s.runs),
+                  "-" if s.cv != s.cv else f"{s.cv:.1%}")
+    return t
+
+
+def _table(title):
+    return Table(title=escape(title), caption=FOOTNOTE, width=WIDTH, box=box.SIMPLE_HEAD, pad_edge=False,
+                 title_justify="left", caption_justify="left")
+
+
+def fmt_short(x):
+    """A value in at most 8 characters: 8,100 / 604.1M / 1.06G / 0.25."""
+    for scale, suffix in ((1e9, "G"), (1e6, "M")):
+        if abs(x) >= scale:
+            return f"{x / scale:.3g}{suffix}" if abs(x) < 100 * scale else f"{x / scale:,.0f}{suffix}"
+    return compare.fmt_value(x)
+
+
+def _short_ci(c):
+    """The change's 95 % CI as "+7.3..+12.5%", or "-" without 3 runs a side."""
+    if c.ratio_ci_low != c.ratio_ci_low:
+        return "-"
+    return f"{(c.ratio_ci_low - 1) * 100:+.1f}..{(c.ratio_ci_high - 1) * 100:+.1f}%"
+
+
+def render(console, result_set, metrics=None):
+    """Prints the summary of a measured set; returns True when there was anything to print."""
+    manifest = result_set.manifest
+    matrix = manifest.get("matrix", {})
+    metrics = metrics or result_set.metrics()
+    order = [c["id"] for c in manifest.get("cells", [])]
+    cells = compare.collect(result_set.docs, order)
+    known = matrix.get("known_answers") or []
+    checks = {k["cell_id"] for k in known}
+    for line in known_answer_lines(cells, known):
+        console.print(escape(line))
+    compared = [c for c in cells if c.id not in checks]
+    for row in compare.not_measured_rows(compared):
+        console.print(escape(f"not measured: {row[1] or row[0]} (ok/failed/invalid/skipped {row[2]}): {row[3]}"[:300]))
+    console.print(escape(host_reference_line(manifest)))
+    table = comparison_table(compared, metrics, matrix.get("comparison_groups"), matrix.get("question", ""))
+    if table is None:
+        console.print("no cell was measured: nothing to compare")
+        return False
+    console.print(table)
+    return True
+
+
+def print_run(run_dir, metrics=None, console=None):
+    """The summary of a stored run (rigs/main.py calls it after the runner). False if it cannot be read."""
+    console = console or Console(highlight=False, width=WIDTH if not sys.stdout.isatty() else None)
+    try:
+        result_set = resultsets.load_run(run_dir)
+    except resultsets.ResultSetError as e:
+        console.print(f"[red]error:[/red] cannot summarize {escape(run_dir)}: {escape(str(e))}")
+        return False
+    render(console, result_set, metrics)
+    return True
+
+
+def main(argv=None):
+    parser = argparse.ArgumentParser(description="Print the end-of-run summary of a stored run again.")
+    parser.add_argument("run", help="a run folder, run id or baselines/NAME")
+    args = parser.parse_args(argv)
+    workspace = os.environ.get("BUILD_WORKSPACE_DIRECTORY", os.getcwd())
+    try:
+        result_set = resultsets.resolve(args.run, os.path.join(workspace, "results"))
+    except resultsets.ResultSetError as e:
+        print(f"error: {e}", file=sys.stderr)
+        return 2
+    render(Console(highlight=False, width=WIDTH if not sys.stdout.isatty() else None), result_set)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

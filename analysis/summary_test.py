@@ -1,0 +1,88 @@
+"""The end-of-run summary: the rig-check line, one table under 100 columns that pairs only declared axes,
+and no test (no p-value, no interval) with fewer than 3 runs a side. Golden file (regenerate after an
+intended change, and say why in the commit:
+bazel test //analysis:summary_test --test_env=TUNELAB_UPDATE_GOLDEN=$PWD --spawn_strategy=local).
+
+The documents are synthetic (chosen values in the shape the YARN smoke stores), so the expected numbers
+can be worked out by hand: G1 run medians 8,000 / 8,100 / 8,200, Parallel 8,800 / 8,900 / 9,000.
+"""
+
+import io
+import unittest
+
+from rich.console import Console
+
+from analysis import golden, resultsets, summary
+
+METRICS = {"container_allocation_rate": {"unit": "containers/s", "direction": "higher_is_better",
+                                         "label": "CPS (containers allocated per second)"}}
+CHECK = {"nodes": "500", "gc": "g1"}
+CPU_BOUND = {"nodes": "1000"}
+
+
+def doc(params, rep, values, status="ok", reason=None):
+    cell_id = "-".join(f"{v}" for v in params.values())
+    d = {"cell": {"id": cell_id, "params": params, "repetition": rep}, "status": status,
+         "samples": [{"metric": "container_allocation_rate", "value": v, "unit": "containers/s", "t": float(i)}
+                     for i, v in enumerate(values)], "started_at": "2026-11-23T10:00:00+00:00"}
+    if reason:
+        d["reason"] = reason
+    return d
+
+
+def smoke_set(repetitions=3):
+    docs = []
+    for rep in range(repetitions):
+        docs.append(doc(CHECK, rep, [500.0, 500.0, 499.0, 501.0]))
+        docs.append(doc(dict(CPU_BOUND, gc="g1"), rep, [8000.0 + 100 * rep + d for d in (-50, 0, 50)]))
+        docs.append(doc(dict(CPU_BOUND, gc="parallel"), rep, [8800.0 + 100 * rep + d for d in (-50, 0, 50)]))
+    manifest = {
+        "matrix": {"question": "Does Parallel GC schedule more containers/s than G1 (CPU-bound, 1000 nodes)?",
+                   "axes": {"gc": ["g1", "parallel"], "nodes": ["1000"]}, "comparison_groups": [["gc"]],
+                   "known_answers": [{"cell_id": "500-g1", "metric": "container_allocation_rate", "expect": 500,
+                                      "tolerance": 0.01, "label": "500 nodes x 1 heartbeat/s"}]},
+        "cells": [{"id": "500-g1"}, {"id": "1000-g1"}, {"id": "1000-parallel"}],
+        "host_reference": {"probe": "calibration", "measurements": [
+            {"when": "before", "metric": "cpu_loop_rate", "unit": "ops/s", "median": 1.0e9, "samples": [1.0e9]},
+            {"when": "after", "metric": "cpu_loop_rate", "unit": "ops/s", "median": 0.99e9, "samples": [0.99e9]}]},
+    }
+    return resultsets.ResultSet("smoke", "", manifest, docs)
+
+
+def render(result_set):
+    out = io.StringIO()
+    summary.render(Console(file=out, width=summary.WIDTH, color_system=None, force_terminal=False), result_set,
+                   METRICS)
+    return out.getvalue()
+
+
+class SummaryTest(unittest.TestCase):
+    def test_golden_output_fits_100_columns(self):
+        text = render(smoke_set())
+        golden.check(self, text, "analysis/testdata/golden_summary.txt")
+        self.assertTrue(all(len(line) <= 100 for line in text.splitlines()), text)
+        # The check cell is a self-check line, not an axis; the question's answer is the table's only row.
+        self.assertIn("rig check: 500 nodes x 1 heartbeat/s -> 500 ✔ (measured 500.0, 3 runs)", text)
+        self.assertIn("gc: parallel vs g1", text)
+        self.assertNotIn("nodes: ", text)
+        self.assertRegex(text, r"gc: parallel vs g1 .* better")
+
+    def test_a_wrong_known_answer_is_flagged(self):
+        s = smoke_set()
+        for d in s.docs:
+            if d["cell"]["id"] == "500-g1":
+                d["samples"] = [dict(x, value=450.0) for x in d["samples"]]
+        self.assertIn("-> 500 ✘ (measured 450.0, 3 runs; outside ±1%)", render(s))
+
+    def test_no_test_and_no_interval_with_fewer_than_three_runs(self):
+        text = render(smoke_set(repetitions=1))
+        self.assertIn("1 run a side: no test", text)
+        row = next(line for line in text.splitlines() if "gc: parallel vs g1" in line)
+        # baseline, candidate, change and then "-" where the CI would be: nothing derived from per-second samples.
+        self.assertRegex(row, r"8,000 +8,800 +\+10\.0% +- +1/1 +1 run a side: no test")
+        # No p-value anywhere (the footnote's rule "p < 0.05" aside).
+        self.assertNotRegex(text.replace("p < 0.05", ""), r"\bp\s*[=<(]|p-value|\d\.\d{3}\b")
+
+
+if __name__ == "__main__":
+    unittest.main()
