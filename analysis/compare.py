@@ -107,14 +107,17 @@ def _one_to_one(cells, a, b):
     return True
 
 
-def axis_rows(cells, metric, axes=None, baselines=None, declared=None):
+def axis_rows(cells, metric, axes=None, baselines=None, declared=None, defaults=None):
     """Rows of every axis comparison for `metric`, Holm-adjusted together (one family per metric).
 
     Axes that change together (axis_groups) are compared as one, named "a+b" with values "x/y". axes:
     compare only these (default: every compared group); baselines: {axis: value} overriding the default
-    baseline, the axis' first value in cell order; declared: the run's comparison groups (axis_groups)."""
+    baseline, the axis' first value in cell order; declared: the run's comparison groups (axis_groups).
+    defaults: {axis: the matrix's first value}; with it, a row's "others" names only the other compared
+    axes and the parameters where the row's cells leave the defaults (an [[include]]), not every axis."""
     groups = axis_groups(cells, declared)
     varying = list(varying_axes(cells))
+    compared = [a for g in groups for a in g]
     by_params = {tuple(sorted(c.params.items())): c for c in cells}
     rows = []
     for group in groups:
@@ -128,6 +131,8 @@ def axis_rows(cells, metric, axes=None, baselines=None, declared=None):
             continue  # the requested baseline value was not measured
         base_params = {a: base_cell.params[a] for a in group}
         others_axes = [a for a in varying if a not in group]
+        if defaults is not None:
+            others_axes = [a for a in others_axes if a in compared]
         for c in cells:
             if value_of(c) == base_value or metric not in c.values:
                 continue
@@ -136,7 +141,8 @@ def axis_rows(cells, metric, axes=None, baselines=None, declared=None):
                 continue
             comparison = stats.compare(partner.groups[metric], c.groups[metric])
             rows.append(Row(axis=name, baseline_value=base_value, value=value_of(c),
-                            others=" ".join(f"{a}={c.params[a]}" for a in others_axes),
+                            others=" ".join(f"{a}={c.params[a]}" for a in varying if a not in group and (
+                                a in others_axes or (defaults is not None and c.params[a] != defaults.get(a, c.params[a])))),
                             baseline=stats.summarize(partner.groups[metric]),
                             summary=stats.summarize(c.groups[metric]), comparison=comparison,
                             runs=min(len(partner.groups[metric]), len(c.groups[metric])),

@@ -11,6 +11,7 @@ import dataclasses
 import datetime
 
 DRIFT_FLOOR = 0.02
+PRIMARY_REFERENCE = "cpu_loop_rate"  # the probe metric history plots beside every series
 
 
 @dataclasses.dataclass

@@ -2,10 +2,16 @@
 
     bazel run //analysis:history -- SET [SET...] [--metric M] [--min-segment 5] --out history.png
 
-Each set contributes one point per (cell, metric): the median of its measured samples. Otava's E-divisive
-means (Fleming et al., "Hunter", ICPE 2023) finds where the series' level shifts; a change point is kept
-when both segments are at least --min-segment points long and the shift is larger than the metric's
-minimum effect; it is a regression when it moves the metric in its bad direction.
+Each set contributes one point per (cell, metric): the median of its run medians (analysis/stats.py). Otava's
+E-divisive means (Fleming et al., "Hunter", ICPE 2023) finds where the series' level shifts; a change point
+is kept when both segments are at least --min-segment points long and the shift is larger than the
+metric's minimum effect; it is a regression when it moves the metric in its bad direction.
+
+Host drift is not a regression: every set carries its host reference (rigs/matrix/hostref.py), plotted
+beside the metric. A change point is attributed to host drift when, across the same split, the host
+reference moved the same way by more than analysis/drift.DRIFT_FLOOR and by at least half the metric's
+change (a slower host explains at least half of it); it is then reported as "host drift", never as a
+regression of the system under test.
 """
 
 import argparse
@@ -17,7 +23,7 @@ import sys
 
 from otava.analysis import compute_change_points
 
-from analysis import plots, resultsets
+from analysis import drift, plots, resultsets, stats
 
 MAX_PVALUE = 0.001  # Otava's default significance for a change point
 WINDOW = 50
@@ -51,18 +57,43 @@ def change_points(values, direction, min_segment=5, min_effect=0.0):
 
 
 def series(sets):
-    """{(cell label, metric): [(set name, median)]} in the order of `sets` (oldest first)."""
+    """{(cell label, metric): [(set name, median of run medians)]} in the order of `sets` (oldest first)."""
     out = collections.OrderedDict()
     for s in sets:
         by_cell = collections.defaultdict(list)
         for d in s.docs:
             if d["status"] == "ok":
                 key = " ".join(f"{k}={v}" for k, v in sorted(d["cell"]["params"].items()))
+                per_metric = collections.defaultdict(list)
                 for sample in d["samples"]:
-                    by_cell[(key, sample["metric"])].append(sample["value"])
-        for key, values in by_cell.items():
-            out.setdefault(key, []).append((s.name, statistics.median(values)))
+                    per_metric[sample["metric"]].append(sample["value"])
+                for metric, values in per_metric.items():
+                    by_cell[(key, metric)].append(values)
+        for key, runs in by_cell.items():
+            out.setdefault(key, []).append((s.name, stats.summarize(runs).median))
     return out
+
+
+def reference_series(sets, metric=drift.PRIMARY_REFERENCE):
+    """(metric, unit, [the set's host reference median, or None]) in the order of `sets`."""
+    values, unit = [], ""
+    for s in sets:
+        measurements = drift.reference(s).get(metric, [])
+        values.append(statistics.median(m["median"] for m in measurements) if measurements else None)
+        unit = unit or (measurements[0]["unit"] if measurements else "")
+    return metric, unit, values
+
+
+def drift_explains(change_point, reference_values, min_segment):
+    """True when the host reference moved across the same split the same way, by more than the drift floor
+    and by at least half the metric's change (see the module docstring)."""
+    before = [v for v in reference_values[:change_point.index] if v is not None]
+    after = [v for v in reference_values[change_point.index:] if v is not None]
+    if len(before) < min(min_segment, 2) or len(after) < min(min_segment, 2):
+        return False
+    ref_change = statistics.mean(after) / statistics.mean(before) - 1
+    same_way = (ref_change > 0) == (change_point.change > 0)
+    return same_way and abs(ref_change) > drift.DRIFT_FLOOR and abs(ref_change) >= 0.5 * abs(change_point.change)
 
 
 def main(argv=None):
@@ -91,14 +122,22 @@ def main(argv=None):
         if args.metric and metric != args.metric:
             continue
         decl = declared.get(metric, {"unit": "?", "direction": "higher_is_better"})
+        names = [name for name, _ in points]
+        reference = reference_series([s for s in sets if s.name in names])
         cps = change_points([v for _, v in points], decl["direction"], args.min_segment)
+        drifted = {c.index for c in cps if drift_explains(c, reference[2], args.min_segment)}
         path = plots.history(f"{stem}-{n}{ext or '.png'}", f"{metric}: {cell}"[:110], decl["unit"], points,
-                             [c.index for c in cps])
+                             [c.index for c in cps], reference, drifted)
         print(f"{metric} [{cell}]: {len(points)} points, {len(cps)} change point(s); plot {path}")
         for c in cps:
-            regressions += c.regression
+            verdict = ""
+            if c.index in drifted:
+                verdict = " host drift (the host reference moved with it), not a regression"
+            elif c.regression:
+                verdict = " REGRESSION"
+                regressions += 1
             print(f"  at {points[c.index][0]}: {c.before:,.4g} -> {c.after:,.4g} ({c.change:+.1%}, p {c.pvalue:.2g})"
-                  f"{' REGRESSION' if c.regression else ''}")
+                  + verdict)
     return 1 if regressions else 0
 
 

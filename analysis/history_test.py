@@ -2,6 +2,7 @@
 steps at known places, and a flat one that must yield none."""
 
 import os
+import shutil
 import tempfile
 import unittest
 
@@ -51,6 +52,22 @@ class ChangePointTest(unittest.TestCase):
                                                                                                    "--results-dir", d])
             self.assertEqual(code, 1)
             self.assertTrue(os.path.getsize(os.path.join(d, "history-0.png")) > 1000)
+
+    def test_host_drift_is_not_reported_as_a_regression(self):
+        # The metric drops 8 % where the host reference drops 9 %: the host got slower, not the code.
+        with tempfile.TemporaryDirectory() as d:
+            levels = [(1000.0, 6.0e8)] * 8 + [(920.0, 5.46e8)] * 8
+            for n, (level, ref) in enumerate(levels):
+                write_set(os.path.join(d, f"night{n:02d}"), [({"gc": "g1"}, level)], runs=1, noise=0.003, seed=n,
+                          reference=ref)
+            sets = [os.path.join(d, f"night{n:02d}") for n in range(len(levels))]
+            code = history.main(sets + ["--out", os.path.join(d, "h.png"), "--results-dir", d])
+            self.assertEqual(code, 0)
+            # The same drop with a steady host reference is a regression.
+            for n in range(len(levels)):
+                shutil.rmtree(sets[n])
+                write_set(sets[n], [({"gc": "g1"}, levels[n][0])], runs=1, noise=0.003, seed=n, reference=6.0e8)
+            self.assertEqual(history.main(sets + ["--out", os.path.join(d, "h.png"), "--results-dir", d]), 1)
 
 
 if __name__ == "__main__":

@@ -61,13 +61,23 @@ def series(path, title, unit, lines):
     return path
 
 
-def history(path, title, unit, points, change_points=()):
-    """points: [(label, value)] in time order; change_points: indexes where a new segment starts."""
+def history(path, title, unit, points, change_points=(), reference=None, drift_points=()):
+    """points: [(label, value)] in time order; change_points: indexes where a new segment starts (red);
+    drift_points: those explained by host drift (grey); reference: (name, unit, [value or None]) of the host
+    reference per point, drawn on a second axis so host drift shows beside the metric."""
     fig, ax = plt.subplots(figsize=(7.0, 3.0))
     xs = list(range(len(points)))
-    ax.plot(xs, [v for _, v in points], marker="o", markersize=3, linewidth=1, color="#1565c0")
+    ax.plot(xs, [v for _, v in points], marker="o", markersize=3, linewidth=1, color="#1565c0", label="metric")
     for i in change_points:
-        ax.axvline(i - 0.5, color="#c62828", linestyle="--", linewidth=1)
+        drift = i in drift_points
+        ax.axvline(i - 0.5, color="#757575" if drift else "#c62828", linestyle=":" if drift else "--", linewidth=1)
+    if reference and any(v is not None for v in reference[2]):
+        ref_ax = ax.twinx()
+        ref_xs = [x for x, v in zip(xs, reference[2]) if v is not None]
+        ref_ax.plot(ref_xs, [v for v in reference[2] if v is not None], marker="s", markersize=2, linewidth=1,
+                    color="#ef6c00", alpha=0.8)
+        ref_ax.set_ylabel(f"host reference: {reference[0]} ({reference[1]})", fontsize=7, color="#ef6c00")
+        ref_ax.yaxis.set_major_formatter(EngFormatter())
     ax.set_xticks(xs)
     ax.set_xticklabels([label for label, _ in points], rotation=60, fontsize=6, ha="right")
     ax.set_ylabel(unit)

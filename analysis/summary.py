@@ -59,12 +59,15 @@ def host_reference_line(manifest):
     return "host reference: " + "; ".join(parts) if parts else "host reference: none recorded"
 
 
-def comparison_table(cells, metrics, declared, question=""):
-    """The one table: every declared comparison of every metric, or each cell's value when nothing is
-    compared. None when no cell has a value."""
-    rows_by_metric = {m: compare.axis_rows(cells, m, declared=declared) for m in metrics}
+def comparison_table(cells, metrics, declared, question="", axes=None):
+    """The one table: every declared comparison of the headline metric (the first declared metric that has
+    comparisons), or each cell's value when nothing is compared. None when no cell has a value. axes: the
+    matrix's axis values (its first value per axis is the default, so rows name only what differs)."""
+    defaults = {a: str(v[0]) for a, v in axes.items()} if axes else None
+    rows_by_metric = {m: compare.axis_rows(cells, m, declared=declared, defaults=defaults) for m in metrics}
     rows_by_metric = {m: r for m, r in rows_by_metric.items() if r}
-    several = len(rows_by_metric) > 1
+    rows_by_metric = dict(list(rows_by_metric.items())[:1])
+    several = False
     if rows_by_metric:
         first = next(iter(rows_by_metric))
         title = question or f"{metrics[first].get('label', first)}: declared comparisons"
@@ -87,7 +90,8 @@ def comparison_table(cells, metrics, declared, question=""):
                           _short_ci(c),
                           f"{c.n_baseline}/{c.n_candidate}", f"[{style}]{verdict}[/{style}]" if style else verdict)
         units = sorted({f"{metrics[m]['unit']}, {metrics[m]['direction'].replace('_', ' ')}" for m in rows_by_metric})
-        t.title += f" ({'; '.join(units)})"
+        first = next(iter(rows_by_metric))
+        t.title += f" [{metrics[first].get('label', first)}; {'; '.join(units)}]"
         return t
     measured = [(c, m) for c in cells for m in metrics if c.groups.get(m)]
     if not measured:
@@ -142,7 +146,13 @@ def render(console, result_set, metrics=None):
     for row in compare.not_measured_rows(compared):
         console.print(escape(f"not measured: {row[1] or row[0]} (ok/failed/invalid/skipped {row[2]}): {row[3]}"[:300]))
     console.print(escape(host_reference_line(manifest)))
-    table = comparison_table(compared, metrics, matrix.get("comparison_groups"), matrix.get("question", ""))
+    headline = next((m for m in metrics if any(c.groups.get(m) for c in compared)), None)
+    others = [m for m in metrics if m != headline and any(c.groups.get(m) for c in compared)]
+    if others:
+        console.print(escape(f"also measured: {', '.join(others)} (every metric: bazel run //analysis:report -- "
+                             f"{os.path.basename(result_set.path) or result_set.name} --kind axis --out r.pdf)"))
+    table = comparison_table(compared, metrics, matrix.get("comparison_groups"), matrix.get("question", ""),
+                             matrix.get("axes"))
     if table is None:
         console.print("no cell was measured: nothing to compare")
         return False

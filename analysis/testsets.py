@@ -18,9 +18,10 @@ def template():
 
 
 def write_set(folder, cells, host="vm-x86", cpu="AMD EPYC", rig="calibration", workload_sha=None,
-              metric="cpu_loop_rate", unit="ops/s", runs=5, noise=None, seed=0):
+              metric="cpu_loop_rate", unit="ops/s", runs=5, noise=None, seed=0, reference=None):
     """A SYNTHETIC set: cells = [(params overrides, level)], `runs` repetitions x 5 samples. Without `noise`
-    the run-to-run jitter is a fixed pattern; with it, run medians scatter by that relative stdev (seeded)."""
+    the run-to-run jitter is a fixed pattern; with it, run medians scatter by that relative stdev (seeded).
+    reference: the host reference's cpu_loop_rate (before and after the matrix, 0.5 % apart), if any."""
     rng = numpy.random.default_rng(seed)
     os.makedirs(os.path.join(folder, "cells"))
     base = template()
@@ -50,6 +51,10 @@ def write_set(folder, cells, host="vm-x86", cpu="AMD EPYC", rig="calibration", w
                 d["provenance"]["workload"]["sha256"] = workload_sha
             with open(os.path.join(folder, "cells", f"{n:012x}.r{rep}.json"), "w") as f:
                 json.dump(d, f)
+    if reference:
+        manifest["host_reference"] = {"probe": "synthetic", "measurements": [
+            {"when": when, "metric": "cpu_loop_rate", "unit": "ops/s", "median": reference * k, "samples": [reference * k]}
+            for when, k in (("before", 1.0), ("after", 0.995))]}
     with open(os.path.join(folder, "manifest.json"), "w") as f:
         json.dump(manifest, f)
     return resultsets.load_run(folder, name=os.path.basename(folder))

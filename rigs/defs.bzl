@@ -47,10 +47,10 @@ def rig_matrix(name, rig, matrix, workload, rig_data = {}, smoke_profile = "smok
         "--bazel-target=//%s:%s" % (native.package_name(), name),
     ] + data_args
     # The calibration program doubles as the host reference probe run before and after every matrix.
-    data = [matrix, workload] + rig_data.values() + PINNED_JDK_JAVAS + [
-        "//results:schema",
-        "//rigs/calibration:calibration_deploy.jar",
-    ]
+    probe = "//rigs/calibration:calibration_deploy.jar"
+    data = [matrix, workload] + rig_data.values() + PINNED_JDK_JAVAS + ["//results:schema"]
+    if probe not in rig_data.values():
+        data.append(probe)
     deps = [rig, "//rigs/matrix:runner", "//analysis:summary_lib"]
     py_binary(
         name = name,

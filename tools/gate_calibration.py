@@ -2,6 +2,8 @@
 
     bazel run //tools:gate_calibration [-- --draws 2000 --runs-per-side 5]
 
+It calibrates the gate as the nightly uses it: inside one run, the two sides being two values of an axis
+whose repetitions were interleaved (tools/gate.py split_run, the code behind `gate --run --axis`).
 Runs two profiles of the calibration matrix (rigs/calibration/matrix.toml): gate_aa (one configuration as
 arms a and b, repetitions interleaved) and gate_slowdown (the same cell with 0 % and 5 % injected
 slowdown); and, unless --skip-cps, the gate_cps profile of the YARN CPS matrix: the CPU-bound smoke cell
@@ -13,7 +15,6 @@ stored runs and calibration.json (written into the A/A run's folder) let anyone 
 """
 
 import argparse
-import copy
 import datetime
 import json
 import os
@@ -44,15 +45,14 @@ def run_profile(profile, workspace, target=CALIBRATION_MATRIX):
 
 
 def arms(result_set, axis):
-    """{axis value: [ok docs]} with the axis removed from the params, so the two arms' cells pair. Only
-    cells present in every arm are kept: the draws must compare like with like."""
+    """{axis value: [ok docs]}: the run split along `axis` as the within-run gate splits it (the axis removed
+    from the params, so the arms' cells pair). Only cells present in every arm are kept: the draws must
+    compare like with like."""
+    values = list(dict.fromkeys(d["cell"]["params"][axis] for d in result_set.docs))
     out = {}
-    for d in result_set.docs:
-        if d["status"] != "ok":
-            continue
-        d = copy.deepcopy(d)
-        value = d["cell"]["params"].pop(axis)
-        out.setdefault(value, []).append(d)
+    for value in values:
+        _, side = gate.split_run(result_set, axis, next(v for v in values if v != value), value)
+        out[value] = [d for d in side.docs if d["status"] == "ok"]
     key = lambda d: tuple(sorted(d["cell"]["params"].items()))  # noqa: E731
     common = set.intersection(*({key(d) for d in docs} for docs in out.values()))
     if len(common) != 1:

@@ -95,6 +95,28 @@ class GateTest(unittest.TestCase):
             text = out + "\n" + f.read()
         golden.check(self, text, "tools/testdata/golden_gate.txt")
 
+    def run_within(self, accepted, candidate, *extra):
+        run = os.path.join(self.dir, "run")
+        write_set(run, [({"gc": "g1", "revision": "accepted"}, accepted), ({"gc": "g1", "revision": "candidate"},
+                                                                          candidate)], runs=5, noise=0.005, seed=3)
+        out, err = io.StringIO(), io.StringIO()
+        with redirect_stdout(out), redirect_stderr(err):
+            code = gate.main(["--run", run, "--axis", "revision", "--results-dir", self.dir, *extra])
+        return code, out.getvalue() + err.getvalue()
+
+    def test_within_one_run_a_a_passes_and_a_slowdown_fails(self):
+        code, out = self.run_within(1000.0, 1000.0, "--baseline-value", "accepted")
+        self.assertEqual(code, gate.EXIT_PASS, out)
+        self.assertIn("revision=accepted", out)
+        code, out = self.run_within(1000.0, 950.0)  # the first value seen is the baseline by default
+        self.assertEqual(code, gate.EXIT_REGRESSED, out)
+        self.assertNotIn("WARNING", out)  # one run: same host, same day, nothing to warn about
+
+    def test_within_one_run_refuses_a_missing_value(self):
+        code, out = self.run_within(1000.0, 950.0, "--baseline-value", "nightly-7")
+        self.assertEqual(code, gate.EXIT_UNUSABLE)
+        self.assertIn("no value 'nightly-7' (values: accepted, candidate)", out)
+
     def test_the_confirmation_rerun_targets_the_regressed_cell_only(self):
         base, cand = self.sets(950.0)
         candidate = resultsets.load_run(cand)
@@ -106,9 +128,12 @@ class GateTest(unittest.TestCase):
         self.assertEqual(len(sets), len(checks[0].params))
         self.assertEqual(argv[-1], "--no-next-steps")
 
-    def test_minimum_effects_come_from_the_workloads(self):
+    def test_minimum_effects_come_from_the_workloads_gate_files(self):
         doc = {"provenance": {"workload": {"id": "yarn_cps/v1"}}}
         self.assertEqual(gate.min_effects([RUNFILES], [doc])["container_allocation_rate"], 0.10)
+        # Not part of the workload's digest: workload.toml holds no threshold.
+        with open(os.path.join(RUNFILES, "workloads", "yarn_cps", "gate.toml")) as f:
+            self.assertIn("[min_effect]", f.read())
 
 
 if __name__ == "__main__":

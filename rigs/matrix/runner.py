@@ -176,8 +176,9 @@ def parse_args(argv):
     return parser.parse_args(argv)
 
 
-def load_revisions(items, matrix, rig_data, runfiles_ws, matrix_path):
-    """{name: Revision} for every --revision; refuses a revision axis value without a build to run."""
+def load_revisions(items, matrix, rig_data, runfiles_ws, matrix_path, required=True):
+    """{name: Revision} for every --revision; refuses a revision axis value without a build to run
+    (unless not `required`: a dry run plans without the builds)."""
     revisions = {}
     for item in items:
         name, sep, path = item.partition("=")
@@ -200,7 +201,7 @@ def load_revisions(items, matrix, rig_data, runfiles_ws, matrix_path):
         revisions[name] = Revision(name, ws, commit + ("-dirty" if dirty else ""), data)
     wanted = set(matrix.axes.get("revision", [])) - {spec.CANDIDATE_REVISION}
     missing = sorted(wanted - set(revisions))
-    if missing:
+    if missing and required:
         raise spec.SpecError(f"the revision axis names {', '.join(missing)}: give each build with "
                              "--revision NAME=RUNFILES (tools/nightly/nightly.sh builds the accepted one)")
     unused = sorted(set(revisions) - wanted)
@@ -266,7 +267,8 @@ def execute(argv=None, console=None, host_paths=None, report=None):
             matrix.seed = args.seed
         if workload.rig != matrix.rig:
             raise spec.SpecError(f"{args.matrix} is for rig {matrix.rig!r}, the workload {workload.id} for {workload.rig!r}")
-        revisions = load_revisions(args.revision, matrix, rig_data, runfiles_ws, args.matrix)
+        revisions = load_revisions(args.revision, matrix, rig_data, runfiles_ws, args.matrix,
+                                   required=not args.dry_run)
         rig = rig_contract.load_rig(matrix.rig)
         pinned = discovery.pinned_in_runfiles(runfiles)
         if report is None:

@@ -58,6 +58,11 @@ public final class SlsDriver {
   // Wall-clock time of t = 0, to line the series up with files the simulator timestamps (realtimetrack.json).
   private final long t0EpochMs = System.currentTimeMillis();
   private final int expectedApps;
+  // --stop-after-allocated N: stop once N containers were allocated and nothing is pending for two samples
+  // in a row. The CPS window ends with the last second of demand, so the drain after it (containers
+  // finishing, AMs unregistering: ~6 s a run) measures nothing; short matrices skip it. -1: wait for the apps.
+  private long stopAfterAllocated = -1;
+  private int drainedSamples = 0;
   private final Map<String, Pattern> threadGroups;
   private final CountDownLatch finished = new CountDownLatch(1);
   private final OperatingSystemMXBean os =
@@ -76,6 +81,7 @@ public final class SlsDriver {
     String output = null;
     String staticHosts = null;
     int expectedApps = -1;
+    long stopAfterAllocated = -1;
     long intervalMs = 1000;
     Map<String, Pattern> groups = new LinkedHashMap<>();
     for (int i = 0; i < args.length; i++) {
@@ -90,6 +96,7 @@ public final class SlsDriver {
         case "--output": output = value; break;
         case "--static-hosts": staticHosts = value; break;
         case "--expected-apps": expectedApps = Integer.parseInt(value); break;
+        case "--stop-after-allocated": stopAfterAllocated = Long.parseLong(value); break;
         case "--interval-ms": intervalMs = Long.parseLong(value); break;
         case "--thread-group": {
           int eq = value.indexOf('=');
@@ -109,7 +116,9 @@ public final class SlsDriver {
     if (staticHosts != null) {
       addStaticResolutions(Paths.get(staticHosts));
     }
-    new SlsDriver(expectedApps, groups).run(traceType, trace, nodes, output, intervalMs);
+    SlsDriver driver = new SlsDriver(expectedApps, groups);
+    driver.stopAfterAllocated = stopAfterAllocated;
+    driver.run(traceType, trace, nodes, output, intervalMs);
   }
 
   /** Registers every name of a hosts file ("ADDRESS NAME..." lines, # comments) with Hadoop's table. */
@@ -126,7 +135,8 @@ public final class SlsDriver {
   private static void usage(String problem) {
     System.err.println("SlsDriver: " + problem);
     System.err.println("usage: SlsDriver --trace-type SYNTH|SLS|RUMEN --trace FILE [--nodes FILE] --output DIR"
-        + " --expected-apps N [--interval-ms MS] [--static-hosts HOSTS_FILE] [--thread-group NAME=REGEX]...");
+        + " --expected-apps N [--interval-ms MS] [--static-hosts HOSTS_FILE] [--thread-group NAME=REGEX]..."
+        + " [--stop-after-allocated N]");
     System.exit(2);
   }
 
@@ -238,6 +248,12 @@ public final class SlsDriver {
       // A simulated AM can fail (its container "exits" before it unregisters); it still ended.
       finishReason = "all " + expectedApps + " applications ended (" + root.getAppsFailed() + " failed, "
           + root.getAppsKilled() + " killed)";
+      finished.countDown();
+    } else if (root != null && stopAfterAllocated > 0
+        && root.getAggregateAllocatedContainers() >= stopAfterAllocated && root.getPendingContainers() == 0
+        && ++drainedSamples >= 2) {
+      finishReason = "all " + stopAfterAllocated + " containers allocated and nothing pending (the drain is not"
+          + " measured; --stop-after-allocated)";
       finished.countDown();
     }
   }

@@ -105,6 +105,9 @@ class YarnCpsRig:
             args += ["--nodes", files.nodes]
         # The same names in Hadoop's static table: no hosts-file scan per container token (see SlsDriver).
         args += ["--static-hosts", files.hosts]
+        if expected_total and p["sls_metrics"] == "off":
+            # Stop once the demand is gone: the drain after the window (~6 s a run) measures nothing.
+            args += ["--stop-after-allocated", str(expected_total)]
         for group, pattern in workload.tables.get("thread_groups", {}).items():
             args += ["--thread-group", f"{group}={pattern}"]
         return Launch(

@@ -75,7 +75,7 @@ def steady_window(samples, warmup_s, min_window_s, release_fraction=0.05, total=
     a, b = samples[start], samples[end]
     span = b["t"] - a["t"]
     if span < min_window_s:
-        raise WindowError(f"steady window {span:.1f} s is shorter than the declared {min_window_s:g} s "
+        raise WindowError(f"steady window {span:.2f} s is shorter than the declared {min_window_s:g} s "
                           f"(t={a['t']:.1f}..{b['t']:.1f} s): give the trace more containers or shorten "
                           "the warm-up")
     return Window(start_index=start, end_index=end, start_t=a["t"], end_t=b["t"],

@@ -44,7 +44,7 @@ class RecordedSeriesTest(unittest.TestCase):
 
     def test_too_short_a_window_is_an_error_with_the_numbers(self):
         s = load("sls342_jdk17_g1_1000nodes_100ms.jsonl")
-        with self.assertRaisesRegex(window.WindowError, r"steady window 10\.0 s is shorter than the declared 15 s"):
+        with self.assertRaisesRegex(window.WindowError, r"steady window 10\.00 s is shorter than the declared 15 s"):
             window.steady_window(s, warmup_s=8, min_window_s=15, total=150030)
         with self.assertRaisesRegex(window.WindowError, "never got past its warm-up"):
             window.steady_window(s, warmup_s=60, min_window_s=1, total=150030)

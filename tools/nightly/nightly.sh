@@ -1,26 +1,58 @@
 #!/usr/bin/env bash
-# The nightly workflow, runnable here: run the nightly profiles, gate each against its stored baseline,
-# publish a PDF report, append the run to the history and look for change points.
+# The nightly workflow: tonight's candidate (this checkout) against the last accepted revision, both
+# measured in ONE interleaved run on this host, so that host drift between days cancels out.
 #
 #   tools/nightly/nightly.sh [OUT_DIR]      (default OUT_DIR: results/nightly-out/<UTC date>)
-#   NIGHTLY_MATRICES="calibration yarn_cps" to choose the matrices (default: both)
+#   NIGHTLY_MATRICES="calibration yarn_cps"  the matrices (default: both); each has a `nightly` profile
+#                                            whose `revision` axis is ["accepted", "candidate"]
+#   NIGHTLY_ACCEPTED=<commit>                the accepted revision (default: the one recorded by the last
+#                                            passing night in results/nightly-out/accepted-revision, or
+#                                            HEAD on the first night: an A/A run)
 #
-# Baselines are results/baselines/nightly-<matrix>/ (promote a good run with bazel run //tools:promote).
-# Without one, the night's run is reported but not gated, and the script says so.
+# Per matrix: build the accepted revision's rig target in a git worktree (kept under
+# results/nightly-out/worktrees/ for the next night), run the nightly profile with
+# --revision accepted=<its runfiles>, gate candidate vs accepted inside that run (//tools:gate --run
+# --axis revision), write the PDF report, append the run to the history and look for change points (host
+# drift marked apart). When every gate passes on a clean checkout, HEAD becomes the accepted revision.
 # Exit status: 0 all gates passed; 1 a gate found a regression; 2 a step could not run.
 set -uo pipefail
 
 cd "$(dirname "$0")/../.."
 workspace=$PWD
 bazel=$(command -v bazel || echo "$workspace/bazelw")
-out=${1:-$workspace/results/nightly-out/$(date -u +%Y-%m-%d)}
-mkdir -p "$out"
+nightly_root="$workspace/results/nightly-out"
+out=${1:-$nightly_root/$(date -u +%Y-%m-%d)}
+mkdir -p "$out" "$nightly_root/worktrees"
 status=0
 
+head=$(git rev-parse HEAD) || { echo "error: not a git checkout" >&2; exit 2; }
+accepted=${NIGHTLY_ACCEPTED:-$(cat "$nightly_root/accepted-revision" 2>/dev/null || true)}
+if [[ -z "$accepted" ]]; then
+  accepted=$head
+  echo "== no accepted revision recorded: tonight is an A/A run of $head against itself"
+fi
+accepted=$(git rev-parse --verify "$accepted^{commit}") || { echo "error: unknown accepted revision" >&2; exit 2; }
+echo "== candidate: this checkout ($head$([[ -n "$(git status --porcelain --untracked-files=no)" ]] && echo ', with uncommitted changes'))"
+echo "== accepted:  $accepted"
+
+worktree="$nightly_root/worktrees/$accepted"
+if [[ ! -d "$worktree" ]]; then
+  git worktree add --detach "$worktree" "$accepted" >/dev/null || { echo "error: git worktree add failed" >&2; exit 2; }
+fi
+
 for matrix in ${NIGHTLY_MATRICES:-calibration yarn_cps}; do
-  echo "== $matrix: running the nightly profile"
+  target="//rigs:${matrix}_matrix"
+  echo "== $matrix: building the accepted revision's $target (in $worktree)"
+  if ! (cd "$worktree" && "$bazel" build "$target" >"$out/$matrix-accepted-build.log" 2>&1); then
+    echo "error: the accepted revision does not build $target; see $out/$matrix-accepted-build.log" >&2
+    status=2
+    continue
+  fi
+  runfiles="$worktree/bazel-bin/rigs/${matrix}_matrix.runfiles"
+
+  echo "== $matrix: running the nightly profile (accepted and candidate interleaved)"
   log="$out/$matrix-run.log"
-  "$bazel" run "//rigs:${matrix}_matrix" -- --profile nightly --no-next-steps 2>&1 | tee "$log"
+  "$bazel" run "$target" -- --profile nightly --revision "accepted=$runfiles" --no-next-steps 2>&1 | tee "$log"
   run_dir=$(sed -n 's/.*results in \([^ ]*\)$/\1/p' "$log" | tail -1)
   if [[ -z "$run_dir" || ! -f "$run_dir/manifest.json" ]]; then
     echo "error: the $matrix run did not start; see $log" >&2
@@ -28,17 +60,11 @@ for matrix in ${NIGHTLY_MATRICES:-calibration yarn_cps}; do
     continue
   fi
 
-  baseline="$workspace/results/baselines/nightly-$matrix"
-  if [[ -d "$baseline" ]]; then
-    echo "== $matrix: gating against $baseline"
-    "$bazel" run //tools:gate -- --baseline "$baseline" --candidate "$run_dir" \
-      --markdown "$out/$matrix-gate.md" --junit "$out/$matrix-gate.xml"
-    gate_status=$?
-    if (( gate_status == 1 )); then status=1; elif (( gate_status != 0 && status == 0 )); then status=2; fi
-  else
-    echo "== $matrix: no baseline at $baseline: not gated. Promote this run if it is good:"
-    echo "   bazel run //tools:promote -- $run_dir --name nightly-$matrix"
-  fi
+  echo "== $matrix: gating candidate against accepted, inside run $(basename "$run_dir")"
+  "$bazel" run //tools:gate -- --run "$run_dir" --axis revision --baseline-value accepted \
+    --candidate-value candidate --markdown "$out/$matrix-gate.md" --junit "$out/$matrix-gate.xml"
+  gate_status=$?
+  if (( gate_status == 1 )); then status=1; elif (( gate_status != 0 && status == 0 )); then status=2; fi
 
   echo "== $matrix: report"
   if ! "$bazel" run //analysis:report -- "$run_dir" --kind axis --out "$out/$matrix-report.pdf"; then
@@ -46,16 +72,26 @@ for matrix in ${NIGHTLY_MATRICES:-calibration yarn_cps}; do
     (( status == 0 )) && status=2
   fi
 
-  history="$workspace/results/nightly-out/history-$matrix.txt"
-  mkdir -p "$(dirname "$history")"
+  history="$nightly_root/history-$matrix.txt"
   echo "$run_dir" >> "$history"
   mapfile -t runs < "$history"
   if (( ${#runs[@]} >= 10 )); then
-    echo "== $matrix: change points over ${#runs[@]} nights"
+    echo "== $matrix: change points over ${#runs[@]} nights (host drift marked apart)"
     "$bazel" run //analysis:history -- "${runs[@]}" --out "$out/$matrix-history.png" || true
   else
     echo "== $matrix: history has ${#runs[@]} night(s); change points need 10 or more"
   fi
 done
+
+# The accepted build's Bazel server is not needed until tomorrow.
+(cd "$worktree" && "$bazel" shutdown >/dev/null 2>&1) || true
+if (( status == 0 )); then
+  if [[ -z "$(git status --porcelain --untracked-files=no)" ]]; then
+    echo "$head" > "$nightly_root/accepted-revision"
+    echo "== every gate passed: $head is now the accepted revision"
+  else
+    echo "== every gate passed, but the checkout has uncommitted changes: the accepted revision stays $accepted"
+  fi
+fi
 echo "nightly outputs in $out (exit $status)"
 exit $status
