@@ -96,7 +96,7 @@ class GateTest(unittest.TestCase):
         golden.check(self, text, "tools/testdata/golden_gate.txt")
 
     def run_within(self, accepted, candidate, *extra):
-        run = os.path.join(self.dir, "run")
+        run = os.path.join(self.dir, f"run-{accepted:g}-{candidate:g}")
         write_set(run, [({"gc": "g1", "revision": "accepted"}, accepted), ({"gc": "g1", "revision": "candidate"},
                                                                           candidate)], runs=5, noise=0.005, seed=3)
         out, err = io.StringIO(), io.StringIO()
