@@ -25,7 +25,7 @@ import statistics
 import sys
 import tempfile
 
-from analysis import compare, plots, render, resultsets
+from analysis import compare, plots, render, resultsets, summary
 
 EXIT_OK, EXIT_BAD_INPUT = 0, 2
 
@@ -394,6 +394,12 @@ def provenance_appendix(measured, prepared):
         jdks = sorted({f"{x['provenance']['jdk']['name']}: {x['provenance']['jdk'].get('vendor', '?')} "
                        f"{x['provenance']['jdk'].get('runtime_version', '?')}" for x in s.docs if x["provenance"].get("jdk")})
         rows.append(["JDKs", "; ".join(jdks)])
+        revisions = sorted({f"{x['provenance']['revision']['name']} = {x['provenance']['revision']['commit'][:12]}"
+                            for x in s.docs if x["provenance"].get("revision")})
+        if revisions:
+            rows.append(["revisions", "; ".join(revisions)])
+        rows.append(["host reference", summary.host_reference_line(s.manifest).partition(": ")[2]
+                     or "none recorded"])
         blocks.append(render.TableBlock(["fact", "value"], rows, caption=f"Result set {s.name}"))
         flag_rows, seen, varying = [], set(), _varying(s.docs)
         for x in s.docs:

@@ -187,6 +187,9 @@ def load_revisions(items, matrix, rig_data, runfiles_ws, matrix_path, required=T
         if name == spec.CANDIDATE_REVISION:
             raise spec.SpecError(f"--revision {name}=...: `{name}` is the build being run; name the other one")
         root = os.path.abspath(path)
+        if not os.path.isdir(root):
+            raise spec.SpecError(f"--revision {name}: no runfiles folder {root} (build the target at that "
+                                 "revision first)")
         ws = os.path.join(root, "tunelab") if os.path.isdir(os.path.join(root, "tunelab")) else root
         data = {}
         for key, mine in rig_data.items():

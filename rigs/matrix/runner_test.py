@@ -189,6 +189,14 @@ class RunnerTest(unittest.TestCase):
         code, out = self.box.main("--set", "gc=shenandoah")
         self.assertEqual(code, runner.EXIT_BAD_INPUT)
         self.assertIn("the JVM refuses it: Unrecognized VM option", out)
+        # A revision axis value needs the build it names, before anything runs.
+        code, out = self.box.main("--set", "revision=accepted,candidate")
+        self.assertEqual(code, runner.EXIT_BAD_INPUT)
+        self.assertIn("the revision axis names accepted: give each build with --revision NAME=RUNFILES", out)
+        code, out = self.box.main("--set", "revision=accepted,candidate", "--revision",
+                                  f"accepted={self.box.root}/no-such-build")
+        self.assertEqual(code, runner.EXIT_BAD_INPUT)
+        self.assertIn("--revision accepted: no runfiles folder", out)
         self.assertEqual(self.box.run_dirs(), [])
 
     def test_dry_run_writes_nothing(self):

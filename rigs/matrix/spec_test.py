@@ -26,7 +26,7 @@ class ExpansionTest(unittest.TestCase):
         for cell in m.cells:
             self.assertEqual(cell.params["heap"], "512m")
             self.assertEqual(cell.params["variant"], "stock")
-            # revision has no default: cells of matrices without the axis do not carry it (their ids stay).
+        # revision has no default: cells of matrices without the axis do not carry it (their ids stay).
         self.assertEqual(set(cell.params), set(spec.STANDARD_AXES) - {"revision"} | {"mode"})
 
     def test_zip_pairs_instead_of_crossing(self):
@@ -79,6 +79,31 @@ class ExpansionTest(unittest.TestCase):
         m1 = build({"axes": {"gc": ["g1", "parallel"]}})
         m2 = build({"axes": {"gc": ["parallel", "g1"]}})
         self.assertEqual(sorted(c.id for c in m1.cells), sorted(c.id for c in m2.cells))
+
+    def test_known_answers_add_a_cell_that_runs_its_own_repetitions(self):
+        m = build({"axes": {"gc": ["g1", "parallel"]}, "policy": {"repetitions": 3},
+                   "known_answer": [{"cell": {"mode": "memory"}, "metric": "memory_copy_rate", "expect": 500,
+                                     "tolerance": 0.02, "label": "check"}]})
+        (known,) = m.known_answers
+        check = next(c for c in m.cells if c.id == known.cell_id)
+        self.assertEqual((check.params["mode"], check.params["gc"]), ("memory", "g1"))
+        self.assertEqual((known.expect, known.tolerance, known.repetitions), (500.0, 0.02, 1))
+        order = spec.interleaved_order(m.cells, 3, 1, m.repetitions_of)
+        self.assertEqual(sum(1 for c, _ in order if c.id == known.cell_id), 1)
+        self.assertEqual(len(order), 2 * 3 + 1)
+        with self.assertRaisesRegex(spec.SpecError, "needs `metric` and a numeric `expect`"):
+            build({"known_answer": [{"cell": {}, "metric": "m"}]})
+
+    def test_comparison_groups_are_the_declared_axes_and_zips(self):
+        m = build({"axes": {"jdk": [11, 17], "gc": ["cms", "g1"], "mode": ["cpu"]}, "zip": [{"axes": ["jdk", "gc"]}],
+                   "include": [{"mode": "memory", "heap": "1g"}]})
+        # The include varies mode and heap, but neither is a declared comparison.
+        self.assertEqual(m.comparison_groups(), [["jdk", "gc"]])
+        self.assertEqual(build({"axes": {"gc": ["g1", "parallel"]}}).comparison_groups(), [["gc"]])
+
+    def test_the_revision_axis_is_free_form_and_has_no_default(self):
+        m = build({"axes": {"revision": ["accepted", "candidate"]}})
+        self.assertEqual(sorted(c.params["revision"] for c in m.cells), ["accepted", "candidate"])
 
     def test_interleaved_order_is_seeded_rounds(self):
         cells = build({"axes": {"gc": ["g1", "parallel", "serial"]}}).cells
