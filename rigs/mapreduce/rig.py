@@ -1,0 +1,144 @@
+"""The MR1 vs MR2 rig: the same WordCount, in local mode, on hadoop-core 1.2.1 (MR1) or 3.4.2 (MR2).
+
+launch() generates the cell's input once per run (workloads/mapreduce/textgen.py, cached under the run's
+inputs/ folder by its parameters, with the expected answer's sha256), writes a log4j.properties that gives
+both engines the same log layout, and starts the examples jar's ExampleDriver with the study's fair-
+comparison settings: reduce slow-start 0.99, one reducer, the local runner (one map slot, one reduce).
+parse() reads the job's log (rigs/mapreduce/joblog.py): one sample per run of the job, map and reduce
+phase times, Spilled Records and the map spill count, all job counters as observations; and checks the
+job's output against the expected answer: a mismatch makes the cell invalid.
+"""
+
+import dataclasses
+import hashlib
+import json
+import os
+import shutil
+import tempfile
+
+from rigs.mapreduce import joblog
+from rigs.matrix.rig import Launch, MeasurementInvalid, Parsed
+from workloads.mapreduce import textgen
+
+ENGINES = ("mr1", "mr2")
+CLASSPATHS = {"mr1": "classpath_mr1", "mr2": "classpath_mr2"}
+# The same setting under each engine's name (MR2 renamed them; MAPREDUCE-64 removed io.sort.record.percent).
+SORT_MB = {"mr1": "io.sort.mb", "mr2": "mapreduce.task.io.sort.mb"}
+SLOWSTART = {"mr1": "mapred.reduce.slowstart.completed.maps", "mr2": "mapreduce.job.reduce.slowstart.completedmaps"}
+REDUCES = {"mr1": "mapred.reduce.tasks", "mr2": "mapreduce.job.reduces"}
+LOCAL_DIR = {"mr1": "mapred.local.dir", "mr2": "mapreduce.cluster.local.dir"}
+LOG4J = """# Written by the mapreduce rig: the same layout for both engines, on stdout, for rigs/mapreduce/joblog.py.
+log4j.rootLogger=INFO,console
+log4j.appender.console=org.apache.log4j.ConsoleAppender
+log4j.appender.console.target=System.out
+log4j.appender.console.layout=org.apache.log4j.PatternLayout
+log4j.appender.console.layout.ConversionPattern=%d{ISO8601} %p %c{2}: %m%n
+"""
+UNITS = {"job_time": "s", "map_time": "s", "reduce_time": "s", "spilled_records": "records", "map_spills": "spills"}
+
+
+def read_classpath_file(path):
+    """Jar paths of a java_classpath file (rigs/defs.bzl), each relative to the file's folder."""
+    folder = os.path.dirname(os.path.abspath(path))
+    with open(path) as f:
+        return [os.path.normpath(os.path.join(folder, line.strip())) for line in f if line.strip()]
+
+
+def text_params(params):
+    try:
+        return textgen.TextParams(words=int(params["words"]), vocabulary=int(params["vocabulary"]),
+                                  zipf_s=float(params["zipf_s"]), seed=int(params["seed"]),
+                                  splits=int(params["splits"]))
+    except ValueError as e:
+        raise ValueError(f"input parameters: {e}") from None
+
+
+def ensure_input(params, cache_root):
+    """(folder, {file: sha256}, expected output sha256): generated once per parameters, atomically."""
+    tp = text_params(params)
+    key = hashlib.sha256(json.dumps(dataclasses.asdict(tp), sort_keys=True).encode()).hexdigest()[:16]
+    folder = os.path.join(cache_root, f"wordcount-{key}")
+    manifest = os.path.join(folder, "expected.json")
+    if not os.path.exists(manifest):
+        os.makedirs(cache_root, exist_ok=True)
+        tmp = tempfile.mkdtemp(prefix=".tmp-", dir=cache_root)
+        digests, counts = textgen.generate(tp, os.path.join(tmp, "input"))
+        with open(os.path.join(tmp, "expected.json"), "w") as f:
+            json.dump({"params": dataclasses.asdict(tp), "inputs": digests, "output_sha256": textgen.wordcount_digest(counts)}, f)
+        shutil.rmtree(folder, ignore_errors=True)
+        os.rename(tmp, folder)
+    with open(manifest) as f:
+        expected = json.load(f)
+    return os.path.join(folder, "input"), expected["inputs"], expected["output_sha256"]
+
+
+def output_digest(out_dir):
+    """sha256 of the job's answer: every part file's lines, sorted (the same form as textgen's)."""
+    lines = []
+    for name in sorted(os.listdir(out_dir)):
+        if name.startswith("part-"):
+            with open(os.path.join(out_dir, name), "rb") as f:
+                lines += f.read().splitlines(keepends=True)
+    return hashlib.sha256(b"".join(sorted(lines))).hexdigest()
+
+
+class MapReduceRig:
+    name = "mapreduce"
+
+    def check(self, params):
+        if params["mapreduce"] not in ENGINES:
+            raise ValueError(f"mapreduce={params['mapreduce']}: the engines are {', '.join(ENGINES)}")
+        if params["job"] != "wordcount":
+            raise ValueError(f"job={params['job']}: only wordcount is built so far (terasort is not yet)")
+        if params["mapreduce"] == "mr2" and params["io_sort_record_percent"] != "default":
+            raise ValueError("io_sort_record_percent is MR1-only: MR2 removed it (MAPREDUCE-64) and ignores it; "
+                             "exclude mapreduce=mr2 from that axis' other values")
+        if params["io_sort_record_percent"] != "default" and not 0 < float(params["io_sort_record_percent"]) < 1:
+            raise ValueError("io_sort_record_percent must be in (0, 1) or default")
+        text_params(params).check()
+
+    def estimate_seconds(self, params, policy):
+        """JVM start-up, then about 1.2 M words/s through one map (measured: 3 M words in ~3 s of job time)."""
+        return 3 + int(params["words"]) / 1.2e6
+
+    def launch(self, cell, workload, policy, workdir, data):
+        p = cell.params
+        engine = p["mapreduce"]
+        run_dir = os.path.dirname(os.path.dirname(os.path.abspath(workdir)))
+        input_dir, input_digests, expected = ensure_input(p, os.path.join(run_dir, "inputs"))
+        conf = os.path.join(workdir, "conf")
+        os.makedirs(conf, exist_ok=True)
+        with open(os.path.join(conf, "log4j.properties"), "w") as f:
+            f.write(LOG4J)
+        out_dir = os.path.join(workdir, "output")
+        with open(os.path.join(workdir, "launch.json"), "w") as f:
+            json.dump({"engine": engine, "input": input_dir, "output": out_dir, "expected_output_sha256": expected},
+                      f, indent=2, sort_keys=True)
+        options = {SLOWSTART[engine]: "0.99", REDUCES[engine]: "1", SORT_MB[engine]: p["io_sort_mb"],
+                   LOCAL_DIR[engine]: os.path.join(workdir, "local"), "hadoop.tmp.dir": os.path.join(workdir, "tmp")}
+        if p["io_sort_record_percent"] != "default":
+            options["io.sort.record.percent"] = p["io_sort_record_percent"]
+        args = [p["job"]] + [f"-D{k}={v}" for k, v in sorted(options.items())] + [input_dir, out_dir]
+        return Launch(main_class="org.apache.hadoop.examples.ExampleDriver",
+                      classpath=[conf] + read_classpath_file(data[CLASSPATHS[engine]]), args=args,
+                      generated_inputs=dict(input_digests))
+
+    def parse(self, stdout_text, policy, workdir):
+        try:
+            log = joblog.parse(stdout_text)
+        except joblog.JobLogError as e:
+            raise MeasurementInvalid(str(e)) from None
+        with open(os.path.join(workdir, "launch.json")) as f:
+            launch = json.load(f)
+        actual = output_digest(launch["output"])
+        if actual != launch["expected_output_sha256"]:
+            raise MeasurementInvalid(f"the job's output (sha256 {actual[:12]}) is not the expected answer "
+                                     f"({launch['expected_output_sha256'][:12]}): wrong result, not measured")
+        values = {"job_time": log.job_s, "map_time": log.map_s, "reduce_time": log.reduce_s,
+                  "spilled_records": float(log.counter("Spilled Records")), "map_spills": float(log.map_spills)}
+        samples = [{"metric": m, "value": v, "unit": UNITS[m], "t": log.job_s} for m, v in values.items()]
+        return Parsed([], samples, {"counters": log.counters, "output_sha256": actual,
+                                    "perf_counters": "skipped: not collected by this rig yet"})
+
+
+RIG = MapReduceRig()

@@ -1,0 +1,108 @@
+"""The MR rig on recorded real logs of both engines (testdata/README.md), its output check, its refusals."""
+
+import hashlib
+import os
+import tempfile
+import unittest
+
+from rigs.mapreduce import joblog, rig
+from rigs.matrix.rig import MeasurementInvalid
+
+HERE = os.path.join(os.path.dirname(__file__), "testdata")
+
+
+def recorded(engine):
+    with open(os.path.join(HERE, f"{engine}_wordcount_3m.log")) as f:
+        return f.read()
+
+
+PARAMS = {"mapreduce": "mr1", "job": "wordcount", "words": "3000", "vocabulary": "50", "zipf_s": "1.0",
+          "seed": "7", "splits": "2", "io_sort_mb": "100", "io_sort_record_percent": "default"}
+
+
+class JobLogTest(unittest.TestCase):
+    def test_mr1_spills_twelve_times_on_the_study_input(self):
+        log = joblog.parse(recorded("mr1"))
+        self.assertEqual(log.map_spills, 12)
+        self.assertEqual(log.counter("Spilled Records"), 166640)
+        self.assertEqual(log.counter("Map output records"), 3000000)
+        self.assertEqual(log.counter("Reduce output records"), 10000)
+        # 19,160 first map attempt started, 21,788 map attempt finished, 21,825 reduce attempt done.
+        self.assertAlmostEqual(log.map_s, 2.628, places=3)
+        self.assertAlmostEqual(log.reduce_s, 0.037, places=3)
+        self.assertAlmostEqual(log.job_s, 2.665, places=3)
+
+    def test_mr2_spills_once_and_its_job_counters_are_the_last_block(self):
+        log = joblog.parse(recorded("mr2"))
+        self.assertEqual(log.map_spills, 1)
+        # The job's total, not a task's (MR2 also logs "Final Counters for attempt_..." per task: 10000).
+        self.assertEqual(log.counter("Spilled Records"), 20000)
+        self.assertEqual(log.counters["Map-Reduce Framework"]["Map output records"], 3000000)
+        self.assertIn("File System Counters", log.counters)
+
+    def test_a_job_that_did_not_complete_is_refused(self):
+        cut = recorded("mr2").split("completed successfully")[0]
+        with self.assertRaisesRegex(joblog.JobLogError, "did not complete"):
+            joblog.parse(cut)
+        with self.assertRaisesRegex(joblog.JobLogError, "did not complete"):
+            joblog.parse("java.lang.OutOfMemoryError: Java heap space\n")
+
+
+class OutputCheckTest(unittest.TestCase):
+    def setUp(self):
+        self.dir = tempfile.mkdtemp(dir=os.environ.get("TEST_TMPDIR"))
+
+    def answer(self, corrupt=False):
+        """Runs the input generator and writes the right (or a corrupted) WordCount answer as a job would."""
+        input_dir, inputs, expected = rig.ensure_input(PARAMS, os.path.join(self.dir, "inputs"))
+        counts = {}
+        for name in inputs:
+            with open(os.path.join(input_dir, name)) as f:
+                for word in f.read().split():
+                    counts[word] = counts.get(word, 0) + 1
+        if corrupt:
+            counts[min(counts)] += 1
+        out = os.path.join(self.dir, "output")
+        os.makedirs(out, exist_ok=True)
+        with open(os.path.join(out, "part-r-00000"), "w") as f:
+            f.writelines(f"{w}\t{c}\n" for w, c in sorted(counts.items()))
+        with open(os.path.join(self.dir, "launch.json"), "w") as f:
+            f.write('{"output": "%s", "expected_output_sha256": "%s"}' % (out, expected))
+        return expected
+
+    def test_the_right_answer_is_measured(self):
+        expected = self.answer()
+        parsed = rig.RIG.parse(recorded("mr1"), None, self.dir)
+        self.assertEqual(parsed.observations["output_sha256"], expected)
+        values = {s["metric"]: s["value"] for s in parsed.samples}
+        self.assertEqual((values["map_spills"], values["spilled_records"]), (12.0, 166640.0))
+
+    def test_a_corrupted_output_makes_the_cell_invalid(self):
+        self.answer(corrupt=True)
+        with self.assertRaisesRegex(MeasurementInvalid, "not the expected answer"):
+            rig.RIG.parse(recorded("mr1"), None, self.dir)
+
+    def test_inputs_are_generated_once_per_parameters(self):
+        a = rig.ensure_input(PARAMS, os.path.join(self.dir, "inputs"))
+        b = rig.ensure_input(dict(PARAMS), os.path.join(self.dir, "inputs"))
+        self.assertEqual(a, b)
+        self.assertEqual(len(os.listdir(os.path.join(self.dir, "inputs"))), 1)
+        c = rig.ensure_input(dict(PARAMS, seed="8"), os.path.join(self.dir, "inputs"))
+        self.assertNotEqual(a[2], c[2])
+
+
+class CheckTest(unittest.TestCase):
+    def test_impossible_cells_are_refused_before_anything_runs(self):
+        rig.RIG.check(PARAMS)
+        with self.assertRaisesRegex(ValueError, "MR1-only"):
+            rig.RIG.check(dict(PARAMS, mapreduce="mr2", io_sort_record_percent="0.5"))
+        with self.assertRaisesRegex(ValueError, "engines are mr1, mr2"):
+            rig.RIG.check(dict(PARAMS, mapreduce="mr3"))
+        with self.assertRaisesRegex(ValueError, r"must be in \(0, 1\)"):
+            rig.RIG.check(dict(PARAMS, io_sort_record_percent="1.5"))
+        with self.assertRaisesRegex(ValueError, "words, vocabulary, splits"):
+            rig.RIG.check(dict(PARAMS, words="0"))
+
+
+if __name__ == "__main__":
+    unittest.main()
