@@ -507,6 +507,8 @@ def main(argv=None):
             sets += reference_sets(results_root)
         out_pdf = os.path.join(cwd, args.out)
         out_html = os.path.join(cwd, args.html) if args.html else os.path.splitext(out_pdf)[0] + ".html"
+        for path in (out_pdf, out_html):
+            os.makedirs(os.path.dirname(path) or ".", exist_ok=True)
         command = shlex.join(["bazel", "run", "//analysis:report", "--"] + (argv if argv is not None else sys.argv[1:]))
         with tempfile.TemporaryDirectory(prefix="tunelab-report-") as tmp:
             blocks = build(args.kind, sets, tmp, args.metric, args.axis, args.allow_provenance_mismatch, command)
