@@ -1,7 +1,9 @@
-"""The MR1 vs MR2 rig: the same WordCount, in local mode, on hadoop-core 1.2.1 (MR1) or 3.4.2 (MR2).
+"""The MR1 vs MR2 rig: the same WordCount or TeraSort, in local mode, on hadoop-core 1.2.1 (MR1) or 3.4.2
+(MR2), from the engines' own examples jars.
 
-launch() generates the cell's input once per run (workloads/mapreduce/textgen.py, cached under the run's
-inputs/ folder by its parameters, with the expected answer's sha256), writes a log4j.properties that gives
+launch() generates the cell's input once per run (workloads/mapreduce/textgen.py for WordCount,
+terarecords.py for TeraSort: one input read by both engines; cached under the run's inputs/ folder by its
+parameters, with the expected answer's sha256), writes a log4j.properties that gives
 both engines the same log layout, and starts the examples jar's ExampleDriver with the study's fair-
 comparison settings: reduce slow-start 0.99, one reducer, the local runner (one map slot, one reduce).
 parse() reads the job's log (rigs/mapreduce/joblog.py): one sample per run of the job, map and reduce
@@ -18,9 +20,10 @@ import tempfile
 
 from rigs.mapreduce import joblog
 from rigs.matrix.rig import Launch, MeasurementInvalid, Parsed
-from workloads.mapreduce import textgen
+from workloads.mapreduce import terarecords, textgen
 
 ENGINES = ("mr1", "mr2")
+JOBS = ("wordcount", "terasort")
 CLASSPATHS = {"mr1": "classpath_mr1", "mr2": "classpath_mr2"}
 # The same setting under each engine's name (MR2 renamed them; MAPREDUCE-64 removed io.sort.record.percent).
 SORT_MB = {"mr1": "io.sort.mb", "mr2": "mapreduce.task.io.sort.mb"}
@@ -34,7 +37,32 @@ log4j.appender.console.target=System.out
 log4j.appender.console.layout=org.apache.log4j.PatternLayout
 log4j.appender.console.layout.ConversionPattern=%d{ISO8601} %p %c{2}: %m%n
 """
-UNITS = {"job_time": "s", "map_time": "s", "reduce_time": "s", "spilled_records": "records", "map_spills": "spills"}
+UNITS = {"job_time": "s", "map_time": "s", "reduce_time": "s", "spilled_records": "records", "map_spills": "spills",
+         "cpu_time": "s"}
+# perf stat on the JVM: software events work in this VM; the hardware ones need a PMU, which this guest
+# lacks (perf prints "<not supported>"): they are recorded as skipped with that reason, never invented.
+PERF_EVENTS = ("task-clock", "context-switches", "cpu-migrations", "page-faults", "cycles", "instructions",
+               "cache-references", "cache-misses")
+
+
+def parse_perf_csv(text):
+    """{event: {"value", "unit"}} or {event: {"skipped": reason}} from `perf stat -x,` output."""
+    out = {}
+    for line in text.splitlines():
+        if not line or line.startswith("#"):
+            continue
+        fields = line.split(",")
+        if len(fields) < 3:
+            continue
+        value, unit, event = fields[0], fields[1], fields[2]
+        if value.startswith("<"):
+            out[event] = {"skipped": f"perf reported {value} on this host (no hardware counters: no PMU)"}
+        else:
+            try:
+                out[event] = {"value": float(value), "unit": unit or "count"}
+            except ValueError:
+                continue
+    return out
 
 
 def read_classpath_file(path):
@@ -53,18 +81,30 @@ def text_params(params):
         raise ValueError(f"input parameters: {e}") from None
 
 
+def input_spec(params):
+    """(job, the parameters the input depends on) of a cell."""
+    if params["job"] == "terasort":
+        return "terasort", {"rows": int(params["rows"]), "seed": int(params["seed"]), "splits": int(params["splits"])}
+    return "wordcount", dataclasses.asdict(text_params(params))
+
+
 def ensure_input(params, cache_root):
     """(folder, {file: sha256}, expected output sha256): generated once per parameters, atomically."""
-    tp = text_params(params)
-    key = hashlib.sha256(json.dumps(dataclasses.asdict(tp), sort_keys=True).encode()).hexdigest()[:16]
-    folder = os.path.join(cache_root, f"wordcount-{key}")
+    job, spec = input_spec(params)
+    key = hashlib.sha256(json.dumps([job, spec], sort_keys=True).encode()).hexdigest()[:16]
+    folder = os.path.join(cache_root, f"{job}-{key}")
     manifest = os.path.join(folder, "expected.json")
     if not os.path.exists(manifest):
         os.makedirs(cache_root, exist_ok=True)
         tmp = tempfile.mkdtemp(prefix=".tmp-", dir=cache_root)
-        digests, counts = textgen.generate(tp, os.path.join(tmp, "input"))
+        if job == "terasort":
+            digests, expected = terarecords.generate(spec["rows"], spec["seed"], os.path.join(tmp, "input"),
+                                                     spec["splits"])
+        else:
+            digests, counts = textgen.generate(textgen.TextParams(**spec), os.path.join(tmp, "input"))
+            expected = textgen.wordcount_digest(counts)
         with open(os.path.join(tmp, "expected.json"), "w") as f:
-            json.dump({"params": dataclasses.asdict(tp), "inputs": digests, "output_sha256": textgen.wordcount_digest(counts)}, f)
+            json.dump({"job": job, "params": spec, "inputs": digests, "output_sha256": expected}, f)
         shutil.rmtree(folder, ignore_errors=True)
         os.rename(tmp, folder)
     with open(manifest) as f:
@@ -73,7 +113,8 @@ def ensure_input(params, cache_root):
 
 
 def output_digest(out_dir):
-    """sha256 of the job's answer: every part file's lines, sorted (the same form as textgen's)."""
+    """sha256 of the job's answer: every part file's lines, sorted (the form of textgen's and
+    terarecords' expected digests: WordCount's "word<TAB>count" lines, TeraSort's 100-byte lines)."""
     lines = []
     for name in sorted(os.listdir(out_dir)):
         if name.startswith("part-"):
@@ -88,8 +129,10 @@ class MapReduceRig:
     def check(self, params):
         if params["mapreduce"] not in ENGINES:
             raise ValueError(f"mapreduce={params['mapreduce']}: the engines are {', '.join(ENGINES)}")
-        if params["job"] != "wordcount":
-            raise ValueError(f"job={params['job']}: only wordcount is built so far (terasort is not yet)")
+        if params["job"] not in JOBS:
+            raise ValueError(f"job={params['job']}: the jobs are {', '.join(JOBS)}")
+        if int(params["rows"]) < 1:
+            raise ValueError("rows must be >= 1")
         if params["mapreduce"] == "mr2" and params["io_sort_record_percent"] != "default":
             raise ValueError("io_sort_record_percent is MR1-only: MR2 removed it (MAPREDUCE-64) and ignores it; "
                              "exclude mapreduce=mr2 from that axis' other values")
@@ -98,14 +141,29 @@ class MapReduceRig:
         text_params(params).check()
 
     def estimate_seconds(self, params, policy):
-        """JVM start-up, then about 1.2 M words/s through one map (measured: 3 M words in ~3 s of job time)."""
+        """JVM start-up, then about 1.2 M words/s through one map (measured: 3 M words in ~3 s of job time),
+        or about 100 k TeraSort rows/s (measured: 100 k rows in 0.5-1.2 s)."""
+        if params["job"] == "terasort":
+            return 3 + int(params["rows"]) / 1e5
         return 3 + int(params["words"]) / 1.2e6
 
     def launch(self, cell, workload, policy, workdir, data):
         p = cell.params
         engine = p["mapreduce"]
         run_dir = os.path.dirname(os.path.dirname(os.path.abspath(workdir)))
-        input_dir, input_digests, expected = ensure_input(p, os.path.join(run_dir, "inputs"))
+        cached, input_digests, expected = ensure_input(p, os.path.join(run_dir, "inputs"))
+        # The cell's own input folder of links to the cached files: MR1's TeraSort writes its partition file
+        # into the input folder, which must stay the same for every cell.
+        input_dir = os.path.join(workdir, "input")
+        os.makedirs(input_dir, exist_ok=True)
+        for name in input_digests:
+            os.symlink(os.path.join(cached, name), os.path.join(input_dir, name))
+        if p["job"] == "terasort" and engine == "mr1":
+            # MR1's local runner cannot link the partition file into the task's working directory
+            # ("LocalJobRunner does not support symlinking"): the rig links it into the JVM's own (the cell
+            # folder), and the localRunner folder must exist (../shared/FACTS.md).
+            os.makedirs(os.path.join(workdir, "tmp", "mapred", "local", "localRunner"), exist_ok=True)
+            os.symlink(os.path.join(input_dir, "_partition.lst"), os.path.join(workdir, "_partition.lst"))
         conf = os.path.join(workdir, "conf")
         os.makedirs(conf, exist_ok=True)
         with open(os.path.join(conf, "log4j.properties"), "w") as f:
@@ -115,13 +173,18 @@ class MapReduceRig:
             json.dump({"engine": engine, "input": input_dir, "output": out_dir, "expected_output_sha256": expected},
                       f, indent=2, sort_keys=True)
         options = {SLOWSTART[engine]: "0.99", REDUCES[engine]: "1", SORT_MB[engine]: p["io_sort_mb"],
-                   LOCAL_DIR[engine]: os.path.join(workdir, "local"), "hadoop.tmp.dir": os.path.join(workdir, "tmp")}
+                   "hadoop.tmp.dir": os.path.join(workdir, "tmp")}
+        if not (p["job"] == "terasort" and engine == "mr1"):
+            options[LOCAL_DIR[engine]] = os.path.join(workdir, "local")  # MR1 TeraSort: under hadoop.tmp.dir
         if p["io_sort_record_percent"] != "default":
             options["io.sort.record.percent"] = p["io_sort_record_percent"]
         args = [p["job"]] + [f"-D{k}={v}" for k, v in sorted(options.items())] + [input_dir, out_dir]
+        perf = shutil.which("perf")
+        wrapper = ([perf, "stat", "-x,", "-o", os.path.join(workdir, "perf.csv"), "-e", ",".join(PERF_EVENTS), "--"]
+                   if perf else [])
         return Launch(main_class="org.apache.hadoop.examples.ExampleDriver",
                       classpath=[conf] + read_classpath_file(data[CLASSPATHS[engine]]), args=args,
-                      generated_inputs=dict(input_digests))
+                      generated_inputs=dict(input_digests), wrapper=wrapper)
 
     def parse(self, stdout_text, policy, workdir):
         try:
@@ -136,9 +199,16 @@ class MapReduceRig:
                                      f"({launch['expected_output_sha256'][:12]}): wrong result, not measured")
         values = {"job_time": log.job_s, "map_time": log.map_s, "reduce_time": log.reduce_s,
                   "spilled_records": float(log.counter("Spilled Records")), "map_spills": float(log.map_spills)}
+        perf_path = os.path.join(workdir, "perf.csv")
+        if os.path.exists(perf_path):
+            with open(perf_path) as f:
+                perf = parse_perf_csv(f.read())
+            if "value" in perf.get("task-clock", {}):
+                values["cpu_time"] = perf["task-clock"]["value"] / 1000.0  # msec -> s, the whole JVM
+        else:
+            perf = {"skipped": "perf is not installed on this host (Debian: linux-perf)"}
         samples = [{"metric": m, "value": v, "unit": UNITS[m], "t": log.job_s} for m, v in values.items()]
-        return Parsed([], samples, {"counters": log.counters, "output_sha256": actual,
-                                    "perf_counters": "skipped: not collected by this rig yet"})
+        return Parsed([], samples, {"counters": log.counters, "output_sha256": actual, "perf_stat": perf})
 
 
 RIG = MapReduceRig()

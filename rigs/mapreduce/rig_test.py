@@ -16,7 +16,7 @@ def recorded(engine):
         return f.read()
 
 
-PARAMS = {"mapreduce": "mr1", "job": "wordcount", "words": "3000", "vocabulary": "50", "zipf_s": "1.0",
+PARAMS = {"mapreduce": "mr1", "job": "wordcount", "words": "3000", "rows": "500", "vocabulary": "50", "zipf_s": "1.0",
           "seed": "7", "splits": "2", "io_sort_mb": "100", "io_sort_record_percent": "default"}
 
 
@@ -39,6 +39,14 @@ class JobLogTest(unittest.TestCase):
         self.assertEqual(log.counter("Spilled Records"), 20000)
         self.assertEqual(log.counters["Map-Reduce Framework"]["Map output records"], 3000000)
         self.assertIn("File System Counters", log.counters)
+
+    def test_terasort_logs_of_both_engines(self):
+        for engine in ("mr1", "mr2"):
+            with open(os.path.join(HERE, f"{engine}_terasort_100k.log")) as f:
+                log = joblog.parse(f.read())
+            self.assertEqual(log.counter("Map output records"), 100000, engine)
+            self.assertEqual(log.counter("Spilled Records"), 200000, engine)
+            self.assertEqual(log.map_spills, 1, engine)
 
     def test_a_job_that_did_not_complete_is_refused(self):
         cut = recorded("mr2").split("completed successfully")[0]
@@ -91,11 +99,24 @@ class OutputCheckTest(unittest.TestCase):
         self.assertNotEqual(a[2], c[2])
 
 
+class PerfTest(unittest.TestCase):
+    def test_software_events_are_read_and_hardware_ones_skipped_with_the_reason(self):
+        # Recorded here: perf stat -x, -e task-clock,...,cache-misses -- sleep 0.1 (no PMU in this VM).
+        with open(os.path.join(HERE, "perf_stat_sleep.csv")) as f:
+            perf = rig.parse_perf_csv(f.read())
+        self.assertEqual(perf["task-clock"], {"value": 0.81, "unit": "msec"})
+        self.assertEqual(perf["page-faults"]["value"], 76.0)
+        self.assertIn("no PMU", perf["cache-misses"]["skipped"])
+        self.assertNotIn("value", perf["instructions"])
+
+
 class CheckTest(unittest.TestCase):
     def test_impossible_cells_are_refused_before_anything_runs(self):
         rig.RIG.check(PARAMS)
         with self.assertRaisesRegex(ValueError, "MR1-only"):
             rig.RIG.check(dict(PARAMS, mapreduce="mr2", io_sort_record_percent="0.5"))
+        with self.assertRaisesRegex(ValueError, "jobs are wordcount, terasort"):
+            rig.RIG.check(dict(PARAMS, job="grep"))
         with self.assertRaisesRegex(ValueError, "engines are mr1, mr2"):
             rig.RIG.check(dict(PARAMS, mapreduce="mr3"))
         with self.assertRaisesRegex(ValueError, r"must be in \(0, 1\)"):

@@ -72,7 +72,8 @@ class CellRunner:
                 nodes = knobs.numa_nodes_for(cell, ctx.matrix, ctx.nodes)
                 ev["numa_nodes"] = nodes
                 wrapper = knobs.wrapper_argv(cell, ctx.matrix, ctx.nodes)
-                argv = (wrapper + [java] + knobs.jvm_flags(cell, ctx.matrix, planned.gc_flags) + launch.jvm_flags
+                argv = (wrapper + launch.wrapper + [java] + knobs.jvm_flags(cell, ctx.matrix, planned.gc_flags)
+                        + launch.jvm_flags
                         + ["-cp", ":".join(launch.classpath), launch.main_class] + launch.args)
                 doc["provenance"]["command"] = argv
                 if launch.generated_inputs:
@@ -139,8 +140,7 @@ class CellRunner:
         """Pins threads, collects evidence mid-measurement, enforces the timeout. Returns timed_out."""
         pinning = self.ctx.matrix.pinnings[planned.cell.params["pinning"]]
         jcmd = os.path.join(planned.jdk["java_home"], "bin", "jcmd")
-        pid = self.proc.pid
-        pinner = knobs.ThreadPinner(jcmd, pid, pinning.threads, proc=self.ctx.host_paths.proc)
+        pid = pinner = None
         t0 = time.monotonic()
         deadline = t0 + policy.timeout_s
         collect_at = [t0 + 1.0, t0 + policy.warmup_s + policy.measure_s / 2]
@@ -150,6 +150,14 @@ class CellRunner:
             if now > deadline:
                 self.kill()
                 return True
+            if pid is None:
+                # The JVM is the process started, or (under a rig's wrapper such as perf stat) its child.
+                pid = jvm_pid(self.proc.pid, self.ctx.host_paths.proc)
+                if pid is None:
+                    time.sleep(0.05)
+                    continue
+                ev["jvm_pid_is_child_of_wrapper"] = pid != self.proc.pid
+                pinner = knobs.ThreadPinner(jcmd, pid, pinning.threads, proc=self.ctx.host_paths.proc)
             if pinning.threads and now >= next_pin:
                 pinner.poll()
                 all_found = all(any(t["pattern"] == p for t in pinner.pinned.values()) for p, _ in pinning.threads)
@@ -189,6 +197,22 @@ class CellRunner:
         ev["hugetlb_kb"] = int(hugetlb) if hugetlb.isdigit() else 0
         ev["thp_mode"] = knobs.HostKnobs(self.ctx.host_paths).thp_mode()
         ev["collected_at_s"] = round(at_s, 2)
+
+
+def jvm_pid(root, proc="/proc"):
+    """`root` if it runs java, else its first descendant that does (breadth first); None if none yet."""
+    queue = [root]
+    while queue:
+        pid = queue.pop(0)
+        try:
+            with open(os.path.join(proc, str(pid), "comm")) as f:
+                if f.read().strip() == "java":
+                    return pid
+            with open(os.path.join(proc, str(pid), "task", str(pid), "children")) as f:
+                queue += [int(c) for c in f.read().split()]
+        except (OSError, ValueError):
+            continue
+    return None
 
 
 class RunContext:

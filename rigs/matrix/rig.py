@@ -27,6 +27,10 @@ class Launch:
     env: dict = dataclasses.field(default_factory=dict)
     # Inputs the rig generated for this cell (e.g. a trace): file name -> sha256, stored in provenance.
     generated_inputs: dict = dataclasses.field(default_factory=dict)
+    # A measuring tool the JVM runs under (e.g. ["perf", "stat", ..., "--"]), placed after the runner's own
+    # placement wrapper (numactl/taskset), so it inherits the cell's CPU and memory binding. Never for
+    # placement. The runner finds the JVM among its children for evidence and pinning.
+    wrapper: list = dataclasses.field(default_factory=list)
 
 
 @dataclasses.dataclass

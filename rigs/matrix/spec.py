@@ -13,7 +13,8 @@ so that every cell is a flat dict of scalars and its id (a hash of that dict) is
 
 A `[[known_answer]]` adds a cell whose result is known in advance (`cell = {...}` like an include, `metric`,
 `expect`, `tolerance` as a fraction, `label`): a self-check of the rig printed as one line, never compared
-as an axis. `[matrix] question` states what the matrix answers, the title of its summary table.
+as an axis. `[matrix] question` states what the matrix answers, the title of its summary table;
+`[matrix] not_compared` lists axes that only stratify (e.g. the job: WordCount vs TeraSort is no question).
 
 The `revision` axis names builds of the rigs: `candidate` is the build being run; any other value must be
 given to the runner as `--revision NAME=RUNFILES` (e.g. the last accepted commit built in a git worktree),
@@ -93,6 +94,7 @@ class Matrix:
     zip_groups: list = dataclasses.field(default_factory=list)  # [[axis, ...]] that vary together
     known_answers: list = dataclasses.field(default_factory=list)  # [KnownAnswer]
     question: str = ""
+    not_compared: tuple = ()
 
     def repetitions_of(self, cell):
         """A known-answer cell runs its own (smaller) number of repetitions; every other cell the policy's."""
@@ -107,7 +109,7 @@ class Matrix:
         zipped = {a for g in self.zip_groups for a in g}
         groups = [list(g) for g in self.zip_groups if len(self.axes[g[0]]) > 1]
         groups += [[a] for a, vals in self.axes.items() if a not in zipped and len(vals) > 1]
-        return groups
+        return [g for g in groups if not set(g) & set(self.not_compared)]
 
 
 @dataclasses.dataclass
@@ -244,7 +246,7 @@ def from_dict(data, source="<matrix>", profile=None, overrides=(), rig_params=No
                     rig_axes=tuple(sorted(set(axes) - set(STANDARD_AXES))), pinnings=pinnings,
                     gc_opts=gc_opts, variants=variants, policy=policy, cells=cells, source=source,
                     zip_groups=[list(g["axes"]) for g in data.get("zip", [])], known_answers=known_answers,
-                    question=str(head.get("question", "")))
+                    question=str(head.get("question", "")), not_compared=tuple(head.get("not_compared", ())))
     static_errors = [e for cell in cells for e in static_cell_errors(matrix, cell)]
     if static_errors:
         raise SpecError(f"{where}: " + "\n  ".join(["impossible cells:"] + sorted(set(static_errors))))

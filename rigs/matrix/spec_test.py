@@ -100,6 +100,8 @@ class ExpansionTest(unittest.TestCase):
         # The include varies mode and heap, but neither is a declared comparison.
         self.assertEqual(m.comparison_groups(), [["jdk", "gc"]])
         self.assertEqual(build({"axes": {"gc": ["g1", "parallel"]}}).comparison_groups(), [["gc"]])
+        stratified = build({"matrix": {"not_compared": ["mode"]}, "axes": {"gc": ["g1", "parallel"], "mode": ["cpu", "memory"]}})
+        self.assertEqual(stratified.comparison_groups(), [["gc"]])
 
     def test_the_revision_axis_is_free_form_and_has_no_default(self):
         m = build({"axes": {"revision": ["accepted", "candidate"]}})

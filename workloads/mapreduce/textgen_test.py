@@ -5,7 +5,7 @@ import os
 import tempfile
 import unittest
 
-from workloads.mapreduce import textgen
+from workloads.mapreduce import terarecords, textgen
 
 
 class TextgenTest(unittest.TestCase):
@@ -45,6 +45,24 @@ class TextgenTest(unittest.TestCase):
             textgen.TextParams(0, 10, 1.0, 1, 1).check()
         with self.assertRaisesRegex(ValueError, "zipf_s"):
             textgen.TextParams(10, 10, -1.0, 1, 1).check()
+
+
+class TeraRecordsTest(unittest.TestCase):
+    def test_records_are_teragen_lines_with_unique_keys_and_a_sorted_digest(self):
+        folder = tempfile.mkdtemp(dir=os.environ.get("TEST_TMPDIR"))
+        digests, expected = terarecords.generate(3000, 5, folder, splits=2)
+        again = terarecords.generate(3000, 5, tempfile.mkdtemp(dir=os.environ.get("TEST_TMPDIR")), splits=2)
+        self.assertEqual((digests, expected), again)
+        records = []
+        for name in sorted(digests):
+            with open(os.path.join(folder, name), "rb") as f:
+                data = f.read()
+            records += [data[i:i + 100] for i in range(0, len(data), 100)]
+        self.assertEqual(len(records), 3000)
+        self.assertTrue(all(r.endswith(b"\r\n") and b"\n" not in r[:98] for r in records))
+        self.assertEqual(len({r[:10] for r in records}), 3000)
+        import hashlib
+        self.assertEqual(hashlib.sha256(b"".join(sorted(records))).hexdigest(), expected)
 
 
 if __name__ == "__main__":
