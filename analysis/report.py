@@ -38,6 +38,8 @@ class Kind:
     baseline: str = None  # the axis value that is the baseline, when the axis has a natural one
     set_labels: tuple = ()  # the axis values given to the first and second set when two are compared
     allowed: frozenset = frozenset()  # provenance facts that may differ between the two sets
+    # Further axes compared when one set varies them, {axis: baseline value} (e.g. MR1's record share sweep).
+    extra_axes: tuple = ()
 
 
 KINDS = {
@@ -46,7 +48,7 @@ KINDS = {
                              axis="variant", baseline="stock", allowed=frozenset({"variant"})),
     "mr1-vs-mr2": Kind("MapReduce 1 vs MapReduce 2", "Is MapReduce 2 faster or slower than MapReduce 1 on "
                        "the same job ({metric})?", axis="mapreduce", baseline="mr1", set_labels=("mr1", "mr2"),
-                       allowed=frozenset({"harness"})),
+                       allowed=frozenset({"harness"}), extra_axes=(("io_sort_record_percent", "default"),)),
     "memory-locality": Kind("Memory locality, pre vs post", "Does better memory locality change {metric}?",
                             axis="locality", baseline="pre", set_labels=("pre", "post")),
     "cross-host": Kind("Cross-host", "How does {b} compare with {a} on the same cells ({metric})?",
@@ -87,6 +89,10 @@ def prepare(kind_name, sets, axis=None, allow_mismatch=False):
             raise ReportError(f"{measured[0].name}: axis {axis!r} does not vary; give two sets (baseline first) "
                               f"or --axis NAME")
         baselines = {axis: kind.baseline} if axis and kind.baseline else {}
+        for extra, base in kind.extra_axes:
+            if len({d["cell"]["params"].get(extra) for d in docs}) > 1:
+                axes.append(extra)
+                baselines[extra] = base
         return Prepared(docs, axes, baselines, warnings, measured)
     a, b = measured
     if kind_name == "axis":

@@ -37,7 +37,7 @@ log4j.appender.console.target=System.out
 log4j.appender.console.layout=org.apache.log4j.PatternLayout
 log4j.appender.console.layout.ConversionPattern=%d{ISO8601} %p %c{2}: %m%n
 """
-UNITS = {"job_time": "s", "map_time": "s", "reduce_time": "s", "spilled_records": "records", "map_spills": "spills",
+UNITS = {"job_duration": "s", "map_time": "s", "reduce_time": "s", "spilled_records": "records", "map_spills": "spills",
          "cpu_time": "s"}
 # perf stat on the JVM: software events work in this VM; the hardware ones need a PMU, which this guest
 # lacks (perf prints "<not supported>"): they are recorded as skipped with that reason, never invented.
@@ -197,7 +197,7 @@ class MapReduceRig:
         if actual != launch["expected_output_sha256"]:
             raise MeasurementInvalid(f"the job's output (sha256 {actual[:12]}) is not the expected answer "
                                      f"({launch['expected_output_sha256'][:12]}): wrong result, not measured")
-        values = {"job_time": log.job_s, "map_time": log.map_s, "reduce_time": log.reduce_s,
+        values = {"job_duration": log.job_s, "map_time": log.map_s, "reduce_time": log.reduce_s,
                   "spilled_records": float(log.counter("Spilled Records")), "map_spills": float(log.map_spills)}
         perf_path = os.path.join(workdir, "perf.csv")
         if os.path.exists(perf_path):
