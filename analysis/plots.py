@@ -34,7 +34,8 @@ def ci_bars(path, title, unit, bars, published=()):
     ax.set_yticks(ys)
     ax.set_yticklabels([textwrap.fill(b[0], 38) for b in bars], fontsize=7)
     ax.xaxis.set_major_formatter(EngFormatter())
-    ax.set_xlabel(f"median of run medians with 95% CI over runs; open circle: under 3 runs, no CI ({unit})")
+    ax.set_xlabel(f"{unit}: median of run medians, 95% CI over runs (open circle: under 3 runs, no CI)",
+                  fontsize=8)
     ax.set_title(title, fontsize=10)
     ax.grid(axis="x", alpha=0.3)
     fig.tight_layout()
