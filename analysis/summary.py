@@ -91,7 +91,7 @@ def comparison_table(cells, metrics, declared, question="", axes=None):
                           f"{c.n_baseline}/{c.n_candidate}", f"[{style}]{verdict}[/{style}]" if style else verdict)
         units = sorted({f"{metrics[m]['unit']}, {metrics[m]['direction'].replace('_', ' ')}" for m in rows_by_metric})
         first = next(iter(rows_by_metric))
-        t.title += f" [{metrics[first].get('label', first)}; {'; '.join(units)}]"
+        t.title += escape(f" [{metrics[first].get('label', first)}; {'; '.join(units)}]")
         return t
     measured = [(c, m) for c in cells for m in metrics if c.groups.get(m)]
     if not measured:

@@ -1297,6 +1297,7 @@ MAVEN_LOCK = {
             "maven__org_apache_hadoop__hadoop_common__tests__3_4_2",
             "maven__org_apache_hadoop__hadoop_hdfs__3_4_2",
             "maven__org_apache_hadoop__hadoop_hdfs__tests__3_4_2",
+            "maven__org_apache_hadoop__hadoop_hdfs_client__3_4_2",
             "maven__org_apache_hadoop_thirdparty__hadoop_shaded_guava__1_4_0",
             "maven__org_apache_hadoop_thirdparty__hadoop_shaded_protobuf_3_25__1_4_0",
             "maven__org_apache_httpcomponents__httpclient__4_5_13",
