@@ -1,6 +1,5 @@
 """The MR rig on recorded real logs of both engines (testdata/README.md), its output check, its refusals."""
 
-import hashlib
 import os
 import tempfile
 import unittest
