@@ -8,8 +8,8 @@ first is the baseline); `cross-host` pairs the same cells of two hosts' sets. Co
 their provenance to differ only where the kind allows (for cross-host: the host); otherwise the report is
 refused (exit 2), or with --allow-provenance-mismatch written with a warning on its title page.
 
-Every comparison: Mann-Whitney on raw samples, Holm-adjusted over the report's family per metric, and a
-bootstrap CI of the ratio of medians (analysis/stats.py states the assumptions). Published figures of the
+Every comparison follows analysis/stats.py: runs are the unit (Welch on run medians, Holm-adjusted over the
+report's family per metric, a bootstrap CI over runs; under 3 runs a side no test). Published figures of the
 case studies (results/reference/) for the same rig and kind are shown beside, labelled as not measured.
 """
 
