@@ -19,7 +19,7 @@ import shutil
 import tempfile
 
 from rigs.mapreduce import joblog
-from rigs.matrix.rig import Launch, MeasurementInvalid, Parsed
+from rigs.matrix.rig import Launch, MeasurementInvalid, Parsed, read_classpath_file
 from workloads.mapreduce import terarecords, textgen
 
 ENGINES = ("mr1", "mr2")
@@ -63,13 +63,6 @@ def parse_perf_csv(text):
             except ValueError:
                 continue
     return out
-
-
-def read_classpath_file(path):
-    """Jar paths of a java_classpath file (rigs/defs.bzl), each relative to the file's folder."""
-    folder = os.path.dirname(os.path.abspath(path))
-    with open(path) as f:
-        return [os.path.normpath(os.path.join(folder, line.strip())) for line in f if line.strip()]
 
 
 def text_params(params):

@@ -98,6 +98,14 @@ def load_workload(folder):
                             if k not in ("workload", "parameters", "metrics", "policy", "inputs")})
 
 
+def read_classpath_file(path):
+    """Jar paths of a java_classpath file (rigs/defs.bzl), each relative to the file's folder: a rig that
+    starts a JVM on a Maven set's jars gets the file as rig data and turns it into a classpath."""
+    folder = os.path.dirname(os.path.abspath(path))
+    with open(path) as f:
+        return [os.path.normpath(os.path.join(folder, line.strip())) for line in f if line.strip()]
+
+
 def load_rig(name):
     module = importlib.import_module(f"rigs.{name}.rig")
     rig = getattr(module, "RIG", None)

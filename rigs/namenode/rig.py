@@ -13,7 +13,7 @@ several processes with roles, which the rig contract does not express yet; check
 import os
 import re
 
-from rigs.matrix.rig import Launch, MeasurementInvalid, Parsed
+from rigs.matrix.rig import Launch, MeasurementInvalid, Parsed, read_classpath_file
 
 OPS = ("create", "mkdirs", "open", "delete", "append", "fileStatus", "rename", "blockReport", "replication")
 LOG4J = """# Written by the namenode rig: the benchmark's report lines on stdout, for parse().
@@ -29,13 +29,6 @@ _FIELD = re.compile(r"NNThroughputBenchmark:\s+(# operations|Elapsed Time|Ops pe
 
 def metric_name(op):
     return f"{op}_ops_per_s"
-
-
-def read_classpath_file(path):
-    """Jar paths of a java_classpath file (rigs/defs.bzl), each relative to the file's folder."""
-    folder = os.path.dirname(os.path.abspath(path))
-    with open(path) as f:
-        return [os.path.normpath(os.path.join(folder, line.strip())) for line in f if line.strip()]
 
 
 def parse_report(text):

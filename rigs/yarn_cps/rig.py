@@ -11,7 +11,7 @@ import json
 import os
 import socket
 
-from rigs.matrix.rig import Launch, MeasurementInvalid, Parsed
+from rigs.matrix.rig import Launch, MeasurementInvalid, Parsed, read_classpath_file
 from rigs.yarn_cps import configs, window
 from workloads.yarn_cps import trace
 
@@ -28,13 +28,6 @@ SERIES_KEYS = ("t", "allocated", "released", "pending_containers", "running_cont
 def trace_format(params):
     fmt = params["trace_format"]
     return DEFAULT_FORMAT.get(params["hadoop"], "synth") if fmt == "auto" else fmt
-
-
-def read_classpath_file(path):
-    """Jar paths of a java_classpath file (rigs/defs.bzl), each relative to the file's folder."""
-    folder = os.path.dirname(os.path.abspath(path))
-    with open(path) as f:
-        return [os.path.normpath(os.path.join(folder, line.strip())) for line in f if line.strip()]
 
 
 def records(stdout_text):
