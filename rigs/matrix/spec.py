@@ -14,6 +14,7 @@ so that every cell is a flat dict of scalars and its id (a hash of that dict) is
 A `[[known_answer]]` adds a cell whose result is known in advance (`cell = {...}` like an include, `metric`,
 `expect`, `tolerance` as a fraction, `label`): a self-check of the rig printed as one line, never compared
 as an axis. `[matrix] question` states what the matrix answers, the title of its summary table;
+a profile other than `smoke` asks its own `question` (or none);
 `[matrix] not_compared` lists axes that only stratify (e.g. the job: WordCount vs TeraSort is no question).
 
 The `revision` axis names builds of the rigs: `candidate` is the build being run; any other value must be
@@ -202,12 +203,17 @@ def from_dict(data, source="<matrix>", profile=None, overrides=(), rig_params=No
     policy_table = dict(policy_defaults or {})
     policy_table.update(data.get("policy", {}))
 
+    # The matrix's question is the default's (and smoke's); another profile asks its own or none.
+    question = str(head.get("question", ""))
     if profile is not None:
         profiles = data.get("profiles", {})
         if profile not in profiles:
             raise SpecError(f"{where}: no profile {profile!r}; profiles: {sorted(profiles) or 'none'}")
         body = profiles[profile]
-        extra = set(body) - {"axes", "policy", "description", "zip", "include", "exclude", "known_answer"}
+        if profile != "smoke":
+            question = str(body.get("question", ""))
+        extra = set(body) - {"axes", "policy", "description", "zip", "include", "exclude", "known_answer",
+                             "question"}
         if extra:
             raise SpecError(f"{where}: [profiles.{profile}] has unknown keys {sorted(extra)}")
         axes.update(_axes_table(where, f"[profiles.{profile}.axes]", body.get("axes", {}), allowed_axes))
@@ -246,7 +252,7 @@ def from_dict(data, source="<matrix>", profile=None, overrides=(), rig_params=No
                     rig_axes=tuple(sorted(set(axes) - set(STANDARD_AXES))), pinnings=pinnings,
                     gc_opts=gc_opts, variants=variants, policy=policy, cells=cells, source=source,
                     zip_groups=[list(g["axes"]) for g in data.get("zip", [])], known_answers=known_answers,
-                    question=str(head.get("question", "")), not_compared=tuple(head.get("not_compared", ())))
+                    question=question, not_compared=tuple(head.get("not_compared", ())))
     static_errors = [e for cell in cells for e in static_cell_errors(matrix, cell)]
     if static_errors:
         raise SpecError(f"{where}: " + "\n  ".join(["impossible cells:"] + sorted(set(static_errors))))

@@ -103,6 +103,14 @@ class ExpansionTest(unittest.TestCase):
         stratified = build({"matrix": {"not_compared": ["mode"]}, "axes": {"gc": ["g1", "parallel"], "mode": ["cpu", "memory"]}})
         self.assertEqual(stratified.comparison_groups(), [["gc"]])
 
+    def test_a_profile_asks_its_own_question(self):
+        data = {"matrix": {"question": "G1 or Parallel?"},
+                "profiles": {"smoke": {}, "nightly": {"question": "Did it regress?"}, "full": {}}}
+        self.assertEqual(build(data).question, "G1 or Parallel?")
+        self.assertEqual(build(data, profile="smoke").question, "G1 or Parallel?")
+        self.assertEqual(build(data, profile="nightly").question, "Did it regress?")
+        self.assertEqual(build(data, profile="full").question, "")
+
     def test_the_revision_axis_is_free_form_and_has_no_default(self):
         m = build({"axes": {"revision": ["accepted", "candidate"]}})
         self.assertEqual(sorted(c.params["revision"] for c in m.cells), ["accepted", "candidate"])
