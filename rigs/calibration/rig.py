@@ -2,7 +2,7 @@
 
 import json
 
-from rigs.matrix.rig import Launch, Parsed
+from rigs.matrix.rig import MAIN_ROLE, Launch, Parsed
 
 UNITS = {"cpu_loop_rate": "ops/s", "memory_copy_rate": "MiB/s"}
 
@@ -12,7 +12,7 @@ class CalibrationRig:
 
     def launch(self, cell, workload, policy, workdir, data):
         p = cell.params
-        return Launch(
+        return Launch.jvm(
             main_class="tunelab.rigs.calibration.Calibration",
             classpath=[data["jar"]],
             args=["--mode", p["mode"], "--threads", p["threads"], "--buffer-mib", p["buffer_mib"],
@@ -20,7 +20,8 @@ class CalibrationRig:
                   "--warmup-s", str(policy.warmup_s), "--measure-s", str(policy.measure_s)],
         )
 
-    def parse(self, stdout_text, policy, workdir):
+    def parse(self, outputs, policy, workdir):
+        stdout_text = outputs[MAIN_ROLE]
         warmup, measured = [], []
         for line in stdout_text.splitlines():
             if not line.startswith("{"):

@@ -19,7 +19,7 @@ import shutil
 import tempfile
 
 from rigs.mapreduce import joblog
-from rigs.matrix.rig import Launch, MeasurementInvalid, Parsed, read_classpath_file
+from rigs.matrix.rig import MAIN_ROLE, Launch, MeasurementInvalid, Parsed, read_classpath_file
 from workloads.mapreduce import terarecords, textgen
 
 ENGINES = ("mr1", "mr2")
@@ -175,11 +175,12 @@ class MapReduceRig:
         perf = shutil.which("perf")
         wrapper = ([perf, "stat", "-x,", "-o", os.path.join(workdir, "perf.csv"), "-e", ",".join(PERF_EVENTS), "--"]
                    if perf else [])
-        return Launch(main_class="org.apache.hadoop.examples.ExampleDriver",
+        return Launch.jvm(main_class="org.apache.hadoop.examples.ExampleDriver",
                       classpath=[conf] + read_classpath_file(data[CLASSPATHS[engine]]), args=args,
                       generated_inputs=dict(input_digests), wrapper=wrapper)
 
-    def parse(self, stdout_text, policy, workdir):
+    def parse(self, outputs, policy, workdir):
+        stdout_text = outputs[MAIN_ROLE]
         try:
             log = joblog.parse(stdout_text)
         except joblog.JobLogError as e:

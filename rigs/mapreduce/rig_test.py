@@ -79,7 +79,7 @@ class OutputCheckTest(unittest.TestCase):
 
     def test_the_right_answer_is_measured(self):
         expected = self.answer()
-        parsed = rig.RIG.parse(recorded("mr1"), None, self.dir)
+        parsed = rig.RIG.parse({"main": recorded("mr1")}, None, self.dir)
         self.assertEqual(parsed.observations["output_sha256"], expected)
         values = {s["metric"]: s["value"] for s in parsed.samples}
         self.assertEqual((values["map_spills"], values["spilled_records"]), (12.0, 166640.0))
@@ -87,7 +87,7 @@ class OutputCheckTest(unittest.TestCase):
     def test_a_corrupted_output_makes_the_cell_invalid(self):
         self.answer(corrupt=True)
         with self.assertRaisesRegex(MeasurementInvalid, "not the expected answer"):
-            rig.RIG.parse(recorded("mr1"), None, self.dir)
+            rig.RIG.parse({"main": recorded("mr1")}, None, self.dir)
 
     def test_inputs_are_generated_once_per_parameters(self):
         a = rig.ensure_input(PARAMS, os.path.join(self.dir, "inputs"))

@@ -1,31 +1,20 @@
-"""One (cell, repetition): start the rig's JVM with the cell's knobs, pin and prove them, enforce the
-timeout, parse the rig's output and return the result document. The runner (runner.py) owns the order."""
+"""One (cell, repetition): start the rig's processes with the cell's knobs (servers first, each ready before
+the next starts), pin and prove them, enforce the timeout, stop every server, parse the rig's output and
+return the result document. The runner (runner.py) owns the order of cells."""
 
-import contextlib
-import ctypes
 import datetime
 import hashlib
 import math
 import os
-import signal
 import subprocess
 import time
 
 from results import resultfile as results
-from rigs.matrix import evidence, knobs, rig as rig_contract
+from rigs.matrix import evidence, knobs, processes, rig as rig_contract
 
 
 def now_iso():
     return datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="milliseconds")
-
-
-_PR_SET_PDEATHSIG = 1
-
-
-def _die_with_parent():
-    """Runs in the child before exec: the kernel kills it if the runner dies (even by SIGKILL), so no
-    orphaned JVM keeps running into the next cell's measurement. Survives numactl/taskset's exec."""
-    ctypes.CDLL(None, use_errno=True).prctl(_PR_SET_PDEATHSIG, signal.SIGKILL)
 
 
 class CellRunner:
@@ -33,30 +22,36 @@ class CellRunner:
 
     def __init__(self, ctx):
         self.ctx = ctx
-        self.proc = None
+        self.running = []  # [processes.Running] in start order
 
     def kill(self):
-        if self.proc and self.proc.poll() is None:
-            with contextlib.suppress(ProcessLookupError):
-                os.killpg(self.proc.pid, signal.SIGTERM)
-            try:
-                self.proc.wait(timeout=5)
-            except subprocess.TimeoutExpired:
-                with contextlib.suppress(ProcessLookupError):
-                    os.killpg(self.proc.pid, signal.SIGKILL)
-                self.proc.wait()
+        """Stops every process of the cell: load generators first, then servers in reverse start order."""
+        for proc in sorted(reversed(self.running), key=lambda r: r.process.server):
+            proc.stop()
+
+    def argv_for(self, planned, process):
+        """The full command of one process: placement wrapper, measuring wrapper, then java or the program."""
+        ctx, cell = self.ctx, planned.cell
+        argv = knobs.wrapper_argv(cell, ctx.matrix, ctx.nodes, process.role, process.under_test) + process.wrapper
+        if not process.is_jvm:
+            return argv + process.program
+        java = os.path.join(planned.jdk["java_home"], "bin", "java")
+        flags = (knobs.jvm_flags(cell, ctx.matrix, planned.gc_flags) if process.under_test
+                 else ["-XX:-UsePerfData"])
+        return argv + [java] + flags + process.jvm_flags + ["-cp", ":".join(process.classpath),
+                                                            process.main_class] + process.args
 
     def run(self, planned, repetition):
         ctx = self.ctx
         cell = planned.cell
         base = f"{cell.id}.r{repetition}"
-        logs = {"stdout": os.path.join(ctx.run_dir, "logs", base + ".out"),
-                "stderr": os.path.join(ctx.run_dir, "logs", base + ".err")}
+        log_dir = os.path.join(ctx.run_dir, "logs")
+        logs = {"stdout": os.path.join(log_dir, base + ".out"), "stderr": os.path.join(log_dir, base + ".err")}
         doc = ctx.skeleton(planned, repetition, logs)
         if planned.skip_reason:
             doc.update(status="skipped", reason=planned.skip_reason, finished_at=now_iso(), duration_s=0.0)
             return doc
-        os.makedirs(os.path.dirname(logs["stdout"]), exist_ok=True)
+        os.makedirs(log_dir, exist_ok=True)
         workdir = os.path.join(ctx.run_dir, "work", base)
         os.makedirs(workdir, exist_ok=True)
         started = time.monotonic()
@@ -64,51 +59,101 @@ class CellRunner:
         host_knobs = knobs.HostKnobs(ctx.host_paths, journal=ctx.knob_journal)
         ctx.active_knobs = host_knobs
         ev = {}
+        self.running = []
+        failure = None
+        timed_out = False
+
+        def fail(reason):
+            doc.update(status="failed", reason=reason, evidence=ev, finished_at=now_iso(),
+                       duration_s=time.monotonic() - started)
+            return doc
+
         try:
             with host_knobs:
                 ev["applied_host_knobs"] = host_knobs.apply(cell)
                 launch = ctx.rig.launch(cell, ctx.workload, policy, workdir, ctx.rig_data_for(cell))
-                java = os.path.join(planned.jdk["java_home"], "bin", "java")
-                nodes = knobs.numa_nodes_for(cell, ctx.matrix, ctx.nodes)
-                ev["numa_nodes"] = nodes
-                wrapper = knobs.wrapper_argv(cell, ctx.matrix, ctx.nodes)
-                argv = (wrapper + launch.wrapper + [java] + knobs.jvm_flags(cell, ctx.matrix, planned.gc_flags)
-                        + launch.jvm_flags
-                        + ["-cp", ":".join(launch.classpath), launch.main_class] + launch.args)
-                doc["provenance"]["command"] = argv
+                try:
+                    launch.validate()
+                except ValueError as e:
+                    return fail(f"the rig's launch is not runnable: {e}")
+                under_test = launch.under_test
+                ev["role"] = under_test.role
+                if not under_test.is_jvm:
+                    ev["native_program"] = True
+                ev["numa_nodes"] = knobs.numa_nodes_for(cell, ctx.matrix, ctx.nodes, under_test.role, True)
+                unknown = sorted(set(dict(ctx.matrix.pinnings[cell.params["pinning"]].roles))
+                                 - {p.role for p in launch.processes})
+                if unknown:
+                    return fail(f"pinning={cell.params['pinning']} places roles {unknown}; this rig's processes "
+                                f"are {[p.role for p in launch.processes]}")
+                busy = processes.ports_busy(launch.processes)
+                if busy:
+                    return fail("loopback ports already in use before the cell started: "
+                                + ", ".join(f"{role} {port}" for role, port in busy))
+                single = len(launch.processes) == 1
+                commands, role_logs = {}, {}
+                for p in launch.processes:
+                    commands[p.role] = self.argv_for(planned, p)
+                    role_logs[p.role] = logs if single else {
+                        k: os.path.join(log_dir, f"{base}.{p.role}.{k[3:]}") for k in ("stdout", "stderr")}
+                doc["provenance"]["command"] = commands[under_test.role]
+                if not single:
+                    doc["provenance"]["commands"] = commands
+                    doc["logs"] = {f"{role}.{k}": path for role, paths in role_logs.items()
+                                   for k, path in paths.items()}
+                    doc["logs"].update(stdout=role_logs[under_test.role]["stdout"],
+                                       stderr=role_logs[under_test.role]["stderr"])
                 if launch.generated_inputs:
                     doc["provenance"]["workload"]["generated"] = dict(sorted(launch.generated_inputs.items()))
-                env = dict(os.environ, **launch.env)
-                with open(logs["stdout"], "w") as out, open(logs["stderr"], "w") as err:
-                    self.proc = subprocess.Popen(argv, stdout=out, stderr=err, cwd=workdir, env=env,
-                                                 start_new_session=True, preexec_fn=_die_with_parent)
-                    timed_out = self._supervise(planned, ev, policy)
-                exit_status = self.proc.returncode
+                deadline = started + policy.timeout_s
+                try:
+                    for p in launch.processes:
+                        env = dict(os.environ, **p.env)
+                        r = processes.Running(p, commands[p.role], role_logs[p.role], workdir, env)
+                        self.running.append(r)
+                        if p.server:
+                            r.wait_ready(deadline)
+                            self._probe(r, "ready", workdir, ev)
+                    timed_out, failure = self._supervise(planned, ev, policy, deadline, workdir)
+                except processes.StartError as e:
+                    failure = str(e)
+                self._stop_servers(ev, workdir, probe=failure is None and not timed_out)
         except knobs.KnobError as e:
-            doc.update(status="failed", reason=f"host knob: {e}", evidence=ev, finished_at=now_iso(),
-                       duration_s=time.monotonic() - started)
-            return doc
+            return fail(f"host knob: {e}")
         finally:
             self.kill()
             ctx.active_knobs = None
-        doc["exit_status"] = exit_status
-        with open(logs["stdout"]) as f:
-            stdout_text = f.read()
-        with open(logs["stderr"]) as f:
-            stderr_text = f.read()
-        ev["jvm_output_warnings"] = evidence.large_page_failures(stdout_text + "\n" + stderr_text)
+        clients = [r for r in self.running if not r.process.server]
+        exit_statuses = {r.role: r.popen.returncode for r in self.running}
+        # The cell's exit status: the first non-zero one of its load generators, else 0.
+        doc["exit_status"] = next((r.popen.returncode for r in clients if r.popen.returncode), 0) if clients else None
+        single = len(self.running) <= 1
+        if not single:
+            ev["exit_statuses"] = exit_statuses
+        outputs = {r.role: r.output()[0] for r in self.running}
+        all_output = "\n".join("\n".join(r.output()) for r in self.running if r.process.is_jvm)
+        ev["jvm_output_warnings"] = evidence.large_page_failures(all_output)
         doc["evidence"] = ev
         doc["finished_at"] = now_iso()
         doc["duration_s"] = time.monotonic() - started
         if timed_out:
             doc.update(status="failed", reason=f"timed out after {policy.timeout_s:g} s; killed")
             return doc
-        if exit_status != 0:
-            tail = (stderr_text.strip().splitlines() or ["(no stderr)"])[-1][:300]
-            doc.update(status="failed", reason=f"exit status {exit_status}: {tail}")
+        dead = next((r for r in self.running if r.process.server and ev["servers"][r.role]["died_before_stop"]), None)
+        if failure is None and dead is not None:
+            # A server that died under load is the cause; its clients' errors are the consequence.
+            failure = (f"server {dead.role} exited with status {dead.popen.returncode} while the load ran: "
+                       f"{dead.stderr_tail()}")
+        if failure:
+            doc.update(status="failed", reason=failure)
+            return doc
+        failed = next((r for r in clients if r.popen.returncode != 0), None)
+        if failed is not None:
+            who = "" if single else f"{failed.role}: "
+            doc.update(status="failed", reason=f"{who}exit status {failed.popen.returncode}: {failed.stderr_tail()}")
             return doc
         try:
-            parsed = ctx.rig.parse(stdout_text, policy, workdir)
+            parsed = ctx.rig.parse(outputs, policy, workdir)
         except rig_contract.MeasurementInvalid as e:
             doc.update(status="invalid", reason=str(e))
             return doc
@@ -127,6 +172,8 @@ class CellRunner:
             doc["observations"] = parsed.observations
         doc["metrics"] = results.summarize(measured, ctx.workload.metrics)
         problems = evidence.verify(cell, ctx.matrix, ev, ctx.nodes)
+        problems += [problem for role_probes in ev.get("probes", {}).values() for probe in role_probes.values()
+                     for problem in probe.get("problems", [])]
         if not measured:
             problems.append("the rig reported no measured samples")
         doc["problems"] = problems
@@ -136,52 +183,104 @@ class CellRunner:
             doc["status"] = "ok"
         return doc
 
-    def _supervise(self, planned, ev, policy):
-        """Pins threads, collects evidence mid-measurement, enforces the timeout. Returns timed_out."""
-        pinning = self.ctx.matrix.pinnings[planned.cell.params["pinning"]]
-        jcmd = os.path.join(planned.jdk["java_home"], "bin", "jcmd")
+    def _probe(self, running, when, workdir, ev):
+        """The rig's own look at a running server (e.g. its JMX), if the rig has one."""
+        probe = getattr(self.ctx.rig, "probe", None)
+        if probe is None:
+            return
+        try:
+            found = probe(running.role, when, workdir)
+        except Exception as e:  # noqa: BLE001 -- a probe's failure is evidence, never a crash of the matrix
+            found = {"problems": [f"probe of {running.role} ({when}) failed: {type(e).__name__}: {e}"]}
+        if found is not None:
+            ev.setdefault("probes", {}).setdefault(running.role, {})[when] = found
+
+    def _stop_servers(self, ev, workdir, probe):
+        """After the load generators: the rig's last look at each server, then stop it and check its ports."""
+        servers = [r for r in self.running if r.process.server]
+        if probe:
+            for r in servers:
+                if r.running():
+                    self._probe(r, "clients_done", workdir, ev)
+        for r in reversed(servers):
+            died = not r.running()
+            r.stop()
+            ev.setdefault("servers", {})[r.role] = {
+                "ready_after_s": r.ready_after_s, "stopped_by": r.stopped_by,
+                "exit_status": r.popen.returncode, "died_before_stop": died,
+                "ports_freed": processes.wait_ports_free(r.process)}
+
+    def _supervise(self, planned, ev, policy, deadline, workdir):
+        """Pins threads, collects evidence mid-measurement, enforces the timeout, until every process that
+        is not a server has exited. Returns (timed_out, failure reason or None)."""
+        ctx = self.ctx
+        pinning = ctx.matrix.pinnings[planned.cell.params["pinning"]]
+        jcmd = os.path.join(planned.jdk["java_home"], "bin", "jcmd") if planned.jdk else None
+        clients = [r for r in self.running if not r.process.server]
+        servers = [r for r in self.running if r.process.server]
+        under_test = next(r for r in self.running if r.process.under_test)
         pid = pinner = None
         t0 = time.monotonic()
-        deadline = t0 + policy.timeout_s
         collect_at = [t0 + 1.0, t0 + policy.warmup_s + policy.measure_s / 2]
         next_pin = t0 + 0.3
-        while self.proc.poll() is None:
+        while any(r.running() for r in clients):
             now = time.monotonic()
             if now > deadline:
-                self.kill()
-                return True
-            if pid is None:
-                # The JVM is the process started, or (under a rig's wrapper such as perf stat) its child.
-                pid = jvm_pid(self.proc.pid, self.ctx.host_paths.proc)
+                return True, None
+            dead = next((r for r in servers if not r.running()), None)
+            if dead is not None:
+                return False, (f"server {dead.role} exited with status {dead.popen.returncode} while the load ran: "
+                               f"{dead.stderr_tail()}")
+            if pid is None and under_test.running():
+                # The process started, or (under a rig's wrapper such as perf stat) its JVM child.
+                pid = (jvm_pid(under_test.pid, ctx.host_paths.proc) if under_test.process.is_jvm
+                       else under_test.pid)
                 if pid is None:
                     time.sleep(0.05)
                     continue
-                ev["jvm_pid_is_child_of_wrapper"] = pid != self.proc.pid
-                pinner = knobs.ThreadPinner(jcmd, pid, pinning.threads, proc=self.ctx.host_paths.proc)
-            if pinning.threads and now >= next_pin:
+                if under_test.process.is_jvm:
+                    ev["jvm_pid_is_child_of_wrapper"] = pid != under_test.pid
+                pinner = knobs.ThreadPinner(jcmd, pid, pinning.threads, proc=ctx.host_paths.proc)
+            if pinner and pinning.threads and now >= next_pin:
                 pinner.poll()
                 all_found = all(any(t["pattern"] == p for t in pinner.pinned.values()) for p, _ in pinning.threads)
                 next_pin = now + (2.0 if all_found else 0.3)
-            if collect_at and now >= collect_at[0]:
+            if pid is not None and collect_at and now >= collect_at[0]:
                 collect_at.pop(0)
-                self._collect(jcmd, pid, ev, now - t0)
+                self._collect(jcmd if under_test.process.is_jvm else None, pid, ev, now - t0)
                 if pinning.threads:
                     ev["threads"] = pinner.evidence()
                     ev["thread_repins"] = pinner.repins
                     ev["thread_pinning_errors"] = pinner.errors
+                others = [r for r in self.running if r is not under_test and r.running()]
+                if others:
+                    ev["other_processes"] = {r.role: self._placement(r, pinning) for r in others}
             time.sleep(0.1)
-        return False
+        return False, None
+
+    def _placement(self, running, pinning):
+        """Where a process that is not under test runs: its CPU binding as asked and as the kernel has it."""
+        pid = (jvm_pid(running.pid, self.ctx.host_paths.proc) if running.process.is_jvm else running.pid) or running.pid
+        try:
+            with open(os.path.join(self.ctx.host_paths.proc, str(pid), "status")) as f:
+                status = evidence.parse_status(f.read())
+        except OSError:
+            status = {}
+        return {"pid": pid, "cpus_wanted": pinning.cpus_for(running.role, False),
+                "process_status": {k: status[k] for k in ("Cpus_allowed_list", "Mems_allowed_list", "VmRSS",
+                                                          "Threads") if k in status}}
 
     def _collect(self, jcmd, pid, ev, at_s):
         proc_dir = os.path.join(self.ctx.host_paths.proc, str(pid))
-        try:
-            flags_out = subprocess.run([jcmd, str(pid), "VM.flags"], stdout=subprocess.PIPE,
-                                       stderr=subprocess.STDOUT, text=True, timeout=30).stdout
-            parsed = evidence.parse_vm_flags(flags_out)
-            if parsed:
-                ev["vm_flags"] = parsed
-        except (OSError, subprocess.TimeoutExpired) as e:
-            ev["vm_flags_error"] = str(e)
+        if jcmd:
+            try:
+                flags_out = subprocess.run([jcmd, str(pid), "VM.flags"], stdout=subprocess.PIPE,
+                                           stderr=subprocess.STDOUT, text=True, timeout=30).stdout
+                parsed = evidence.parse_vm_flags(flags_out)
+                if parsed:
+                    ev["vm_flags"] = parsed
+            except (OSError, subprocess.TimeoutExpired) as e:
+                ev["vm_flags_error"] = str(e)
         for name, key, parser in (("status", "process_status", evidence.parse_status),
                                   ("numa_maps", "numa_maps", evidence.parse_numa_maps),
                                   ("smaps_rollup", "smaps_rollup", evidence.parse_smaps_rollup)):

@@ -98,13 +98,17 @@ GC_FLAG_NAMES = {"serial": "UseSerialGC", "parallel": "UseParallelGC", "g1": "Us
 def verify(cell, matrix, evidence, host_nodes):
     """Problems with the evidence for one cell: [] when every knob took effect.
 
-    evidence keys: vm_flags (parsed), process_status (parsed), numa_maps (parsed), threads
+    evidence keys (of the process under test unless said): role, native_program, vm_flags (parsed),
+    process_status (parsed), numa_maps (parsed), other_processes ({role: {cpus_wanted, process_status}}),
+    servers ({role: {ports_freed}}), threads
     ([{"pattern","name","tid","wanted","cpus_allowed"}]), jvm_output_warnings, thp_mode, hugetlb_kb.
     """
     p = cell.params
     problems = []
     flags = evidence.get("vm_flags")
-    if flags is None:
+    if evidence.get("native_program"):
+        pass  # a native program under test: the JVM knobs have nothing to act on (the rig's matrix omits them)
+    elif flags is None:
         problems.append("could not read the JVM's flags (jcmd VM.flags)")
     else:
         gc_flag = GC_FLAG_NAMES[p["gc"]]
@@ -130,10 +134,21 @@ def verify(cell, matrix, evidence, host_nodes):
 
     pinning = matrix.pinnings[p["pinning"]]
     status = evidence.get("process_status") or {}
-    if pinning.cpus:
+    role = evidence.get("role")
+    wanted_cpus = pinning.cpus_for(role, True)
+    if wanted_cpus:
         actual = status.get("Cpus_allowed_list")
-        if actual is None or spec.parse_cpu_list(actual) != spec.parse_cpu_list(pinning.cpus):
-            problems.append(f"process CPU binding {pinning.cpus} not in effect: Cpus_allowed_list={actual}")
+        if actual is None or spec.parse_cpu_list(actual) != spec.parse_cpu_list(wanted_cpus):
+            problems.append(f"process CPU binding {wanted_cpus} not in effect: Cpus_allowed_list={actual}")
+    for other_role, other in sorted(evidence.get("other_processes", {}).items()):
+        wanted = other.get("cpus_wanted")
+        actual = other.get("process_status", {}).get("Cpus_allowed_list")
+        if wanted and (actual is None or spec.parse_cpu_list(actual) != spec.parse_cpu_list(wanted)):
+            problems.append(f"{other_role}: CPU binding {wanted} not in effect: Cpus_allowed_list={actual}")
+    for server_role, server in sorted(evidence.get("servers", {}).items()):
+        held = [port for port, freed in server.get("ports_freed", {}).items() if not freed]
+        if held:
+            problems.append(f"server {server_role} still holds ports {held} after it was stopped")
     for thread in evidence.get("threads", []):
         if thread.get("cpus_allowed") is None:
             problems.append(f"thread {thread['name']!r} (tid {thread['tid']}) vanished before it could be checked")

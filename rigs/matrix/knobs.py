@@ -154,13 +154,14 @@ def jvm_flags(cell, matrix, gc_probe_flags):
     return flags
 
 
-def numa_nodes_for(cell, matrix, host_nodes):
-    """{"cpu_node", "mem_node"} for a NUMA policy, from the host's nodes ({id: set(cpus)}).
+def numa_nodes_for(cell, matrix, host_nodes, role=None, under_test=True):
+    """{"cpu_node", "mem_node"} of a process for its NUMA policy, from the host's nodes ({id: set(cpus)}).
 
     bind_remote puts memory on the node farthest from the CPUs' node (any other node on 2-node hosts).
     """
     pinning = matrix.pinnings[cell.params["pinning"]]
-    cpus = spec.parse_cpu_list(pinning.cpus) if pinning.cpus else None
+    cpu_text = pinning.cpus_for(role, under_test)
+    cpus = spec.parse_cpu_list(cpu_text) if cpu_text else None
     cpu_node = min(host_nodes)
     if cpus:
         for node, node_cpus in sorted(host_nodes.items()):
@@ -168,22 +169,24 @@ def numa_nodes_for(cell, matrix, host_nodes):
                 cpu_node = node
                 break
     mem_node = cpu_node
-    if cell.params["numa"] == "bind_remote":
+    if under_test and cell.params["numa"] == "bind_remote":
         others = [n for n in sorted(host_nodes) if n != cpu_node]
         mem_node = others[-1] if others else None
     return {"cpu_node": cpu_node, "mem_node": mem_node}
 
 
-def wrapper_argv(cell, matrix, host_nodes):
-    """numactl/taskset prefix for the process's CPU binding and memory policy ([] when neither is asked)."""
+def wrapper_argv(cell, matrix, host_nodes, role=None, under_test=True):
+    """numactl/taskset prefix for a process's CPU binding and memory policy ([] when neither is asked).
+    The NUMA policy is the process under test's; every process gets its role's CPUs."""
     pinning = matrix.pinnings[cell.params["pinning"]]
-    policy = cell.params["numa"]
-    nodes = numa_nodes_for(cell, matrix, host_nodes)
+    cpus = pinning.cpus_for(role, under_test)
+    policy = cell.params["numa"] if under_test else "default"
+    nodes = numa_nodes_for(cell, matrix, host_nodes, role, under_test)
     if policy == "default":
-        return ["taskset", "-c", pinning.cpus] if pinning.cpus else []
+        return ["taskset", "-c", cpus] if cpus else []
     argv = ["numactl"]
-    if pinning.cpus:
-        argv.append(f"--physcpubind={pinning.cpus}")
+    if cpus:
+        argv.append(f"--physcpubind={cpus}")
     elif policy in ("bind_local", "bind_remote"):
         argv.append(f"--cpunodebind={nodes['cpu_node']}")
     if policy in ("bind_local", "bind_remote"):

@@ -75,14 +75,14 @@ def host_skip_reason(matrix, cell, caps, nodes, host_cpus, jdk, memory_available
     p = cell.params
     pinning = matrix.pinnings[p["pinning"]]
     wanted_cpus = spec.parse_cpu_list(pinning.cpus) if pinning.cpus else set()
-    for _, cpus in pinning.threads:
+    for _, cpus in pinning.threads + pinning.roles:
         wanted_cpus |= spec.parse_cpu_list(cpus)
     missing = sorted(wanted_cpus - host_cpus)
     if missing:
         return f"pinning={p['pinning']} uses CPUs {missing} this host does not have (CPUs {sorted(host_cpus)})"
     if pinning.threads and not os.path.exists(os.path.join(jdk["java_home"], "bin", "jcmd")):
         return f"pinning={p['pinning']} needs jcmd to find Java threads; {jdk['java_home']}/bin/jcmd is missing"
-    if pinning.cpus and p["numa"] == "default" and not caps.get("taskset", {}).get("available"):
+    if (pinning.cpus or pinning.roles) and p["numa"] == "default" and not caps.get("taskset", {}).get("available"):
         return "taskset is not installed (CPU binding)"
     if p["numa"] != "default":
         if not caps.get("numactl", {}).get("available"):

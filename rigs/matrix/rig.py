@@ -2,35 +2,132 @@
 
 A rig module `rigs/<name>/rig.py` exposes `RIG`, an object with:
   name                  the rig's unique name (the loader refuses a module whose RIG.name differs)
-  launch(cell, workload, policy, workdir, data) -> Launch     what to start in the JVM the matrix chose
-  parse(stdout_text, policy, workdir) -> Parsed               the samples, warm-up kept apart
+  launch(cell, workload, policy, workdir, data) -> Launch     the processes of one cell, each with a role
+  parse(outputs, policy, workdir) -> Parsed                   the samples, warm-up kept apart; `outputs` maps
+                                                              each role to its stdout text
   check(params) (optional)                                    raises ValueError for a cell it cannot run
-The matrix runner owns everything else: JVM selection and flags, pinning, host knobs, evidence, timeouts,
-results. `data` maps the names the rig's Bazel macro passed (e.g. "jar") to runfiles paths. `workdir` is the
-cell's own folder: launch may write generated inputs and configs there, and parse may read them back.
-parse raises MeasurementInvalid when the run completed but measured nothing valid (the reason is stored).
+  roles (optional)                                            the roles its launches use, so a matrix's
+                                                              per-role pinning is checked before anything runs
+The matrix runner owns everything else: JVM selection and flags, placement and pinning, host knobs, evidence,
+timeouts, starting and always stopping servers, results. `data` maps the names the rig's Bazel macro passed
+(e.g. "jar") to runfiles paths. `workdir` is the cell's own folder: launch may write generated inputs and
+configs there, and parse may read them back. parse raises MeasurementInvalid when the run completed but
+measured nothing valid (the reason is stored).
+
+A cell is one or more processes (`Process`), each with a role: servers (e.g. a NameNode, redis-server) start
+first, in order, and the runner waits until each is ready; then the other processes (load generators) start
+together and the cell ends when they have all exited; then the servers are stopped (always, also on failure,
+timeout or interrupt) and their ports checked free. The process `under_test` gets the matrix's JVM and memory
+knobs (jdk, gc, gc_opts, heap, hugepages, numa, thread pinning); every process is placed on its role's CPUs
+(`[pinning.<name>] roles`) and proven there. A single-JVM rig returns `Launch.jvm(...)`.
 """
 
 import dataclasses
 import hashlib
 import importlib
 import os
+import re
+import socket
 import tomllib
+
+
+MAIN_ROLE = "main"
+
+
+@dataclasses.dataclass
+class Process:
+    """One process of a cell: a JVM (`main_class`, started with the cell's JDK) or a native program
+    (`program`, a full argument list)."""
+    role: str
+    main_class: str = ""
+    classpath: list = dataclasses.field(default_factory=list)
+    args: list = dataclasses.field(default_factory=list)
+    program: list = dataclasses.field(default_factory=list)
+    jvm_flags: list = dataclasses.field(default_factory=list)
+    env: dict = dataclasses.field(default_factory=dict)
+    # A measuring tool the process runs under (e.g. ["perf", "stat", ..., "--"]), placed after the runner's own
+    # placement wrapper (numactl/taskset), so it inherits the role's CPU and memory binding. Never for
+    # placement. The runner finds the JVM among its children for evidence and pinning.
+    wrapper: list = dataclasses.field(default_factory=list)
+    # The system under test: the matrix's JVM and memory knobs apply to it. Other JVMs get only the rig's
+    # own jvm_flags (set their heap there), on the cell's JDK.
+    under_test: bool = True
+    # A server starts before the other processes and runs until they have all exited; it is ready when a
+    # line of its stdout or stderr matches `ready_pattern` (a regex), within `ready_timeout_s`.
+    server: bool = False
+    ready_pattern: str = ""
+    ready_timeout_s: float = 120.0
+    # Loopback ports the process listens on (from free_loopback_port): checked free before it starts and
+    # after it is stopped, so no server outlives its cell.
+    ports: list = dataclasses.field(default_factory=list)
+
+    @property
+    def is_jvm(self):
+        return bool(self.main_class)
 
 
 @dataclasses.dataclass
 class Launch:
-    main_class: str
-    classpath: list
-    args: list
-    jvm_flags: list = dataclasses.field(default_factory=list)
-    env: dict = dataclasses.field(default_factory=dict)
+    processes: list  # [Process], servers first in start order
     # Inputs the rig generated for this cell (e.g. a trace): file name -> sha256, stored in provenance.
     generated_inputs: dict = dataclasses.field(default_factory=dict)
-    # A measuring tool the JVM runs under (e.g. ["perf", "stat", ..., "--"]), placed after the runner's own
-    # placement wrapper (numactl/taskset), so it inherits the cell's CPU and memory binding. Never for
-    # placement. The runner finds the JVM among its children for evidence and pinning.
-    wrapper: list = dataclasses.field(default_factory=list)
+
+    @classmethod
+    def jvm(cls, main_class, classpath, args, jvm_flags=(), env=None, wrapper=(), generated_inputs=None):
+        """The common case: one JVM under test, role "main"."""
+        return cls([Process(MAIN_ROLE, main_class=main_class, classpath=list(classpath), args=list(args),
+                            jvm_flags=list(jvm_flags), env=dict(env or {}), wrapper=list(wrapper))],
+                   generated_inputs=dict(generated_inputs or {}))
+
+    def validate(self):
+        """Raises ValueError when the processes cannot be run as a cell."""
+        roles = [p.role for p in self.processes]
+        if not self.processes:
+            raise ValueError("the rig launched no process")
+        if len(set(roles)) != len(roles):
+            raise ValueError(f"roles must be unique, got {roles}")
+        for p in self.processes:
+            if bool(p.main_class) == bool(p.program):
+                raise ValueError(f"process {p.role!r}: give exactly one of main_class (a JVM) or program")
+            if p.server and not p.ready_pattern:
+                raise ValueError(f"server {p.role!r} needs a ready_pattern")
+            if p.ready_pattern:
+                re.compile(p.ready_pattern)
+        if all(p.server for p in self.processes):
+            raise ValueError("a cell needs at least one process that is not a server (it ends the cell)")
+        if sum(p.under_test for p in self.processes) != 1:
+            raise ValueError(f"exactly one process must be under_test, got "
+                             f"{[p.role for p in self.processes if p.under_test]}")
+        servers_done = False
+        for p in self.processes:
+            if not p.server:
+                servers_done = True
+            elif servers_done:
+                raise ValueError(f"server {p.role!r} comes after a non-server process: list servers first")
+
+    @property
+    def under_test(self):
+        return next(p for p in self.processes if p.under_test)
+
+
+def free_loopback_port():
+    """A TCP port on 127.0.0.1 nobody listens on now (the kernel picks it). Another process could take it
+    before the server binds it; the server then fails to start and the cell is recorded as failed."""
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def port_in_use(port):
+    """True when something listens on 127.0.0.1:port (a bind without SO_REUSEADDR fails on a LISTEN
+    socket; TIME_WAIT leftovers of a stopped server do not count, SO_REUSEADDR is set as servers do)."""
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
+        s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        try:
+            s.bind(("127.0.0.1", port))
+        except OSError:
+            return True
+        return False
 
 
 @dataclasses.dataclass

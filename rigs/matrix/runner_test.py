@@ -29,11 +29,20 @@ class FakeRig:
 
     def launch(self, cell, workload, policy, workdir, data):
         p = cell.params
-        return rig_contract.Launch("fake.Main", ["/nonexistent.jar"],
+        if p["server"] != "none":
+            port = rig_contract.free_loopback_port()
+            return rig_contract.Launch([
+                rig_contract.Process("server", main_class="fake.Server", classpath=["/nonexistent.jar"],
+                                     args=[p["server"], str(port)], server=True, ready_pattern=r"listening",
+                                     ready_timeout_s=3, ports=[port]),
+                rig_contract.Process("loadgen", program=[os.path.join(TESTDATA, "fake", "client"), str(port),
+                                                         p["seconds"]], under_test=False)])
+        return rig_contract.Launch.jvm("fake.Main", ["/nonexistent.jar"],
                                    [p["behaviour"], p["seconds"], os.path.join(workdir, "started")],
                                    generated_inputs={"input.txt": "0" * 64})
 
-    def parse(self, stdout_text, policy, workdir):
+    def parse(self, outputs, policy, workdir):
+        stdout_text = outputs.get(rig_contract.MAIN_ROLE) or outputs["loadgen"]
         warmup, measured = [], []
         for line in stdout_text.splitlines():
             rec = json.loads(line)
@@ -168,6 +177,45 @@ class RunnerTest(unittest.TestCase):
         self.assertEqual(by_behaviour["ok"]["evidence"]["thp_mode"], "always")
         self.assertEqual(self.box.thp(), "madvise")  # restored after the crash and the hang too
 
+    def test_a_server_and_a_load_generator_are_placed_proven_and_always_stopped(self):
+        code, out = self.box.main("--profile", "served")
+        self.assertEqual(code, runner.EXIT_OK, out)
+        (run_dir,) = self.box.run_dirs()
+        docs = self.docs(run_dir).values()
+        self.assertEqual(len(docs), 4)
+        for doc in docs:
+            self.assertEqual(doc["status"], "ok", doc.get("reason"))
+            ev = doc["evidence"]
+            self.assertEqual(ev["role"], "server")
+            self.assertGreaterEqual(min(s["value"] for s in doc["samples"]), 200)  # answered by the server
+            server = ev["servers"]["server"]
+            self.assertEqual(list(server["ports_freed"].values()), [True])
+            stubborn = doc["cell"]["params"]["server"] == "stubborn"
+            self.assertEqual(server["stopped_by"], "SIGKILL" if stubborn else "SIGTERM")
+            self.assertEqual(set(doc["provenance"]["commands"]), {"server", "loadgen"})
+            with open(doc["logs"]["server.stdout"]) as f:
+                self.assertIn("listening", f.read())
+            if doc["cell"]["params"]["pinning"] == "apart":
+                self.assertEqual(doc["provenance"]["commands"]["server"][:3], ["taskset", "-c", "1"])
+                self.assertEqual(ev["process_status"]["Cpus_allowed_list"], "1")
+                self.assertEqual(ev["other_processes"]["loadgen"]["process_status"]["Cpus_allowed_list"], "0")
+            else:
+                self.assertEqual(ev["other_processes"]["loadgen"]["cpus_wanted"], "")
+
+    def test_a_server_that_dies_or_never_gets_ready_fails_the_cell_and_is_stopped(self):
+        code, out = self.box.main("--profile", "served_failing")
+        self.assertEqual(code, runner.EXIT_CELLS_FAILED, out)
+        (run_dir,) = self.box.run_dirs()
+        by_server = {d["cell"]["params"]["server"]: d for d in self.docs(run_dir).values()}
+        self.assertEqual(by_server["dies"]["status"], "failed")
+        self.assertIn("server server exited with status 4", by_server["dies"]["reason"])
+        self.assertEqual(by_server["mute"]["status"], "failed")
+        self.assertIn("server server not ready after 3 s", by_server["mute"]["reason"])
+        self.assertEqual(by_server["mute"]["evidence"]["servers"]["server"]["stopped_by"], "SIGTERM")
+        for doc in by_server.values():  # nothing of the cell is left running
+            for role, command in doc["provenance"]["commands"].items():
+                self.assertFalse(_running_with_argv(command), f"{role} still running: {command}")
+
     def test_second_run_on_the_host_is_refused(self):
         lock = runner.HostLock(self.box.lock)
         lock.acquire({"run_id": "20261121T000000Z-beef", "pid": 1})
@@ -291,6 +339,18 @@ class RunnerTest(unittest.TestCase):
         self.assertEqual(code, runner.EXIT_BAD_INPUT)
         self.assertIn("corrupt", out)
         self.assertTrue(os.path.exists(path))  # kept for inspection, never deleted
+
+
+def _running_with_argv(argv):
+    wanted = "\0".join(argv).encode()
+    for pid in filter(str.isdigit, os.listdir("/proc")):
+        try:
+            with open(f"/proc/{pid}/cmdline", "rb") as f:
+                if f.read().rstrip(b"\0") == wanted:
+                    return True
+        except OSError:
+            continue
+    return False
 
 
 def child_main(argv):

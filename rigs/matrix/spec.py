@@ -8,6 +8,7 @@ include and exclude lists); `--set axis=v1,v2` on the command line replaces axis
 
 Structured axis values are named in their own tables and referred to by name:
   [pinning.workers]   cpus = "0-1", threads = { "calibration-cpu-worker" = "1" }
+  [pinning.apart]     roles = { namenode = "1", client = "0" }   (each process role on its own CPUs)
   [gc_opts.iof80]     flags = ["-XX:CMSInitiatingOccupancyFraction=80"]
 so that every cell is a flat dict of scalars and its id (a hash of that dict) is stable.
 
@@ -52,8 +53,13 @@ class SpecError(ValueError):
 @dataclasses.dataclass(frozen=True)
 class Pinning:
     name: str
-    cpus: str = ""  # the process's CPU binding, kernel list syntax; "" = not bound
-    threads: tuple = ()  # ((java thread name regex, cpu list), ...)
+    cpus: str = ""  # the CPU binding of the process under test, kernel list syntax; "" = not bound
+    threads: tuple = ()  # ((java thread name regex, cpu list), ...) in the process under test
+    roles: tuple = ()  # ((process role, cpu list), ...): overrides `cpus` for the roles it names
+
+    def cpus_for(self, role, under_test):
+        """The CPU list a process of `role` is bound to ("" = not bound)."""
+        return dict(self.roles).get(role, self.cpus if under_test else "")
 
 
 @dataclasses.dataclass(frozen=True)
@@ -295,7 +301,7 @@ def _axes_table(where, table_name, table, allowed):
 def _parse_pinning(where, name, body):
     if not isinstance(body, dict):
         raise SpecError(f"{where}: [pinning.{name}] must be a table")
-    extra = set(body) - {"cpus", "threads", "description"}
+    extra = set(body) - {"cpus", "threads", "roles", "description"}
     if extra:
         raise SpecError(f"{where}: [pinning.{name}] has unknown keys {sorted(extra)}")
     cpus = str(body.get("cpus", ""))
@@ -315,7 +321,11 @@ def _parse_pinning(where, name, body):
                 f"{where}: [pinning.{name}] pins threads {pattern!r} to CPUs {cpu_list}, outside the process's "
                 f"CPU binding {cpus}: the kernel would refuse or silently ignore it (the study's own pitfall). "
                 "Widen `cpus` or leave the threads' CPUs outside any process binding.")
-    return Pinning(name, cpus, tuple(sorted((p, str(c)) for p, c in threads.items())))
+    roles = body.get("roles", {})
+    if not isinstance(roles, dict) or not all(isinstance(r, str) and parse_cpu_list(str(c)) for r, c in roles.items()):
+        raise SpecError(f"{where}: [pinning.{name}] roles must map a process role to a non-empty CPU list")
+    return Pinning(name, cpus, tuple(sorted((p, str(c)) for p, c in threads.items())),
+                   tuple(sorted((r, str(c)) for r, c in roles.items())))
 
 
 def _parse_policy(where, table):

@@ -13,7 +13,7 @@ several processes with roles, which the rig contract does not express yet; check
 import os
 import re
 
-from rigs.matrix.rig import Launch, MeasurementInvalid, Parsed, read_classpath_file
+from rigs.matrix.rig import MAIN_ROLE, Launch, MeasurementInvalid, Parsed, read_classpath_file
 
 OPS = ("create", "mkdirs", "open", "delete", "append", "fileStatus", "rename", "blockReport", "replication")
 LOG4J = """# Written by the namenode rig: the benchmark's report lines on stdout, for parse().
@@ -79,10 +79,11 @@ class NameNodeRig:
             args.append("--skip-fsync")
         args += ["--", "-fs", "file:///", "-op", p["op"], "-threads", p["threads"], "-files", p["files"],
                  "-filesPerDir", p["files_per_dir"], "-blockSize", p["block_size"]]
-        return Launch(main_class="tunelab.rigs.namenode.NnBenchDriver",
+        return Launch.jvm(main_class="tunelab.rigs.namenode.NnBenchDriver",
                       classpath=[conf] + read_classpath_file(data["classpath"]), args=args)
 
-    def parse(self, stdout_text, policy, workdir):
+    def parse(self, outputs, policy, workdir):
+        stdout_text = outputs[MAIN_ROLE]
         report = parse_report(stdout_text)
         report.pop("clean", None)  # the benchmark's own clean-up pass, not an operation under test
         if not report:

@@ -16,7 +16,7 @@ def recorded(name):
 
 class ParseTest(unittest.TestCase):
     def test_every_operation_of_op_all(self):
-        parsed = rig.RIG.parse(recorded("inprocess_all_2000.log"), None, None)
+        parsed = rig.RIG.parse({"main": recorded("inprocess_all_2000.log")}, None, None)
         values = {s["metric"]: s["value"] for s in parsed.samples}
         self.assertEqual(sorted(values), sorted(rig.metric_name(op) for op in rig.OPS))
         self.assertAlmostEqual(values["create_ops_per_s"], 2695.4177897574123)
@@ -31,7 +31,7 @@ class ParseTest(unittest.TestCase):
 
     def test_no_report_is_invalid(self):
         with self.assertRaisesRegex(MeasurementInvalid, "no stats block"):
-            rig.RIG.parse("Exception in thread main\n", None, None)
+            rig.RIG.parse({"main": "Exception in thread main\n"}, None, None)
 
     def test_rpc_mode_and_bad_values_are_refused(self):
         params = {"mode": "inprocess", "op": "all", "fsync": "off", "threads": "2", "files": "10",

@@ -11,7 +11,7 @@ import json
 import os
 import socket
 
-from rigs.matrix.rig import Launch, MeasurementInvalid, Parsed, read_classpath_file
+from rigs.matrix.rig import MAIN_ROLE, Launch, MeasurementInvalid, Parsed, read_classpath_file
 from rigs.yarn_cps import configs, window
 from workloads.yarn_cps import trace
 
@@ -103,7 +103,7 @@ class YarnCpsRig:
             args += ["--stop-after-allocated", str(expected_total)]
         for group, pattern in workload.tables.get("thread_groups", {}).items():
             args += ["--thread-group", f"{group}={pattern}"]
-        return Launch(
+        return Launch.jvm(
             main_class="tunelab.rigs.yarn_cps.SlsDriver",
             # The configuration folder first: Hadoop's Configuration finds yarn-site.xml & co. on the classpath.
             classpath=[conf_dir] + read_classpath_file(data[HADOOP_VERSIONS[p["hadoop"]]]),
@@ -119,7 +119,8 @@ class YarnCpsRig:
                               if not (p["trace"] and name in ("trace.json", "nodes.json"))},
         )
 
-    def parse(self, stdout_text, policy, workdir):
+    def parse(self, outputs, policy, workdir):
+        stdout_text = outputs[MAIN_ROLE]
         recs = records(stdout_text)
         with open(os.path.join(workdir, "launch.json")) as f:
             launched = json.load(f)

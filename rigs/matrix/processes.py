@@ -1,0 +1,132 @@
+"""The processes of one cell: start them in their roles' order, wait for servers to be ready, stop them all.
+
+Every process runs in its own session (process group) and dies with the runner (PR_SET_PDEATHSIG), so no
+server or load generator outlives its cell, even when the runner is killed with SIGKILL. Stopping is SIGTERM
+to the group, then SIGKILL after a grace period; a server's ports are then checked free.
+"""
+
+import contextlib
+import ctypes
+import os
+import re
+import signal
+import subprocess
+import time
+
+from rigs.matrix import rig as rig_contract
+
+_PR_SET_PDEATHSIG = 1
+STOP_GRACE_S = 10.0
+
+
+def _die_with_parent():
+    """Runs in the child before exec: the kernel kills it if the runner dies (even by SIGKILL), so no
+    orphaned process keeps running into the next cell's measurement. Survives numactl/taskset's exec."""
+    ctypes.CDLL(None, use_errno=True).prctl(_PR_SET_PDEATHSIG, signal.SIGKILL)
+
+
+class StartError(RuntimeError):
+    """A process could not be started or a server never became ready; the message says which and why."""
+
+
+class Running:
+    """One started process: its role, argv, log files and Popen."""
+
+    def __init__(self, process, argv, logs, workdir, env):
+        self.process = process
+        self.argv = argv
+        self.logs = logs  # {"stdout": path, "stderr": path}
+        self.started = time.monotonic()
+        self.ready_after_s = None
+        self.stopped_by = None  # None (exited by itself), "SIGTERM" or "SIGKILL"
+        self._out = open(logs["stdout"], "w")
+        self._err = open(logs["stderr"], "w")
+        try:
+            self.popen = subprocess.Popen(argv, stdout=self._out, stderr=self._err, cwd=workdir, env=env,
+                                          start_new_session=True, preexec_fn=_die_with_parent)
+        except OSError as e:
+            self._close()
+            raise StartError(f"{process.role}: could not start {argv[0]}: {e}") from None
+
+    @property
+    def role(self):
+        return self.process.role
+
+    @property
+    def pid(self):
+        return self.popen.pid
+
+    def running(self):
+        return self.popen.poll() is None
+
+    def output(self):
+        """(stdout, stderr) text so far."""
+        texts = []
+        for key in ("stdout", "stderr"):
+            try:
+                with open(self.logs[key], errors="replace") as f:
+                    texts.append(f.read())
+            except OSError:
+                texts.append("")
+        return tuple(texts)
+
+    def stderr_tail(self):
+        out, err = self.output()
+        return ((err.strip() or out.strip()).splitlines() or ["(no output)"])[-1][:300]
+
+    def wait_ready(self, deadline_monotonic):
+        """Waits until a line of the server's output matches its ready pattern. Raises StartError when it
+        exits first or the time runs out."""
+        pattern = re.compile(self.process.ready_pattern, re.M)
+        timeout = min(deadline_monotonic, self.started + self.process.ready_timeout_s)
+        while True:
+            out, err = self.output()
+            if pattern.search(out) or pattern.search(err):
+                self.ready_after_s = round(time.monotonic() - self.started, 2)
+                return
+            if not self.running():
+                raise StartError(f"server {self.role} exited with status {self.popen.returncode} before it was "
+                                 f"ready: {self.stderr_tail()}")
+            if time.monotonic() > timeout:
+                raise StartError(f"server {self.role} not ready after {time.monotonic() - self.started:.0f} s "
+                                 f"(waiting for /{self.process.ready_pattern}/ in its output)")
+            time.sleep(0.1)
+
+    def stop(self, grace_s=STOP_GRACE_S):
+        """SIGTERM to the process group, SIGKILL after `grace_s`; idempotent."""
+        if self.running():
+            self.stopped_by = "SIGTERM"
+            with contextlib.suppress(ProcessLookupError):
+                os.killpg(self.popen.pid, signal.SIGTERM)
+            try:
+                self.popen.wait(timeout=grace_s)
+            except subprocess.TimeoutExpired:
+                self.stopped_by = "SIGKILL"
+                with contextlib.suppress(ProcessLookupError):
+                    os.killpg(self.popen.pid, signal.SIGKILL)
+                self.popen.wait()
+        # Children the group leader left behind (a wrapper's JVM) go too.
+        with contextlib.suppress(ProcessLookupError, PermissionError):
+            os.killpg(self.popen.pid, signal.SIGKILL)
+        self._close()
+
+    def _close(self):
+        for f in (self._out, self._err):
+            with contextlib.suppress(OSError):
+                f.close()
+
+
+def ports_busy(processes):
+    """[(role, port)] of declared ports something already listens on."""
+    return [(p.role, port) for p in processes for port in p.ports if rig_contract.port_in_use(port)]
+
+
+def wait_ports_free(process, timeout_s=5.0):
+    """{port: True when free} for a stopped server's ports (a closing socket may take a moment)."""
+    deadline = time.monotonic() + timeout_s
+    state = {}
+    for port in process.ports:
+        while rig_contract.port_in_use(port) and time.monotonic() < deadline:
+            time.sleep(0.1)
+        state[str(port)] = not rig_contract.port_in_use(port)
+    return state
