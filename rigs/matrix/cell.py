@@ -81,8 +81,9 @@ class CellRunner:
                 if not under_test.is_jvm:
                     ev["native_program"] = True
                 ev["numa_nodes"] = knobs.numa_nodes_for(cell, ctx.matrix, ctx.nodes, under_test.role, True)
+                # A role the rig has (in other cells, e.g. another mode) is fine; any other is a typo.
                 unknown = sorted(set(dict(ctx.matrix.pinnings[cell.params["pinning"]].roles))
-                                 - {p.role for p in launch.processes})
+                                 - {p.role for p in launch.processes} - set(getattr(ctx.rig, "roles", ())))
                 if unknown:
                     return fail(f"pinning={cell.params['pinning']} places roles {unknown}; this rig's processes "
                                 f"are {[p.role for p in launch.processes]}")
@@ -189,7 +190,7 @@ class CellRunner:
         if probe is None:
             return
         try:
-            found = probe(running.role, when, workdir)
+            found = probe(running.role, when, workdir, "\n".join(running.output()))
         except Exception as e:  # noqa: BLE001 -- a probe's failure is evidence, never a crash of the matrix
             found = {"problems": [f"probe of {running.role} ({when}) failed: {type(e).__name__}: {e}"]}
         if found is not None:
@@ -223,10 +224,17 @@ class CellRunner:
         t0 = time.monotonic()
         collect_at = [t0 + 1.0, t0 + policy.warmup_s + policy.measure_s / 2]
         next_pin = t0 + 0.3
+        next_output_check = t0 + 1.0
         while any(r.running() for r in clients):
             now = time.monotonic()
             if now > deadline:
                 return True, None
+            if now >= next_output_check:
+                next_output_check = now + 1.0
+                for r in self.running:
+                    line = r.failure_line()
+                    if line:
+                        return False, f"{r.role} reported a failure: {line}"
             dead = next((r for r in servers if not r.running()), None)
             if dead is not None:
                 return False, (f"server {dead.role} exited with status {dead.popen.returncode} while the load ran: "

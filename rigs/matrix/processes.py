@@ -71,8 +71,23 @@ class Running:
         return tuple(texts)
 
     def stderr_tail(self):
+        """The line that best says why it failed: the last exception of stderr (a Java stack trace ends in
+        `at ...` lines), else its last line."""
         out, err = self.output()
-        return ((err.strip() or out.strip()).splitlines() or ["(no output)"])[-1][:300]
+        lines = (err.strip() or out.strip()).splitlines() or ["(no output)"]
+        cause = [line for line in lines if re.match(r"\s*(Caused by: )?[\w.$]+(Exception|Error)\b", line)]
+        return (cause or lines)[-1].strip()[:300]
+
+    def failure_line(self):
+        """The first output line matching the process's fail_pattern, or None."""
+        if not self.process.fail_pattern:
+            return None
+        pattern = re.compile(self.process.fail_pattern)
+        for text in self.output():
+            for line in text.splitlines():
+                if pattern.search(line):
+                    return line.strip()[:300]
+        return None
 
     def wait_ready(self, deadline_monotonic):
         """Waits until a line of the server's output matches its ready pattern. Raises StartError when it

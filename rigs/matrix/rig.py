@@ -6,6 +6,9 @@ A rig module `rigs/<name>/rig.py` exposes `RIG`, an object with:
   parse(outputs, policy, workdir) -> Parsed                   the samples, warm-up kept apart; `outputs` maps
                                                               each role to its stdout text
   check(params) (optional)                                    raises ValueError for a cell it cannot run
+  probe(role, when, workdir, output) (optional)               the rig's own look at a running server, when
+                                                              "ready" and when "clients_done": a dict stored
+                                                              as evidence; its "problems" make the cell invalid
   roles (optional)                                            the roles its launches use, so a matrix's
                                                               per-role pinning is checked before anything runs
 The matrix runner owns everything else: JVM selection and flags, placement and pinning, host knobs, evidence,
@@ -57,6 +60,8 @@ class Process:
     server: bool = False
     ready_pattern: str = ""
     ready_timeout_s: float = 120.0
+    # A line of its output that means it failed even if it keeps running (a regex): the runner stops the cell.
+    fail_pattern: str = ""
     # Loopback ports the process listens on (from free_loopback_port): checked free before it starts and
     # after it is stopped, so no server outlives its cell.
     ports: list = dataclasses.field(default_factory=list)
@@ -91,8 +96,8 @@ class Launch:
                 raise ValueError(f"process {p.role!r}: give exactly one of main_class (a JVM) or program")
             if p.server and not p.ready_pattern:
                 raise ValueError(f"server {p.role!r} needs a ready_pattern")
-            if p.ready_pattern:
-                re.compile(p.ready_pattern)
+            for pattern in (p.ready_pattern, p.fail_pattern):
+                re.compile(pattern)
         if all(p.server for p in self.processes):
             raise ValueError("a cell needs at least one process that is not a server (it ends the cell)")
         if sum(p.under_test for p in self.processes) != 1:

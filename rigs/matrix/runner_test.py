@@ -36,7 +36,8 @@ class FakeRig:
                                      args=[p["server"], str(port)], server=True, ready_pattern=r"listening",
                                      ready_timeout_s=3, ports=[port]),
                 rig_contract.Process("loadgen", program=[os.path.join(TESTDATA, "fake", "client"), str(port),
-                                                         p["seconds"]], under_test=False)])
+                                                         p["seconds"]], under_test=False,
+                                     fail_pattern=r"worker \d+ failed")])
         return rig_contract.Launch.jvm("fake.Main", ["/nonexistent.jar"],
                                    [p["behaviour"], p["seconds"], os.path.join(workdir, "started")],
                                    generated_inputs={"input.txt": "0" * 64})
@@ -212,9 +213,42 @@ class RunnerTest(unittest.TestCase):
         self.assertEqual(by_server["mute"]["status"], "failed")
         self.assertIn("server server not ready after 3 s", by_server["mute"]["reason"])
         self.assertEqual(by_server["mute"]["evidence"]["servers"]["server"]["stopped_by"], "SIGTERM")
+        # A load generator that says it failed but keeps running is stopped at once, not at the timeout.
+        self.assertEqual(by_server["serve"]["status"], "failed")
+        self.assertIn("loadgen reported a failure: fake client: worker 1 failed", by_server["serve"]["reason"])
+        self.assertLess(by_server["serve"]["duration_s"], 10)
         for doc in by_server.values():  # nothing of the cell is left running
             for role, command in doc["provenance"]["commands"].items():
                 self.assertFalse(_running_with_argv(command), f"{role} still running: {command}")
+
+    def test_servers_are_stopped_and_ports_freed_when_the_runner_is_interrupted_or_killed(self):
+        for sig in (signal.SIGTERM, signal.SIGKILL):
+            box = Sandbox(tempfile.mkdtemp(dir=os.environ.get("TEST_TMPDIR")))
+            child = subprocess.Popen([sys.executable, __file__, "--child", box.root, "--profile", "served",
+                                      "--set", "server=serve", "--set", "pinning=none", "--set", "seconds=60"],
+                                     stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, env=os.environ)
+            try:
+                def listening():
+                    for run_dir in box.run_dirs():
+                        for name in os.listdir(os.path.join(run_dir, "logs")) if os.path.isdir(
+                                os.path.join(run_dir, "logs")) else []:
+                            if name.endswith(".server.out"):
+                                with open(os.path.join(run_dir, "logs", name)) as f:
+                                    words = f.read().split()
+                                if "listening" in words:
+                                    return int(words[-1])
+                    return None
+                self.assertTrue(runner.knobs.wait_for(lambda: listening() is not None, 30), "server never listened")
+                port = listening()
+                self.assertTrue(rig_contract.port_in_use(port))
+                child.send_signal(sig)
+                child.wait(timeout=30)
+            finally:
+                child.kill()
+            self.assertTrue(runner.knobs.wait_for(lambda: not rig_contract.port_in_use(port), 10),
+                            f"port {port} still in use after {sig.name}")
+            self.assertFalse(_running_with_argv_containing(["fake.Server", str(port)]),
+                             f"the server outlived its runner ({sig.name})")
 
     def test_second_run_on_the_host_is_refused(self):
         lock = runner.HostLock(self.box.lock)
@@ -350,6 +384,18 @@ def _running_with_argv(argv):
                     return True
         except OSError:
             continue
+    return False
+
+
+def _running_with_argv_containing(words):
+    for pid in filter(str.isdigit, os.listdir("/proc")):
+        try:
+            with open(f"/proc/{pid}/cmdline", "rb") as f:
+                argv = f.read().decode(errors="replace").split("\0")
+        except OSError:
+            continue
+        if all(w in argv for w in words):
+            return True
     return False
 
 

@@ -5,6 +5,7 @@ import java.net.InetSocketAddress;
 import org.apache.hadoop.hdfs.HdfsConfiguration;
 import org.apache.hadoop.hdfs.server.namenode.EditLogFileOutputStream;
 import org.apache.hadoop.hdfs.server.namenode.NameNode;
+import org.apache.hadoop.metrics2.lib.DefaultMetricsSystem;
 
 /**
  * A NameNode for the RPC mode: formats a fresh name directory, starts the NameNode with the configuration
@@ -46,6 +47,8 @@ public final class NnServer {
     NameNode nameNode;
     try {
       NameNode.format(conf);
+      // Formatting registered metrics sources (e.g. the retry cache's) that the NameNode registers again.
+      DefaultMetricsSystem.setMiniClusterMode(true);
       nameNode = NameNode.createNameNode(new String[0], conf);
     } catch (Throwable t) {
       t.printStackTrace();

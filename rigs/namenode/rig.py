@@ -1,21 +1,53 @@
-"""The NameNode throughput rig, in-process mode: NNThroughputBenchmark against a freshly formatted name
-directory in the JVM the matrix chose (rigs/namenode/NnBenchDriver.java formats it, optionally takes the
-disk out of write operations, then runs the benchmark).
+"""The NameNode throughput rig: NNThroughputBenchmark in-process, or over RPC against a real NameNode.
+
+In-process (`mode = inprocess`): the benchmark calls the NameNode's methods directly in the JVM the matrix
+chose (rigs/namenode/NnBenchDriver.java formats a fresh name directory, optionally takes the disk out of
+write operations, then runs the benchmark).
+
+Over RPC (`mode = rpc`): role `namenode` is a NameNode JVM on 127.0.0.1 (NnServer.java: a fresh name
+directory, RPC and web UI on free loopback ports), the process under test: the matrix's JVM knobs apply to
+it. Roles `client-1` .. `client-N` are NNThroughputBenchmark JVMs calling it over RPC (`-fs hdfs://...`), each
+in its own base directory. Axes: handlers, readers, queue size per handler and the call queue: `default`
+(Hadoop's LinkedBlockingQueue), `fair` (FairCallQueue with DecayRpcScheduler) or `multi` (MultiQueue.java:
+one queue per handler). The NameNode logs at INFO like a production one.
 
 parse() reads the benchmark's own report: for every operation a "--- <op> stats ---" block with the number
 of operations, elapsed time, ops/s and average time per op. One sample per operation and run (metric
-`<op>_ops_per_s`); elapsed and average times are kept as observations.
+`<op>_ops_per_s`; over RPC the clients' ops/s summed); elapsed and average times are kept as observations.
 
-RPC mode (a NameNode JVM on loopback, clients over RPC, call-queue variants) is not built yet: it needs
-several processes with roles, which the rig contract does not express yet; check() refuses it.
+Evidence over RPC: the call queue class from the NameNode's start-up log and its MBean in /jmx (a cell whose
+queue is not the one asked for is invalid), and the NameNode's own metrics written every second by Hadoop's
+FileSink: RpcQueueTime and RpcProcessingTime averaged over the calls of the measured window, the call queue
+length, and the namesystem lock's hold times per operation (dfs.namenode.lock.detailed-metrics.enabled).
 """
 
+import json
 import os
 import re
+import time
+import urllib.parse
+import urllib.request
+from xml.sax.saxutils import escape
 
-from rigs.matrix.rig import MAIN_ROLE, Launch, MeasurementInvalid, Parsed, read_classpath_file
+from rigs.matrix.rig import (MAIN_ROLE, Launch, MeasurementInvalid, Parsed, Process, free_loopback_port,
+                             read_classpath_file)
 
 OPS = ("create", "mkdirs", "open", "delete", "append", "fileStatus", "rename", "blockReport", "replication")
+# The benchmark skips replication against a NameNode in another process (it needs the NameNode's internals).
+RPC_OPS = tuple(op for op in OPS if op != "replication")
+CALL_QUEUES = {"default": "java.util.concurrent.LinkedBlockingQueue", "fair": "org.apache.hadoop.ipc.FairCallQueue",
+               "multi": "tunelab.rigs.namenode.MultiQueue"}
+QUEUE_MBEANS = {"fair": "FairCallQueue", "multi": "MultiQueue"}
+NAMENODE_ROLE = "namenode"
+SERVER_LOG4J = """# Written by the namenode rig: the NameNode logs at INFO, as a production one does, to stdout;
+# the audit log is off as in Hadoop's shipped log4j.properties (hdfs.audit.logger=INFO,NullAppender).
+log4j.rootLogger=INFO,console
+log4j.logger.org.apache.hadoop.hdfs.server.namenode.FSNamesystem.audit=WARN
+log4j.appender.console=org.apache.log4j.ConsoleAppender
+log4j.appender.console.target=System.out
+log4j.appender.console.layout=org.apache.log4j.PatternLayout
+log4j.appender.console.layout.ConversionPattern=%d{ISO8601} %p %c{2}: %m%n
+"""
 LOG4J = """# Written by the namenode rig: the benchmark's report lines on stdout, for parse().
 log4j.rootLogger=INFO,console
 log4j.appender.console=org.apache.log4j.ConsoleAppender
@@ -51,12 +83,30 @@ def parse_report(text):
 class NameNodeRig:
     name = "namenode"
 
+    roles = (NAMENODE_ROLE, MAIN_ROLE) + tuple(f"client-{i}" for i in range(1, 9))
+
     def check(self, params):
-        if params["mode"] != "inprocess":
-            raise ValueError(f"mode={params['mode']}: only the in-process mode is built so far (rpc needs a "
-                             "NameNode and client processes: not yet)")
-        if params["op"] != "all" and params["op"] not in OPS:
-            raise ValueError(f"op={params['op']}: one of all, {', '.join(OPS)}")
+        if params["mode"] not in ("inprocess", "rpc"):
+            raise ValueError(f"mode={params['mode']}: inprocess or rpc")
+        ops = OPS if params["mode"] == "inprocess" else RPC_OPS
+        if params["op"] != "all" and params["op"] not in ops:
+            raise ValueError(f"op={params['op']}: one of all, {', '.join(ops)} (mode={params['mode']})")
+        if params["call_queue"] not in CALL_QUEUES:
+            raise ValueError(f"call_queue={params['call_queue']}: one of {', '.join(CALL_QUEUES)}")
+        if params["mode"] == "inprocess" and (params["clients"] != "1" or params["call_queue"] != "default"):
+            raise ValueError(f"clients={params['clients']} call_queue={params['call_queue']}: the in-process mode "
+                             "has no RPC clients or call queue (mode=rpc has)")
+        for key in ("clients", "handlers", "readers", "queue_per_handler"):
+            if not params[key].isdigit() or int(params[key]) < 1:
+                raise ValueError(f"{key}={params[key]}: a positive integer")
+        if params["mode"] == "rpc" and int(params["clients"]) > 1 and params["op"] in ("all", "blockReport"):
+            # Measured: side by side, one client's blockReport pass puts the NameNode in safe mode under the
+            # other's writes, and op=all runs different operations at once, so their ops/s do not add up.
+            raise ValueError(f"op={params['op']} with clients={params['clients']}: several clients need one "
+                             "operation that keeps to its own directory (create, mkdirs, open, delete, append, "
+                             "fileStatus, rename)")
+        if int(params["clients"]) > 8:
+            raise ValueError(f"clients={params['clients']}: at most 8 client JVMs")
         if params["fsync"] not in ("on", "off"):
             raise ValueError(f"fsync={params['fsync']}: on or off")
         for key in ("threads", "files", "files_per_dir", "block_size"):
@@ -64,11 +114,17 @@ class NameNodeRig:
                 raise ValueError(f"{key}={params[key]}: a positive integer")
 
     def estimate_seconds(self, params, policy):
-        """JVM start and format ~2 s; measured here: op=all over 2,000 files 8.7 s, create of 20,000 3 s."""
+        """JVM start and format ~2 s; measured here: op=all over 2,000 files 8.7 s, create of 20,000 3 s.
+        Over RPC the NameNode starts in ~4 s and every call crosses loopback (about 3x slower here)."""
         files = int(params["files"])
-        return 3 + (files / 300 if params["op"] == "all" else files / 7000)
+        seconds = files / 300 if params["op"] == "all" else files / 7000
+        if params["mode"] == "rpc":
+            return 6 + 3 * seconds * int(params["clients"])
+        return 3 + seconds
 
     def launch(self, cell, workload, policy, workdir, data):
+        if cell.params["mode"] == "rpc":
+            return self.launch_rpc(cell.params, workdir, data)
         p = cell.params
         conf = os.path.join(workdir, "conf")
         os.makedirs(conf, exist_ok=True)
@@ -80,10 +136,103 @@ class NameNodeRig:
         args += ["--", "-fs", "file:///", "-op", p["op"], "-threads", p["threads"], "-files", p["files"],
                  "-filesPerDir", p["files_per_dir"], "-blockSize", p["block_size"]]
         return Launch.jvm(main_class="tunelab.rigs.namenode.NnBenchDriver",
-                      classpath=[conf] + read_classpath_file(data["classpath"]), args=args)
+                          classpath=[conf] + read_classpath_file(data["classpath"]), args=args)
+
+    def launch_rpc(self, p, workdir, data):
+        rpc_port, http_port = free_loopback_port(), free_loopback_port()
+        jars = read_classpath_file(data["classpath"])
+        server_conf = os.path.join(workdir, "namenode-conf")
+        os.makedirs(server_conf, exist_ok=True)
+        with open(os.path.join(server_conf, "log4j.properties"), "w") as f:
+            f.write(SERVER_LOG4J)
+        write_site(os.path.join(server_conf, "core-site.xml"), {
+            "fs.defaultFS": f"hdfs://127.0.0.1:{rpc_port}", "hadoop.tmp.dir": os.path.join(workdir, "namenode-tmp")})
+        write_site(os.path.join(server_conf, "hdfs-site.xml"), namenode_site(p, rpc_port, http_port))
+        with open(os.path.join(server_conf, "hadoop-metrics2.properties"), "w") as f:
+            f.write(metrics2_properties(os.path.join(workdir, METRICS_FILE)))
+        server_args = ["--name-dir", os.path.join(workdir, "name")]
+        if p["fsync"] == "off":
+            server_args.append("--skip-fsync")
+        processes = [Process(NAMENODE_ROLE, main_class="tunelab.rigs.namenode.NnServer", classpath=[server_conf] + jars,
+                             args=server_args, server=True, ready_pattern=r'"event":"serving"',
+                             ports=[rpc_port, http_port])]
+        for i in range(1, int(p["clients"]) + 1):
+            role = f"client-{i}"
+            conf = os.path.join(workdir, f"{role}-conf")
+            os.makedirs(conf, exist_ok=True)
+            with open(os.path.join(conf, "log4j.properties"), "w") as f:
+                f.write(LOG4J)
+            # The benchmark writes its datanodes' include/exclude files under hadoop.tmp.dir.
+            write_site(os.path.join(conf, "core-site.xml"), {"hadoop.tmp.dir": os.path.join(workdir, f"{role}-tmp")})
+            processes.append(Process(
+                role, main_class="org.apache.hadoop.hdfs.server.namenode.NNThroughputBenchmark",
+                classpath=[conf] + jars, under_test=False, jvm_flags=["-Xmx512m"],
+                args=["-fs", f"hdfs://127.0.0.1:{rpc_port}", "-op", p["op"], "-threads", p["threads"],
+                      "-files", p["files"], "-filesPerDir", p["files_per_dir"], "-blockSize", p["block_size"],
+                      "-baseDirName", f"/bench-{role}"],
+                # A failed benchmark thread leaves the main thread spinning forever: stop the cell at once.
+                fail_pattern=r"StatsDaemon \d+ failed"))
+        with open(os.path.join(workdir, "launch.json"), "w") as f:
+            json.dump({"rpc_port": rpc_port, "http_port": http_port, "call_queue": p["call_queue"]}, f)
+        return Launch(processes)
+
+    def probe(self, role, when, workdir, output):
+        """The NameNode's call queue, from its start-up log and its /jmx (after it is ready, and again after
+        the clients are done, with its RPC metrics then)."""
+        if role != NAMENODE_ROLE:
+            return None
+        with open(os.path.join(workdir, "launch.json")) as f:
+            launched = json.load(f)
+        port, kind = launched["rpc_port"], launched["call_queue"]
+        found = {"problems": []}
+        if when == "ready":
+            logged = call_queue_from_log(output, port)
+            found["call_queue_logged"] = logged
+            if logged is None:
+                found["problems"].append("the NameNode's log does not say which call queue it uses")
+            elif logged["queue"] != CALL_QUEUES[kind]:
+                found["problems"].append(f"call_queue={kind} asked for {CALL_QUEUES[kind]}, the NameNode logged "
+                                         f"{logged['queue']}")
+        beans = jmx(launched["http_port"], f"Hadoop:service=ipc.{port},name=*")
+        found["ipc_mbeans"] = sorted(b["name"] for b in beans)
+        wanted = QUEUE_MBEANS.get(kind)
+        if wanted and not any(b["name"].endswith("name=" + wanted) for b in beans):
+            found["problems"].append(f"call_queue={kind}: no {wanted} MBean for port {port} in the NameNode's /jmx")
+        if when == "clients_done":
+            rpc = jmx(launched["http_port"], f"Hadoop:service=NameNode,name=RpcActivityForPort{port}")
+            found["rpc_activity"] = {k: v for k, v in (rpc[0] if rpc else {}).items()
+                                     if k.startswith(("RpcQueueTime", "RpcProcessingTime", "CallQueueLength",
+                                                      "NumOpenConnections", "RpcSlowCalls"))}
+            # The FileSink writes once a second: wait (a little) until it holds every call the NameNode served.
+            served = found["rpc_activity"].get("RpcQueueTimeNumOps", 0)
+            found["metrics_file_complete"] = wait_for_calls(os.path.join(workdir, METRICS_FILE), served)
+        return found
 
     def parse(self, outputs, policy, workdir):
-        stdout_text = outputs[MAIN_ROLE]
+        clients = sorted(role for role in outputs if role.startswith("client-"))
+        if not clients:
+            return self.parse_inprocess(outputs[MAIN_ROLE])
+        reports = {}
+        for role in clients:
+            report = parse_report(outputs[role])
+            report.pop("clean", None)
+            if not report:
+                raise MeasurementInvalid(f"{role} printed no stats block")
+            reports[role] = report
+        ops = [op for op in RPC_OPS if all(op in r for r in reports.values())]
+        if not ops:
+            raise MeasurementInvalid("the clients reported no operation in common")
+        # The clients run side by side: the NameNode's throughput is the sum of theirs.
+        samples = [{"metric": metric_name(op), "value": sum(r[op]["ops_per_s"] for r in reports.values()),
+                    "unit": "ops/s", "t": 0.0} for op in ops]
+        observations = {"reports": reports}
+        metrics_path = os.path.join(workdir, METRICS_FILE)
+        if os.path.exists(metrics_path):
+            with open(metrics_path) as f:
+                observations["namenode_metrics"] = window_metrics(parse_file_sink(f.read()))
+        return Parsed([], samples, observations)
+
+    def parse_inprocess(self, stdout_text):
         report = parse_report(stdout_text)
         report.pop("clean", None)  # the benchmark's own clean-up pass, not an operation under test
         if not report:
@@ -91,6 +240,154 @@ class NameNodeRig:
         samples = [{"metric": metric_name(op), "value": v["ops_per_s"], "unit": "ops/s", "t": 0.0}
                    for op, v in report.items() if op in OPS]
         return Parsed([], samples, {"report": report})
+
+
+METRICS_FILE = "namenode-metrics.out"
+
+
+def write_site(path, properties):
+    """A Hadoop *-site.xml with `properties` (name -> value)."""
+    with open(path, "w") as f:
+        f.write('<?xml version="1.0"?>\n<!-- Written by the namenode rig for one cell. -->\n<configuration>\n')
+        for name, value in properties.items():
+            f.write(f"  <property><name>{escape(name)}</name><value>{escape(str(value))}</value></property>\n")
+        f.write("</configuration>\n")
+
+
+def namenode_site(p, rpc_port, http_port):
+    """The NameNode's hdfs-site.xml for an RPC cell."""
+    site = {
+        "dfs.namenode.rpc-address": f"127.0.0.1:{rpc_port}",
+        "dfs.namenode.http-address": f"127.0.0.1:{http_port}",
+        "dfs.namenode.handler.count": p["handlers"],
+        "ipc.server.read.threadpool.size": p["readers"],
+        "ipc.server.handler.queue.size": p["queue_per_handler"],
+        # The benchmark's blocks are 16 bytes (see the workload), below the default minimum.
+        "dfs.namenode.fs-limits.min-block-size": "0",
+        "dfs.namenode.lock.detailed-metrics.enabled": "true",
+        # A fresh namespace has no blocks: leave safe mode at once.
+        "dfs.namenode.safemode.threshold-pct": "0", "dfs.namenode.safemode.min.datanodes": "0",
+        "dfs.namenode.safemode.extension": "0",
+    }
+    ns = f"ipc.{rpc_port}"
+    if p["call_queue"] == "fair":
+        site[f"{ns}.callqueue.impl"] = CALL_QUEUES["fair"]
+        site[f"{ns}.scheduler.impl"] = "org.apache.hadoop.ipc.DecayRpcScheduler"
+    elif p["call_queue"] == "multi":
+        site[f"{ns}.callqueue.impl"] = CALL_QUEUES["multi"]
+        site[f"{ns}.multiqueue.queues"] = p["handlers"]
+    return site
+
+
+def metrics2_properties(path):
+    """Hadoop's FileSink writes every metrics record of the NameNode once a second to `path`."""
+    return ("# Written by the namenode rig: the NameNode's own metrics, once a second, for the window averages.\n"
+            "*.period=1\n"
+            "namenode.sink.file.class=org.apache.hadoop.metrics2.sink.FileSink\n"
+            f"namenode.sink.file.filename={path}\n")
+
+
+def wait_for_calls(path, calls, timeout_s=4.0):
+    """True once the metrics file's last rpc record counts at least `calls` calls."""
+    deadline = time.monotonic() + timeout_s
+    while True:
+        try:
+            with open(path) as f:
+                rpc = [r for r in parse_file_sink(f.read()) if r["record"] == "rpc.rpc"]
+        except OSError:
+            rpc = []
+        if rpc and rpc[-1]["values"].get("RpcQueueTimeNumOps", 0) >= calls:
+            return True
+        if time.monotonic() > deadline:
+            return False
+        time.sleep(0.25)
+
+
+def call_queue_from_log(text, port):
+    """{"queue", "capacity", "scheduler"} from the NameNode's "Using callQueue" line for `port`, or None."""
+    for m in re.finditer(r"Using callQueue: class (\S+), queueCapacity: (\d+), scheduler: class (\S+)", text):
+        return {"queue": m.group(1).rstrip(","), "capacity": int(m.group(2)), "scheduler": m.group(3).rstrip(",")}
+    return None
+
+
+def jmx(http_port, query):
+    """The beans of the NameNode's /jmx servlet matching an ObjectName pattern ([] when none)."""
+    url = f"http://127.0.0.1:{http_port}/jmx?qry={urllib.parse.quote(query, safe='=:,*')}"
+    with urllib.request.urlopen(url, timeout=10) as r:
+        return json.load(r).get("beans", [])
+
+
+def parse_file_sink(text):
+    """Hadoop FileSink lines to [{"t_ms", "record", "tags": {}, "values": {}}].
+
+    A line is `<epoch ms> <context>.<record>: Tag=v, Metric=v, ...` (tags and metrics alike `name=value`):
+    whatever parses as a number goes to "values" (a numeric tag such as the RPC port too), the rest to "tags"."""
+    records = []
+    for line in text.splitlines():
+        m = re.match(r"(\d+) (\S+?): (.*)$", line)
+        if not m:
+            continue
+        tags, values = {}, {}
+        for item in m.group(3).split(", "):
+            name, sep, value = item.partition("=")
+            if not sep:
+                continue
+            try:
+                values[name] = float(value)
+            except ValueError:
+                tags[name] = value
+        records.append({"t_ms": int(m.group(1)), "record": m.group(2), "tags": tags, "values": values})
+    return records
+
+
+def window_metrics(records):
+    """The NameNode's own metrics over the window in which RPC calls were served.
+
+    Hadoop's rates are per interval (each record holds the calls since the previous one and their mean
+    time), so a window's mean is the interval means weighted by their calls. Lock hold times: the
+    FSNamesystem record's `FSN{Read,Write}Lock<Op>Nanos` rates, summed to the total hold time per op."""
+    rpc = [r for r in records if r["record"] == "rpc.rpc" and "RpcQueueTimeNumOps" in r["values"]]
+    out = {}
+    if rpc:
+        busy = []
+        previous = 0.0
+        for r in rpc:
+            calls = r["values"]["RpcQueueTimeNumOps"] - previous
+            previous = r["values"]["RpcQueueTimeNumOps"]
+            if calls > 0:
+                busy.append((calls, r))
+        total = sum(c for c, _ in busy)
+        if total:
+            def weighted(name):
+                return sum(c * r["values"].get(name, 0.0) for c, r in busy) / total
+            lengths = [r["values"].get("CallQueueLength", 0.0) for _, r in busy]
+            out["rpc"] = {"calls": int(total), "seconds_with_calls": len(busy),
+                          "queue_time_avg_ms": weighted("RpcQueueTimeAvgTime"),
+                          "processing_time_avg_ms": weighted("RpcProcessingTimeAvgTime"),
+                          "call_queue_length_mean": sum(lengths) / len(lengths),
+                          "call_queue_length_max": max(lengths)}
+    locks = {}
+    previous = {}
+    for r in records:
+        if r["record"] != "dfs.FSNamesystem":
+            continue
+        for name, value in r["values"].items():
+            m = re.fullmatch(r"FSN(Read|Write)Lock(\w+)NanosNumOps", name)
+            if not m:
+                continue
+            kind, op = m.group(1).lower(), m.group(2)
+            count = value - previous.get(name, 0.0)
+            previous[name] = value
+            if count <= 0:
+                continue
+            avg_ns = r["values"].get(f"FSN{m.group(1)}Lock{op}NanosAvgTime", 0.0)
+            entry = locks.setdefault(kind, {}).setdefault(op, {"count": 0, "held_ms": 0.0})
+            entry["count"] += int(count)
+            entry["held_ms"] += count * avg_ns / 1e6
+    if locks:
+        out["lock_hold"] = {kind: dict(sorted(ops.items(), key=lambda kv: -kv[1]["held_ms"]))
+                            for kind, ops in sorted(locks.items())}
+    return out
 
 
 RIG = NameNodeRig()

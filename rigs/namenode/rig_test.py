@@ -33,16 +33,91 @@ class ParseTest(unittest.TestCase):
         with self.assertRaisesRegex(MeasurementInvalid, "no stats block"):
             rig.RIG.parse({"main": "Exception in thread main\n"}, None, None)
 
-    def test_rpc_mode_and_bad_values_are_refused(self):
+    def test_impossible_cells_are_refused(self):
         params = {"mode": "inprocess", "op": "all", "fsync": "off", "threads": "2", "files": "10",
-                  "files_per_dir": "4", "block_size": "16"}
+                  "files_per_dir": "4", "block_size": "16", "clients": "1", "handlers": "10", "readers": "1",
+                  "queue_per_handler": "100", "call_queue": "default"}
         rig.RIG.check(params)
-        with self.assertRaisesRegex(ValueError, "only the in-process mode"):
-            rig.RIG.check(dict(params, mode="rpc"))
+        rig.RIG.check(dict(params, mode="rpc", call_queue="multi"))
+        rig.RIG.check(dict(params, mode="rpc", op="create", clients="3"))
+        with self.assertRaisesRegex(ValueError, "the in-process mode has no RPC clients or call queue"):
+            rig.RIG.check(dict(params, call_queue="fair"))
+        with self.assertRaisesRegex(ValueError, "several clients need one operation"):
+            rig.RIG.check(dict(params, mode="rpc", clients="2"))
+        with self.assertRaisesRegex(ValueError, "op=replication: one of all, create"):
+            rig.RIG.check(dict(params, mode="rpc", op="replication"))
+        with self.assertRaisesRegex(ValueError, "call_queue=lifo"):
+            rig.RIG.check(dict(params, mode="rpc", call_queue="lifo"))
         with self.assertRaisesRegex(ValueError, "op=list"):
             rig.RIG.check(dict(params, op="list"))
         with self.assertRaisesRegex(ValueError, "threads=0"):
             rig.RIG.check(dict(params, threads="0"))
+
+    def test_rpc_site_selects_the_call_queue_for_the_port(self):
+        params = {"handlers": "16", "readers": "2", "queue_per_handler": "50", "call_queue": "fair"}
+        site = rig.namenode_site(params, 40000, 40001)
+        self.assertEqual(site["ipc.40000.callqueue.impl"], "org.apache.hadoop.ipc.FairCallQueue")
+        self.assertEqual(site["ipc.40000.scheduler.impl"], "org.apache.hadoop.ipc.DecayRpcScheduler")
+        self.assertEqual(site["dfs.namenode.rpc-address"], "127.0.0.1:40000")
+        self.assertEqual(site["dfs.namenode.http-address"], "127.0.0.1:40001")
+        multi = rig.namenode_site(dict(params, call_queue="multi"), 40000, 40001)
+        self.assertEqual(multi["ipc.40000.callqueue.impl"], "tunelab.rigs.namenode.MultiQueue")
+        self.assertEqual(multi["ipc.40000.multiqueue.queues"], "16")
+        default = rig.namenode_site(dict(params, call_queue="default"), 40000, 40001)
+        self.assertFalse([k for k in default if "callqueue" in k])
+
+
+class RpcEvidenceTest(unittest.TestCase):
+    def test_clients_reports_add_up(self):
+        log = recorded("rpc_create_5000_client.log")
+        parsed = rig.RIG.parse({"namenode": "", "client-1": log, "client-2": log}, None, HERE)
+        (sample,) = parsed.samples
+        one = rig.parse_report(log)["create"]["ops_per_s"]
+        self.assertEqual(sample["metric"], "create_ops_per_s")
+        self.assertAlmostEqual(sample["value"], 2 * one)
+        self.assertEqual(sorted(parsed.observations["reports"]), ["client-1", "client-2"])
+
+    def test_a_client_without_a_report_is_invalid(self):
+        with self.assertRaisesRegex(MeasurementInvalid, "client-2 printed no stats block"):
+            rig.RIG.parse({"client-1": recorded("rpc_create_5000_client.log"), "client-2": "boom\n"}, None, HERE)
+
+    def test_window_metrics_from_the_file_sink(self):
+        records = rig.parse_file_sink(recorded("rpc_multi_5000_metrics.out"))
+        rpc = [r for r in records if r["record"] == "rpc.rpc"]
+        self.assertEqual(len(rpc), 13)
+        self.assertEqual(rpc[0]["values"]["port"], 49237)  # a numeric tag reads as a number
+        window = rig.window_metrics(records)
+        # Every call the NameNode's /jmx counted (5004) is in the window, and the window's means are the
+        # per-second means weighted by that second's calls.
+        self.assertEqual(window["rpc"]["calls"], 5004)
+        busy, previous = [], 0.0
+        for r in rpc:
+            n = r["values"]["RpcQueueTimeNumOps"] - previous
+            previous = r["values"]["RpcQueueTimeNumOps"]
+            if n:
+                busy.append((n, r["values"]["RpcQueueTimeAvgTime"]))
+        self.assertAlmostEqual(window["rpc"]["queue_time_avg_ms"], sum(n * a for n, a in busy) / 5004)
+        self.assertEqual(window["rpc"]["seconds_with_calls"], len(busy))
+        create = window["lock_hold"]["write"]["Create"]
+        self.assertEqual(create["count"], 5000)  # one write lock per file created
+        self.assertGreater(create["held_ms"], 0)
+        self.assertEqual(next(iter(window["lock_hold"]["write"])), "Overall")  # largest first
+
+    def test_call_queue_from_the_start_up_log(self):
+        lines = recorded("callqueue_log_lines.txt")
+        found = [rig.call_queue_from_log(line, 0) for line in lines.splitlines()]
+        self.assertEqual([f["queue"] for f in found], [rig.CALL_QUEUES[k] for k in ("default", "fair", "multi")])
+        self.assertEqual(found[1]["scheduler"], "org.apache.hadoop.ipc.DecayRpcScheduler")
+        self.assertIsNone(rig.call_queue_from_log("nothing here\n", 0))
+
+    def test_jmx_answers_are_what_the_probe_reads(self):
+        import json
+        beans = json.loads(recorded("jmx_ipc_multiqueue.json"))["beans"]
+        self.assertTrue(beans[0]["name"].endswith("name=" + rig.QUEUE_MBEANS["multi"]))
+        self.assertEqual(beans[0]["QueueCount"], 10)
+        (activity,) = json.loads(recorded("jmx_rpc_activity_idle.json"))["beans"]
+        for key in ("RpcQueueTimeNumOps", "RpcQueueTimeAvgTime", "RpcProcessingTimeAvgTime", "CallQueueLength"):
+            self.assertIn(key, activity)
 
 
 if __name__ == "__main__":
