@@ -107,6 +107,17 @@ def _one_to_one(cells, a, b):
     return True
 
 
+def _without_echoes(cells, axes):
+    """`axes` without those that only echo an earlier one (values one-to-one over the cells, e.g. a zip
+    group's mode/op/files): a row's context names each independent choice once. Only in the matrix's own
+    axis order (the summary), where "earlier" is the author's order; the report names every axis."""
+    kept = []
+    for a in axes:
+        if not any(_one_to_one(cells, k, a) for k in kept):
+            kept.append(a)
+    return kept
+
+
 def axis_rows(cells, metric, axes=None, baselines=None, declared=None, defaults=None):
     """Rows of every axis comparison for `metric`, Holm-adjusted together (one family per metric).
 
@@ -116,7 +127,9 @@ def axis_rows(cells, metric, axes=None, baselines=None, declared=None, defaults=
     defaults: {axis: the matrix's first value}; with it, a row's "others" names only the other compared
     axes and the parameters where the row's cells leave the defaults (an [[include]]), not every axis."""
     groups = axis_groups(cells, declared)
-    varying = list(varying_axes(cells))
+    # The matrix's axis order where known (defaults follow it), so a row names e.g. mode before op.
+    varying = sorted(varying_axes(cells), key=lambda a: (list(defaults or {}).index(a) if a in (defaults or {})
+                                                         else len(defaults or {}), a))
     compared = [a for g in groups for a in g]
     by_params = {tuple(sorted(c.params.items())): c for c in cells}
     rows = []
@@ -140,9 +153,11 @@ def axis_rows(cells, metric, axes=None, baselines=None, declared=None, defaults=
             if partner is None or metric not in partner.values:
                 continue
             comparison = stats.compare(partner.groups[metric], c.groups[metric])
+            shown = [a for a in varying if a not in group and (
+                a in others_axes or (defaults is not None and c.params[a] != defaults.get(a, c.params[a])))]
             rows.append(Row(axis=name, baseline_value=base_value, value=value_of(c),
-                            others=" ".join(f"{a}={c.params[a]}" for a in varying if a not in group and (
-                                a in others_axes or (defaults is not None and c.params[a] != defaults.get(a, c.params[a])))),
+                            others=" ".join(f"{a}={c.params[a]}" for a in (
+                                shown if defaults is None else _without_echoes(cells, shown))),
                             baseline=stats.summarize(partner.groups[metric]),
                             summary=stats.summarize(c.groups[metric]), comparison=comparison,
                             runs=min(len(partner.groups[metric]), len(c.groups[metric])),
