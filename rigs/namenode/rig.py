@@ -18,7 +18,8 @@ of operations, elapsed time, ops/s and average time per op. One sample per opera
 Evidence over RPC: the call queue class from the NameNode's start-up log and its MBean in /jmx (a cell whose
 queue is not the one asked for is invalid), and the NameNode's own metrics written every second by Hadoop's
 FileSink: RpcQueueTime and RpcProcessingTime averaged over the calls of the measured window, the call queue
-length, and the namesystem lock's hold times per operation (dfs.namenode.lock.detailed-metrics.enabled).
+length, the handlers' wait for the namesystem lock (RpcLockWaitTime) and the lock's hold times per
+operation (dfs.namenode.lock.detailed-metrics.enabled).
 """
 
 import json
@@ -344,8 +345,9 @@ def window_metrics(records):
     """The NameNode's own metrics over the window in which RPC calls were served.
 
     Hadoop's rates are per interval (each record holds the calls since the previous one and their mean
-    time), so a window's mean is the interval means weighted by their calls. Lock hold times: the
-    FSNamesystem record's `FSN{Read,Write}Lock<Op>Nanos` rates, summed to the total hold time per op."""
+    time), so a window's mean is the interval means weighted by their calls. The namesystem lock: the wait,
+    from the RPC record's RpcLockWaitTime (per call, as the NameNode times it), and the hold per operation,
+    from the FSNamesystem record's `FSN{Read,Write}Lock<Op>Nanos` rates summed to a total per op."""
     rpc = [r for r in records if r["record"] == "rpc.rpc" and "RpcQueueTimeNumOps" in r["values"]]
     out = {}
     if rpc:
@@ -364,6 +366,9 @@ def window_metrics(records):
             out["rpc"] = {"calls": int(total), "seconds_with_calls": len(busy),
                           "queue_time_avg_ms": weighted("RpcQueueTimeAvgTime"),
                           "processing_time_avg_ms": weighted("RpcProcessingTimeAvgTime"),
+                          # The handlers' wait for the namesystem lock, as the NameNode times it per call.
+                          "lock_wait_avg_ms": weighted("RpcLockWaitTimeAvgTime"),
+                          "lock_wait_total_ms": weighted("RpcLockWaitTimeAvgTime") * total,
                           "call_queue_length_mean": sum(lengths) / len(lengths),
                           "call_queue_length_max": max(lengths)}
     locks = {}
@@ -385,9 +390,24 @@ def window_metrics(records):
             entry["count"] += int(count)
             entry["held_ms"] += count * avg_ns / 1e6
     if locks:
-        out["lock_hold"] = {kind: dict(sorted(ops.items(), key=lambda kv: -kv[1]["held_ms"]))
-                            for kind, ops in sorted(locks.items())}
+        out["lock_hold"] = {kind: _main_holders(ops) for kind, ops in sorted(locks.items())}
     return out
+
+
+def _main_holders(ops, share=0.01):
+    """Largest first; operations holding the lock under `share` of the total are summed into "others"
+    (the NameNode's background monitors take it briefly every few seconds)."""
+    total = sum(v["held_ms"] for op, v in ops.items() if op != "Overall") or 1.0
+    kept, others = {}, {"count": 0, "held_ms": 0.0}
+    for op, v in sorted(ops.items(), key=lambda kv: -kv[1]["held_ms"]):
+        if op == "Overall" or v["held_ms"] >= share * total:
+            kept[op] = v
+        else:
+            others["count"] += v["count"]
+            others["held_ms"] += v["held_ms"]
+    if others["count"]:
+        kept["others"] = others
+    return kept
 
 
 RIG = NameNodeRig()

@@ -1,0 +1,126 @@
+"""Benchmark: does the rig measure what NNThroughputBenchmark run by hand measures?
+
+  bazel run //rigs/namenode:fidelity_benchmark [-- --pairs 5]
+
+Pairs, interleaved (rig first in even pairs, by hand first in odd ones, so a drifting host hits both):
+- the rig: the `fidelity` profile of the namenode matrix (in-process create, 20,000 files, fsync on: the
+  edit log as shipped) through the matrix runner, one repetition per run;
+- by hand, as Hadoop's documentation says: `NameNode -format` then `NNThroughputBenchmark -fs file:/// -op
+  create ...`, with the rig's own java, JVM flags and classpath, in a fresh hadoop.tmp.dir.
+The verdict is over runs (Welch on the two sides' ops/s, a bootstrap CI of the ratio; analysis/stats.py):
+the rig is faithful when the interval contains 0, i.e. any difference is within run-to-run noise.
+Writes fidelity.json into the first rig run's folder; exits 0 when faithful, 1 otherwise.
+"""
+
+import argparse
+import json
+import os
+import subprocess
+import sys
+import tempfile
+
+from rich.console import Console
+from rich.table import Table
+
+from analysis import stats
+from results import resultfile as results
+from rigs.matrix import runner
+from rigs.namenode import rig as nn_rig
+
+BENCH = "org.apache.hadoop.hdfs.server.namenode.NNThroughputBenchmark"
+DRIVER = "tunelab.rigs.namenode.NnBenchDriver"
+
+
+def stored_runs(results_root):
+    if not os.path.isdir(results_root):
+        return set()
+    return {os.path.join(results_root, h, r) for h in os.listdir(results_root)
+            if os.path.isdir(os.path.join(results_root, h)) for r in os.listdir(os.path.join(results_root, h))}
+
+
+def by_hand_commands(command, tmp_dir):
+    """The rig cell's command split into Hadoop's two documented steps, same java, flags and classpath."""
+    main_at = command.index(DRIVER)
+    bench_args = command[command.index("--", main_at) + 1:]
+    java_and_flags = command[:main_at]
+    if java_and_flags[0] in ("taskset", "numactl"):
+        raise ValueError("the fidelity profile runs unpinned; got " + " ".join(java_and_flags[:3]))
+    tmp = [f"-Dhadoop.tmp.dir={tmp_dir}"]  # generic options come first, or Hadoop ignores them
+    return (java_and_flags + ["org.apache.hadoop.hdfs.server.namenode.NameNode"] + tmp + ["-format", "-force",
+                                                                                        "-nonInteractive"],
+            java_and_flags + [BENCH] + tmp + bench_args)
+
+
+def run_by_hand(command, log_dir, pair):
+    tmp_dir = tempfile.mkdtemp(prefix=f"nn-by-hand-{pair}-", dir=log_dir)
+    fmt, bench = by_hand_commands(command, tmp_dir)
+    with open(os.path.join(log_dir, f"by-hand-{pair}.format.log"), "w") as log:
+        if subprocess.run(fmt, cwd=tmp_dir, stdout=log, stderr=subprocess.STDOUT, timeout=300).returncode:
+            raise RuntimeError(f"by hand: NameNode -format failed (see {log.name})")
+    out_path = os.path.join(log_dir, f"by-hand-{pair}.out")
+    with open(out_path, "w") as out:
+        status = subprocess.run(bench, cwd=tmp_dir, stdout=out, stderr=subprocess.STDOUT, timeout=600).returncode
+    with open(out_path) as f:
+        report = nn_rig.parse_report(f.read())
+    if status or "create" not in report:
+        raise RuntimeError(f"by hand: NNThroughputBenchmark exit {status}, no create report (see {out_path})")
+    return report["create"]["ops_per_s"], bench
+
+
+def main(argv=None):
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--pairs", type=int, default=5, help="interleaved (rig, by hand) pairs (default 5)")
+    args, runner_args = parser.parse_known_args(sys.argv[1:] if argv is None else argv)
+    console = Console(highlight=False, width=None if sys.stdout.isatty() else 160)
+    workspace = os.environ.get("BUILD_WORKSPACE_DIRECTORY", os.getcwd())
+    results_root = os.path.join(workspace, "results")
+    rig_values, hand_values, rig_runs, commands = [], [], [], {}
+    log_dir = None
+    for pair in range(args.pairs):
+        for side in (("rig", "hand") if pair % 2 == 0 else ("hand", "rig")):
+            if side == "hand":  # pair 0 starts with the rig: its command is known by then
+                value, commands["by_hand"] = run_by_hand(commands["rig"], log_dir, pair)
+                hand_values.append(value)
+                console.print(f"pair {pair + 1}/{args.pairs} by hand: create {value:,.0f} ops/s")
+                continue
+            before = stored_runs(results_root)
+            code = runner.main(runner_args + ["--profile", "fidelity", "--no-host-reference", "--no-next-steps"],
+                               console=console)
+            if code != runner.EXIT_OK:
+                return code
+            run_dir = sorted(stored_runs(results_root) - before)[-1]
+            (key,) = results.stored_results(run_dir)
+            doc = results.load_result(results.result_path(run_dir, *key))
+            value = next(s["value"] for s in doc["samples"] if s["metric"] == "create_ops_per_s")
+            rig_values.append(value)
+            rig_runs.append(os.path.basename(run_dir))
+            commands["rig"] = doc["provenance"]["command"]
+            log_dir = log_dir or os.path.join(run_dir, "fidelity")
+            os.makedirs(log_dir, exist_ok=True)
+            console.print(f"pair {pair + 1}/{args.pairs} rig ({rig_runs[-1]}): create {value:,.0f} ops/s")
+    comparison = stats.compare([[v] for v in hand_values], [[v] for v in rig_values])
+    faithful = comparison.ratio_ci_low <= 1 <= comparison.ratio_ci_high
+    table = Table(title="Fidelity: the rig vs NNThroughputBenchmark by hand (in-process create, interleaved)")
+    for col in ("side", "runs", "median ops/s", "values"):
+        table.add_column(col)
+    table.add_row("by hand", str(len(hand_values)), f"{comparison.baseline_median:,.0f}",
+                  " ".join(f"{v:,.0f}" for v in hand_values))
+    table.add_row("rig", str(len(rig_values)), f"{comparison.candidate_median:,.0f}",
+                  " ".join(f"{v:,.0f}" for v in rig_values))
+    console.print(table)
+    verdict = (f"rig vs by hand: {comparison.ratio - 1:+.1%} (95% CI {comparison.ratio_ci_low - 1:+.1%}.."
+               f"{comparison.ratio_ci_high - 1:+.1%}, Welch p={comparison.p_value:.3f}): "
+               + ("within run-to-run noise" if faithful else "NOT within run-to-run noise"))
+    console.print(verdict)
+    report = {"kind": "tunelab.namenode_fidelity", "rig_runs": rig_runs, "rig_ops_per_s": rig_values,
+              "by_hand_ops_per_s": hand_values, "ratio": comparison.ratio,
+              "ratio_ci": [comparison.ratio_ci_low, comparison.ratio_ci_high], "welch_p": comparison.p_value,
+              "faithful": faithful, "commands": commands, "verdict": verdict}
+    path = os.path.join(os.path.dirname(log_dir), "fidelity.json")
+    results.atomic_write_json(path, report)
+    console.print(f"{'PASS' if faithful else 'FAIL'}: written {path}")
+    return 0 if faithful else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())
