@@ -4,7 +4,11 @@ load("@rules_python//python:defs.bzl", "py_binary", "py_test")
 load("//tools/jdk:defs.bzl", "PINNED_JDK_JAVAS")
 
 def _java_classpath_impl(ctx):
-    jars = ctx.attr.dep[JavaInfo].transitive_runtime_jars.to_list()
+    # An overlay's own jars come first, so its classes win over the same classes in the stock jars.
+    first = [jar for o in ctx.attr.overlay for jar in o[JavaInfo].runtime_output_jars]
+    jars = first + [jar for jar in ctx.attr.dep[JavaInfo].transitive_runtime_jars.to_list() if jar not in first]
+    for o in ctx.attr.overlay:
+        jars += [j for j in o[JavaInfo].transitive_runtime_jars.to_list() if j not in jars]
     out = ctx.actions.declare_file(ctx.label.name + ".classpath")
 
     # Paths relative to this file's folder, so the file works wherever the runfiles tree sits.
@@ -18,7 +22,10 @@ java_classpath = rule(
     doc = """A file listing a Java target's runtime classpath, one jar per line, relative to the file's own
 folder; the jars come along in runfiles. For rigs that start a JVM of the matrix's choosing on a set's jars
 (a deploy jar would merge 160 Hadoop jars and their clashing resources into one).""",
-    attrs = {"dep": attr.label(mandatory = True, providers = [JavaInfo], doc = "the java_library or java_binary")},
+    attrs = {
+        "dep": attr.label(mandatory = True, providers = [JavaInfo], doc = "the java_library or java_binary"),
+        "overlay": attr.label_list(providers = [JavaInfo], doc = "java_libraries whose own jars go first (a patched build's classes before the stock jars')"),
+    },
 )
 
 def rig_matrix(name, rig, matrix, workload, rig_data = {}, smoke_profile = "smoke", smoke_size = "medium"):

@@ -131,6 +131,10 @@ class CellRunner:
         single = len(self.running) <= 1
         if not single:
             ev["exit_statuses"] = exit_statuses
+            # CPU per role (sampled once a second while the load ran): e.g. a load generator that
+            # busy-waits shows as a full core.
+            ev["process_cpu"] = {r.role: dict(r.cpu, cores=round(r.cpu["cpu_s"] / r.cpu["wall_s"], 2))
+                                 for r in self.running if r.cpu and r.cpu["wall_s"] > 0}
         outputs = {r.role: r.output()[0] for r in self.running}
         all_output = "\n".join("\n".join(r.output()) for r in self.running if r.process.is_jvm)
         ev["jvm_output_warnings"] = evidence.large_page_failures(all_output)
@@ -232,6 +236,9 @@ class CellRunner:
             if now >= next_output_check:
                 next_output_check = now + 1.0
                 for r in self.running:
+                    if r.running():
+                        r.sample_cpu((jvm_pid(r.pid, ctx.host_paths.proc) if r.process.is_jvm else None) or r.pid,
+                                     ctx.host_paths.proc)
                     line = r.failure_line()
                     if line:
                         return False, f"{r.role} reported a failure: {line}"

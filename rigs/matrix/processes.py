@@ -39,6 +39,7 @@ class Running:
         self.started = time.monotonic()
         self.ready_after_s = None
         self.stopped_by = None  # None (exited by itself), "SIGTERM" or "SIGKILL"
+        self.cpu = None  # {"cpu_s", "wall_s"} at the last sample_cpu()
         self._out = open(logs["stdout"], "w")
         self._err = open(logs["stderr"], "w")
         try:
@@ -77,6 +78,18 @@ class Running:
         lines = (err.strip() or out.strip()).splitlines() or ["(no output)"]
         cause = [line for line in lines if re.match(r"\s*(Caused by: )?[\w.$]+(Exception|Error)\b", line)]
         return (cause or lines)[-1].strip()[:300]
+
+    def sample_cpu(self, pid, proc="/proc"):
+        """Records the CPU time the process (pid: itself or its JVM under a wrapper) has used so far; the last
+        sample before it exits approximates its total (sampled once a second)."""
+        try:
+            with open(os.path.join(proc, str(pid), "stat")) as f:
+                fields = f.read().rsplit(")", 1)[1].split()
+        except (OSError, IndexError):
+            return
+        ticks = int(fields[11]) + int(fields[12])  # utime, stime (fields 14 and 15 of proc(5))
+        self.cpu = {"cpu_s": round(ticks / os.sysconf("SC_CLK_TCK"), 2),
+                    "wall_s": round(time.monotonic() - self.started, 2)}
 
     def failure_line(self):
         """The first output line matching the process's fail_pattern, or None."""

@@ -194,6 +194,8 @@ class RunnerTest(unittest.TestCase):
             stubborn = doc["cell"]["params"]["server"] == "stubborn"
             self.assertEqual(server["stopped_by"], "SIGKILL" if stubborn else "SIGTERM")
             self.assertEqual(set(doc["provenance"]["commands"]), {"server", "loadgen"})
+            self.assertEqual(set(ev["process_cpu"]), {"server", "loadgen"})
+            self.assertGreater(ev["process_cpu"]["loadgen"]["wall_s"], 0.5)
             with open(doc["logs"]["server.stdout"]) as f:
                 self.assertIn("listening", f.read())
             if doc["cell"]["params"]["pinning"] == "apart":
