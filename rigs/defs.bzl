@@ -28,7 +28,7 @@ folder; the jars come along in runfiles. For rigs that start a JVM of the matrix
     },
 )
 
-def rig_matrix(name, rig, matrix, workload, rig_data = {}, smoke_profile = "smoke", smoke_size = "medium"):
+def rig_matrix(name, rig, matrix, workload, rig_data = {}, variants = {}, smoke_profile = "smoke", smoke_size = "medium"):
     """A runnable matrix for one rig, with its tests.
 
     Creates:
@@ -44,6 +44,10 @@ def rig_matrix(name, rig, matrix, workload, rig_data = {}, smoke_profile = "smok
       workload: label of the workload's workload.toml (its folder is the workload).
       rig_data: {name: label} of files the rig needs at run time (e.g. {"jar": ":calibration_deploy.jar"}),
         passed to the rig as absolute paths.
+      variants: {variant axis value: {name: label}}: each patched build's files, e.g.
+        {"patched:nn-log-out-of-lock": {"classpath": "//third_party/hadoop:nn_log_out_of_lock_classpath",
+        "manifest": "//third_party/hadoop:nn_log_out_of_lock_manifest"}}; `manifest` (the patch set's
+        identity, third_party/hadoop/defs.bzl) is required, the others replace the rig_data of that name.
       smoke_profile: the profile the smoke test runs.
       smoke_size: test size of the smoke test.
     """
@@ -53,9 +57,14 @@ def rig_matrix(name, rig, matrix, workload, rig_data = {}, smoke_profile = "smok
         "--workload=$(rootpath %s)" % workload,
         "--bazel-target=//%s:%s" % (native.package_name(), name),
     ] + data_args
+    variant_labels = []
+    for variant, files in sorted(variants.items()):
+        for k, v in sorted(files.items()):
+            args.append("--variant-data=%s=%s=$(rootpath %s)" % (variant, k, v))
+            variant_labels.append(v)
     # The calibration program doubles as the host reference probe run before and after every matrix.
     probe = "//rigs/calibration:calibration_deploy.jar"
-    data = [matrix, workload] + rig_data.values() + PINNED_JDK_JAVAS + ["//results:schema"]
+    data = [matrix, workload] + rig_data.values() + variant_labels + PINNED_JDK_JAVAS + ["//results:schema"]
     if probe not in rig_data.values():
         data.append(probe)
     deps = [rig, "//rigs/matrix:runner", "//analysis:summary_lib"]

@@ -38,6 +38,9 @@ class CellRunner:
         java = os.path.join(planned.jdk["java_home"], "bin", "java")
         flags = (knobs.jvm_flags(cell, ctx.matrix, planned.gc_flags) if process.under_test
                  else ["-XX:-UsePerfData"])
+        if process.under_test and ctx.variants.get(cell.params["variant"]):
+            # Where every class came from: the proof that a patched cell ran the patched classes.
+            flags = flags + [f"-Xlog:class+load=info:file={self.class_load_log}"]
         return argv + [java] + flags + process.jvm_flags + ["-cp", ":".join(process.classpath),
                                                             process.main_class] + process.args
 
@@ -54,6 +57,7 @@ class CellRunner:
         os.makedirs(log_dir, exist_ok=True)
         workdir = os.path.join(ctx.run_dir, "work", base)
         os.makedirs(workdir, exist_ok=True)
+        self.class_load_log = os.path.join(workdir, "class-load.log")
         started = time.monotonic()
         policy = ctx.matrix.policy
         host_knobs = knobs.HostKnobs(ctx.host_paths, journal=ctx.knob_journal)
@@ -176,7 +180,12 @@ class CellRunner:
         if parsed.observations:
             doc["observations"] = parsed.observations
         doc["metrics"] = results.summarize(measured, ctx.workload.metrics)
+        variant = ctx.variants.get(cell.params["variant"])
+        if variant and under_test.is_jvm:
+            ev["patched_classes"] = patched_class_sources(self.class_load_log, variant["manifest"])
         problems = evidence.verify(cell, ctx.matrix, ev, ctx.nodes)
+        if "patched_classes" in ev:
+            problems += evidence.patched_class_problems(ev["patched_classes"], variant["manifest"])
         problems += [problem for role_probes in ev.get("probes", {}).values() for probe in role_probes.values()
                      for problem in probe.get("problems", [])]
         if not measured:
@@ -313,6 +322,20 @@ class CellRunner:
         ev["collected_at_s"] = round(at_s, 2)
 
 
+def patched_class_sources(log_path, manifest):
+    """{patched class: the jar it was loaded from, or None if never loaded}, from -Xlog:class+load."""
+    found = {name: None for name in manifest.get("classes", [])}
+    try:
+        with open(log_path, errors="replace") as f:
+            text = f.read()
+    except OSError:
+        return found
+    for name, source in evidence.parse_class_load(text):
+        if name in found:
+            found[name] = source
+    return found
+
+
 def jvm_pid(root, proc="/proc"):
     """`root` if it runs java, else its first descendant that does (breadth first); None if none yet."""
     queue = [root]
@@ -333,6 +356,7 @@ class RunContext:
     """Everything shared by the cells of one run."""
 
     def __init__(self, **kw):
+        self.variants = {}
         self.__dict__.update(kw)
         self.active_knobs = None
         self.cell_runner = None
@@ -355,8 +379,7 @@ class RunContext:
                 "host": self.report, "jdk": jdk, "command": [], "harness_commit": self.harness_commit,
                 "harness_dirty": self.harness_dirty, "bazel_target": self.bazel_target,
                 "workload": {"id": self.workload.id, "sha256": self.workload.sha256, "files": self.workload.inputs},
-                "variant": {"name": planned.cell.params["variant"],
-                            "patch_set_sha256": self.variant_digest(planned.cell.params["variant"])},
+                "variant": self.variant_provenance(planned.cell.params["variant"]),
                 **self.provenance_extras(planned.cell),
             },
             "logs": logs, "started_at": now_iso(), "finished_at": now_iso(),
@@ -376,16 +399,20 @@ class RunContext:
         return extras
 
     def rig_data_for(self, cell):
-        """The rig's data files for this cell: from the build of the cell's revision when it names another."""
+        """The rig's data files for this cell: from the build of the cell's revision when it names another,
+        with a patched variant's files (e.g. its classpath, overlay first) in place of the stock ones."""
         rev = self.revisions.get(cell.params.get("revision"))
-        return rev.rig_data if rev else self.rig_data
+        data = dict(rev.rig_data if rev else self.rig_data)
+        variant = self.variants.get(cell.params["variant"])
+        if variant:
+            data.update(variant["data"])
+        return data
 
-    def variant_digest(self, name):
-        patches = self.matrix.variants[name]["patches"]
-        if not patches:
-            return None
-        h = hashlib.sha256()
-        for patch in patches:
-            with open(os.path.join(os.path.dirname(self.matrix_source), patch), "rb") as f:
-                h.update(f.read())
-        return h.hexdigest()
+    def variant_provenance(self, name):
+        """The variant's identity for provenance: its patch set's content hash and series (stock: none)."""
+        variant = self.variants.get(name)
+        if not variant:
+            return {"name": name, "patch_set_sha256": None}
+        m = variant["manifest"]
+        return {"name": name, "patch_set_sha256": m["patch_set_sha256"], "series": m["series"],
+                "applied": m["applied"], "patches_sha256": m["patches_sha256"]}

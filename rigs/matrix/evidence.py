@@ -5,6 +5,7 @@ for with what was read and returns the problems. A cell with any problem is stor
 evidence, never as a measurement.
 """
 
+import os
 import re
 
 from rigs.matrix import spec
@@ -82,6 +83,22 @@ def parse_thread_print(text):
 def parse_smaps_rollup(text):
     """/proc/PID/smaps_rollup to {key: kB}: the same `Key:  N kB` lines as /proc/meminfo."""
     return host_probe.parse_meminfo(text)
+
+
+def parse_class_load(text):
+    """`-Xlog:class+load=info` lines to [(class name, source)], e.g. ("a.B", "file:/x/lib.jar")."""
+    return re.findall(r"\[class,load\] (\S+) source: (.+?)\s*$", text, re.M)
+
+
+def patched_class_problems(sources, manifest):
+    """A patched cell must have loaded its patched classes, and only from the overlay jar."""
+    jar = manifest.get("overlay_jar", "")
+    loaded = {name: src for name, src in sources.items() if src is not None}
+    if not loaded:
+        return [f"none of the patched classes ({', '.join(sources) or 'none listed'}) was loaded: the patch "
+                "was not exercised"]
+    return [f"patched class {name} was loaded from {src}, not from the overlay {jar}"
+            for name, src in sorted(loaded.items()) if not jar or os.path.basename(src.split(":", 1)[-1]) != jar]
 
 
 def large_page_failures(jvm_output):

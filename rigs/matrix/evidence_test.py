@@ -111,5 +111,35 @@ class VerifyTest(unittest.TestCase):
         self.assertEqual(problems, ["process CPU binding 0 not in effect: Cpus_allowed_list=0-1"])
 
 
+
+class PatchedClassTest(unittest.TestCase):
+    MANIFEST = {"overlay_jar": "libnn_log_out_of_lock_upto_1.jar",
+                "classes": ["org.apache.hadoop.hdfs.server.namenode.FSDirWriteFileOp",
+                            "org.apache.hadoop.hdfs.server.namenode.FSNamesystem"]}
+
+    def sources(self):
+        with open(os.path.join(CAPTURES, "class_load_patched.txt")) as f:
+            loaded = dict(evidence.parse_class_load(f.read()))
+        return {name: loaded.get(name) for name in self.MANIFEST["classes"]}
+
+    def test_patched_classes_from_the_overlay_pass(self):
+        sources = self.sources()
+        self.assertTrue(all(src.endswith("/libnn_log_out_of_lock_upto_1.jar") for src in sources.values()))
+        self.assertEqual(evidence.patched_class_problems(sources, self.MANIFEST), [])
+
+    def test_a_patched_class_from_the_stock_jar_is_a_problem(self):
+        sources = dict(self.sources())
+        sources["org.apache.hadoop.hdfs.server.namenode.FSNamesystem"] = \
+            "file:/x/external/maven__org_apache_hadoop__hadoop_hdfs__3_4_2/hadoop-hdfs-3.4.2.jar"
+        (problem,) = evidence.patched_class_problems(sources, self.MANIFEST)
+        self.assertIn("FSNamesystem was loaded from file:/x/external", problem)
+        self.assertIn("not from the overlay libnn_log_out_of_lock_upto_1.jar", problem)
+
+    def test_a_patch_never_loaded_is_a_problem(self):
+        sources = {name: None for name in self.MANIFEST["classes"]}
+        (problem,) = evidence.patched_class_problems(sources, self.MANIFEST)
+        self.assertIn("the patch was not exercised", problem)
+
+
 if __name__ == "__main__":
     unittest.main()

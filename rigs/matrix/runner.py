@@ -164,6 +164,8 @@ def parse_args(argv):
     parser.add_argument("--results-dir", help="where runs are stored (default: <workspace>/results)")
     parser.add_argument("--jdk", action="append", default=[], metavar="NAME=PATH",
                         help="declare a JDK (also TUNELAB_JDKS=NAME=PATH:...)")
+    parser.add_argument("--variant-data", action="append", default=[], metavar="VARIANT=NAME=PATH",
+                        help=argparse.SUPPRESS)  # from rig_matrix(variants = ...): a patched build's files
     parser.add_argument("--revision", action="append", default=[], metavar="NAME=RUNFILES",
                         help="a value of the revision axis: the runfiles tree of this target built from another "
                              "commit (e.g. in a git worktree); its cells run that build's rig artifacts")
@@ -174,6 +176,31 @@ def parse_args(argv):
     parser.add_argument("--no-gc-probes", action="store_true", help=argparse.SUPPRESS)
     parser.add_argument("--no-next-steps", action="store_true", help=argparse.SUPPRESS)  # for tools wrapping a run
     return parser.parse_args(argv)
+
+
+def load_variants(items, matrix):
+    """{variant: {"data": {name: path}, "manifest": dict}} for every patched value of the variant axis;
+    refuses a value the build does not provide, before anything runs."""
+    given = {}
+    for item in items:
+        variant, name, path = (item.split("=", 2) + [None, None])[:3]
+        if not name or path is None:
+            raise spec.SpecError(f"--variant-data {item!r}: expected VARIANT=NAME=PATH")
+        given.setdefault(variant, {})[name] = os.path.abspath(path)
+    variants = {}
+    for value in matrix.axes.get("variant", []):
+        if value == "stock":
+            continue
+        data = given.get(value)
+        if data is None:
+            built = ", ".join(sorted(given)) or "none"
+            raise spec.SpecError(f"variant={value}: this target has no such build (built: {built}); add it to the "
+                                 "rig_matrix's `variants` in rigs/BUILD.bazel (third_party/<component>/defs.bzl)")
+        if "manifest" not in data:
+            raise spec.SpecError(f"variant={value}: its build gives no manifest (the patch set's identity)")
+        with open(data.pop("manifest")) as f:
+            variants[value] = {"data": data, "manifest": json.load(f)}
+    return variants
 
 
 def load_revisions(items, matrix, rig_data, runfiles_ws, matrix_path, required=True):
@@ -272,6 +299,13 @@ def execute(argv=None, console=None, host_paths=None, report=None):
             raise spec.SpecError(f"{args.matrix} is for rig {matrix.rig!r}, the workload {workload.id} for {workload.rig!r}")
         revisions = load_revisions(args.revision, matrix, rig_data, runfiles_ws, args.matrix,
                                    required=not args.dry_run)
+        variants = load_variants(args.variant_data, matrix)
+        for cell in matrix.cells:
+            # The patch set's content is part of a patched cell's identity: a changed patch is another cell.
+            variant = variants.get(cell.params["variant"])
+            if variant:
+                cell.params = dict(sorted(dict(cell.params,
+                                               patch_set=variant["manifest"]["patch_set_sha256"][:12]).items()))
         rig = rig_contract.load_rig(matrix.rig)
         pinned = discovery.pinned_in_runfiles(runfiles)
         if report is None:
@@ -334,7 +368,8 @@ def execute(argv=None, console=None, host_paths=None, report=None):
         commit, dirty = host.harness_provenance(workspace)
         probe = None if args.no_host_reference else hostref.find_probe(runfiles_ws, pinned)
         ctx = cell_runner.RunContext(
-            matrix=matrix, workload=workload, rig=rig, rig_data=rig_data, revisions=revisions, run_id=run_id,
+            matrix=matrix, workload=workload, rig=rig, rig_data=rig_data, revisions=revisions, variants=variants,
+            run_id=run_id,
             run_dir=run_dir, report=report, profile=args.profile, overrides=args.set, spec_sha256=digest,
             matrix_source=os.path.abspath(args.matrix), harness_commit=commit, harness_dirty=dirty,
             bazel_target=args.bazel_target, preflight=pre, nodes=plan.host_nodes(report),

@@ -252,6 +252,32 @@ class RunnerTest(unittest.TestCase):
             self.assertFalse(_running_with_argv_containing(["fake.Server", str(port)]),
                              f"the server outlived its runner ({sig.name})")
 
+    def test_a_patched_variant_carries_its_identity_and_must_load_its_classes(self):
+        manifest = os.path.join(self.box.root, "manifest.json")
+        with open(manifest, "w") as f:
+            json.dump({"series": ["0001-a.patch", "0002-b.patch"], "applied": ["0001-a.patch"], "upto": 1,
+                       "patches_sha256": {"0001-a.patch": "1" * 64}, "patch_set_sha256": "ab" * 32,
+                       "overlay_jar": "libfake_upto_1.jar", "classes": ["fake.Main"]}, f)
+        code, out = self.box.main("--set", "variant=stock,patched:fake@1", "--set", "pinning=none",
+                                  "--variant-data", f"patched:fake@1=manifest={manifest}")
+        self.assertEqual(code, runner.EXIT_CELLS_FAILED, out)
+        (run_dir,) = self.box.run_dirs()
+        by_variant = {}
+        for doc in self.docs(run_dir).values():
+            by_variant.setdefault(doc["cell"]["params"]["variant"], []).append(doc)
+        for doc in by_variant["stock"]:
+            self.assertEqual(doc["status"], "ok", doc.get("reason"))
+            self.assertIsNone(doc["provenance"]["variant"]["patch_set_sha256"])
+            self.assertNotIn("patch_set", doc["cell"]["params"])
+        for doc in by_variant["patched:fake@1"]:
+            self.assertEqual(doc["cell"]["params"]["patch_set"], "ab" * 6)  # the content is in the cell id
+            self.assertEqual(doc["provenance"]["variant"]["patch_set_sha256"], "ab" * 32)
+            self.assertEqual(doc["provenance"]["variant"]["applied"], ["0001-a.patch"])
+            self.assertIn("-Xlog:class+load=info:file=", " ".join(doc["provenance"]["command"]))
+            # The fake JVM loads no class from the overlay: the patch did not run, the cell is invalid.
+            self.assertEqual(doc["status"], "invalid")
+            self.assertIn("the patch was not exercised", doc["reason"])
+
     def test_second_run_on_the_host_is_refused(self):
         lock = runner.HostLock(self.box.lock)
         lock.acquire({"run_id": "20261121T000000Z-beef", "pid": 1})
@@ -281,6 +307,13 @@ class RunnerTest(unittest.TestCase):
                                   f"accepted={self.box.root}/no-such-build")
         self.assertEqual(code, runner.EXIT_BAD_INPUT)
         self.assertIn("--revision accepted: no runfiles folder", out)
+        # A patched variant needs its build, and a variant value must name one.
+        code, out = self.box.main("--set", "variant=stock,patched:nope")
+        self.assertEqual(code, runner.EXIT_BAD_INPUT)
+        self.assertIn("variant=patched:nope: this target has no such build (built: none)", out)
+        code, out = self.box.main("--set", "variant=patched")
+        self.assertEqual(code, runner.EXIT_BAD_INPUT)
+        self.assertIn("is not stock, patched:<set> or patched:<set>@<k>", out)
         self.assertEqual(self.box.run_dirs(), [])
 
     def test_dry_run_writes_nothing(self):

@@ -18,6 +18,10 @@ as an axis. `[matrix] question` states what the matrix answers, the title of its
 a profile other than `smoke` asks its own `question` (or none);
 `[matrix] not_compared` lists axes that only stratify (e.g. the job: WordCount vs TeraSort is no question).
 
+The `variant` axis is `stock` or a patch set built by Bazel (third_party/<component>/patches/<set>/):
+`patched:<set>` (the whole series) or `patched:<set>@<k>` (its first k patches); the rig_matrix target
+gives the runner each one's files (`--variant-data`), and a value without a build is refused.
+
 The `revision` axis names builds of the rigs: `candidate` is the build being run; any other value must be
 given to the runner as `--revision NAME=RUNFILES` (e.g. the last accepted commit built in a git worktree),
 so the two are measured interleaved in one run. Unlike the other standard axes it has no default: cells
@@ -44,6 +48,8 @@ DEFAULTS = {"gc": "g1", "gc_opts": "default", "heap": "512m", "pinning": "none",
             "numa": "default", "variant": "stock"}
 POLICY_KEYS = {"warmup_s": float, "measure_s": float, "repetitions": int, "cooldown_s": float, "timeout_s": float}
 CMS_LAST_JDK = 13
+# A value of the variant axis other than stock: a patch set built by Bazel, whole or its first k patches.
+VARIANT_RE = re.compile(r"patched:([A-Za-z0-9][A-Za-z0-9_.-]*)(?:@([1-9][0-9]*))?")
 
 
 class SpecError(ValueError):
@@ -94,7 +100,7 @@ class Matrix:
     rig_axes: tuple  # names of the rig's own parameters among axes
     pinnings: dict  # name -> Pinning
     gc_opts: dict  # name -> [jvm flags]
-    variants: dict  # name -> {"patches": [...]} (stock is implicit)
+    variants: dict  # {"stock": {}}; patched:<set>[@k] values are checked against the build (runner)
     policy: Policy
     cells: list  # [Cell]
     source: str = ""  # path of the file, for messages
@@ -200,9 +206,10 @@ def from_dict(data, source="<matrix>", profile=None, overrides=(), rig_params=No
         if not isinstance(flags, list) or not all(isinstance(x, str) and x.startswith("-") for x in flags):
             raise SpecError(f"{where}: [gc_opts.{name}] needs `flags`, a list of JVM options")
         gc_opts[name] = flags
-    variants = {"stock": {"patches": []}}
-    for name, body in data.get("variant", {}).items():
-        variants[name] = {"patches": list(body.get("patches", []))}
+    if "variant" in data:
+        raise SpecError(f"{where}: [variant] tables are gone: a variant is a Bazel-built patch set, named on the "
+                        "variant axis as patched:<set> or patched:<set>@<k> (third_party/<component>/patches/)")
+    variants = {"stock": {}}
 
     allowed_axes = set(STANDARD_AXES) | set(rig_params)
     axes = _axes_table(where, "[axes]", data.get("axes", {}), allowed_axes)
@@ -349,7 +356,10 @@ def _parse_policy(where, table):
 
 def _check_values(where, axes, pinnings, gc_opts, variants):
     checks = {"gc": GCS, "hugepages": HUGEPAGES, "numa": NUMA_POLICIES, "pinning": tuple(pinnings),
-              "gc_opts": tuple(gc_opts), "variant": tuple(variants)}
+              "gc_opts": tuple(gc_opts)}
+    for v in axes.get("variant", []):
+        if v != "stock" and not VARIANT_RE.fullmatch(str(v)):
+            raise SpecError(f"{where}: axis variant: {v!r} is not stock, patched:<set> or patched:<set>@<k>")
     for axis, allowed in checks.items():
         for v in axes.get(axis, []):
             if v not in allowed:

@@ -144,6 +144,9 @@ def main(argv=None):
     parser.add_argument("--upto", type=int, help="apply only the first K patches")
     parser.add_argument("--out-srcjar", required=True)
     parser.add_argument("--out-manifest", required=True)
+    parser.add_argument("--overlay-jar", default="",
+                        help="file name of the jar the patched classes are compiled into (recorded for the "
+                             "runner's class-load check)")
     args = parser.parse_args(argv)
     with tempfile.TemporaryDirectory() as workdir:
         try:
@@ -152,6 +155,8 @@ def main(argv=None):
             print(f"error: {e}", file=sys.stderr)
             return 1
         write_srcjar(workdir, files, args.out_srcjar)
+    manifest["overlay_jar"] = args.overlay_jar
+    manifest["classes"] = [rel[:-len(".java")].replace("/", ".") for rel in files if rel.endswith(".java")]
     with open(args.out_manifest, "w") as f:
         json.dump(manifest, f, indent=1, sort_keys=True)
         f.write("\n")
