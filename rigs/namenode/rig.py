@@ -36,6 +36,8 @@ from rigs.matrix.rig import (MAIN_ROLE, Launch, MeasurementInvalid, Parsed, Proc
 OPS = ("create", "mkdirs", "open", "delete", "append", "fileStatus", "rename", "blockReport", "replication")
 # The benchmark skips replication against a NameNode in another process (it needs the NameNode's internals).
 RPC_OPS = tuple(op for op in OPS if op != "replication")
+# Block allocation, which NNThroughputBenchmark 3.4.2 does not time: AddBlockBench.java, in-process only.
+ADD_BLOCK = "addBlock"
 CALL_QUEUES = {"default": "java.util.concurrent.LinkedBlockingQueue", "fair": "org.apache.hadoop.ipc.FairCallQueue",
                "multi": "tunelab.rigs.namenode.MultiQueue"}
 QUEUE_MBEANS = {"fair": "FairCallQueue", "multi": "MultiQueue"}
@@ -49,15 +51,18 @@ log4j.appender.console.target=System.out
 log4j.appender.console.layout=org.apache.log4j.PatternLayout
 log4j.appender.console.layout.ConversionPattern=%d{ISO8601} %p %c{2}: %m%n
 """
-LOG4J = """# Written by the namenode rig: the benchmark's report lines on stdout, for parse().
+LOG4J = """# Written by the namenode rig: the benchmark's report lines on stdout, for parse(); the audit log is
+# off as in Hadoop's shipped log4j.properties.
 log4j.rootLogger=INFO,console
+log4j.logger.org.apache.hadoop.hdfs.server.namenode.FSNamesystem.audit=WARN
 log4j.appender.console=org.apache.log4j.ConsoleAppender
 log4j.appender.console.target=System.out
 log4j.appender.console.layout=org.apache.log4j.PatternLayout
 log4j.appender.console.layout.ConversionPattern=%d{ISO8601} %p %c{2}: %m%n
 """
 _BLOCK = re.compile(r"--- (\w+) stats\s+---")
-_FIELD = re.compile(r"NNThroughputBenchmark:\s+(# operations|Elapsed Time|Ops per sec|Average Time):\s*([0-9.Ee+-]+)")
+_FIELD = re.compile(r"(?:NNThroughputBenchmark|AddBlockBench):\s+(# operations|Elapsed Time|Ops per sec|Average Time):"
+                    r"\s*([0-9.Ee+-]+)")
 
 
 def metric_name(op):
@@ -89,7 +94,7 @@ class NameNodeRig:
     def check(self, params):
         if params["mode"] not in ("inprocess", "rpc"):
             raise ValueError(f"mode={params['mode']}: inprocess or rpc")
-        ops = OPS if params["mode"] == "inprocess" else RPC_OPS
+        ops = OPS + (ADD_BLOCK,) if params["mode"] == "inprocess" else RPC_OPS
         if params["op"] != "all" and params["op"] not in ops:
             raise ValueError(f"op={params['op']}: one of all, {', '.join(ops)} (mode={params['mode']})")
         if params["call_queue"] not in CALL_QUEUES:
@@ -131,13 +136,20 @@ class NameNodeRig:
         os.makedirs(conf, exist_ok=True)
         with open(os.path.join(conf, "log4j.properties"), "w") as f:
             f.write(LOG4J)
+        # The in-process NameNode's own metrics too (lock hold per operation), as over RPC.
+        write_site(os.path.join(conf, "hdfs-site.xml"), {"dfs.namenode.lock.detailed-metrics.enabled": "true"})
+        with open(os.path.join(conf, "hadoop-metrics2.properties"), "w") as f:
+            f.write(metrics2_properties(os.path.join(workdir, METRICS_FILE)))
         args = ["--name-dir", os.path.join(workdir, "name")]
         if p["fsync"] == "off":
             args.append("--skip-fsync")
+        classpath = [conf] + read_classpath_file(data["classpath"])
+        if p["op"] == ADD_BLOCK:
+            return Launch.jvm(main_class="tunelab.rigs.namenode.AddBlockBench", classpath=classpath,
+                              args=args + ["-threads", p["threads"], "-files", p["files"], "-datanodes", "3"])
         args += ["--", "-fs", "file:///", "-op", p["op"], "-threads", p["threads"], "-files", p["files"],
                  "-filesPerDir", p["files_per_dir"], "-blockSize", p["block_size"]]
-        return Launch.jvm(main_class="tunelab.rigs.namenode.NnBenchDriver",
-                          classpath=[conf] + read_classpath_file(data["classpath"]), args=args)
+        return Launch.jvm(main_class="tunelab.rigs.namenode.NnBenchDriver", classpath=classpath, args=args)
 
     def launch_rpc(self, p, workdir, data):
         rpc_port, http_port = free_loopback_port(), free_loopback_port()
@@ -212,7 +224,7 @@ class NameNodeRig:
     def parse(self, outputs, policy, workdir):
         clients = sorted(role for role in outputs if role.startswith("client-"))
         if not clients:
-            return self.parse_inprocess(outputs[MAIN_ROLE])
+            return self.parse_inprocess(outputs[MAIN_ROLE], workdir)
         reports = {}
         for role in clients:
             report = parse_report(outputs[role])
@@ -233,14 +245,19 @@ class NameNodeRig:
                 observations["namenode_metrics"] = window_metrics(parse_file_sink(f.read()))
         return Parsed([], samples, observations)
 
-    def parse_inprocess(self, stdout_text):
+    def parse_inprocess(self, stdout_text, workdir):
         report = parse_report(stdout_text)
         report.pop("clean", None)  # the benchmark's own clean-up pass, not an operation under test
         if not report:
             raise MeasurementInvalid("the benchmark printed no stats block")
         samples = [{"metric": metric_name(op), "value": v["ops_per_s"], "unit": "ops/s", "t": 0.0}
-                   for op, v in report.items() if op in OPS]
-        return Parsed([], samples, {"report": report})
+                   for op, v in report.items() if op in OPS + (ADD_BLOCK,)]
+        observations = {"report": report}
+        metrics_path = os.path.join(workdir, METRICS_FILE) if workdir else None
+        if metrics_path and os.path.exists(metrics_path):
+            with open(metrics_path) as f:
+                observations["namenode_metrics"] = window_metrics(parse_file_sink(f.read()))
+        return Parsed([], samples, observations)
 
 
 METRICS_FILE = "namenode-metrics.out"

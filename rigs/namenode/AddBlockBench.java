@@ -1,0 +1,170 @@
+package tunelab.rigs.namenode;
+
+import java.io.File;
+import java.util.ArrayList;
+import java.util.EnumSet;
+import java.util.List;
+import java.util.UUID;
+import java.util.concurrent.atomic.AtomicLong;
+import org.apache.hadoop.conf.Configuration;
+import org.apache.hadoop.crypto.CryptoProtocolVersion;
+import org.apache.hadoop.fs.CreateFlag;
+import org.apache.hadoop.fs.permission.FsPermission;
+import org.apache.hadoop.hdfs.DFSConfigKeys;
+import org.apache.hadoop.hdfs.HdfsConfiguration;
+import org.apache.hadoop.hdfs.protocol.BlockListAsLongs;
+import org.apache.hadoop.hdfs.protocol.DatanodeID;
+import org.apache.hadoop.hdfs.protocol.HdfsConstants;
+import org.apache.hadoop.hdfs.security.token.block.ExportedBlockKeys;
+import org.apache.hadoop.hdfs.server.common.HdfsServerConstants.NodeType;
+import org.apache.hadoop.hdfs.server.common.StorageInfo;
+import org.apache.hadoop.hdfs.server.namenode.EditLogFileOutputStream;
+import org.apache.hadoop.hdfs.server.namenode.NameNode;
+import org.apache.hadoop.hdfs.server.protocol.BlockReportContext;
+import org.apache.hadoop.hdfs.server.protocol.DatanodeRegistration;
+import org.apache.hadoop.hdfs.server.protocol.DatanodeStorage;
+import org.apache.hadoop.hdfs.server.protocol.NamenodeProtocols;
+import org.apache.hadoop.hdfs.server.protocol.NamespaceInfo;
+import org.apache.hadoop.hdfs.server.protocol.SlowDiskReports;
+import org.apache.hadoop.hdfs.server.protocol.SlowPeerReports;
+import org.apache.hadoop.hdfs.server.protocol.StorageBlockReport;
+import org.apache.hadoop.hdfs.server.protocol.StorageReport;
+import org.apache.hadoop.io.EnumSetWritable;
+import org.apache.hadoop.metrics2.lib.DefaultMetricsSystem;
+import org.apache.hadoop.util.VersionInfo;
+
+/**
+ * The operation NNThroughputBenchmark 3.4.2 does not time: block allocation. In-process, like the
+ * benchmark: formats a fresh name directory, starts a NameNode, registers simulated datanodes (a
+ * registration, an empty first block report and a heartbeat with free space each), then T threads each
+ * create files and ask for their first block (ClientProtocol.addBlock, the path that logs "BLOCK*
+ * allocate" under the namesystem write lock). Prints a stats block laid out like NNThroughputBenchmark's
+ * ("--- addBlock stats ---", under its own name), so the rig parses both alike.
+ *
+ * <p>Usage: AddBlockBench --name-dir DIR [--skip-fsync] [-threads T] [-files N] [-datanodes D]
+ */
+public final class AddBlockBench {
+  private AddBlockBench() {}
+
+  private static final long CAPACITY = 100L << 40;
+
+  public static void main(String[] args) throws Exception {
+    String nameDir = null;
+    boolean skipFsync = false;
+    int threads = 2;
+    int files = 10000;
+    int datanodes = 3;
+    for (int i = 0; i < args.length; i++) {
+      switch (args[i]) {
+        case "--name-dir": nameDir = args[++i]; break;
+        case "--skip-fsync": skipFsync = true; break;
+        case "-threads": threads = Integer.parseInt(args[++i]); break;
+        case "-files": files = Integer.parseInt(args[++i]); break;
+        case "-datanodes": datanodes = Integer.parseInt(args[++i]); break;
+        default:
+          System.err.println("AddBlockBench: unknown argument " + args[i]);
+          System.exit(2);
+      }
+    }
+    if (nameDir == null || threads < 1 || files < threads || datanodes < 1) {
+      System.err.println("usage: AddBlockBench --name-dir DIR [--skip-fsync] [-threads T] [-files N>=T] "
+          + "[-datanodes D]");
+      System.exit(2);
+    }
+    int status = 1;
+    try {
+      run(nameDir, skipFsync, threads, files, datanodes);
+      status = 0;
+    } catch (Throwable t) {
+      t.printStackTrace();
+    } finally {
+      System.out.flush();
+      Runtime.getRuntime().halt(status);
+    }
+  }
+
+  private static void run(String nameDir, boolean skipFsync, int threads, int files, int datanodes)
+      throws Exception {
+    Configuration conf = new HdfsConfiguration();
+    String dir = new File(nameDir).getAbsoluteFile().toURI().toString();
+    conf.set(DFSConfigKeys.DFS_NAMENODE_NAME_DIR_KEY, dir);
+    conf.set(DFSConfigKeys.DFS_NAMENODE_EDITS_DIR_KEY, dir);
+    conf.set(DFSConfigKeys.DFS_NAMENODE_HTTP_ADDRESS_KEY, "127.0.0.1:0");
+    conf.set(DFSConfigKeys.DFS_NAMENODE_RPC_ADDRESS_KEY, "127.0.0.1:0");
+    conf.setLong(DFSConfigKeys.DFS_NAMENODE_MIN_BLOCK_SIZE_KEY, 0);
+    conf.setInt(DFSConfigKeys.DFS_NAMENODE_SAFEMODE_MIN_DATANODES_KEY, 0);
+    conf.setInt(DFSConfigKeys.DFS_NAMENODE_SAFEMODE_EXTENSION_KEY, 0);
+    // Simulated datanodes never heartbeat again: keep them live for the whole run.
+    conf.setLong(DFSConfigKeys.DFS_HEARTBEAT_INTERVAL_KEY, 3 * 60);
+    if (skipFsync) {
+      EditLogFileOutputStream.setShouldSkipFsyncForTesting(true);
+    }
+    DefaultMetricsSystem.setMiniClusterMode(true);
+    NameNode.format(conf);
+    NameNode nameNode = NameNode.createNameNode(new String[0], conf);
+    NamenodeProtocols rpc = nameNode.getRpcServer();
+    NamespaceInfo ns = rpc.versionRequest();
+    for (int d = 0; d < datanodes; d++) {
+      DatanodeID id = new DatanodeID("127.0.0.1", "sim-dn-" + d, UUID.randomUUID().toString(), 40000 + d,
+          DFSConfigKeys.DFS_DATANODE_HTTP_DEFAULT_PORT, DFSConfigKeys.DFS_DATANODE_HTTPS_DEFAULT_PORT,
+          DFSConfigKeys.DFS_DATANODE_IPC_DEFAULT_PORT);
+      StorageInfo storageInfo = new StorageInfo(ns.getLayoutVersion(), ns.getNamespaceID(), ns.getClusterID(),
+          ns.getCTime(), NodeType.DATA_NODE);
+      DatanodeRegistration reg = rpc.registerDatanode(
+          new DatanodeRegistration(id, storageInfo, new ExportedBlockKeys(), VersionInfo.getVersion()));
+      DatanodeStorage storage = new DatanodeStorage(DatanodeStorage.generateUuid());
+      rpc.blockReport(reg, ns.getBlockPoolID(),
+          new StorageBlockReport[] {new StorageBlockReport(storage, BlockListAsLongs.EMPTY)},
+          new BlockReportContext(1, 0, System.nanoTime(), 0L));
+      rpc.sendHeartbeat(reg, new StorageReport[] {new StorageReport(storage, false, CAPACITY, 0L, CAPACITY, 0L, 0L)},
+          0L, 0L, 0, 0, 0, null, true, SlowPeerReports.EMPTY_REPORT, SlowDiskReports.EMPTY_REPORT);
+    }
+    short replication = (short) Math.min(3, datanodes);
+    AtomicLong opNanos = new AtomicLong();
+    List<Thread> workers = new ArrayList<>();
+    Throwable[] failure = new Throwable[1];
+    int perThread = files / threads;
+    for (int t = 0; t < threads; t++) {
+      final int me = t;
+      Thread w = new Thread(() -> {
+        String client = "addBlock-client-" + me;
+        try {
+          for (int i = 0; i < perThread; i++) {
+            String path = "/addBlockBench/t" + me + "/d" + (i / 100) + "/f" + i;
+            rpc.create(path, FsPermission.getDefault(), client,
+                new EnumSetWritable<>(EnumSet.of(CreateFlag.CREATE)), true, replication, 16L,
+                CryptoProtocolVersion.supported(), null, null);
+            long start = System.nanoTime();
+            rpc.addBlock(path, client, null, null, HdfsConstants.GRANDFATHER_INODE_ID, null, null);
+            opNanos.addAndGet(System.nanoTime() - start);
+          }
+        } catch (Throwable e) {
+          synchronized (failure) {
+            failure[0] = e;
+          }
+        }
+      }, "addBlock-worker-" + t);
+      workers.add(w);
+    }
+    long begin = System.currentTimeMillis();
+    for (Thread w : workers) {
+      w.start();
+    }
+    for (Thread w : workers) {
+      w.join();
+    }
+    long elapsed = System.currentTimeMillis() - begin;
+    if (failure[0] != null) {
+      throw new RuntimeException("a worker failed", failure[0]);
+    }
+    long ops = (long) perThread * threads;
+    // The layout of NNThroughputBenchmark's stats blocks, under this program's own name, so the rig's
+    // parser reads both (times in ms; the create before each addBlock is inside the elapsed time only).
+    System.out.println("AddBlockBench: --- addBlock stats  ---");
+    System.out.println("AddBlockBench: # operations: " + ops);
+    System.out.println("AddBlockBench: Elapsed Time: " + elapsed);
+    System.out.println("AddBlockBench:  Ops per sec: " + (elapsed == 0 ? 0 : 1000.0 * ops / elapsed));
+    System.out.println("AddBlockBench: Average Time: " + opNanos.get() / ops / 1_000_000);
+    System.out.println("{\"event\":\"end\",\"add_block_mean_us\":" + opNanos.get() / ops / 1000.0 + "}");
+  }
+}
