@@ -304,8 +304,7 @@ def execute(argv=None, console=None, host_paths=None, report=None):
             # The patch set's content is part of a patched cell's identity: a changed patch is another cell.
             variant = variants.get(cell.params["variant"])
             if variant:
-                cell.params = dict(sorted(dict(cell.params,
-                                               patch_set=variant["manifest"]["patch_set_sha256"][:12]).items()))
+                cell.identity = {"patch_set_sha256": variant["manifest"]["patch_set_sha256"]}
         rig = rig_contract.load_rig(matrix.rig)
         pinned = discovery.pinned_in_runfiles(runfiles)
         if report is None:

@@ -268,9 +268,10 @@ class RunnerTest(unittest.TestCase):
         for doc in by_variant["stock"]:
             self.assertEqual(doc["status"], "ok", doc.get("reason"))
             self.assertIsNone(doc["provenance"]["variant"]["patch_set_sha256"])
-            self.assertNotIn("patch_set", doc["cell"]["params"])
         for doc in by_variant["patched:fake@1"]:
-            self.assertEqual(doc["cell"]["params"]["patch_set"], "ab" * 6)  # the content is in the cell id
+            # The patch set's content is in the cell id, not among the parameters (they compare as before).
+            self.assertEqual(doc["cell"]["id"], runner.spec.cell_id(dict(doc["cell"]["params"],
+                                                                        patch_set_sha256="ab" * 32)))
             self.assertEqual(doc["provenance"]["variant"]["patch_set_sha256"], "ab" * 32)
             self.assertEqual(doc["provenance"]["variant"]["applied"], ["0001-a.patch"])
             self.assertIn("-Xlog:class+load=info:file=", " ".join(doc["provenance"]["command"]))

@@ -80,10 +80,13 @@ class Policy:
 @dataclasses.dataclass
 class Cell:
     params: dict  # axis -> scalar, sorted keys
+    # What else makes the cell what it is without being a parameter: a patched variant's patch set hash
+    # (the runner sets it), so a changed patch is another cell id while the parameters compare as before.
+    identity: dict = dataclasses.field(default_factory=dict)
 
     @property
     def id(self):
-        return cell_id(self.params)
+        return cell_id(dict(self.params, **self.identity) if self.identity else self.params)
 
     def label(self, axes=None):
         """'k=v ...' over `axes` (default: all), e.g. only the axes that vary in the matrix."""
