@@ -408,6 +408,10 @@ def window_metrics(records):
             entry["held_ms"] += count * avg_ns / 1e6
     if locks:
         out["lock_hold"] = {kind: _main_holders(ops) for kind, ops in sorted(locks.items())}
+        for ops in out["lock_hold"].values():
+            for entry in ops.values():
+                # Per hold: comparable between runs even when a run's last second was not written.
+                entry["held_us_per_op"] = 1000.0 * entry["held_ms"] / entry["count"]
     return out
 
 

@@ -102,6 +102,7 @@ class RpcEvidenceTest(unittest.TestCase):
         create = window["lock_hold"]["write"]["Create"]
         self.assertEqual(create["count"], 5000)  # one write lock per file created
         self.assertGreater(create["held_ms"], 0)
+        self.assertAlmostEqual(create["held_us_per_op"], 1000 * create["held_ms"] / 5000)
         write = window["lock_hold"]["write"]
         self.assertEqual(next(iter(write)), "Overall")  # largest first
         # Brief holders are summed, nothing lost: the kept operations and "others" add up to Overall.
