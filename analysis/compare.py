@@ -10,6 +10,7 @@ per-second samples of its ok repetitions, grouped by repetition; analysis/stats.
 
 import collections
 import dataclasses
+import re
 
 from analysis import stats
 
@@ -162,6 +163,55 @@ def axis_rows(cells, metric, axes=None, baselines=None, declared=None, defaults=
                             summary=stats.summarize(c.groups[metric]), comparison=comparison,
                             runs=min(len(partner.groups[metric]), len(c.groups[metric])),
                             baseline_id=partner.id, cell_id=c.id))
+    stats.adjust([r.comparison for r in rows])
+    return rows
+
+
+_PATCHED = re.compile(r"patched:([^@]+)(?:@(\d+))?$")
+
+
+@dataclasses.dataclass
+class AttributionRow:
+    patch_set: str
+    step: int  # the k-th patch of the series
+    patch: str  # its file name
+    before: str  # the variant without it (stock or the (k-1)-prefix)
+    after: str
+    others: str
+    comparison: object  # stats.Comparison of before -> after
+
+
+def patch_attribution(cells, metric, applied_by_variant):
+    """Patch-by-patch attribution over measured prefixes of a series: for every patch k whose prefix k and
+    prefix k-1 (stock for k = 1) were both measured with otherwise equal parameters, the change it brings.
+    applied_by_variant: {variant value: [applied patch names]} (from the results' provenance), which says
+    how many patches `patched:<set>` (the whole series) applied. Holm-adjusted as one family."""
+    def step_of(variant):
+        m = _PATCHED.match(variant)
+        if not m:
+            return None, 0
+        applied = applied_by_variant.get(variant) or []
+        return m.group(1), int(m.group(2)) if m.group(2) else len(applied)
+
+    index = {}  # (set or None, k, other params) -> cell
+    for c in cells:
+        if metric not in c.groups or "variant" not in c.params:
+            continue
+        name, k = step_of(c.params["variant"])
+        others = tuple(sorted((a, v) for a, v in c.params.items() if a != "variant"))
+        index.setdefault((name, k, others), c)
+    rows = []
+    for (name, k, others), after in sorted(index.items(), key=lambda kv: (str(kv[0][0]), kv[0][2], kv[0][1])):
+        if name is None or k < 1:
+            continue
+        before = index.get((name, k - 1, others)) or (index.get((None, 0, others)) if k == 1 else None)
+        if before is None:
+            continue
+        applied = applied_by_variant.get(after.params["variant"]) or []
+        rows.append(AttributionRow(name, k, applied[k - 1] if len(applied) >= k else f"patch {k}",
+                                   before.params["variant"], after.params["variant"],
+                                   " ".join(f"{a}={v}" for a, v in others),
+                                   stats.compare(before.groups[metric], after.groups[metric])))
     stats.adjust([r.comparison for r in rows])
     return rows
 

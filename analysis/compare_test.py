@@ -28,6 +28,34 @@ def docs():
     return out
 
 
+class AttributionTest(unittest.TestCase):
+    """A 2-patch series measured as stock, @1 and the whole series: each patch against its prefix."""
+
+    def cells(self):
+        out = []
+        levels = {"stock": 100.0, "patched:fix@1": 110.0, "patched:fix": 110.0 * 1.2}
+        for n, (variant, level) in enumerate(levels.items()):
+            for rep in range(5):
+                out.append(doc(f"v{n}", {"variant": variant, "gc": "g1"}, rep,
+                               [level * (1 + (rep - 2) * 0.002)] * 3))
+        return compare.collect(out)
+
+    def test_each_patch_is_compared_with_the_build_without_it(self):
+        applied = {"patched:fix@1": ["0001-a.patch"], "patched:fix": ["0001-a.patch", "0002-b.patch"]}
+        rows = compare.patch_attribution(self.cells(), "rate", applied)
+        self.assertEqual([(r.step, r.patch, r.before, r.after) for r in rows],
+                         [(1, "0001-a.patch", "stock", "patched:fix@1"),
+                          (2, "0002-b.patch", "patched:fix@1", "patched:fix")])
+        self.assertAlmostEqual(rows[0].comparison.ratio, 1.10)
+        self.assertAlmostEqual(rows[1].comparison.ratio, 1.20)
+        self.assertTrue(all(r.comparison.verdict("higher_is_better") == "better" for r in rows))
+
+    def test_without_the_prefix_there_is_nothing_to_attribute_to_patch_two(self):
+        cells = [c for c in self.cells() if c.params["variant"] != "patched:fix@1"]
+        rows = compare.patch_attribution(cells, "rate", {"patched:fix": ["0001-a.patch", "0002-b.patch"]})
+        self.assertEqual(rows, [])
+
+
 class CompareTest(unittest.TestCase):
     def test_values_are_raw_samples_grouped_by_repetition(self):
         cells = compare.collect([doc("a", {"x": "1"}, 1, [4.0]), doc("a", {"x": "1"}, 0, [1.0, 2.0, 3.0]),

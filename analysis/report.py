@@ -246,6 +246,9 @@ def build(kind_name, sets, out_dir, metrics=None, axis=None, allow_mismatch=Fals
         if warns:
             blocks.append(render.TableBlock(["cell", "warning"], warns, caption=f"Stability warnings ({metric})"))
 
+    if kind_name == "stock-vs-patched":
+        blocks += attribution_blocks(cells, chosen, declared, prepared.docs)
+
     if published:
         blocks.append(render.Heading(f"Published figures ({resultsets.PUBLISHED_LABEL})"))
         blocks.append(render.TableBlock(
@@ -267,6 +270,35 @@ def build(kind_name, sets, out_dir, metrics=None, axis=None, allow_mismatch=Fals
     blocks += provenance_appendix(measured, prepared)
     blocks.append(render.Heading("How to rerun"))
     blocks.append(render.Code("\n".join(rerun_commands(measured) + ["", "# this report:", command or ""]).strip()))
+    return blocks
+
+
+def attribution_blocks(cells, metrics, declared, docs):
+    """Patch-by-patch attribution, when prefixes of a series (patched:<set>@k) were measured."""
+    applied = {}
+    for d in docs:
+        v = d.get("provenance", {}).get("variant", {})
+        if v.get("applied"):
+            applied[v["name"]] = v["applied"]
+    blocks = []
+    for metric in metrics:
+        rows = compare.patch_attribution(cells, metric, applied)
+        if not any(r.step > 1 for r in rows):
+            continue  # one patch, or no prefix measured: the variant table above says it all
+        if not blocks:
+            blocks.append(render.Heading("Per-patch attribution"))
+            blocks.append(render.Para("Each patch of a series against the build without it (its prefix one "
+                                      "shorter; stock for the first), measured interleaved in the same run; "
+                                      "same statistics as above, Holm-adjusted over the patches."))
+        direction = declared[metric]["direction"]
+        blocks.append(render.TableBlock(
+            ["patch set", "k", "patch", "without it", "with it", "other parameters", "change", "change 95% CI",
+             "p (Holm)", "verdict"],
+            [[r.patch_set, str(r.step), r.patch, compare.fmt_value(r.comparison.baseline_median),
+              compare.fmt_value(r.comparison.candidate_median), r.others, f"{r.comparison.ratio - 1:+.1%}",
+              compare.fmt_change_ci(r.comparison), compare.fmt_p(r.comparison.p_adjusted),
+              r.comparison.verdict(direction)] for r in rows],
+            caption=f"{metric}: what each patch changes"))
     return blocks
 
 
