@@ -193,6 +193,7 @@ def patch_attribution(cells, metric, applied_by_variant):
         applied = applied_by_variant.get(variant) or []
         return m.group(1), int(m.group(2)) if m.group(2) else len(applied)
 
+    varying = set(varying_axes(cells)) - {"variant"}
     index = {}  # (set or None, k, other params) -> cell
     for c in cells:
         if metric not in c.groups or "variant" not in c.params:
@@ -210,7 +211,7 @@ def patch_attribution(cells, metric, applied_by_variant):
         applied = applied_by_variant.get(after.params["variant"]) or []
         rows.append(AttributionRow(name, k, applied[k - 1] if len(applied) >= k else f"patch {k}",
                                    before.params["variant"], after.params["variant"],
-                                   " ".join(f"{a}={v}" for a, v in others),
+                                   " ".join(f"{a}={v}" for a, v in others if a in varying),
                                    stats.compare(before.groups[metric], after.groups[metric])))
     stats.adjust([r.comparison for r in rows])
     return rows

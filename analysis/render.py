@@ -126,7 +126,10 @@ def _column_widths(block, width):
                for n, col in zip(natural, texts)]
     if sum(natural) <= width:
         return [n * width / sum(natural) for n in natural]
-    spare = max(0.0, width - sum(minimum))
+    if sum(minimum) >= width:
+        # Even the longest words do not fit side by side: share the width in their proportion (they wrap).
+        return [m * width / sum(minimum) for m in minimum]
+    spare = width - sum(minimum)
     give = sum(natural) - sum(minimum)
     return [m + (n - m) * spare / give for n, m in zip(natural, minimum)]
 

@@ -291,14 +291,15 @@ def attribution_blocks(cells, metrics, declared, docs):
                                       "shorter; stock for the first), measured interleaved in the same run; "
                                       "same statistics as above, Holm-adjusted over the patches."))
         direction = declared[metric]["direction"]
+        others = any(r.others for r in rows)
         blocks.append(render.TableBlock(
-            ["patch set", "k", "patch", "without it", "with it", "other parameters", "change", "change 95% CI",
-             "p (Holm)", "verdict"],
-            [[r.patch_set, str(r.step), r.patch, compare.fmt_value(r.comparison.baseline_median),
-              compare.fmt_value(r.comparison.candidate_median), r.others, f"{r.comparison.ratio - 1:+.1%}",
-              compare.fmt_change_ci(r.comparison), compare.fmt_p(r.comparison.p_adjusted),
-              r.comparison.verdict(direction)] for r in rows],
-            caption=f"{metric}: what each patch changes"))
+            ["k", "patch"] + (["other parameters"] if others else []) +
+            ["without it", "with it", "change", "change 95% CI", "p (Holm)", "verdict"],
+            [[str(r.step), r.patch] + ([r.others] if others else []) +
+             [compare.fmt_value(r.comparison.baseline_median), compare.fmt_value(r.comparison.candidate_median),
+              f"{r.comparison.ratio - 1:+.1%}", compare.fmt_change_ci(r.comparison),
+              compare.fmt_p(r.comparison.p_adjusted), r.comparison.verdict(direction)] for r in rows],
+            caption=f"{metric}: what each patch of {', '.join(sorted({r.patch_set for r in rows}))} changes"))
     return blocks
 
 
