@@ -156,6 +156,14 @@ def result_path(run_dir, cell_id, repetition):
     return os.path.join(run_dir, "cells", f"{cell_id}.r{repetition}.json")
 
 
+def run_folders(results_root):
+    """Run folders (<results>/<host>/<run>) present now (a tool that starts a run finds its folder as the new one)."""
+    if not os.path.isdir(results_root):
+        return set()
+    return {os.path.join(results_root, h, r) for h in os.listdir(results_root)
+            if os.path.isdir(os.path.join(results_root, h)) for r in os.listdir(os.path.join(results_root, h))}
+
+
 def stored_results(run_dir):
     """{(cell_id, repetition)} of the complete result files in a run (temporary files ignored)."""
     folder = os.path.join(run_dir, "cells")

@@ -1,6 +1,5 @@
 package tunelab.rigs.namenode;
 
-import java.io.File;
 import java.util.ArrayList;
 import java.util.EnumSet;
 import java.util.List;
@@ -11,14 +10,12 @@ import org.apache.hadoop.crypto.CryptoProtocolVersion;
 import org.apache.hadoop.fs.CreateFlag;
 import org.apache.hadoop.fs.permission.FsPermission;
 import org.apache.hadoop.hdfs.DFSConfigKeys;
-import org.apache.hadoop.hdfs.HdfsConfiguration;
 import org.apache.hadoop.hdfs.protocol.BlockListAsLongs;
 import org.apache.hadoop.hdfs.protocol.DatanodeID;
 import org.apache.hadoop.hdfs.protocol.HdfsConstants;
 import org.apache.hadoop.hdfs.security.token.block.ExportedBlockKeys;
 import org.apache.hadoop.hdfs.server.common.HdfsServerConstants.NodeType;
 import org.apache.hadoop.hdfs.server.common.StorageInfo;
-import org.apache.hadoop.hdfs.server.namenode.EditLogFileOutputStream;
 import org.apache.hadoop.hdfs.server.namenode.NameNode;
 import org.apache.hadoop.hdfs.server.protocol.BlockReportContext;
 import org.apache.hadoop.hdfs.server.protocol.DatanodeRegistration;
@@ -30,7 +27,6 @@ import org.apache.hadoop.hdfs.server.protocol.SlowPeerReports;
 import org.apache.hadoop.hdfs.server.protocol.StorageBlockReport;
 import org.apache.hadoop.hdfs.server.protocol.StorageReport;
 import org.apache.hadoop.io.EnumSetWritable;
-import org.apache.hadoop.metrics2.lib.DefaultMetricsSystem;
 import org.apache.hadoop.util.VersionInfo;
 
 /**
@@ -85,21 +81,12 @@ public final class AddBlockBench {
 
   private static void run(String nameDir, boolean skipFsync, int threads, int files, int datanodes)
       throws Exception {
-    Configuration conf = new HdfsConfiguration();
-    String dir = new File(nameDir).getAbsoluteFile().toURI().toString();
-    conf.set(DFSConfigKeys.DFS_NAMENODE_NAME_DIR_KEY, dir);
-    conf.set(DFSConfigKeys.DFS_NAMENODE_EDITS_DIR_KEY, dir);
-    conf.set(DFSConfigKeys.DFS_NAMENODE_HTTP_ADDRESS_KEY, "127.0.0.1:0");
-    conf.set(DFSConfigKeys.DFS_NAMENODE_RPC_ADDRESS_KEY, "127.0.0.1:0");
+    Configuration conf = NnBenchDriver.inProcessConf(nameDir, skipFsync);
     conf.setLong(DFSConfigKeys.DFS_NAMENODE_MIN_BLOCK_SIZE_KEY, 0);
     conf.setInt(DFSConfigKeys.DFS_NAMENODE_SAFEMODE_MIN_DATANODES_KEY, 0);
     conf.setInt(DFSConfigKeys.DFS_NAMENODE_SAFEMODE_EXTENSION_KEY, 0);
     // Simulated datanodes never heartbeat again: keep them live for the whole run.
     conf.setLong(DFSConfigKeys.DFS_HEARTBEAT_INTERVAL_KEY, 3 * 60);
-    if (skipFsync) {
-      EditLogFileOutputStream.setShouldSkipFsyncForTesting(true);
-    }
-    DefaultMetricsSystem.setMiniClusterMode(true);
     NameNode.format(conf);
     NameNode nameNode = NameNode.createNameNode(new String[0], conf);
     NamenodeProtocols rpc = nameNode.getRpcServer();

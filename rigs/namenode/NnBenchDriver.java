@@ -3,6 +3,7 @@ package tunelab.rigs.namenode;
 import java.io.File;
 import org.apache.hadoop.conf.Configuration;
 import org.apache.hadoop.hdfs.DFSConfigKeys;
+import org.apache.hadoop.hdfs.HdfsConfiguration;
 import org.apache.hadoop.hdfs.server.namenode.EditLogFileOutputStream;
 import org.apache.hadoop.hdfs.server.namenode.NNThroughputBenchmark;
 import org.apache.hadoop.hdfs.server.namenode.NameNode;
@@ -19,6 +20,25 @@ import org.apache.hadoop.metrics2.lib.DefaultMetricsSystem;
  */
 public final class NnBenchDriver {
   private NnBenchDriver() {}
+
+  /**
+   * The configuration of a NameNode formatted and run in this JVM (name and edits in `nameDir`, RPC and
+   * web UI on free loopback ports); with `skipFsync` the edit log skips fsync (a test hook).
+   */
+  static Configuration inProcessConf(String nameDir, boolean skipFsync) {
+    Configuration conf = new HdfsConfiguration();
+    String dir = new File(nameDir).getAbsoluteFile().toURI().toString();
+    conf.set(DFSConfigKeys.DFS_NAMENODE_NAME_DIR_KEY, dir);
+    conf.set(DFSConfigKeys.DFS_NAMENODE_EDITS_DIR_KEY, dir);
+    conf.set(DFSConfigKeys.DFS_NAMENODE_HTTP_ADDRESS_KEY, "127.0.0.1:0");
+    conf.set(DFSConfigKeys.DFS_NAMENODE_RPC_ADDRESS_KEY, "127.0.0.1:0");
+    if (skipFsync) {
+      EditLogFileOutputStream.setShouldSkipFsyncForTesting(true);
+    }
+    // Formatting and the NameNode run in one JVM: let both register their metrics sources.
+    DefaultMetricsSystem.setMiniClusterMode(true);
+    return conf;
+  }
 
   public static void main(String[] args) throws Exception {
     String nameDir = null;
@@ -42,17 +62,7 @@ public final class NnBenchDriver {
       System.exit(2);
     }
     String[] benchArgs = java.util.Arrays.copyOfRange(args, i, args.length);
-    Configuration conf = new Configuration();
-    String dir = new File(nameDir).getAbsoluteFile().toURI().toString();
-    conf.set(DFSConfigKeys.DFS_NAMENODE_NAME_DIR_KEY, dir);
-    conf.set(DFSConfigKeys.DFS_NAMENODE_EDITS_DIR_KEY, dir);
-    conf.set(DFSConfigKeys.DFS_NAMENODE_HTTP_ADDRESS_KEY, "127.0.0.1:0");
-    conf.set(DFSConfigKeys.DFS_NAMENODE_RPC_ADDRESS_KEY, "127.0.0.1:0");
-    if (skipFsync) {
-      EditLogFileOutputStream.setShouldSkipFsyncForTesting(true);
-    }
-    // Formatting and the benchmark's NameNode run in one JVM: let both register their metrics sources.
-    DefaultMetricsSystem.setMiniClusterMode(true);
+    Configuration conf = inProcessConf(nameDir, skipFsync);
     System.out.println("{\"event\":\"start\",\"skip_fsync\":" + skipFsync + "}");
     int status = 1;
     try {

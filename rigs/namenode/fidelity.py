@@ -31,13 +31,6 @@ BENCH = "org.apache.hadoop.hdfs.server.namenode.NNThroughputBenchmark"
 DRIVER = "tunelab.rigs.namenode.NnBenchDriver"
 
 
-def stored_runs(results_root):
-    if not os.path.isdir(results_root):
-        return set()
-    return {os.path.join(results_root, h, r) for h in os.listdir(results_root)
-            if os.path.isdir(os.path.join(results_root, h)) for r in os.listdir(os.path.join(results_root, h))}
-
-
 def by_hand_commands(command, tmp_dir):
     """The rig cell's command split into Hadoop's two documented steps, same java, flags and classpath."""
     main_at = command.index(DRIVER)
@@ -71,6 +64,8 @@ def main(argv=None):
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--pairs", type=int, default=5, help="interleaved (rig, by hand) pairs (default 5)")
     args, runner_args = parser.parse_known_args(sys.argv[1:] if argv is None else argv)
+    if args.pairs < stats.MIN_RUNS:
+        parser.error(f"--pairs {args.pairs}: a verdict needs {stats.MIN_RUNS} runs a side (analysis/stats.py)")
     console = Console(highlight=False, width=None if sys.stdout.isatty() else 160)
     workspace = os.environ.get("BUILD_WORKSPACE_DIRECTORY", os.getcwd())
     results_root = os.path.join(workspace, "results")
@@ -83,12 +78,12 @@ def main(argv=None):
                 hand_values.append(value)
                 console.print(f"pair {pair + 1}/{args.pairs} by hand: create {value:,.0f} ops/s")
                 continue
-            before = stored_runs(results_root)
+            before = results.run_folders(results_root)
             code = runner.main(runner_args + ["--profile", "fidelity", "--no-host-reference", "--no-next-steps"],
                                console=console)
             if code != runner.EXIT_OK:
                 return code
-            run_dir = sorted(stored_runs(results_root) - before)[-1]
+            run_dir = sorted(results.run_folders(results_root) - before)[-1]
             (key,) = results.stored_results(run_dir)
             doc = results.load_result(results.result_path(run_dir, *key))
             value = next(s["value"] for s in doc["samples"] if s["metric"] == "create_ops_per_s")

@@ -42,17 +42,9 @@ CALL_QUEUES = {"default": "java.util.concurrent.LinkedBlockingQueue", "fair": "o
                "multi": "tunelab.rigs.namenode.MultiQueue"}
 QUEUE_MBEANS = {"fair": "FairCallQueue", "multi": "MultiQueue"}
 NAMENODE_ROLE = "namenode"
-SERVER_LOG4J = """# Written by the namenode rig: the NameNode logs at INFO, as a production one does, to stdout;
-# the audit log is off as in Hadoop's shipped log4j.properties (hdfs.audit.logger=INFO,NullAppender).
-log4j.rootLogger=INFO,console
-log4j.logger.org.apache.hadoop.hdfs.server.namenode.FSNamesystem.audit=WARN
-log4j.appender.console=org.apache.log4j.ConsoleAppender
-log4j.appender.console.target=System.out
-log4j.appender.console.layout=org.apache.log4j.PatternLayout
-log4j.appender.console.layout.ConversionPattern=%d{ISO8601} %p %c{2}: %m%n
-"""
-LOG4J = """# Written by the namenode rig: the benchmark's report lines on stdout, for parse(); the audit log is
-# off as in Hadoop's shipped log4j.properties.
+LOG4J = """# Written by the namenode rig: INFO to stdout (the benchmark's report lines for parse(), and the
+# NameNode's own log, as a production one logs); the audit log off as Hadoop ships it
+# (hdfs.audit.logger=INFO,NullAppender).
 log4j.rootLogger=INFO,console
 log4j.logger.org.apache.hadoop.hdfs.server.namenode.FSNamesystem.audit=WARN
 log4j.appender.console=org.apache.log4j.ConsoleAppender
@@ -157,7 +149,7 @@ class NameNodeRig:
         server_conf = os.path.join(workdir, "namenode-conf")
         os.makedirs(server_conf, exist_ok=True)
         with open(os.path.join(server_conf, "log4j.properties"), "w") as f:
-            f.write(SERVER_LOG4J)
+            f.write(LOG4J)
         write_site(os.path.join(server_conf, "core-site.xml"), {
             "fs.defaultFS": f"hdfs://127.0.0.1:{rpc_port}", "hadoop.tmp.dir": os.path.join(workdir, "namenode-tmp")})
         write_site(os.path.join(server_conf, "hdfs-site.xml"), namenode_site(p, rpc_port, http_port))

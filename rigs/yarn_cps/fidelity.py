@@ -52,14 +52,6 @@ def sls_throughput(track_path, t0_epoch_ms, start_t, end_t):
     return sum(values) / len(values), len(values)
 
 
-def stored_runs(results_root):
-    """Run folders (<results>/<host>/<run>) present now."""
-    if not os.path.isdir(results_root):
-        return set()
-    return {os.path.join(results_root, h, r) for h in os.listdir(results_root)
-            if os.path.isdir(os.path.join(results_root, h)) for r in os.listdir(os.path.join(results_root, h))}
-
-
 def by_hand_argv(command, workdir):
     """The cell's own command with the driver replaced by SLSRunner's documented command line."""
     main_at = command.index("tunelab.rigs.yarn_cps.SlsDriver")
@@ -77,11 +69,11 @@ def main(argv=None):
     console = Console(highlight=False, width=None if sys.stdout.isatty() else 160)
     workspace = os.environ.get("BUILD_WORKSPACE_DIRECTORY", os.getcwd())
     results_root = os.path.join(workspace, "results")
-    runs_before = stored_runs(results_root)
+    runs_before = results.run_folders(results_root)
     code = runner.main(argv + ["--profile", "fidelity", "--no-next-steps"], console=console)
     if code not in (runner.EXIT_OK, runner.EXIT_CELLS_FAILED):
         return code
-    run_dir = sorted(stored_runs(results_root) - runs_before)[-1]
+    run_dir = sorted(results.run_folders(results_root) - runs_before)[-1]
     docs = [results.load_result(results.result_path(run_dir, c, r)) for c, r in results.stored_results(run_dir)]
     report = {"kind": "tunelab.yarn_cps_fidelity", "run_dir": run_dir, "cells": [], "overhead": None,
               "targets": {"fidelity_tolerance": FIDELITY_TOLERANCE, "overhead_tolerance": OVERHEAD_TOLERANCE}}
