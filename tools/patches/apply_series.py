@@ -79,8 +79,8 @@ def explain_failure(patch_name, output):
     return f"patch {patch_name} does not apply: {detail}"
 
 
-def apply(sources, series_path, patches, upto, workdir, patch_program="patch"):
-    """Applies the first `upto` patches in `workdir`; returns (touched paths, manifest)."""
+def select(series_path, patches, upto):
+    """The first `upto` of `patches` (all when None), checked against the series; returns (names, applied)."""
     names = read_series(series_path)
     given = [os.path.basename(p) for p in patches]
     if given != names:
@@ -89,7 +89,30 @@ def apply(sources, series_path, patches, upto, workdir, patch_program="patch"):
     upto = len(names) if upto is None else upto
     if not 1 <= upto <= len(names):
         raise SeriesError(f"--upto {upto}: the series has {len(names)} patches")
-    applied = patches[:upto]
+    return names, patches[:upto]
+
+
+def patch_tree(workdir, patch_paths, patch_program="patch"):
+    """Applies the patches, in order, to the tree in `workdir` (-p1, no fuzz); names file and hunk on failure."""
+    for path in patch_paths:
+        proc = subprocess.run([patch_program, "-p1", "--batch", "--forward", "--fuzz=0", "--no-backup-if-mismatch",
+                               "-d", workdir, "-i", os.path.abspath(path)],
+                              stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+        if proc.returncode != 0:
+            raise SeriesError(explain_failure(os.path.basename(path), proc.stdout))
+
+
+def manifest_for(series_path, names, applied):
+    """The applied patches and the patch set's content hash: the variant's identity in results."""
+    texts = {p: open(p, "rb").read() for p in applied}
+    return {"series": names, "applied": [os.path.basename(p) for p in applied], "upto": len(applied),
+            "patches_sha256": {os.path.basename(p): hashlib.sha256(texts[p]).hexdigest() for p in applied},
+            "patch_set_sha256": content_hash(series_path, applied)}
+
+
+def apply(sources, series_path, patches, upto, workdir, patch_program="patch"):
+    """Extracts the files the first `upto` patches touch and applies them in `workdir`; returns (paths, manifest)."""
+    names, applied = select(series_path, patches, upto)
     texts = {}
     for path in applied:
         with open(path) as f:
@@ -111,14 +134,9 @@ def apply(sources, series_path, patches, upto, workdir, patch_program="patch"):
         if missing:
             raise SeriesError(f"patch {os.path.basename(path)} does not apply: {missing[0]}: not in the sources "
                               f"({', '.join(os.path.basename(s) for s in sources)})")
-        proc = subprocess.run([patch_program, "-p1", "--batch", "--forward", "--fuzz=0", "--no-backup-if-mismatch",
-                               "-d", workdir, "-i", os.path.abspath(path)],
-                              stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
-        if proc.returncode != 0:
-            raise SeriesError(explain_failure(os.path.basename(path), proc.stdout))
-    manifest = {"series": names, "applied": [os.path.basename(p) for p in applied], "upto": upto,
-                "patches_sha256": {os.path.basename(p): hashlib.sha256(texts[p].encode()).hexdigest() for p in applied},
-                "patch_set_sha256": content_hash(series_path, applied), "files": wanted}
+        patch_tree(workdir, [path], patch_program)
+    manifest = manifest_for(series_path, names, applied)
+    manifest["files"] = wanted
     return wanted, manifest
 
 

@@ -5,7 +5,7 @@ by its sha256; only on a miss does pip download it (through pip's own configured
 it is put into the cache. So the network is needed once per wheel, and never for `bazel clean --expunge`.
 """
 
-def _repository_cache_entry(rctx, sha256):
+def repository_cache_entry(rctx, sha256):
     """The path Bazel's default repository cache keeps a file with this sha256 at, if it is there.
 
     Looked up by path rather than by a download that may fail: Bazel 4 prints a WARNING for every failed
@@ -26,7 +26,7 @@ def _execute(rctx, args, what):
 
 def fetch_pinned_wheel(rctx, python, name, version, sha256, filename, output):
     """Puts the wheel `filename` with `sha256` at `output`, from the repository cache or via pip."""
-    cached = _repository_cache_entry(rctx, sha256)
+    cached = repository_cache_entry(rctx, sha256)
     if cached:
         # With a sha256 Bazel answers from its repository cache (and checks the hash) before any URL.
         rctx.download(url = "file://%s" % cached, output = output, sha256 = sha256)
