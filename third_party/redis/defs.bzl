@@ -38,7 +38,7 @@ def _redis_build_impl(ctx):
         use_default_shell_env = True,
         execution_requirements = {"block-network": "1"},
     )
-    return [DefaultInfo(files = depset(outs + [ctx.outputs.manifest]), runfiles = ctx.runfiles(files = outs))]
+    return [DefaultInfo(files = depset(outs + [ctx.outputs.manifest]), runfiles = ctx.runfiles(files = outs + [ctx.outputs.manifest]))]
 
 _redis_build = rule(
     implementation = _redis_build_impl,
