@@ -113,13 +113,24 @@ class CellRunner:
                 deadline = started + policy.timeout_s
                 try:
                     for p in launch.processes:
-                        env = dict(os.environ, **p.env)
-                        r = processes.Running(p, commands[p.role], role_logs[p.role], workdir, env)
-                        self.running.append(r)
                         if p.server:
+                            r = self._start(p, commands, role_logs, workdir)
                             r.wait_ready(deadline)
                             self._probe(r, "ready", workdir, ev)
-                    timed_out, failure = self._supervise(planned, ev, policy, deadline, workdir)
+                    phases = launch.phases()
+                    self._under_test_pid = self._pinner = None
+                    for i, phase in enumerate(phases):
+                        last = i == len(phases) - 1
+                        started_now = [self._start(p, commands, role_logs, workdir) for p in phase]
+                        timed_out, failure = self._supervise(planned, ev, policy, deadline, workdir, started_now,
+                                                             measured=last)
+                        if timed_out or failure:
+                            break
+                        bad = next((r for r in started_now if r.popen.returncode != 0), None)
+                        if bad is not None and not last:
+                            failure = (f"{bad.role} (phase {bad.process.phase}) exited with status "
+                                       f"{bad.popen.returncode}: {bad.stderr_tail()}")
+                            break
                 except processes.StartError as e:
                     failure = str(e)
                 self._stop_servers(ev, workdir, probe=failure is None and not timed_out)
@@ -224,18 +235,24 @@ class CellRunner:
                 "exit_status": r.popen.returncode, "died_before_stop": died,
                 "ports_freed": processes.wait_ports_free(r.process)}
 
-    def _supervise(self, planned, ev, policy, deadline, workdir):
-        """Pins threads, collects evidence mid-measurement, enforces the timeout, until every process that
-        is not a server has exited. Returns (timed_out, failure reason or None)."""
+    def _start(self, process, commands, role_logs, workdir):
+        r = processes.Running(process, commands[process.role], role_logs[process.role], workdir,
+                              dict(os.environ, **process.env))
+        self.running.append(r)
+        return r
+
+    def _supervise(self, planned, ev, policy, deadline, workdir, clients, measured=True):
+        """Pins threads, enforces the timeout and watches for failures until every one of `clients` (the
+        processes of one phase) has exited; in the measured (last) phase it also collects the evidence of the
+        process under test, once early and once mid-measurement. Returns (timed_out, failure reason or None)."""
         ctx = self.ctx
         pinning = ctx.matrix.pinnings[planned.cell.params["pinning"]]
         jcmd = os.path.join(planned.jdk["java_home"], "bin", "jcmd") if planned.jdk else None
-        clients = [r for r in self.running if not r.process.server]
         servers = [r for r in self.running if r.process.server]
-        under_test = next(r for r in self.running if r.process.under_test)
-        pid = pinner = None
+        under_test = next((r for r in self.running if r.process.under_test), None)
+        pid, pinner = self._under_test_pid, self._pinner
         t0 = time.monotonic()
-        collect_at = [t0 + 1.0, t0 + policy.warmup_s + policy.measure_s / 2]
+        collect_at = [t0 + 1.0, t0 + policy.warmup_s + policy.measure_s / 2] if measured else []
         next_pin = t0 + 0.3
         next_output_check = t0 + 1.0
         while any(r.running() for r in clients):
@@ -255,7 +272,7 @@ class CellRunner:
             if dead is not None:
                 return False, (f"server {dead.role} exited with status {dead.popen.returncode} while the load ran: "
                                f"{dead.stderr_tail()}")
-            if pid is None and under_test.running():
+            if pid is None and under_test is not None and under_test.running():
                 # The process started, or (under a rig's wrapper such as perf stat) its JVM child.
                 pid = (jvm_pid(under_test.pid, ctx.host_paths.proc) if under_test.process.is_jvm
                        else under_test.pid)
@@ -265,6 +282,7 @@ class CellRunner:
                 if under_test.process.is_jvm:
                     ev["jvm_pid_is_child_of_wrapper"] = pid != under_test.pid
                 pinner = knobs.ThreadPinner(jcmd, pid, pinning.threads, proc=ctx.host_paths.proc)
+                self._under_test_pid, self._pinner = pid, pinner
             if pinner and pinning.threads and now >= next_pin:
                 pinner.poll()
                 all_found = all(any(t["pattern"] == p for t in pinner.pinned.values()) for p, _ in pinning.threads)
@@ -280,6 +298,9 @@ class CellRunner:
                 if others:
                     ev["other_processes"] = {r.role: self._placement(r, pinning) for r in others}
             time.sleep(0.1)
+        if measured and "collected_at_s" not in ev and pid is not None and under_test.running():
+            # A measured phase shorter than a second: a server under test is still there to be looked at.
+            self._collect(jcmd if under_test.process.is_jvm else None, pid, ev, time.monotonic() - t0)
         return False, None
 
     def _placement(self, running, pinning):

@@ -42,9 +42,11 @@ class Running:
         self.cpu = None  # {"cpu_s", "wall_s"} at the last sample_cpu()
         self._out = open(logs["stdout"], "w")
         self._err = open(logs["stderr"], "w")
+        self._in = None
         try:
-            self.popen = subprocess.Popen(argv, stdout=self._out, stderr=self._err, cwd=workdir, env=env,
-                                          start_new_session=True, preexec_fn=_die_with_parent)
+            self._in = open(process.stdin, "rb") if process.stdin else subprocess.DEVNULL
+            self.popen = subprocess.Popen(argv, stdin=self._in, stdout=self._out, stderr=self._err, cwd=workdir,
+                                          env=env, start_new_session=True, preexec_fn=_die_with_parent)
         except OSError as e:
             self._close()
             raise StartError(f"{process.role}: could not start {argv[0]}: {e}") from None
@@ -139,9 +141,10 @@ class Running:
         self._close()
 
     def _close(self):
-        for f in (self._out, self._err):
-            with contextlib.suppress(OSError):
-                f.close()
+        for f in (self._out, self._err, self._in):
+            if hasattr(f, "close"):
+                with contextlib.suppress(OSError):
+                    f.close()
 
 
 def ports_busy(processes):

@@ -18,8 +18,10 @@ configs there, and parse may read them back. parse raises MeasurementInvalid whe
 measured nothing valid (the reason is stored).
 
 A cell is one or more processes (`Process`), each with a role: servers (e.g. a NameNode, redis-server) start
-first, in order, and the runner waits until each is ready; then the other processes (load generators) start
-together and the cell ends when they have all exited; then the servers are stopped (always, also on failure,
+first, in order, and the runner waits until each is ready; then the other processes run in phases (`phase`,
+ascending; e.g. 0 loads the data, 1 warms up, 2 measures): a phase's processes start together, and the next
+phase starts when they have all exited with status 0; the cell ends with the last phase; then the servers are
+stopped (always, also on failure,
 timeout or interrupt) and their ports checked free. The process `under_test` gets the matrix's JVM and memory
 knobs (jdk, gc, gc_opts, heap, hugepages, numa, thread pinning); every process is placed on its role's CPUs
 (`[pinning.<name>] roles`) and proven there. A single-JVM rig returns `Launch.jvm(...)`.
@@ -65,6 +67,10 @@ class Process:
     # Loopback ports the process listens on (from free_loopback_port): checked free before it starts and
     # after it is stopped, so no server outlives its cell.
     ports: list = dataclasses.field(default_factory=list)
+    # Not a server: when it runs. Phases run in ascending order, each after the previous one has exited.
+    phase: int = 0
+    # A file fed to its standard input (e.g. a data set for `redis-cli --pipe`); none by default.
+    stdin: str = ""
 
     @property
     def is_jvm(self):
@@ -96,6 +102,8 @@ class Launch:
                 raise ValueError(f"process {p.role!r}: give exactly one of main_class (a JVM) or program")
             if p.server and not p.ready_pattern:
                 raise ValueError(f"server {p.role!r} needs a ready_pattern")
+            if p.server and p.phase:
+                raise ValueError(f"server {p.role!r}: phases are for the processes that are not servers")
             for pattern in (p.ready_pattern, p.fail_pattern):
                 re.compile(pattern)
         if all(p.server for p in self.processes):
@@ -113,6 +121,11 @@ class Launch:
     @property
     def under_test(self):
         return next(p for p in self.processes if p.under_test)
+
+    def phases(self):
+        """[[Process]] of the processes that are not servers, one list per phase, in running order."""
+        numbers = sorted({p.phase for p in self.processes if not p.server})
+        return [[p for p in self.processes if not p.server and p.phase == n] for n in numbers]
 
 
 def free_loopback_port():

@@ -31,13 +31,21 @@ class FakeRig:
         p = cell.params
         if p["server"] != "none":
             port = rig_contract.free_loopback_port()
-            return rig_contract.Launch([
+            processes = [
                 rig_contract.Process("server", main_class="fake.Server", classpath=["/nonexistent.jar"],
                                      args=[p["server"], str(port)], server=True, ready_pattern=r"listening",
                                      ready_timeout_s=3, ports=[port]),
                 rig_contract.Process("loadgen", program=[os.path.join(TESTDATA, "fake", "client"), str(port),
                                                          p["seconds"]], under_test=False,
-                                     fail_pattern=r"worker \d+ failed")])
+                                     fail_pattern=r"worker \d+ failed", phase=1)]
+            if p["loader"] != "none":
+                data = os.path.join(workdir, "data.txt")
+                with open(data, "w") as f:
+                    f.write("a\nb\nc\n")
+                processes.insert(1, rig_contract.Process(
+                    "loader", program=[os.path.join(TESTDATA, "fake", "loader"), p["loader"]], under_test=False,
+                    stdin=data))
+            return rig_contract.Launch(processes)
         return rig_contract.Launch.jvm("fake.Main", ["/nonexistent.jar"],
                                    [p["behaviour"], p["seconds"], os.path.join(workdir, "started")],
                                    generated_inputs={"input.txt": "0" * 64})
@@ -222,6 +230,27 @@ class RunnerTest(unittest.TestCase):
         for doc in by_server.values():  # nothing of the cell is left running
             for role, command in doc["provenance"]["commands"].items():
                 self.assertFalse(_running_with_argv(command), f"{role} still running: {command}")
+
+    def test_phases_run_in_order_and_a_failing_phase_ends_the_cell(self):
+        code, out = self.box.main("--profile", "phased")
+        self.assertEqual(code, runner.EXIT_CELLS_FAILED, out)
+        (run_dir,) = self.box.run_dirs()
+        by_loader = {d["cell"]["params"]["loader"]: d for d in self.docs(run_dir).values()}
+        ok, fails = by_loader["ok"], by_loader["fails"]
+        self.assertEqual(ok["status"], "ok", ok.get("reason"))
+        with open(ok["logs"]["loader.stdout"]) as f:
+            self.assertEqual(f.read().strip(), "loaded 3 lines")  # its stdin was the data file
+        with open(os.path.join(run_dir, "work", os.path.basename(ok["logs"]["loader.stdout"]).split(".loader")[0],
+                               "loaded")) as f:
+            loaded_at = json.load(f)["done_at"]
+        self.assertLess(loaded_at, os.stat(ok["logs"]["loadgen.stdout"]).st_ctime)
+        self.assertEqual(ok["evidence"]["exit_statuses"], {"server": ok["evidence"]["exit_statuses"]["server"],
+                                                           "loader": 0, "loadgen": 0})
+        self.assertEqual(fails["status"], "failed")
+        self.assertIn("loader (phase 0) exited with status 3: fake loader: the server refused the data",
+                      fails["reason"])
+        self.assertNotIn("loadgen", fails["evidence"]["exit_statuses"])  # the next phase never started
+        self.assertEqual(list(fails["evidence"]["servers"]["server"]["ports_freed"].values()), [True])
 
     def test_servers_are_stopped_and_ports_freed_when_the_runner_is_interrupted_or_killed(self):
         for sig in (signal.SIGTERM, signal.SIGKILL):
