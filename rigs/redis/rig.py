@@ -1,0 +1,235 @@
+"""Redis under NUMA placements (CASE_STUDIES 001): redis-server on loopback, loaded, then redis-benchmark.
+
+One cell is four processes, in the rig contract's phases:
+  server     redis-server (stock or patched, from third_party/redis), 127.0.0.1 on a free port, no
+             persistence, `io_threads` I/O threads: the process under test (the matrix's NUMA policy and
+             CPU binding apply to it)
+  loader     phase 0: `redis-cli --pipe` with the generated data set on its stdin (SET key:%012d for
+             every key, values of `value_size` random bytes from the matrix seed)
+  memory     phase 1: `redis-cli info memory`, the server's memory after the load
+  warmup     phase 2: redis-benchmark with `warmup_requests` (its numbers are kept apart as warm-up)
+  benchmark  phase 3: redis-benchmark with `requests`, `-r keys` so every request hits a loaded key
+redis-benchmark is closed loop (`clients` connections, each waits for its reply). Its plain output holds the
+whole latency distribution: percentiles at halving steps, so the p99.99 reported is the first printed
+percentile at or above 99.99, and the sample says which one it was.
+"""
+
+import hashlib
+import json
+import os
+import random
+import re
+import subprocess
+
+from rigs.matrix import rig as rig_contract
+
+TESTS = ("get", "set")
+READY = r"Ready to accept connections"
+# The per-percentile lines of redis-benchmark's "Latency by percentile distribution" (7.0).
+_PERCENTILE = re.compile(r"^\s*([\d.]+)% <= ([\d.]+) milliseconds \(cumulative count (\d+)\)")
+
+
+def _int(params, key, low):
+    try:
+        value = int(params[key])
+    except (KeyError, ValueError):
+        raise ValueError(f"{key}={params.get(key)!r} is not a whole number") from None
+    if value < low:
+        raise ValueError(f"{key}={value}: at least {low}")
+    return value
+
+
+def tests_of(params):
+    tests = [t.strip().lower() for t in params["tests"].split("+") if t.strip()]
+    unknown = [t for t in tests if t not in TESTS]
+    if not tests or unknown:
+        raise ValueError(f"tests={params['tests']!r}: give one or more of {'+'.join(TESTS)} joined by +")
+    return tests
+
+
+def resp(*args):
+    """One command in the Redis protocol (what `redis-cli --pipe` sends as is)."""
+    out = [b"*%d\r\n" % len(args)]
+    for a in args:
+        out.append(b"$%d\r\n%s\r\n" % (len(a), a))
+    return b"".join(out)
+
+
+def write_dataset(path, keys, value_size, seed):
+    """SET key:%012d <value> for key 0..keys-1 (the names redis-benchmark -r reads); returns the sha256."""
+    rng = random.Random(seed)
+    alphabet = b"abcdefghijklmnopqrstuvwxyz0123456789ABCDEFGHIJKLMNOPQRSTUVWXYZ"
+    printable = bytes(alphabet[b % len(alphabet)] for b in range(256))  # random bytes -> letters, digits
+    digest = hashlib.sha256()
+    with open(path, "wb") as f:
+        for i in range(keys):
+            value = rng.randbytes(value_size).translate(printable)
+            chunk = resp(b"SET", b"key:%012d" % i, value)
+            digest.update(chunk)
+            f.write(chunk)
+    return digest.hexdigest()
+
+
+def parse_benchmark(text):
+    """redis-benchmark 7.0's plain output -> {test: {"requests_per_s", "requests", "seconds",
+    "percentiles": [(percent, ms)], "summary": {avg, min, p50, p95, p99, max}}}."""
+    tests, current = {}, None
+    # Progress lines end in \r, not \n: they run into the next section's header.
+    for line in re.split(r"[\r\n]", text):
+        m = re.search(r"====== (.+?) ======", line)
+        if m:
+            current = tests.setdefault(m.group(1).strip().lower(), {"percentiles": []})
+            continue
+        if current is None:
+            continue
+        m = re.match(r"\s*(\d+) requests completed in ([\d.]+) seconds", line)
+        if m:
+            current["requests"], current["seconds"] = int(m.group(1)), float(m.group(2))
+        m = _PERCENTILE.match(line)
+        if m and "cumulative" not in current:
+            current["percentiles"].append((float(m.group(1)), float(m.group(2))))
+        if line.startswith("Cumulative distribution of latencies"):
+            current["cumulative"] = True  # the second table: by latency, not by percentile
+        m = re.match(r"\s*throughput summary: ([\d.]+) requests per second", line)
+        if m:
+            current["requests_per_s"] = float(m.group(1))
+        m = re.match(r"\s*([\d.]+)\s+([\d.]+)\s+([\d.]+)\s+([\d.]+)\s+([\d.]+)\s+([\d.]+)\s*$", line)
+        if m and "requests_per_s" in current:
+            current["summary"] = dict(zip(("avg", "min", "p50", "p95", "p99", "max"), map(float, m.groups())))
+    for name, t in tests.items():
+        t.pop("cumulative", None)
+        missing = [k for k in ("requests_per_s", "summary", "requests") if k not in t]
+        if missing or not t["percentiles"]:
+            raise ValueError(f"redis-benchmark output for {name.upper()} lacks {missing or ['its percentiles']}")
+    return tests
+
+
+def parse_csv(text):
+    """redis-benchmark --csv -> {test: {"requests_per_s", "avg", "min", "p50", "p95", "p99", "max"}} (ms)."""
+    rows = [line.strip().strip('"').split('","') for line in text.splitlines() if line.strip()]
+    if not rows or rows[0][:2] != ["test", "rps"]:
+        raise ValueError("not redis-benchmark --csv output (no test,rps header)")
+    names = ["requests_per_s", "avg", "min", "p50", "p95", "p99", "max"]
+    return {r[0].lower(): dict(zip(names, map(float, r[1:]))) for r in rows[1:]}
+
+
+def percentile_at_or_above(percentiles, wanted):
+    """(printed percent, ms) of the first printed percentile >= wanted (redis-benchmark prints halving
+    steps: 99.976, 99.988, 99.994 ...), or the last one if none reaches it."""
+    for percent, ms in percentiles:
+        if percent >= wanted:
+            return percent, ms
+    return percentiles[-1]
+
+
+def parse_info(text):
+    return dict(line.split(":", 1) for line in text.replace("\r", "").splitlines()
+                if ":" in line and not line.startswith("#"))
+
+
+def samples_of(tests, t):
+    samples = []
+    for name, result in sorted(tests.items()):
+        p9999_at, p9999 = percentile_at_or_above(result["percentiles"], 99.99)
+        for metric, value, unit in ((f"{name}_requests_per_s", result["requests_per_s"], "requests/s"),
+                                    (f"{name}_p50_ms", result["summary"]["p50"], "ms"),
+                                    (f"{name}_p99_ms", result["summary"]["p99"], "ms"),
+                                    (f"{name}_p99_99_ms", p9999, "ms")):
+            sample = {"metric": metric, "value": value, "unit": unit, "t": t}
+            if metric.endswith("p99_99_ms"):
+                sample["metadata"] = {"printed_percentile": p9999_at}
+            samples.append(sample)
+    return samples
+
+
+class RedisRig:
+    name = "redis"
+    roles = ("server", "loader", "memory", "warmup", "benchmark")
+
+    def check(self, params):
+        tests_of(params)
+        for key, low in (("keys", 1), ("value_size", 1), ("seed", 0), ("requests", 1), ("warmup_requests", 0),
+                         ("clients", 1), ("io_threads", 1), ("bench_threads", 1), ("pipeline", 1)):
+            _int(params, key, low)
+        if _int(params, "value_size", 1) > 512 * 1024 * 1024:
+            raise ValueError("value_size is above Redis's 512 MiB string limit")
+
+    def launch(self, cell, workload, policy, workdir, data):
+        p = cell.params
+        self.check(p)
+        port = rig_contract.free_loopback_port()
+        keys, value_size = int(p["keys"]), int(p["value_size"])
+        dataset = os.path.join(workdir, "dataset.resp")
+        digest = write_dataset(dataset, keys, value_size, int(p["seed"]))
+        with open(os.path.join(workdir, "redis.json"), "w") as f:
+            json.dump({"port": port, "cli": data["cli"], "io_threads": int(p["io_threads"])}, f)
+        io_threads = int(p["io_threads"])
+        server = [data["server"], "--bind", "127.0.0.1", "--port", str(port), "--protected-mode", "yes",
+                  "--save", "", "--appendonly", "no", "--dir", workdir, "--daemonize", "no",
+                  "--io-threads", str(io_threads)]
+        if io_threads > 1:
+            server += ["--io-threads-do-reads", "yes"]
+        cli = [data["cli"], "-h", "127.0.0.1", "-p", str(port)]
+
+        def bench(requests):
+            argv = [data["benchmark"], "-h", "127.0.0.1", "-p", str(port), "-t", ",".join(tests_of(p)),
+                    "-n", str(requests), "-r", str(keys), "-d", str(value_size), "-c", p["clients"],
+                    "-P", p["pipeline"]]
+            if int(p["bench_threads"]) > 1:
+                argv += ["--threads", p["bench_threads"]]
+            return argv
+
+        processes = [
+            rig_contract.Process("server", program=server, server=True, ready_pattern=READY,
+                                 ready_timeout_s=30, ports=[port], fail_pattern=r"# (OOM|Can't|Fatal)"),
+            rig_contract.Process("loader", program=cli + ["--pipe"], stdin=dataset, under_test=False, phase=0),
+            rig_contract.Process("memory", program=cli + ["info", "memory"], under_test=False, phase=1),
+        ]
+        if int(p["warmup_requests"]):
+            processes.append(rig_contract.Process("warmup", program=bench(int(p["warmup_requests"])),
+                                                  under_test=False, phase=2))
+        processes.append(rig_contract.Process("benchmark", program=bench(int(p["requests"])), under_test=False,
+                                              phase=3))
+        return rig_contract.Launch(processes, generated_inputs={"dataset.resp": digest})
+
+    def parse(self, outputs, policy, workdir):
+        loaded = re.search(r"errors: (\d+), replies: (\d+)", outputs.get("loader", ""))
+        if not loaded:
+            raise ValueError("redis-cli --pipe printed no 'errors: N, replies: N' line")
+        if int(loaded.group(1)):
+            raise rig_contract.MeasurementInvalid(f"loading the data set: {loaded.group(1)} errors")
+        memory = parse_info(outputs["memory"])
+        measured = samples_of(parse_benchmark(outputs["benchmark"]), t=0.0)
+        measured.append({"metric": "used_memory_after_load_MiB", "value": int(memory["used_memory"]) / 2**20,
+                         "unit": "MiB", "t": 0.0})
+        warmup = samples_of(parse_benchmark(outputs["warmup"]), t=0.0) if outputs.get("warmup") else []
+        return rig_contract.Parsed(warmup, measured, {
+            "keys_loaded": int(loaded.group(2)), "mem_allocator": memory.get("mem_allocator"),
+            "used_memory_rss_after_load_bytes": int(memory.get("used_memory_rss", 0)),
+            "latency_percentiles_ms": {name: t["percentiles"]
+                                       for name, t in parse_benchmark(outputs["benchmark"]).items()}})
+
+    def probe(self, role, when, workdir, output):
+        """The running server as it describes itself: version, allocator, I/O threads, its executable."""
+        if role != "server":
+            return None
+        with open(os.path.join(workdir, "redis.json")) as f:
+            setup = json.load(f)
+        base = [setup["cli"], "-h", "127.0.0.1", "-p", str(setup["port"])]
+        info = parse_info(subprocess.run(base + ["info", "server"], capture_output=True, text=True,
+                                         timeout=10).stdout)
+        threads = subprocess.run(base + ["config", "get", "io-threads"], capture_output=True, text=True,
+                                 timeout=10).stdout.split()
+        found = {"redis_version": info.get("redis_version"), "executable": info.get("executable"),
+                 "io_threads": int(threads[1]) if len(threads) == 2 and threads[1].isdigit() else None,
+                 "problems": []}
+        if when == "clients_done":
+            keys = subprocess.run(base + ["dbsize"], capture_output=True, text=True, timeout=10).stdout.strip()
+            found["dbsize"] = int(keys) if keys.isdigit() else None
+        if found["io_threads"] != setup["io_threads"]:
+            found["problems"].append(f"asked for {setup['io_threads']} I/O threads, the server reports "
+                                     f"{found['io_threads']}")
+        return found
+
+
+RIG = RedisRig()

@@ -1,0 +1,111 @@
+"""The Redis rig on recorded real output (testdata/README.md) and its launch, without starting Redis."""
+
+import os
+import tempfile
+import unittest
+
+from rigs.matrix import rig as rig_contract
+from rigs.matrix import spec
+from rigs.redis import rig
+
+TESTDATA = os.path.join(os.path.dirname(os.path.abspath(__file__)), "testdata")
+
+
+def recorded(name):
+    with open(os.path.join(TESTDATA, name), newline="") as f:
+        return f.read()
+
+
+PARAMS = {"keys": "1000", "value_size": "100", "seed": "1", "tests": "get+set", "requests": "20000",
+          "warmup_requests": "5000", "clients": "50", "pipeline": "1", "bench_threads": "1", "io_threads": "2"}
+
+
+class ParseTest(unittest.TestCase):
+    def test_plain_output_has_the_whole_distribution(self):
+        tests = rig.parse_benchmark(recorded("redis-benchmark-7.0.15-get-set.txt"))
+        self.assertEqual(sorted(tests), ["get", "set"])
+        s = tests["set"]
+        self.assertEqual(s["requests"], 20000)
+        self.assertEqual(s["requests_per_s"], 76628.35)
+        self.assertEqual(s["summary"], {"avg": 0.346, "min": 0.088, "p50": 0.311, "p95": 0.463, "p99": 0.999,
+                                        "max": 2.551})
+        # Only the by-percentile table, not the cumulative-by-latency one after it.
+        self.assertEqual(s["percentiles"][0], (0.0, 0.095))
+        self.assertEqual(s["percentiles"][-1], (100.0, 2.551))
+        self.assertEqual(len(s["percentiles"]), 17)
+        self.assertEqual(rig.percentile_at_or_above(s["percentiles"], 99.99), (99.994, 2.527))
+        self.assertEqual(rig.percentile_at_or_above(s["percentiles"], 99.0), (99.219, 1.063))
+
+    def test_csv_output(self):
+        tests = rig.parse_csv(recorded("redis-benchmark-7.0.15-get-set.csv"))
+        self.assertEqual(tests["get"]["requests_per_s"], 90909.09)
+        self.assertEqual(tests["set"]["p99"], 0.479)
+        with self.assertRaises(ValueError):
+            rig.parse_csv(recorded("redis-benchmark-7.0.15-get-set.txt"))
+
+    def test_truncated_output_is_an_error(self):
+        text = recorded("redis-benchmark-7.0.15-get-set.txt")
+        with self.assertRaisesRegex(ValueError, "GET lacks"):
+            rig.parse_benchmark(text[:text.index("throughput summary", text.index("====== GET"))])
+
+    def test_parse_gives_samples_warmup_apart_and_memory(self):
+        bench = recorded("redis-benchmark-7.0.15-get-set.txt")
+        outputs = {"server": "", "loader": "All data transferred. Waiting for the last reply...\n"
+                                          "Last reply received from server.\nerrors: 0, replies: 1000\n",
+                   "memory": recorded("redis-cli-info-memory.txt"), "warmup": bench, "benchmark": bench}
+        parsed = rig.RIG.parse(outputs, None, None)
+        by_metric = {s["metric"]: s for s in parsed.samples}
+        self.assertEqual(by_metric["set_requests_per_s"]["value"], 76628.35)
+        self.assertEqual(by_metric["set_requests_per_s"]["unit"], "requests/s")
+        self.assertEqual(by_metric["set_p99_99_ms"]["value"], 2.527)
+        self.assertEqual(by_metric["set_p99_99_ms"]["metadata"], {"printed_percentile": 99.994})
+        self.assertAlmostEqual(by_metric["used_memory_after_load_MiB"]["value"], 1185176 / 2**20)
+        self.assertEqual(len(parsed.warmup_samples), 8)
+        self.assertEqual(parsed.observations["keys_loaded"], 1000)
+        self.assertEqual(parsed.observations["mem_allocator"], "jemalloc-5.3.0")  # Debian's, as in its binary
+        outputs["loader"] = "errors: 3, replies: 1000\n"
+        with self.assertRaisesRegex(rig_contract.MeasurementInvalid, "3 errors"):
+            rig.RIG.parse(outputs, None, None)
+
+
+class LaunchTest(unittest.TestCase):
+    def test_phases_dataset_and_placement_roles(self):
+        workdir = tempfile.mkdtemp()
+        cell = spec.Cell(dict(PARAMS))
+        data = {"server": "/b/redis-server", "benchmark": "/b/redis-benchmark", "cli": "/b/redis-cli"}
+        launch = rig.RIG.launch(cell, None, None, workdir, data)
+        launch.validate()
+        self.assertEqual([p.role for p in launch.processes], ["server", "loader", "memory", "warmup", "benchmark"])
+        self.assertEqual([[p.role for p in phase] for phase in launch.phases()],
+                         [["loader"], ["memory"], ["warmup"], ["benchmark"]])
+        server = launch.processes[0]
+        self.assertTrue(server.server and server.under_test)
+        self.assertEqual(set(rig.RIG.roles), {p.role for p in launch.processes})
+        port = server.ports[0]
+        self.assertEqual(server.program[server.program.index("--bind") + 1], "127.0.0.1")
+        self.assertEqual(server.program[-4:], ["--io-threads", "2", "--io-threads-do-reads", "yes"])
+        bench = launch.processes[-1].program
+        self.assertEqual(bench[bench.index("-p") + 1], str(port))
+        self.assertEqual(bench[bench.index("-r") + 1], "1000")
+        self.assertEqual(bench[bench.index("-n") + 1], "20000")
+        self.assertEqual(bench[bench.index("-t") + 1], "get,set")
+        # The data set: 1,000 SETs of key:%012d with 100-byte values, the same for the same seed.
+        with open(launch.processes[1].stdin, "rb") as f:
+            dataset = f.read()
+        self.assertEqual(dataset.count(b"*3\r\n$3\r\nSET\r\n$16\r\nkey:000000000999\r\n$100\r\n"), 1)
+        self.assertEqual(dataset.count(b"\r\nSET\r\n"), 1000)
+        again = rig.RIG.launch(cell, None, None, tempfile.mkdtemp(), data)
+        self.assertEqual(launch.generated_inputs, again.generated_inputs)
+        other = rig.RIG.launch(spec.Cell(dict(PARAMS, seed="2")), None, None, tempfile.mkdtemp(), data)
+        self.assertNotEqual(launch.generated_inputs, other.generated_inputs)
+
+    def test_bad_parameters_are_refused(self):
+        for key, value, message in (("tests", "get+lpush", "tests="), ("clients", "0", "clients=0"),
+                                    ("keys", "many", "keys='many'")):
+            with self.subTest(key):
+                with self.assertRaisesRegex(ValueError, message):
+                    rig.RIG.check(dict(PARAMS, **{key: value}))
+
+
+if __name__ == "__main__":
+    unittest.main()
