@@ -197,6 +197,8 @@ class CellRunner:
         problems = evidence.verify(cell, ctx.matrix, ev, ctx.nodes)
         if "patched_classes" in ev:
             problems += evidence.patched_class_problems(ev["patched_classes"], variant["manifest"])
+        if variant and not under_test.is_jvm:
+            problems += evidence.patched_binary_problems(ev.get("executable"), variant["manifest"])
         problems += [problem for role_probes in ev.get("probes", {}).values() for probe in role_probes.values()
                      for problem in probe.get("problems", [])]
         if not measured:
@@ -334,6 +336,10 @@ class CellRunner:
                     ev[key] = parser(f.read())
             except OSError:
                 pass
+        if "numa_maps" in ev and "numa_nodes" in ev:
+            ev["local_memory_ratio"] = evidence.local_memory_ratio(ev["numa_maps"], ev["numa_nodes"]["cpu_node"])
+        if not jcmd and "executable" not in ev:
+            ev["executable"] = evidence.executable(proc_dir)
         status = ev.get("process_status", {})
         ev["process_status"] = {k: status[k] for k in ("Cpus_allowed_list", "Mems_allowed_list", "HugetlbPages",
                                                        "VmRSS", "Threads") if k in status}

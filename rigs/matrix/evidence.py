@@ -5,6 +5,7 @@ for with what was read and returns the problems. A cell with any problem is stor
 evidence, never as a measurement.
 """
 
+import hashlib
 import os
 import re
 
@@ -99,6 +100,42 @@ def patched_class_problems(sources, manifest):
                 "was not exercised"]
     return [f"patched class {name} was loaded from {src}, not from the overlay {jar}"
             for name, src in sorted(loaded.items()) if not jar or os.path.basename(src.split(":", 1)[-1]) != jar]
+
+
+def local_memory_ratio(numa_summary, cpu_node):
+    """The share of a process's resident bytes on the node its CPUs are on (parse_numa_maps' summary);
+    None when nothing is resident. The case study's before/after: 0.43 -> 0.98."""
+    per_node = numa_summary.get("bytes_per_node", {})
+    total = sum(per_node.values())
+    if not total:
+        return None
+    return round(per_node.get(cpu_node, per_node.get(str(cpu_node), 0)) / total, 4)
+
+
+def executable(proc_dir):
+    """The program a native process runs, as the kernel has it: {"path", "sha256"} of /proc/PID/exe."""
+    try:
+        path = os.readlink(os.path.join(proc_dir, "exe"))
+        digest = hashlib.sha256()
+        with open(os.path.join(proc_dir, "exe"), "rb") as f:
+            for block in iter(lambda: f.read(1 << 20), b""):
+                digest.update(block)
+        return {"path": path, "sha256": digest.hexdigest()}
+    except OSError as e:
+        return {"error": str(e)}
+
+
+def patched_binary_problems(executable, manifest):
+    """A patched native cell must run a binary of its patched build (the manifest lists their sha256)."""
+    built = manifest.get("binaries", {})
+    if not built:
+        return []
+    if not executable or "sha256" not in executable:
+        return [f"could not read which program the patched cell ran: {(executable or {}).get('error', 'no evidence')}"]
+    if executable["sha256"] not in built.values():
+        return [f"the process ran {executable['path']} (sha256 {executable['sha256'][:12]}), none of the patched "
+                f"build's binaries ({', '.join(sorted(built))})"]
+    return []
 
 
 def large_page_failures(jvm_output):

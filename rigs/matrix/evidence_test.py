@@ -1,6 +1,8 @@
 """Evidence parsers and verification on real captures (testdata/captures/README.md says where each is from)."""
 
+import hashlib
 import os
+import sys
 import unittest
 
 from rigs.matrix import evidence, spec
@@ -32,6 +34,11 @@ class ParserTest(unittest.TestCase):
         self.assertEqual(summary["bytes_per_node"], {0: (32897 + 32768 + 54828 + 54614) * page,
                                                      1: (32896 + 32769 + 10965 + 10923) * page})
         self.assertEqual(list(summary["bytes_per_policy"]), ["weighted interleave:0-1"])
+        # Local ratio on that two-node capture: a process on node 0's CPUs has about 74 % of its pages there.
+        n0, n1 = 32897 + 32768 + 54828 + 54614, 32896 + 32769 + 10965 + 10923
+        self.assertEqual(evidence.local_memory_ratio(summary, 0), round(n0 / (n0 + n1), 4))
+        self.assertEqual(evidence.local_memory_ratio(summary, 1), round(n1 / (n0 + n1), 4))
+        self.assertIsNone(evidence.local_memory_ratio({"bytes_per_node": {}}, 0))
 
     def test_numa_maps_hugetlb_pages_are_2_mib(self):
         summary = evidence.parse_numa_maps(capture("numa_maps_interleave_hugetlb.txt"))
@@ -143,3 +150,19 @@ class PatchedClassTest(unittest.TestCase):
 
 if __name__ == "__main__":
     unittest.main()
+
+
+class PatchedBinaryTest(unittest.TestCase):
+    def test_the_running_program_must_be_a_patched_binary(self):
+        # This test's own interpreter stands in for a native server: its /proc/self/exe is read for real.
+        exe = evidence.executable("/proc/self")
+        self.assertEqual(exe["path"], os.path.realpath(sys.executable))
+        with open(sys.executable, "rb") as f:
+            self.assertEqual(exe["sha256"], hashlib.sha256(f.read()).hexdigest())
+        patched = {"binaries": {"redis-server": exe["sha256"]}}
+        self.assertEqual(evidence.patched_binary_problems(exe, patched), [])
+        stock = {"binaries": {"redis-server": "0" * 64}}
+        (problem,) = evidence.patched_binary_problems(exe, stock)
+        self.assertIn("none of the patched build's binaries (redis-server)", problem)
+        self.assertIn("could not read", evidence.patched_binary_problems(evidence.executable("/proc/0"), stock)[0])
+        self.assertEqual(evidence.patched_binary_problems(exe, {"classes": ["a.B"]}), [])  # a JVM patch set
