@@ -34,7 +34,7 @@ class ParserTest(unittest.TestCase):
         self.assertEqual(summary["bytes_per_node"], {0: (32897 + 32768 + 54828 + 54614) * page,
                                                      1: (32896 + 32769 + 10965 + 10923) * page})
         self.assertEqual(list(summary["bytes_per_policy"]), ["weighted interleave:0-1"])
-        # Local ratio on that two-node capture: a process on node 0's CPUs has about 74 % of its pages there.
+        # Local ratio on that two-node capture: a process on node 0's CPUs has two thirds of its pages there.
         n0, n1 = 32897 + 32768 + 54828 + 54614, 32896 + 32769 + 10965 + 10923
         self.assertEqual(evidence.local_memory_ratio(summary, 0), round(n0 / (n0 + n1), 4))
         self.assertEqual(evidence.local_memory_ratio(summary, 1), round(n1 / (n0 + n1), 4))
