@@ -105,6 +105,22 @@ def ensure_input(params, cache_root):
     return os.path.join(folder, "input"), expected["inputs"], expected["output_sha256"]
 
 
+def first_out_of_order(out_dir, key_bytes=10):
+    """Where TeraSort's output (the part files in name order, one record per line) first has a key below the
+    one before it: "part-00000 line 17", or None when it is in order."""
+    previous = None
+    for name in sorted(os.listdir(out_dir)):
+        if not name.startswith("part-"):
+            continue
+        with open(os.path.join(out_dir, name), "rb") as f:
+            for number, line in enumerate(f, 1):
+                key = line[:key_bytes]
+                if previous is not None and key < previous:
+                    return f"{name} line {number}"
+                previous = key
+    return None
+
+
 def output_digest(out_dir):
     """sha256 of the job's answer: every part file's lines, sorted (the form of textgen's and
     terarecords' expected digests: WordCount's "word<TAB>count" lines, TeraSort's 100-byte lines)."""
@@ -129,6 +145,9 @@ class MapReduceRig:
         if params["mapreduce"] == "mr2" and params["io_sort_record_percent"] != "default":
             raise ValueError("io_sort_record_percent is MR1-only: MR2 removed it (MAPREDUCE-64) and ignores it; "
                              "exclude mapreduce=mr2 from that axis' other values")
+        if params["mapreduce"] == "mr1" and params.get("variant", "stock") != "stock":
+            raise ValueError(f"variant={params['variant']} with mapreduce=mr1: the patch sets are MR2's "
+                             "(third_party/hadoop); exclude mr1 from the patched values")
         if params["io_sort_record_percent"] != "default" and not 0 < float(params["io_sort_record_percent"]) < 1:
             raise ValueError("io_sort_record_percent must be in (0, 1) or default")
         text_params(params).check()
@@ -163,7 +182,8 @@ class MapReduceRig:
             f.write(LOG4J)
         out_dir = os.path.join(workdir, "output")
         with open(os.path.join(workdir, "launch.json"), "w") as f:
-            json.dump({"engine": engine, "input": input_dir, "output": out_dir, "expected_output_sha256": expected},
+            json.dump({"engine": engine, "job": p["job"], "input": input_dir, "output": out_dir,
+                       "expected_output_sha256": expected},
                       f, indent=2, sort_keys=True)
         options = {SLOWSTART[engine]: "0.99", REDUCES[engine]: "1", SORT_MB[engine]: p["io_sort_mb"],
                    "hadoop.tmp.dir": os.path.join(workdir, "tmp")}
@@ -191,6 +211,11 @@ class MapReduceRig:
         if actual != launch["expected_output_sha256"]:
             raise MeasurementInvalid(f"the job's output (sha256 {actual[:12]}) is not the expected answer "
                                      f"({launch['expected_output_sha256'][:12]}): wrong result, not measured")
+        if launch.get("job") == "terasort":
+            # The digest above is over the lines re-sorted: it proves the records, not their order.
+            disorder = first_out_of_order(launch["output"])
+            if disorder:
+                raise MeasurementInvalid(f"the job's output is not sorted: {disorder}: wrong result, not measured")
         values = {"job_duration": log.job_s, "map_time": log.map_s, "reduce_time": log.reduce_s,
                   "spilled_records": float(log.counter("Spilled Records")), "map_spills": float(log.map_spills)}
         perf_path = os.path.join(workdir, "perf.csv")

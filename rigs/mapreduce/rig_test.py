@@ -89,6 +89,19 @@ class OutputCheckTest(unittest.TestCase):
         with self.assertRaisesRegex(MeasurementInvalid, "not the expected answer"):
             rig.RIG.parse({"main": recorded("mr1")}, None, self.dir)
 
+    def test_terasort_output_must_be_in_key_order(self):
+        out = os.path.join(self.dir, "tera")
+        os.makedirs(out)
+        records = [b"%-10s%010d%s\r\n" % (key, i, b"A" * 78) for i, key in enumerate((b"!!a", b"Zz", b"za", b"~"))]
+        with open(os.path.join(out, "part-r-00000"), "wb") as f:
+            f.writelines(records[:2])
+        with open(os.path.join(out, "part-r-00001"), "wb") as f:
+            f.writelines(records[2:])
+        self.assertIsNone(rig.first_out_of_order(out))
+        with open(os.path.join(out, "part-r-00001"), "wb") as f:
+            f.writelines([records[3], records[2]])  # the same records, the last two swapped
+        self.assertEqual(rig.first_out_of_order(out), "part-r-00001 line 2")
+
     def test_inputs_are_generated_once_per_parameters(self):
         a = rig.ensure_input(PARAMS, os.path.join(self.dir, "inputs"))
         b = rig.ensure_input(dict(PARAMS), os.path.join(self.dir, "inputs"))
@@ -120,6 +133,8 @@ class CheckTest(unittest.TestCase):
             rig.RIG.check(dict(PARAMS, mapreduce="mr3"))
         with self.assertRaisesRegex(ValueError, r"must be in \(0, 1\)"):
             rig.RIG.check(dict(PARAMS, io_sort_record_percent="1.5"))
+        with self.assertRaisesRegex(ValueError, "the patch sets are MR2's"):
+            rig.RIG.check(dict(PARAMS, mapreduce="mr1", variant="patched:mr2-sort-key-prefix"))
         with self.assertRaisesRegex(ValueError, "words, vocabulary, splits"):
             rig.RIG.check(dict(PARAMS, words="0"))
 
