@@ -175,8 +175,14 @@ class YarnCpsRig:
                         for t, v in window.per_interval_rates(samples, key, lo_i, hi_i)]
             return out
 
-        return Parsed(warmup_samples=rate_samples(first, lo), samples=rate_samples(lo, hi),
-                      observations=observations)
+        measured = rate_samples(lo, hi)
+        scheduler_cores = observations["window"]["cpu_cores_by_thread_group"].get("scheduler")
+        if scheduler_cores is not None and w.allocation_rate > 0:
+            # The scheduler thread's CPU per allocated container over the window: what a scheduler change
+            # saves even when the simulator, not the scheduler, caps the rate (one value per run).
+            measured.append({"metric": "scheduler_cpu_per_container", "unit": "us/container", "t": b["t"],
+                             "value": round(scheduler_cores / w.allocation_rate * 1e6, 3)})
+        return Parsed(warmup_samples=rate_samples(first, lo), samples=measured, observations=observations)
 
 
 RIG = YarnCpsRig()
