@@ -114,20 +114,29 @@ class CellRunner:
                 try:
                     for p in launch.processes:
                         if p.server:
-                            r = self._start(p, commands, role_logs, workdir)
+                            r = self._start(p, commands, role_logs, workdir, ev)
                             r.wait_ready(deadline)
                             self._probe(r, "ready", workdir, ev)
                     phases = launch.phases()
                     self._under_test_pid = self._pinner = None
                     for i, phase in enumerate(phases):
                         last = i == len(phases) - 1
-                        started_now = [self._start(p, commands, role_logs, workdir) for p in phase]
+                        background = []
+                        for p in (p for p in phase if p.background):
+                            background.append(self._start(p, commands, role_logs, workdir, ev))
+                            if p.ready_pattern:
+                                background[-1].wait_ready(deadline)
+                        started_now = [self._start(p, commands, role_logs, workdir, ev)
+                                       for p in phase if not p.background]
                         timed_out, failure = self._supervise(planned, ev, policy, deadline, workdir, started_now,
                                                              measured=last)
+                        early = next((r for r in background if not r.running() and r.popen.returncode), None)
+                        for r in background:
+                            r.stop()
                         if timed_out or failure:
                             break
-                        bad = next((r for r in started_now if r.popen.returncode != 0), None)
-                        if bad is not None and not last:
+                        bad = early or next((r for r in started_now if r.popen.returncode != 0), None)
+                        if bad is not None and (not last or bad is early):
                             failure = (f"{bad.role} (phase {bad.process.phase}) exited with status "
                                        f"{bad.popen.returncode}: {bad.stderr_tail()}")
                             break
@@ -139,7 +148,9 @@ class CellRunner:
         finally:
             self.kill()
             ctx.active_knobs = None
-        clients = [r for r in self.running if not r.process.server]
+        # The processes that end their phases (background ones are stopped by the runner; failing early is
+        # handled in the phase loop).
+        clients = [r for r in self.running if not r.process.server and not r.process.background]
         exit_statuses = {r.role: r.popen.returncode for r in self.running}
         # The cell's exit status: the first non-zero one of its load generators, else 0.
         doc["exit_status"] = next((r.popen.returncode for r in clients if r.popen.returncode), 0) if clients else None
@@ -237,9 +248,17 @@ class CellRunner:
                 "exit_status": r.popen.returncode, "died_before_stop": died,
                 "ports_freed": processes.wait_ports_free(r.process)}
 
-    def _start(self, process, commands, role_logs, workdir):
-        r = processes.Running(process, commands[process.role], role_logs[process.role], workdir,
-                              dict(os.environ, **process.env))
+    def _start(self, process, commands, role_logs, workdir, ev):
+        argv = commands[process.role]
+        if any(rig_contract.PID_REF.search(a) for a in argv):
+            pids = {r.role: (jvm_pid(r.pid, self.ctx.host_paths.proc) if r.process.is_jvm else None) or r.pid
+                    for r in self.running}
+            missing = sorted({ref for a in argv for ref in rig_contract.PID_REF.findall(a)} - set(pids))
+            if missing:
+                raise processes.StartError(f"{process.role}: {{pid:{missing[0]}}} names a role not started yet")
+            argv = [rig_contract.PID_REF.sub(lambda m: str(pids[m.group(1)]), a) for a in argv]
+            ev.setdefault("resolved_commands", {})[process.role] = argv
+        r = processes.Running(process, argv, role_logs[process.role], workdir, dict(os.environ, **process.env))
         self.running.append(r)
         return r
 

@@ -235,4 +235,6 @@ def expected_policy_prefix(policy, nodes):
     """The numa_maps policy text a numactl policy produces (nodes: {"cpu_node", "mem_node"})."""
     mem = nodes.get("mem_node", 0)
     return {"bind_local": f"bind:{mem}", "bind_remote": f"bind:{mem}", "interleave": "interleave:",
-            "preferred": f"prefer:{mem}"}[policy]
+            "weighted_interleave": "weighted interleave:", "preferred": f"prefer:{mem}",
+            # CPUs bound, memory where the kernel puts it: the rig moves it (rigs/redis).
+            "pressured_migrated": "default"}[policy]

@@ -10,9 +10,12 @@ import json
 import os
 import re
 import subprocess
+import sys
 import time
 
 from rigs.matrix import evidence, spec
+
+MEMPOLICY = os.path.join(os.path.dirname(os.path.abspath(__file__)), "mempolicy.py")
 
 HUGEPAGE_BYTES = 2 << 20
 # Explicit hugepages must hold the heap and the JIT's code cache (240 MiB reserved by default, also on
@@ -187,7 +190,7 @@ def wrapper_argv(cell, matrix, host_nodes, role=None, under_test=True):
     argv = ["numactl"]
     if cpus:
         argv.append(f"--physcpubind={cpus}")
-    elif policy in ("bind_local", "bind_remote"):
+    elif policy in ("bind_local", "bind_remote", "pressured_migrated"):
         argv.append(f"--cpunodebind={nodes['cpu_node']}")
     if policy in ("bind_local", "bind_remote"):
         argv.append(f"--membind={nodes['mem_node']}")
@@ -195,7 +198,11 @@ def wrapper_argv(cell, matrix, host_nodes, role=None, under_test=True):
         argv.append("--interleave=all")
     elif policy == "preferred":
         argv.append(f"--preferred={nodes['mem_node']}")
-    return argv + ["--"]
+    argv.append("--")
+    if policy == "weighted_interleave":
+        # numactl 2.0.16 has no flag for it: a small helper sets it and execs the program.
+        argv += [sys.executable, MEMPOLICY, "weighted-interleave", "all", "--"]
+    return argv
 
 
 class ThreadPinner:

@@ -1,10 +1,12 @@
 """Launch composition and host knobs (on a fake /sys and /proc in a temporary folder)."""
 
 import os
+import subprocess
+import sys
 import tempfile
 import unittest
 
-from rigs.matrix import knobs, spec
+from rigs.matrix import evidence, knobs, spec
 
 NODES_2 = {0: {0, 1, 2, 3}, 1: {4, 5, 6, 7}}
 
@@ -32,6 +34,10 @@ class LaunchTest(unittest.TestCase):
             ("none", "bind_remote"): ["numactl", "--cpunodebind=0", "--membind=1", "--"],
             ("none", "interleave"): ["numactl", "--interleave=all", "--"],
             ("none", "preferred"): ["numactl", "--preferred=0", "--"],
+            ("cpu5", "pressured_migrated"): ["numactl", "--physcpubind=5", "--"],
+            ("none", "pressured_migrated"): ["numactl", "--cpunodebind=0", "--"],
+            ("none", "weighted_interleave"): ["numactl", "--", sys.executable, knobs.MEMPOLICY,
+                                              "weighted-interleave", "all", "--"],
         }
         for (pinning, numa), expected in cases.items():
             m, cell = matrix(pinning=pinning, numa=numa)
@@ -39,6 +45,26 @@ class LaunchTest(unittest.TestCase):
 
     def test_hugepages_cover_heap_and_code_cache(self):
         self.assertEqual(knobs.hugepages_for_heap("256m"), 256)  # (256 + 256 MiB margin) / 2 MiB
+
+
+class WeightedInterleaveTest(unittest.TestCase):
+    @unittest.skipUnless(os.path.isdir("/sys/kernel/mm/mempolicy/weighted_interleave"),
+                         "this kernel has no weighted interleave (needs 6.9)")
+    def test_the_helper_sets_the_policy_the_program_inherits(self):
+        # The real kernel: the exec'd program's own numa_maps carry the policy.
+        out = subprocess.run([sys.executable, knobs.MEMPOLICY, "weighted-interleave", "all", "--",
+                              "cat", "/proc/self/numa_maps"], capture_output=True, text=True, check=True).stdout
+        policies = evidence.parse_numa_maps(out)["bytes_per_policy"]
+        self.assertEqual({p.split(":")[0] for p in policies}, {"weighted interleave"}, policies)
+
+    def test_bad_usage_and_bad_nodes_are_refused(self):
+        usage = subprocess.run([sys.executable, knobs.MEMPOLICY, "interleave", "all", "--", "true"],
+                               capture_output=True, text=True)
+        self.assertEqual(usage.returncode, 2)
+        bad = subprocess.run([sys.executable, knobs.MEMPOLICY, "weighted-interleave", "70", "--", "true"],
+                             capture_output=True, text=True)
+        self.assertEqual(bad.returncode, 1)
+        self.assertIn("give nodes 0..63", bad.stderr)
 
 
 class HostKnobsTest(unittest.TestCase):

@@ -87,7 +87,13 @@ def host_skip_reason(matrix, cell, caps, nodes, host_cpus, jdk, memory_available
     if p["numa"] != "default":
         if not caps.get("numactl", {}).get("available"):
             return f"numa={p['numa']} needs numactl, which is not installed"
-        if p["numa"] in ("bind_remote", "interleave") and len(nodes) < 2:
+        if p["numa"] == "weighted_interleave" and not caps.get("weighted_interleave", {}).get("available"):
+            return f"numa=weighted_interleave: {caps.get('weighted_interleave', {}).get('evidence', 'not probed')}"
+        if p["numa"] == "pressured_migrated":
+            missing = [t for t in ("migratepages", "memhog") if not caps.get(t, {}).get("available")]
+            if missing:
+                return f"numa=pressured_migrated needs {' and '.join(missing)} (Debian's numactl package)"
+        if p["numa"] in ("bind_remote", "interleave", "weighted_interleave", "pressured_migrated") and len(nodes) < 2:
             # Interleaving over one node is binding to it: measured, it would pass for an interleave result.
             return (f"numa={p['numa']} needs two NUMA nodes; this host has {len(nodes)} "
                     f"({caps.get('numa_multi_node', {}).get('evidence', '')})")

@@ -37,6 +37,7 @@ import tomllib
 
 
 MAIN_ROLE = "main"
+PID_REF = re.compile(r"\{pid:([^}]+)\}")
 
 
 @dataclasses.dataclass
@@ -69,8 +70,14 @@ class Process:
     ports: list = dataclasses.field(default_factory=list)
     # Not a server: when it runs. Phases run in ascending order, each after the previous one has exited.
     phase: int = 0
+    # Runs beside its phase instead of ending it (e.g. memory pressure while the data loads): started first
+    # (and waited for its `ready_pattern`, if it has one), stopped when the phase's other processes have all
+    # exited. It fails the cell only if it exits with a non-zero status before that.
+    background: bool = False
     # A file fed to its standard input (e.g. a data set for `redis-cli --pipe`); none by default.
     stdin: str = ""
+    # `{pid:<role>}` in `program` or `args` becomes the process id of that role's process, started earlier
+    # (e.g. `migratepages {pid:server} 1 0`); the resolved command is stored in the evidence.
 
     @property
     def is_jvm(self):
@@ -102,8 +109,12 @@ class Launch:
                 raise ValueError(f"process {p.role!r}: give exactly one of main_class (a JVM) or program")
             if p.server and not p.ready_pattern:
                 raise ValueError(f"server {p.role!r} needs a ready_pattern")
-            if p.server and p.phase:
-                raise ValueError(f"server {p.role!r}: phases are for the processes that are not servers")
+            if p.server and (p.phase or p.background):
+                raise ValueError(f"server {p.role!r}: phases and background are for the processes that are not "
+                                 "servers")
+            for ref in PID_REF.findall(" ".join(map(str, p.program + p.args))):
+                if ref not in {q.role for q in self.processes} or ref == p.role:
+                    raise ValueError(f"process {p.role!r} refers to {{pid:{ref}}}: no other process has that role")
             for pattern in (p.ready_pattern, p.fail_pattern):
                 re.compile(pattern)
         if all(p.server for p in self.processes):
@@ -117,6 +128,7 @@ class Launch:
                 servers_done = True
             elif servers_done:
                 raise ValueError(f"server {p.role!r} comes after a non-server process: list servers first")
+        self.phases()
 
     @property
     def under_test(self):
@@ -125,7 +137,11 @@ class Launch:
     def phases(self):
         """[[Process]] of the processes that are not servers, one list per phase, in running order."""
         numbers = sorted({p.phase for p in self.processes if not p.server})
-        return [[p for p in self.processes if not p.server and p.phase == n] for n in numbers]
+        phases = [[p for p in self.processes if not p.server and p.phase == n] for n in numbers]
+        for phase in phases:
+            if all(p.background for p in phase):
+                raise ValueError(f"phase {phase[0].phase} has only background processes: nothing would end it")
+        return phases
 
 
 def free_loopback_port():

@@ -43,8 +43,12 @@ class FakeRig:
                 with open(data, "w") as f:
                     f.write("a\nb\nc\n")
                 processes.insert(1, rig_contract.Process(
-                    "loader", program=[os.path.join(TESTDATA, "fake", "loader"), p["loader"]], under_test=False,
-                    stdin=data))
+                    "loader", program=[os.path.join(TESTDATA, "fake", "loader"), p["loader"], "{pid:server}"],
+                    under_test=False, stdin=data))
+            if p["pressure"] != "none":
+                processes.insert(1, rig_contract.Process(
+                    "pressure", program=[os.path.join(TESTDATA, "fake", "holder"), p["pressure"]],
+                    under_test=False, background=True, ready_pattern="holding"))
             return rig_contract.Launch(processes)
         return rig_contract.Launch.jvm("fake.Main", ["/nonexistent.jar"],
                                    [p["behaviour"], p["seconds"], os.path.join(workdir, "started")],
@@ -251,6 +255,26 @@ class RunnerTest(unittest.TestCase):
                       fails["reason"])
         self.assertNotIn("loadgen", fails["evidence"]["exit_statuses"])  # the next phase never started
         self.assertEqual(list(fails["evidence"]["servers"]["server"]["ports_freed"].values()), [True])
+        # {pid:server} was the server's pid, as the fake server printed it.
+        with open(ok["logs"]["server.stdout"]) as f:
+            server_pid = f.read().split(" pid ")[1].split()[0]
+        self.assertEqual(ok["provenance"]["commands"]["loader"][-1], "{pid:server}")
+        self.assertEqual(ok["evidence"]["resolved_commands"]["loader"][-1], server_pid)
+
+    def test_a_background_process_runs_beside_its_phase_and_is_stopped_after_it(self):
+        code, out = self.box.main("--profile", "phased_background")
+        self.assertEqual(code, runner.EXIT_CELLS_FAILED, out)
+        (run_dir,) = self.box.run_dirs()
+        by_pressure = {d["cell"]["params"]["pressure"]: d for d in self.docs(run_dir).values()}
+        holds, dies = by_pressure["holds"], by_pressure["dies"]
+        self.assertEqual(holds["status"], "ok", holds.get("reason"))
+        self.assertEqual(holds["evidence"]["exit_statuses"]["pressure"], -15)  # stopped by the runner (SIGTERM)
+        self.assertLess(os.stat(holds["logs"]["pressure.stdout"]).st_mtime,  # ready before the loader started
+                        os.stat(holds["logs"]["loader.stdout"]).st_mtime)
+        self.assertFalse(_running_with_argv(holds["provenance"]["commands"]["pressure"]))
+        self.assertEqual(dies["status"], "failed")
+        self.assertIn("pressure (phase 0) exited with status 5: fake holder: lost its memory", dies["reason"])
+        self.assertNotIn("loadgen", dies["evidence"]["exit_statuses"])
 
     def test_servers_are_stopped_and_ports_freed_when_the_runner_is_interrupted_or_killed(self):
         for sig in (signal.SIGTERM, signal.SIGKILL):

@@ -41,7 +41,10 @@ from tools.host import host_probe
 # Axis -> allowed scalar values (None: free-form, checked elsewhere).
 GCS = ("serial", "parallel", "g1", "cms", "zgc", "shenandoah")
 HUGEPAGES = ("off", "thp_always", "thp_madvise", "explicit")
-NUMA_POLICIES = ("default", "bind_local", "bind_remote", "interleave", "preferred")
+# pressured_migrated: the CPUs on one node, memory where the kernel puts it (the local node first); the rig
+# fills that node while loading so pages spill to another, then migrates them back (rigs/redis).
+NUMA_POLICIES = ("default", "bind_local", "bind_remote", "interleave", "weighted_interleave", "preferred",
+                 "pressured_migrated")
 STANDARD_AXES = ("jdk", "gc", "gc_opts", "heap", "pinning", "hugepages", "numa", "variant", "revision")
 CANDIDATE_REVISION = "candidate"
 DEFAULTS = {"gc": "g1", "gc_opts": "default", "heap": "512m", "pinning": "none", "hugepages": "off",

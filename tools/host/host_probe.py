@@ -299,7 +299,12 @@ def probe_host(root="/", run=run_command, which=shutil.which):
         caps["perf_software_events"] = Capability(
             events.get("task-clock") is not None, f"perf stat -e task-clock: {events.get('task-clock')}")
 
-    for tool in ("numactl", "taskset", "migratepages", "numastat", "jcmd"):
+    weights = path("sys/kernel/mm/mempolicy/weighted_interleave")
+    caps["weighted_interleave"] = Capability(
+        os.path.isdir(weights), f"{weights}: " + ("present (kernel >= 6.9)" if os.path.isdir(weights) else
+                                                 "missing: this kernel has no weighted interleave (needs 6.9)"))
+
+    for tool in ("numactl", "taskset", "migratepages", "numastat", "memhog", "jcmd"):
         found = which(tool)
         caps[tool] = Capability(bool(found), f"which {tool}: {found or 'not found'}", value=found)
 

@@ -1,0 +1,48 @@
+"""Which cells a host cannot run, and the reason each gets (host capabilities as the host probe reports them)."""
+
+import unittest
+
+from rigs.matrix import plan, spec
+
+ONE_NODE = {0: {0, 1}}
+TWO_NODES = {0: {0}, 1: {1}}
+
+
+def caps(**over):
+    base = {"numactl": {"available": True}, "taskset": {"available": True}, "migratepages": {"available": True},
+            "memhog": {"available": True}, "weighted_interleave": {"available": True, "evidence": "present"},
+            "numa_multi_node": {"available": True, "evidence": "2 NUMA node(s)"},
+            "transparent_hugepages": {"available": True, "value": "never", "writable": True}}
+    base.update(over)
+    return base
+
+
+def reason(numa, nodes, host_caps):
+    m = spec.from_dict({"matrix": {"name": "t", "rig": "r"}, "axes": {"jdk": [17], "numa": [numa]}})
+    return plan.host_skip_reason(m, m.cells[0], host_caps, nodes, set().union(*nodes.values()), {"java_home": "/j"})
+
+
+class NumaSkipTest(unittest.TestCase):
+    def test_two_node_placements_are_skipped_on_one_node_with_the_reason(self):
+        one = caps(numa_multi_node={"available": False, "evidence": "1 NUMA node(s) (/sys/devices/system/node)"})
+        for numa in ("bind_remote", "interleave", "weighted_interleave", "pressured_migrated"):
+            with self.subTest(numa):
+                self.assertIn(f"numa={numa} needs two NUMA nodes; this host has 1 (1 NUMA node(s)",
+                              reason(numa, ONE_NODE, one))
+        self.assertEqual(reason("bind_local", ONE_NODE, one), "")
+
+    def test_every_placement_runs_on_two_nodes_with_the_tools(self):
+        for numa in spec.NUMA_POLICIES:
+            with self.subTest(numa):
+                self.assertEqual(reason(numa, TWO_NODES, caps()), "")
+
+    def test_missing_kernel_support_or_tools_are_named(self):
+        old_kernel = caps(weighted_interleave={"available": False, "evidence": "/sys/kernel/mm/mempolicy/"
+                                               "weighted_interleave: missing: this kernel has no weighted interleave"})
+        self.assertIn("this kernel has no weighted interleave", reason("weighted_interleave", TWO_NODES, old_kernel))
+        self.assertEqual(reason("pressured_migrated", TWO_NODES, caps(memhog={"available": False})),
+                         "numa=pressured_migrated needs memhog (Debian's numactl package)")
+
+
+if __name__ == "__main__":
+    unittest.main()
