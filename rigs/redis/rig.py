@@ -9,6 +9,14 @@ One cell is four processes, in the rig contract's phases:
   memory     phase 1: `redis-cli info memory`, the server's memory after the load
   warmup     phase 2: redis-benchmark with `warmup_requests` (its numbers are kept apart as warm-up)
   benchmark  phase 3: redis-benchmark with `requests`, `-r keys` so every request hits a loaded key
+With numa=pressured_migrated (case study 001's before/after; needs two nodes) the server's CPUs are on
+`home_node` and its memory policy is the default (local first), and the cell becomes:
+  pressure          phase 0, beside the loader: memhog bound to the home node, filling it but
+                    `pressure_leave_mb`, so the loaded pages spill to the other node(s)
+  numa_before       phase 1: the server's /proc/PID/numa_maps (local ratio before)
+  benchmark_before  phase 3: measured as observations["before_migration"]
+  migrate           phase 4: `migratepages PID all <home_node>`, Redis running
+  numa_after        phase 5, then benchmark (phase 6): the cell's samples, after the migration
 redis-benchmark is closed loop (`clients` connections, each waits for its reply). Its plain output holds the
 whole latency distribution: percentiles at halving steps, so the p99.99 reported is the first printed
 percentile at or above 99.99, and the sample says which one it was.
@@ -21,9 +29,11 @@ import random
 import re
 import subprocess
 
+from rigs.matrix import evidence
 from rigs.matrix import rig as rig_contract
 
 TESTS = ("get", "set")
+NODE_SYSFS = "/sys/devices/system/node"
 READY = r"Ready to accept connections"
 # The per-percentile lines of redis-benchmark's "Latency by percentile distribution" (7.0).
 _PERCENTILE = re.compile(r"^\s*([\d.]+)% <= ([\d.]+) milliseconds \(cumulative count (\d+)\)")
@@ -142,14 +152,45 @@ def samples_of(tests, t):
     return samples
 
 
+def node_free_mb(node):
+    with open(os.path.join(NODE_SYSFS, f"node{node}", "meminfo")) as f:
+        for line in f:
+            if "MemFree:" in line:
+                return int(line.split()[-2]) // 1024
+    raise ValueError(f"node {node}: no MemFree in its meminfo")
+
+
+def migration_observations(outputs, workdir):
+    """The pressured-then-migrated phases: local ratio and bytes per node before and after the migration, the
+    bytes moved home, and the benchmark before it (the cell's samples are after it)."""
+    with open(os.path.join(workdir, "redis.json")) as f:
+        home = json.load(f)["home_node"]
+    before = evidence.parse_numa_maps(outputs["numa_before"])
+    after = evidence.parse_numa_maps(outputs["numa_after"])
+    ratio_before = evidence.local_memory_ratio(before, home)
+    if ratio_before is None or ratio_before > 0.95:
+        raise rig_contract.MeasurementInvalid(
+            f"the pressure did not push the server's pages off node {home}: local ratio before the migration "
+            f"{ratio_before} (raise the load or lower pressure_leave_mb)")
+    return {"migration": {
+        "home_node": home,
+        "before": {"local_ratio": ratio_before, "bytes_per_node": before["bytes_per_node"]},
+        "after": {"local_ratio": evidence.local_memory_ratio(after, home), "bytes_per_node": after["bytes_per_node"]},
+        "moved_home_bytes": after["bytes_per_node"].get(home, 0) - before["bytes_per_node"].get(home, 0)},
+        "before_migration": {s["metric"]: s["value"] for s in samples_of(parse_benchmark(outputs["benchmark_before"]),
+                                                                         t=0.0)}}
+
+
 class RedisRig:
     name = "redis"
-    roles = ("server", "loader", "memory", "warmup", "benchmark")
+    roles = ("server", "pressure", "loader", "memory", "numa_before", "warmup", "benchmark_before", "migrate",
+             "numa_after", "benchmark")
 
     def check(self, params):
         tests_of(params)
         for key, low in (("keys", 1), ("value_size", 1), ("seed", 0), ("requests", 1), ("warmup_requests", 0),
-                         ("clients", 1), ("io_threads", 1), ("bench_threads", 1), ("pipeline", 1)):
+                         ("clients", 1), ("io_threads", 1), ("bench_threads", 1), ("pipeline", 1),
+                         ("home_node", 0), ("pressure_leave_mb", 1)):
             _int(params, key, low)
         if _int(params, "value_size", 1) > 512 * 1024 * 1024:
             raise ValueError("value_size is above Redis's 512 MiB string limit")
@@ -167,8 +208,11 @@ class RedisRig:
         keys, value_size = int(p["keys"]), int(p["value_size"])
         dataset = os.path.join(workdir, "dataset.resp")
         digest = write_dataset(dataset, keys, value_size, int(p["seed"]))
+        home = int(p["home_node"])
+        pressured = p.get("numa") == "pressured_migrated"
         with open(os.path.join(workdir, "redis.json"), "w") as f:
-            json.dump({"port": port, "cli": data["cli"], "io_threads": int(p["io_threads"])}, f)
+            json.dump({"port": port, "cli": data["cli"], "io_threads": int(p["io_threads"]), "home_node": home,
+                       "pressured": pressured}, f)
         io_threads = int(p["io_threads"])
         server = [data["server"], "--bind", "127.0.0.1", "--port", str(port), "--protected-mode", "yes",
                   "--save", "", "--appendonly", "no", "--dir", workdir, "--daemonize", "no",
@@ -194,8 +238,26 @@ class RedisRig:
         if int(p["warmup_requests"]):
             processes.append(rig_contract.Process("warmup", program=bench(int(p["warmup_requests"])),
                                                   under_test=False, phase=2))
+        if pressured:
+            pressure_mb = node_free_mb(home) - int(p["pressure_leave_mb"])
+            if pressure_mb < 16:
+                raise ValueError(f"node {home} has {node_free_mb(home)} MiB free: nothing to fill before the load "
+                                 f"(pressure_leave_mb={p['pressure_leave_mb']})")
+            numa_maps = ["cat", "/proc/{pid:server}/numa_maps"]
+            processes[1:1] = [rig_contract.Process(
+                # memhog touches its memory once ("." when done), then again and again until it is stopped.
+                "pressure", program=["numactl", f"--membind={home}", "--", "memhog", "-r1000000000",
+                                     f"{pressure_mb}m"], under_test=False, background=True, ready_pattern=r"^\.",
+                ready_timeout_s=600)]
+            processes += [
+                rig_contract.Process("numa_before", program=numa_maps, under_test=False, phase=1),
+                rig_contract.Process("benchmark_before", program=bench(int(p["requests"])), under_test=False,
+                                     phase=3),
+                rig_contract.Process("migrate", program=["migratepages", "{pid:server}", "all", str(home)],
+                                     under_test=False, phase=4),
+                rig_contract.Process("numa_after", program=numa_maps, under_test=False, phase=5)]
         processes.append(rig_contract.Process("benchmark", program=bench(int(p["requests"])), under_test=False,
-                                              phase=3))
+                                              phase=6 if pressured else 3))
         return rig_contract.Launch(processes, generated_inputs={"dataset.resp": digest})
 
     def parse(self, outputs, policy, workdir):
@@ -209,7 +271,10 @@ class RedisRig:
         measured.append({"metric": "used_memory_after_load_MiB", "value": int(memory["used_memory"]) / 2**20,
                          "unit": "MiB", "t": 0.0})
         warmup = samples_of(parse_benchmark(outputs["warmup"]), t=0.0) if outputs.get("warmup") else []
-        return rig_contract.Parsed(warmup, measured, {
+        observations = {}
+        if "numa_before" in outputs:
+            observations.update(migration_observations(outputs, workdir))
+        return rig_contract.Parsed(warmup, measured, {**observations,
             "keys_loaded": int(loaded.group(2)), "mem_allocator": memory.get("mem_allocator"),
             "used_memory_rss_after_load_bytes": int(memory.get("used_memory_rss", 0)),
             "latency_percentiles_ms": {name: t["percentiles"]

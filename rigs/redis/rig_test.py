@@ -17,7 +17,9 @@ def recorded(name):
 
 
 PARAMS = {"keys": "1000", "value_size": "100", "seed": "1", "tests": "get+set", "requests": "20000",
-          "warmup_requests": "5000", "clients": "50", "pipeline": "1", "bench_threads": "1", "io_threads": "2"}
+          "warmup_requests": "5000", "clients": "50", "pipeline": "1", "bench_threads": "1", "io_threads": "2",
+          "home_node": "0", "pressure_leave_mb": "64", "numa": "bind_local"}
+CAPTURES = os.path.join(os.path.dirname(TESTDATA), "..", "matrix", "testdata", "captures")
 
 
 class ParseTest(unittest.TestCase):
@@ -80,7 +82,7 @@ class LaunchTest(unittest.TestCase):
                          [["loader"], ["memory"], ["warmup"], ["benchmark"]])
         server = launch.processes[0]
         self.assertTrue(server.server and server.under_test)
-        self.assertEqual(set(rig.RIG.roles), {p.role for p in launch.processes})
+        self.assertLessEqual({p.role for p in launch.processes}, set(rig.RIG.roles))
         port = server.ports[0]
         self.assertEqual(server.program[server.program.index("--bind") + 1], "127.0.0.1")
         self.assertEqual(server.program[-4:], ["--io-threads", "2", "--io-threads-do-reads", "yes"])
@@ -98,6 +100,54 @@ class LaunchTest(unittest.TestCase):
         self.assertEqual(launch.generated_inputs, again.generated_inputs)
         other = rig.RIG.launch(spec.Cell(dict(PARAMS, seed="2")), None, None, tempfile.mkdtemp(), data)
         self.assertNotEqual(launch.generated_inputs, other.generated_inputs)
+
+    def test_pressured_then_migrated_adds_pressure_numa_maps_and_the_migration(self):
+        sysfs = tempfile.mkdtemp()
+        os.makedirs(os.path.join(sysfs, "node0"))
+        with open(os.path.join(sysfs, "node0", "meminfo"), "w") as f:  # the layout of the kernel's file
+            f.write("Node 0 MemTotal:         524288 kB\nNode 0 MemFree:          409600 kB\n")
+        old, rig.NODE_SYSFS = rig.NODE_SYSFS, sysfs
+        try:
+            launch = rig.RIG.launch(spec.Cell(dict(PARAMS, numa="pressured_migrated")), None, None,
+                                    tempfile.mkdtemp(), {"server": "s", "benchmark": "b", "cli": "c"})
+        finally:
+            rig.NODE_SYSFS = old
+        launch.validate()
+        by_role = {p.role: p for p in launch.processes}
+        self.assertEqual([[p.role for p in phase] for phase in launch.phases()],
+                         [["pressure", "loader"], ["memory", "numa_before"], ["warmup"], ["benchmark_before"],
+                          ["migrate"], ["numa_after"], ["benchmark"]])
+        self.assertTrue(by_role["pressure"].background)
+        self.assertEqual(by_role["pressure"].program, ["numactl", "--membind=0", "--", "memhog", "-r1000000000",
+                                                       "336m"])  # 400 MiB free - 64 left
+        self.assertEqual(by_role["migrate"].program, ["migratepages", "{pid:server}", "all", "0"])
+        self.assertEqual(by_role["numa_after"].program, ["cat", "/proc/{pid:server}/numa_maps"])
+        self.assertLessEqual(set(by_role), set(rig.RIG.roles))
+
+    def test_migration_observations_from_two_node_numa_maps(self):
+        # Real numa_maps captures (../matrix/testdata/captures): a two-node process with two thirds of its
+        # pages on node 0, and a process bound to node 0, standing in for the server before and after.
+        workdir = tempfile.mkdtemp()
+        with open(os.path.join(workdir, "redis.json"), "w") as f:
+            f.write('{"home_node": 1}')
+        with open(os.path.join(CAPTURES, "numa_maps_two_node_weighted_interleave.txt")) as f:
+            before = f.read()
+        with open(os.path.join(CAPTURES, "numa_maps_membind0.txt")) as f:
+            after = f.read()
+        bench = recorded("redis-benchmark-7.0.15-get-set.txt")
+        found = rig.migration_observations({"numa_before": before, "numa_after": after,
+                                            "benchmark_before": bench}, workdir)
+        m = found["migration"]
+        self.assertEqual(m["home_node"], 1)
+        self.assertAlmostEqual(m["before"]["local_ratio"], 0.3333, places=4)
+        self.assertEqual(m["after"]["local_ratio"], 0.0)  # everything on node 0 now: away from home 1
+        self.assertEqual(m["moved_home_bytes"], -m["before"]["bytes_per_node"][1])
+        self.assertEqual(found["before_migration"]["set_requests_per_s"], 76628.35)
+        with open(os.path.join(workdir, "redis.json"), "w") as f:
+            f.write('{"home_node": 0}')
+        with self.assertRaisesRegex(rig_contract.MeasurementInvalid, "did not push the server's pages off node 0"):
+            rig.migration_observations({"numa_before": after, "numa_after": after, "benchmark_before": bench},
+                                       workdir)
 
     def test_bad_parameters_are_refused(self):
         for key, value, message in (("tests", "get+lpush", "tests="), ("clients", "0", "clients=0"),
