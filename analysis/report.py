@@ -84,6 +84,11 @@ def prepare(kind_name, sets, axis=None, allow_mismatch=False):
         if kind_name == "cross-host":
             raise ReportError("cross-host needs two measured sets, one per host")
         docs = [copy.deepcopy(d) for d in measured[0].docs]
+        if kind_name == "memory-locality" and any((d.get("observations") or {}).get("migration") for d in docs):
+            docs, dropped = split_migrations(docs)
+            if dropped:
+                warnings.append(f"{dropped} result(s) without a migration (other placements, failed or skipped "
+                                "cells) are not part of this pre/post report")
         axes = [axis] if axis else None
         if axis and not any(d["cell"]["params"].get(axis) != docs[0]["cell"]["params"].get(axis) for d in docs):
             raise ReportError(f"{measured[0].name}: axis {axis!r} does not vary; give two sets (baseline first) "
@@ -125,6 +130,35 @@ def prepare(kind_name, sets, axis=None, allow_mismatch=False):
     return Prepared(docs, [axis], baselines, warnings, measured)
 
 
+def split_migrations(docs):
+    """One pressured-then-migrated result becomes two: locality=pre (the benchmark before the migration,
+    observations.before_migration) and locality=post (its samples, after), each with the server's local-page
+    ratio as a sample (local_page_ratio, %). Both come from the same run, so the runs stay the unit.
+    Returns (docs, how many results had no migration)."""
+    out, dropped = [], 0
+    for d in docs:
+        migration = (d.get("observations") or {}).get("migration")
+        if d.get("status") != "ok" or not migration:
+            dropped += 1
+            continue
+        units = {s["metric"]: s["unit"] for s in d["samples"]}
+        before = d["observations"].get("before_migration", {})
+        for label, samples, ratio in (
+                ("pre", [{"metric": m, "value": v, "unit": units.get(m, ""), "t": 0.0} for m, v in sorted(before.items())],
+                 migration["before"]["local_ratio"]),
+                ("post", d["samples"], migration["after"]["local_ratio"])):
+            half = copy.deepcopy(d)
+            half["cell"]["id"] = f"{d['cell']['id']}:{label}"
+            half["cell"]["params"]["locality"] = label
+            half["samples"] = copy.deepcopy(samples) + [
+                {"metric": "local_page_ratio", "value": round(ratio * 100, 2), "unit": "%", "t": 0.0}]
+            half["metrics"] = [m for m in half.get("metrics", []) if m["name"] != "local_page_ratio"] + [
+                {"name": "local_page_ratio", "unit": "%", "direction": "higher_is_better", "statistic": "median",
+                 "value": round(ratio * 100, 2), "n": 1}]
+            out.append(half)
+    return out, dropped
+
+
 def answer(rows, metric_label, direction):
     """The title page's one-sentence answer, from the rows of the headline metric."""
     if not rows:
@@ -164,6 +198,9 @@ def build(kind_name, sets, out_dir, metrics=None, axis=None, allow_mismatch=Fals
     declared = collections.OrderedDict()
     for s in measured:
         declared.update(s.metrics())
+    for d in prepared.docs:  # metrics the preparation adds (memory-locality: local_page_ratio)
+        for m in d.get("metrics", []):
+            declared.setdefault(m["name"], {"unit": m["unit"], "direction": m["direction"]})
     chosen = metrics or list(declared)
     unknown = [m for m in chosen if m not in declared]
     if unknown:

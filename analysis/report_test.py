@@ -9,6 +9,7 @@ chosen sample values and rewritten host/variant/workload provenance: they test t
 (pairing, refusals, rendering), they are not measurements.
 """
 
+import json
 import os
 import tempfile
 import unittest
@@ -96,6 +97,36 @@ class ReportTest(unittest.TestCase):
                 if kind == "cross-host":
                     self.assertIn(resultsets.PUBLISHED_LABEL, everything)
                     self.assertIn("Kunpeng 920 7265F", everything)
+
+    def test_memory_locality_splits_each_migrated_run_into_pre_and_post(self):
+        # SYNTHETIC: 5 runs of a pressured-then-migrated Redis cell with the case study's figures as values
+        # (GET 122,140 before, 129,367 after; local ratio 43 % -> 98 %), plus one bind_local cell.
+        folder = os.path.join(self.dir, "redis")
+        write_set(folder, [({"numa": "pressured_migrated"}, 129367.0), ({"numa": "bind_local"}, 130000.0)],
+                  rig="redis", metric="get_requests_per_s", unit="requests/s")
+        cells = os.path.join(folder, "cells")
+        for name in sorted(os.listdir(cells)):
+            with open(os.path.join(cells, name)) as f:
+                d = json.load(f)
+            if d["cell"]["params"]["numa"] == "pressured_migrated":
+                rep = d["cell"]["repetition"]
+                d["observations"] = {
+                    "migration": {"home_node": 0, "before": {"local_ratio": 0.43 + rep * 0.001, "bytes_per_node": {}},
+                                  "after": {"local_ratio": 0.98 - rep * 0.001, "bytes_per_node": {}},
+                                  "moved_home_bytes": 1 << 30},
+                    "before_migration": {"get_requests_per_s": 122140.0 * (1 + 0.002 * (rep - 2))}}
+                with open(os.path.join(cells, name), "w") as f:
+                    json.dump(d, f)
+        sets = [resultsets.load_run(folder, name="redis")] + report.reference_sets(RESULTS_ROOT)
+        blocks = self.build("memory-locality", sets)
+        text = render.to_text(blocks)
+        self.assertIn("5 result(s) without a migration", text)  # the bind_local runs
+        rows = [line for line in text.splitlines() if line.lstrip().startswith("post")]
+        self.assertTrue(any("+5.9%" in line for line in rows), rows)  # 122,140 -> 129,367
+        self.assertTrue(any("+126.4%" in line for line in rows), rows)  # medians 43.2 -> 97.8 %
+        self.assertIn("local_page_ratio", text)
+        self.assertIn("122,140", text)  # the published figures beside, labelled
+        self.assertIn(resultsets.PUBLISHED_LABEL, text)
 
     def test_answers_name_the_change_or_say_not_significant(self):
         stock = [({"variant": "stock"}, 1000.0)]
