@@ -10,7 +10,7 @@ import subprocess
 import time
 
 from results import resultfile as results
-from rigs.matrix import evidence, knobs, processes, rig as rig_contract
+from rigs.matrix import evidence, knobs, processes, rig as rig_contract, spec
 
 
 def now_iso():
@@ -80,6 +80,10 @@ class CellRunner:
                     launch.validate()
                 except ValueError as e:
                     return fail(f"the rig's launch is not runnable: {e}")
+                jvms = [p.role for p in launch.processes if p.is_jvm]
+                if jvms and planned.jdk is None:
+                    return fail(f"the rig starts JVMs ({', '.join(jvms)}) in a cell with jdk={spec.NO_JDK}: "
+                                "give the matrix a JDK")
                 under_test = launch.under_test
                 ev["role"] = under_test.role
                 if not under_test.is_jvm:

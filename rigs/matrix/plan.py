@@ -50,6 +50,12 @@ def plan(matrix, report):
     errors = []
     for cell in matrix.cells:
         p = cell.params
+        if p["jdk"] == spec.NO_JDK:
+            pc = PlannedCell(cell, None, [])
+            pc.skip_reason = host_skip_reason(matrix, cell, caps, nodes, host_cpus, None,
+                                              report.get("memory", {}).get("available_kb"))
+            planned.append(pc)
+            continue
         try:
             jdk = resolve_jdk(p["jdk"], report["jdks"])
         except spec.SpecError as e:
@@ -80,6 +86,8 @@ def host_skip_reason(matrix, cell, caps, nodes, host_cpus, jdk, memory_available
     missing = sorted(wanted_cpus - host_cpus)
     if missing:
         return f"pinning={p['pinning']} uses CPUs {missing} this host does not have (CPUs {sorted(host_cpus)})"
+    if pinning.threads and jdk is None:
+        return f"pinning={p['pinning']} pins Java threads; jdk={spec.NO_JDK} starts no JVM"
     if pinning.threads and not os.path.exists(os.path.join(jdk["java_home"], "bin", "jcmd")):
         return f"pinning={p['pinning']} needs jcmd to find Java threads; {jdk['java_home']}/bin/jcmd is missing"
     if (pinning.cpus or pinning.roles) and p["numa"] == "default" and not caps.get("taskset", {}).get("available"):

@@ -44,5 +44,19 @@ class NumaSkipTest(unittest.TestCase):
                          "numa=pressured_migrated needs memhog (Debian's numactl package)")
 
 
+class NoJdkTest(unittest.TestCase):
+    def test_a_native_matrix_plans_without_any_jdk(self):
+        m = spec.from_dict({"matrix": {"name": "t", "rig": "r"}, "axes": {"jdk": ["none"], "numa": ["bind_local"]},
+                            "pinning": {"java": {"threads": {"^worker": "0"}}}})
+        report = {"capabilities": caps(), "numa": {"nodes": [{"id": 0, "cpus": "0-1"}]}, "jdks": [], "memory": {}}
+        (planned,) = plan.plan(m, report)
+        self.assertIsNone(planned.jdk)
+        self.assertEqual(planned.skip_reason, "")
+        threads = spec.from_dict({"matrix": {"name": "t", "rig": "r"}, "axes": {"jdk": ["none"], "pinning": ["java"]},
+                                  "pinning": {"java": {"threads": {"^worker": "0"}}}})
+        (pinned,) = plan.plan(threads, report)
+        self.assertEqual(pinned.skip_reason, "pinning=java pins Java threads; jdk=none starts no JVM")
+
+
 if __name__ == "__main__":
     unittest.main()

@@ -122,7 +122,7 @@ def print_plan(console, matrix, planned, profile, rig=None):
         status = (f"[yellow]skip[/yellow]: {escape(p.skip_reason)}" if p.skip_reason else
                   f"run x{matrix.repetitions_of(p.cell)}"
                   + (" (known answer)" if any(k.cell_id == p.cell.id for k in matrix.known_answers) else ""))
-        jdk = f"{p.jdk['name']} {p.jdk.get('version', '')}"
+        jdk = f"{p.jdk['name']} {p.jdk.get('version', '')}" if p.jdk else spec.NO_JDK
         t.add_row(p.cell.id, escape(p.cell.label(varying)), jdk, status)
     console.print(t)
     est = estimate_seconds(planned, matrix.policy, rig, matrix.repetitions_of) + (

@@ -51,6 +51,8 @@ DEFAULTS = {"gc": "g1", "gc_opts": "default", "heap": "512m", "pinning": "none",
             "numa": "default", "variant": "stock"}
 POLICY_KEYS = {"warmup_s": float, "measure_s": float, "repetitions": int, "cooldown_s": float, "timeout_s": float}
 CMS_LAST_JDK = 13
+# jdk = ["none"]: a matrix of native programs only (e.g. Redis); its cells start no JVM and need no JDK.
+NO_JDK = "none"
 # A value of the variant axis other than stock: a patch set built by Bazel, whole or its first k patches.
 VARIANT_RE = re.compile(r"patched:([A-Za-z0-9][A-Za-z0-9_.-]*)(?:@([1-9][0-9]*))?")
 
@@ -374,7 +376,8 @@ def _check_values(where, axes, pinnings, gc_opts, variants):
         parse_heap(v)
     for v in axes.get("jdk", []):
         if not re.fullmatch(r"[A-Za-z0-9_.+-]+", v):
-            raise SpecError(f"{where}: axis jdk: {v!r} is not a JDK name (11, 17, 21 or a declared name)")
+            raise SpecError(f"{where}: axis jdk: {v!r} is not a JDK name (11, 17, 21, a declared name, or "
+                            f"{NO_JDK} for a rig of native programs)")
 
 
 def expand(where, axes, zips, includes, excludes):
