@@ -80,6 +80,11 @@ def prepare(kind_name, sets, axis=None, allow_mismatch=False):
         raise ReportError(f"{kind_name} compares one or two measured sets, not {len(measured)}")
     axis = axis or kind.axis
     warnings = []
+    emulated = sorted({d["provenance"]["host"]["cpu"].get("model_name") or "?" for s in measured for d in s.docs
+                       if d.get("provenance", {}).get("host", {}).get("cpu", {}).get("emulated")})
+    if emulated:
+        warnings.append(f"EMULATED HOST ({', '.join(emulated)}): these results show mechanics (e.g. pages moving "
+                        "between nodes), they are not measurements of speed")
     if len(measured) == 1:
         if kind_name == "cross-host":
             raise ReportError("cross-host needs two measured sets, one per host")

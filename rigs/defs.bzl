@@ -36,6 +36,8 @@ def rig_matrix(name, rig, matrix, workload, rig_data = {}, variants = {}, smoke_
       <name>_dry_run_test: plans every profile's cells on this host (fast; no rig runs).
       <name>_smoke_test: runs the `smoke_profile` for real into a temporary folder and checks the stored
         results (tagged integration and exclusive: it measures, so it runs alone).
+      <name>.args: the arguments `bazel run` passes, one per line (runfiles-relative paths), for running the
+        matrix elsewhere from a copy of its runfiles (e.g. inside //tools/numa_guest's guest).
 
     Args:
       name: target name, e.g. "calibration_matrix".
@@ -68,6 +70,12 @@ def rig_matrix(name, rig, matrix, workload, rig_data = {}, variants = {}, smoke_
     if probe not in rig_data.values():
         data.append(probe)
     deps = [rig, "//rigs/matrix:runner", "//analysis:summary_lib"]
+    native.genrule(
+        name = name + "_args",
+        srcs = data,
+        outs = [name + ".args"],
+        cmd = "printf '%s\\n' " + " ".join(["'%s'" % a for a in args]) + " > $@",
+    )
     py_binary(
         name = name,
         srcs = ["//rigs:main.py"],

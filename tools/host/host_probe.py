@@ -212,6 +212,9 @@ def probe_host(root="/", run=run_command, which=shutil.which):
 
     code, lscpu_text = run(["lscpu"])
     cpu = parse_lscpu(lscpu_text) if code == 0 else {}
+    if not cpu.get("model_name"):  # no lscpu (e.g. a busybox guest): the kernel's own words
+        model = re.search(r"^model name\s*:\s*(.+)$", _read(path("proc/cpuinfo")) or "", re.M)
+        cpu["model_name"] = model.group(1).strip() if model else None
     governor = _read(path("sys/devices/system/cpu/cpu0/cpufreq/scaling_governor"))
     report["cpu"] = {
         "model_name": cpu.get("model_name"),
@@ -223,6 +226,8 @@ def probe_host(root="/", run=run_command, which=shutil.which):
         "logical_cpus": cpu.get("logical_cpus"),
         "online_cpus": format_cpu_list(cpu["online_cpus"]) if cpu.get("online_cpus") else None,
         "hypervisor": cpu.get("hypervisor"),
+        # QEMU's TCG names its CPUs so: an emulated host gives functional evidence, never timing.
+        "emulated": (cpu.get("model_name") or "").startswith("QEMU Virtual CPU"),
         "frequency_governor": governor.strip() if governor else None,
         "evidence": "lscpu" if code == 0 else f"lscpu failed: {_first_line(lscpu_text)}",
     }

@@ -1,0 +1,140 @@
+"""Boots the two-node NUMA guest under QEMU (TCG) and brings its matrix run home as a checked result set.
+
+  bazel run //tools/numa_guest:run_redis_guest [-- --profile guest --results-dir DIR --timeout-s 3600]
+
+The guest (//tools/numa_guest:redis_guest) is Debian's kernel with two emulated NUMA nodes, one CPU and
+`--node-mib` MiB each; its init runs the matrix profile and prints the results folder on the serial console
+between two marker lines. This takes the archive from there, refuses anything but result documents that
+pass the schema (a guest's output is untrusted input) and unpacks the run into --results-dir/<host>/<run>/.
+The full console log is kept next to it (guest-console.log). KVM guests fail on this VM, so this is TCG
+emulation: the numbers are functional evidence (pages moving between nodes), never timing.
+"""
+
+import argparse
+import base64
+import io
+import json
+import os
+import shutil
+import subprocess
+import sys
+import tarfile
+import tempfile
+import time
+
+BEGIN, END = "=====TUNELAB-RESULTS-BEGIN=====", "=====TUNELAB-RESULTS-END====="
+MAX_ARCHIVE_BYTES = 64 << 20
+
+
+class GuestError(RuntimeError):
+    pass
+
+
+def qemu_argv(qemu, kernel, initramfs, profile, node_mib, cpus_per_node=1):
+    argv = [qemu, "-accel", "tcg", "-m", str(2 * node_mib), "-smp", str(2 * cpus_per_node),
+            "-nographic", "-no-reboot", "-nic", "none",
+            "-kernel", kernel, "-initrd", initramfs,
+            "-append", f"console=ttyS0 rdinit=/init quiet panic=-1 tunelab.profile={profile}"]
+    for node in range(2):
+        cpus = f"{node * cpus_per_node}-{(node + 1) * cpus_per_node - 1}" if cpus_per_node > 1 else str(node)
+        argv += ["-object", f"memory-backend-ram,id=m{node},size={node_mib}M",
+                 "-numa", f"node,nodeid={node},cpus={cpus},memdev=m{node}"]
+    return argv
+
+
+def archive_from_console(text):
+    """The base64 tar.gz between the markers; raises GuestError naming what the guest printed instead."""
+    if BEGIN not in text or END not in text.split(BEGIN, 1)[1]:
+        tail = "\n".join(text.strip().splitlines()[-15:])
+        raise GuestError(f"the guest printed no complete result archive; its console ended with:\n{tail}")
+    body = text.split(BEGIN, 1)[1].split(END, 1)[0]
+    data = base64.b64decode("".join(body.split()), validate=True)
+    if len(data) > MAX_ARCHIVE_BYTES:
+        raise GuestError(f"the result archive is {len(data)} bytes, over the {MAX_ARCHIVE_BYTES} limit")
+    return data
+
+
+def unpack_checked(data, dest_root, validate):
+    """Unpacks <host>/<run>/ from the archive into dest_root after checking every member: regular files and
+    folders only, no path leaving the tree, every cells/*.json passing `validate`. Returns the run folder."""
+    with tarfile.open(fileobj=io.BytesIO(data), mode="r:gz") as tar:
+        members = tar.getmembers()
+        for m in members:
+            name = os.path.normpath(m.name)
+            if name.startswith("..") or os.path.isabs(name) or not (m.isfile() or m.isdir()):
+                raise GuestError(f"refused archive member {m.name!r} (type {m.type!r})")
+        # Files lie at <host>/<run>/...: the run is the first two parts of every path that deep.
+        runs = sorted({"/".join(os.path.normpath(m.name).split(os.sep)[:2])
+                       for m in members if m.isfile() and os.path.normpath(m.name).count(os.sep) >= 2})
+        if len(runs) != 1:
+            raise GuestError(f"expected one run in the archive, found {runs}")
+        for m in members:
+            if m.isfile() and "/cells/" in m.name and m.name.endswith(".json"):
+                doc = json.load(tar.extractfile(m))
+                validate(doc, m.name)
+        with tempfile.TemporaryDirectory(dir=dest_root) as tmp:
+            tar.extractall(tmp)
+            target = os.path.join(dest_root, runs[0])
+            if os.path.exists(target):
+                raise GuestError(f"{target} exists already: not overwritten")
+            os.makedirs(os.path.dirname(target), exist_ok=True)
+            shutil.move(os.path.join(tmp, runs[0]), target)
+    return target
+
+
+def main(argv=None):
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--kernel", required=True)
+    parser.add_argument("--initramfs", required=True)
+    parser.add_argument("--profile", default="guest")
+    parser.add_argument("--node-mib", type=int, default=1536)
+    parser.add_argument("--timeout-s", type=float, default=3600)
+    parser.add_argument("--results-dir", default=os.path.join(os.environ.get("BUILD_WORKSPACE_DIRECTORY", "."),
+                                                              "results"))
+    parser.add_argument("--qemu", default="qemu-system-x86_64")
+    args = parser.parse_args(argv)
+    from results import resultfile  # the schema check of every brought-home document
+
+    qemu = shutil.which(args.qemu)
+    if not qemu:
+        print(f"run_guest: error: {args.qemu} is not installed (Debian: apt-get install --no-install-recommends "
+              "qemu-system-x86)", file=sys.stderr)
+        return 2
+    os.makedirs(args.results_dir, exist_ok=True)
+    command = qemu_argv(qemu, args.kernel, args.initramfs, args.profile, args.node_mib)
+    console_path = os.path.join(tempfile.mkdtemp(prefix="numa-guest-"), "guest-console.log")
+    print(f"run_guest: booting the two-node guest (TCG emulation, {args.node_mib} MiB per node); console: "
+          f"{console_path}", flush=True)
+    started = time.monotonic()
+    with open(console_path, "w") as console:
+        proc = subprocess.Popen(command, stdin=subprocess.DEVNULL, stdout=console, stderr=subprocess.STDOUT)
+        try:
+            proc.wait(timeout=args.timeout_s)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            proc.wait()
+            print(f"run_guest: error: the guest did not power off within {args.timeout_s:.0f} s; console: "
+                  f"{console_path}", file=sys.stderr)
+            return 1
+    with open(console_path, errors="replace") as f:
+        text = f.read()
+    try:
+        data = archive_from_console(text)
+
+        def validate(doc, name):
+            try:
+                resultfile.validate(doc)
+            except Exception as e:  # noqa: BLE001 -- any refusal of the schema check is the same refusal
+                raise GuestError(f"{name}: not a valid result document: {e}") from None
+
+        run_dir = unpack_checked(data, args.results_dir, validate)
+    except (GuestError, ValueError, tarfile.TarError) as e:
+        print(f"run_guest: error: {e}", file=sys.stderr)
+        return 1
+    shutil.copy(console_path, os.path.join(run_dir, "guest-console.log"))
+    print(f"run_guest: guest ran {time.monotonic() - started:.0f} s; results: {run_dir}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
