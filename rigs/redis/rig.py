@@ -11,7 +11,7 @@ One cell is four processes, in the rig contract's phases:
   benchmark  phase 3: redis-benchmark with `requests`, `-r keys` so every request hits a loaded key
 With numa=pressured_migrated (case study 001's before/after; needs two nodes) the server's CPUs are on
 `home_node` and its memory policy is the default (local first), and the cell becomes:
-  pressure          phase 0, beside the loader: memhog bound to the home node, filling it but
+  pressure          phase 0, beside the loader: memhog preferring the home node, filling it but
                     `pressure_leave_mb`, so the loaded pages spill to the other node(s)
   numa_before       phase 1: the server's /proc/PID/numa_maps (local ratio before)
   benchmark_before  phase 3: measured as observations["before_migration"]
@@ -78,6 +78,23 @@ def write_dataset(path, keys, value_size, seed):
             digest.update(chunk)
             f.write(chunk)
     return digest.hexdigest()
+
+
+def ensure_dataset(cache_root, keys, value_size, seed):
+    """(path, sha256) of the data set for these parameters, written once per run under its inputs/ folder
+    (atomically: a temporary name, then a rename), so cells do not each store their own copy."""
+    path = os.path.join(cache_root, f"redis-{keys}x{value_size}-seed{seed}.resp")
+    digest_path = path + ".sha256"
+    if not os.path.exists(digest_path):
+        os.makedirs(cache_root, exist_ok=True)
+        tmp = f"{path}.tmp{os.getpid()}"
+        digest = write_dataset(tmp, keys, value_size, seed)
+        os.replace(tmp, path)
+        with open(digest_path + ".tmp", "w") as f:
+            f.write(digest)
+        os.replace(digest_path + ".tmp", digest_path)
+    with open(digest_path) as f:
+        return path, f.read().strip()
 
 
 def parse_benchmark(text):
@@ -206,8 +223,8 @@ class RedisRig:
         self.check(p)
         port = rig_contract.free_loopback_port()
         keys, value_size = int(p["keys"]), int(p["value_size"])
-        dataset = os.path.join(workdir, "dataset.resp")
-        digest = write_dataset(dataset, keys, value_size, int(p["seed"]))
+        run_dir = os.path.dirname(os.path.dirname(os.path.abspath(workdir)))
+        dataset, digest = ensure_dataset(os.path.join(run_dir, "inputs"), keys, value_size, int(p["seed"]))
         home = int(p["home_node"])
         pressured = p.get("numa") == "pressured_migrated"
         with open(os.path.join(workdir, "redis.json"), "w") as f:
@@ -246,7 +263,9 @@ class RedisRig:
             numa_maps = ["cat", "/proc/{pid:server}/numa_maps"]
             processes[1:1] = [rig_contract.Process(
                 # memhog touches its memory once ("." when done), then again and again until it is stopped.
-                "pressure", program=["numactl", f"--membind={home}", "--", "memhog", "-r1000000000",
+                # Preferred, not bound: were the node's free memory to shrink meanwhile, the rest goes to the
+                # other node instead of the kernel killing the pressure (seen with --membind in the guest).
+                "pressure", program=["numactl", f"--preferred={home}", "--", "memhog", "-r1000000000",
                                      f"{pressure_mb}m"], under_test=False, background=True, ready_pattern=r"^\.",
                 ready_timeout_s=600)]
             processes += [

@@ -70,9 +70,17 @@ class ParseTest(unittest.TestCase):
             rig.RIG.parse(outputs, None, None)
 
 
+def cell_workdir(run_dir=None):
+    """A cell's folder laid out as the runner makes it: <run>/work/<cell>.r<k>."""
+    work = os.path.join(run_dir or tempfile.mkdtemp(), "work")
+    os.makedirs(work, exist_ok=True)
+    return tempfile.mkdtemp(prefix="cell.r", dir=work)
+
+
 class LaunchTest(unittest.TestCase):
     def test_phases_dataset_and_placement_roles(self):
-        workdir = tempfile.mkdtemp()
+        run_dir = tempfile.mkdtemp()
+        workdir = cell_workdir(run_dir)
         cell = spec.Cell(dict(PARAMS))
         data = {"server": "/b/redis-server", "benchmark": "/b/redis-benchmark", "cli": "/b/redis-cli"}
         launch = rig.RIG.launch(cell, None, None, workdir, data)
@@ -96,9 +104,12 @@ class LaunchTest(unittest.TestCase):
             dataset = f.read()
         self.assertEqual(dataset.count(b"*3\r\n$3\r\nSET\r\n$16\r\nkey:000000000999\r\n$100\r\n"), 1)
         self.assertEqual(dataset.count(b"\r\nSET\r\n"), 1000)
-        again = rig.RIG.launch(cell, None, None, tempfile.mkdtemp(), data)
+        again = rig.RIG.launch(cell, None, None, cell_workdir(run_dir), data)
         self.assertEqual(launch.generated_inputs, again.generated_inputs)
-        other = rig.RIG.launch(spec.Cell(dict(PARAMS, seed="2")), None, None, tempfile.mkdtemp(), data)
+        # One data set per run and parameters, under <run>/inputs/, shared by the cells.
+        self.assertEqual(launch.processes[1].stdin, again.processes[1].stdin)
+        self.assertEqual(os.path.dirname(launch.processes[1].stdin), os.path.join(run_dir, "inputs"))
+        other = rig.RIG.launch(spec.Cell(dict(PARAMS, seed="2")), None, None, cell_workdir(), data)
         self.assertNotEqual(launch.generated_inputs, other.generated_inputs)
 
     def test_pressured_then_migrated_adds_pressure_numa_maps_and_the_migration(self):
@@ -109,7 +120,7 @@ class LaunchTest(unittest.TestCase):
         old, rig.NODE_SYSFS = rig.NODE_SYSFS, sysfs
         try:
             launch = rig.RIG.launch(spec.Cell(dict(PARAMS, numa="pressured_migrated")), None, None,
-                                    tempfile.mkdtemp(), {"server": "s", "benchmark": "b", "cli": "c"})
+                                    cell_workdir(), {"server": "s", "benchmark": "b", "cli": "c"})
         finally:
             rig.NODE_SYSFS = old
         launch.validate()
@@ -118,7 +129,7 @@ class LaunchTest(unittest.TestCase):
                          [["pressure", "loader"], ["memory", "numa_before"], ["warmup"], ["benchmark_before"],
                           ["migrate"], ["numa_after"], ["benchmark"]])
         self.assertTrue(by_role["pressure"].background)
-        self.assertEqual(by_role["pressure"].program, ["numactl", "--membind=0", "--", "memhog", "-r1000000000",
+        self.assertEqual(by_role["pressure"].program, ["numactl", "--preferred=0", "--", "memhog", "-r1000000000",
                                                        "336m"])  # 400 MiB free - 64 left
         self.assertEqual(by_role["migrate"].program, ["migratepages", "{pid:server}", "all", "0"])
         self.assertEqual(by_role["numa_after"].program, ["cat", "/proc/{pid:server}/numa_maps"])
