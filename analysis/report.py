@@ -68,6 +68,9 @@ class Prepared:
     baselines: dict  # axis -> baseline value
     warnings: list
     sets: list
+    # The comparison groups when the preparation made its own axis (memory-locality's pre/post split),
+    # instead of the ones the run's manifest declares.
+    groups: list = None
 
 
 def prepare(kind_name, sets, axis=None, allow_mismatch=False):
@@ -89,8 +92,10 @@ def prepare(kind_name, sets, axis=None, allow_mismatch=False):
         if kind_name == "cross-host":
             raise ReportError("cross-host needs two measured sets, one per host")
         docs = [copy.deepcopy(d) for d in measured[0].docs]
+        groups = None
         if kind_name == "memory-locality" and any((d.get("observations") or {}).get("migration") for d in docs):
             docs, dropped = split_migrations(docs)
+            groups = [[axis]]
             if dropped:
                 warnings.append(f"{dropped} result(s) without a migration (other placements, failed or skipped "
                                 "cells) are not part of this pre/post report")
@@ -103,7 +108,7 @@ def prepare(kind_name, sets, axis=None, allow_mismatch=False):
             if len({d["cell"]["params"].get(extra) for d in docs}) > 1:
                 axes.append(extra)
                 baselines[extra] = base
-        return Prepared(docs, axes, baselines, warnings, measured)
+        return Prepared(docs, axes, baselines, warnings, measured, groups)
     a, b = measured
     if kind_name == "axis":
         raise ReportError("the axis kind compares the axes within one run: give one measured set")
@@ -219,7 +224,7 @@ def build(kind_name, sets, out_dir, metrics=None, axis=None, allow_mismatch=Fals
     rig = measured[0].docs[0]["matrix"]["rig"]
     published = published_for(references, kind_name, rig)
 
-    declared_groups = _declared_groups(measured, prepared)
+    declared_groups = prepared.groups if prepared.groups is not None else _declared_groups(measured, prepared)
     rows_by_metric = {m: compare.axis_rows(cells, m, axes=prepared.axes, baselines=prepared.baselines,
                                            declared=declared_groups) for m in chosen}
     headline = chosen[0]

@@ -117,6 +117,11 @@ class ReportTest(unittest.TestCase):
                     "before_migration": {"get_requests_per_s": 122140.0 * (1 + 0.002 * (rep - 2))}}
                 with open(os.path.join(cells, name), "w") as f:
                     json.dump(d, f)
+        with open(os.path.join(folder, "manifest.json")) as f:
+            manifest = json.load(f)
+        manifest["matrix"]["comparison_groups"] = [["numa"]]  # as a real run declares its axes
+        with open(os.path.join(folder, "manifest.json"), "w") as f:
+            json.dump(manifest, f)
         sets = [resultsets.load_run(folder, name="redis")] + report.reference_sets(RESULTS_ROOT)
         blocks = self.build("memory-locality", sets)
         text = render.to_text(blocks)

@@ -136,24 +136,31 @@ class LaunchTest(unittest.TestCase):
         self.assertLessEqual(set(by_role), set(rig.RIG.roles))
 
     def test_migration_observations_from_two_node_numa_maps(self):
-        # Real numa_maps captures (../matrix/testdata/captures): a two-node process with two thirds of its
-        # pages on node 0, and a process bound to node 0, standing in for the server before and after.
+        # Recorded in the two-node guest (../matrix/testdata/captures/README.md): the server's numa_maps
+        # before and after `migratepages PID all 0`.
         workdir = tempfile.mkdtemp()
         with open(os.path.join(workdir, "redis.json"), "w") as f:
-            f.write('{"home_node": 1}')
-        with open(os.path.join(CAPTURES, "numa_maps_two_node_weighted_interleave.txt")) as f:
+            f.write('{"home_node": 0}')
+        with open(os.path.join(CAPTURES, "numa_maps_guest_redis_before_migration.txt")) as f:
             before = f.read()
-        with open(os.path.join(CAPTURES, "numa_maps_membind0.txt")) as f:
+        with open(os.path.join(CAPTURES, "numa_maps_guest_redis_after_migration.txt")) as f:
             after = f.read()
         bench = recorded("redis-benchmark-7.0.15-get-set.txt")
         found = rig.migration_observations({"numa_before": before, "numa_after": after,
                                             "benchmark_before": bench}, workdir)
         m = found["migration"]
-        self.assertEqual(m["home_node"], 1)
-        self.assertAlmostEqual(m["before"]["local_ratio"], 0.3333, places=4)
-        self.assertEqual(m["after"]["local_ratio"], 0.0)  # everything on node 0 now: away from home 1
-        self.assertEqual(m["moved_home_bytes"], -m["before"]["bytes_per_node"][1])
+        self.assertEqual(m["before"]["bytes_per_node"], {0: 46497792, 1: 25686016})
+        self.assertEqual(m["before"]["local_ratio"], 0.6442)
+        self.assertEqual(m["after"], {"local_ratio": 1.0, "bytes_per_node": {0: 70389760}})
+        self.assertEqual(m["moved_home_bytes"], 70389760 - 46497792)
         self.assertEqual(found["before_migration"]["set_requests_per_s"], 76628.35)
+        # The other way round: with node 1 as home nearly nothing was local, and the check refuses a
+        # cell whose pressure pushed nothing away.
+        with open(os.path.join(workdir, "redis.json"), "w") as f:
+            f.write('{"home_node": 1}')
+        self.assertEqual(rig.migration_observations({"numa_before": before, "numa_after": after,
+                                                     "benchmark_before": bench}, workdir)["migration"]["after"]
+                         ["local_ratio"], 0.0)
         with open(os.path.join(workdir, "redis.json"), "w") as f:
             f.write('{"home_node": 0}')
         with self.assertRaisesRegex(rig_contract.MeasurementInvalid, "did not push the server's pages off node 0"):
