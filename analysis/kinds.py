@@ -1,0 +1,150 @@
+"""Report kinds and the preparation of the documents each compares (analysis/report.py builds the report).
+
+A kind names the question, the compared axis and its baseline, and what two sets' provenance may differ in.
+`prepare` checks the sets fit the kind and returns copies of the documents to compare; for memory-locality
+it splits each pressured-then-migrated run into its before (pre) and after (post) halves.
+"""
+
+import copy
+import dataclasses
+
+from analysis import resultsets
+
+
+@dataclasses.dataclass
+class Kind:
+    title: str
+    question: str  # {metric}, {a}, {b} are filled in
+    axis: str = None  # None: every varying axis (the axis kind)
+    baseline: str = None  # the axis value that is the baseline, when the axis has a natural one
+    set_labels: tuple = ()  # the axis values given to the first and second set when two are compared
+    allowed: frozenset = frozenset()  # provenance facts that may differ between the two sets
+    # Further axes compared when one set varies them, {axis: baseline value} (e.g. MR1's record share sweep).
+    extra_axes: tuple = ()
+
+
+KINDS = {
+    "axis": Kind("Axis comparison", "Which knobs change {metric}, and by how much?"),
+    "stock-vs-patched": Kind("Stock vs patched", "Does the patched build change {metric} compared with stock?",
+                             axis="variant", baseline="stock", allowed=frozenset({"variant"})),
+    "mr1-vs-mr2": Kind("MapReduce 1 vs MapReduce 2", "Is MapReduce 2 faster or slower than MapReduce 1 on "
+                       "the same job ({metric})?", axis="mapreduce", baseline="mr1", set_labels=("mr1", "mr2"),
+                       allowed=frozenset({"harness"}), extra_axes=(("io_sort_record_percent", "default"),)),
+    "memory-locality": Kind("Memory locality, pre vs post", "Does better memory locality change {metric}?",
+                            axis="locality", baseline="pre", set_labels=("pre", "post")),
+    "cross-host": Kind("Cross-host", "How does {b} compare with {a} on the same cells ({metric})?",
+                       axis="host", allowed=frozenset({"host", "cpu"})),
+}
+
+
+class ReportError(ValueError):
+    pass
+
+
+@dataclasses.dataclass
+class Prepared:
+    """The documents to compare, with the compared axis present in every cell's params."""
+    docs: list
+    axes: list  # the axes compared
+    baselines: dict  # axis -> baseline value
+    warnings: list
+    sets: list
+    # The comparison groups when the preparation made its own axis (memory-locality's pre/post split),
+    # instead of the ones the run's manifest declares.
+    groups: list = None
+
+
+def prepare(kind_name, sets, axis=None, allow_mismatch=False):
+    """Checks the sets fit the kind and returns the documents to compare (copies, never the originals)."""
+    kind = KINDS[kind_name]
+    measured = [s for s in sets if not s.published]
+    if not measured:
+        raise ReportError("no measured result set given (published reference sets are only shown beside)")
+    if len(measured) > 2:
+        raise ReportError(f"{kind_name} compares one or two measured sets, not {len(measured)}")
+    axis = axis or kind.axis
+    warnings = []
+    emulated = sorted({d["provenance"]["host"]["cpu"].get("model_name") or "?" for s in measured for d in s.docs
+                       if d.get("provenance", {}).get("host", {}).get("cpu", {}).get("emulated")})
+    if emulated:
+        warnings.append(f"EMULATED HOST ({', '.join(emulated)}): these results show mechanics (e.g. pages moving "
+                        "between nodes), they are not measurements of speed")
+    if len(measured) == 1:
+        if kind_name == "cross-host":
+            raise ReportError("cross-host needs two measured sets, one per host")
+        docs = [copy.deepcopy(d) for d in measured[0].docs]
+        groups = None
+        if kind_name == "memory-locality" and any((d.get("observations") or {}).get("migration") for d in docs):
+            docs, dropped = split_migrations(docs)
+            groups = [[axis]]
+            if dropped:
+                warnings.append(f"{dropped} result(s) without a migration (other placements, failed or skipped "
+                                "cells) are not part of this pre/post report")
+        axes = [axis] if axis else None
+        if axis and not any(d["cell"]["params"].get(axis) != docs[0]["cell"]["params"].get(axis) for d in docs):
+            raise ReportError(f"{measured[0].name}: axis {axis!r} does not vary; give two sets (baseline first) "
+                              f"or --axis NAME")
+        baselines = {axis: kind.baseline} if axis and kind.baseline else {}
+        for extra, base in kind.extra_axes:
+            if len({d["cell"]["params"].get(extra) for d in docs}) > 1:
+                axes.append(extra)
+                baselines[extra] = base
+        return Prepared(docs, axes, baselines, warnings, measured, groups)
+    a, b = measured
+    if kind_name == "axis":
+        raise ReportError("the axis kind compares the axes within one run: give one measured set")
+    # Two sets: one result pairs with the other's when their provenance differs only where the kind allows.
+    diffs = resultsets.provenance_differences(a.first_ok(), b.first_ok(), kind.allowed)
+    if diffs:
+        text = "; ".join(f"{k}: {va} vs {vb}" for k, va, vb in diffs)
+        if not allow_mismatch:
+            raise ReportError(f"{a.name} and {b.name} differ in more than the {kind_name} comparison allows "
+                              f"({text}); use --allow-provenance-mismatch to report anyway")
+        warnings.append(f"PROVENANCE MISMATCH, compared anyway: {text}")
+    if kind_name == "cross-host":
+        labels = (a.host_ids()[0], b.host_ids()[0])
+        if labels[0] == labels[1]:
+            raise ReportError(f"both sets come from host {labels[0]}: cross-host needs two hosts")
+    elif kind.set_labels:
+        labels = kind.set_labels
+    else:
+        labels = None  # the axis is already in the params (e.g. variant)
+    docs = []
+    for index, (s, label) in enumerate(zip((a, b), labels or (None, None))):
+        for d in s.docs:
+            d = copy.deepcopy(d)
+            d["cell"]["id"] = f"{index}:{d['cell']['id']}"  # the same cell of two sets stays two cells
+            if label is not None:
+                d["cell"]["params"][axis] = label
+            docs.append(d)
+    baselines = {axis: labels[0] if labels else kind.baseline}
+    return Prepared(docs, [axis], baselines, warnings, measured)
+
+
+def split_migrations(docs):
+    """One pressured-then-migrated result becomes two: locality=pre (the benchmark before the migration,
+    observations.before_migration) and locality=post (its samples, after), each with the server's local-page
+    ratio as a sample (local_page_ratio, %). Both come from the same run, so the runs stay the unit.
+    Returns (docs, how many results had no migration)."""
+    out, dropped = [], 0
+    for d in docs:
+        migration = (d.get("observations") or {}).get("migration")
+        if d.get("status") != "ok" or not migration:
+            dropped += 1
+            continue
+        units = {s["metric"]: s["unit"] for s in d["samples"]}
+        before = d["observations"].get("before_migration", {})
+        for label, samples, ratio in (
+                ("pre", [{"metric": m, "value": v, "unit": units.get(m, ""), "t": 0.0} for m, v in sorted(before.items())],
+                 migration["before"]["local_ratio"]),
+                ("post", d["samples"], migration["after"]["local_ratio"])):
+            half = copy.deepcopy(d)
+            half["cell"]["id"] = f"{d['cell']['id']}:{label}"
+            half["cell"]["params"]["locality"] = label
+            half["samples"] = copy.deepcopy(samples) + [
+                {"metric": "local_page_ratio", "value": round(ratio * 100, 2), "unit": "%", "t": 0.0}]
+            half["metrics"] = [m for m in half.get("metrics", []) if m["name"] != "local_page_ratio"] + [
+                {"name": "local_page_ratio", "unit": "%", "direction": "higher_is_better", "statistic": "median",
+                 "value": round(ratio * 100, 2), "n": 1}]
+            out.append(half)
+    return out, dropped
