@@ -88,3 +88,24 @@ def history(path, title, unit, points, change_points=(), reference=None, drift_p
     fig.savefig(path, dpi=DPI)
     plt.close(fig)
     return path
+
+
+def stacked_cores(path, title, rows, groups):
+    """rows: [(label, {group: cores})]; one horizontal bar per row, one segment per group (CPUs busy)."""
+    fig, ax = plt.subplots(figsize=(7.5, 0.5 * len(rows) + 1.9))
+    ys = list(range(len(rows)))[::-1]
+    palette = plt.get_cmap("tab10")
+    for gi, group in enumerate(groups):
+        lefts = [sum(r[1].get(g, 0.0) for g in groups[:gi]) for r in rows]
+        widths = [r[1].get(group, 0.0) for r in rows]
+        ax.barh(ys, widths, left=lefts, color=palette(gi % 10), label=group, height=0.6)
+    ax.set_yticks(ys)
+    ax.set_yticklabels([textwrap.fill(r[0], 38) for r in rows], fontsize=7)
+    ax.set_xlabel("CPUs busy over the measured window (median of the cell's runs)", fontsize=8)
+    ax.set_title(title, fontsize=10)
+    ax.grid(axis="x", alpha=0.3)
+    ax.legend(fontsize=6, ncol=min(len(groups), 4), loc="upper center", bbox_to_anchor=(0.5, -0.25))
+    fig.tight_layout()
+    fig.savefig(path, dpi=DPI)
+    plt.close(fig)
+    return path

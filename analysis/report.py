@@ -165,6 +165,7 @@ def build(kind_name, sets, out_dir, metrics=None, axis=None, allow_mismatch=Fals
               f["metric"], _published_value(f), f.get("note", "")] for d, f in published],
             caption="Reference rows: the authors' numbers, not measured by tunelab; their setups differ from ours"))
 
+    blocks += thread_cpu_blocks(prepared.docs, out_dir)
     blocks += observation_tables(prepared.docs)
 
     missing = compare.not_measured_rows(cells)
@@ -222,6 +223,39 @@ def _flatten(value, prefix=""):
     elif isinstance(value, (int, float)) and not isinstance(value, bool):
         out[prefix[:-1]] = float(value)
     return out
+
+
+def thread_cpu_blocks(docs, out_dir):
+    """Where the process' CPU went, per cell: the rig's `window.cpu_cores_by_thread_group` (e.g. the YARN
+    rig's scheduler, dispatcher, simulator and GC threads), median per group over the cell's ok runs."""
+    by_cell = collections.OrderedDict()
+    for d in docs:
+        groups = ((d.get("observations") or {}).get("window") or {}).get("cpu_cores_by_thread_group")
+        if d["status"] == "ok" and groups:
+            by_cell.setdefault(d["cell"]["id"], []).append(d)
+    if not by_cell:
+        return []
+    varying = _varying(docs)
+    rows, names = [], []
+    for cid, cell_docs in by_cell.items():
+        shares = [d["observations"]["window"]["cpu_cores_by_thread_group"] for d in cell_docs]
+        medians = {g: statistics.median(s.get(g, 0.0) for s in shares)
+                   for g in {g for s in shares for g in s} if g != "process"}
+        label = " ".join(f"{k}={v}" for k, v in cell_docs[0]["cell"]["params"].items() if k in varying) or cid
+        rows.append((label, medians))
+        names += [g for g in medians if g not in names]
+    names = [g for g in names if any(r[1].get(g, 0) >= 0.005 for r in rows)]
+    path = plots.stacked_cores(os.path.join(out_dir, "thread_cpu.png"), "CPU by thread group", rows, names)
+    blocks = [render.Heading("CPU by thread group"),
+              render.Figure(path, "Where the process' CPU went over the measured window, per cell (CPUs busy, "
+                                  "from each thread's run time; median of the cell's runs).")]
+    for start in range(0, len(rows), 6):  # one column per cell, as the observation tables
+        part = rows[start:start + 6]
+        table = [[g] + [f"{m.get(g, 0.0):.2f}" for _, m in part] for g in names]
+        table.append(["sum"] + [f"{sum(m.get(g, 0.0) for g in names):.2f}" for _, m in part])
+        blocks.append(render.TableBlock(["thread group"] + [label for label, _ in part], table,
+                                        caption="CPUs busy per thread group"))
+    return blocks
 
 
 def observation_tables(docs, per_table=6):

@@ -242,6 +242,7 @@ def from_dict(data, source="<matrix>", profile=None, overrides=(), rig_params=No
         # A profile's own zip/include/exclude lists replace the top-level ones (a study shape differs).
         data = dict(data, **{k: body[k] for k in ("zip", "include", "exclude", "known_answer") if k in body})
 
+    set_axes = {}
     for item in overrides:
         axis, sep, values = item.partition("=")
         axis = axis.strip()
@@ -249,7 +250,9 @@ def from_dict(data, source="<matrix>", profile=None, overrides=(), rig_params=No
             raise SpecError(f"--set {item!r}: expected axis=value[,value...]")
         if axis not in allowed_axes:
             raise SpecError(f"--set {item!r}: unknown axis {axis!r}; axes: {sorted(allowed_axes)}")
-        axes[axis] = [_scalar(v.strip()) for v in values.split(",")]
+        set_axes[axis] = [_scalar(v.strip()) for v in values.split(",")]
+    _select_zipped_rows(where, axes, data.get("zip", []), set_axes)
+    axes.update(set_axes)
 
     for axis, default in list(DEFAULTS.items()) + list(rig_params.items()):
         axes.setdefault(axis, [default])
@@ -378,6 +381,29 @@ def _check_values(where, axes, pinnings, gc_opts, variants):
         if not re.fullmatch(r"[A-Za-z0-9_.+-]+", v):
             raise SpecError(f"{where}: axis jdk: {v!r} is not a JDK name (11, 17, 21, a declared name, or "
                             f"{NO_JDK} for a rig of native programs)")
+
+
+def _select_zipped_rows(where, axes, zips, set_axes):
+    """`--set` on some axes of a [[zip]] group keeps the group's rows with those values (e.g. --set gc=g1 on
+    gc x gc_opts keeps g1's row): the other axes of the group are narrowed to match. Setting every axis of
+    a group replaces its rows outright."""
+    for group in zips:
+        names = [n for n in group.get("axes", []) if n in axes] if isinstance(group, dict) else []
+        chosen = [n for n in names if n in set_axes]
+        if not chosen or len(chosen) == len(names):
+            continue
+        rows = list(zip(*(axes[n] for n in names)))
+        wanted = {n: [str(v) for v in set_axes[n]] for n in chosen}
+        kept = [r for r in rows if all(str(r[names.index(n)]) in wanted[n] for n in chosen)]
+        missing = [f"{n}={v}" for n in chosen for v in wanted[n]
+                   if not any(str(r[names.index(n)]) == v for r in kept)]
+        if missing:
+            raise SpecError(f"{where}: --set {', '.join(missing)}: no row of the [[zip]] group "
+                            f"({', '.join(names)}) has it; its rows: "
+                            + "; ".join(", ".join(f"{n}={v}" for n, v in zip(names, r)) for r in rows)
+                            + f". Set every axis of the group to give new rows.")
+        for i, n in enumerate(names):
+            set_axes[n] = [r[i] for r in kept]
 
 
 def expand(where, axes, zips, includes, excludes):

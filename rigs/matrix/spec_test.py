@@ -33,6 +33,19 @@ class ExpansionTest(unittest.TestCase):
         m = build({"axes": {"jdk": [11, 17], "gc": ["cms", "g1"]}, "zip": [{"axes": ["jdk", "gc"]}]})
         self.assertEqual(sorted((c.params["jdk"], c.params["gc"]) for c in m.cells), [("11", "cms"), ("17", "g1")])
 
+    def test_set_on_one_zipped_axis_keeps_its_rows(self):
+        zipped = {"axes": {"gc": ["g1", "parallel", "cms", "cms"], "gc_opts": ["default", "default", "a", "b"]},
+                  "zip": [{"axes": ["gc", "gc_opts"]}], "gc_opts": {"a": {"flags": ["-Xmn1g"]}, "b": {"flags": ["-Xmn2g"]}}}
+        m = build(zipped, overrides=["gc=g1"])
+        self.assertEqual([(c.params["gc"], c.params["gc_opts"]) for c in m.cells], [("g1", "default")])
+        m = build(zipped, overrides=["gc=cms", "jdk=11"])
+        self.assertEqual(sorted(c.params["gc_opts"] for c in m.cells), ["a", "b"])
+        # Every axis of the group set: the rows are replaced, paired in order.
+        m = build(zipped, overrides=["gc=parallel,g1", "gc_opts=a,b"])
+        self.assertEqual(sorted((c.params["gc"], c.params["gc_opts"]) for c in m.cells), [("g1", "b"), ("parallel", "a")])
+        with self.assertRaisesRegex(spec.SpecError, r"--set gc=serial: no row of the \[\[zip\]\] group \(gc, gc_opts\)"):
+            build(zipped, overrides=["gc=serial"])
+
     def test_exclude_and_include(self):
         m = build({"axes": {"jdk": [11, 17], "gc": ["cms", "g1"]},
                    "exclude": [{"gc": "cms", "jdk": [17]}],

@@ -47,8 +47,13 @@ import org.apache.hadoop.yarn.sls.SLSRunner;
  * first allocation on each host costs a 20,000-line scan: allocations stalled in bursts for ~100 s (seen in
  * thread dumps). Hadoop's own static resolution table answers those lookups with no scan.
  *
+ * <p>{@code --simulator lean} runs the same SLS runners but drives the NodeManagers with
+ * {@link LeanSimulation} (the rig's lean path); {@code --record FILE} writes what the simulators asked of
+ * the RM ({@link RecordingServices}) when the run ends, for the equivalence test.
+ *
  * <p>Usage: SlsDriver --trace-type SYNTH|SLS|RUMEN --trace FILE [--nodes FILE] --output DIR
  * --expected-apps N [--interval-ms 1000] [--static-hosts HOSTS_FILE] [--thread-group NAME=REGEX]...
+ * [--simulator stock|lean] [--heartbeat-threads N] [--record FILE]
  */
 public final class SlsDriver {
   private static final PrintStream OUT = new PrintStream(
@@ -68,6 +73,28 @@ public final class SlsDriver {
   private final OperatingSystemMXBean os =
       (OperatingSystemMXBean) ManagementFactory.getOperatingSystemMXBean();
   private volatile String finishReason = "";
+  private String simulator = "stock";
+  private int heartbeatThreads = 2;
+  private String recordFile;
+  private volatile Simulation simulation;
+  // The RM's own once-a-second gauges of its two event queues (Hadoop 3.4: ClusterMetrics; absent in 3.3.5):
+  // an empty scheduler queue means the scheduler waited for work, a growing one that it was the limit.
+  private static final java.lang.reflect.Method SCHEDULER_QUEUE = clusterGauge("getSchedulerEventQueueSize");
+  private static final java.lang.reflect.Method RM_QUEUE = clusterGauge("getRmEventQueueSize");
+
+  /**
+   * SLSRunner.start() taken step by step (the lean path, or the stock one with the recorder): implemented by
+   * LeanSimulation, compiled only against Hadoop 3.4.2's SLS (3.3.5 has no NMRunner/AMRunner to drive).
+   */
+  interface Simulation {
+    void start(boolean lean) throws Exception;
+
+    /** JSON members (",name":value...) for the done record, or "". */
+    String doneFields();
+
+    /** What the simulators asked of the RM, as JSON (null: not recording). */
+    String recording();
+  }
 
   private SlsDriver(int expectedApps, Map<String, Pattern> threadGroups) {
     this.expectedApps = expectedApps;
@@ -83,6 +110,9 @@ public final class SlsDriver {
     int expectedApps = -1;
     long stopAfterAllocated = -1;
     long intervalMs = 1000;
+    String simulator = "stock";
+    int heartbeatThreads = 2;
+    String record = null;
     Map<String, Pattern> groups = new LinkedHashMap<>();
     for (int i = 0; i < args.length; i++) {
       String value = i + 1 < args.length ? args[i + 1] : null;
@@ -98,6 +128,9 @@ public final class SlsDriver {
         case "--expected-apps": expectedApps = Integer.parseInt(value); break;
         case "--stop-after-allocated": stopAfterAllocated = Long.parseLong(value); break;
         case "--interval-ms": intervalMs = Long.parseLong(value); break;
+        case "--simulator": simulator = value; break;
+        case "--heartbeat-threads": heartbeatThreads = Integer.parseInt(value); break;
+        case "--record": record = value; break;
         case "--thread-group": {
           int eq = value.indexOf('=');
           if (eq <= 0) {
@@ -113,11 +146,20 @@ public final class SlsDriver {
     if (traceType == null || trace == null || output == null || expectedApps < 1) {
       usage("--trace-type, --trace, --output and --expected-apps (>= 1) are required");
     }
+    if (!simulator.equals("stock") && !simulator.equals("lean")) {
+      usage("--simulator must be stock or lean, not " + simulator);
+    }
+    if (heartbeatThreads < 1) {
+      usage("--heartbeat-threads must be >= 1");
+    }
     if (staticHosts != null) {
       addStaticResolutions(Paths.get(staticHosts));
     }
     SlsDriver driver = new SlsDriver(expectedApps, groups);
     driver.stopAfterAllocated = stopAfterAllocated;
+    driver.simulator = simulator;
+    driver.heartbeatThreads = heartbeatThreads;
+    driver.recordFile = record;
     driver.run(traceType, trace, nodes, output, intervalMs);
   }
 
@@ -132,11 +174,19 @@ public final class SlsDriver {
     }
   }
 
+  private static java.lang.reflect.Method clusterGauge(String name) {
+    try {
+      return org.apache.hadoop.yarn.server.resourcemanager.ClusterMetrics.class.getMethod(name);
+    } catch (NoSuchMethodException e) {
+      return null;
+    }
+  }
+
   private static void usage(String problem) {
     System.err.println("SlsDriver: " + problem);
     System.err.println("usage: SlsDriver --trace-type SYNTH|SLS|RUMEN --trace FILE [--nodes FILE] --output DIR"
         + " --expected-apps N [--interval-ms MS] [--static-hosts HOSTS_FILE] [--thread-group NAME=REGEX]..."
-        + " [--stop-after-allocated N]");
+        + " [--stop-after-allocated N] [--simulator stock|lean] [--heartbeat-threads N] [--record FILE]");
     System.exit(2);
   }
 
@@ -144,7 +194,7 @@ public final class SlsDriver {
       throws Exception {
     emit("{\"event\":\"start\",\"hadoop\":" + quote(VersionInfo.getVersion()) + ",\"java\":"
         + quote(System.getProperty("java.vm.version")) + ",\"expected_apps\":" + expectedApps
-        + ",\"epoch_ms\":" + t0EpochMs + "}");
+        + ",\"epoch_ms\":" + t0EpochMs + ",\"simulator\":" + quote(simulator) + "}");
     ScheduledExecutorService sampler = Executors.newSingleThreadScheduledExecutor(r -> {
       Thread t = new Thread(r, "tunelab-sampler");
       t.setDaemon(true);
@@ -166,9 +216,26 @@ public final class SlsDriver {
       slsArgs.add(nodes);
     }
     Configuration conf = new Configuration();
-    int rc;
+    int rc = 0;
     try {
-      rc = ToolRunner.run(conf, new SLSRunner(conf), slsArgs.toArray(new String[0]));
+      if (simulator.equals("stock") && recordFile == null) {
+        rc = ToolRunner.run(conf, new SLSRunner(conf), slsArgs.toArray(new String[0]));
+      } else {
+        Class<?> type;
+        try {
+          type = Class.forName("tunelab.rigs.yarn_cps.LeanSimulation");
+        } catch (ClassNotFoundException e) {
+          throw new IllegalArgumentException("--simulator lean and --record need Hadoop 3.4.2's SLS; this "
+              + "driver was built for Hadoop " + VersionInfo.getVersion());
+        }
+        Files.createDirectories(Paths.get(output));
+        Simulation s = (Simulation) type.getDeclaredConstructor(Configuration.class, String.class, String.class,
+            String.class, String.class, int.class, boolean.class)
+            .newInstance(conf, traceType, trace, nodes == null ? "" : nodes, output, heartbeatThreads,
+                recordFile != null);
+        s.start(simulator.equals("lean"));
+        simulation = s;
+      }
     } catch (Throwable t) {
       // The RM's threads would keep the JVM alive with nothing to simulate: fail now, with the cause.
       t.printStackTrace();
@@ -185,7 +252,14 @@ public final class SlsDriver {
     finished.await();
     sampler.shutdown();
     sampler.awaitTermination(5, TimeUnit.SECONDS);
-    emit("{\"event\":\"done\",\"t\":" + seconds() + ",\"reason\":" + quote(finishReason) + "}");
+    String leanStats = "";
+    if (simulation != null) {
+      if (recordFile != null) {
+        Files.write(Paths.get(recordFile), simulation.recording().getBytes(StandardCharsets.UTF_8));
+      }
+      leanStats = simulation.doneFields();
+    }
+    emit("{\"event\":\"done\",\"t\":" + seconds() + ",\"reason\":" + quote(finishReason) + leanStats + "}");
     OUT.flush();
     // Skip the RM's and the simulator's shutdown: it measures nothing.
     Runtime.getRuntime().halt(0);
@@ -218,6 +292,15 @@ public final class SlsDriver {
           .append(",\"apps_completed\":").append(root.getAppsCompleted())
           .append(",\"apps_failed\":").append(root.getAppsFailed())
           .append(",\"apps_killed\":").append(root.getAppsKilled());
+    }
+    if (SCHEDULER_QUEUE != null && root != null) {
+      try {
+        Object metrics = org.apache.hadoop.yarn.server.resourcemanager.ClusterMetrics.getMetrics();
+        line.append(",\"scheduler_event_queue\":").append(SCHEDULER_QUEUE.invoke(metrics))
+            .append(",\"rm_event_queue\":").append(RM_QUEUE.invoke(metrics));
+      } catch (ReflectiveOperationException e) {
+        // a gauge that cannot be read is left out of the line
+      }
     }
     MemoryUsage heap = ManagementFactory.getMemoryMXBean().getHeapMemoryUsage();
     long gcCount = 0;

@@ -21,8 +21,10 @@ TRACE_FORMATS = {"3.4.2": ("synth",), "3.3.5": ("synth", "sls", "rumen")}
 DEFAULT_FORMAT = {"3.4.2": "synth", "3.3.5": "sls"}
 SLS_TRACE_TYPE = {"synth": "SYNTH", "sls": "SLS", "rumen": "RUMEN"}
 RATE_UNIT = "containers/s"
+# stock: SLS as shipped; lean: SLS's runners with the rig's NodeManagers (LeanSimulation.java).
+SIMULATORS = ("stock", "lean")
 SERIES_KEYS = ("t", "allocated", "released", "pending_containers", "running_containers", "apps_submitted",
-               "apps_completed", "apps_failed", "heap_used_bytes", "gc_time_ms", "rss_kb")
+               "apps_completed", "apps_failed", "heap_used_bytes", "gc_time_ms", "rss_kb", "scheduler_event_queue")
 
 
 def trace_format(params):
@@ -56,6 +58,16 @@ class YarnCpsRig:
             raise ValueError(f"trace file {params['trace']} does not exist")
         if params["trace_nodes"] and not os.path.isfile(params["trace_nodes"]):
             raise ValueError(f"nodes file {params['trace_nodes']} does not exist")
+        if params["simulator"] not in SIMULATORS:
+            raise ValueError(f"simulator must be one of {', '.join(SIMULATORS)}, not {params['simulator']!r}")
+        if params["simulator"] == "lean":
+            if hadoop != "3.4.2":
+                raise ValueError("simulator=lean drives Hadoop 3.4.2's SLS runners; use hadoop=3.4.2 (or simulator=stock)")
+            if params["sls_metrics"] != "off":
+                raise ValueError("simulator=lean runs with sls_metrics=off (SLS's metrics web app is not wired to "
+                                 "the lean NodeManagers); the fidelity benchmark uses simulator=stock")
+            if int(params["heartbeat_threads"]) < 1:
+                raise ValueError(f"heartbeat_threads must be >= 1, not {params['heartbeat_threads']}")
         if not params["trace"]:
             trace.TraceParams.from_strings(params)
         configs.render(params, "/check")
@@ -91,7 +103,8 @@ class YarnCpsRig:
         with open(os.path.join(workdir, "launch.json"), "w") as f:
             json.dump({"format": fmt, "expected_apps": files.expected_apps, "task_containers": files.containers,
                        "expected_total_containers": expected_total, "sha256": files.sha256,
-                       "hadoop": p["hadoop"]}, f, indent=2, sort_keys=True)
+                       "hadoop": p["hadoop"], "simulator": p["simulator"],
+                       "nodes": None if p["trace"] else int(p["nodes"])}, f, indent=2, sort_keys=True)
         args = ["--trace-type", SLS_TRACE_TYPE[fmt], "--trace", files.trace, "--output",
                 os.path.join(workdir, "sls-output"), "--expected-apps", str(files.expected_apps)]
         if files.nodes:
@@ -101,6 +114,8 @@ class YarnCpsRig:
         if expected_total and p["sls_metrics"] == "off":
             # Stop once the demand is gone: the drain after the window (~6 s a run) measures nothing.
             args += ["--stop-after-allocated", str(expected_total)]
+        if p["simulator"] != "stock":
+            args += ["--simulator", p["simulator"], "--heartbeat-threads", p["heartbeat_threads"]]
         for group, pattern in workload.tables.get("thread_groups", {}).items():
             args += ["--thread-group", f"{group}={pattern}"]
         return Launch.jvm(
@@ -167,6 +182,20 @@ class YarnCpsRig:
             "heap_used_bytes_max": max(s["heap_used_bytes"] for s in samples[lo:hi + 1]),
             "cpu_cores_by_thread_group": window.thread_cpu_shares(samples, lo, hi),
         }
+        queues = [s.get("scheduler_event_queue") for s in samples[lo:hi + 1]]
+        if all(q is not None for q in queues):
+            # The RM's gauge of events waiting for the scheduler thread, once a second: near 0, the scheduler
+            # waited for work (heartbeats bound the rate); growing, the scheduler was the limit.
+            observations["window"]["scheduler_event_queue_mean"] = round(sum(queues) / len(queues), 1)
+            observations["window"]["scheduler_event_queue_max"] = max(queues)
+        if launched.get("nodes") and observations.get("peak_rss_kb"):
+            # Memory per simulated node, RM and simulator together: the process' peak RSS and the window's
+            # largest heap in use, over the nodes simulated.
+            observations["memory_per_node"] = {
+                "peak_rss_kb": round(observations["peak_rss_kb"] / launched["nodes"], 2),
+                "heap_used_kb": round(observations["window"]["heap_used_bytes_max"] / 1024 / launched["nodes"], 2)}
+        if end.get("lean"):
+            observations["lean"] = end["lean"]
 
         def rate_samples(lo_i, hi_i):
             out = []

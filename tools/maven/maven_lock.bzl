@@ -715,7 +715,8 @@ MAVEN_LOCK = {
         },
         "maven__org_apache_hadoop__hadoop_sls__3_4_2": {
             "coordinates": "org.apache.hadoop:hadoop-sls:3.4.2",
-            "sha256": "760d63dbbfe82c239ead828544f1b6f87399d76aa54275428e83186b4c75fd50"
+            "sha256": "760d63dbbfe82c239ead828544f1b6f87399d76aa54275428e83186b4c75fd50",
+            "srcjar_sha256": "0b4822409bc16af78264748a15fe8df4f1ab38f8603ddbde7f4893577d784620"
         },
         "maven__org_apache_hadoop__hadoop_yarn_api__3_3_5": {
             "coordinates": "org.apache.hadoop:hadoop-yarn-api:3.3.5",
