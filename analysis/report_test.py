@@ -133,6 +133,25 @@ class ReportTest(unittest.TestCase):
         self.assertIn("122,140", text)  # the published figures beside, labelled
         self.assertIn(resultsets.PUBLISHED_LABEL, text)
 
+    def test_cpu_by_thread_group_is_the_median_per_cell_with_a_figure(self):
+        def doc(sim, rep, scheduler, pool, status="ok"):
+            groups = {"scheduler": scheduler, "simulator_pool": pool, "vm_thread": 0.001, "process": 9.0}
+            return {"status": status, "cell": {"id": f"c-{sim}", "params": {"simulator": sim, "jdk": "17"}},
+                    "repetition": rep, "observations": {"window": {"cpu_cores_by_thread_group": groups}}}
+        docs = [doc("stock", 0, 0.40, 0.50), doc("stock", 1, 0.44, 0.56), doc("stock", 2, 0.42, 0.52),
+                doc("lean", 0, 0.55, 0.20), doc("lean", 1, 0.50, 0.10), doc("lean", 2, 0.57, 0.18),
+                doc("lean", 3, 9.0, 9.0, status="failed")]  # a failed run is not counted
+        blocks = report.thread_cpu_blocks(docs, self.dir)
+        self.assertEqual(blocks[0].text, "CPU by thread group")
+        self.assertTrue(os.path.getsize(blocks[1].path) > 1000)
+        table = blocks[2]
+        self.assertEqual(table.columns, ["thread group", "simulator=stock", "simulator=lean"])
+        rows = {r[0]: r[1:] for r in table.rows}
+        # Medians per cell; groups under 0.005 cores and the process total are left out; the sum is theirs.
+        self.assertEqual(rows, {"scheduler": ["0.42", "0.55"], "simulator_pool": ["0.52", "0.18"],
+                                "sum": ["0.94", "0.73"]})
+        self.assertEqual(report.thread_cpu_blocks([d for d in docs if d["status"] != "ok"], self.dir), [])
+
     def test_answers_name_the_change_or_say_not_significant(self):
         stock = [({"variant": "stock"}, 1000.0)]
         slower = write_set(os.path.join(self.dir, "slow"), [({"variant": "patched"}, 950.0)])
