@@ -225,23 +225,30 @@ def _flatten(value, prefix=""):
     return out
 
 
+def _ok_cells(docs, has):
+    """[(label, ok docs)] per cell, in first-seen order, of the docs for which has(doc) is truthy; the label
+    names the parameters that vary across all docs (or the cell id)."""
+    by_cell = collections.OrderedDict()
+    for d in docs:
+        if d["status"] == "ok" and has(d):
+            by_cell.setdefault(d["cell"]["id"], []).append(d)
+    varying = _varying(docs)
+    return [(" ".join(f"{k}={v}" for k, v in cell_docs[0]["cell"]["params"].items() if k in varying) or cid,
+             cell_docs) for cid, cell_docs in by_cell.items()]
+
+
 def thread_cpu_blocks(docs, out_dir):
     """Where the process' CPU went, per cell: the rig's `window.cpu_cores_by_thread_group` (e.g. the YARN
     rig's scheduler, dispatcher, simulator and GC threads), median per group over the cell's ok runs."""
-    by_cell = collections.OrderedDict()
-    for d in docs:
-        groups = ((d.get("observations") or {}).get("window") or {}).get("cpu_cores_by_thread_group")
-        if d["status"] == "ok" and groups:
-            by_cell.setdefault(d["cell"]["id"], []).append(d)
-    if not by_cell:
+    cells = _ok_cells(docs, lambda d: ((d.get("observations") or {}).get("window") or {})
+                      .get("cpu_cores_by_thread_group"))
+    if not cells:
         return []
-    varying = _varying(docs)
     rows, names = [], []
-    for cid, cell_docs in by_cell.items():
+    for label, cell_docs in cells:
         shares = [d["observations"]["window"]["cpu_cores_by_thread_group"] for d in cell_docs]
         medians = {g: statistics.median(s.get(g, 0.0) for s in shares)
                    for g in {g for s in shares for g in s} if g != "process"}
-        label = " ".join(f"{k}={v}" for k, v in cell_docs[0]["cell"]["params"].items() if k in varying) or cid
         rows.append((label, medians))
         names += [g for g in medians if g not in names]
     names = [g for g in names if any(r[1].get(g, 0) >= 0.005 for r in rows)]
@@ -261,20 +268,15 @@ def thread_cpu_blocks(docs, out_dir):
 def observation_tables(docs, per_table=6):
     """What the rig observed besides the metrics (e.g. window length, peak RSS, CPU per thread group), the
     median over each cell's ok repetitions; one column per cell."""
-    by_cell = collections.OrderedDict()
-    for d in docs:
-        if d["status"] == "ok" and d.get("observations"):
-            by_cell.setdefault(d["cell"]["id"], []).append(d)
-    if not by_cell:
+    cells = _ok_cells(docs, lambda d: d.get("observations"))
+    if not cells:
         return []
-    varying = _varying(docs)
     columns, values = [], []
-    for cid, cell_docs in by_cell.items():
+    for label, cell_docs in cells:
         flat = [_flatten(d["observations"]) for d in cell_docs]
         keys = set.intersection(*(set(f) for f in flat))
         values.append({k: statistics.median(f[k] for f in flat) for k in keys})
-        columns.append(" ".join(f"{k}={v}" for k, v in cell_docs[0]["cell"]["params"].items() if k in varying)
-                       or cid)
+        columns.append(label)
     keys = sorted(set.intersection(*(set(v) for v in values)))
     blocks = [render.Heading("Rig observations"),
               render.Para("Median over each cell's measured repetitions of what the rig recorded besides the "

@@ -4,6 +4,7 @@ import java.io.IOException;
 import java.util.ArrayList;
 import java.util.Collections;
 import java.util.HashMap;
+import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Map;
 import java.util.TreeMap;
@@ -181,40 +182,43 @@ final class RecordingServices {
     }
     List<Long> gaps = new ArrayList<>(heartbeatGapsMs);
     Collections.sort(gaps);
-    StringBuilder b = new StringBuilder("{");
-    b.append("\"registrations\":").append(map(registrations));
-    b.append(",\"heartbeats\":").append(heartbeats);
-    b.append(",\"heartbeat_gap_ms_median\":").append(gaps.isEmpty() ? -1 : gaps.get(gaps.size() / 2));
-    b.append(",\"response_id_gaps\":").append(responseIdGaps);
-    b.append(",\"master_key_missing\":").append(masterKeyMissing);
-    b.append(",\"keep_alive_non_empty\":").append(keepAliveNonEmpty);
-    b.append(",\"unhealthy\":").append(unhealthy);
-    b.append(",\"utilization_reported\":").append(utilizationReported);
-    b.append(",\"statuses_per_heartbeat_max\":").append(statusesPerHeartbeatMax);
-    b.append(",\"task_containers_reported\":").append(tasks);
-    b.append(",\"task_containers_completed_once\":").append(completedOnce);
-    b.append(",\"task_containers_completed_more_than_once\":").append(completedTwice);
-    b.append(",\"am_containers_reported\":").append(amContainers);
-    b.append(",\"am_container_completions_max\":").append(amCompletionsMax);
-    b.append(",\"containers_never_reported_running\":").append(neverRunning);
-    b.append(",\"completions_not_success\":").append(abortedReports);
-    b.append(",\"first_asks\":").append(map(firstAsks));
-    b.append(",\"allocated_by_size\":").append(map(allocatedBySize));
-    b.append(",\"allocate_calls\":").append(allocateCalls);
-    b.append(",\"releases_asked\":").append(releasesAsked);
-    b.append(",\"am_registrations\":").append(amRegistrations);
-    b.append(",\"am_finishes\":").append(amFinishes);
-    return b.append('}').toString();
+    Map<String, Object> out = new LinkedHashMap<>();
+    out.put("registrations", registrations);
+    out.put("heartbeats", heartbeats);
+    out.put("heartbeat_gap_ms_median", gaps.isEmpty() ? -1 : gaps.get(gaps.size() / 2));
+    out.put("response_id_gaps", responseIdGaps);
+    out.put("master_key_missing", masterKeyMissing);
+    out.put("keep_alive_non_empty", keepAliveNonEmpty);
+    out.put("unhealthy", unhealthy);
+    out.put("utilization_reported", utilizationReported);
+    out.put("statuses_per_heartbeat_max", statusesPerHeartbeatMax);
+    out.put("task_containers_reported", tasks);
+    out.put("task_containers_completed_once", completedOnce);
+    out.put("task_containers_completed_more_than_once", completedTwice);
+    out.put("am_containers_reported", amContainers);
+    out.put("am_container_completions_max", amCompletionsMax);
+    out.put("containers_never_reported_running", neverRunning);
+    out.put("completions_not_success", abortedReports);
+    out.put("first_asks", firstAsks);
+    out.put("allocated_by_size", allocatedBySize);
+    out.put("allocate_calls", allocateCalls);
+    out.put("releases_asked", releasesAsked);
+    out.put("am_registrations", amRegistrations);
+    out.put("am_finishes", amFinishes);
+    return json(out);
   }
 
-  private static String map(Map<String, ?> m) {
-    StringBuilder b = new StringBuilder("{");
-    for (Map.Entry<String, ?> e : m.entrySet()) {
-      b.append(b.length() > 1 ? "," : "").append(SlsDriver.quote(e.getKey())).append(':');
-      Object v = e.getValue();
-      b.append(v instanceof String ? SlsDriver.quote((String) v) : String.valueOf(v));
+  /** JSON of maps (string keys), strings and numbers: all a summary holds. */
+  private static String json(Object value) {
+    if (value instanceof Map) {
+      StringBuilder b = new StringBuilder("{");
+      for (Map.Entry<?, ?> e : ((Map<?, ?>) value).entrySet()) {
+        b.append(b.length() > 1 ? "," : "").append(SlsDriver.quote(String.valueOf(e.getKey()))).append(':')
+            .append(json(e.getValue()));
+      }
+      return b.append('}').toString();
     }
-    return b.append('}').toString();
+    return value instanceof String ? SlsDriver.quote((String) value) : String.valueOf(value);
   }
 
   /** The RM's node-facing service, recording then delegating to the RM's own instance. */
