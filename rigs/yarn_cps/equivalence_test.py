@@ -41,7 +41,7 @@ def java17():
         java = os.path.join(base, "jdk17", "java-runtime", "bin", "java")
         if os.path.isfile(java):
             return java
-    raise unittest.SkipTest("the pinned JDK 17 is not among this test's runfiles")
+    raise AssertionError("the pinned JDK 17 is not among this test's runfiles (@jdk17//:java in its data)")
 
 
 def replay(simulator, workdir):
