@@ -4,6 +4,7 @@ effect, and refuses unusable input with exit 2. Its Markdown and JUnit XML are c
 
 import io
 import os
+import tomllib
 import tempfile
 import unittest
 from contextlib import redirect_stderr, redirect_stdout
@@ -130,10 +131,13 @@ class GateTest(unittest.TestCase):
 
     def test_minimum_effects_come_from_the_workloads_gate_files(self):
         doc = {"provenance": {"workload": {"id": "yarn_cps/v1"}}}
-        self.assertEqual(gate.min_effects([RUNFILES], [doc])["container_allocation_rate"], 0.10)
-        # Not part of the workload's digest: workload.toml holds no threshold.
-        with open(os.path.join(RUNFILES, "workloads", "yarn_cps", "gate.toml")) as f:
-            self.assertIn("[min_effect]", f.read())
+        # Not part of the workload's digest: workload.toml holds no threshold, gate.toml does.
+        with open(os.path.join(RUNFILES, "workloads", "yarn_cps", "gate.toml"), "rb") as f:
+            declared = tomllib.load(f)["min_effect"]["container_allocation_rate"]
+        self.assertEqual(gate.min_effects([RUNFILES], [doc])["container_allocation_rate"], declared)
+        # A workload without a gate file falls back to the gate's default, not to yarn_cps's.
+        other = {"provenance": {"workload": {"id": "no_such_workload/v1"}}}
+        self.assertNotIn("container_allocation_rate", gate.min_effects([RUNFILES], [other]))
 
 
 if __name__ == "__main__":
