@@ -102,9 +102,9 @@ def prepare(kind_name, sets, axis=None, allow_mismatch=False):
                               f"({text}); use --allow-provenance-mismatch to report anyway")
         warnings.append(f"PROVENANCE MISMATCH, compared anyway: {text}")
     if kind_name == "cross-host":
-        labels = (a.host_ids()[0], b.host_ids()[0])
-        if labels[0] == labels[1]:
-            raise ReportError(f"both sets come from host {labels[0]}: cross-host needs two hosts")
+        labels, warning = cross_host_labels(a, b)
+        if warning:
+            warnings.append(warning)
     elif kind.set_labels:
         labels = kind.set_labels
     else:
@@ -119,6 +119,26 @@ def prepare(kind_name, sets, axis=None, allow_mismatch=False):
             docs.append(d)
     baselines = {axis: labels[0] if labels else kind.baseline}
     return Prepared(docs, [axis], baselines, warnings, measured)
+
+
+def fleet_host(result_set):
+    """The inventory name of the fleet host a run came from (the runner records it when //tools:fleet
+    started it), or None."""
+    return (result_set.manifest.get("fleet") or {}).get("host")
+
+
+def cross_host_labels(a, b):
+    """(labels, warning): sets are labelled by the fleet host they came home from (else the host id). Two
+    fleet hosts on one physical machine (the same host id) are compared, but labelled as such."""
+    ids = (a.host_ids()[0], b.host_ids()[0])
+    names = (fleet_host(a), fleet_host(b))
+    labels = tuple(n or i for n, i in zip(names, ids))
+    if ids[0] != ids[1]:
+        return labels, None
+    if None in names or names[0] == names[1]:
+        raise ReportError(f"both sets come from host {ids[0]}: cross-host needs two hosts")
+    return labels, (f"ONE PHYSICAL MACHINE: {names[0]} and {names[1]} are two fleet hosts on host {ids[0]}; "
+                    "differences between them are run-to-run variation and each other's load, not host differences")
 
 
 def split_migrations(docs):

@@ -174,6 +174,17 @@ class ReportTest(unittest.TestCase):
         with self.assertRaisesRegex(report.ReportError, "both sets come from host h1"):
             self.build("cross-host", [a, same_host])
 
+    def test_two_fleet_hosts_on_one_machine_are_compared_and_labelled_as_one_machine(self):
+        a = write_set(os.path.join(self.dir, "fa"), [({}, 100.0)], host="h1", fleet_host="node-a")
+        b = write_set(os.path.join(self.dir, "fb"), [({}, 101.0)], host="h1", fleet_host="node-b")
+        text = render.to_text(self.build("cross-host", [a, b]))
+        self.assertIn("ONE PHYSICAL MACHINE: node-a and node-b are two fleet hosts on host h1", text)
+        self.assertIn("node-a (baseline)", text)
+        self.assertIn("host=node-b raises cpu_loop_rate", text)
+        twice = write_set(os.path.join(self.dir, "fc"), [({}, 100.0)], host="h1", fleet_host="node-a")
+        with self.assertRaisesRegex(report.ReportError, "both sets come from host h1"):
+            self.build("cross-host", [a, twice])
+
     def test_cli_refuses_a_corrupt_result_and_keeps_it(self):
         folder = os.path.join(self.dir, "broken")
         write_set(folder, [({}, 100.0)])

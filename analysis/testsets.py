@@ -18,16 +18,18 @@ def template():
 
 
 def write_set(folder, cells, host="vm-x86", cpu="AMD EPYC", rig="calibration", workload_sha=None,
-              metric="cpu_loop_rate", unit="ops/s", runs=5, noise=None, seed=0, reference=None):
+              metric="cpu_loop_rate", unit="ops/s", runs=5, noise=None, seed=0, reference=None, fleet_host=None):
     """A SYNTHETIC set: cells = [(params overrides, level)], `runs` repetitions x 5 samples. Without `noise`
     the run-to-run jitter is a fixed pattern; with it, run medians scatter by that relative stdev (seeded).
-    reference: the host reference's cpu_loop_rate (before and after the matrix, 0.5 % apart), if any."""
+    reference: the host reference's cpu_loop_rate (before and after the matrix, 0.5 % apart), if any.
+    fleet_host: the inventory name //tools:fleet would record in the manifest, if any."""
     rng = numpy.random.default_rng(seed)
     os.makedirs(os.path.join(folder, "cells"))
     base = template()
     run_id = f"20261121T0000{len(os.listdir(os.path.dirname(folder))):02d}Z-0000"
     manifest = {"schema_version": 1, "kind": "tunelab.run_manifest", "run_id": run_id,
-                "matrix": {"name": rig, "rig": rig, "profile": "smoke", "overrides": [], "seed": 1}, "cells": []}
+                "matrix": {"name": rig, "rig": rig, "profile": "smoke", "overrides": [], "seed": 1}, "cells": [],
+                "fleet": {"host": fleet_host, "fleet_id": "fleet-20261124T000000Z-0000"} if fleet_host else None}
     for n, (overrides, level) in enumerate(cells):
         for rep in range(runs):
             d = copy.deepcopy(base)

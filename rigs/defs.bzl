@@ -1,6 +1,7 @@
 """Macros for rigs: a rig is one `rig_matrix` call plus its code."""
 
 load("@rules_python//python:defs.bzl", "py_binary", "py_test")
+load("//tools/fleet:defs.bzl", "matrix_bundle")
 load("//tools/jdk:defs.bzl", "PINNED_JDK_JAVAS")
 
 def _java_classpath_impl(ctx):
@@ -38,6 +39,8 @@ def rig_matrix(name, rig, matrix, workload, rig_data = {}, variants = {}, smoke_
         results (tagged integration and exclusive: it measures, so it runs alone).
       <name>.args: the arguments `bazel run` passes, one per line (runfiles-relative paths), for running the
         matrix elsewhere from a copy of its runfiles (e.g. inside //tools/numa_guest's guest).
+      <name>_bundle: <name>_bundle.tar.gz, the target with its runfiles and arguments as one archive for
+        other hosts (//tools:fleet builds it when needed; tagged manual, it is large).
 
     Args:
       name: target name, e.g. "calibration_matrix".
@@ -83,6 +86,12 @@ def rig_matrix(name, rig, matrix, workload, rig_data = {}, variants = {}, smoke_
         args = args,
         data = data,
         deps = deps,
+    )
+    matrix_bundle(
+        name = name + "_bundle",
+        matrix = ":" + name,
+        args = ":" + name + "_args",
+        tags = ["manual"],
     )
     py_test(
         name = name + "_dry_run_test",

@@ -97,6 +97,11 @@ def harness_provenance(workspace):
                                   stderr=subprocess.DEVNULL, text=True, timeout=10).stdout.strip()
         except (OSError, subprocess.TimeoutExpired):
             return ""
-    commit = git("rev-parse", "HEAD") or "unknown"
+    commit = git("rev-parse", "HEAD")
+    if not commit:
+        # A copy of the runfiles on another host (//tools:fleet) has no git: the tool that built and shipped
+        # it says which commit it was, as `<sha>` or `<sha>-dirty`.
+        shipped = os.environ.get("TUNELAB_HARNESS_COMMIT", "")
+        return (shipped[:-len("-dirty")], True) if shipped.endswith("-dirty") else (shipped or "unknown", False)
     dirty = bool(git("status", "--porcelain", "--untracked-files=no"))
     return commit, dirty

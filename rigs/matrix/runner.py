@@ -2,39 +2,32 @@
 each result with its provenance, and goes on when a cell fails. It measures and stores; summarizing is
 analysis' job (rigs/main.py, the entry point of every rig_matrix target, calls one and then the other).
 
-Parts: spec.py (matrix files), plan.py (what this host can run), cell.py (one cell repetition), knobs.py
-and evidence.py (apply and prove the knobs), host.py (host lock, preflight), hostref.py (host reference).
+Parts: inputs.py (command line, builds, resumed settings), spec.py (matrix files), plan.py (what this host
+can run) and planview.py (the plan printed or as JSON), cell.py (one cell repetition), knobs.py and
+evidence.py (apply and prove the knobs), host.py (host lock, preflight), hostref.py (host reference).
 """
 
-import argparse
 import dataclasses
-import datetime
-import glob
-import hashlib
 import json
 import os
-import secrets
 import signal
 import sys
 import time
-import tomllib
 
 from rich.console import Console
 from rich.markup import escape
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn, TimeRemainingColumn
-from rich.table import Table
 
 from results import resultfile as results
-from rigs.matrix import cell as cell_runner, host, hostref, knobs, plan, rig as rig_contract, spec
+from rigs.matrix import cell as cell_runner, host, hostref, knobs, plan, planview, rig as rig_contract, spec
+from rigs.matrix.inputs import (check_run_id, load_revisions, load_variants, new_run_id, parse_args, spec_digest,
+                                stored_run_settings)
 from rigs.matrix.cell import now_iso
 from rigs.matrix.host import HostLock, LockHeld, preflight  # noqa: F401 (part of the runner's interface)
 from tools import doctor
 from tools.jdk import discovery
 
 EXIT_OK, EXIT_CELLS_FAILED, EXIT_BAD_INPUT, EXIT_LOCKED, EXIT_INTERRUPTED = 0, 1, 2, 3, 130
-JVM_START_ESTIMATE_S = 2.0
-HOST_REFERENCE_ESTIMATE_S = 8.0
-DEFAULT_LOCK = "/run/lock/tunelab-matrix.lock"
 
 
 @dataclasses.dataclass
@@ -42,27 +35,6 @@ class Outcome:
     status: int
     run_dir: str = ""  # set once a run folder exists
     workload: object = None
-
-
-@dataclasses.dataclass
-class Revision:
-    """Another build of the rigs (a revision axis value): its runfiles tree, commit and rig data."""
-    name: str
-    runfiles: str
-    commit: str
-    rig_data: dict
-
-
-def new_run_id():
-    return time.strftime("%Y%m%dT%H%M%SZ", time.gmtime()) + "-" + secrets.token_hex(2)
-
-
-def spec_digest(matrix_path, profile, overrides, workload):
-    h = hashlib.sha256()
-    with open(matrix_path, "rb") as f:
-        h.update(f.read())
-    h.update(json.dumps([profile, sorted(overrides), workload.sha256]).encode())
-    return h.hexdigest()
 
 
 def check_cells(rig, planned):
@@ -95,150 +67,11 @@ def write_manifest(ctx, planned, order, state, statuses):
                    "repetitions": {str(r): statuses.get((p.cell.id, r), "pending")
                                    for r in range(ctx.matrix.repetitions_of(p.cell))}} for p in planned],
         "order": [[c.id, r] for c, r in order], "updated_at": now_iso(),
+        # Set by //tools:fleet on the hosts it drives: which inventory host and fleet run this is.
+        "fleet": {key: os.environ[var] for key, var in (("host", "TUNELAB_FLEET_HOST"), ("fleet_id", "TUNELAB_FLEET_ID"))
+                  if os.environ.get(var)} or None,
     }
     results.atomic_write_json(os.path.join(ctx.run_dir, "manifest.json"), doc)
-
-
-def estimate_seconds(planned, policy, rig=None, repetitions_of=None):
-    """Wall time of the runnable cells: the rig's own estimate per cell if it has one (a trace-driven rig
-    runs as long as its trace), else warm-up + measurement + cool-down + JVM start."""
-    rig_estimate = getattr(rig, "estimate_seconds", None)
-    total = 0.0
-    for p in planned:
-        if p.skip_reason:
-            continue
-        per = (rig_estimate(p.cell.params, policy) if rig_estimate else
-               policy.warmup_s + policy.measure_s + JVM_START_ESTIMATE_S)
-        total += (per + policy.cooldown_s) * (repetitions_of(p.cell) if repetitions_of else policy.repetitions)
-    return total
-
-
-def print_plan(console, matrix, planned, profile, rig=None):
-    varying = spec.varying_axes([p.cell for p in planned])
-    t = Table(title=f"Plan: {matrix.name} (profile {profile or 'default'}), rig {matrix.rig}")
-    for col in ("cell", "parameters", "JDK", "status"):
-        t.add_column(col, overflow="fold")
-    for p in planned:
-        status = (f"[yellow]skip[/yellow]: {escape(p.skip_reason)}" if p.skip_reason else
-                  f"run x{matrix.repetitions_of(p.cell)}"
-                  + (" (known answer)" if any(k.cell_id == p.cell.id for k in matrix.known_answers) else ""))
-        jdk = f"{p.jdk['name']} {p.jdk.get('version', '')}" if p.jdk else spec.NO_JDK
-        t.add_row(p.cell.id, escape(p.cell.label(varying)), jdk, status)
-    console.print(t)
-    est = estimate_seconds(planned, matrix.policy, rig, matrix.repetitions_of) + (
-        2 * HOST_REFERENCE_ESTIMATE_S)
-    runnable = sum(1 for p in planned if not p.skip_reason)
-    pol = matrix.policy
-    console.print(f"{len(planned)} cells, {runnable} to run x {pol.repetitions} repetitions "
-                  f"(warm-up {pol.warmup_s:g} s, measure {pol.measure_s:g} s, cool-down {pol.cooldown_s:g} s, "
-                  f"timeout {pol.timeout_s:g} s), {len(planned) - runnable} skipped; "
-                  f"estimated time {datetime.timedelta(seconds=round(est))}")
-
-
-def print_next_steps(console, ctx, args):
-    console.print(f"Results: {ctx.run_dir} (manifest.json, cells/, logs/)")
-    target = ctx.bazel_target or "<this target>"
-    with open(ctx.matrix_source, "rb") as f:
-        profiles = sorted(tomllib.load(f).get("profiles", {}))
-    others = [p for p in profiles if p != args.profile and p != "smoke"]
-    if others:
-        console.print(f"Other profiles of this matrix: {', '.join(others)}. Plan one with: bazel run {target} -- "
-                      "--profile NAME --dry-run")
-
-
-def parse_args(argv):
-    parser = argparse.ArgumentParser(
-        description="Run a benchmark matrix: plan, apply and prove every knob, store results with provenance.",
-        epilog="Exit status: 0 all cells ok or skipped; 1 some cells failed or were invalid; 2 bad input; "
-               "3 another matrix holds the host lock; 130 interrupted (resume with --resume RUN_ID).")
-    parser.add_argument("--matrix", required=True, help="the matrix TOML file")
-    parser.add_argument("--workload", required=True, help="the workload folder (holds workload.toml)")
-    parser.add_argument("--rig-data", action="append", default=[], metavar="NAME=PATH", help=argparse.SUPPRESS)
-    parser.add_argument("--bazel-target", default="", help=argparse.SUPPRESS)
-    parser.add_argument("--profile", help="a named profile of the matrix file (e.g. smoke, full)")
-    parser.add_argument("--set", action="append", default=[], metavar="AXIS=V1,V2",
-                        help="replace an axis' values, e.g. --set jdk=11,17 (repeatable)")
-    parser.add_argument("--dry-run", action="store_true", help="print the plan and the estimated time; run nothing")
-    parser.add_argument("--resume", metavar="RUN_ID", help="run only the cells a stored run is missing")
-    parser.add_argument("--strict", action="store_true", help="refuse to run on a busy host")
-    parser.add_argument("--results-dir", help="where runs are stored (default: <workspace>/results)")
-    parser.add_argument("--jdk", action="append", default=[], metavar="NAME=PATH",
-                        help="declare a JDK (also TUNELAB_JDKS=NAME=PATH:...)")
-    parser.add_argument("--variant-data", action="append", default=[], metavar="VARIANT=NAME=PATH",
-                        help=argparse.SUPPRESS)  # from rig_matrix(variants = ...): a patched build's files
-    parser.add_argument("--revision", action="append", default=[], metavar="NAME=RUNFILES",
-                        help="a value of the revision axis: the runfiles tree of this target built from another "
-                             "commit (e.g. in a git worktree); its cells run that build's rig artifacts")
-    parser.add_argument("--no-host-reference", action="store_true",
-                        help="skip the host reference probe before and after the matrix (~10 s each)")
-    parser.add_argument("--seed", type=int, help="seed for the interleaved order (default: the matrix's)")
-    parser.add_argument("--lock-file", default=os.environ.get("TUNELAB_LOCK_FILE", DEFAULT_LOCK), help=argparse.SUPPRESS)
-    parser.add_argument("--no-gc-probes", action="store_true", help=argparse.SUPPRESS)
-    parser.add_argument("--no-next-steps", action="store_true", help=argparse.SUPPRESS)  # for tools wrapping a run
-    return parser.parse_args(argv)
-
-
-def load_variants(items, matrix):
-    """{variant: {"data": {name: path}, "manifest": dict}} for every patched value of the variant axis;
-    refuses a value the build does not provide, before anything runs."""
-    given = {}
-    for item in items:
-        variant, name, path = (item.split("=", 2) + [None, None])[:3]
-        if not name or path is None:
-            raise spec.SpecError(f"--variant-data {item!r}: expected VARIANT=NAME=PATH")
-        given.setdefault(variant, {})[name] = os.path.abspath(path)
-    variants = {}
-    for value in matrix.axes.get("variant", []):
-        if value == "stock":
-            continue
-        data = given.get(value)
-        if data is None:
-            built = ", ".join(sorted(given)) or "none"
-            raise spec.SpecError(f"variant={value}: this target has no such build (built: {built}); add it to the "
-                                 "rig_matrix's `variants` in rigs/BUILD.bazel (third_party/<component>/defs.bzl)")
-        if "manifest" not in data:
-            raise spec.SpecError(f"variant={value}: its build gives no manifest (the patch set's identity)")
-        with open(data.pop("manifest")) as f:
-            variants[value] = {"data": data, "manifest": json.load(f)}
-    return variants
-
-
-def load_revisions(items, matrix, rig_data, runfiles_ws, matrix_path, required=True):
-    """{name: Revision} for every --revision; refuses a revision axis value without a build to run
-    (unless not `required`: a dry run plans without the builds)."""
-    revisions = {}
-    for item in items:
-        name, sep, path = item.partition("=")
-        if not sep or not name or not path:
-            raise spec.SpecError(f"--revision {item!r}: expected NAME=RUNFILES")
-        if name == spec.CANDIDATE_REVISION:
-            raise spec.SpecError(f"--revision {name}=...: `{name}` is the build being run; name the other one")
-        root = os.path.abspath(path)
-        if not os.path.isdir(root):
-            raise spec.SpecError(f"--revision {name}: no runfiles folder {root} (build the target at that "
-                                 "revision first)")
-        ws = os.path.join(root, "tunelab") if os.path.isdir(os.path.join(root, "tunelab")) else root
-        data = {}
-        for key, mine in rig_data.items():
-            theirs = os.path.join(ws, os.path.relpath(mine, runfiles_ws))
-            if not os.path.exists(theirs):
-                raise spec.SpecError(f"--revision {name}: its build has no {os.path.relpath(mine, runfiles_ws)} "
-                                     f"under {ws}; build this target there first")
-            data[key] = theirs
-        # Runfiles entries link back to the source tree the revision was built from: ask its git.
-        source = os.path.realpath(os.path.join(ws, os.path.relpath(os.path.abspath(matrix_path), runfiles_ws)))
-        commit, dirty = host.harness_provenance(os.path.dirname(source))
-        revisions[name] = Revision(name, ws, commit + ("-dirty" if dirty else ""), data)
-    wanted = set(matrix.axes.get("revision", [])) - {spec.CANDIDATE_REVISION}
-    missing = sorted(wanted - set(revisions))
-    if missing and required:
-        raise spec.SpecError(f"the revision axis names {', '.join(missing)}: give each build with "
-                             "--revision NAME=RUNFILES (tools/nightly/nightly.sh builds the accepted one)")
-    unused = sorted(set(revisions) - wanted)
-    if unused:
-        raise spec.SpecError(f"--revision {', '.join(unused)}: not a value of this matrix's revision axis "
-                             f"({', '.join(matrix.axes.get('revision', [])) or 'no revision axis'})")
-    return revisions
 
 
 def measure_host_reference(console, probe, when):
@@ -251,19 +84,6 @@ def measure_host_reference(console, probe, when):
     except hostref.ProbeError as e:
         console.print(f"[yellow]warning:[/yellow] {escape(str(e))}; this run has no host reference")
         return []
-
-
-def stored_run_settings(results_root, run_id):
-    """(profile, overrides) of a stored run, found under any host folder of `results_root`; None if absent."""
-    for manifest_path in sorted(glob.glob(os.path.join(glob.escape(results_root), "*", glob.escape(run_id),
-                                                       "manifest.json"))):
-        try:
-            with open(manifest_path) as f:
-                matrix = json.load(f)["matrix"]
-            return matrix.get("profile"), list(matrix.get("overrides") or [])
-        except (OSError, ValueError, KeyError, TypeError):
-            continue
-    return None
 
 
 def main(argv=None, console=None, host_paths=None, report=None):
@@ -317,12 +137,21 @@ def execute(argv=None, console=None, host_paths=None, report=None):
         return Outcome(EXIT_BAD_INPUT)
 
     if args.dry_run:
-        print_plan(console, matrix, planned, args.profile, rig)
+        planview.print_plan(console, matrix, planned, args.profile, rig)
+        if args.plan_json:
+            planview.write_plan_json(args.plan_json, planview.plan_document(matrix, planned, args.profile, rig, report))
         return Outcome(EXIT_OK)
 
     host_id = report["host"]["host_id"]
     results_root = args.results_dir or os.path.join(workspace, "results")
-    run_id = args.resume or new_run_id()
+    if args.resume and args.run_id and args.run_id != args.resume:
+        console.print("[red]error:[/red] --run-id and --resume name different runs")
+        return Outcome(EXIT_BAD_INPUT)
+    try:
+        run_id = args.resume or (check_run_id(args.run_id) if args.run_id else new_run_id())
+    except spec.SpecError as e:
+        console.print(f"[red]error:[/red] {escape(str(e))}")
+        return Outcome(EXIT_BAD_INPUT)
     run_dir = os.path.join(results_root, host_id, run_id)
     digest = spec_digest(args.matrix, args.profile, args.set, workload)
     stored_reference = []
@@ -395,7 +224,7 @@ def execute(argv=None, console=None, host_paths=None, report=None):
         if status == EXIT_BAD_INPUT:
             return Outcome(status, run_dir, workload)
         if not args.no_next_steps:
-            print_next_steps(console, ctx, args)
+            planview.print_next_steps(console, ctx, args)
         bad = [s for s in ctx.statuses.values() if s in ("failed", "invalid")]
         return Outcome(EXIT_CELLS_FAILED if bad else EXIT_OK, run_dir, workload)
     finally:

@@ -12,13 +12,10 @@ emulation: the numbers are functional evidence (pages moving between nodes), nev
 
 import argparse
 import base64
-import io
-import json
 import os
 import shutil
 import subprocess
 import sys
-import tarfile
 import tempfile
 import time
 
@@ -54,34 +51,6 @@ def archive_from_console(text):
     return data
 
 
-def unpack_checked(data, dest_root, validate):
-    """Unpacks <host>/<run>/ from the archive into dest_root after checking every member: regular files and
-    folders only, no path leaving the tree, every cells/*.json passing `validate`. Returns the run folder."""
-    with tarfile.open(fileobj=io.BytesIO(data), mode="r:gz") as tar:
-        members = tar.getmembers()
-        for m in members:
-            name = os.path.normpath(m.name)
-            if name.startswith("..") or os.path.isabs(name) or not (m.isfile() or m.isdir()):
-                raise GuestError(f"refused archive member {m.name!r} (type {m.type!r})")
-        # Files lie at <host>/<run>/...: the run is the first two parts of every path that deep.
-        runs = sorted({"/".join(os.path.normpath(m.name).split(os.sep)[:2])
-                       for m in members if m.isfile() and os.path.normpath(m.name).count(os.sep) >= 2})
-        if len(runs) != 1:
-            raise GuestError(f"expected one run in the archive, found {runs}")
-        for m in members:
-            if m.isfile() and "/cells/" in m.name and m.name.endswith(".json"):
-                doc = json.load(tar.extractfile(m))
-                validate(doc, m.name)
-        with tempfile.TemporaryDirectory(dir=dest_root) as tmp:
-            tar.extractall(tmp)
-            target = os.path.join(dest_root, runs[0])
-            if os.path.exists(target):
-                raise GuestError(f"{target} exists already: not overwritten")
-            os.makedirs(os.path.dirname(target), exist_ok=True)
-            shutil.move(os.path.join(tmp, runs[0]), target)
-    return target
-
-
 def main(argv=None):
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--kernel", required=True)
@@ -93,7 +62,7 @@ def main(argv=None):
                                                               "results"))
     parser.add_argument("--qemu", default="qemu-system-x86_64")
     args = parser.parse_args(argv)
-    from results import resultfile  # the schema check of every brought-home document
+    from results import runarchive  # the checks of every brought-home run
 
     qemu = shutil.which(args.qemu)
     if not qemu:
@@ -121,14 +90,8 @@ def main(argv=None):
     try:
         data = archive_from_console(text)
 
-        def validate(doc, name):
-            try:
-                resultfile.validate(doc)
-            except Exception as e:  # noqa: BLE001 -- any refusal of the schema check is the same refusal
-                raise GuestError(f"{name}: not a valid result document: {e}") from None
-
-        run_dir = unpack_checked(data, args.results_dir, validate)
-    except (GuestError, ValueError, tarfile.TarError) as e:
+        run_dir, _, _ = runarchive.unpack_run(data, args.results_dir)
+    except (GuestError, runarchive.ArchiveError, ValueError) as e:
         print(f"run_guest: error: {e}", file=sys.stderr)
         return 1
     shutil.copy(console_path, os.path.join(run_dir, "guest-console.log"))

@@ -1,0 +1,159 @@
+"""The runner's inputs: its command line, the builds it is given (patched variants, other revisions) and the
+settings of a stored run it resumes."""
+
+import argparse
+import dataclasses
+import glob
+import hashlib
+import json
+import os
+import re
+import secrets
+import time
+
+from rigs.matrix import host, spec
+
+DEFAULT_LOCK = "/run/lock/tunelab-matrix.lock"
+RUN_ID_RE = re.compile(r"^[0-9]{8}T[0-9]{6}Z-[0-9a-f]{4}$")
+
+
+def new_run_id():
+    return time.strftime("%Y%m%dT%H%M%SZ", time.gmtime()) + "-" + secrets.token_hex(2)
+
+
+def check_run_id(run_id):
+    """A run id given on the command line becomes a folder name: only the runner's own shape is accepted."""
+    if not RUN_ID_RE.match(run_id):
+        raise spec.SpecError(f"--run-id {run_id!r}: expected YYYYMMDDTHHMMSSZ-xxxx (4 hex digits), as the runner "
+                             "makes them")
+    return run_id
+
+
+@dataclasses.dataclass
+class Revision:
+    """Another build of the rigs (a revision axis value): its runfiles tree, commit and rig data."""
+    name: str
+    runfiles: str
+    commit: str
+    rig_data: dict
+
+
+def parse_args(argv):
+    parser = argparse.ArgumentParser(
+        description="Run a benchmark matrix: plan, apply and prove every knob, store results with provenance.",
+        epilog="Exit status: 0 all cells ok or skipped; 1 some cells failed or were invalid; 2 bad input; "
+               "3 another matrix holds the host lock; 130 interrupted (resume with --resume RUN_ID).")
+    parser.add_argument("--matrix", required=True, help="the matrix TOML file")
+    parser.add_argument("--workload", required=True, help="the workload folder (holds workload.toml)")
+    parser.add_argument("--rig-data", action="append", default=[], metavar="NAME=PATH", help=argparse.SUPPRESS)
+    parser.add_argument("--bazel-target", default="", help=argparse.SUPPRESS)
+    parser.add_argument("--profile", help="a named profile of the matrix file (e.g. smoke, full)")
+    parser.add_argument("--set", action="append", default=[], metavar="AXIS=V1,V2",
+                        help="replace an axis' values, e.g. --set jdk=11,17 (repeatable)")
+    parser.add_argument("--dry-run", action="store_true", help="print the plan and the estimated time; run nothing")
+    parser.add_argument("--resume", metavar="RUN_ID", help="run only the cells a stored run is missing")
+    parser.add_argument("--run-id", help="the new run's id (default: the UTC time and 4 random hex digits); "
+                        "for tools that start a run and must know where it will be stored (//tools:fleet)")
+    parser.add_argument("--plan-json", metavar="FILE",
+                        help="with --dry-run: also write the plan (every cell, its skip reason) and this host's "
+                             "doctor report as JSON to FILE ('-' for stdout)")
+    parser.add_argument("--strict", action="store_true", help="refuse to run on a busy host")
+    parser.add_argument("--results-dir", help="where runs are stored (default: <workspace>/results)")
+    parser.add_argument("--jdk", action="append", default=[], metavar="NAME=PATH",
+                        help="declare a JDK (also TUNELAB_JDKS=NAME=PATH:...)")
+    parser.add_argument("--variant-data", action="append", default=[], metavar="VARIANT=NAME=PATH",
+                        help=argparse.SUPPRESS)  # from rig_matrix(variants = ...): a patched build's files
+    parser.add_argument("--revision", action="append", default=[], metavar="NAME=RUNFILES",
+                        help="a value of the revision axis: the runfiles tree of this target built from another "
+                             "commit (e.g. in a git worktree); its cells run that build's rig artifacts")
+    parser.add_argument("--no-host-reference", action="store_true",
+                        help="skip the host reference probe before and after the matrix (~10 s each)")
+    parser.add_argument("--seed", type=int, help="seed for the interleaved order (default: the matrix's)")
+    parser.add_argument("--lock-file", default=os.environ.get("TUNELAB_LOCK_FILE", DEFAULT_LOCK), help=argparse.SUPPRESS)
+    parser.add_argument("--no-gc-probes", action="store_true", help=argparse.SUPPRESS)
+    parser.add_argument("--no-next-steps", action="store_true", help=argparse.SUPPRESS)  # for tools wrapping a run
+    return parser.parse_args(argv)
+
+
+def load_variants(items, matrix):
+    """{variant: {"data": {name: path}, "manifest": dict}} for every patched value of the variant axis;
+    refuses a value the build does not provide, before anything runs."""
+    given = {}
+    for item in items:
+        variant, name, path = (item.split("=", 2) + [None, None])[:3]
+        if not name or path is None:
+            raise spec.SpecError(f"--variant-data {item!r}: expected VARIANT=NAME=PATH")
+        given.setdefault(variant, {})[name] = os.path.abspath(path)
+    variants = {}
+    for value in matrix.axes.get("variant", []):
+        if value == "stock":
+            continue
+        data = given.get(value)
+        if data is None:
+            built = ", ".join(sorted(given)) or "none"
+            raise spec.SpecError(f"variant={value}: this target has no such build (built: {built}); add it to the "
+                                 "rig_matrix's `variants` in rigs/BUILD.bazel (third_party/<component>/defs.bzl)")
+        if "manifest" not in data:
+            raise spec.SpecError(f"variant={value}: its build gives no manifest (the patch set's identity)")
+        with open(data.pop("manifest")) as f:
+            variants[value] = {"data": data, "manifest": json.load(f)}
+    return variants
+
+
+def load_revisions(items, matrix, rig_data, runfiles_ws, matrix_path, required=True):
+    """{name: Revision} for every --revision; refuses a revision axis value without a build to run
+    (unless not `required`: a dry run plans without the builds)."""
+    revisions = {}
+    for item in items:
+        name, sep, path = item.partition("=")
+        if not sep or not name or not path:
+            raise spec.SpecError(f"--revision {item!r}: expected NAME=RUNFILES")
+        if name == spec.CANDIDATE_REVISION:
+            raise spec.SpecError(f"--revision {name}=...: `{name}` is the build being run; name the other one")
+        root = os.path.abspath(path)
+        if not os.path.isdir(root):
+            raise spec.SpecError(f"--revision {name}: no runfiles folder {root} (build the target at that "
+                                 "revision first)")
+        ws = os.path.join(root, "tunelab") if os.path.isdir(os.path.join(root, "tunelab")) else root
+        data = {}
+        for key, mine in rig_data.items():
+            theirs = os.path.join(ws, os.path.relpath(mine, runfiles_ws))
+            if not os.path.exists(theirs):
+                raise spec.SpecError(f"--revision {name}: its build has no {os.path.relpath(mine, runfiles_ws)} "
+                                     f"under {ws}; build this target there first")
+            data[key] = theirs
+        # Runfiles entries link back to the source tree the revision was built from: ask its git.
+        source = os.path.realpath(os.path.join(ws, os.path.relpath(os.path.abspath(matrix_path), runfiles_ws)))
+        commit, dirty = host.harness_provenance(os.path.dirname(source))
+        revisions[name] = Revision(name, ws, commit + ("-dirty" if dirty else ""), data)
+    wanted = set(matrix.axes.get("revision", [])) - {spec.CANDIDATE_REVISION}
+    missing = sorted(wanted - set(revisions))
+    if missing and required:
+        raise spec.SpecError(f"the revision axis names {', '.join(missing)}: give each build with "
+                             "--revision NAME=RUNFILES (tools/nightly/nightly.sh builds the accepted one)")
+    unused = sorted(set(revisions) - wanted)
+    if unused:
+        raise spec.SpecError(f"--revision {', '.join(unused)}: not a value of this matrix's revision axis "
+                             f"({', '.join(matrix.axes.get('revision', [])) or 'no revision axis'})")
+    return revisions
+
+
+def stored_run_settings(results_root, run_id):
+    """(profile, overrides) of a stored run, found under any host folder of `results_root`; None if absent."""
+    for manifest_path in sorted(glob.glob(os.path.join(glob.escape(results_root), "*", glob.escape(run_id),
+                                                       "manifest.json"))):
+        try:
+            with open(manifest_path) as f:
+                matrix = json.load(f)["matrix"]
+            return matrix.get("profile"), list(matrix.get("overrides") or [])
+        except (OSError, ValueError, KeyError, TypeError):
+            continue
+    return None
+
+
+def spec_digest(matrix_path, profile, overrides, workload):
+    h = hashlib.sha256()
+    with open(matrix_path, "rb") as f:
+        h.update(f.read())
+    h.update(json.dumps([profile, sorted(overrides), workload.sha256]).encode())
+    return h.hexdigest()

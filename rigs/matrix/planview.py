@@ -1,0 +1,84 @@
+"""What the runner prints and writes about a plan: the plan table with its time estimate, the plan as JSON
+(for tools that plan on another host, //tools:fleet), and the next steps after a run."""
+
+import datetime
+import json
+import sys
+import tomllib
+
+from rich.markup import escape
+from rich.table import Table
+
+from rigs.matrix import spec
+
+JVM_START_ESTIMATE_S = 2.0
+HOST_REFERENCE_ESTIMATE_S = 8.0
+PLAN_SCHEMA = "tunelab.plan/1"
+
+
+def estimate_seconds(planned, policy, rig=None, repetitions_of=None):
+    """Wall time of the runnable cells: the rig's own estimate per cell if it has one (a trace-driven rig
+    runs as long as its trace), else warm-up + measurement + cool-down + JVM start."""
+    rig_estimate = getattr(rig, "estimate_seconds", None)
+    total = 0.0
+    for p in planned:
+        if p.skip_reason:
+            continue
+        per = (rig_estimate(p.cell.params, policy) if rig_estimate else
+               policy.warmup_s + policy.measure_s + JVM_START_ESTIMATE_S)
+        total += (per + policy.cooldown_s) * (repetitions_of(p.cell) if repetitions_of else policy.repetitions)
+    return total
+
+
+def print_plan(console, matrix, planned, profile, rig=None):
+    varying = spec.varying_axes([p.cell for p in planned])
+    t = Table(title=f"Plan: {matrix.name} (profile {profile or 'default'}), rig {matrix.rig}")
+    for col in ("cell", "parameters", "JDK", "status"):
+        t.add_column(col, overflow="fold")
+    for p in planned:
+        status = (f"[yellow]skip[/yellow]: {escape(p.skip_reason)}" if p.skip_reason else
+                  f"run x{matrix.repetitions_of(p.cell)}"
+                  + (" (known answer)" if any(k.cell_id == p.cell.id for k in matrix.known_answers) else ""))
+        jdk = f"{p.jdk['name']} {p.jdk.get('version', '')}" if p.jdk else spec.NO_JDK
+        t.add_row(p.cell.id, escape(p.cell.label(varying)), jdk, status)
+    console.print(t)
+    est = estimate_seconds(planned, matrix.policy, rig, matrix.repetitions_of) + (
+        2 * HOST_REFERENCE_ESTIMATE_S)
+    runnable = sum(1 for p in planned if not p.skip_reason)
+    pol = matrix.policy
+    console.print(f"{len(planned)} cells, {runnable} to run x {pol.repetitions} repetitions "
+                  f"(warm-up {pol.warmup_s:g} s, measure {pol.measure_s:g} s, cool-down {pol.cooldown_s:g} s, "
+                  f"timeout {pol.timeout_s:g} s), {len(planned) - runnable} skipped; "
+                  f"estimated time {datetime.timedelta(seconds=round(est))}")
+
+
+def print_next_steps(console, ctx, args):
+    console.print(f"Results: {ctx.run_dir} (manifest.json, cells/, logs/)")
+    target = ctx.bazel_target or "<this target>"
+    with open(ctx.matrix_source, "rb") as f:
+        profiles = sorted(tomllib.load(f).get("profiles", {}))
+    others = [p for p in profiles if p != args.profile and p != "smoke"]
+    if others:
+        console.print(f"Other profiles of this matrix: {', '.join(others)}. Plan one with: bazel run {target} -- "
+                      "--profile NAME --dry-run")
+
+
+def plan_document(matrix, planned, profile, rig, report):
+    """The plan as JSON: what this host will run and skip (with reasons), and the doctor report it used."""
+    return {
+        "schema": PLAN_SCHEMA, "matrix": matrix.name, "rig": matrix.rig, "profile": profile,
+        "estimated_s": round(estimate_seconds(planned, matrix.policy, rig, matrix.repetitions_of)
+                             + 2 * HOST_REFERENCE_ESTIMATE_S),
+        "cells": [{"id": p.cell.id, "params": p.cell.params, "repetitions": matrix.repetitions_of(p.cell),
+                   "skip_reason": p.skip_reason or None} for p in planned],
+        "doctor": report,
+    }
+
+
+def write_plan_json(path, doc):
+    text = json.dumps(doc, indent=1, sort_keys=True) + "\n"
+    if path == "-":
+        sys.stdout.write(text)
+    else:
+        with open(path, "w") as f:
+            f.write(text)

@@ -1,0 +1,243 @@
+"""The fleet for real, on hosts this test makes on this machine: two sshd (Debian's openssh-server) on
+loopback addresses 127.0.0.2 and 127.0.0.3, each host with its own root for bundles, runs and its lock, and
+a third inventory host where nothing listens. Through the real ansible-runner, the calibration matrix's
+fleet_smoke profile runs on both; host b is killed mid-run (its sshd and every process of its run), the
+fleet reports it and host c, and brings a's run home; then b comes back and `--resume` finishes it without
+rerunning a or b's stored cells; a cross-host report compares the two (one physical machine, and says so).
+Nothing listens beyond loopback; every process and folder the test made is removed at the end.
+
+  args: FLEET_BINARY REPORT_BINARY BUNDLE ARGS_FILE
+"""
+
+import glob
+import json
+import os
+import shutil
+import signal
+import socket
+import subprocess
+import sys
+import tempfile
+import time
+import unittest
+
+FLEET, REPORT, BUNDLE, ARGS_FILE = (os.path.abspath(p) for p in sys.argv[1:5])
+del sys.argv[1:5]
+SSHD = shutil.which("sshd") or "/usr/sbin/sshd"
+PROFILE = "fleet_smoke"
+
+
+def free_port(address):
+    with socket.socket() as s:
+        s.bind((address, 0))
+        return s.getsockname()[1]
+
+
+def children_of():
+    tree = {}
+    for stat in glob.glob("/proc/[0-9]*/stat"):
+        try:
+            with open(stat) as f:
+                fields = f.read().rsplit(")", 1)[1].split()
+        except OSError:
+            continue
+        tree.setdefault(int(fields[1]), []).append(int(stat.split("/")[2]))
+    return tree
+
+
+def descendants(pid):
+    tree, out, todo = children_of(), [], [pid]
+    while todo:
+        p = todo.pop()
+        out.append(p)
+        todo.extend(tree.get(p, []))
+    return out
+
+
+def processes_running_from(root):
+    """Processes whose program or script lies under `root` (a host's bundle: remote_run.py, the runner, the
+    JVMs). Not the controller's: its ansible-playbook knows every host's paths too."""
+    pids = []
+    for cmdline in glob.glob("/proc/[0-9]*/cmdline"):
+        try:
+            with open(cmdline, "rb") as f:
+                argv = f.read().split(b"\0")[:2]
+        except OSError:
+            continue
+        if any(a.startswith(root.encode() + b"/") for a in argv):
+            pids.append(int(cmdline.split("/")[2]))
+    return [p for p in pids if p != os.getpid()]
+
+
+def kill_all(pids):
+    for p in pids:
+        try:
+            os.kill(p, signal.SIGKILL)
+        except ProcessLookupError:
+            pass
+
+
+class Host:
+    def __init__(self, base, name, address):
+        self.name, self.address, self.port = name, address, free_port(address)
+        self.dir = os.path.join(base, name)
+        self.root = os.path.join(self.dir, "root")
+        os.makedirs(self.root)
+        self.config = os.path.join(self.dir, "sshd_config")
+        self.proc = None
+        subprocess.run(["ssh-keygen", "-q", "-t", "ed25519", "-N", "", "-f", os.path.join(self.dir, "host_key")],
+                       check=True)
+        with open(self.config, "w") as f:
+            f.write("\n".join([
+                f"ListenAddress {address}:{self.port}",
+                f"HostKey {self.dir}/host_key",
+                f"PidFile {self.dir}/sshd.pid",
+                f"AuthorizedKeysFile {base}/authorized_keys",
+                "StrictModes no", "UsePAM no", "PasswordAuthentication no", "KbdInteractiveAuthentication no",
+                "PermitRootLogin prohibit-password", "Subsystem sftp internal-sftp", "LogLevel ERROR", ""]))
+
+    def start(self):
+        with open(self.config + ".log", "ab") as log:
+            self.proc = subprocess.Popen([SSHD, "-D", "-e", "-f", self.config], stderr=log)
+        deadline = time.monotonic() + 10
+        while time.monotonic() < deadline:
+            try:
+                socket.create_connection((self.address, self.port), timeout=0.5).close()
+                return
+            except OSError:
+                time.sleep(0.1)
+        raise AssertionError(f"sshd for {self.name} did not listen on {self.address}:{self.port}")
+
+    def drop_out(self):
+        """The host goes away: its sshd with every session, and every process of its matrix run."""
+        if self.proc:
+            kill_all(descendants(self.proc.pid))
+            self.proc.wait()
+            self.proc = None
+        kill_all(processes_running_from(self.root))
+
+    def cells(self):
+        return sorted(glob.glob(os.path.join(self.root, "results", "*", "*", "cells", "*.json")))
+
+
+class FleetIntegrationTest(unittest.TestCase):
+    @classmethod
+    def setUpClass(cls):
+        if not os.path.exists(SSHD):
+            raise AssertionError(f"no sshd at {SSHD}: ./bazelw installs openssh-server")
+        os.makedirs("/run/sshd", mode=0o755, exist_ok=True)  # sshd's privilege separation folder
+        cls.base = tempfile.mkdtemp(prefix="tl-fleet-")
+        key = os.path.join(cls.base, "client_key")
+        subprocess.run(["ssh-keygen", "-q", "-t", "ed25519", "-N", "", "-f", key], check=True)
+        shutil.copy(key + ".pub", os.path.join(cls.base, "authorized_keys"))
+        cls.hosts = {"a": Host(cls.base, "a", "127.0.0.2"), "b": Host(cls.base, "b", "127.0.0.3")}
+        cls.refusing_port = free_port("127.0.0.4")  # nothing will listen there
+        for host in cls.hosts.values():
+            host.start()
+        cls.inventory = os.path.join(cls.base, "hosts.ini")
+        with open(cls.inventory, "w") as f:
+            f.write("[fleet]\n")
+            for h in cls.hosts.values():
+                f.write(f"{h.name} ansible_host={h.address} ansible_port={h.port} tunelab_root={h.root} "
+                        f"tunelab_lock_file={h.root}/matrix.lock\n")
+            f.write(f"c ansible_host=127.0.0.4 ansible_port={cls.refusing_port} tunelab_root={cls.base}/c\n")
+            f.write("\n[fleet:vars]\nansible_user=root\n"
+                    f"ansible_ssh_private_key_file={key}\n"
+                    "ansible_ssh_common_args='-o StrictHostKeyChecking=no -o UserKnownHostsFile=/dev/null'\n")
+        cls.results = os.path.join(cls.base, "home-results")
+
+    @classmethod
+    def tearDownClass(cls):
+        for host in cls.hosts.values():
+            host.drop_out()
+        shutil.rmtree(cls.base, ignore_errors=True)
+
+    def fleet(self, *args, wait=True):
+        argv = [FLEET, "--inventory", self.inventory, "--bundle", BUNDLE, "--args-file", ARGS_FILE,
+                "--results-dir", self.results, *args]
+        log = open(os.path.join(self.base, f"fleet-{time.monotonic_ns()}.log"), "w+")
+        proc = subprocess.Popen(argv, stdout=log, stderr=subprocess.STDOUT, text=True)
+        if not wait:
+            return proc, log
+        proc.wait(timeout=900)
+        log.seek(0)
+        text = log.read()
+        log.close()
+        return proc.returncode, text
+
+    def state(self, fleet_id):
+        with open(os.path.join(self.results, ".fleet", fleet_id, "fleet.json")) as f:
+            return json.load(f)
+
+    def test_fleet_runs_drops_a_host_resumes_it_and_reports_across_hosts(self):
+        a, b = self.hosts["a"], self.hosts["b"]
+        proc, log = self.fleet("//rigs:calibration_matrix", "--profile", PROFILE, wait=False)
+        deadline = time.monotonic() + 600
+        while not b.cells():
+            if proc.poll() is not None:
+                log.seek(0)
+                self.fail(f"the fleet ended before host b stored a result:\n{log.read()}")
+            self.assertLess(time.monotonic(), deadline, "host b stored no result within 10 minutes")
+            time.sleep(0.2)
+        b.drop_out()
+        before_kill = {}
+        for path in b.cells():
+            with open(path, "rb") as f:
+                before_kill[os.path.basename(path)] = f.read()
+        proc.wait(timeout=900)
+        log.seek(0)
+        out = log.read()
+        log.close()
+        print(out)  # kept in the test log: what a user sees
+        self.assertEqual(proc.returncode, 1, out)
+        fleet_id = next(line.split()[2].rstrip(":") for line in out.splitlines() if line.startswith("fleet run fleet-"))
+        state = self.state(fleet_id)["hosts"]
+        self.assertEqual(state["a"]["status"], "home", out)
+        self.assertIn(state["b"]["status"], ("dropped", "failed", "interrupted"), out)
+        self.assertEqual(state["c"]["status"], "failed")
+        self.assertIn("unreachable over SSH", state["c"]["error"])
+        self.assertIn("Connection refused", state["c"]["error"])
+        run_a = os.path.join(self.results, "a", state["a"]["run_id"])
+        with open(os.path.join(run_a, "manifest.json")) as f:
+            manifest = json.load(f)
+        self.assertEqual(manifest["state"], "complete")
+        self.assertEqual(manifest["fleet"], {"host": "a", "fleet_id": fleet_id})
+        a_files = {p: os.stat(p).st_mtime_ns for p in glob.glob(os.path.join(run_a, "**"), recursive=True)}
+        a_markers = sorted(glob.glob(os.path.join(a.root, "fleet", "*.pid")))
+
+        b.start()
+        code, out = self.fleet("--resume", fleet_id)
+        print(out)
+        self.assertEqual(code, 1, out)  # host c still refuses
+        self.assertIn(f"a: run {state['a']['run_id']} is home already; not run again", out)
+        resumed = self.state(fleet_id)["hosts"]
+        self.assertEqual(resumed["b"]["status"], "home", out)
+        self.assertEqual(resumed["b"]["run_id"], state["b"]["run_id"])
+        self.assertEqual(resumed["c"]["status"], "failed")
+        # Nothing of a's changed, and a ran nothing new.
+        self.assertEqual({p: os.stat(p).st_mtime_ns for p in a_files}, a_files)
+        self.assertEqual(sorted(glob.glob(os.path.join(a.root, "fleet", "*.pid"))), a_markers)
+        run_b = os.path.join(self.results, "b", state["b"]["run_id"])
+        with open(os.path.join(run_b, "manifest.json")) as f:
+            manifest_b = json.load(f)
+        self.assertEqual(manifest_b["state"], "complete")
+        cells_b = sorted(os.listdir(os.path.join(run_b, "cells")))
+        self.assertEqual(len(cells_b), 6)  # 2 cells x 3 repetitions
+        for name, body in before_kill.items():  # stored before the drop-out: kept, not rerun
+            with open(os.path.join(run_b, "cells", name), "rb") as f:
+                self.assertEqual(f.read(), body, name)
+
+        report = os.path.join(self.base, "cross-host.pdf")
+        done = subprocess.run([REPORT, state["a"]["run_id"], state["b"]["run_id"], "--kind", "cross-host", "--out",
+                               report, "--text", report + ".txt", "--results-dir", self.results, "--no-reference"],
+                              stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+        self.assertEqual(done.returncode, 0, done.stdout)
+        with open(report + ".txt") as f:
+            text = f.read()
+        self.assertIn("ONE PHYSICAL MACHINE: a and b are two fleet hosts on host", text)
+        self.assertIn("a (baseline)", text)
+        self.assertGreater(os.path.getsize(report), 10_000)
+
+
+if __name__ == "__main__":
+    unittest.main()

@@ -1,0 +1,86 @@
+"""Packs a matrix bundle (tools/fleet/defs.bzl) reproducibly: entries sorted, times and owners zeroed, file
+contents followed through Bazel's symlinks, modes kept (launchers and JDK binaries stay executable).
+
+  make_bundle.py --listing LISTING --out BUNDLE.tar.gz
+LISTING lines: `file DEST SOURCE` or `empty DEST` (DEST relative to the bundle's root).
+"""
+
+import argparse
+import gzip
+import io
+import os
+import sys
+import tarfile
+
+
+def read_listing(path):
+    entries = {}
+    with open(path) as f:
+        for number, line in enumerate(f, 1):
+            parts = line.rstrip("\n").split(" ")
+            if parts == [""]:
+                continue
+            kind, dest = parts[0], parts[1] if len(parts) > 1 else ""
+            if kind == "file" and len(parts) == 3:
+                source = parts[2]
+            elif kind == "empty" and len(parts) == 2:
+                source = None
+            else:
+                raise ValueError(f"{path}:{number}: expected `file DEST SOURCE` or `empty DEST`: {line!r}")
+            if os.path.isabs(dest) or os.path.normpath(dest).startswith(".."):
+                raise ValueError(f"{path}:{number}: destination leaves the bundle: {dest}")
+            if entries.get(dest, source) != source:
+                raise ValueError(f"{path}:{number}: {dest} listed twice with different sources")
+            entries[dest] = source
+    return entries
+
+
+def folders_of(paths):
+    out = set()
+    for p in paths:
+        parent = os.path.dirname(p)
+        while parent:
+            out.add(parent)
+            parent = os.path.dirname(parent)
+    return out
+
+
+def pack(entries, out):
+    def info(name, kind, mode, size=0):
+        ti = tarfile.TarInfo(name)
+        ti.type, ti.mode, ti.size, ti.mtime = kind, mode, size, 0
+        ti.uid = ti.gid = 0
+        ti.uname = ti.gname = ""
+        return ti
+
+    # gzip's header carries a time and a file name; both are fixed so the same inputs give the same bytes.
+    with open(out, "wb") as raw, gzip.GzipFile(filename="", mode="wb", fileobj=raw, mtime=0, compresslevel=1) as gz, \
+            tarfile.open(fileobj=gz, mode="w", format=tarfile.PAX_FORMAT) as tar:
+        for folder in sorted(folders_of(entries)):
+            tar.addfile(info(folder, tarfile.DIRTYPE, 0o755))
+        for dest in sorted(entries):
+            source = entries[dest]
+            if source is None:
+                tar.addfile(info(dest, tarfile.REGTYPE, 0o644), io.BytesIO(b""))
+                continue
+            st = os.stat(source)  # follows the symlink to the real file
+            mode = 0o755 if st.st_mode & 0o111 else 0o644
+            with open(source, "rb") as f:
+                tar.addfile(info(dest, tarfile.REGTYPE, mode, st.st_size), f)
+
+
+def main(argv=None):
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--listing", required=True)
+    parser.add_argument("--out", required=True)
+    args = parser.parse_args(argv)
+    try:
+        pack(read_listing(args.listing), args.out)
+    except (OSError, ValueError) as e:
+        print(f"make_bundle: error: {e}", file=sys.stderr)
+        return 1
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,65 @@
+"""make_bundle.py: the same inputs give the same bytes; links are followed; modes and empty files kept."""
+
+import hashlib
+import os
+import tarfile
+import tempfile
+import time
+import unittest
+
+from tools.fleet import make_bundle
+
+
+class MakeBundleTest(unittest.TestCase):
+    def setUp(self):
+        self.tmp = tempfile.mkdtemp()
+        self.src = os.path.join(self.tmp, "src")
+        os.makedirs(self.src)
+        self.write("launcher", "#!/bin/sh\n", 0o755)
+        self.write("data.txt", "data\n", 0o644)
+        os.symlink(os.path.join(self.src, "data.txt"), os.path.join(self.src, "link.txt"))
+        self.listing = os.path.join(self.tmp, "listing.txt")
+        with open(self.listing, "w") as f:
+            f.write(f"file matrix {self.src}/launcher\n"
+                    f"file matrix.runfiles/ws/pkg/data.txt {self.src}/link.txt\n"
+                    "empty matrix.runfiles/ws/pkg/__init__.py\n")
+
+    def write(self, name, text, mode):
+        path = os.path.join(self.src, name)
+        with open(path, "w") as f:
+            f.write(text)
+        os.chmod(path, mode)
+
+    def bundle(self, name):
+        out = os.path.join(self.tmp, name)
+        self.assertEqual(make_bundle.main(["--listing", self.listing, "--out", out]), 0)
+        with open(out, "rb") as f:
+            return out, hashlib.sha256(f.read()).hexdigest()
+
+    def test_reproducible_and_complete(self):
+        first, sha1 = self.bundle("a.tar.gz")
+        time.sleep(1.1)
+        os.utime(os.path.join(self.src, "data.txt"))  # a newer time changes nothing
+        _, sha2 = self.bundle("b.tar.gz")
+        self.assertEqual(sha1, sha2)
+        with tarfile.open(first) as tar:
+            members = {m.name: m for m in tar.getmembers()}
+            self.assertEqual(sorted(members), ["matrix", "matrix.runfiles", "matrix.runfiles/ws",
+                                               "matrix.runfiles/ws/pkg", "matrix.runfiles/ws/pkg/__init__.py",
+                                               "matrix.runfiles/ws/pkg/data.txt"])
+            self.assertTrue(members["matrix.runfiles/ws/pkg/data.txt"].isfile())  # the link's content
+            self.assertEqual(tar.extractfile("matrix.runfiles/ws/pkg/data.txt").read(), b"data\n")
+            self.assertEqual(members["matrix"].mode, 0o755)
+            self.assertEqual(members["matrix.runfiles/ws/pkg/data.txt"].mode, 0o644)
+            self.assertEqual({m.mtime for m in members.values()}, {0})
+
+    def test_bad_listings_are_refused(self):
+        for line in ("file ../escape /etc/passwd", "copy a b", "file a"):
+            with open(self.listing, "w") as f:
+                f.write(line + "\n")
+            with self.subTest(line=line):
+                self.assertEqual(make_bundle.main(["--listing", self.listing, "--out", os.path.join(self.tmp, "x")]), 1)
+
+
+if __name__ == "__main__":
+    unittest.main()

@@ -1,0 +1,169 @@
+"""Runs one matrix on a fleet host, detached from the SSH session that started it, and leaves marker files
+for whoever watches: <state>/<run>.pid while it runs, <state>/<run>.done (JSON) once it has ended.
+
+Shipped inside every matrix bundle and run there by //tools:fleet's playbooks with the host's Python
+(3.8 or newer; standard library only). Subcommands print one JSON object:
+  start  --state DIR --run-id ID [--cwd DIR] [--env K=V ...] -- ARGV...   start ARGV detached, return at once
+  status --state DIR --run-id ID        running | finished | dead (started, no marker, not alive) | absent
+  wait   --state DIR --run-id ID [--interval-s 10] [--timeout-s N]
+         until the run has finished or died: one sleeping process checking the marker, nothing chattier
+  pack   --results DIR --run-id ID --out FILE    the run folder <results>/<host>/<run> as one .tar.gz
+"""
+
+import argparse
+import glob
+import json
+import os
+import signal
+import subprocess
+import sys
+import tarfile
+import time
+
+
+def paths(state, run_id):
+    base = os.path.join(state, run_id)
+    return base + ".pid", base + ".done", base + ".log"
+
+
+def write_atomic(path, text):
+    tmp = path + ".tmp"
+    with open(tmp, "w") as f:
+        f.write(text)
+        f.flush()
+        os.fsync(f.fileno())
+    os.replace(tmp, path)
+
+
+def process_start_ticks(pid):
+    """The process' start time in clock ticks since boot (/proc/<pid>/stat field 22), or None if gone:
+    a pid alone may have been reused by the time anyone asks."""
+    try:
+        with open(f"/proc/{pid}/stat") as f:
+            return int(f.read().rsplit(")", 1)[1].split()[19])
+    except (OSError, ValueError, IndexError):
+        return None
+
+
+def status(state, run_id):
+    pid_path, done_path, log_path = paths(state, run_id)
+    if os.path.exists(done_path):
+        with open(done_path) as f:
+            doc = json.load(f)
+        doc["state"] = "finished"
+        return doc
+    if not os.path.exists(pid_path):
+        return {"state": "absent"}
+    with open(pid_path) as f:
+        started = json.load(f)
+    alive = process_start_ticks(started["pid"]) == started["start_ticks"]
+    return {"state": "running" if alive else "dead", "pid": started["pid"], "log": log_path}
+
+
+def supervise(argv, cwd, env, pid_path, done_path, log_path):
+    """The detached supervisor: runs argv, records how it ended. SIGTERM is passed on to the matrix (it
+    stores what it has, restores the host and exits 130)."""
+    with open(log_path, "ab") as log:
+        child = subprocess.Popen(argv, cwd=cwd, env=env, stdin=subprocess.DEVNULL, stdout=log, stderr=subprocess.STDOUT)
+    signal.signal(signal.SIGTERM, lambda signum, frame: child.send_signal(signal.SIGTERM))
+    code = child.wait()
+    doc = {"exit_status": code if code >= 0 else None, "signal": -code if code < 0 else None,
+           "finished_at": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())}
+    write_atomic(done_path, json.dumps(doc) + "\n")
+
+
+def start(args):
+    os.makedirs(args.state, exist_ok=True)
+    pid_path, done_path, log_path = paths(args.state, args.run_id)
+    now = status(args.state, args.run_id)
+    if now["state"] == "running":
+        return {"error": f"run {args.run_id} is still running here (pid {now['pid']})"}
+    for stale in (done_path, pid_path):
+        if os.path.exists(stale):
+            os.remove(stale)
+    env = dict(os.environ)
+    for item in args.env:
+        key, sep, value = item.partition("=")
+        if not sep:
+            return {"error": f"--env {item!r}: expected KEY=VALUE"}
+        env[key] = value
+    argv = args.argv[1:] if args.argv[:1] == ["--"] else args.argv
+    if not argv:
+        return {"error": "nothing to run: give the command after --"}
+    read_end, write_end = os.pipe()
+    first = os.fork()
+    if first == 0:
+        # Double fork: the supervisor is adopted by init and outlives the SSH session that started it.
+        os.close(read_end)
+        os.setsid()
+        if os.fork() != 0:
+            os._exit(0)
+        devnull = os.open(os.devnull, os.O_RDWR)
+        for fd in (0, 1, 2):
+            os.dup2(devnull, fd)
+        pid = os.getpid()
+        write_atomic(pid_path, json.dumps({"pid": pid, "start_ticks": process_start_ticks(pid), "argv": argv}) + "\n")
+        os.write(write_end, b"x")
+        os.close(write_end)
+        try:
+            supervise(argv, args.cwd, env, pid_path, done_path, log_path)
+        except BaseException as e:  # the marker must exist whatever happened, or the watcher waits for ever
+            write_atomic(done_path, json.dumps({"exit_status": None, "signal": None, "error": repr(e)}) + "\n")
+        os._exit(0)
+    os.close(write_end)
+    os.read(read_end, 1)  # returns once the pid file is written
+    os.close(read_end)
+    os.waitpid(first, 0)
+    return {"started": True, "log": log_path, **status(args.state, args.run_id)}
+
+
+def wait(args):
+    deadline = time.monotonic() + args.timeout_s if args.timeout_s else None
+    while True:
+        now = status(args.state, args.run_id)
+        if now["state"] in ("finished", "dead", "absent"):
+            return now
+        if deadline is not None and time.monotonic() > deadline:
+            now["timed_out"] = True
+            return now
+        time.sleep(args.interval_s)
+
+
+def pack(args):
+    runs = glob.glob(os.path.join(glob.escape(args.results), "*", glob.escape(args.run_id), "manifest.json"))
+    if len(runs) != 1:
+        return {"error": f"expected one folder {args.results}/<host>/{args.run_id} with a manifest, found {len(runs)}"}
+    run_dir = os.path.dirname(runs[0])
+    arcname = os.path.join(os.path.basename(os.path.dirname(run_dir)), args.run_id)
+    with tarfile.open(args.out + ".tmp", "w:gz") as tar:
+        tar.add(run_dir, arcname=arcname, filter=lambda ti: ti if (ti.isfile() or ti.isdir()) else None)
+    os.replace(args.out + ".tmp", args.out)
+    return {"archive": args.out, "bytes": os.path.getsize(args.out)}
+
+
+def main(argv=None):
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    sub = parser.add_subparsers(dest="command", required=True)
+    for name in ("start", "status", "wait"):
+        p = sub.add_parser(name)
+        p.add_argument("--state", required=True)
+        p.add_argument("--run-id", required=True)
+        if name == "start":
+            p.add_argument("--cwd")
+            p.add_argument("--env", action="append", default=[])
+            p.add_argument("argv", nargs=argparse.REMAINDER)
+        if name == "wait":
+            p.add_argument("--interval-s", type=float, default=10.0)
+            p.add_argument("--timeout-s", type=float, default=0.0)
+    p = sub.add_parser("pack")
+    p.add_argument("--results", required=True)
+    p.add_argument("--run-id", required=True)
+    p.add_argument("--out", required=True)
+    args = parser.parse_args(argv)
+    doc = {"start": start, "status": lambda a: status(a.state, a.run_id), "wait": wait, "pack": pack}[args.command](args)
+    print(json.dumps(doc))
+    return 1 if "error" in doc else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,84 @@
+"""remote_run.py for real: detached runs, their markers, a killed run, a dead supervisor, packing a run."""
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import tarfile
+import tempfile
+import time
+import unittest
+
+SCRIPT = os.path.join(os.path.dirname(os.path.abspath(__file__)), "remote_run.py")
+
+
+def remote_run(*args):
+    out = subprocess.run([sys.executable, SCRIPT, *args], stdout=subprocess.PIPE, text=True, timeout=60)
+    return out.returncode, json.loads(out.stdout)
+
+
+class RemoteRunTest(unittest.TestCase):
+    def setUp(self):
+        self.state = tempfile.mkdtemp()
+
+    def start(self, run_id, *argv):
+        return remote_run("start", "--state", self.state, "--run-id", run_id, "--env", "GREETING=hello", "--",
+                          *argv)
+
+    def test_a_detached_run_leaves_its_exit_status_in_the_marker(self):
+        started = time.monotonic()
+        code, doc = self.start("r1", sys.executable, "-c",
+                               "import os, time; time.sleep(1); print(os.environ['GREETING']); raise SystemExit(1)")
+        self.assertEqual(code, 0, doc)
+        self.assertLess(time.monotonic() - started, 1.0, "start must return at once, not wait for the run")
+        self.assertEqual(doc["state"], "running")
+        code, again = self.start("r1", "true")
+        self.assertEqual(code, 1)
+        self.assertIn("still running", again["error"])
+        code, done = remote_run("wait", "--state", self.state, "--run-id", "r1", "--interval-s", "0.2")
+        self.assertEqual((done["state"], done["exit_status"], done["signal"]), ("finished", 1, None))
+        with open(os.path.join(self.state, "r1.log")) as f:
+            self.assertEqual(f.read(), "hello\n")
+
+    def test_a_killed_matrix_is_recorded_with_its_signal(self):
+        code, doc = self.start("r2", "sleep", "30")
+        supervisor = doc["pid"]
+        child = int(subprocess.run(["pgrep", "-P", str(supervisor)], stdout=subprocess.PIPE, text=True).stdout.split()[0])
+        os.kill(child, signal.SIGKILL)
+        code, done = remote_run("wait", "--state", self.state, "--run-id", "r2", "--interval-s", "0.2")
+        self.assertEqual((done["state"], done["exit_status"], done["signal"]), ("finished", None, 9))
+
+    def test_a_dead_supervisor_is_told_apart_from_a_running_one(self):
+        code, doc = self.start("r3", "sleep", "30")
+        supervisor = doc["pid"]
+        child = int(subprocess.run(["pgrep", "-P", str(supervisor)], stdout=subprocess.PIPE, text=True).stdout.split()[0])
+        os.kill(supervisor, signal.SIGKILL)
+        os.kill(child, signal.SIGKILL)
+        code, done = remote_run("wait", "--state", self.state, "--run-id", "r3", "--interval-s", "0.2",
+                                "--timeout-s", "20")
+        self.assertEqual(done["state"], "dead")
+        self.assertNotIn("timed_out", done)
+        self.assertEqual(remote_run("status", "--state", self.state, "--run-id", "never")[1], {"state": "absent"})
+
+    def test_pack_takes_the_one_run_folder(self):
+        results = tempfile.mkdtemp()
+        run = os.path.join(results, "vm-1", "20261124T000000Z-abcd")
+        os.makedirs(os.path.join(run, "cells"))
+        with open(os.path.join(run, "manifest.json"), "w") as f:
+            f.write("{}")
+        os.symlink("/etc/passwd", os.path.join(run, "cells", "link"))
+        out = os.path.join(self.state, "run.tar.gz")
+        code, doc = remote_run("pack", "--results", results, "--run-id", "20261124T000000Z-abcd", "--out", out)
+        self.assertEqual(code, 0, doc)
+        with tarfile.open(out) as tar:
+            names = sorted(tar.getnames())
+        self.assertEqual(names, ["vm-1/20261124T000000Z-abcd", "vm-1/20261124T000000Z-abcd/cells",
+                                 "vm-1/20261124T000000Z-abcd/manifest.json"])  # the link is left out
+        code, doc = remote_run("pack", "--results", results, "--run-id", "20261124T000000Z-ffff", "--out", out)
+        self.assertEqual(code, 1)
+        self.assertIn("found 0", doc["error"])
+
+
+if __name__ == "__main__":
+    unittest.main()
