@@ -1,0 +1,79 @@
+"""container.py for real with podman: the rigs' OS image imported from its tar, a process in it on the CPU and
+memory-node sets asked for (read inside the container and from the host's /proc, which must agree), a
+pinned JDK from the runfiles running in it, and the container removed.
+
+  args: ROOTFS_TAR ROOTFS_TAG JAVA
+"""
+
+import os
+import re
+import subprocess
+import sys
+import tempfile
+import unittest
+
+from rigs.matrix import container
+
+TAR, TAG_FILE, JAVA = (os.path.abspath(p) for p in sys.argv[1:4])
+del sys.argv[1:4]
+
+
+def status_field(text, field):
+    m = re.search(rf"^{field}:\s*(\S+)", text, re.M)
+    return m.group(1) if m else None
+
+
+class ContainerTest(unittest.TestCase):
+    @classmethod
+    def setUpClass(cls):
+        reason = container.unavailable_reason()
+        if reason:
+            raise AssertionError(f"{reason}: ./bazelw installs it")
+        with open(TAG_FILE) as f:
+            cls.tag = f.read().strip()
+        cls.image_id = container.ensure_image(TAR, cls.tag)
+
+    def test_the_image_comes_from_the_tar_and_is_imported_once(self):
+        self.assertRegex(self.tag, r"^localhost/tunelab-rig-os:[0-9a-f]{16}$")
+        self.assertEqual(container.ensure_image(TAR, self.tag), self.image_id)
+
+    def test_cpuset_is_what_the_process_inside_sees(self):
+        cpus = str(os.cpu_count() - 1)  # the last CPU: not what an unpinned process would show
+        work = tempfile.mkdtemp()
+        argv = container.run_argv(f"tl-test-{os.getpid()}-a", self.tag, ["/bin/busybox", "cat", "/proc/self/status"],
+                                  work, cpus=cpus, mems="0")
+        done = subprocess.run(argv, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, timeout=120)
+        self.assertEqual(done.returncode, 0, done.stderr)
+        self.assertEqual(status_field(done.stdout, "Cpus_allowed_list"), cpus)
+        self.assertEqual(status_field(done.stdout, "Mems_allowed_list"), "0")
+
+    def test_a_pinned_jdk_runs_inside_and_the_host_sees_the_same_cpuset(self):
+        name = f"tl-test-{os.getpid()}-b"
+        jdk_home = os.path.dirname(os.path.dirname(os.path.realpath(JAVA)))
+        work = tempfile.mkdtemp()
+        argv = container.run_argv(name, self.tag, [os.path.realpath(JAVA), "-XX:+UseSerialGC", "-Xmx64m", "-version"],
+                                  work, read_only=[jdk_home], env={"TUNELAB_TEST": "1"}, cpus="0")
+        done = subprocess.run(argv, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, timeout=120)
+        self.assertEqual(done.returncode, 0, done.stderr)
+        self.assertIn("OpenJDK 64-Bit Server VM", done.stderr)
+
+        sleeper = subprocess.Popen(container.run_argv(name, self.tag, ["/bin/busybox", "sleep", "60"], work, cpus="0"),
+                                   stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        try:
+            pid = container.main_pid(name)
+            with open(f"/proc/{pid}/status") as f:
+                host_view = f.read()
+            inside = subprocess.run([container.podman(), *container.PODMAN_OPTIONS, "exec", name, "/bin/busybox",
+                                     "cat", "/proc/1/status"], stdout=subprocess.PIPE, text=True, timeout=60).stdout
+            self.assertEqual(status_field(host_view, "Cpus_allowed_list"), "0")
+            self.assertEqual(status_field(inside, "Cpus_allowed_list"), "0")
+            self.assertIn("busybox", host_view.splitlines()[0])  # the host pid is the container's process
+        finally:
+            container.remove(name)
+            sleeper.wait(timeout=60)
+        gone = subprocess.run([container.podman(), *container.PODMAN_OPTIONS, "container", "exists", name])
+        self.assertNotEqual(gone.returncode, 0, "the container is still there after remove()")
+
+
+if __name__ == "__main__":
+    unittest.main()
