@@ -69,7 +69,9 @@ def rig_matrix(name, rig, matrix, workload, rig_data = {}, variants = {}, smoke_
             variant_labels.append(v)
     # The calibration program doubles as the host reference probe run before and after every matrix.
     probe = "//rigs/calibration:calibration_deploy.jar"
-    data = [matrix, workload] + rig_data.values() + variant_labels + PINNED_JDK_JAVAS + ["//results:schema"]
+    # The rigs' container OS image, for cells with executor = container (rigs/matrix/container.py).
+    container_os = ["//tools/container:rig_os.tar", "//tools/container:rig_os.tag"]
+    data = [matrix, workload] + rig_data.values() + variant_labels + PINNED_JDK_JAVAS + ["//results:schema"] + container_os
     if probe not in rig_data.values():
         data.append(probe)
     deps = [rig, "//rigs/matrix:runner", "//analysis:summary_lib"]

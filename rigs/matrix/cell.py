@@ -10,7 +10,7 @@ import subprocess
 import time
 
 from results import resultfile as results
-from rigs.matrix import evidence, knobs, processes, rig as rig_contract, spec
+from rigs.matrix import container, evidence, knobs, processes, rig as rig_contract, spec
 
 
 def now_iso():
@@ -58,6 +58,7 @@ class CellRunner:
         workdir = os.path.join(ctx.run_dir, "work", base)
         os.makedirs(workdir, exist_ok=True)
         self.class_load_log = os.path.join(workdir, "class-load.log")
+        self.executor, self.cell_params, self.cell_base = cell.params.get("executor", "process"), cell.params, base
         started = time.monotonic()
         policy = ctx.matrix.policy
         host_knobs = knobs.HostKnobs(ctx.host_paths, journal=ctx.knob_journal)
@@ -73,6 +74,12 @@ class CellRunner:
             return doc
 
         try:
+            if self.executor == "container" and not ctx.container_image.get("id"):
+                try:
+                    ctx.container_image["id"] = container.ensure_image(ctx.container_image["tar"],
+                                                                       ctx.container_image["tag"])
+                except (container.ContainerError, OSError, subprocess.SubprocessError) as e:
+                    return fail(f"executor=container: {e}")
             with host_knobs:
                 ev["applied_host_knobs"] = host_knobs.apply(cell)
                 launch = ctx.rig.launch(cell, ctx.workload, policy, workdir, ctx.rig_data_for(cell))
@@ -255,14 +262,25 @@ class CellRunner:
     def _start(self, process, commands, role_logs, workdir, ev):
         argv = commands[process.role]
         if any(rig_contract.PID_REF.search(a) for a in argv):
-            pids = {r.role: (jvm_pid(r.pid, self.ctx.host_paths.proc) if r.process.is_jvm else None) or r.pid
-                    for r in self.running}
+            pids = {r.role: (jvm_pid(r.program_pid(), self.ctx.host_paths.proc) if r.process.is_jvm else None)
+                    or r.program_pid() for r in self.running}
             missing = sorted({ref for a in argv for ref in rig_contract.PID_REF.findall(a)} - set(pids))
             if missing:
                 raise processes.StartError(f"{process.role}: {{pid:{missing[0]}}} names a role not started yet")
             argv = [rig_contract.PID_REF.sub(lambda m: str(pids[m.group(1)]), a) for a in argv]
             ev.setdefault("resolved_commands", {})[process.role] = argv
-        r = processes.Running(process, argv, role_logs[process.role], workdir, dict(os.environ, **process.env))
+        name = None
+        if self.executor == "container":
+            ctx = self.ctx
+            name = f"tl-{ctx.run_id}-{self.cell_base}-{process.role}"
+            cpus = ctx.matrix.pinnings[self.cell_params["pinning"]].cpus_for(process.role, process.under_test) or None
+            argv = container.run_argv(name, ctx.container_image["tag"], argv, workdir, env=process.env,
+                                      read_only=ctx.container_image["mounts"], cpus=cpus)
+            ev.setdefault("containers", {})[process.role] = {
+                "name": name, "image": ctx.container_image["tag"], "image_id": ctx.container_image.get("id"),
+                "cpuset_cpus": cpus, "podman_command": argv}
+        r = processes.Running(process, argv, role_logs[process.role], workdir, dict(os.environ, **process.env),
+                              container_name=name)
         self.running.append(r)
         return r
 
@@ -288,8 +306,8 @@ class CellRunner:
                 next_output_check = now + 1.0
                 for r in self.running:
                     if r.running():
-                        r.sample_cpu((jvm_pid(r.pid, ctx.host_paths.proc) if r.process.is_jvm else None) or r.pid,
-                                     ctx.host_paths.proc)
+                        r.sample_cpu((jvm_pid(r.program_pid(), ctx.host_paths.proc) if r.process.is_jvm else None)
+                                     or r.program_pid(), ctx.host_paths.proc)
                     line = r.failure_line()
                     if line:
                         return False, f"{r.role} reported a failure: {line}"
@@ -299,13 +317,13 @@ class CellRunner:
                                f"{dead.stderr_tail()}")
             if pid is None and under_test is not None and under_test.running():
                 # The process started, or (under a rig's wrapper such as perf stat) its JVM child.
-                pid = (jvm_pid(under_test.pid, ctx.host_paths.proc) if under_test.process.is_jvm
-                       else under_test.pid)
+                pid = (jvm_pid(under_test.program_pid(), ctx.host_paths.proc) if under_test.process.is_jvm
+                       else under_test.program_pid())
                 if pid is None:
                     time.sleep(0.05)
                     continue
                 if under_test.process.is_jvm:
-                    ev["jvm_pid_is_child_of_wrapper"] = pid != under_test.pid
+                    ev["jvm_pid_is_child_of_wrapper"] = pid != under_test.program_pid()
                 pinner = knobs.ThreadPinner(jcmd, pid, pinning.threads, proc=ctx.host_paths.proc)
                 self._under_test_pid, self._pinner = pid, pinner
             if pinner and pinning.threads and now >= next_pin:
@@ -330,7 +348,8 @@ class CellRunner:
 
     def _placement(self, running, pinning):
         """Where a process that is not under test runs: its CPU binding as asked and as the kernel has it."""
-        pid = (jvm_pid(running.pid, self.ctx.host_paths.proc) if running.process.is_jvm else running.pid) or running.pid
+        pid = ((jvm_pid(running.program_pid(), self.ctx.host_paths.proc) if running.process.is_jvm
+                else running.program_pid()) or running.pid)
         try:
             with open(os.path.join(self.ctx.host_paths.proc, str(pid), "status")) as f:
                 status = evidence.parse_status(f.read())
@@ -342,6 +361,15 @@ class CellRunner:
 
     def _collect(self, jcmd, pid, ev, at_s):
         proc_dir = os.path.join(self.ctx.host_paths.proc, str(pid))
+        role = ev.get("role")
+        if role in ev.get("containers", {}):
+            # Proof that the process under test ran in its container: its cgroup is podman's.
+            try:
+                with open(os.path.join(proc_dir, "cgroup")) as f:
+                    ev["containers"][role]["cgroups"] = sorted({line.split(":", 2)[2].strip() for line in f
+                                                                if "libpod" in line})
+            except OSError as e:
+                ev["containers"][role]["cgroups_error"] = str(e)
         if jcmd:
             try:
                 flags_out = subprocess.run([jcmd, str(pid), "VM.flags"], stdout=subprocess.PIPE,

@@ -91,7 +91,7 @@ def run_argv(name, tag, argv, workdir, env=None, read_only=(), cpus=None, mems=N
 def main_pid(name, timeout_s=30.0):
     """The host pid of the container's first process (what the evidence is read from), once it runs."""
     deadline = time.monotonic() + timeout_s
-    while True:
+    while True:  # timeout_s 0: ask once
         done = _podman("inspect", "--format", "{{json .State}}", name)
         if done.returncode == 0:
             state = json.loads(done.stdout)
@@ -99,7 +99,7 @@ def main_pid(name, timeout_s=30.0):
                 return state["Pid"]
             if state.get("Status") in ("exited", "stopped"):
                 raise ContainerError(f"container {name} ended before it could be inspected")
-        if time.monotonic() > deadline:
+        if time.monotonic() >= deadline:
             raise ContainerError(f"container {name} not running after {timeout_s:.0f} s: {done.stderr.strip()[-300:]}")
         time.sleep(0.1)
 

@@ -154,11 +154,16 @@ def verify(cell, matrix, evidence, host_nodes):
 
     evidence keys (of the process under test unless said): role, native_program, vm_flags (parsed),
     process_status (parsed), numa_maps (parsed), other_processes ({role: {cpus_wanted, process_status}}),
-    servers ({role: {ports_freed}}), threads
+    servers ({role: {ports_freed}}), containers ({role: {name, image, cpuset_cpus, cgroups}}), threads
     ([{"pattern","name","tid","wanted","cpus_allowed"}]), jvm_output_warnings, thp_mode, hugetlb_kb.
     """
     p = cell.params
     problems = []
+    if p.get("executor") == "container":
+        placed = evidence.get("containers", {}).get(evidence.get("role"), {})
+        if not placed.get("cgroups"):
+            problems.append("executor=container: the process under test was not seen in a podman container "
+                            f"(its cgroups: {placed.get('cgroups', placed.get('cgroups_error', 'not read'))})")
     flags = evidence.get("vm_flags")
     if evidence.get("native_program"):
         pass  # a native program under test: the JVM knobs have nothing to act on (the rig's matrix omits them)

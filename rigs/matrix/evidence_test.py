@@ -80,6 +80,17 @@ class VerifyTest(unittest.TestCase):
         m = matrix(gc="parallel", heap="256m", numa="bind_local")
         self.assertEqual(evidence.verify(m.cells[0], m, self.good_evidence(), {0: {0, 1}}), [])
 
+    def test_a_container_cell_must_have_run_in_its_container(self):
+        m = matrix(gc="parallel", heap="256m", numa="bind_local", executor="container")
+        ev = dict(self.good_evidence(), role="main")
+        problems = evidence.verify(m.cells[0], m, ev, {0: {0, 1}})
+        self.assertEqual(len(problems), 1, problems)
+        self.assertIn("was not seen in a podman container", problems[0])
+        # The cgroup line recorded from a calibration JVM in a podman container on this VM (cgroupfs manager).
+        recorded = "/libpod_parent/libpod-fe3f03ddba28bb8d88e805c35844023623e7980721a1a0556eddea3bed4cd2ee"
+        ev["containers"] = {"main": {"cgroups": [recorded]}}
+        self.assertEqual(evidence.verify(m.cells[0], m, ev, {0: {0, 1}}), [])
+
     def test_wrong_gc_and_heap_are_invalid(self):
         m = matrix(gc="g1", heap="512m")
         problems = evidence.verify(m.cells[0], m, self.good_evidence(), {0: {0, 1}})

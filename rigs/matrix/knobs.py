@@ -235,7 +235,10 @@ class ThreadPinner:
         if proc.returncode != 0:
             self.errors.append(f"jcmd Thread.print exit {proc.returncode}: {proc.stdout.strip()[:200]}")
             return False
+        host_tids = self.host_tids()
         for name, tid in evidence.parse_thread_print(proc.stdout):
+            # In a container the JVM reports its own namespace's thread ids: pin the host's task.
+            tid = host_tids.get(tid, tid)
             for regex, cpus, pattern, cpu_text in self.rules:
                 if regex.search(name):
                     known = tid in self.pinned
@@ -250,6 +253,25 @@ class ThreadPinner:
                     self.pinned[tid] = {"pattern": pattern, "name": name, "tid": tid, "wanted": cpu_text}
                     break
         return True
+
+    def host_tids(self):
+        """{thread id in the JVM's pid namespace: host tid} from each task's NSpid line, when the JVM runs in
+        another pid namespace (a container); {} otherwise."""
+        out = {}
+        task_dir = os.path.join(self.proc, str(self.pid), "task")
+        try:
+            tasks = os.listdir(task_dir)
+        except OSError:
+            return out
+        for task in tasks:
+            try:
+                with open(os.path.join(task_dir, task, "status")) as f:
+                    ids = evidence.parse_status(f.read()).get("NSpid", "").split()
+            except OSError:
+                continue
+            if len(ids) > 1 and ids[-1].isdigit():
+                out[int(ids[-1])] = int(task)
+        return out
 
     def cpus_allowed(self, tid):
         try:

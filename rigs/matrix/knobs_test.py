@@ -106,5 +106,23 @@ class HostKnobsTest(unittest.TestCase):
         self.assertEqual(self.read(self.paths.thp_enabled), "madvise")
 
 
+class ThreadPinnerNamespaceTest(unittest.TestCase):
+    def test_thread_ids_of_a_containerized_jvm_map_to_host_tasks(self):
+        # /proc/<pid>/task/<tid>/status NSpid lines as a podman container's JVM shows them on this VM
+        # (host tid first, the container's own last; the JVM's jcmd Thread.print reports nid=0x18 for 24).
+        proc = tempfile.mkdtemp()
+        for host_tid, ns_tid in ((13964, 1), (13990, 24)):
+            folder = os.path.join(proc, "13964", "task", str(host_tid))
+            os.makedirs(folder)
+            with open(os.path.join(folder, "status"), "w") as f:
+                f.write(f"Name:\tjava\nNSpid:\t{host_tid}\t{ns_tid}\nCpus_allowed_list:\t0-1\n")
+        pinner = knobs.ThreadPinner("jcmd", 13964, [], proc=proc)
+        self.assertEqual(pinner.host_tids(), {1: 13964, 24: 13990})
+        # A JVM in the host's own namespace has one id per line: no mapping.
+        with open(os.path.join(proc, "13964", "task", "13990", "status"), "w") as f:
+            f.write("Name:\tjava\nNSpid:\t13990\n")
+        self.assertEqual(pinner.host_tids(), {1: 13964})
+
+
 if __name__ == "__main__":
     unittest.main()

@@ -8,7 +8,7 @@ not have) are skipped with the reason; they are never run in some other form.
 import dataclasses
 import os
 
-from rigs.matrix import knobs, spec
+from rigs.matrix import container, knobs, spec
 from tools.jdk import discovery
 
 
@@ -79,6 +79,15 @@ def plan(matrix, report):
 
 def host_skip_reason(matrix, cell, caps, nodes, host_cpus, jdk, memory_available_kb=None):
     p = cell.params
+    if p.get("executor") == "container":
+        reason = container.unavailable_reason()
+        if reason:
+            return f"executor=container: {reason}"
+        if p["hugepages"] == "explicit":
+            return ("executor=container with hugepages=explicit is not supported yet (the JVM's SysV huge pages "
+                    "would need the host's IPC namespace in the container)")
+        if p["numa"] == "weighted_interleave":
+            return "executor=container with numa=weighted_interleave is not supported (its helper is the host's Python)"
     pinning = matrix.pinnings[p["pinning"]]
     wanted_cpus = spec.parse_cpu_list(pinning.cpus) if pinning.cpus else set()
     for _, cpus in pinning.threads + pinning.roles:

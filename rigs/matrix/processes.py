@@ -13,7 +13,7 @@ import signal
 import subprocess
 import time
 
-from rigs.matrix import rig as rig_contract
+from rigs.matrix import container, rig as rig_contract
 
 _PR_SET_PDEATHSIG = 1
 STOP_GRACE_S = 10.0
@@ -32,8 +32,10 @@ class StartError(RuntimeError):
 class Running:
     """One started process: its role, argv, log files and Popen."""
 
-    def __init__(self, process, argv, logs, workdir, env):
+    def __init__(self, process, argv, logs, workdir, env, container_name=None):
         self.process = process
+        self.container_name = container_name  # executor=container: argv is `podman run --name <it> ...`
+        self._program_pid = None
         self.argv = argv
         self.logs = logs  # {"stdout": path, "stderr": path}
         self.started = time.monotonic()
@@ -61,6 +63,18 @@ class Running:
 
     def running(self):
         return self.popen.poll() is None
+
+    def program_pid(self):
+        """The host pid where the program (or its wrapper) runs: the process itself, or in a container the
+        container's first process (podman's monitor, not this process, is its parent). None until known."""
+        if self.container_name is None:
+            return self.pid
+        if self._program_pid is None and self.running():
+            try:
+                self._program_pid = container.main_pid(self.container_name, timeout_s=0)
+            except container.ContainerError:
+                return None
+        return self._program_pid
 
     def output(self):
         """(stdout, stderr) text so far."""
@@ -138,6 +152,9 @@ class Running:
         # Children the group leader left behind (a wrapper's JVM) go too.
         with contextlib.suppress(ProcessLookupError, PermissionError):
             os.killpg(self.popen.pid, signal.SIGKILL)
+        if self.container_name is not None:
+            # Killing `podman run` does not stop its container.
+            container.remove(self.container_name)
         self._close()
 
     def _close(self):

@@ -37,6 +37,22 @@ class Outcome:
     workload: object = None
 
 
+def container_image(runfiles, runfiles_ws):
+    """{tar, tag, mounts} of the rigs' OS image in this target's runfiles, or None. The mounts make the
+    runfiles visible inside a container at their own paths: the tree and, when its entries are Bazel's
+    symlinks, the output base they point into."""
+    tar = os.path.join(runfiles_ws, "tools", "container", "rig_os.tar")
+    if not os.path.exists(tar):
+        return None
+    with open(os.path.join(runfiles_ws, "tools", "container", "rig_os.tag")) as f:
+        tag = f.read().strip()
+    mounts = {runfiles}
+    real = os.path.realpath(tar)
+    if "/execroot/" in real:
+        mounts.add(real.split("/execroot/")[0])
+    return {"tar": tar, "tag": tag, "mounts": sorted(mounts)}
+
+
 def check_cells(rig, planned):
     """Lets the rig refuse impossible cells (e.g. a trace format its Hadoop cannot read) before anything runs."""
     check = getattr(rig, "check", None)
@@ -132,6 +148,10 @@ def execute(argv=None, console=None, host_paths=None, report=None):
                                          probe_gcs=not args.no_gc_probes)
         planned = plan.plan(matrix, report)
         check_cells(rig, planned)
+        image = container_image(runfiles, runfiles_ws)
+        if any(p.cell.params.get("executor") == "container" and not p.skip_reason for p in planned) and image is None:
+            raise spec.SpecError("executor=container: this target's runfiles hold no container image "
+                                 "(//tools/container:rig_os; rig_matrix adds it)")
     except (spec.SpecError, rig_contract.WorkloadError, ValueError, ImportError) as e:
         console.print(f"[red]error:[/red] {escape(str(e))}")
         return Outcome(EXIT_BAD_INPUT)
@@ -202,7 +222,8 @@ def execute(argv=None, console=None, host_paths=None, report=None):
             matrix_source=os.path.abspath(args.matrix), harness_commit=commit, harness_dirty=dirty,
             bazel_target=args.bazel_target, preflight=pre, nodes=plan.host_nodes(report),
             host_paths=host_paths or knobs.HostPaths(), varying=spec.varying_axes([p.cell for p in planned]),
-            knob_journal=args.lock_file + ".knobs.json", host_reference=None, manifest_host_reference=None)
+            knob_journal=args.lock_file + ".knobs.json", host_reference=None, manifest_host_reference=None,
+            container_image=image or {})
         recovered = knobs.recover(ctx.knob_journal, ctx.host_paths)
         if recovered:
             console.print(f"[yellow]restored host settings a killed run left changed:[/yellow] {', '.join(recovered)}")

@@ -45,10 +45,16 @@ HUGEPAGES = ("off", "thp_always", "thp_madvise", "explicit")
 # fills that node while loading so pages spill to another, then migrates them back (rigs/redis).
 NUMA_POLICIES = ("default", "bind_local", "bind_remote", "interleave", "weighted_interleave", "preferred",
                  "pressured_migrated")
-STANDARD_AXES = ("jdk", "gc", "gc_opts", "heap", "pinning", "hugepages", "numa", "variant", "revision")
+STANDARD_AXES = ("jdk", "gc", "gc_opts", "heap", "pinning", "hugepages", "numa", "variant", "revision", "executor")
 CANDIDATE_REVISION = "candidate"
 DEFAULTS = {"gc": "g1", "gc_opts": "default", "heap": "512m", "pinning": "none", "hugepages": "off",
-            "numa": "default", "variant": "stock"}
+            "numa": "default", "variant": "stock", "executor": "process"}
+# executor: where a cell's processes run. process = directly on the host; container = each in a podman
+# container of the rigs' OS image (rigs/matrix/container.py), placed by the same pinning and NUMA knobs.
+EXECUTORS = ("process", "container")
+# Axes added after results were stored: at this value a cell is what it was before the axis existed, so the
+# value stays out of the cell id (stored runs resume and compare as before).
+ID_NEUTRAL = {"executor": "process"}
 POLICY_KEYS = {"warmup_s": float, "measure_s": float, "repetitions": int, "cooldown_s": float, "timeout_s": float}
 CMS_LAST_JDK = 13
 # jdk = ["none"]: a matrix of native programs only (e.g. Redis); its cells start no JVM and need no JDK.
@@ -156,7 +162,8 @@ def varying_axes(cells):
 
 
 def cell_id(params):
-    """Stable id: sha256 of the canonical JSON of the resolved parameters, 12 hex digits."""
+    """Stable id: sha256 of the canonical JSON of the resolved parameters (less ID_NEUTRAL ones), 12 hex digits."""
+    params = {k: v for k, v in params.items() if ID_NEUTRAL.get(k, object()) != v}
     canonical = json.dumps(params, sort_keys=True, separators=(",", ":"))
     return hashlib.sha256(canonical.encode()).hexdigest()[:12]
 
@@ -367,7 +374,7 @@ def _parse_policy(where, table):
 
 def _check_values(where, axes, pinnings, gc_opts, variants):
     checks = {"gc": GCS, "hugepages": HUGEPAGES, "numa": NUMA_POLICIES, "pinning": tuple(pinnings),
-              "gc_opts": tuple(gc_opts)}
+              "gc_opts": tuple(gc_opts), "executor": EXECUTORS}
     for v in axes.get("variant", []):
         if v != "stock" and not VARIANT_RE.fullmatch(str(v)):
             raise SpecError(f"{where}: axis variant: {v!r} is not stock, patched:<set> or patched:<set>@<k>")

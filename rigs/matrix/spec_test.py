@@ -28,6 +28,10 @@ class ExpansionTest(unittest.TestCase):
             self.assertEqual(cell.params["variant"], "stock")
         # revision has no default: cells of matrices without the axis do not carry it (their ids stay).
         self.assertEqual(set(cell.params), set(spec.STANDARD_AXES) - {"revision"} | {"mode"})
+        # The executor axis came later: its default stays out of the id, so stored cells keep theirs.
+        self.assertEqual(cell.params["executor"], "process")
+        self.assertEqual(cell.id, spec.cell_id({k: v for k, v in cell.params.items() if k != "executor"}))
+        self.assertNotEqual(spec.cell_id(dict(cell.params, executor="container")), cell.id)
 
     def test_zip_pairs_instead_of_crossing(self):
         m = build({"axes": {"jdk": [11, 17], "gc": ["cms", "g1"]}, "zip": [{"axes": ["jdk", "gc"]}]})

@@ -25,9 +25,12 @@ def build_tree(debs, tree):
         subprocess.run(["dpkg-deb", "-x", deb, tree], check=True)
     for rel in SHRINK:
         shutil.rmtree(os.path.join(tree, rel), ignore_errors=True)
-    sh = os.path.join(tree, "bin", "sh")
-    if not os.path.lexists(sh) and os.path.exists(os.path.join(tree, "bin", "busybox")):
-        os.symlink("busybox", sh)
+    # busybox applets the runner's wrappers call by name (taskset for CPU binding) and a shell.
+    if os.path.exists(os.path.join(tree, "bin", "busybox")):
+        for applet in ("sh", "taskset", "cat", "sleep"):
+            link = os.path.join(tree, "bin", applet)
+            if not os.path.lexists(link):
+                os.symlink("busybox", link)
     for folder in ("tmp", "proc", "sys", "dev", "run", "work"):
         os.makedirs(os.path.join(tree, folder), exist_ok=True)
     os.chmod(os.path.join(tree, "tmp"), 0o1777)
