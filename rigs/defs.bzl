@@ -29,7 +29,8 @@ folder; the jars come along in runfiles. For rigs that start a JVM of the matrix
     },
 )
 
-def rig_matrix(name, rig, matrix, workload, rig_data = {}, variants = {}, smoke_profile = "smoke", smoke_size = "medium"):
+def rig_matrix(name, rig, matrix, workload, rig_data = {}, variants = {}, smoke_profile = "smoke", smoke_size = "medium",
+               extra_smoke_profiles = []):
     """A runnable matrix for one rig, with its tests.
 
     Creates:
@@ -55,6 +56,7 @@ def rig_matrix(name, rig, matrix, workload, rig_data = {}, variants = {}, smoke_
         identity, third_party/hadoop/defs.bzl) is required, the others replace the rig_data of that name.
       smoke_profile: the profile the smoke test runs.
       smoke_size: test size of the smoke test.
+      extra_smoke_profiles: more profiles run for real the same way, each as <name>_<profile>_test.
     """
     data_args = ["--rig-data=%s=$(rootpath %s)" % (k, v) for k, v in sorted(rig_data.items())]
     args = [
@@ -104,13 +106,17 @@ def rig_matrix(name, rig, matrix, workload, rig_data = {}, variants = {}, smoke_
         data = data,
         deps = deps,
     )
-    py_test(
-        name = name + "_smoke_test",
-        size = smoke_size,
-        srcs = ["//rigs/matrix:rig_matrix_test.py", "//rigs:main.py"],
-        main = "//rigs/matrix:rig_matrix_test.py",
-        args = ["--mode=smoke", "--profile=" + smoke_profile, "--"] + args,
-        data = data,
-        deps = deps,
-        tags = ["integration", "exclusive"],
-    )
+    for test_name, profile in [(name + "_smoke_test", smoke_profile)] + [
+        ("%s_%s_test" % (name, p), p)
+        for p in extra_smoke_profiles
+    ]:
+        py_test(
+            name = test_name,
+            size = smoke_size,
+            srcs = ["//rigs/matrix:rig_matrix_test.py", "//rigs:main.py"],
+            main = "//rigs/matrix:rig_matrix_test.py",
+            args = ["--mode=smoke", "--profile=" + profile, "--"] + args,
+            data = data,
+            deps = deps,
+            tags = ["integration", "exclusive"],
+        )

@@ -87,6 +87,11 @@ class RigMatrixTest(unittest.TestCase):
             self.assertTrue(all(s["t"] >= 0 for s in doc["warmup_samples"] + doc["samples"]))
             for thread in ev.get("threads", []):
                 self.assertEqual(thread["cpus_allowed"], thread["wanted"], thread)
+            if params.get("executor") == "container":  # ran inside its container, on the container's cpuset
+                placed = ev["containers"][ev["role"]]
+                self.assertTrue(placed["cgroups"] and "libpod" in placed["cgroups"][0], placed)
+                if placed["cpuset_cpus"]:
+                    self.assertEqual(ev["process_status"]["Cpus_allowed_list"], placed["cpuset_cpus"])
             self.assertEqual(doc["provenance"]["host"]["host"]["host_id"], host)
         self.assertGreater(ok, 0)
 
