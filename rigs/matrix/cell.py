@@ -272,7 +272,7 @@ class CellRunner:
         name = None
         if self.executor == "container":
             ctx = self.ctx
-            name = f"tl-{ctx.run_id}-{self.cell_base}-{process.role}"
+            name = f"{container.container_prefix(ctx.run_id)}{self.cell_base}-{process.role}"
             cpus = ctx.matrix.pinnings[self.cell_params["pinning"]].cpus_for(process.role, process.under_test) or None
             argv = container.run_argv(name, ctx.container_image["tag"], argv, workdir, env=process.env,
                                       read_only=ctx.container_image["mounts"], cpus=cpus)

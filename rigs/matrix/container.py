@@ -108,3 +108,20 @@ def remove(name):
     """Stops and removes the container if it is still there (a runner killed mid-cell leaves it running:
     podman's monitor, not the runner, is its parent)."""
     _podman("rm", "--force", "--time", "2", name)
+
+
+def container_prefix(run_id):
+    """Every container of a run is named tl-<run id>-<cell>.r<rep>-<role>."""
+    return f"tl-{run_id}-"
+
+
+def remove_run_containers(run_id):
+    """Removes the containers a killed runner left (SIGKILL reaches `podman run`, not the container); returns
+    their names. Called when a run starts or resumes, before anything is measured."""
+    if not podman():
+        return []
+    listed = _podman("ps", "--all", "--format", "{{.Names}}", "--filter", f"name=^{container_prefix(run_id)}")
+    names = [n for n in listed.stdout.split() if n.startswith(container_prefix(run_id))]
+    for name in names:
+        remove(name)
+    return names

@@ -74,6 +74,21 @@ class ContainerTest(unittest.TestCase):
         gone = subprocess.run([container.podman(), *container.PODMAN_OPTIONS, "container", "exists", name])
         self.assertNotEqual(gone.returncode, 0, "the container is still there after remove()")
 
+    def test_containers_a_killed_run_left_are_removed(self):
+        run_id = f"20261124T000000Z-{os.getpid() % 0xffff:04x}"
+        name = f"{container.container_prefix(run_id)}cafe.r0-main"
+        work = tempfile.mkdtemp()
+        client = subprocess.Popen(container.run_argv(name, self.tag, ["/bin/busybox", "sleep", "120"], work),
+                                  stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        container.main_pid(name)
+        client.kill()  # what SIGKILL of the runner does to `podman run`: the container stays
+        client.wait()
+        exists = [container.podman(), *container.PODMAN_OPTIONS, "container", "exists", name]
+        self.assertEqual(subprocess.run(exists).returncode, 0, "the container went with its client")
+        self.assertEqual(container.remove_run_containers(run_id), [name])
+        self.assertNotEqual(subprocess.run(exists).returncode, 0)
+        self.assertEqual(container.remove_run_containers(run_id), [])
+
 
 if __name__ == "__main__":
     unittest.main()

@@ -19,7 +19,7 @@ from rich.markup import escape
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn, TimeRemainingColumn
 
 from results import resultfile as results
-from rigs.matrix import cell as cell_runner, host, hostref, knobs, plan, planview, rig as rig_contract, spec
+from rigs.matrix import cell as cell_runner, container, host, hostref, knobs, plan, planview, rig as rig_contract, spec
 from rigs.matrix.inputs import (check_run_id, load_revisions, load_variants, new_run_id, parse_args, spec_digest,
                                 stored_run_settings)
 from rigs.matrix.cell import now_iso
@@ -227,6 +227,10 @@ def execute(argv=None, console=None, host_paths=None, report=None):
         recovered = knobs.recover(ctx.knob_journal, ctx.host_paths)
         if recovered:
             console.print(f"[yellow]restored host settings a killed run left changed:[/yellow] {', '.join(recovered)}")
+        if any(p.cell.params.get("executor") == "container" for p in planned):
+            left = container.remove_run_containers(run_id)
+            if left:
+                console.print(f"[yellow]removed containers a killed run left running:[/yellow] {', '.join(left)}")
         os.makedirs(os.path.join(run_dir, "cells"), exist_ok=True)
         removed = results.remove_partial_files(run_dir)
         if removed:
