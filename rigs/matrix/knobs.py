@@ -27,7 +27,14 @@ HUGEPAGE_MARGIN_BYTES = 256 << 20
 class HostPaths:
     thp_enabled: str = "/sys/kernel/mm/transparent_hugepage/enabled"
     nr_hugepages: str = "/proc/sys/vm/nr_hugepages"
+    compact_memory: str = "/proc/sys/vm/compact_memory"
     proc: str = "/proc"
+
+
+# How often a short hugepage reservation is retried after asking the kernel to compact memory: a host
+# whose free memory is split into small pieces (a busy page cache, another workload that just ended)
+# often has the 2 MiB blocks after one compaction.
+HUGEPAGE_ATTEMPTS = 3
 
 
 class HostKnobs:
@@ -44,11 +51,12 @@ class HostKnobs:
         self._saved = []  # [(path, original text)] in the order they were changed
 
     def _write(self, path, value):
-        with open(path) as f:
-            original = f.read()
-        self._saved.append((path, original))
-        if self.journal:
-            _write_journal(self.journal, self._saved)
+        if path not in (saved for saved, _ in self._saved):  # a retry keeps the first original
+            with open(path) as f:
+                original = f.read()
+            self._saved.append((path, original))
+            if self.journal:
+                _write_journal(self.journal, self._saved)
         with open(path, "w") as f:
             f.write(str(value))
 
@@ -64,13 +72,38 @@ class HostKnobs:
         if hp == "explicit":
             pages = hugepages_for_heap(cell.params["heap"])
             current = self._read_int(self.paths.nr_hugepages)
-            if current < pages:
+            got = current
+            attempts = 0
+            while got < pages and attempts < HUGEPAGE_ATTEMPTS:
+                if attempts:
+                    self._compact_memory()
+                attempts += 1
                 self._write(self.paths.nr_hugepages, pages)
-            got = self._read_int(self.paths.nr_hugepages)
+                got = self._read_int(self.paths.nr_hugepages)
             applied["nr_hugepages"] = got
+            if attempts > 1:
+                applied["hugepage_reservation_attempts"] = attempts
             if got < pages:
-                raise KnobError(f"asked the kernel for {pages} hugepages, it reserved {got} (memory too fragmented?)")
+                raise KnobError(f"asked the kernel for {pages} hugepages, it reserved {got} after {attempts} "
+                                f"attempts with memory compaction in between (free memory too fragmented, "
+                                f"or in use by another workload: {self._mem_summary()})")
         return applied
+
+    def _compact_memory(self):
+        # Writing any value makes the kernel compact all zones now (it returns when done).
+        try:
+            with open(self.paths.compact_memory, "w") as f:
+                f.write("1")
+        except OSError:
+            pass  # a kernel without CONFIG_COMPACTION: the retry still lets reclaim run again
+
+    def _mem_summary(self):
+        try:
+            with open(os.path.join(self.paths.proc, "meminfo")) as f:
+                fields = dict(line.split(":", 1) for line in f if ":" in line)
+            return ", ".join(f"{k} {fields[k].strip()}" for k in ("MemFree", "MemAvailable") if k in fields)
+        except OSError:
+            return "meminfo unreadable"
 
     @staticmethod
     def _read_int(path):

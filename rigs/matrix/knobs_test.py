@@ -90,6 +90,20 @@ class HostKnobsTest(unittest.TestCase):
                 raise RuntimeError("the cell crashed")
         self.assertEqual(self.read(self.paths.nr_hugepages), "0")
 
+    def test_short_reservation_is_retried_after_compaction_then_refused(self):
+        _, cell = matrix(hugepages="explicit", heap="256m")
+        self.paths.compact_memory = os.path.join(self.dir, "compact_memory")
+        with FragmentedHost(self.paths, free_pages=[15, 100, 300]) as host:
+            # 15 pages, compaction, 100, compaction, 300: the third attempt holds the 256 asked for.
+            self.assertEqual(host.apply(cell), {"nr_hugepages": 256, "hugepage_reservation_attempts": 3})
+            self.assertEqual(host.compactions, 2)
+        self.assertEqual(self.read(self.paths.nr_hugepages), "0")  # the first original, not a retry's
+
+        with FragmentedHost(self.paths, free_pages=[15, 15, 15]) as host:
+            with self.assertRaisesRegex(knobs.KnobError, "reserved 15 after 3 attempts"):
+                host.apply(cell)
+        self.assertEqual(self.read(self.paths.nr_hugepages), "0")
+
     def test_thp_mode_set_and_restored(self):
         _, cell = matrix(hugepages="thp_always")
         with knobs.HostKnobs(self.paths) as host:
@@ -104,6 +118,26 @@ class HostKnobsTest(unittest.TestCase):
         host.restore()
         host.restore()
         self.assertEqual(self.read(self.paths.thp_enabled), "madvise")
+
+
+class FragmentedHost(knobs.HostKnobs):
+    """HostKnobs on a fake kernel with fragmented memory: a write to nr_hugepages reserves at most the
+    pages free in 2 MiB blocks, and each compaction frees the next amount in `free_pages`."""
+
+    def __init__(self, paths, free_pages):
+        super().__init__(paths)
+        self.free_pages, self.compactions = free_pages, 0
+
+    def _compact_memory(self):
+        super()._compact_memory()
+        with open(self.paths.compact_memory) as f:
+            self.compactions += f.read() == "1"
+
+    def _write(self, path, value):
+        super()._write(path, value)
+        if path == self.paths.nr_hugepages:
+            with open(path, "w") as f:
+                f.write(str(min(int(value), self.free_pages[self.compactions])))
 
 
 class ThreadPinnerNamespaceTest(unittest.TestCase):
