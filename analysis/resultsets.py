@@ -127,6 +127,7 @@ def provenance(doc):
         "variant": f"{p['variant']['name']} patches {(p['variant'].get('patch_set_sha256') or 'none')[:12]}",
         "harness": p["harness_commit"][:12] + (" (dirty)" if p.get("harness_dirty") else ""),
         "rig": doc["matrix"]["rig"],
+        "runner": f"in image {p['runner_image']}" if p.get("runner_image") else "on the host",
     }
 
 

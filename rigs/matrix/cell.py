@@ -3,7 +3,6 @@ the next starts), pin and prove them, enforce the timeout, stop every server, pa
 return the result document. The runner (runner.py) owns the order of cells."""
 
 import datetime
-import hashlib
 import math
 import os
 import subprocess
@@ -275,7 +274,7 @@ class CellRunner:
             name = f"{container.container_prefix(ctx.run_id)}{self.cell_base}-{process.role}"
             cpus = ctx.matrix.pinnings[self.cell_params["pinning"]].cpus_for(process.role, process.under_test) or None
             argv = container.run_argv(name, ctx.container_image["tag"], argv, workdir, env=process.env,
-                                      read_only=ctx.container_image["mounts"], cpus=cpus)
+                                      read_only=ctx.container_image["mounts"], cpus=cpus, host_lock=ctx.host_lock)
             ev.setdefault("containers", {})[process.role] = {
                 "name": name, "image": ctx.container_image["tag"], "image_id": ctx.container_image.get("id"),
                 "cpuset_cpus": cpus, "podman_command": argv}
@@ -474,6 +473,10 @@ class RunContext:
                                   {"name": name, "commit": self.harness_commit})
         if self.host_reference:
             extras["host_reference"] = self.host_reference
+        if os.environ.get("TUNELAB_RUNNER_IMAGE"):
+            # The runner itself ran in the rigs' image (a fleet host with tunelab_runner=image): its OS
+            # libraries and tools, not the host's.
+            extras["runner_image"] = os.environ["TUNELAB_RUNNER_IMAGE"]
         return extras
 
     def rig_data_for(self, cell):

@@ -1,5 +1,5 @@
 """Processes in containers (for the executor axis): podman runs a program in the rigs' OS image
-(//tools/container:rig_os, imported on first use under its content tag), with the CPU and memory-node sets
+(//tools/container:rig_os, an image archive loaded on first use; tagged by its content), with the CPU and memory-node sets
 the matrix asks for, the runfiles mounted read-only at their own paths, and the host's network (servers
 still bind to loopback only).
 
@@ -39,12 +39,19 @@ def _podman(*args, timeout=120):
                           text=True, timeout=timeout)
 
 
-def ensure_image(rootfs_tar, tag):
-    """Imports the root file system under `tag` unless podman has it already; returns the image id."""
-    if _podman("image", "exists", tag).returncode != 0:
-        done = _podman("import", rootfs_tar, tag, timeout=600)
+def has_image(tag):
+    return _podman("image", "exists", tag).returncode == 0
+
+
+def ensure_image(archive, tag):
+    """Loads the image archive (it carries `tag`) unless podman has the tag already; returns the image id."""
+    if not has_image(tag):
+        done = _podman("load", "--input", archive, timeout=600)
         if done.returncode != 0:
-            raise ContainerError(f"podman import {rootfs_tar} {tag} failed: {done.stderr.strip()[-500:]}")
+            raise ContainerError(f"podman load --input {archive} failed: {done.stderr.strip()[-500:]}")
+        if not has_image(tag):
+            raise ContainerError(f"podman load --input {archive} did not bring {tag} (it said: "
+                                 f"{done.stdout.strip()[-300:]}); is the archive the one built with this tag?")
     inspected = _podman("image", "inspect", "--format", "{{.Id}}", tag)
     if inspected.returncode != 0:
         raise ContainerError(f"podman image inspect {tag}: {inspected.stderr.strip()[-300:]}")
@@ -72,10 +79,17 @@ def rlimit_options():
     return out
 
 
-def run_argv(name, tag, argv, workdir, env=None, read_only=(), cpus=None, mems=None):
+# Every cell container carries the host lock its runner held: a runner that takes the lock knows that
+# any container with it is an orphan of a killed runner (SIGKILL reaches `podman run`, not the container).
+HOST_LOCK_LABEL = "tunelab.host_lock"
+
+
+def run_argv(name, tag, argv, workdir, env=None, read_only=(), cpus=None, mems=None, host_lock=None):
     """The podman command that runs argv in a new container `name` (removed when it ends)."""
     cmd = [podman(), *PODMAN_OPTIONS, "run", "--rm", "--name", name, "--network=host", "--init=false",
            *rlimit_options()]
+    if host_lock:
+        cmd += ["--label", f"{HOST_LOCK_LABEL}={host_lock}"]
     if cpus:
         cmd += ["--cpuset-cpus", cpus]
     if mems:
@@ -115,13 +129,14 @@ def container_prefix(run_id):
     return f"tl-{run_id}-"
 
 
-def remove_run_containers(run_id):
-    """Removes the containers a killed runner left (SIGKILL reaches `podman run`, not the container); returns
+def remove_orphans(host_lock):
+    """Removes the containers of runners that held `host_lock` before: the caller holds it now, so their
+    runner is gone (killed, or its machine restarted) and they would run beside the new cells. Returns
     their names. Called when a run starts or resumes, before anything is measured."""
     if not podman():
         return []
-    listed = _podman("ps", "--all", "--format", "{{.Names}}", "--filter", f"name=^{container_prefix(run_id)}")
-    names = [n for n in listed.stdout.split() if n.startswith(container_prefix(run_id))]
+    listed = _podman("ps", "--all", "--format", "{{.Names}}", "--filter", f"label={HOST_LOCK_LABEL}={host_lock}")
+    names = listed.stdout.split()
     for name in names:
         remove(name)
     return names

@@ -1,14 +1,17 @@
-"""container.py for real with podman: the rigs' OS image imported from its tar, a process in it on the CPU and
+"""container.py for real with podman: the rigs' OS image loaded from its archive (the docker-archive
+layout build_image.py writes) under the tag it carries, a process in it on the CPU and
 memory-node sets asked for (read inside the container and from the host's /proc, which must agree), a
 pinned JDK from the runfiles running in it, and the container removed.
 
-  args: ROOTFS_TAR ROOTFS_TAG JAVA
+  args: IMAGE_ARCHIVE IMAGE_TAG JAVA
 """
 
+import json
 import os
 import re
 import subprocess
 import sys
+import tarfile
 import tempfile
 import unittest
 
@@ -33,9 +36,25 @@ class ContainerTest(unittest.TestCase):
             cls.tag = f.read().strip()
         cls.image_id = container.ensure_image(TAR, cls.tag)
 
-    def test_the_image_comes_from_the_tar_and_is_imported_once(self):
+    def test_the_image_comes_from_the_archive_and_is_loaded_once(self):
         self.assertRegex(self.tag, r"^localhost/tunelab-rig-os:[0-9a-f]{16}$")
         self.assertEqual(container.ensure_image(TAR, self.tag), self.image_id)
+        # The archive's own words: one layer, named by the tag's hash, and the tag itself.
+        with tarfile.open(TAR) as tar:
+            (manifest,) = json.load(tar.extractfile("manifest.json"))
+        self.assertEqual(manifest["RepoTags"], [self.tag])
+        self.assertTrue(manifest["Layers"][0].startswith(self.tag.rsplit(":", 1)[1]), manifest)
+        # A podman without the image loads it again from the archive, and refuses one that lacks the tag.
+        with self.assertRaisesRegex(container.ContainerError, "did not bring localhost/tunelab-rig-os:0000"):
+            container.ensure_image(TAR, "localhost/tunelab-rig-os:0000000000000000")
+
+    def test_the_bundles_launcher_finds_python3(self):
+        done = subprocess.run(container.run_argv(f"tl-test-{os.getpid()}-p", self.tag,
+                                                 ["/usr/bin/python3", "-c", "import sys; print(sys.version_info[:2])"],
+                                                 tempfile.mkdtemp()),
+                              stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, timeout=120)
+        self.assertEqual(done.returncode, 0, done.stderr)
+        self.assertEqual(done.stdout.strip(), "(3, 11)")
 
     def test_cpuset_is_what_the_process_inside_sees(self):
         cpus = str(os.cpu_count() - 1)  # the last CPU: not what an unpinned process would show
@@ -76,18 +95,27 @@ class ContainerTest(unittest.TestCase):
 
     def test_containers_a_killed_run_left_are_removed(self):
         run_id = f"20261124T000000Z-{os.getpid() % 0xffff:04x}"
-        name = f"{container.container_prefix(run_id)}cafe.r0-main"
         work = tempfile.mkdtemp()
-        client = subprocess.Popen(container.run_argv(name, self.tag, ["/bin/busybox", "sleep", "120"], work),
-                                  stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-        container.main_pid(name)
-        client.kill()  # what SIGKILL of the runner does to `podman run`: the container stays
-        client.wait()
-        exists = [container.podman(), *container.PODMAN_OPTIONS, "container", "exists", name]
-        self.assertEqual(subprocess.run(exists).returncode, 0, "the container went with its client")
-        self.assertEqual(container.remove_run_containers(run_id), [name])
-        self.assertNotEqual(subprocess.run(exists).returncode, 0)
-        self.assertEqual(container.remove_run_containers(run_id), [])
+        lock, other_lock = os.path.join(work, "matrix.lock"), os.path.join(work, "other.lock")
+        names, clients = [], []
+        for cell, held in (("cafe", lock), ("beef", other_lock)):
+            name = f"{container.container_prefix(run_id)}{cell}.r0-main"
+            clients.append(subprocess.Popen(container.run_argv(name, self.tag, ["/bin/busybox", "sleep", "120"],
+                                                               work, host_lock=held),
+                                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL))
+            container.main_pid(name)
+            names.append(name)
+        for client in clients:
+            client.kill()  # what SIGKILL of the runner does to `podman run`: the container stays
+            client.wait()
+        exists = [container.podman(), *container.PODMAN_OPTIONS, "container", "exists"]
+        self.assertEqual(subprocess.run(exists + [names[0]]).returncode, 0, "the container went with its client")
+        # Only the containers of runners that held this lock go (another lock is another host's matrix).
+        self.assertEqual(container.remove_orphans(lock), [names[0]])
+        self.assertNotEqual(subprocess.run(exists + [names[0]]).returncode, 0)
+        self.assertEqual(subprocess.run(exists + [names[1]]).returncode, 0)
+        self.assertEqual(container.remove_orphans(lock), [])
+        self.assertEqual(container.remove_orphans(other_lock), [names[1]])
 
 
 if __name__ == "__main__":

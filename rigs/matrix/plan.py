@@ -80,12 +80,12 @@ def plan(matrix, report):
 def host_skip_reason(matrix, cell, caps, nodes, host_cpus, jdk, memory_available_kb=None):
     p = cell.params
     if p.get("executor") == "container":
+        if os.environ.get("TUNELAB_RUNNER_IMAGE"):
+            return ("executor=container: this matrix runs in the rigs' image already (a fleet host with "
+                    "tunelab_runner=image), so its process cells are the containerized ones")
         reason = container.unavailable_reason()
         if reason:
             return f"executor=container: {reason}"
-        if p["hugepages"] == "explicit":
-            return ("executor=container with hugepages=explicit is not supported yet (the JVM's SysV huge pages "
-                    "would need the host's IPC namespace in the container)")
         if p["numa"] == "weighted_interleave":
             return "executor=container with numa=weighted_interleave is not supported (its helper is the host's Python)"
     pinning = matrix.pinnings[p["pinning"]]

@@ -222,15 +222,15 @@ def execute(argv=None, console=None, host_paths=None, report=None):
             matrix_source=os.path.abspath(args.matrix), harness_commit=commit, harness_dirty=dirty,
             bazel_target=args.bazel_target, preflight=pre, nodes=plan.host_nodes(report),
             host_paths=host_paths or knobs.HostPaths(), varying=spec.varying_axes([p.cell for p in planned]),
-            knob_journal=args.lock_file + ".knobs.json", host_reference=None, manifest_host_reference=None,
+            host_lock=os.path.abspath(args.lock_file), knob_journal=args.lock_file + ".knobs.json",
+            host_reference=None, manifest_host_reference=None,
             container_image=image or {})
         recovered = knobs.recover(ctx.knob_journal, ctx.host_paths)
         if recovered:
             console.print(f"[yellow]restored host settings a killed run left changed:[/yellow] {', '.join(recovered)}")
-        if any(p.cell.params.get("executor") == "container" for p in planned):
-            left = container.remove_run_containers(run_id)
-            if left:
-                console.print(f"[yellow]removed containers a killed run left running:[/yellow] {', '.join(left)}")
+        left = container.remove_orphans(ctx.host_lock)
+        if left:
+            console.print(f"[yellow]removed containers a killed run left running:[/yellow] {', '.join(left)}")
         os.makedirs(os.path.join(run_dir, "cells"), exist_ok=True)
         removed = results.remove_partial_files(run_dir)
         if removed:

@@ -40,6 +40,9 @@ REMOTE_PYTHON = "/usr/bin/python3"  # the bundle's launcher names this interpret
 EXIT_OK, EXIT_HOSTS_FAILED, EXIT_BAD_INPUT, EXIT_INTERRUPTED = 0, 1, 2, 130
 TARGET_RE = re.compile(r"^//([A-Za-z0-9_./-]*):([A-Za-z0-9_.-]+)$")
 FLEET_ID_RE = re.compile(r"^fleet-[0-9]{8}T[0-9]{6}Z-[0-9a-f]{4}$")
+# Where a host's matrix runner runs (inventory variable tunelab_runner): on the host with its Python, or in
+# the rigs' image (the bundle's, loaded into the host's podman), for hosts with nothing else installed.
+RUNNERS = ("host", "image")
 # Hosts in these states need nothing more; the others are (re)started or watched by --resume.
 FINAL = ("home",)
 
@@ -133,18 +136,39 @@ def host_plan(host, hostvars, fleet_id, bundle_sha, matrix_args, run_args, commi
         raise FleetError(f"{host}: tunelab_root {root!r} must be an absolute path")
     bundle_dir = f"{root}/bundles/{bundle_sha[:16]}"
     state_dir, results = f"{root}/fleet", f"{root}/results"
+    runner = hostvars.get("tunelab_runner", "host")
+    if runner not in RUNNERS:
+        raise FleetError(f"{host}: tunelab_runner {runner!r}: expected one of {', '.join(RUNNERS)}")
     env = {"TUNELAB_HARNESS_COMMIT": commit, "TUNELAB_FLEET_HOST": host, "TUNELAB_FLEET_ID": fleet_id}
+    lock_file = hostvars.get("tunelab_lock_file") or inputs.DEFAULT_LOCK
     if hostvars.get("tunelab_lock_file"):
-        env["TUNELAB_LOCK_FILE"] = hostvars["tunelab_lock_file"]
+        env["TUNELAB_LOCK_FILE"] = lock_file
+    if hostvars.get("tunelab_jdks"):
+        env["TUNELAB_JDKS"] = hostvars["tunelab_jdks"]  # the host's own JDKs, NAME=PATH:NAME=PATH
     matrix = [f"{bundle_dir}/matrix", *matrix_args, *run_args, "--results-dir", results]
     remote_run = [REMOTE_PYTHON, f"{bundle_dir}/remote_run.py"]
+    cwd = f"{bundle_dir}/matrix.runfiles/tunelab"
+    # In the image, the runner sees the host's folders it needs at their own paths, and only those: the
+    # bundle, the runs, the fleet's state (the plan is written there), the lock's and a declared JDK's.
+    mounts = [bundle_dir, results, state_dir, os.path.dirname(lock_file)] + [
+        path.split("=", 1)[1] for path in env.get("TUNELAB_JDKS", "").split(":") if "=" in path]
+    in_image = ["--cwd", cwd, f"--image-tag-file={cwd}/tools/container/rig_os.tag",
+                *[f"--mount={m}" for m in mounts]] if runner == "image" else []
     run_id = state.run_id
+    plan_argv = [*matrix, "--dry-run", "--plan-json", f"{state_dir}/{fleet_id}.plan.json"]
+    if in_image:
+        plan_argv = [*remote_run, "exec", *in_image, *[f"--env={k}={v}" for k, v in sorted(env.items())],
+                     "--", *plan_argv]
     plan = {
+        "runner": runner,
+        # Ansible's own modules need 3.8; a runner on the host needs the wheels' CPython, in the image its own.
+        "python_needed": "3.8" if in_image else f"{sys.version_info.major}.{sys.version_info.minor}",
         "python_argv": [REMOTE_PYTHON, "-c", "import sys; print('%d.%d' % sys.version_info[:2])"],
         "folders": [root, f"{root}/bundles", state_dir, results],
-        "bundle_dir": bundle_dir, "cwd": f"{bundle_dir}/matrix.runfiles/tunelab", "env": env,
+        "bundle_dir": bundle_dir, "cwd": cwd, "env": env,
+        "image_argv": [*remote_run, "image", "--cwd", cwd] if in_image else [],
         "plan_file": f"{state_dir}/{fleet_id}.plan.json",
-        "plan_argv": [*matrix, "--dry-run", "--plan-json", f"{state_dir}/{fleet_id}.plan.json"],
+        "plan_argv": plan_argv,
         "status_argv": [*remote_run, "status", "--state", state_dir, "--run-id", run_id] if run_id else [],
         "start_argv": [], "wait_argv": [], "pack_argv": [], "archive": "",
     }
@@ -155,7 +179,8 @@ def host_plan(host, hostvars, fleet_id, bundle_sha, matrix_args, run_args, commi
         plan["archive"] = f"{state_dir}/{run_id}.tar.gz"
         plan["matrix_argv"] = matrix
         plan["start_base"] = [*remote_run, "start", "--state", state_dir, "--run-id", run_id, "--cwd", plan["cwd"],
-                              *[f"--env={k}={v}" for k, v in sorted(env.items())], "--", *matrix, "--no-next-steps"]
+                              *in_image[2:], *[f"--env={k}={v}" for k, v in sorted(env.items())], "--", *matrix,
+                              "--no-next-steps"]
     return plan
 
 
@@ -218,11 +243,24 @@ class Playbook:
         return result
 
 
+def runner_error(stdout):
+    """The matrix runner's own error message in a command's output ("error: ..." to the end, its wrapped
+    lines joined; remote_run's closing JSON line left out), or ''."""
+    lines = [line.strip() for line in stdout.strip().splitlines()]
+    starts = [i for i, line in enumerate(lines) if line.lower().startswith("error:")]
+    if not starts:
+        return ""
+    return " ".join(line for line in lines[starts[-1]:] if line and not line.startswith("{"))
+
+
 def describe_failure(kind, task, res):
     if kind == "runner_on_unreachable":
         return f"unreachable over SSH: {(res.get('msg') or '').strip()}"
     msg = (res.get("msg") or "").strip()
     detail = (res.get("stderr") or res.get("module_stderr") or "").strip().splitlines()
+    said = runner_error(res.get("stdout") or "")
+    if said:
+        detail = [said]
     text = msg if not detail else f"{msg}: {detail[-1]}" if msg and msg != "non-zero return code" else detail[-1]
     if task == "python":
         return f"no usable {REMOTE_PYTHON} (the host needs CPython; {text})"
@@ -340,7 +378,6 @@ class Fleet:
                               commit, s) for h, s in self.hosts.items()}
         return {"bundle": bundle, "bundle_sha256": self.meta["bundle_sha256"], "hosts": hosts,
                 "staging": os.path.join(os.path.dirname(self.state_path(self.fleet_id)), "incoming"),
-                "python_needed": f"{sys.version_info.major}.{sys.version_info.minor}",
                 "max_archive_bytes": runarchive.MAX_ARCHIVE_BYTES}
 
     def check(self, inventory, todo, fleet_vars, env):

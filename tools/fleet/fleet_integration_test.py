@@ -1,12 +1,16 @@
 """The fleet for real, on hosts this test makes on this machine: two sshd (Debian's openssh-server) on
 loopback addresses 127.0.0.2 and 127.0.0.3, each host with its own root for bundles, runs and its lock, and
 a third inventory host where nothing listens. Through the real ansible-runner, the calibration matrix's
-fleet_smoke profile runs on both; host b is killed mid-run (its sshd and every process of its run), the
-fleet reports it and host c, and brings a's run home; then b comes back and `--resume` finishes it without
-rerunning a or b's stored cells; a cross-host report compares the two (one physical machine, and says so).
-Nothing listens beyond loopback; every process and folder the test made is removed at the end.
+fleet_smoke profile runs on both: on a with the host's Python, on b in the rigs' image (tunelab_runner=image:
+the image archive loaded into podman from the bundle, the runner in a privileged container). Host b is
+killed mid-run (its sshd and every process of its run), the fleet reports it and host c, and brings a's run
+home; then b comes back and `--resume` finishes it without rerunning a or b's stored cells, and without the
+killed run's container; a cross-host report compares the two (one physical machine, and says so; the
+runner's place is flagged as a provenance difference). A plan-only fleet run asks for a JDK that only host a
+declares (tunelab_jdks): b is reported with a clear error. Nothing listens beyond loopback; every process,
+container and folder the test made is removed at the end.
 
-  args: FLEET_BINARY REPORT_BINARY BUNDLE ARGS_FILE
+  args: FLEET_BINARY REPORT_BINARY BUNDLE ARGS_FILE JAVA
 """
 
 import glob
@@ -21,8 +25,9 @@ import tempfile
 import time
 import unittest
 
-FLEET, REPORT, BUNDLE, ARGS_FILE = (os.path.abspath(p) for p in sys.argv[1:5])
-del sys.argv[1:5]
+FLEET, REPORT, BUNDLE, ARGS_FILE, JAVA = (os.path.abspath(p) for p in sys.argv[1:6])
+del sys.argv[1:6]
+PODMAN = ["podman", "--cgroup-manager=cgroupfs", "--events-backend=file"]
 SSHD = shutil.which("sshd") or "/usr/sbin/sshd"
 PROFILE = "fleet_smoke"
 
@@ -82,7 +87,7 @@ class Host:
         self.name, self.address, self.port = name, address, free_port(address)
         self.dir = os.path.join(base, name)
         self.root = os.path.join(self.dir, "root")
-        os.makedirs(self.root)
+        os.makedirs(os.path.join(self.root, "lock"))
         self.config = os.path.join(self.dir, "sshd_config")
         self.proc = None
         subprocess.run(["ssh-keygen", "-q", "-t", "ed25519", "-N", "", "-f", os.path.join(self.dir, "host_key")],
@@ -137,9 +142,9 @@ class FleetIntegrationTest(unittest.TestCase):
         cls.inventory = os.path.join(cls.base, "hosts.ini")
         with open(cls.inventory, "w") as f:
             f.write("[fleet]\n")
-            for h in cls.hosts.values():
+            for h, extra in zip(cls.hosts.values(), ("", " tunelab_runner=image")):
                 f.write(f"{h.name} ansible_host={h.address} ansible_port={h.port} tunelab_root={h.root} "
-                        f"tunelab_lock_file={h.root}/matrix.lock\n")
+                        f"tunelab_lock_file={h.root}/lock/matrix.lock{extra}\n")
             f.write(f"c ansible_host=127.0.0.4 ansible_port={cls.refusing_port} tunelab_root={cls.base}/c\n")
             f.write("\n[fleet:vars]\nansible_user=root\n"
                     f"ansible_ssh_private_key_file={key}\n"
@@ -152,8 +157,8 @@ class FleetIntegrationTest(unittest.TestCase):
             host.drop_out()
         shutil.rmtree(cls.base, ignore_errors=True)
 
-    def fleet(self, *args, wait=True):
-        argv = [FLEET, "--inventory", self.inventory, "--bundle", BUNDLE, "--args-file", ARGS_FILE,
+    def fleet(self, *args, wait=True, inventory=None):
+        argv = [FLEET, "--inventory", inventory or self.inventory, "--bundle", BUNDLE, "--args-file", ARGS_FILE,
                 "--results-dir", self.results, *args]
         log = open(os.path.join(self.base, f"fleet-{time.monotonic_ns()}.log"), "w+")
         proc = subprocess.Popen(argv, stdout=log, stderr=subprocess.STDOUT, text=True)
@@ -227,16 +232,56 @@ class FleetIntegrationTest(unittest.TestCase):
             with open(os.path.join(run_b, "cells", name), "rb") as f:
                 self.assertEqual(f.read(), body, name)
 
+        # b's runner ran in the image (its cells say which), a's on the host; no runner container is left.
+        tag = next(iter(self.cell_provenance(run_b)))
+        self.assertRegex(tag, r"^localhost/tunelab-rig-os:[0-9a-f]{16}$")
+        self.assertEqual(self.cell_provenance(run_a), {None})
+        self.assertEqual(self.cell_provenance(run_b), {tag})
+        left = subprocess.run([*PODMAN, "ps", "--all", "--format", "{{.Names}}", "--filter", "name=^tl-runner-"],
+                              stdout=subprocess.PIPE, text=True, check=True).stdout.split()
+        self.assertEqual(left, [])
+
         report = os.path.join(self.base, "cross-host.pdf")
-        done = subprocess.run([REPORT, state["a"]["run_id"], state["b"]["run_id"], "--kind", "cross-host", "--out",
-                               report, "--text", report + ".txt", "--results-dir", self.results, "--no-reference"],
-                              stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+        argv = [REPORT, state["a"]["run_id"], state["b"]["run_id"], "--kind", "cross-host", "--out",
+                report, "--text", report + ".txt", "--results-dir", self.results, "--no-reference"]
+        refused = subprocess.run(argv, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+        self.assertNotEqual(refused.returncode, 0, refused.stdout)
+        self.assertIn(f"runner: on the host vs in image {tag}", refused.stdout)
+        done = subprocess.run(argv + ["--allow-provenance-mismatch"], stdout=subprocess.PIPE,
+                              stderr=subprocess.STDOUT, text=True)
         self.assertEqual(done.returncode, 0, done.stdout)
         with open(report + ".txt") as f:
             text = f.read()
         self.assertIn("ONE PHYSICAL MACHINE: a and b are two fleet hosts on host", text)
+        self.assertIn("PROVENANCE MISMATCH, compared anyway: runner: on the host vs in image", text)
         self.assertIn("a (baseline)", text)
         self.assertGreater(os.path.getsize(report), 10_000)
+
+    def cell_provenance(self, run_dir):
+        runner_images = set()
+        for path in glob.glob(os.path.join(run_dir, "cells", "*.json")):
+            with open(path) as f:
+                runner_images.add(json.load(f)["provenance"].get("runner_image"))
+        return runner_images
+
+    def test_a_host_without_the_jdk_asked_for_is_reported_with_the_reason(self):
+        # Plan only: a declares its own JDK under a name the matrix asks for, b does not have it.
+        jdk_home = os.path.dirname(os.path.dirname(os.path.realpath(JAVA)))
+        inventory = os.path.join(self.base, "jdk-hosts.ini")
+        with open(self.inventory) as f, open(inventory, "w") as out:
+            for line in f:
+                out.write(line.rstrip("\n") + (f" tunelab_jdks=hostjdk={jdk_home}\n" if line.startswith("a ")
+                                               else "\n"))
+        code, out = self.fleet("//rigs:calibration_matrix", "--profile", PROFILE, "--set", "jdk=hostjdk",
+                               "--limit", "a,b", "--plan-only", inventory=inventory)
+        print(out)
+        self.assertEqual(code, 1, out)
+        fleet_id = next(line.split()[2].rstrip(":") for line in out.splitlines() if line.startswith("fleet run fleet-"))
+        hosts = self.state(fleet_id)["hosts"]
+        self.assertEqual(hosts["a"]["status"], "planned", out)
+        self.assertEqual(hosts["b"]["status"], "failed", out)
+        self.assertIn("jdk=hostjdk: not installed", hosts["b"]["error"])
+        self.assertIn("jdk=hostjdk: not installed", out)
 
 
 if __name__ == "__main__":

@@ -6,6 +6,7 @@ import argparse
 import io
 import json
 import os
+import sys
 import tarfile
 import tempfile
 import unittest
@@ -53,6 +54,32 @@ class HostPlanTest(unittest.TestCase):
             plan_for({"tunelab_root": "relative/root"})
 
 
+    def test_a_host_that_runs_in_the_image(self):
+        p = plan_for({"tunelab_root": "/srv/tl", "tunelab_runner": "image", "tunelab_jdks": "bisheng=/opt/bisheng17"})
+        bundle = f"/srv/tl/bundles/{SHA[:16]}"
+        cwd = bundle + "/matrix.runfiles/tunelab"
+        self.assertEqual((p["runner"], p["python_needed"]), ("image", "3.8"))
+        self.assertEqual(p["image_argv"], ["/usr/bin/python3", bundle + "/remote_run.py", "image", "--cwd", cwd])
+        self.assertEqual(p["env"]["TUNELAB_JDKS"], "bisheng=/opt/bisheng17")
+        # The plan and the run go through remote_run into the image, with the host folders the runner needs:
+        # the bundle, the results, the fleet's state, the lock's folder (the runner's default) and the JDK the
+        # host declares.
+        mounts = ["--mount=" + m for m in (bundle, "/srv/tl/results", "/srv/tl/fleet", "/run/lock", "/opt/bisheng17")]
+        for argv in (p["plan_argv"], p["start_base"]):
+            before = argv[:argv.index("--")]
+            self.assertIn(f"--image-tag-file={cwd}/tools/container/rig_os.tag", before)
+            self.assertEqual([a for a in before if a.startswith("--mount=")], mounts)
+            self.assertEqual(argv[argv.index("--") + 1], bundle + "/matrix")
+        self.assertEqual(p["plan_argv"][2], "exec")
+        self.assertEqual(p["start_base"].count("--cwd"), 1)
+        # On the host: no image, the wheels' Python.
+        host = plan_for({})
+        self.assertEqual((host["image_argv"], host["runner"]), ([], "host"))
+        self.assertEqual(host["python_needed"], "%d.%d" % sys.version_info[:2])
+        with self.assertRaisesRegex(fleet.FleetError, "tunelab_runner 'docker': expected one of host, image"):
+            plan_for({"tunelab_runner": "docker"})
+
+
 class StartDecisionTest(unittest.TestCase):
     def test_what_the_host_said_decides_how_the_run_starts(self):
         p = plan_for()
@@ -84,6 +111,13 @@ class FailureMessageTest(unittest.TestCase):
         plan = fleet.describe_failure("runner_on_failed", "plan", {
             "msg": "non-zero return code", "stderr": "Traceback ...\nerror: the matrix is bad"})
         self.assertEqual(plan, "plan: error: the matrix is bad")
+        # The runner says why on its standard output, wrapped to the terminal; remote_run's JSON line ends it.
+        jdk = fleet.describe_failure("runner_on_failed", "plan", {
+            "msg": "non-zero return code", "rc": 1, "stderr": "",
+            "stdout": "error: cannot run this matrix:\n  jdk=hostjdk: not installed. Known JDKs: jdk11, jdk17. "
+                      "Declare one with\nTUNELAB_JDKS=NAME=PATH.\n{\"error\": \"exited 2\", \"exit_status\": 2}\n"})
+        self.assertEqual(jdk, "plan: error: cannot run this matrix: jdk=hostjdk: not installed. Known JDKs: jdk11, "
+                              "jdk17. Declare one with TUNELAB_JDKS=NAME=PATH.")
 
 
 def make_args(**kw):

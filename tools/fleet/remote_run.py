@@ -3,11 +3,21 @@ for whoever watches: <state>/<run>.pid while it runs, <state>/<run>.done (JSON) 
 
 Shipped inside every matrix bundle and run there by //tools:fleet's playbooks with the host's Python
 (3.8 or newer; standard library only). Subcommands print one JSON object:
-  start  --state DIR --run-id ID [--cwd DIR] [--env K=V ...] -- ARGV...   start ARGV detached, return at once
+  start  --state DIR --run-id ID [--cwd DIR] [--env K=V ...] [IMAGE OPTIONS] -- ARGV...
+         start ARGV detached, return at once
+  exec   [--cwd DIR] [--env K=V ...] [IMAGE OPTIONS] -- ARGV...   run ARGV, wait, pass its output through
+  image  --cwd DIR     load the bundle's image archive (DIR/tools/container/rig_os.tar) into podman unless
+         it has the archive's tag already (DIR/tools/container/rig_os.tag)
   status --state DIR --run-id ID        running | finished | dead (started, no marker, not alive) | absent
   wait   --state DIR --run-id ID [--interval-s 10] [--timeout-s N]
          until the run has finished or died: one sleeping process checking the marker, nothing chattier
   pack   --results DIR --run-id ID --out FILE    the run folder <results>/<host>/<run> as one .tar.gz
+IMAGE OPTIONS (hosts with tunelab_runner=image): --image-tag-file FILE [--mount PATH ...] run ARGV in a
+container of the rigs' image instead of on the host: privileged, in the host's PID, IPC, network and UTS
+namespaces (the matrix sets host knobs, reads every process' /proc and pins threads, as on the host), with
+the given host folders mounted at their own paths (the bundle, runs, the lock's folder) and the host's
+identity files read-only. The podman
+options come from the bundle's rigs/matrix/container.py, so they are the ones the cells' containers use.
 """
 
 import argparse
@@ -60,6 +70,91 @@ def status(state, run_id):
     return {"state": "running" if alive else "dead", "pid": started["pid"], "log": log_path}
 
 
+def runner_container_name(run_id):
+    return f"tl-runner-{run_id}"
+
+
+def container_module(cwd):
+    """rigs/matrix/container.py of the bundle (cwd is its workspace root in the runfiles)."""
+    if cwd not in sys.path:
+        sys.path.insert(0, cwd)
+    from rigs.matrix import container
+    return container
+
+
+# The doctor names the host by these (and by its hostname: the UTS namespace is the host's), so a run in
+# the image is filed under the host it ran on, not under the image.
+HOST_IDENTITY_FILES = ("/etc/machine-id", "/etc/os-release")
+
+
+def in_image_argv(container, tag, name, argv, cwd, env, mounts):
+    """The podman command that runs argv in the rigs' image as the matrix would run on the host."""
+    reason = container.unavailable_reason()
+    if reason:
+        raise RuntimeError(f"tunelab_runner=image: {reason}")
+    cmd = [container.podman(), *container.PODMAN_OPTIONS, "run", "--rm", "--name", name, "--privileged",
+           "--pid=host", "--ipc=host", "--network=host", "--uts=host", "--init=false", *container.rlimit_options()]
+    for path in sorted(set(mounts)):
+        cmd += ["-v", f"{path}:{path}"]
+    for path in HOST_IDENTITY_FILES:
+        if os.path.exists(path):
+            cmd += ["-v", f"{path}:{path}:ro"]
+    cmd += ["-w", cwd]
+    for key, value in sorted(env.items()):
+        cmd += ["--env", f"{key}={value}"]
+    return cmd + ["--env", f"TUNELAB_RUNNER_IMAGE={tag}", tag, *argv]
+
+
+def read_tag(path):
+    with open(path) as f:
+        return f.read().strip()
+
+
+def command(args, name):
+    """(argv, env) for start and exec: the command after --, wrapped into the image when asked."""
+    env = {}
+    for item in args.env:
+        key, sep, value = item.partition("=")
+        if not sep:
+            raise ValueError(f"--env {item!r}: expected KEY=VALUE")
+        env[key] = value
+    argv = args.argv[1:] if args.argv[:1] == ["--"] else args.argv
+    if not argv:
+        raise ValueError("nothing to run: give the command after --")
+    if not args.image_tag_file:
+        return argv, dict(os.environ, **env)
+    container = container_module(args.cwd)
+    container.remove(name)  # left by a killed supervisor: SIGKILL reaches `podman run`, not the container
+    return in_image_argv(container, read_tag(args.image_tag_file), name, argv, args.cwd, env, args.mount), dict(os.environ)
+
+
+IMAGE_ARCHIVE, IMAGE_TAG_FILE = "tools/container/rig_os.tar", "tools/container/rig_os.tag"
+
+
+def image(args):
+    container = container_module(args.cwd)
+    reason = container.unavailable_reason()
+    if reason:
+        return {"error": f"tunelab_runner=image: {reason}"}
+    tag = read_tag(os.path.join(args.cwd, IMAGE_TAG_FILE))
+    had = container.has_image(tag)
+    try:
+        image_id = container.ensure_image(os.path.join(args.cwd, IMAGE_ARCHIVE), tag)
+    except container.ContainerError as e:
+        return {"error": str(e)}
+    return {"tag": tag, "id": image_id, "loaded": not had}
+
+
+def run_exec(args):
+    try:
+        argv, env = command(args, f"tl-exec-{os.getpid()}")
+    except (ValueError, RuntimeError) as e:
+        return {"error": str(e)}
+    done = subprocess.run(argv, cwd=args.cwd, env=env, stdin=subprocess.DEVNULL)
+    return {"exit_status": done.returncode} if done.returncode == 0 else {
+        "error": f"exited {done.returncode}", "exit_status": done.returncode}
+
+
 def supervise(argv, cwd, env, pid_path, done_path, log_path):
     """The detached supervisor: runs argv, records how it ended. SIGTERM is passed on to the matrix (it
     stores what it has, restores the host and exits 130)."""
@@ -81,15 +176,10 @@ def start(args):
     for stale in (done_path, pid_path):
         if os.path.exists(stale):
             os.remove(stale)
-    env = dict(os.environ)
-    for item in args.env:
-        key, sep, value = item.partition("=")
-        if not sep:
-            return {"error": f"--env {item!r}: expected KEY=VALUE"}
-        env[key] = value
-    argv = args.argv[1:] if args.argv[:1] == ["--"] else args.argv
-    if not argv:
-        return {"error": "nothing to run: give the command after --"}
+    try:
+        argv, env = command(args, runner_container_name(args.run_id))
+    except (ValueError, RuntimeError) as e:
+        return {"error": str(e)}
     read_end, write_end = os.pipe()
     first = os.fork()
     if first == 0:
@@ -144,23 +234,31 @@ def pack(args):
 def main(argv=None):
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     sub = parser.add_subparsers(dest="command", required=True)
-    for name in ("start", "status", "wait"):
+    for name in ("start", "status", "wait", "exec"):
         p = sub.add_parser(name)
-        p.add_argument("--state", required=True)
-        p.add_argument("--run-id", required=True)
-        if name == "start":
+        if name != "exec":
+            p.add_argument("--state", required=True)
+            p.add_argument("--run-id", required=True)
+        if name in ("start", "exec"):
             p.add_argument("--cwd")
             p.add_argument("--env", action="append", default=[])
+            p.add_argument("--image-tag-file", help="run in the rigs' image (the file holds its tag)")
+            p.add_argument("--mount", action="append", default=[], help="with --image-tag-file: a host folder")
             p.add_argument("argv", nargs=argparse.REMAINDER)
         if name == "wait":
             p.add_argument("--interval-s", type=float, default=10.0)
             p.add_argument("--timeout-s", type=float, default=0.0)
+    p = sub.add_parser("image")
+    p.add_argument("--cwd", required=True, help="the bundle's workspace root in its runfiles")
     p = sub.add_parser("pack")
     p.add_argument("--results", required=True)
     p.add_argument("--run-id", required=True)
     p.add_argument("--out", required=True)
     args = parser.parse_args(argv)
-    doc = {"start": start, "status": lambda a: status(a.state, a.run_id), "wait": wait, "pack": pack}[args.command](args)
+    if getattr(args, "image_tag_file", None) and not args.cwd:
+        parser.error("--image-tag-file needs --cwd (the bundle's workspace root in its runfiles)")
+    doc = {"start": start, "status": lambda a: status(a.state, a.run_id), "wait": wait, "pack": pack,
+           "exec": run_exec, "image": image}[args.command](args)
     print(json.dumps(doc))
     return 1 if "error" in doc else 0
 

@@ -1,5 +1,6 @@
 """remote_run.py for real: detached runs, their markers, a killed run, a dead supervisor, packing a run."""
 
+import importlib.util
 import json
 import os
 import signal
@@ -8,6 +9,7 @@ import sys
 import tarfile
 import tempfile
 import time
+import types
 import unittest
 
 SCRIPT = os.path.join(os.path.dirname(os.path.abspath(__file__)), "remote_run.py")
@@ -78,6 +80,42 @@ class RemoteRunTest(unittest.TestCase):
         code, doc = remote_run("pack", "--results", results, "--run-id", "20261124T000000Z-ffff", "--out", out)
         self.assertEqual(code, 1)
         self.assertIn("found 0", doc["error"])
+
+    def test_exec_runs_in_the_foreground_and_passes_the_exit_status_on(self):
+        out = subprocess.run([sys.executable, SCRIPT, "exec", "--env", "GREETING=hi", "--", sys.executable, "-c",
+                              "import os; print(os.environ['GREETING']); raise SystemExit(2)"],
+                             stdout=subprocess.PIPE, text=True, timeout=60)
+        self.assertEqual(out.returncode, 1)
+        said, doc = out.stdout.splitlines()
+        self.assertEqual(said, "hi")
+        self.assertEqual(json.loads(doc), {"error": "exited 2", "exit_status": 2})
+
+
+class InImageTest(unittest.TestCase):
+    """How a command is wrapped into the rigs' image (podman itself: fleet_integration_test)."""
+
+    def test_the_runner_container_shares_the_hosts_namespaces_and_only_the_folders_given(self):
+        spec = importlib.util.spec_from_file_location("remote_run", SCRIPT)
+        remote_run_module = importlib.util.module_from_spec(spec)
+        spec.loader.exec_module(remote_run_module)
+        fake = types.SimpleNamespace(unavailable_reason=lambda: None, podman=lambda: "/usr/bin/podman",
+                                     PODMAN_OPTIONS=["--runtime", "runc"],
+                                     rlimit_options=lambda: ["--ulimit", "nofile=1024:1024"])
+        argv = remote_run_module.in_image_argv(fake, "localhost/tunelab-rig-os:0123456789abcdef", "tl-runner-r1",
+                                               ["/b/matrix", "--dry-run"], "/b/matrix.runfiles/tunelab",
+                                               {"TUNELAB_FLEET_HOST": "h1"}, ["/r", "/b", "/r"])
+        identity = [a for path in ("/etc/machine-id", "/etc/os-release") if os.path.exists(path)
+                    for a in ("-v", f"{path}:{path}:ro")]
+        self.assertEqual(argv, [
+            "/usr/bin/podman", "--runtime", "runc", "run", "--rm", "--name", "tl-runner-r1", "--privileged",
+            "--pid=host", "--ipc=host", "--network=host", "--uts=host", "--init=false", "--ulimit",
+            "nofile=1024:1024", "-v", "/b:/b", "-v", "/r:/r", *identity, "-w", "/b/matrix.runfiles/tunelab",
+            "--env", "TUNELAB_FLEET_HOST=h1",
+            "--env", "TUNELAB_RUNNER_IMAGE=localhost/tunelab-rig-os:0123456789abcdef",
+            "localhost/tunelab-rig-os:0123456789abcdef", "/b/matrix", "--dry-run"])
+        fake.unavailable_reason = lambda: "podman is not installed"
+        with self.assertRaisesRegex(RuntimeError, "tunelab_runner=image: podman is not installed"):
+            remote_run_module.in_image_argv(fake, "t", "n", ["x"], "/", {}, [])
 
 
 if __name__ == "__main__":

@@ -54,6 +54,24 @@ def format_cpu_list(cpus):
     return ",".join(f"{a}-{b}" if a != b else str(a) for a, b in ranges)
 
 
+def parse_cpuinfo(text):
+    """/proc/cpuinfo (x86 layout) to the fields parse_lscpu gives, where the kernel states them."""
+    processors = [dict((k.strip(), v.strip()) for k, _, v in (line.partition(":") for line in block.splitlines()))
+                  for block in text.strip().split("\n\n") if block.strip()]
+    first = processors[0] if processors else {}
+
+    def num(key):
+        v = first.get(key, "")
+        return int(v) if v.isdigit() else None
+    sockets = len({p["physical id"] for p in processors if "physical id" in p}) or None
+    cores, siblings = num("cpu cores"), num("siblings")
+    return {
+        "vendor": first.get("vendor_id"), "model_name": first.get("model name"),
+        "logical_cpus": len(processors) or None, "sockets": sockets, "cores_per_socket": cores,
+        "threads_per_core": siblings // cores if cores and siblings else None,
+    }
+
+
 def parse_lscpu(text):
     """`lscpu` (classic and util-linux 2.38 indented layouts) to a dict of the fields the doctor uses."""
     fields = {}
@@ -212,9 +230,12 @@ def probe_host(root="/", run=run_command, which=shutil.which):
 
     code, lscpu_text = run(["lscpu"])
     cpu = parse_lscpu(lscpu_text) if code == 0 else {}
-    if not cpu.get("model_name"):  # no lscpu (e.g. a busybox guest): the kernel's own words
-        model = re.search(r"^model name\s*:\s*(.+)$", _read(path("proc/cpuinfo")) or "", re.M)
-        cpu["model_name"] = model.group(1).strip() if model else None
+    if not cpu.get("model_name"):  # no lscpu (a busybox guest, the rigs' image): the kernel's own words
+        from_kernel = parse_cpuinfo(_read(path("proc/cpuinfo")) or "")
+        online = _read(path("sys/devices/system/cpu/online"))
+        if online:
+            from_kernel["online_cpus"] = parse_cpu_list(online)
+        cpu = {**from_kernel, **{k: v for k, v in cpu.items() if v}}
     governor = _read(path("sys/devices/system/cpu/cpu0/cpufreq/scaling_governor"))
     report["cpu"] = {
         "model_name": cpu.get("model_name"),
@@ -229,7 +250,7 @@ def probe_host(root="/", run=run_command, which=shutil.which):
         # QEMU's TCG names its CPUs so: an emulated host gives functional evidence, never timing.
         "emulated": (cpu.get("model_name") or "").startswith("QEMU Virtual CPU"),
         "frequency_governor": governor.strip() if governor else None,
-        "evidence": "lscpu" if code == 0 else f"lscpu failed: {_first_line(lscpu_text)}",
+        "evidence": "lscpu" if code == 0 else f"/proc/cpuinfo (lscpu failed: {_first_line(lscpu_text)})",
     }
     if not governor:
         report["cpu"]["frequency_governor_evidence"] = "no cpufreq in sysfs (typical of VMs)"

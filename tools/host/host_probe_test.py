@@ -107,6 +107,18 @@ class ProbeHostTest(unittest.TestCase):
         self.assertEqual(report["cpu"]["hypervisor"], "KVM")
         self.assertEqual(len(report["host"]["load_average"]), 3)
 
+    def test_without_lscpu_the_kernel_says_it(self):
+        # The rigs' image and the NUMA guest have no lscpu: /proc/cpuinfo and the online CPU list instead.
+        full = fixture_runner("kvm_1node")
+        report = host_probe.probe_host(root=os.path.join(TESTDATA, "kvm_1node"),
+                                       run=lambda argv, timeout=20: (None, "lscpu not found") if argv[0] == "lscpu"
+                                       else full(argv, timeout), which=lambda name: None)
+        cpu = report["cpu"]
+        self.assertEqual((cpu["model_name"], cpu["vendor"], cpu["logical_cpus"], cpu["online_cpus"]),
+                         ("AMD EPYC", "AuthenticAMD", 2, "0-1"))
+        self.assertEqual((cpu["sockets"], cpu["cores_per_socket"], cpu["threads_per_core"]), (1, 2, 1))
+        self.assertEqual(cpu["evidence"], "/proc/cpuinfo (lscpu failed: lscpu not found)")
+
 
 if __name__ == "__main__":
     unittest.main()
