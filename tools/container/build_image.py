@@ -3,8 +3,7 @@ a reproducible image archive that `podman load` and `docker load` both read, and
 
   build_image.py --deb DEB ... --out image.tar --tag-out image.tag
 
-Packages are unpacked with `dpkg-deb -x` (no maintainer scripts: a container that execs one program needs
-none), documentation is left out, and /bin/sh is busybox. Entries are sorted, owned by root, time 0. The
+Packages are unpacked as debtree.py says, and /bin/sh is busybox. Entries are sorted, owned by root, time 0. The
 archive is the docker-archive layout (manifest.json, the image config, one layer tar), written here: it is
 three files, and building it with podman would need root and an image store inside a Bazel action.
 """
@@ -14,35 +13,27 @@ import hashlib
 import io
 import json
 import os
-import re
 import shutil
 import subprocess
 import sys
 import tarfile
 import tempfile
 
+from tools.container import debtree
 from tools.digest import sha256_of
 
-SHRINK = ("usr/share/doc", "usr/share/man", "usr/share/info", "usr/share/locale", "usr/share/lintian")
 TAG_PREFIX = "localhost/tunelab-rig-os"
 
 
 def build_tree(debs, tree):
-    for deb in debs:
-        subprocess.run(["dpkg-deb", "-x", deb, tree], check=True)
-    for rel in SHRINK:
-        shutil.rmtree(os.path.join(tree, rel), ignore_errors=True)
+    debtree.unpack_debs(debs, tree)
     # busybox applets the runner's wrappers call by name (taskset for CPU binding) and a shell.
     if os.path.exists(os.path.join(tree, "bin", "busybox")):
         for applet in ("sh", "taskset", "cat", "sleep"):
             link = os.path.join(tree, "bin", applet)
             if not os.path.lexists(link):
                 os.symlink("busybox", link)
-    # The bundle's launchers name /usr/bin/python3 (tools/python/BUILD.bazel); Debian's python3 package,
-    # which makes that link, also pulls in what a container does not need.
-    pythons = sorted(n for n in os.listdir(os.path.join(tree, "usr", "bin")) if re.fullmatch(r"python3\.\d+", n))
-    if pythons and not os.path.lexists(os.path.join(tree, "usr", "bin", "python3")):
-        os.symlink(pythons[-1], os.path.join(tree, "usr", "bin", "python3"))
+    debtree.link_python3(tree)
     for folder in ("tmp", "proc", "sys", "dev", "run", "work"):
         os.makedirs(os.path.join(tree, folder), exist_ok=True)
     os.chmod(os.path.join(tree, "tmp"), 0o1777)

@@ -5,9 +5,9 @@ Python, numactl, the Redis binaries' libraries), a copy of one matrix target's r
                  --out-kernel vmlinuz --out-initramfs initramfs.cpio.gz
 
 --runfiles lists `destination source` pairs (destination relative to /opt/tunelab); --args is the matrix's
-`bazel run` arguments, installed as /opt/tunelab/matrix.args for the init. Packages are unpacked with
-`dpkg-deb -x` (no maintainer scripts run: nothing here needs them). Written in a scratch folder under the
-output folder, then packed as a newc cpio (the kernel's initramfs format) and gzipped.
+`bazel run` arguments, installed as /opt/tunelab/matrix.args for the init. Packages are unpacked as
+tools/container/debtree.py says. Written in a scratch folder under the output folder, then packed as a
+newc cpio (the kernel's initramfs format) and gzipped.
 """
 
 import argparse
@@ -16,15 +16,10 @@ import gzip
 import os
 import shutil
 import stat
-import subprocess
 import sys
 import tempfile
 
-SHRINK = ("usr/share/doc", "usr/share/man", "usr/share/info", "usr/share/locale", "usr/share/lintian")
-
-
-def unpack(deb, tree):
-    subprocess.run(["dpkg-deb", "-x", deb, tree], check=True)
+from tools.container import debtree
 
 
 def _entry(out, name, mode, data=b"", ino=0, nlink=1, mtime=0):
@@ -68,12 +63,8 @@ def main(argv=None):
     scratch = tempfile.mkdtemp(prefix="_guest_", dir=os.path.dirname(os.path.abspath(args.out_initramfs)))
     try:
         tree = os.path.join(scratch, "root")
-        for deb in args.deb:
-            unpack(deb, tree)
-        for rel in SHRINK:
-            shutil.rmtree(os.path.join(tree, rel), ignore_errors=True)
-        # python3-minimal (with its maintainer scripts) is left out: the one link it would add.
-        os.symlink("python3.11", os.path.join(tree, "usr", "bin", "python3"))
+        debtree.unpack_debs(args.deb, tree)
+        debtree.link_python3(tree)
         for folder in ("proc", "sys", "dev", "tmp", "run", "results", "opt/tunelab"):
             os.makedirs(os.path.join(tree, folder), exist_ok=True)
         with open(args.runfiles) as f:
@@ -89,7 +80,7 @@ def main(argv=None):
                                                                    mtime=0) as out:
             write_cpio(tree, out)
         kernel_tree = os.path.join(scratch, "kernel")
-        unpack(args.kernel_deb, kernel_tree)
+        debtree.unpack_debs([args.kernel_deb], kernel_tree)
         (vmlinuz,) = glob.glob(os.path.join(kernel_tree, "boot", "vmlinuz-*"))
         shutil.copy(vmlinuz, args.out_kernel)
     finally:
