@@ -57,7 +57,8 @@ class CellRunner:
         workdir = os.path.join(ctx.run_dir, "work", base)
         os.makedirs(workdir, exist_ok=True)
         self.class_load_log = os.path.join(workdir, "class-load.log")
-        self.executor, self.cell_params, self.cell_base = cell.params.get("executor", "process"), cell.params, base
+        self.executor, self.cell, self.cell_params = cell.params.get("executor", "process"), cell, cell.params
+        self.cell_base = base
         started = time.monotonic()
         policy = ctx.matrix.policy
         host_knobs = knobs.HostKnobs(ctx.host_paths, journal=ctx.knob_journal)
@@ -273,11 +274,13 @@ class CellRunner:
             ctx = self.ctx
             name = f"{container.container_prefix(ctx.run_id)}{self.cell_base}-{process.role}"
             cpus = ctx.matrix.pinnings[self.cell_params["pinning"]].cpus_for(process.role, process.under_test) or None
+            mems = knobs.container_mems(self.cell, ctx.matrix, ctx.nodes, process.role, process.under_test)
             argv = container.run_argv(name, ctx.container_image["tag"], argv, workdir, env=process.env,
-                                      read_only=ctx.container_image["mounts"], cpus=cpus, host_lock=ctx.host_lock)
+                                      read_only=ctx.container_image["mounts"], cpus=cpus, mems=mems,
+                                      host_lock=ctx.host_lock)
             ev.setdefault("containers", {})[process.role] = {
                 "name": name, "image": ctx.container_image["tag"], "image_id": ctx.container_image.get("id"),
-                "cpuset_cpus": cpus, "podman_command": argv}
+                "cpuset_cpus": cpus, "cpuset_mems": mems, "podman_command": argv}
         r = processes.Running(process, argv, role_logs[process.role], workdir, dict(os.environ, **process.env),
                               container_name=name)
         self.running.append(r)

@@ -154,7 +154,7 @@ def verify(cell, matrix, evidence, host_nodes):
 
     evidence keys (of the process under test unless said): role, native_program, vm_flags (parsed),
     process_status (parsed), numa_maps (parsed), other_processes ({role: {cpus_wanted, process_status}}),
-    servers ({role: {ports_freed}}), containers ({role: {name, image, cpuset_cpus, cgroups}}), threads
+    servers ({role: {ports_freed}}), containers ({role: {name, image, cpuset_cpus, cpuset_mems, cgroups}}), threads
     ([{"pattern","name","tid","wanted","cpus_allowed"}]), jvm_output_warnings, thp_mode, hugetlb_kb.
     """
     p = cell.params
@@ -164,6 +164,11 @@ def verify(cell, matrix, evidence, host_nodes):
         if not placed.get("cgroups"):
             problems.append("executor=container: the process under test was not seen in a podman container "
                             f"(its cgroups: {placed.get('cgroups', placed.get('cgroups_error', 'not read'))})")
+        mems = (evidence.get("process_status") or {}).get("Mems_allowed_list")
+        if placed.get("cpuset_mems") and (mems is None or spec.parse_cpu_list(mems) !=
+                                          spec.parse_cpu_list(placed["cpuset_mems"])):
+            problems.append(f"executor=container: --cpuset-mems {placed['cpuset_mems']} not in effect: "
+                            f"Mems_allowed_list={mems}")
     flags = evidence.get("vm_flags")
     if evidence.get("native_program"):
         pass  # a native program under test: the JVM knobs have nothing to act on (the rig's matrix omits them)

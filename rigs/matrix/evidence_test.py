@@ -90,6 +90,12 @@ class VerifyTest(unittest.TestCase):
         recorded = "/libpod_parent/libpod-fe3f03ddba28bb8d88e805c35844023623e7980721a1a0556eddea3bed4cd2ee"
         ev["containers"] = {"main": {"cgroups": [recorded]}}
         self.assertEqual(evidence.verify(m.cells[0], m, ev, {0: {0, 1}}), [])
+        # The container's memory nodes must be what the process sees (the capture shows Mems_allowed_list 0).
+        ev["containers"]["main"]["cpuset_mems"] = "0"
+        self.assertEqual(evidence.verify(m.cells[0], m, ev, {0: {0, 1}}), [])
+        ev["containers"]["main"]["cpuset_mems"] = "1"
+        problems = evidence.verify(m.cells[0], m, ev, {0: {0, 1}})
+        self.assertEqual(problems, ["executor=container: --cpuset-mems 1 not in effect: Mems_allowed_list=0"])
 
     def test_wrong_gc_and_heap_are_invalid(self):
         m = matrix(gc="g1", heap="512m")

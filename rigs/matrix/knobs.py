@@ -238,6 +238,15 @@ def wrapper_argv(cell, matrix, host_nodes, role=None, under_test=True):
     return argv
 
 
+def container_mems(cell, matrix, host_nodes, role=None, under_test=True):
+    """--cpuset-mems for a process's container: the bound memory node under numa=bind_local/bind_remote (the
+    cgroup then enforces what numactl's --membind asks inside), else None (every node, as the policy needs)."""
+    policy = cell.params["numa"] if under_test else "default"
+    if policy not in ("bind_local", "bind_remote"):
+        return None
+    return str(numa_nodes_for(cell, matrix, host_nodes, role, under_test)["mem_node"])
+
+
 class ThreadPinner:
     """Pins Java threads by name to CPUs as they appear, and re-checks that they stay pinned.
 

@@ -43,6 +43,15 @@ class LaunchTest(unittest.TestCase):
             m, cell = matrix(pinning=pinning, numa=numa)
             self.assertEqual(knobs.wrapper_argv(cell, m, NODES_2), expected, (pinning, numa))
 
+    def test_container_memory_nodes_follow_the_bind_policies_only(self):
+        cases = {("cpu5", "bind_local"): "1", ("cpu5", "bind_remote"): "0", ("none", "bind_remote"): "1",
+                 ("cpu5", "interleave"): None, ("cpu5", "preferred"): None, ("none", "default"): None}
+        for (pinning, numa), expected in cases.items():
+            m, cell = matrix(pinning=pinning, numa=numa)
+            self.assertEqual(knobs.container_mems(cell, m, NODES_2), expected, (pinning, numa))
+            # Other processes of the cell keep every node: the policy is the process under test's.
+            self.assertIsNone(knobs.container_mems(cell, m, NODES_2, "loadgen", False))
+
     def test_hugepages_cover_heap_and_code_cache(self):
         self.assertEqual(knobs.hugepages_for_heap("256m"), 256)  # (256 + 256 MiB margin) / 2 MiB
 
