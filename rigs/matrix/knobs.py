@@ -69,6 +69,8 @@ class HostKnobs:
             if self.thp_mode() != mode:
                 self._write(self.paths.thp_enabled, mode)
             applied["thp_mode"] = self.thp_mode()
+        if hp == "host":
+            applied["thp_mode"] = self.thp_mode()  # as found: nothing is written
         if hp == "explicit":
             pages = hugepages_for_heap(cell.params["heap"])
             current = self._read_int(self.paths.nr_hugepages)

@@ -120,6 +120,16 @@ class HostKnobsTest(unittest.TestCase):
         # The kernel file shows "[madvise]"; writing back the bare mode name restores it.
         self.assertEqual(self.read(self.paths.thp_enabled), "madvise")
 
+    def test_host_leaves_the_host_as_it_is(self):
+        _, cell = matrix(hugepages="host")
+        with open(self.paths.nr_hugepages, "w") as f:
+            f.write("7\n")
+        with knobs.HostKnobs(self.paths) as host:
+            self.assertEqual(host.apply(cell), {"thp_mode": "madvise"})
+            self.assertEqual(host._saved, [])  # nothing written, nothing to restore
+        self.assertEqual(self.read(self.paths.thp_enabled), "always [madvise] never")
+        self.assertEqual(self.read(self.paths.nr_hugepages), "7")
+
     def test_restore_is_idempotent(self):
         _, cell = matrix(hugepages="off")
         host = knobs.HostKnobs(self.paths)

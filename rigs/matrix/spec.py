@@ -40,7 +40,9 @@ from tools.host import host_probe
 
 # Axis -> allowed scalar values (None: free-form, checked elsewhere).
 GCS = ("serial", "parallel", "g1", "cms", "zgc", "shenandoah")
-HUGEPAGES = ("off", "thp_always", "thp_madvise", "explicit")
+# host: leave THP and the hugepage pool as the host has them (only recorded): for hosts the harness must not
+# change, and fleet hosts that share one kernel, where a host-wide setting would race.
+HUGEPAGES = ("off", "thp_always", "thp_madvise", "explicit", "host")
 # pressured_migrated: the CPUs on one node, memory where the kernel puts it (the local node first); the rig
 # fills that node while loading so pages spill to another, then migrates them back (rigs/redis).
 NUMA_POLICIES = ("default", "bind_local", "bind_remote", "interleave", "weighted_interleave", "preferred",

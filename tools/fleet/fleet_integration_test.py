@@ -32,6 +32,11 @@ SSHD = shutil.which("sshd") or "/usr/sbin/sshd"
 PROFILE = "fleet_smoke"
 
 
+def read_thp():
+    with open("/sys/kernel/mm/transparent_hugepage/enabled") as f:
+        return f.read()
+
+
 def free_port(address):
     with socket.socket() as s:
         s.bind((address, 0))
@@ -150,6 +155,7 @@ class FleetIntegrationTest(unittest.TestCase):
                     f"ansible_ssh_private_key_file={key}\n"
                     "ansible_ssh_common_args='-o StrictHostKeyChecking=no -o UserKnownHostsFile=/dev/null'\n")
         cls.results = os.path.join(cls.base, "home-results")
+        cls.thp_before = read_thp()
 
     @classmethod
     def tearDownClass(cls):
@@ -256,6 +262,9 @@ class FleetIntegrationTest(unittest.TestCase):
         self.assertIn("PROVENANCE MISMATCH, compared anyway: runner: on the host vs in image", text)
         self.assertIn("a (baseline)", text)
         self.assertGreater(os.path.getsize(report), 10_000)
+
+        # Two fleet hosts on one kernel ran with hugepages=host: the host's THP setting is as it was.
+        self.assertEqual(read_thp(), self.thp_before)
 
     def cell_provenance(self, run_dir):
         runner_images = set()
