@@ -16,8 +16,8 @@ IMAGE OPTIONS (hosts with tunelab_runner=image): --image-tag-file FILE [--mount 
 container of the rigs' image instead of on the host: privileged, in the host's PID, IPC, network and UTS
 namespaces (the matrix sets host knobs, reads every process' /proc and pins threads, as on the host), with
 the given host folders mounted at their own paths (the bundle, runs, the lock's folder) and the host's
-identity files read-only. The podman
-options come from the bundle's rigs/matrix/container.py, so they are the ones the cells' containers use.
+identity files read-only. The podman options come from the bundle's rigs/matrix/container.py (3.8-clean,
+standard library only), so they are the ones the cells' containers use.
 """
 
 import argparse
