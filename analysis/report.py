@@ -23,31 +23,37 @@ import statistics
 import sys
 import tempfile
 
-from analysis import compare, plots, render, resultsets, summary
+from analysis import compare, plots, render, resultsets, summary, thresholds
 # The kinds and the preparation of their documents (analysis/kinds.py; report.KINDS etc. stay importable).
 from analysis.kinds import KINDS, Kind, Prepared, ReportError, prepare, split_migrations  # noqa: F401
 
 EXIT_OK, EXIT_BAD_INPUT = 0, 2
 
 
-def answer(rows, metric_label, direction):
+def verdict(comparison, decl):
+    """better / worse / within the metric's minimum effect / not significant (decl: unit, direction, min_effect)."""
+    return comparison.verdict(decl["direction"], min_effect=decl.get("min_effect", 0.0))
+
+
+def answer(rows, metric_label, decl):
     """The title page's one-sentence answer, from the rows of the headline metric."""
     if not rows:
         return f"No comparison was possible for {metric_label}: no cell had a measured partner."
-    significant = [r for r in rows if r.comparison.significant()]
+    significant = [r for r in rows if verdict(r.comparison, decl) in ("better", "worse")]
     untested = [r for r in rows if not r.comparison.tested]
     if untested and len(untested) == len(rows):
         return (f"No test for {metric_label}: {untested[0].comparison.no_test_reason()} (a test needs 3 or more "
                 "runs a side; per-second samples of one run are not independent).")
     if not significant:
-        return (f"No significant change in {metric_label}: none of the {len(rows)} comparison(s) passed both "
-                "Holm-adjusted p < 0.05 and a 95% CI of the ratio excluding 1.")
+        return (f"No significant change in {metric_label}: none of the {len(rows)} comparison(s) passed "
+                "Holm-adjusted p < 0.05, a 95% CI of the ratio excluding 1 and a change of at least the metric's "
+                f"minimum effect ({decl.get('min_effect', 0.0):.0%}).")
     top = max(significant, key=lambda r: abs(r.comparison.change))
     c = top.comparison
     verb = "raises" if c.change > 0 else "lowers"
     where = f" (with {top.others})" if top.others else ""
     return (f"{top.axis}={top.value} {verb} {metric_label} by {c.change:+.1%} (95% CI {compare.fmt_change_ci(c)}) vs {top.axis}={top.baseline_value}{where}; {len(significant)} of "
-            f"{len(rows)} comparison(s) significant, {c.verdict(direction)} for this metric.")
+            f"{len(rows)} comparison(s) significant, {verdict(c, decl)} for this metric.")
 
 
 def published_for(references, kind_name, rig):
@@ -72,6 +78,9 @@ def build(kind_name, sets, out_dir, metrics=None, axis=None, allow_mismatch=Fals
     for d in prepared.docs:  # metrics the preparation adds (memory-locality: local_page_ratio)
         for m in d.get("metrics", []):
             declared.setdefault(m["name"], {"unit": m["unit"], "direction": m["direction"]})
+    effects = thresholds.min_effects(None, [d for s in measured for d in s.docs])
+    for name, decl in declared.items():  # better/worse only beyond the metric's minimum effect
+        declared[name] = dict(decl, min_effect=effects.get(name, thresholds.DEFAULT_MIN_EFFECT))
     chosen = metrics or list(declared)
     unknown = [m for m in chosen if m not in declared]
     if unknown:
@@ -95,7 +104,7 @@ def build(kind_name, sets, out_dir, metrics=None, axis=None, allow_mismatch=Fals
     blocks = [render.Title(f"{kind.title}: {question}",
                            f"{' vs '.join(names)} | host(s) {', '.join(hosts)} | rig {rig} | generated "
                            f"{generated_at or datetime.datetime.now(datetime.timezone.utc).strftime('%Y-%m-%d %H:%M UTC')}"),
-              render.Para("Answer: " + answer(rows_by_metric[headline], headline, declared[headline]["direction"]),
+              render.Para("Answer: " + answer(rows_by_metric[headline], headline, declared[headline]),
                           strong=True)]
     for w in prepared.warnings:
         blocks.append(render.Para("WARNING: " + w, strong=True))
@@ -131,17 +140,18 @@ def build(kind_name, sets, out_dir, metrics=None, axis=None, allow_mismatch=Fals
                     bars.append((_label(ax, r.baseline_value, r.others) + " (baseline)", r.baseline.median,
                                  r.baseline.ci_low, r.baseline.ci_high, "baseline"))
                 bars.append((_label(ax, r.value, r.others), r.summary.median, r.summary.ci_low, r.summary.ci_high,
-                             r.comparison.verdict(decl["direction"])))
+                             verdict(r.comparison, decl)))
             lines = [(f.get("label"), f["value"]) for _, f in published
                      if f["metric"] == metric and f.get("kind", "level") == "level"]
             path = plots.ci_bars(os.path.join(out_dir, f"figure{figure_index}.png"), f"{metric} by {ax}",
                                  decl["unit"], bars, lines)
             blocks.append(render.Figure(path, f"Figure {figure_index}: {metric} by {ax}, median and 95% CI per "
-                                              "cell; green better, red worse, grey baseline or not significant."))
+                                              "cell; green better, red worse, grey baseline, not significant or within the minimum effect "
+                                              f"({decl['min_effect']:.0%})."))
             blocks.append(render.TableBlock(
                 [ax, "other parameters", "median", "95% CI", "runs", "change", "change 95% CI", "p (Holm)",
                  "verdict"],
-                [row for r in group for row in table_rows(r, decl["direction"])],
+                [row for r in group for row in table_rows(r, decl)],
                 caption=f"{metric} by {ax} (baseline {ax}={group[0].baseline_value})"))
             series_lines = _series(cells, group, metric)
             if series_lines:
@@ -199,7 +209,6 @@ def attribution_blocks(cells, metrics, declared, docs):
             blocks.append(render.Para("Each patch of a series against the build without it (its prefix one "
                                       "shorter; stock for the first), measured interleaved in the same run; "
                                       "same statistics as above, Holm-adjusted over the patches."))
-        direction = declared[metric]["direction"]
         others = any(r.others for r in rows)
         blocks.append(render.TableBlock(
             ["k", "patch"] + (["other parameters"] if others else []) +
@@ -207,7 +216,7 @@ def attribution_blocks(cells, metrics, declared, docs):
             [[str(r.step), r.patch] + ([r.others] if others else []) +
              [compare.fmt_value(r.comparison.baseline_median), compare.fmt_value(r.comparison.candidate_median),
               f"{r.comparison.ratio - 1:+.1%}", compare.fmt_change_ci(r.comparison),
-              compare.fmt_p(r.comparison.p_adjusted), r.comparison.verdict(direction)] for r in rows],
+              compare.fmt_p(r.comparison.p_adjusted), verdict(r.comparison, declared[metric])] for r in rows],
             caption=f"{metric}: what each patch of {', '.join(sorted({r.patch_set for r in rows}))} changes"))
     return blocks
 
@@ -293,7 +302,7 @@ def _label(axis, value, others):
     return f"{axis}={value}" + (f" [{others}]" if others else "")
 
 
-def table_rows(r, direction):
+def table_rows(r, decl):
     """The baseline and candidate rows of one comparison. Without 3 runs a side the interval, change CI and
     p columns print "-" and the verdict says "no test" (analysis/stats.py)."""
     c = r.comparison
@@ -301,7 +310,7 @@ def table_rows(r, direction):
              compare.fmt_ci(r.baseline), str(r.baseline.runs), "", "", "", ""],
             [r.value, r.others, compare.fmt_value(r.summary.median), compare.fmt_ci(r.summary),
              str(r.summary.runs), f"{c.change:+.1%}", compare.fmt_change_ci(c),
-             compare.fmt_p(c.p_adjusted), c.verdict(direction)]]
+             compare.fmt_p(c.p_adjusted), verdict(c, decl)]]
 
 
 def _declared_groups(measured, prepared):

@@ -9,6 +9,7 @@ chosen sample values and rewritten host/variant/workload provenance: they test t
 (pairing, refusals, rendering), they are not measurements.
 """
 
+import glob
 import json
 import os
 import tempfile
@@ -176,7 +177,7 @@ class ReportTest(unittest.TestCase):
 
     def test_two_fleet_hosts_on_one_machine_are_compared_and_labelled_as_one_machine(self):
         a = write_set(os.path.join(self.dir, "fa"), [({}, 100.0)], host="h1", fleet_host="node-a")
-        b = write_set(os.path.join(self.dir, "fb"), [({}, 101.0)], host="h1", fleet_host="node-b")
+        b = write_set(os.path.join(self.dir, "fb"), [({}, 110.0)], host="h1", fleet_host="node-b")
         text = render.to_text(self.build("cross-host", [a, b]))
         self.assertIn("ONE PHYSICAL MACHINE: node-a and node-b are two fleet hosts on host h1", text)
         self.assertIn("node-a (baseline)", text)
@@ -184,6 +185,26 @@ class ReportTest(unittest.TestCase):
         twice = write_set(os.path.join(self.dir, "fc"), [({}, 100.0)], host="h1", fleet_host="node-a")
         with self.assertRaisesRegex(report.ReportError, "both sets come from host h1"):
             self.build("cross-host", [a, twice])
+
+    def test_a_tiny_difference_of_a_deterministic_metric_is_not_called_worse(self):
+        # Identical run patterns a 0.0001 % apart: "significant" (p = 0), yet within the metric's minimum effect.
+        sets = []
+        for name, host, level in (("da", "node-a", 100.0), ("db", "node-b", 99.9999)):
+            folder = os.path.join(self.dir, name)
+            write_set(folder, [({}, level)], host="h1", fleet_host=host)
+            for cell in glob.glob(os.path.join(folder, "cells", "*.json")):  # every sample the same: deterministic
+                with open(cell) as f:
+                    doc = json.load(f)
+                for sample in doc["samples"]:
+                    sample["value"] = level
+                with open(cell, "w") as f:
+                    json.dump(doc, f)
+            sets.append(resultsets.load_run(folder, name=name))
+        text = render.to_text(self.build("cross-host", sets))
+        # calibration's cpu_loop_rate minimum effect (workloads/calibration/gate.toml); before: "worse"
+        (row,) = [line for line in text.splitlines() if line.startswith("node-b ")]
+        self.assertTrue(row.endswith("within ±3%"), row)
+        self.assertIn("No significant change in cpu_loop_rate", text)
 
     def test_cli_refuses_a_corrupt_result_and_keeps_it(self):
         folder = os.path.join(self.dir, "broken")

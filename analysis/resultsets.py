@@ -13,7 +13,7 @@ import os
 
 import jsonschema
 
-from results import resultfile as results
+from results import resultfile as results, store
 
 REFERENCE_KIND = "tunelab.published_reference"
 PUBLISHED_LABEL = "published, not measured here"
@@ -56,29 +56,52 @@ def _reference_schema():
         return json.load(f)
 
 
+# Units of a figure that may be negative: a change, a difference. A level in any other unit (a rate, a
+# time, a count, a size) is a non-negative amount.
+SIGNED_UNITS = frozenset({"%", "percent", "ratio", "change"})
+
+
+def reference_problem(doc):
+    """Why a schema-valid published reference set cannot be shown, or '': every figure finite, and a level
+    figure (anything but a change) non-negative, as its unit says."""
+    for i, fig in enumerate(doc["figures"]):
+        signed = fig.get("kind") == "change" or fig["unit"] in SIGNED_UNITS
+        for key in ("value", "low", "high"):
+            if key in fig and not signed and fig[key] < 0:
+                return f"figures/{i}/{key}: {fig[key]} {fig['unit']} is negative, which a level in that unit cannot be"
+        if "low" in fig and "high" in fig and fig["low"] > fig["high"]:
+            return f"figures/{i}: low {fig['low']} is above high {fig['high']}"
+    return ""
+
+
 def load_reference(path):
-    """A published reference set; raises ResultSetError on anything but a schema-valid document."""
+    """A published reference set; raises ResultSetError on anything but a schema-valid document with finite
+    (and, for levels, non-negative) figures."""
     try:
-        with open(path) as f:
-            doc = json.load(f)
-    except (OSError, json.JSONDecodeError, UnicodeDecodeError) as e:
-        raise ResultSetError(f"{path}: not a readable JSON file ({e})") from None
+        with open(path, "rb") as f:
+            doc = results.parse_json(f.read(results.MAX_RESULT_BYTES + 1))
+    except OSError as e:
+        raise ResultSetError(f"{path}: not a readable file ({e})") from None
+    except results.ResultError as e:
+        raise ResultSetError(f"{path}: {e}") from None
     errors = sorted(jsonschema.Draft202012Validator(_reference_schema()).iter_errors(doc),
                     key=lambda e: list(e.absolute_path))
     if errors:
         where = "/".join(str(p) for p in errors[0].absolute_path) or "(top)"
-        raise ResultSetError(f"{path}: not a published reference set at {where}: {errors[0].message}")
+        raise ResultSetError(f"{path}: not a published reference set at {where}: {errors[0].message[:300]}")
+    problem = reference_problem(doc)
+    if problem:
+        raise ResultSetError(f"{path}: {problem}")
     return ResultSet(name=f"reference/{doc['id']}", path=path, manifest={}, docs=[], reference=doc)
 
 
 def load_run(folder, name=None):
-    """A measured set: every cell result of the folder, validated; a corrupt file is an error, never skipped."""
-    manifest_path = os.path.join(folder, "manifest.json")
+    """A measured set: its manifest and every cell result of the folder, validated; a corrupt file is an
+    error, never skipped."""
     try:
-        with open(manifest_path) as f:
-            manifest = json.load(f)
-    except (OSError, json.JSONDecodeError, UnicodeDecodeError) as e:
-        raise ResultSetError(f"{folder}: no readable manifest.json ({e})") from None
+        manifest = store.load_manifest(os.path.join(folder, "manifest.json"))
+    except store.StoreError as e:
+        raise ResultSetError(f"{folder}: no usable manifest.json: {e}") from None
     docs = []
     for key in sorted(results.stored_results(folder)):
         path = results.result_path(folder, *key)

@@ -11,7 +11,9 @@ The unit of evidence is the run. Every table, report and gate in tunelab follows
   samples is close to normal, which Welch assumes). Both need 3 or more runs a side: with fewer there is
   no test, and the verdict says "N run(s) a side: no test" instead of printing a p-value.
 - p-values of one family (every comparison of a metric in a table, every check of a gate) are adjusted by
-  Holm's method. "better"/"worse" needs the adjusted p < 0.05 AND a ratio CI excluding 1.
+  Holm's method. "better"/"worse" needs the adjusted p < 0.05 AND a ratio CI excluding 1 AND a change at
+  least the metric's minimum effect (analysis/thresholds.py); a significant change below it is "within ±X%":
+  a deterministic metric is "significant" at any difference, however small.
 - Per-second samples feed plots and within-run stability (a run's CV), nothing else.
 Inputs are measured values only (warm-up is kept apart by the runner); resampling is seeded, so the same
 data gives the same interval on every run.
@@ -87,12 +89,15 @@ class Comparison:
             return False
         return self.ratio_ci_low > 1.0 or self.ratio_ci_high < 1.0
 
-    def verdict(self, direction, alpha=ALPHA):
-        """"better", "worse", "not significant", or "N run(s) a side: no test"."""
+    def verdict(self, direction, alpha=ALPHA, min_effect=0.0):
+        """"better", "worse", "not significant", "within ±X%" (significant, smaller than min_effect), or
+        "N run(s) a side: no test"."""
         if not self.tested:
             return self.no_test_reason()
         if not self.significant(alpha):
             return "not significant"
+        if abs(self.change) < min_effect:
+            return f"within ±{min_effect:.0%}"
         higher = self.ratio > 1.0
         return "better" if higher == (direction == "higher_is_better") else "worse"
 

@@ -18,7 +18,7 @@ from rich.console import Console
 from rich.markup import escape
 from rich.table import Table
 
-from analysis import compare, resultsets, stats
+from analysis import compare, resultsets, stats, thresholds
 
 WIDTH = 100
 FOOTNOTE = ("Runs are the unit: a cell is the median of its run medians, its CI a bootstrap over runs. Verdict: "
@@ -59,10 +59,12 @@ def host_reference_line(manifest):
     return "host reference: " + "; ".join(parts) if parts else "host reference: none recorded"
 
 
-def comparison_table(cells, metrics, declared, question="", axes=None):
+def comparison_table(cells, metrics, declared, question="", axes=None, effects=None):
     """The one table: every declared comparison of the headline metric (the first declared metric that has
     comparisons), or each cell's value when nothing is compared. None when no cell has a value. axes: the
-    matrix's axis values (its first value per axis is the default, so rows name only what differs)."""
+    matrix's axis values (its first value per axis is the default, so rows name only what differs). effects:
+    {metric: minimum effect} (analysis/thresholds.py); a significant change below it is "within ±X%"."""
+    effects = effects or {}
     defaults = {a: str(v[0]) for a, v in axes.items()} if axes else None
     rows_by_metric = {m: compare.axis_rows(cells, m, declared=declared, defaults=defaults) for m in metrics}
     rows_by_metric = {m: r for m, r in rows_by_metric.items() if r}
@@ -84,7 +86,7 @@ def comparison_table(cells, metrics, declared, question="", axes=None):
                 what = escape((f"{metric}, " if several else "") + f"{r.axis}: {r.value} vs {r.baseline_value}")
                 if r.others:
                     what += f" [dim]({escape(r.others)})[/dim]"
-                verdict = c.verdict(decl["direction"])
+                verdict = c.verdict(decl["direction"], min_effect=effects.get(metric, thresholds.DEFAULT_MIN_EFFECT))
                 style = {"better": "green", "worse": "red"}.get(verdict)
                 t.add_row(what, fmt_short(c.baseline_median), fmt_short(c.candidate_median), f"{c.change:+.1%}",
                           _short_ci(c),
@@ -152,7 +154,7 @@ def render(console, result_set, metrics=None):
         console.print(escape(f"also measured: {', '.join(others)} (every metric: bazel run //analysis:report -- "
                              f"{os.path.basename(result_set.path) or result_set.name} --kind axis --out r.pdf)"))
     table = comparison_table(compared, metrics, matrix.get("comparison_groups"), matrix.get("question", ""),
-                             matrix.get("axes"))
+                             matrix.get("axes"), thresholds.min_effects(None, result_set.docs))
     if table is None:
         console.print("no cell was measured: nothing to compare")
         return False

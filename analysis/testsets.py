@@ -27,10 +27,17 @@ def write_set(folder, cells, host="vm-x86", cpu="AMD EPYC", rig="calibration", w
     os.makedirs(os.path.join(folder, "cells"))
     base = template()
     run_id = f"20261121T0000{len(os.listdir(os.path.dirname(folder))):02d}Z-0000"
-    manifest = {"schema_version": 1, "kind": "tunelab.run_manifest", "run_id": run_id,
-                "matrix": {"name": rig, "rig": rig, "profile": "smoke", "overrides": [], "seed": 1}, "cells": [],
+    manifest = {"schema_version": 1, "kind": "tunelab.run_manifest", "run_id": run_id, "state": "complete",
+                "matrix": {"name": rig, "rig": rig, "profile": "smoke", "overrides": [], "seed": 1,
+                           "spec_sha256": "0" * 64},
+                "workload": {"id": base["provenance"]["workload"]["id"],
+                             "sha256": workload_sha or base["provenance"]["workload"]["sha256"]},
+                "host_id": host, "cells": [], "order": [],
                 "fleet": {"host": fleet_host, "fleet_id": "fleet-20261124T000000Z-0000"} if fleet_host else None}
     for n, (overrides, level) in enumerate(cells):
+        manifest["cells"].append({"id": f"{n:012x}", "params": dict(base["cell"]["params"], **overrides),
+                                  "skip_reason": None, "repetitions": {str(r): "ok" for r in range(runs)}})
+        manifest["order"] += [[f"{n:012x}", rep] for rep in range(runs)]
         for rep in range(runs):
             d = copy.deepcopy(base)
             d["run_id"] = run_id

@@ -40,29 +40,36 @@ def schema():
     return _SCHEMA_CACHE[SCHEMA_VERSION]
 
 
-def _non_finite_path(value, path=()):
-    """The path of the first NaN or infinite number in a document, else None."""
-    if isinstance(value, float) and not math.isfinite(value):
-        return "/".join(map(str, path)) or "(top)"
-    children = value.items() if isinstance(value, dict) else enumerate(value) if isinstance(value, list) else ()
-    for key, child in children:
-        found = _non_finite_path(child, path + (key,))
-        if found:
-            return found
-    return None
+MAX_DEPTH = 64  # far deeper than any document tunelab writes; deeper ones exhaust recursion in readers
+
+
+def check_shape(doc, max_depth=MAX_DEPTH):
+    """Raises ResultError for a document nested deeper than max_depth or holding a NaN or infinite number
+    (walked without recursion, so a hostile document cannot exhaust the stack)."""
+    stack = [(doc, ())]
+    while stack:
+        value, path = stack.pop()
+        if len(path) > max_depth:
+            raise ResultError(f"nested deeper than {max_depth} levels at {'/'.join(map(str, path[:8]))}/...")
+        if isinstance(value, float) and not math.isfinite(value):
+            raise ResultError(f"holds a value that is not a finite number at {'/'.join(map(str, path)) or '(top)'}")
+        if isinstance(value, dict):
+            stack.extend((child, path + (key,)) for key, child in value.items())
+        elif isinstance(value, list):
+            stack.extend((child, path + (i,)) for i, child in enumerate(value))
 
 
 def validate(doc):
-    """Raises ResultError naming the first schema violation, or the first NaN or infinite number."""
-    where = _non_finite_path(doc)
-    if where:
-        raise ResultError(f"result holds a value that is not a finite number at {where}")
+    """Raises ResultError naming the first problem: too deep, a NaN or infinite number, or a schema violation."""
+    if not isinstance(doc, dict):
+        raise ResultError(f"a result must be a JSON object, not {type(doc).__name__}")
+    check_shape(doc)
     validator = jsonschema.Draft202012Validator(schema())
     errors = sorted(validator.iter_errors(doc), key=lambda e: list(e.absolute_path))
     if errors:
         e = errors[0]
         where = "/".join(str(p) for p in e.absolute_path) or "(top)"
-        raise ResultError(f"result does not match schema v{SCHEMA_VERSION} at {where}: {e.message}")
+        raise ResultError(f"result does not match schema v{SCHEMA_VERSION} at {where}: {e.message[:300]}")
 
 
 def migrate(doc):
@@ -121,20 +128,32 @@ def write_result(path, doc):
     atomic_write_json(path, doc)
 
 
+def parse_json(data, max_bytes=MAX_RESULT_BYTES):
+    """A JSON document from untrusted bytes: size limit, strict JSON (no NaN/Infinity), bounded depth.
+    Raises ResultError for anything else."""
+    if len(data) > max_bytes:
+        raise ResultError(f"{len(data)} bytes or more, over the {max_bytes}-byte limit")
+    try:
+        doc = json.loads(data, parse_constant=_refuse_constant)
+    except (json.JSONDecodeError, UnicodeDecodeError) as e:
+        raise ResultError(f"not valid JSON ({e})") from None
+    except _NonFinite as e:
+        raise ResultError(f"holds {e.args[0]}, not a number: a corrupt measurement") from None
+    except RecursionError:
+        raise ResultError(f"nested too deeply (over {MAX_DEPTH} levels)") from None
+    check_shape(doc)
+    return doc
+
+
 def load_result(path, max_bytes=MAX_RESULT_BYTES):
     """Reads a result file as untrusted input: size limit, JSON, migration, schema."""
     size = os.path.getsize(path)
     if size > max_bytes:
         raise ResultError(f"{path}: {size} bytes, over the {max_bytes}-byte limit for a result file")
+    with open(path, "rb") as f:
+        data = f.read(max_bytes + 1)
     try:
-        with open(path) as f:
-            doc = json.load(f, parse_constant=_refuse_constant)
-    except (json.JSONDecodeError, UnicodeDecodeError) as e:
-        raise ResultError(f"{path}: not valid JSON ({e})") from None
-    except _NonFinite as e:
-        raise ResultError(f"{path}: holds {e.args[0]}, not a number: a corrupt measurement") from None
-    doc = migrate(doc)
-    try:
+        doc = migrate(parse_json(data, max_bytes))
         validate(doc)
     except ResultError as e:
         raise ResultError(f"{path}: {e}") from None

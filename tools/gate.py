@@ -17,10 +17,12 @@ minimum effect (`workloads/<workload>/gate.toml`, a fraction: kept out of the wo
 threshold orphans no stored set), and significant: Welch's t-test on the per-run medians, Holm-adjusted
 over every (cell, metric) gated together, p < alpha (analysis/stats.py states the assumptions). Exit 0
 pass, 1 regressed, 2 unusable input (a set missing or corrupt, fewer than --min-runs ok runs a side,
-provenance differing in more than the harness, host drift).
+provenance differing in more than the harness, host drift, a zero baseline). An unexpected error is exit 2
+too, with its traceback in a log file the message names: never 1, which only a measured regression earns.
 
 --confirm: before failing, the regressed cells are run again (the candidate's own matrix target, profile and
---set values, narrowed to each cell) and the gate fails only if the new runs regress too.
+--set values, narrowed to each cell) and the gate fails only if the new runs regress too. The target must be
+one of this checkout's rig_matrix targets (rigs/BUILD.bazel); a result file cannot name another command.
 """
 
 import argparse
@@ -32,13 +34,14 @@ import re
 import shlex
 import subprocess
 import sys
-import tomllib
+import tempfile
+import traceback
 from xml.etree import ElementTree
 
-from analysis import compare, drift, resultsets, stats
+from analysis import compare, drift, resultsets, stats, thresholds
 
 EXIT_PASS, EXIT_REGRESSED, EXIT_UNUSABLE = 0, 1, 2
-DEFAULT_MIN_EFFECT = 0.05
+DEFAULT_MIN_EFFECT = thresholds.DEFAULT_MIN_EFFECT
 ALLOWED_DIFFERENCES = frozenset({"harness"})  # the candidate is usually new code; everything else must match
 
 
@@ -84,19 +87,7 @@ class Check:
         return "pass"
 
 
-def min_effects(workspace_roots, docs):
-    """{metric: min_effect} from the gate.toml of each workload the documents ran."""
-    out = {}
-    for workload_id in sorted({d["provenance"]["workload"]["id"] for d in docs}):
-        folder = workload_id.split("/")[0]
-        for root in workspace_roots:
-            path = os.path.join(root, "workloads", folder, "gate.toml")
-            if os.path.exists(path):
-                with open(path, "rb") as f:
-                    for name, value in tomllib.load(f).get("min_effect", {}).items():
-                        out[name] = float(value)
-                break
-    return out
+min_effects = thresholds.min_effects
 
 
 def split_run(result_set, axis, baseline_value=None, candidate_value=None):
@@ -135,8 +126,9 @@ def _runs(docs, metric):
     return [[s["value"] for s in d["samples"] if s["metric"] == metric] for d in docs if d["status"] == "ok"]
 
 
-def gate(baseline, candidate, thresholds, min_runs=3, overrides=None, resamples=stats.RESAMPLES, same_run=False):
+def gate(baseline, candidate, min_effect, min_runs=3, overrides=None, resamples=stats.RESAMPLES, same_run=False):
     """[Check] for every cell both sets measured; raises GateError when the input cannot be gated.
+    min_effect: {metric: fraction} (min_effects()); overrides win over it.
     resamples=0 skips the ratio's CI, which the decision does not use (for calibration's many draws).
     same_run: the two sides come from one run (split_run), so their provenance differs by design."""
     for s in (baseline, candidate):
@@ -172,9 +164,13 @@ def gate(baseline, candidate, thresholds, min_runs=3, overrides=None, resamples=
             if len(a) < min_runs or len(b) < min_runs:
                 too_few.append(f"{label} {metric}: {len(a)} baseline and {len(b)} candidate ok runs")
                 continue
-            effect = (overrides or {}).get(metric, thresholds.get(metric, DEFAULT_MIN_EFFECT))
-            checks.append(Check(label, params, metric, decl["unit"], decl["direction"], effect,
-                                stats.compare(a, b, resamples=resamples), (len(a), len(b))))
+            effect = (overrides or {}).get(metric, min_effect.get(metric, DEFAULT_MIN_EFFECT))
+            try:
+                comparison = stats.compare(a, b, resamples=resamples)
+            except ValueError as e:  # a zero baseline: no ratio, so no verdict either way
+                raise GateError(f"{label} {metric}: {e}") from None
+            checks.append(Check(label, params, metric, decl["unit"], decl["direction"], effect, comparison,
+                                (len(a), len(b))))
     if too_few:
         raise GateError(f"too few samples (need {min_runs} ok runs a side): " + "; ".join(too_few))
     if not checks:
@@ -221,18 +217,40 @@ def junit(checks, baseline, candidate):
     return ElementTree.tostring(suite, encoding="unicode", xml_declaration=True) + "\n"
 
 
-def confirm_command(candidate, check):
-    """The runner command that reruns one cell of the candidate set (its target, profile and values)."""
+SAFE_VALUE = re.compile(r"^[A-Za-z0-9_.:@+/,=-]{1,200}$")
+
+
+def matrix_targets(workspace):
+    """The rig_matrix targets of this checkout (rigs/BUILD.bazel), as labels."""
+    try:
+        with open(os.path.join(workspace, "rigs", "BUILD.bazel")) as f:
+            text = f.read()
+    except OSError:
+        return set()
+    return {f"//rigs:{name}" for name in re.findall(r'rig_matrix\(\s*name\s*=\s*"([A-Za-z0-9_]+)"', text)}
+
+
+def confirm_command(candidate, check, workspace):
+    """The runner command that reruns one cell of the candidate set (its target, profile and values). The
+    target comes from result data: only one of this checkout's matrix targets is run, and every value is
+    passed as one --name=value argument."""
     m = candidate.manifest.get("matrix", {})
     doc = candidate.first_ok()
     target = doc["provenance"]["bazel_target"]
     if not target:
         raise GateError(f"{candidate.name} does not record the target that made it; cannot rerun")
+    known = matrix_targets(workspace)
+    if target not in known:
+        raise GateError(f"{candidate.name} names the target {target[:100]!r}, which is not a matrix target of this "
+                        f"checkout ({', '.join(sorted(known)) or 'none found in rigs/BUILD.bazel'}); not run")
     argv = ["bazel", "run", target, "--"]
+    values = ([m["profile"]] if m.get("profile") else []) + [f"{k}={v}" for k, v in check.params.items()]
+    bad = [v for v in values if not SAFE_VALUE.match(str(v))]
+    if bad:
+        raise GateError(f"{candidate.name}: {bad[0][:100]!r} is not a profile or axis value the runner takes; not run")
     if m.get("profile"):
-        argv += ["--profile", m["profile"]]
-    for k, v in check.params.items():
-        argv += ["--set", f"{k}={v}"]
+        argv.append(f"--profile={m['profile']}")
+    argv += [f"--set={k}={v}" for k, v in check.params.items()]
     return argv + ["--no-next-steps"]
 
 
@@ -260,7 +278,8 @@ def parse_args(argv):
                         help="gate two stored sets even though their host references differ (a WARNING then)")
     parser.add_argument("--markdown", help="also write the Markdown summary to this file")
     parser.add_argument("--junit", help="write JUnit XML (one test case per cell and metric) to this file")
-    parser.add_argument("--min-runs", type=int, default=3, help="ok runs needed a side (default 3)")
+    parser.add_argument("--min-runs", type=int, default=stats.MIN_RUNS,
+                        help=f"ok runs needed a side (default and least {stats.MIN_RUNS}: fewer have no test)")
     parser.add_argument("--min-effect", action="append", default=[], metavar="METRIC=FRACTION",
                         help="override a metric's minimum effect, e.g. cpu_loop_rate=0.02")
     parser.add_argument("--confirm", action="store_true",
@@ -277,7 +296,26 @@ def parse_args(argv):
         parser.error("give --run RUN --axis AXIS, or --baseline SET --candidate SET")
     if within and args.confirm:
         parser.error("--confirm reruns stored sets; inside one run, rerun the whole matrix instead")
+    if args.min_runs < stats.MIN_RUNS:
+        parser.error(f"--min-runs {args.min_runs}: at least {stats.MIN_RUNS} (with fewer runs a side there is no test, "
+                     "and a gate without a test passes anything)")
     return args
+
+
+def parse_min_effects(items):
+    """{metric: fraction} from --min-effect METRIC=FRACTION; a fraction must be finite, in (0, 1)."""
+    out = {}
+    for item in items:
+        name, _, value = item.partition("=")
+        try:
+            fraction = float(value)
+        except ValueError:
+            fraction = float("nan")
+        if not name or not math.isfinite(fraction) or not 0 < fraction < 1:
+            raise GateError(f"--min-effect {item!r}: expected METRIC=FRACTION with 0 < FRACTION < 1, "
+                            "e.g. cpu_loop_rate=0.03")
+        out[name] = fraction
+    return out
 
 
 def stored_sets_warnings(baseline, candidate, allow_drift):
@@ -292,20 +330,27 @@ def stored_sets_warnings(baseline, candidate, allow_drift):
 
 
 def main(argv=None):
+    """Exit 0 pass, 1 regressed, 2 unusable input; an unexpected error is 2, with its traceback in a log."""
     args = parse_args(argv)
+    try:
+        return run(args)
+    except Exception:  # noqa: BLE001 - never let a crash read as a measured regression (exit 1)
+        fd, log = tempfile.mkstemp(prefix="tunelab-gate-", suffix=".log")
+        with os.fdopen(fd, "w") as f:
+            f.write(traceback.format_exc())
+        print(f"error: the gate failed unexpectedly (treated as unusable input, exit {EXIT_UNUSABLE}); "
+              f"traceback in {log}", file=sys.stderr)
+        return EXIT_UNUSABLE
+
+
+def run(args):
     workspace = os.environ.get("BUILD_WORKSPACE_DIRECTORY", os.getcwd())
     cwd = os.environ.get("BUILD_WORKING_DIRECTORY", os.getcwd())
     results_root = args.results_dir or os.path.join(workspace, "results")
     runfiles = os.path.abspath(os.path.join(os.path.dirname(__file__), ".."))
     warnings = []
     try:
-        overrides = {}
-        for item in args.min_effect:
-            name, _, value = item.partition("=")
-            try:
-                overrides[name] = float(value)
-            except ValueError:
-                raise GateError(f"--min-effect {item!r}: expected METRIC=FRACTION, e.g. cpu_loop_rate=0.03") from None
+        overrides = parse_min_effects(args.min_effect)
         here = lambda s: os.path.join(cwd, s) if os.path.exists(os.path.join(cwd, s)) else s  # noqa: E731
         if args.run:
             run = resultsets.resolve(here(args.run), results_root)
@@ -316,16 +361,16 @@ def main(argv=None):
             warnings = stored_sets_warnings(baseline, candidate, args.allow_host_drift)
         for w in warnings:
             print(f"WARNING: {w}", file=sys.stderr)
-        thresholds = min_effects([runfiles, workspace], baseline.docs + candidate.docs)
-        checks = gate(baseline, candidate, thresholds, args.min_runs, overrides, same_run=bool(args.run))
+        effects = min_effects([runfiles, workspace], baseline.docs + candidate.docs)
+        checks = gate(baseline, candidate, effects, args.min_runs, overrides, same_run=bool(args.run))
         confirmed = None
         if args.confirm and any(c.regressed for c in checks):
             still = []
             for c in [c for c in checks if c.regressed]:
-                command = confirm_command(candidate, c)
+                command = confirm_command(candidate, c, workspace)
                 print(f"confirming {c.cell} {c.metric}: {shlex.join(command)}", flush=True)
                 rerun = resultsets.resolve(run_confirmation(command, workspace), results_root)
-                again = [x for x in gate(baseline, rerun, thresholds, args.min_runs, overrides)
+                again = [x for x in gate(baseline, rerun, effects, args.min_runs, overrides)
                          if x.params == c.params and x.metric == c.metric]
                 if again and again[0].regressed:
                     still.append(c)
@@ -333,7 +378,7 @@ def main(argv=None):
             for c in checks:
                 if c.regressed and c not in still:
                     c.unconfirmed = True
-    except (resultsets.ResultSetError, GateError) as e:
+    except (resultsets.ResultSetError, GateError, thresholds.ThresholdError) as e:
         print(f"error: {e}", file=sys.stderr)
         return EXIT_UNUSABLE
     text = markdown(checks, baseline, candidate, confirmed, warnings)

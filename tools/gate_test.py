@@ -3,6 +3,7 @@ passes A/A, fails a 5% slowdown with 5 runs a side, ignores a significant change
 effect, and refuses unusable input with exit 2. Its Markdown and JUnit XML are checked by content."""
 
 import io
+import json
 import os
 import tomllib
 import tempfile
@@ -25,11 +26,12 @@ class GateTest(unittest.TestCase):
     def tearDown(self):
         self.tmp.cleanup()
 
-    def sets(self, candidate_level, runs=5, candidate_runs=None, noise=0.005, **candidate_kw):
+    def sets(self, candidate_level, runs=5, candidate_runs=None, noise=0.005, base_level=1000.0, **candidate_kw):
         cells = lambda level: [({"gc": "g1"}, level), ({"gc": "parallel"}, level * 1.01)]  # noqa: E731
         base = os.path.join(self.dir, "base")
         cand = os.path.join(self.dir, "cand")
-        write_set(base, cells(1000.0), runs=runs, noise=noise, seed=1)
+        write_set(base, cells(base_level), runs=runs, noise=noise, seed=1,
+                  reference=candidate_kw.get("reference"))
         write_set(cand, cells(candidate_level), runs=candidate_runs or runs, noise=noise, seed=2, **candidate_kw)
         return base, cand
 
@@ -122,12 +124,87 @@ class GateTest(unittest.TestCase):
         base, cand = self.sets(950.0)
         candidate = resultsets.load_run(cand)
         checks = gate.gate(resultsets.load_run(base), candidate, {"cpu_loop_rate": 0.03})
-        argv = gate.confirm_command(candidate, checks[0])
-        self.assertEqual(argv[:5], ["bazel", "run", "//rigs:calibration_matrix", "--", "--profile"])
-        sets = [argv[i + 1] for i, a in enumerate(argv) if a == "--set"]
+        argv = gate.confirm_command(candidate, checks[0], RUNFILES)
+        self.assertEqual(argv[:5], ["bazel", "run", "//rigs:calibration_matrix", "--", "--profile=smoke"])
+        sets = [a.split("=", 1)[1] for a in argv if a.startswith("--set=")]
         self.assertIn("gc=g1", sets)  # the regressed cell's own values, every one of them
         self.assertEqual(len(sets), len(checks[0].params))
         self.assertEqual(argv[-1], "--no-next-steps")
+
+    def test_the_confirmation_runs_only_this_checkouts_matrix_targets(self):
+        # The target comes from result data: a set naming another command is refused, nothing runs.
+        base, cand = self.sets(950.0)
+        candidate = resultsets.load_run(cand)
+        checks = gate.gate(resultsets.load_run(base), candidate, {"cpu_loop_rate": 0.03})
+        self.assertIn("//rigs:yarn_cps_matrix", gate.matrix_targets(RUNFILES))
+        for target in ("//tools:fleet", "@evil//:x", "--run_under=/bin/sh"):
+            candidate.docs[0]["provenance"]["bazel_target"] = target
+            with self.subTest(target=target):
+                with self.assertRaisesRegex(gate.GateError, "not a matrix target of this checkout"):
+                    gate.confirm_command(candidate, checks[0], RUNFILES)
+        candidate.docs[0]["provenance"]["bazel_target"] = "//rigs:calibration_matrix"
+        checks[0].params["gc"] = "g1 --run_under=x"
+        with self.assertRaisesRegex(gate.GateError, "not a profile or axis value"):
+            gate.confirm_command(candidate, checks[0], RUNFILES)
+
+    def test_nothing_unusable_passes_and_only_a_regression_exits_1(self):
+        base, cand = self.sets(500.0)  # a 50 % slowdown
+        bad_options = (["--min-runs", "0"], ["--min-runs", "2"], ["--min-effect", "cpu_loop_rate=nan"],
+                       ["--min-effect", "cpu_loop_rate=inf"], ["--min-effect", "cpu_loop_rate=1.5"],
+                       ["--min-effect", "cpu_loop_rate=0"], ["--min-effect", "=0.1"])
+        for extra in bad_options:
+            with self.subTest(extra=extra):
+                try:
+                    code, out, _ = self.run_gate(base, cand, *extra)
+                except SystemExit as e:  # argparse's own refusal
+                    code, out = e.code, ""
+                self.assertEqual(code, gate.EXIT_UNUSABLE, out)
+        # An unexpected error is unusable input (2) with a traceback log, never "regressed" (1).
+        real = gate.gate
+        gate.gate = lambda *a, **kw: {}["boom"]
+        try:
+            code, out, _ = self.run_gate(base, cand)
+        finally:
+            gate.gate = real
+        self.assertEqual(code, gate.EXIT_UNUSABLE, out)
+        log = out.split("traceback in ")[1].split()[0]
+        with open(log) as f:
+            self.assertIn("KeyError: 'boom'", f.read())
+        os.unlink(log)
+
+    def test_a_zero_baseline_is_unusable_input(self):
+        code, out, _ = self.run_gate(*self.sets(1000.0, base_level=0.0))
+        self.assertEqual(code, gate.EXIT_UNUSABLE, out)
+        self.assertIn("baseline median is 0", out)
+
+    def test_a_non_finite_host_reference_is_refused_not_ignored(self):
+        # Before: NaN in a manifest's host reference turned the drift refusal off silently.
+        base, cand = self.sets(1000.0, reference=5e8)
+        with open(os.path.join(base, "manifest.json")) as f:
+            manifest = json.load(f)
+        manifest["host_reference"] = {"probe": "p", "measurements": [
+            {"when": "before", "metric": "cpu_loop_rate", "unit": "ops/s", "median": float("nan"), "samples": []}]}
+        with open(os.path.join(base, "manifest.json"), "w") as f:
+            json.dump(manifest, f)  # allow_nan: writes NaN as Python does
+        code, out, _ = self.run_gate(base, cand)
+        self.assertEqual(code, gate.EXIT_UNUSABLE, out)
+        self.assertIn("NaN", out)
+
+    def test_a_published_reference_with_impossible_figures_is_refused(self):
+        with open(os.path.join(RUNFILES, "results", "reference", "case000_yarn_cps.json")) as f:
+            good = json.load(f)
+        level = next(i for i, fig in enumerate(good["figures"]) if fig.get("kind", "level") == "level")
+        for value, why in ((float("nan"), "NaN"), (float("inf"), "Infinity"), (-5.0, "negative")):
+            doc = json.loads(json.dumps(good))
+            doc["figures"][level]["value"] = value
+            path = os.path.join(self.dir, "ref.json")
+            with open(path, "w") as f:
+                json.dump(doc, f)
+            with self.subTest(value=value):
+                with self.assertRaisesRegex(resultsets.ResultSetError, why):
+                    resultsets.load_reference(path)
+        self.assertEqual(resultsets.load_reference(os.path.join(
+            RUNFILES, "results", "reference", "case000_yarn_cps.json")).reference["id"], "case000_yarn_cps")
 
     def test_minimum_effects_come_from_the_workloads_gate_files(self):
         doc = {"provenance": {"workload": {"id": "yarn_cps/v1"}}}

@@ -8,33 +8,15 @@ to overwrite an existing baseline unless --replace, and then swaps it in whole (
 
 import argparse
 import os
-import shutil
 import sys
-import tempfile
 
 from analysis import resultsets
+from results import store
 
 
 def promote(run_folder, baselines, name, replace=False):
-    result_set = resultsets.load_run(run_folder)  # validates every result; raises on a corrupt one
-    if not name.replace("-", "").replace("_", "").isalnum():
-        raise resultsets.ResultSetError(f"baseline name {name!r}: use letters, digits, - and _")
-    target = os.path.join(baselines, name)
-    if os.path.exists(target) and not replace:
-        raise resultsets.ResultSetError(f"{target} exists; pass --replace to swap it for {run_folder}")
-    os.makedirs(baselines, exist_ok=True)
-    staging = tempfile.mkdtemp(prefix=f".{name}-", dir=baselines)
-    shutil.copy2(os.path.join(run_folder, "manifest.json"), staging)
-    shutil.copytree(os.path.join(run_folder, "cells"), os.path.join(staging, "cells"),
-                    ignore=shutil.ignore_patterns(".tmp-*"))
-    old = None
-    if os.path.exists(target):
-        old = target + ".old"
-        os.replace(target, old)
-    os.replace(staging, target)
-    if old:
-        shutil.rmtree(old)
-    return target, len(result_set.docs)
+    """results/store.py does the writing (staged, renamed into place), after every result is validated."""
+    return store.promote(run_folder, baselines, name, replace, load_run=resultsets.load_run)
 
 
 def main(argv=None):
@@ -50,7 +32,7 @@ def main(argv=None):
         run = args.run if os.path.isabs(args.run) else os.path.join(cwd, args.run)
         folder = run if os.path.isdir(run) else resultsets.resolve(args.run, results_root).path
         target, n = promote(folder, os.path.join(results_root, "baselines"), args.name, args.replace)
-    except (resultsets.ResultSetError, OSError) as e:
+    except (resultsets.ResultSetError, store.StoreError, OSError) as e:
         print(f"error: {e}", file=sys.stderr)
         return 2
     print(f"promoted {n} results to {target}; commit it to share the baseline")

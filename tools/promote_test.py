@@ -6,6 +6,7 @@ import unittest
 
 from analysis import resultsets
 from analysis.testsets import write_set
+from results import store
 from tools import promote
 
 
@@ -21,7 +22,7 @@ class PromoteTest(unittest.TestCase):
             self.assertEqual(n, 3)
             self.assertEqual(sorted(os.listdir(target)), ["cells", "manifest.json"])
             self.assertEqual(len(resultsets.load_run(target).docs), 3)
-            with self.assertRaisesRegex(resultsets.ResultSetError, "exists; pass --replace"):
+            with self.assertRaisesRegex(store.StoreError, "exists; pass --replace"):
                 promote.promote(run, baselines, "nightly")
             promote.promote(run, baselines, "nightly", replace=True)
             self.assertEqual(sorted(os.listdir(baselines)), ["nightly"])

@@ -6,24 +6,25 @@ import os
 import subprocess
 import time
 
-from rigs.matrix import spec
+from rigs.matrix import hoststate, spec
 
 
 class HostLock:
-    """One matrix per host: an flock on a lock file (released by the kernel if the holder dies)."""
+    """One matrix per host: an flock on a lock file (released by the kernel if the holder dies), in the
+    host state folder (hoststate.py), so that no other user can take or block it."""
 
     def __init__(self, path):
         self.path = path
         self.fd = None
 
     def acquire(self, holder):
-        os.makedirs(os.path.dirname(self.path), exist_ok=True)
-        fd = os.open(self.path, os.O_RDWR | os.O_CREAT, 0o644)
+        hoststate.ensure_state_dir(os.path.dirname(self.path))
+        fd = hoststate.open_lock_file(self.path)
         try:
             fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
         except BlockingIOError:
-            with os.fdopen(fd) as f:
-                info = f.read().strip() or "unknown holder"
+            with os.fdopen(fd, errors="replace") as f:
+                info = f.read(2000).strip() or "unknown holder"
             raise LockHeld(info) from None
         os.ftruncate(fd, 0)
         os.write(fd, json.dumps(holder).encode())

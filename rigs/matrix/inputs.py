@@ -11,10 +11,10 @@ import re
 import secrets
 import time
 
-from rigs.matrix import host, spec
+from results import store
+from rigs.matrix import host, hoststate, spec
 
-DEFAULT_LOCK = "/run/lock/tunelab-matrix.lock"
-RUN_ID_RE = re.compile(r"^[0-9]{8}T[0-9]{6}Z-[0-9a-f]{4}$")
+RUN_ID_RE = store.RUN_ID_RE
 
 
 def new_run_id():
@@ -69,7 +69,10 @@ def parse_args(argv):
     parser.add_argument("--no-host-reference", action="store_true",
                         help="skip the host reference probe before and after the matrix (~10 s each)")
     parser.add_argument("--seed", type=int, help="seed for the interleaved order (default: the matrix's)")
-    parser.add_argument("--lock-file", default=os.environ.get("TUNELAB_LOCK_FILE", DEFAULT_LOCK), help=argparse.SUPPRESS)
+    parser.add_argument("--state-dir", default=hoststate.default_state_dir(),
+                        help="the host state folder: the host lock (one matrix per host) and the journal of host "
+                             "settings to restore; only the runner's user may write it (default: "
+                             f"${hoststate.STATE_DIR_ENV}, else {hoststate.ROOT_STATE_DIR} for root)")
     parser.add_argument("--no-gc-probes", action="store_true", help=argparse.SUPPRESS)
     parser.add_argument("--no-next-steps", action="store_true", help=argparse.SUPPRESS)  # for tools wrapping a run
     return parser.parse_args(argv)
@@ -143,11 +146,10 @@ def stored_run_settings(results_root, run_id):
     for manifest_path in sorted(glob.glob(os.path.join(glob.escape(results_root), "*", glob.escape(run_id),
                                                        "manifest.json"))):
         try:
-            with open(manifest_path) as f:
-                matrix = json.load(f)["matrix"]
-            return matrix.get("profile"), list(matrix.get("overrides") or [])
-        except (OSError, ValueError, KeyError, TypeError):
+            matrix = store.load_manifest(manifest_path)["matrix"]
+        except store.StoreError:
             continue
+        return matrix.get("profile"), list(matrix.get("overrides") or [])
     return None
 
 

@@ -13,7 +13,7 @@ import subprocess
 import sys
 import time
 
-from rigs.matrix import evidence, spec
+from rigs.matrix import evidence, hoststate, spec
 
 MEMPOLICY = os.path.join(os.path.dirname(os.path.abspath(__file__)), "mempolicy.py")
 
@@ -147,25 +147,54 @@ class KnobError(RuntimeError):
 
 
 def _write_journal(journal, saved):
-    tmp = journal + ".tmp"
-    with open(tmp, "w") as f:
-        json.dump([[path, original] for path, original in saved], f)
-        f.flush()
-        os.fsync(f.fileno())
-    os.replace(tmp, journal)
+    hoststate.write_file(journal, json.dumps([[path, original] for path, original in saved]).encode())
+
+
+THP_MODES = ("always", "madvise", "never")
+
+
+def _journal_problem(item, paths):
+    """Why a journal entry is not one this runner writes, or ''."""
+    if not (isinstance(item, list) and len(item) == 2 and all(isinstance(x, str) for x in item)):
+        return f"entry {str(item)[:80]!r} is not a [path, text] pair"
+    path, text = item
+    if path == paths.thp_enabled:
+        return "" if evidence_thp(text) in THP_MODES else f"{path}: {text[:60]!r} is not a THP mode"
+    if path == paths.nr_hugepages:
+        return "" if re.fullmatch(r"[0-9]{1,12}\n?", text) else f"{path}: {text[:60]!r} is not a page count"
+    return (f"it names {path[:200]!r}, which the runner never changes (only {paths.thp_enabled} and "
+            f"{paths.nr_hugepages})")
 
 
 def recover(journal, paths=None):
-    """Restores host settings a killed run left changed (from its journal); returns what was restored."""
-    if not os.path.exists(journal):
+    """Restores host settings a killed run left changed (from its journal); returns what was restored.
+
+    The journal must be the runner's own (hoststate.read_file: owner, mode, no link) and name only the
+    knobs the runner changes, with values those knobs take; anything else is refused (KnobError) and
+    nothing is written."""
+    paths = paths or HostPaths()
+    try:
+        data = hoststate.read_file(journal)
+    except hoststate.StateError as e:
+        raise KnobError(f"knob journal refused, nothing restored: {e}") from None
+    if data is None:
         return []
-    with open(journal) as f:
-        saved = [tuple(item) for item in json.load(f)]
-    restored = [path for path, _ in saved]
+    try:
+        entries = json.loads(data)
+        problem = "" if isinstance(entries, list) and len(entries) <= 2 else "not a list of at most two entries"
+    except (ValueError, RecursionError) as e:
+        entries, problem = [], f"not JSON ({e})"
+    for item in entries if not problem else ():
+        problem = _journal_problem(item, paths)
+        if problem:
+            break
+    if problem:
+        raise KnobError(f"knob journal {journal} is not one this runner wrote: {problem}. Refused, nothing "
+                        "restored: look at it, put the host's settings right by hand if needed, and delete it")
     knobs = HostKnobs(paths, journal)
-    knobs._saved = saved
+    knobs._saved = [tuple(item) for item in entries]
     knobs.restore()
-    return restored
+    return [path for path, _ in entries]
 
 
 def evidence_thp(text):

@@ -51,7 +51,7 @@ class RigMatrixTest(unittest.TestCase):
         tmp = os.environ["TEST_TMPDIR"]
         results_dir = os.path.join(tmp, "results")
         code, out = run(["--profile", PROFILE, "--results-dir", results_dir,
-                         "--lock-file", os.path.join(tmp, "matrix.lock")])
+                         "--state-dir", os.path.join(tmp, "state")])
         print(out)
         self.assertEqual(code, runner.EXIT_OK, out)
         (host,) = os.listdir(results_dir)

@@ -4,11 +4,11 @@ analysis' job (rigs/main.py, the entry point of every rig_matrix target, calls o
 
 Parts: inputs.py (command line, builds, resumed settings), spec.py (matrix files), plan.py (what this host
 can run) and planview.py (the plan printed or as JSON), cell.py (one cell repetition), knobs.py and
-evidence.py (apply and prove the knobs), host.py (host lock, preflight), hostref.py (host reference).
+evidence.py (apply and prove the knobs), host.py (host lock, preflight), hoststate.py (the root-only
+folder of the lock and the knob journal), hostref.py (host reference).
 """
 
 import dataclasses
-import json
 import os
 import signal
 import sys
@@ -18,8 +18,9 @@ from rich.console import Console
 from rich.markup import escape
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn, TimeRemainingColumn
 
-from results import resultfile as results
-from rigs.matrix import cell as cell_runner, container, host, hostref, knobs, plan, planview, rig as rig_contract, spec
+from results import resultfile as results, store
+from rigs.matrix import (cell as cell_runner, container, host, hostref, hoststate, knobs, plan, planview,
+                         rig as rig_contract, spec)
 from rigs.matrix.inputs import (check_run_id, load_revisions, load_variants, new_run_id, parse_args, spec_digest,
                                 stored_run_settings)
 from rigs.matrix.cell import now_iso
@@ -87,7 +88,7 @@ def write_manifest(ctx, planned, order, state, statuses):
         "fleet": {key: os.environ[var] for key, var in (("host", "TUNELAB_FLEET_HOST"), ("fleet_id", "TUNELAB_FLEET_ID"))
                   if os.environ.get(var)} or None,
     }
-    results.atomic_write_json(os.path.join(ctx.run_dir, "manifest.json"), doc)
+    store.write_manifest(ctx.run_dir, doc)
 
 
 def measure_host_reference(console, probe, when):
@@ -172,17 +173,22 @@ def execute(argv=None, console=None, host_paths=None, report=None):
     except spec.SpecError as e:
         console.print(f"[red]error:[/red] {escape(str(e))}")
         return Outcome(EXIT_BAD_INPUT)
-    run_dir = os.path.join(results_root, host_id, run_id)
+    try:
+        run_dir = store.run_dir(results_root, host_id, run_id)
+    except store.StoreError as e:
+        console.print(f"[red]error:[/red] {escape(str(e))}")
+        return Outcome(EXIT_BAD_INPUT)
     digest = spec_digest(args.matrix, args.profile, args.set, workload)
     stored_reference = []
     if args.resume:
-        manifest_path = os.path.join(run_dir, "manifest.json")
         try:
-            with open(manifest_path) as f:
-                manifest = json.load(f)
-        except (OSError, json.JSONDecodeError) as e:
-            console.print(f"[red]error:[/red] cannot resume {run_id}: {manifest_path}: {e}")
+            manifest = store.load_manifest(os.path.join(run_dir, "manifest.json"))
+        except store.StoreError as e:
+            console.print(f"[red]error:[/red] cannot resume {run_id}: {escape(str(e))}")
             return Outcome(EXIT_BAD_INPUT)
+        if manifest["state"] == "complete":
+            console.print(f"run {run_id} is complete: nothing to resume (a stored run is never rewritten); {run_dir}")
+            return Outcome(EXIT_OK, run_dir, workload)
         if manifest["matrix"]["spec_sha256"] != digest:
             console.print(f"[red]error:[/red] cannot resume {run_id}: the matrix, profile, --set overrides or workload "
                           "differ from the stored run's; start a new run instead")
@@ -193,15 +199,16 @@ def execute(argv=None, console=None, host_paths=None, report=None):
         console.print(f"[red]error:[/red] {run_dir} exists")
         return Outcome(EXIT_BAD_INPUT)
 
-    lock = HostLock(args.lock_file)
+    lock_file = os.path.join(os.path.abspath(args.state_dir), hoststate.LOCK_NAME)
+    lock = HostLock(lock_file)
     try:
         lock.acquire({"run_id": run_id, "pid": os.getpid(), "matrix": matrix.name, "started_at": now_iso(),
                       "run_dir": run_dir})
     except LockHeld as e:
-        console.print(f"[red]error:[/red] another matrix run holds this host ({args.lock_file}): {e}")
+        console.print(f"[red]error:[/red] another matrix run holds this host ({lock_file}): {escape(str(e))}")
         return Outcome(EXIT_LOCKED)
-    except OSError as e:
-        console.print(f"[red]error:[/red] cannot take the host lock {args.lock_file}: {e}")
+    except (OSError, hoststate.StateError) as e:
+        console.print(f"[red]error:[/red] cannot take the host lock {lock_file}: {escape(str(e))}")
         return Outcome(EXIT_BAD_INPUT)
 
     ctx = None
@@ -222,10 +229,14 @@ def execute(argv=None, console=None, host_paths=None, report=None):
             matrix_source=os.path.abspath(args.matrix), harness_commit=commit, harness_dirty=dirty,
             bazel_target=args.bazel_target, preflight=pre, nodes=plan.host_nodes(report),
             host_paths=host_paths or knobs.HostPaths(), varying=spec.varying_axes([p.cell for p in planned]),
-            host_lock=os.path.abspath(args.lock_file), knob_journal=args.lock_file + ".knobs.json",
+            host_lock=lock_file, knob_journal=os.path.join(os.path.dirname(lock_file), hoststate.JOURNAL_NAME),
             host_reference=None, manifest_host_reference=None,
             container_image=image or {})
-        recovered = knobs.recover(ctx.knob_journal, ctx.host_paths)
+        try:
+            recovered = knobs.recover(ctx.knob_journal, ctx.host_paths)
+        except knobs.KnobError as e:
+            console.print(f"[red]error:[/red] {escape(str(e))}")
+            return Outcome(EXIT_BAD_INPUT)
         if recovered:
             console.print(f"[yellow]restored host settings a killed run left changed:[/yellow] {', '.join(recovered)}")
         left = container.remove_orphans(ctx.host_lock)
@@ -240,9 +251,10 @@ def execute(argv=None, console=None, host_paths=None, report=None):
             before = measure_host_reference(console, probe, "before")
         set_host_reference(ctx, before)
         status = run_cells(console, ctx, planned)
-        if status == EXIT_OK and ctx.manifest_host_reference is not None:
-            set_host_reference(ctx, before + measure_host_reference(console, probe, "after"))
-            write_manifest(ctx, planned, ctx.order, "complete", ctx.statuses)
+        if status == EXIT_OK:
+            if ctx.manifest_host_reference is not None:
+                set_host_reference(ctx, before + measure_host_reference(console, probe, "after"))
+            write_manifest(ctx, planned, ctx.order, "complete", ctx.statuses)  # sealed: never rewritten
         if status == EXIT_INTERRUPTED:
             console.print(f"[yellow]interrupted[/yellow]; host settings restored. Resume with: --resume {run_id}")
             return Outcome(status, run_dir, workload)
@@ -299,7 +311,7 @@ def run_cells(console, ctx, planned):
                 planned_cell = by_id[cell.id]
                 progress.update(task, description=f"{cell.id} r{rep} {escape(cell.label(ctx.varying))[:60]}")
                 doc = ctx.cell_runner.run(planned_cell, rep)
-                results.write_result(results.result_path(run_dir, cell.id, rep), doc)
+                store.write_result(run_dir, cell.id, rep, doc)
                 statuses[(cell.id, rep)] = doc["status"]
                 write_manifest(ctx, planned, order, "running", statuses)
                 line = f"{doc['status']:>8} {cell.id} r{rep} {cell.label(ctx.varying)}"
@@ -313,7 +325,6 @@ def run_cells(console, ctx, planned):
             ctx.cell_runner.kill()
             write_manifest(ctx, planned, order, "interrupted", statuses)
             return EXIT_INTERRUPTED
-    write_manifest(ctx, planned, order, "complete", statuses)
     return EXIT_OK
 
 

@@ -6,6 +6,7 @@ can be pinned), so these tests need no JVM and run in seconds. Host files are fa
 import io
 import json
 import os
+import pathlib
 import signal
 import subprocess
 import sys
@@ -74,7 +75,7 @@ def install_fake_rig():
 
 
 class Sandbox:
-    """A temp folder with a fake JDK, fake host knob files, a results folder and a lock file."""
+    """A temp folder with a fake JDK, fake host knob files, a results folder and a host state folder."""
 
     def __init__(self, root):
         self.root = root
@@ -91,7 +92,7 @@ class Sandbox:
                 with open(path, "w") as f:
                     f.write(text)
         self.results = os.path.join(root, "results")
-        self.lock = os.path.join(root, "matrix.lock")
+        self.state_dir = os.path.join(root, "state")
 
     def report(self):
         cap = lambda **kw: dict(evidence="fake host", **kw)  # noqa: E731
@@ -120,7 +121,7 @@ class Sandbox:
     def args(self, *extra):
         return ["--matrix", os.path.join(TESTDATA, "fake_matrix.toml"),
                 "--workload", os.path.join(TESTDATA, "fake_workload"),
-                "--results-dir", self.results, "--lock-file", self.lock, *extra]
+                "--results-dir", self.results, "--state-dir", self.state_dir, *extra]
 
     def main(self, *extra):
         out = io.StringIO()
@@ -333,7 +334,7 @@ class RunnerTest(unittest.TestCase):
             self.assertIn("the patch was not exercised", doc["reason"])
 
     def test_second_run_on_the_host_is_refused(self):
-        lock = runner.HostLock(self.box.lock)
+        lock = runner.HostLock(os.path.join(self.box.state_dir, runner.hoststate.LOCK_NAME))
         lock.acquire({"run_id": "20261121T000000Z-beef", "pid": 1})
         try:
             code, out = self.box.main()
@@ -443,6 +444,37 @@ class RunnerTest(unittest.TestCase):
         self.assertIn("restored host settings a killed run left changed", out)
         self.assertEqual(self.box.thp(), "madvise")
 
+    def test_a_planted_knob_journal_is_refused_and_nothing_is_written(self):
+        victim = os.path.join(self.box.root, "authorized_keys")
+        with open(victim, "w") as f:
+            f.write("the real key\n")
+        os.makedirs(self.box.state_dir, mode=0o700, exist_ok=True)
+        journal = os.path.join(self.box.state_dir, runner.hoststate.JOURNAL_NAME)
+        with open(journal, "w") as f:
+            json.dump([[victim, "attacker key\n"]], f)
+        os.chmod(journal, 0o600)
+        code, out = self.box.main()
+        self.assertEqual(code, runner.EXIT_BAD_INPUT, out)
+        self.assertIn("which the runner never changes", " ".join(out.split()))
+        with open(victim) as f:
+            self.assertEqual(f.read(), "the real key\n")
+        self.assertEqual(self.box.run_dirs(), [])
+
+    def test_a_complete_run_is_never_rewritten(self):
+        code, _ = self.box.main()
+        self.assertEqual(code, runner.EXIT_OK)
+        (run_dir,) = self.box.run_dirs()
+        stored = {p: pathlib.Path(p).read_bytes() for p in (os.path.join(run_dir, "manifest.json"),
+                  *(results.result_path(run_dir, *k) for k in results.stored_results(run_dir)))}
+        code, out = self.box.main("--resume", os.path.basename(run_dir))
+        self.assertEqual(code, runner.EXIT_OK, out)
+        self.assertIn("is complete: nothing to resume", out)
+        for path, body in stored.items():
+            with open(path, "rb") as f:
+                self.assertEqual(f.read(), body, path)
+        with self.assertRaisesRegex(runner.store.StoreError, "complete run"):
+            runner.store.write_manifest(run_dir, json.loads(stored[os.path.join(run_dir, "manifest.json")]))
+
     def test_strict_refuses_a_busy_host(self):
         report = self.box.report()
         report["host"]["load_average"] = [7.5, 7.0, 6.0]
@@ -454,6 +486,11 @@ class RunnerTest(unittest.TestCase):
         code, _ = self.box.main()
         self.assertEqual(code, runner.EXIT_OK)
         (run_dir,) = self.box.run_dirs()
+        # A run killed after its last cell but before it was sealed: resumable, and one result is corrupt.
+        with open(os.path.join(run_dir, "manifest.json")) as f:
+            manifest = json.load(f)
+        with open(os.path.join(run_dir, "manifest.json"), "w") as f:
+            json.dump(dict(manifest, state="interrupted"), f)
         key = sorted(results.stored_results(run_dir))[0]
         path = results.result_path(run_dir, *key)
         with open(path, "w") as f:

@@ -10,7 +10,8 @@ start the matrix detached with the host's lock, wait on its marker file, pack th
 results/<inventory host>/<run>/ after checking it (tools/fleet/README.md). A host that drops out is
 reported with its reason; `--resume FLEET_ID` continues it (the matrix resumes its stored run there) and
 leaves hosts whose runs are home alone. Host variables: tunelab_root (default /var/tmp/tunelab: bundles,
-runs and markers), tunelab_lock_file (default: the runner's, one matrix per host). Exit: 0 every host's run
+runs and markers), tunelab_state_dir (default: the runner's, /var/lib/tunelab: the host lock, one matrix
+per host, and the knob journal; only root may write it). Exit: 0 every host's run
 is home and complete; 1 some host failed or dropped out (resume it); 2 bad input.
 """
 
@@ -30,8 +31,8 @@ from rich.console import Console
 from rich.markup import escape
 from rich.table import Table
 
-from results import resultfile, runarchive
-from rigs.matrix import inputs
+from results import resultfile, runarchive, store
+from rigs.matrix import hoststate, inputs
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 PLAYBOOKS = os.path.join(HERE, "playbooks")
@@ -49,6 +50,56 @@ FINAL = ("home",)
 
 class FleetError(ValueError):
     pass
+
+
+MAX_PLAN_BYTES = 16 << 20
+# What the controller reads of a host's plan (rigs/matrix/planview.py plan_document); the rest is shown only
+# through escape(). A host is untrusted: a plan that does not fit fails that host, never the fleet.
+_NAME = {"type": "string", "minLength": 1, "maxLength": 200}
+PLAN_SCHEMA = {
+    "type": "object",
+    "required": ["estimated_s", "cells", "doctor"],
+    "properties": {
+        "estimated_s": {"type": "number", "minimum": 0, "maximum": 10 * 365 * 86400},
+        "cells": {"type": "array", "maxItems": 100000, "items": {
+            "type": "object", "required": ["id", "skip_reason"],
+            "properties": {"id": _NAME, "skip_reason": {"type": ["string", "null"], "maxLength": 20000}}}},
+        "doctor": {"type": "object", "required": ["host", "cpu"], "properties": {
+            "host": {"type": "object", "required": ["host_id"], "properties": {
+                "host_id": {"type": "string", "pattern": store.HOST_FOLDER_RE.pattern}}},
+            "cpu": {"type": "object", "properties": {"online_cpus": {"type": ["integer", "string", "null"]}}},
+            "numa": {"type": "object", "properties": {"nodes": {"type": ["array", "null"], "maxItems": 4096}}}}},
+    },
+}
+
+
+def read_plan(path):
+    """A host's plan.json, as untrusted input: size cap, strict JSON, bounded depth, PLAN_SCHEMA."""
+    import jsonschema
+    size = os.path.getsize(path)
+    if size > MAX_PLAN_BYTES:
+        raise FleetError(f"its plan is {size} bytes, over the {MAX_PLAN_BYTES}-byte limit")
+    with open(path, "rb") as f:
+        try:
+            doc = resultfile.parse_json(f.read(MAX_PLAN_BYTES + 1), MAX_PLAN_BYTES)
+        except resultfile.ResultError as e:
+            raise FleetError(f"its plan is not usable: {e}") from None
+    errors = sorted(jsonschema.Draft202012Validator(PLAN_SCHEMA).iter_errors(doc), key=lambda e: list(e.absolute_path))
+    if errors:
+        where = "/".join(str(p) for p in errors[0].absolute_path) or "(top)"
+        raise FleetError(f"its plan does not fit at {where}: {errors[0].message[:200]}")
+    return doc
+
+
+def host_json(text, what):
+    """A JSON object a host printed (a remote_run status), or FleetError."""
+    try:
+        doc = resultfile.parse_json(text.encode(), 1 << 20)
+    except resultfile.ResultError as e:
+        raise FleetError(f"{what}: {e}") from None
+    if not isinstance(doc, dict):
+        raise FleetError(f"{what}: not a JSON object")
+    return doc
 
 
 @dataclasses.dataclass
@@ -74,15 +125,25 @@ def new_fleet_id():
 ANSIBLE_CLIS = {"ansible-playbook": "ansible.cli.playbook", "ansible-inventory": "ansible.cli.inventory"}
 
 
+MAX_FILE_BYTES_ENV = "TUNELAB_MAX_FILE_BYTES"
+
+
 def write_cli_launchers(folder):
     """ansible-runner starts Ansible's command-line tools as programs; the locked wheels are importable here
-    (PYTHONPATH) but their console scripts are not part of the runfiles, so the two it needs are written."""
+    (PYTHONPATH) but their console scripts are not part of the runfiles, so the two it needs are written.
+
+    Each caps the size of any file it or its children write (RLIMIT_FSIZE, from $TUNELAB_MAX_FILE_BYTES):
+    what a host sends (its plan, its run's archive, fetched by sftp, scp or Ansible itself) can never be
+    larger than that on this disk, whatever the host said its size was. Python and its children ignore
+    SIGXFSZ, so an oversized write fails with EFBIG and the fetch task fails for that host alone."""
     os.makedirs(folder, exist_ok=True)
     for name, module in ANSIBLE_CLIS.items():
         path = os.path.join(folder, name)
         with open(path, "w") as f:
-            f.write(f"#!{sys.executable}\n# written by tools/fleet/fleet.py\nimport sys\nfrom {module} import main\n"
-                    "sys.exit(main())\n")
+            f.write(f"#!{sys.executable}\n# written by tools/fleet/fleet.py\nimport os, resource, sys\n"
+                    f"cap = int(os.environ.get({MAX_FILE_BYTES_ENV!r}) or 0)\n"
+                    "if cap:\n    resource.setrlimit(resource.RLIMIT_FSIZE, (cap, cap))\n"
+                    f"from {module} import main\nsys.exit(main())\n")
         os.chmod(path, 0o755)
     return folder
 
@@ -104,6 +165,7 @@ def ansible_env(work, site_bin, control):
         # An inventory's ansible_python_interpreter still wins for Ansible's own modules.
         "ANSIBLE_PYTHON_INTERPRETER": REMOTE_PYTHON,
         "ANSIBLE_DEPRECATION_WARNINGS": "false",
+        MAX_FILE_BYTES_ENV: str(runarchive.MAX_ARCHIVE_BYTES),  # the launchers' cap on every file written
     }
 
 
@@ -140,17 +202,19 @@ def host_plan(host, hostvars, fleet_id, bundle_sha, matrix_args, run_args, commi
     if runner not in RUNNERS:
         raise FleetError(f"{host}: tunelab_runner {runner!r}: expected one of {', '.join(RUNNERS)}")
     env = {"TUNELAB_HARNESS_COMMIT": commit, "TUNELAB_FLEET_HOST": host, "TUNELAB_FLEET_ID": fleet_id}
-    lock_file = hostvars.get("tunelab_lock_file") or inputs.DEFAULT_LOCK
-    if hostvars.get("tunelab_lock_file"):
-        env["TUNELAB_LOCK_FILE"] = lock_file
+    host_state = hostvars.get("tunelab_state_dir") or hoststate.ROOT_STATE_DIR  # the lock and knob journal
+    if not os.path.isabs(host_state):
+        raise FleetError(f"{host}: tunelab_state_dir {host_state!r} must be an absolute path")
+    if hostvars.get("tunelab_state_dir"):
+        env[hoststate.STATE_DIR_ENV] = host_state
     if hostvars.get("tunelab_jdks"):
         env["TUNELAB_JDKS"] = hostvars["tunelab_jdks"]  # the host's own JDKs, NAME=PATH:NAME=PATH
     matrix = [f"{bundle_dir}/matrix", *matrix_args, *run_args, "--results-dir", results]
     remote_run = [REMOTE_PYTHON, f"{bundle_dir}/remote_run.py"]
     cwd = f"{bundle_dir}/matrix.runfiles/tunelab"
     # In the image, the runner sees the host's folders it needs at their own paths, and only those: the
-    # bundle, the runs, the fleet's state (the plan is written there), the lock's and a declared JDK's.
-    mounts = [bundle_dir, results, state_dir, os.path.dirname(lock_file)] + [
+    # bundle, the runs, the fleet's state (the plan is written there), the host state folder and a declared JDK's.
+    mounts = [bundle_dir, results, state_dir, host_state] + [
         path.split("=", 1)[1] for path in env.get("TUNELAB_JDKS", "").split(":") if "=" in path]
     in_image = ["--cwd", cwd, f"--image-tag-file={cwd}/tools/container/rig_os.tag",
                 *[f"--mount={m}" for m in mounts]] if runner == "image" else []
@@ -207,13 +271,19 @@ class Playbook:
     def handle(self, event):
         data = event.get("event_data") or {}
         host, task, res = data.get("host"), data.get("task"), data.get("res") or {}
+        if not isinstance(res, dict):  # what a module on the host returned: anything
+            res = {"msg": str(res)[:300]}
         kind = event.get("event")
-        if kind == "runner_on_ok" and host:
-            self.ok.setdefault(host, {})[task] = res
-        elif kind in ("runner_on_failed", "runner_on_unreachable") and host and not data.get("ignore_errors"):
-            self.errors[host] = describe_failure(kind, task, res)
-        if self.on_event:
-            self.on_event(kind, host, task, res)
+        try:
+            if kind == "runner_on_ok" and host:
+                self.ok.setdefault(host, {})[task] = res
+            elif kind in ("runner_on_failed", "runner_on_unreachable") and host and not data.get("ignore_errors"):
+                self.errors[host] = describe_failure(kind, task, res)
+            if self.on_event:
+                self.on_event(kind, host, task, res)
+        except Exception as e:  # noqa: BLE001 - ansible-runner would stop every host's run on it
+            if host:
+                self.errors[host] = f"{task}: the controller could not handle its result ({type(e).__name__}: {e})"
         return True
 
     def run(self, inventory, hosts, fleet_vars):
@@ -254,11 +324,12 @@ def runner_error(stdout):
 
 
 def describe_failure(kind, task, res):
+    text_of = lambda key: str(res.get(key) or "")[-4000:]  # noqa: E731 - a host's words, any type, bounded
     if kind == "runner_on_unreachable":
-        return f"unreachable over SSH: {(res.get('msg') or '').strip()}"
-    msg = (res.get("msg") or "").strip()
-    detail = (res.get("stderr") or res.get("module_stderr") or "").strip().splitlines()
-    said = runner_error(res.get("stdout") or "")
+        return f"unreachable over SSH: {text_of('msg').strip()}"
+    msg = text_of("msg").strip()
+    detail = (text_of("stderr") or text_of("module_stderr")).strip().splitlines()
+    said = runner_error(text_of("stdout"))
     if said:
         detail = [said]
     text = msg if not detail else f"{msg}: {detail[-1]}" if msg and msg != "non-zero return code" else detail[-1]
@@ -278,8 +349,7 @@ class Fleet:
 
     def save(self):
         doc = dict(self.meta, hosts={h: s.to_json() for h, s in self.hosts.items()}, updated_at=now_iso())
-        os.makedirs(os.path.dirname(self.state_path(self.fleet_id)), exist_ok=True)
-        resultfile.atomic_write_json(self.state_path(self.fleet_id), doc)
+        store.write_fleet_state(self.results_root, self.fleet_id, doc)
 
     def load_or_create(self, inventory_hosts):
         a = self.args
@@ -308,6 +378,12 @@ class Fleet:
                 raise FleetError("give the matrix target (e.g. //rigs:calibration_matrix) or --resume FLEET_ID")
             self.fleet_id = new_fleet_id()
             chosen = self.chosen_hosts(inventory_hosts)
+            for host in chosen:
+                try:
+                    store.check_host_folder(self.results_root, host)
+                except store.StoreError as e:
+                    raise FleetError(f"inventory host {host[:80]!r} cannot name a results folder: {e}; "
+                                     "rename it in the inventory (ansible_host keeps its address)") from None
             self.hosts = {h: HostState() for h in chosen}
             self.meta = {"fleet_id": self.fleet_id, "target": a.target, "profile": a.profile,
                          "overrides": a.set, "inventory": os.path.abspath(a.inventory), "bundle_sha256": "",
@@ -391,14 +467,15 @@ class Fleet:
                 state.status, state.error = "failed", pb.errors[host]
                 continue
             try:
-                with open(os.path.join(fleet_vars["staging"], host, "plan.json")) as f:
-                    plans[host] = json.load(f)
-            except (OSError, ValueError) as e:
-                state.status, state.error = "failed", f"no readable plan came back: {e}"
+                plans[host] = read_plan(os.path.join(fleet_vars["staging"], host, "plan.json"))
+                state.host_id = plans[host]["doctor"]["host"]["host_id"]
+                run_state = pb.ok.get(host, {}).get("run state")
+                run_states[host] = (host_json(run_state["stdout"], "its run state")
+                                    if isinstance(run_state, dict) and run_state.get("stdout") else {})
+            except (OSError, FleetError) as e:
+                plans.pop(host, None)
+                state.status, state.error = "failed", f"no usable plan came back: {e}"
                 continue
-            state.host_id = plans[host]["doctor"]["host"]["host_id"]
-            run_state = pb.ok.get(host, {}).get("run state")
-            run_states[host] = json.loads(run_state["stdout"]) if run_state and run_state.get("stdout") else {}
             runnable = [c for c in plans[host]["cells"] if not c["skip_reason"]]
             if not runnable:
                 state.status, state.error = "skipped", "this host can run none of the cells (see the plan)"
@@ -415,15 +492,16 @@ class Fleet:
         for host, state in self.hosts.items():
             plan = plans.get(host)
             if plan is None:
-                t.add_row(host, state.host_id or "?", "-", "-", "-", "-", "-", f"{state.status} (below)")
+                t.add_row(escape(host), escape(state.host_id or "?"), "-", "-", "-", "-", "-",
+                          f"{state.status} (below)")
                 continue
             doctor = plan["doctor"]
             cells = plan["cells"]
             skipped = [c for c in cells if c["skip_reason"]]
-            t.add_row(host, doctor["host"]["host_id"], str(doctor["cpu"].get("online_cpus", "?")),
-                      str(len(doctor.get("numa", {}).get("nodes", []) or [])), str(len(cells)),
+            t.add_row(escape(host), escape(doctor["host"]["host_id"]), escape(str(doctor["cpu"].get("online_cpus", "?"))),
+                      str(len((doctor.get("numa") or {}).get("nodes") or [])), str(len(cells)),
                       str(len(cells) - len(skipped)), str(len(skipped)),
-                      str(datetime.timedelta(seconds=plan["estimated_s"])))
+                      str(datetime.timedelta(seconds=round(plan["estimated_s"]))))
         self.console.print(t)
         for host, plan in plans.items():
             reasons = {}
@@ -431,7 +509,7 @@ class Fleet:
                 if c["skip_reason"]:
                     reasons[c["skip_reason"]] = reasons.get(c["skip_reason"], 0) + 1
             for reason, count in sorted(reasons.items()):
-                self.console.print(f"  {host}: {count} cell(s) skipped: {escape(reason)}")
+                self.console.print(f"  {escape(host)}: {count} cell(s) skipped: {escape(reason)}")
 
     def run(self, inventory, todo, fleet_vars, run_states, plans, env):
         for host in todo:
@@ -454,12 +532,16 @@ class Fleet:
             if not host or host not in self.hosts:
                 return
             elapsed = datetime.timedelta(seconds=round(time.monotonic() - started))
-            if kind == "runner_on_ok" and task == "start":
-                self.console.print(f"[{elapsed}] {host}: started run {self.hosts[host].run_id}")
-            elif kind == "runner_on_ok" and task == "bring the run home":
-                self.bring_home(host, fleet_vars, elapsed)
-            elif kind in ("runner_on_failed", "runner_on_unreachable"):
-                self.console.print(f"[{elapsed}] [red]{host}[/red]: {escape(describe_failure(kind, task, res))}")
+            try:
+                if kind == "runner_on_ok" and task == "start":
+                    self.console.print(f"[{elapsed}] {escape(host)}: started run {self.hosts[host].run_id}")
+                elif kind == "runner_on_ok" and task == "bring the run home":
+                    self.bring_home(host, fleet_vars, elapsed)
+                elif kind in ("runner_on_failed", "runner_on_unreachable"):
+                    self.console.print(f"[{elapsed}] [red]{escape(host)}[/red]: "
+                                       f"{escape(describe_failure(kind, task, res))}")
+            except Exception as e:  # noqa: BLE001 - one host's event must never stop the others' runs
+                self.host_crashed(host, f"handling its {task!r} event", e)
 
         pb = Playbook(os.path.dirname(self.state_path(self.fleet_id)), "run", env, on_event)
         pb.run(self.args.inventory, todo, fleet_vars)
@@ -482,23 +564,42 @@ class Fleet:
     def bring_home(self, host, fleet_vars, elapsed):
         state = self.hosts[host]
         archive = os.path.join(fleet_vars["staging"], host, "run.tar.gz")
+        expect = {"run_id": state.run_id, "fleet": {"host": host, "fleet_id": self.fleet_id}}
         try:
-            target, added, refreshed = runarchive.unpack_run(archive, self.results_root, host_folder=host)
-            with open(os.path.join(target, "manifest.json")) as f:
-                manifest = json.load(f)
-        except (runarchive.ArchiveError, OSError, ValueError) as e:
+            target, added, refreshed = runarchive.unpack_run(archive, self.results_root, host_folder=host,
+                                                             expect=expect)
+            manifest = store.load_manifest(os.path.join(target, "manifest.json"))
+        except (runarchive.ArchiveError, store.StoreError, OSError) as e:
             state.status, state.error = "failed", f"the archive brought home was refused: {e}"
-            self.console.print(f"[{elapsed}] [red]{host}[/red]: {escape(state.error)}")
+            self.console.print(f"[{elapsed}] [red]{escape(host)}[/red]: {escape(state.error)}")
             self.save()
             return
-        if manifest.get("state") != "complete":
-            state.status, state.error = "interrupted", f"the run came home {manifest.get('state')}"
+        finally:
+            if os.path.exists(archive):
+                os.unlink(archive)  # checked and stored, or refused: never kept in staging
+        if manifest["state"] != "complete":
+            state.status, state.error = "interrupted", f"the run came home {manifest['state']}"
         else:
             state.status, state.error = "home", ""
         state.run_dir = target
         self.save()
-        self.console.print(f"[{elapsed}] {host}: run {state.run_id} home ({len(added)} file(s) new, "
-                           f"{len(refreshed)} refreshed) -> {target}")
+        self.console.print(f"[{elapsed}] {escape(host)}: run {state.run_id} home ({len(added)} file(s) new, "
+                           f"{len(refreshed)} refreshed) -> {escape(target)}")
+
+    def host_crashed(self, host, doing, error):
+        """An unexpected error while handling one host: that host fails (with the traceback in the fleet's
+        log), the others go on."""
+        import traceback
+        log = os.path.join(os.path.dirname(self.state_path(self.fleet_id)), "errors.log")
+        with open(log, "a") as f:
+            f.write(f"{now_iso()} {host}: {doing}\n{traceback.format_exc()}\n")
+        state = self.hosts[host]
+        state.status, state.error = "failed", f"{doing}: {type(error).__name__}: {str(error)[:300]} (traceback: {log})"
+        self.console.print(f"[red]{escape(host)}[/red]: {escape(state.error)}")
+        try:
+            self.save()
+        except Exception:  # noqa: BLE001 - the state is saved again at the end
+            pass
 
     def summary(self):
         t = Table(title=f"Fleet {self.fleet_id}")
@@ -506,7 +607,7 @@ class Fleet:
             t.add_column(col, overflow="fold")
         for host, s in self.hosts.items():
             colour = "green" if s.status == "home" else "yellow" if s.status == "skipped" else "red"
-            t.add_row(host, s.run_id or "-", f"[{colour}]{s.status}[/{colour}]",
+            t.add_row(escape(host), s.run_id or "-", f"[{colour}]{s.status}[/{colour}]",
                       escape(os.path.relpath(s.run_dir, self.workspace) if s.run_dir else s.error))
         self.console.print(t)
         home = [s for s in self.hosts.values() if s.status == "home"]

@@ -1,5 +1,5 @@
 """The fleet for real, on hosts this test makes on this machine: two sshd (Debian's openssh-server) on
-loopback addresses 127.0.0.2 and 127.0.0.3, each host with its own root for bundles, runs and its lock, and
+loopback addresses 127.0.0.2 and 127.0.0.3, each host with its own root for bundles, runs and its host state (lock, knob journal), and
 a third inventory host where nothing listens. Through the real ansible-runner, the calibration matrix's
 fleet_smoke profile runs on both: on a with the host's Python, on b in the rigs' image (tunelab_runner=image:
 the image archive loaded into podman from the bundle, the runner in a privileged container). Host b is
@@ -92,7 +92,7 @@ class Host:
         self.name, self.address, self.port = name, address, free_port(address)
         self.dir = os.path.join(base, name)
         self.root = os.path.join(self.dir, "root")
-        os.makedirs(os.path.join(self.root, "lock"))
+        os.makedirs(self.root)
         self.config = os.path.join(self.dir, "sshd_config")
         self.proc = None
         subprocess.run(["ssh-keygen", "-q", "-t", "ed25519", "-N", "", "-f", os.path.join(self.dir, "host_key")],
@@ -149,7 +149,7 @@ class FleetIntegrationTest(unittest.TestCase):
             f.write("[fleet]\n")
             for h, extra in zip(cls.hosts.values(), ("", " tunelab_runner=image")):
                 f.write(f"{h.name} ansible_host={h.address} ansible_port={h.port} tunelab_root={h.root} "
-                        f"tunelab_lock_file={h.root}/lock/matrix.lock{extra}\n")
+                        f"tunelab_state_dir={h.root}/state{extra}\n")
             f.write(f"c ansible_host=127.0.0.4 ansible_port={cls.refusing_port} tunelab_root={cls.base}/c\n")
             f.write("\n[fleet:vars]\nansible_user=root\n"
                     f"ansible_ssh_private_key_file={key}\n"

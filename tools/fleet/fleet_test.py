@@ -6,6 +6,7 @@ import argparse
 import io
 import json
 import os
+import subprocess
 import sys
 import tarfile
 import tempfile
@@ -28,11 +29,11 @@ def plan_for(hostvars=None, run_id=RUN):
 
 class HostPlanTest(unittest.TestCase):
     def test_paths_and_commands_live_under_the_hosts_root(self):
-        p = plan_for({"tunelab_root": "/srv/tl", "tunelab_lock_file": "/srv/tl/lock"})
+        p = plan_for({"tunelab_root": "/srv/tl", "tunelab_state_dir": "/srv/tl/state"})
         bundle = f"/srv/tl/bundles/{SHA[:16]}"
         self.assertEqual(p["bundle_dir"], bundle)
         self.assertEqual(p["cwd"], bundle + "/matrix.runfiles/tunelab")
-        self.assertEqual(p["env"], {"TUNELAB_HARNESS_COMMIT": "c0ffee", "TUNELAB_LOCK_FILE": "/srv/tl/lock",
+        self.assertEqual(p["env"], {"TUNELAB_HARNESS_COMMIT": "c0ffee", "TUNELAB_STATE_DIR": "/srv/tl/state",
                                     "TUNELAB_FLEET_HOST": "h1", "TUNELAB_FLEET_ID": "fleet-20261124T101500Z-0000"})
         self.assertEqual(p["plan_argv"][:5], [bundle + "/matrix", "--matrix=rigs/calibration/matrix.toml",
                                               "--workload=workloads/calibration/workload.toml", "--profile", "smoke"])
@@ -42,13 +43,13 @@ class HostPlanTest(unittest.TestCase):
         self.assertEqual(p["wait_argv"][:3], ["/usr/bin/python3", bundle + "/remote_run.py", "wait"])
         # The runner's command comes after `--`, whole, with the host's environment given to remote_run.
         base = p["start_base"]
-        self.assertIn("--env=TUNELAB_LOCK_FILE=/srv/tl/lock", base)
+        self.assertIn("--env=TUNELAB_STATE_DIR=/srv/tl/state", base)
         self.assertEqual(base[base.index("--") + 1], bundle + "/matrix")
 
     def test_defaults_and_refusals(self):
         p = plan_for({}, run_id="")
         self.assertTrue(p["bundle_dir"].startswith(fleet.DEFAULT_ROOT + "/bundles/"))
-        self.assertNotIn("TUNELAB_LOCK_FILE", p["env"])  # the runner's own default lock
+        self.assertNotIn("TUNELAB_STATE_DIR", p["env"])  # the runner's own default state folder
         self.assertEqual((p["status_argv"], p["wait_argv"], p["start_argv"]), ([], [], []))
         with self.assertRaisesRegex(fleet.FleetError, "must be an absolute path"):
             plan_for({"tunelab_root": "relative/root"})
@@ -62,9 +63,9 @@ class HostPlanTest(unittest.TestCase):
         self.assertEqual(p["image_argv"], ["/usr/bin/python3", bundle + "/remote_run.py", "image", "--cwd", cwd])
         self.assertEqual(p["env"]["TUNELAB_JDKS"], "bisheng=/opt/bisheng17")
         # The plan and the run go through remote_run into the image, with the host folders the runner needs:
-        # the bundle, the results, the fleet's state, the lock's folder (the runner's default) and the JDK the
+        # the bundle, the results, the fleet's state, the host state folder (the runner's default) and the JDK the
         # host declares.
-        mounts = ["--mount=" + m for m in (bundle, "/srv/tl/results", "/srv/tl/fleet", "/run/lock", "/opt/bisheng17")]
+        mounts = ["--mount=" + m for m in (bundle, "/srv/tl/results", "/srv/tl/fleet", "/var/lib/tunelab", "/opt/bisheng17")]
         for argv in (p["plan_argv"], p["start_base"]):
             before = argv[:argv.index("--")]
             self.assertIn(f"--image-tag-file={cwd}/tools/container/rig_os.tag", before)
@@ -177,6 +178,127 @@ class ResumeTest(unittest.TestCase):
         self.assertTrue(os.path.exists(home))
         with open(f.state_path(f.fleet_id)) as saved:
             self.assertEqual(json.load(saved)["hosts"]["a"]["status"], "failed")
+
+
+class HostileHostTest(unittest.TestCase):
+    """What a host sends is untrusted: each case crashed the controller or got through before."""
+
+    def setUp(self):
+        self.results = tempfile.mkdtemp(dir=os.environ.get("TEST_TMPDIR"))
+        self.out = io.StringIO()
+        self.fleet = fleet.Fleet(make_args(results_dir=self.results), Console(file=self.out, width=200), self.results)
+
+    def plan_file(self, doc):
+        path = os.path.join(self.results, "plan.json")
+        with open(path, "w") as f:
+            f.write(doc if isinstance(doc, str) else json.dumps(doc))
+        return path
+
+    def good_plan(self, **kw):
+        return dict({"estimated_s": 60, "cells": [{"id": "2c0b5e67fcfd", "skip_reason": None},
+                                                  {"id": "970efeb64bf6", "skip_reason": "[/red] no [bold]NUMA"}],
+                     "doctor": {"host": {"host_id": "vm-1"}, "cpu": {"online_cpus": 2}, "numa": {"nodes": [{}]}}}, **kw)
+
+    def test_a_plan_that_does_not_fit_fails_with_the_reason(self):
+        self.assertEqual(fleet.read_plan(self.plan_file(self.good_plan()))["estimated_s"], 60)
+        cases = {
+            "null": "does not fit at \\(top\\)", "[1, 2]": "does not fit",
+            json.dumps(self.good_plan(doctor={"host": {"host_id": "[red]x[/bold]"}, "cpu": {}})): "host_id",
+            json.dumps(self.good_plan(cells="many")): "cells",
+            json.dumps(self.good_plan(estimated_s=-1)): "estimated_s",
+            json.dumps(self.good_plan(estimated_s=1e300)): "estimated_s",
+            '{"estimated_s": NaN}': "NaN",
+            "[" * 100_000 + "]" * 100_000: "nested",
+        }
+        for text, why in cases.items():
+            with self.subTest(text=text[:40]):
+                with self.assertRaisesRegex(fleet.FleetError, why):
+                    fleet.read_plan(self.plan_file(text))
+        big = self.plan_file(" " * (fleet.MAX_PLAN_BYTES + 1))
+        with self.assertRaisesRegex(fleet.FleetError, "over the"):
+            fleet.read_plan(big)
+
+    def test_markup_from_a_host_is_printed_as_text(self):
+        self.fleet.load_or_create(["a", "b"])
+        self.fleet.hosts["b"].host_id = "[/red]"
+        self.fleet.hosts["b"].error = "[/bold] boom [link=file:///etc/passwd]x"
+        self.fleet.print_plans({"a": self.good_plan()})
+        self.fleet.summary()
+        self.assertIn("[/red] no [bold]NUMA", self.out.getvalue())
+        self.assertIn("[/bold] boom", self.out.getvalue())
+
+    def test_inventory_host_names_must_name_a_safe_results_folder(self):
+        for name in ("../../etc", "baselines", "a b", "-x"):
+            with self.subTest(name=name):
+                with self.assertRaisesRegex(fleet.FleetError, "cannot name a results folder"):
+                    fleet.Fleet(make_args(results_dir=self.results), Console(file=io.StringIO()),
+                                self.results).load_or_create([name])
+
+    def test_an_error_handling_one_hosts_event_leaves_the_other_hosts_running(self):
+        seen = []
+
+        def on_event(kind, host, task, res):
+            if host == "evil":
+                raise KeyError("a host's result had no such field")
+            seen.append(host)
+        pb = fleet.Playbook(self.results, "run", {}, on_event)
+        for host, res in (("evil", {"rc": 0}), ("good", {"rc": 0}), ("odd", ["not", "a", "dict"])):
+            self.assertTrue(pb.handle({"event": "runner_on_ok", "event_data": {"host": host, "task": "start",
+                                                                                "res": res}}))
+        self.assertIn("could not handle its result", pb.errors["evil"])
+        self.assertEqual(seen, ["good", "odd"])
+        failed = fleet.describe_failure("runner_on_failed", "pack", {"msg": ["a", 1], "stdout": {"x": 1}})
+        self.assertIn("pack:", failed)
+
+    def test_an_archive_of_another_run_or_fleet_is_refused(self):
+        from results import testruns
+        self.fleet.load_or_create(["a"])
+        self.fleet.hosts["a"].run_id = testruns.RUN_ID
+        staging = os.path.join(self.results, ".fleet", self.fleet.fleet_id, "incoming")
+        remote = tempfile.mkdtemp(dir=os.environ.get("TEST_TMPDIR"))
+        for fleet_block, why in ((None, "not 'a' of"), ({"host": "a", "fleet_id": "fleet-20250101T000000Z-0000"},
+                                                         "not 'a' of")):
+            run_dir = testruns.make_run(remote, run_id=testruns.RUN_ID, fleet=fleet_block)
+            os.makedirs(os.path.join(staging, "a"), exist_ok=True)
+            from results import runarchive
+            runarchive.pack_run(run_dir, os.path.join(staging, "a", "run.tar.gz"))
+            self.fleet.bring_home("a", {"staging": staging}, "0:00:01")
+            self.assertEqual(self.fleet.hosts["a"].status, "failed")
+            self.assertIn(why, self.fleet.hosts["a"].error)
+            self.assertFalse(os.path.exists(os.path.join(self.results, "a")))
+            self.assertFalse(os.path.exists(os.path.join(staging, "a", "run.tar.gz")))  # not kept in staging
+        run_dir = testruns.make_run(remote, run_id=testruns.RUN_ID, fleet={"host": "a", "fleet_id": self.fleet.fleet_id})
+        runarchive.pack_run(run_dir, os.path.join(staging, "a", "run.tar.gz"))
+        self.fleet.bring_home("a", {"staging": staging}, "0:00:02")
+        self.assertEqual(self.fleet.hosts["a"].status, "home", self.fleet.hosts["a"].error)
+
+    def test_what_ansible_fetches_is_capped_on_this_disk(self):
+        # A real ansible-playbook (the launcher the fleet writes) fetching a file over the cap: the write
+        # fails with EFBIG, the task fails, and no more than the cap lands here.
+        work = tempfile.mkdtemp(dir=os.environ.get("TEST_TMPDIR"))
+        site_bin = fleet.write_cli_launchers(os.path.join(work, "bin"))
+        source, dest = os.path.join(work, "big.tar.gz"), os.path.join(work, "home", "run.tar.gz")
+        with open(source, "wb") as f:
+            f.write(os.urandom(1 << 20))
+        playbook = os.path.join(work, "fetch.yml")
+        with open(playbook, "w") as f:
+            f.write(f"- hosts: all\n  gather_facts: false\n  tasks:\n    - ansible.builtin.fetch:\n"
+                    f"        src: {source}\n        dest: {dest}\n        flat: true\n")
+        env = dict(os.environ, **fleet.ansible_env(work, site_bin, work), PYTHONPATH=os.pathsep.join(sys.path),
+                   ANSIBLE_REMOTE_TMP=os.path.join(work, "remote-tmp"))
+        for cap, ok in ((str(4 << 20), True), ("65536", False)):
+            env[fleet.MAX_FILE_BYTES_ENV] = cap
+            if os.path.exists(dest):
+                os.unlink(dest)
+            proc = subprocess.run([os.path.join(site_bin, "ansible-playbook"), "-i", "localhost,", "-c", "local",
+                                   playbook], env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
+                                  timeout=120)
+            with self.subTest(cap=cap):
+                self.assertEqual(proc.returncode == 0, ok, proc.stdout[-2000:])
+                size = os.path.getsize(dest) if os.path.exists(dest) else 0
+                self.assertLessEqual(size, int(cap))
+                if ok:
+                    self.assertEqual(size, 1 << 20)
 
 
 if __name__ == "__main__":

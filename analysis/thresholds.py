@@ -1,0 +1,56 @@
+"""Minimum effects: how large a change of a metric must be before the gate calls it a regression and a
+report calls it better or worse. A significant change smaller than that is reported as negligible: a
+deterministic metric (a count, a checksum-like total) is "significant" at any difference, however small.
+
+Per workload, `workloads/<workload>/gate.toml` sets `[min_effect] <metric> = <fraction>` (kept out of the
+workload's digest, so a new threshold orphans no stored set); a metric it does not name gets
+DEFAULT_MIN_EFFECT, and every table that uses one says which.
+"""
+
+import math
+import os
+import tomllib
+
+DEFAULT_MIN_EFFECT = 0.05
+
+
+class ThresholdError(ValueError):
+    pass
+
+
+def read_gate_toml(path):
+    """{metric: fraction} of one gate.toml; every fraction finite and in (0, 1)."""
+    with open(path, "rb") as f:
+        try:
+            table = tomllib.load(f).get("min_effect", {})
+        except tomllib.TOMLDecodeError as e:
+            raise ThresholdError(f"{path}: {e}") from None
+    out = {}
+    for name, value in table.items():
+        fraction = float(value) if isinstance(value, (int, float)) and not isinstance(value, bool) else math.nan
+        if not math.isfinite(fraction) or not 0 < fraction < 1:
+            raise ThresholdError(f"{path}: min_effect.{name} = {value!r}: expected a fraction between 0 and 1")
+        out[name] = fraction
+    return out
+
+
+def default_roots():
+    """Where gate.toml files are looked up: this build's tree (the runfiles), then the user's checkout."""
+    here = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+    return [here] + ([os.environ["BUILD_WORKSPACE_DIRECTORY"]] if os.environ.get("BUILD_WORKSPACE_DIRECTORY") else [])
+
+
+def min_effects(workspace_roots, docs):
+    """{metric: min_effect} from the gate.toml of each workload the documents ran (the first root that has
+    the workload's folder wins; workspace_roots None: default_roots())."""
+    workspace_roots = default_roots() if workspace_roots is None else workspace_roots
+    out = {}
+    ids = {((d.get("provenance") or {}).get("workload") or {}).get("id") for d in docs}
+    for workload_id in sorted(i for i in ids if isinstance(i, str)):
+        folder = workload_id.split("/")[0]
+        for root in workspace_roots:
+            path = os.path.join(root, "workloads", folder, "gate.toml")
+            if os.path.exists(path):
+                out.update(read_gate_toml(path))
+                break
+    return out

@@ -1,0 +1,254 @@
+"""The result store: every write under results/ goes through here, and every run folder read is checked here.
+
+Layout: results/<host folder>/<run id>/ (manifest.json, cells/, logs/, work/), results/baselines/<name>/,
+results/reference/*.json, results/.fleet/<fleet id>/. Rules:
+- A host folder name is a safe name (HOST_FOLDER_RE), never a folder the repository keeps (baselines,
+  reference, schema, testdata) nor one holding anything but runs; a run id has the runner's shape.
+- The manifest is validated against results/schema/run_manifest.v1.schema.json on every write and read.
+- A complete run is immutable: its manifest, cells and logs are never replaced. A resumed run adds only the
+  cells it is missing, under the same run id. Cell results are never rewritten (resultfile.write_result).
+- A run or baseline arriving whole (an archive from another machine, a promotion) is written into a staging
+  folder beside its target, checked, and renamed into place: never half there.
+"""
+
+import json
+import os
+import re
+import shutil
+import tempfile
+
+import jsonschema
+
+from results import resultfile
+
+HOST_FOLDER_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$")
+RUN_ID_RE = re.compile(r"^[0-9]{8}T[0-9]{6}Z-[0-9a-f]{4}$")
+BASELINE_NAME_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_-]{0,99}$")
+# Folders under results/ that hold no host's runs (tracked by the repository, or the fleet's own state).
+RESERVED_FOLDERS = frozenset({"baselines", "reference", "schema", "testdata", "site"})
+MANIFEST_SCHEMA_VERSION = 1
+MAX_MANIFEST_BYTES = 64 << 20
+_SCHEMA = {}
+
+
+class StoreError(ValueError):
+    pass
+
+
+def manifest_schema():
+    if "manifest" not in _SCHEMA:
+        path = os.path.join(os.path.dirname(resultfile.schema_path()),
+                            f"run_manifest.v{MANIFEST_SCHEMA_VERSION}.schema.json")
+        with open(path) as f:
+            _SCHEMA["manifest"] = json.load(f)
+    return _SCHEMA["manifest"]
+
+
+def validate_manifest(doc):
+    """Raises StoreError naming the first problem: not an object, too deep, a NaN or infinite number,
+    or a schema violation."""
+    if not isinstance(doc, dict):
+        raise StoreError(f"a run manifest must be a JSON object, not {type(doc).__name__}")
+    try:
+        resultfile.check_shape(doc)
+    except resultfile.ResultError as e:
+        raise StoreError(f"manifest: {e}") from None
+    errors = sorted(jsonschema.Draft202012Validator(manifest_schema()).iter_errors(doc),
+                    key=lambda e: list(e.absolute_path))
+    if errors:
+        where = "/".join(str(p) for p in errors[0].absolute_path) or "(top)"
+        raise StoreError(f"manifest does not match schema v{MANIFEST_SCHEMA_VERSION} at {where}: "
+                         f"{errors[0].message[:300]}")
+    return doc
+
+
+def parse_manifest(data, name="manifest.json"):
+    """A manifest from bytes, as untrusted input."""
+    try:
+        doc = resultfile.parse_json(data, MAX_MANIFEST_BYTES)
+    except resultfile.ResultError as e:
+        raise StoreError(f"{name}: {e}") from None
+    try:
+        return validate_manifest(doc)
+    except StoreError as e:
+        raise StoreError(f"{name}: {e}") from None
+
+
+def load_manifest(path):
+    try:
+        with open(path, "rb") as f:
+            data = f.read(MAX_MANIFEST_BYTES + 1)
+    except OSError as e:
+        raise StoreError(f"{path}: cannot be read ({e.strerror or e})") from None
+    return parse_manifest(data, path)
+
+
+def check_run_id(run_id):
+    if not isinstance(run_id, str) or not RUN_ID_RE.match(run_id):
+        raise StoreError(f"run id {str(run_id)[:80]!r}: expected YYYYMMDDTHHMMSSZ-xxxx, as the runner makes them")
+    return run_id
+
+
+def check_host_folder(results_root, name):
+    """Refuses a host folder name that is unsafe, reserved, or names a folder that holds anything but runs."""
+    if not isinstance(name, str) or not HOST_FOLDER_RE.match(name):
+        raise StoreError(f"host folder {str(name)[:80]!r}: use 1-64 letters, digits, '.', '_' and '-', starting "
+                         "with a letter or digit")
+    if name.lower() in RESERVED_FOLDERS:
+        raise StoreError(f"host folder {name!r}: reserved (results/{name} is not a host's folder)")
+    path = os.path.join(results_root, name)
+    if os.path.islink(path) or (os.path.exists(path) and not os.path.isdir(path)):
+        raise StoreError(f"host folder {path} is a link or a file, not a host's folder of runs")
+    if os.path.isdir(path):
+        strays = sorted(e for e in os.listdir(path) if not RUN_ID_RE.match(e) and not e.startswith(".staging-"))
+        if strays:
+            raise StoreError(f"{path} holds {', '.join(strays[:3])}: not a host's folder of runs; refused")
+    return name
+
+
+def run_dir(results_root, host_folder, run_id):
+    """results_root/<host>/<run>, both names checked."""
+    return os.path.join(results_root, check_host_folder(results_root, host_folder), check_run_id(run_id))
+
+
+def stored_state(folder):
+    """The state of the run stored in `folder` ('absent' when it has no manifest)."""
+    path = os.path.join(folder, "manifest.json")
+    if not os.path.exists(path):
+        return "absent"
+    return load_manifest(path)["state"]
+
+
+def write_manifest(folder, doc):
+    """Validates and writes a run's manifest; a complete run's manifest is never replaced."""
+    validate_manifest(doc)
+    if os.path.basename(folder) != doc["run_id"]:
+        raise StoreError(f"manifest of run {doc['run_id']} written into {folder}")
+    if stored_state(folder) == "complete":
+        raise StoreError(f"{folder} is a complete run: stored runs are never rewritten")
+    resultfile.atomic_write_json(os.path.join(folder, "manifest.json"), doc)
+
+
+def write_result(folder, cell_id, repetition, doc):
+    """Validates and stores one cell result of an incomplete run; never rewrites one."""
+    if stored_state(folder) == "complete":
+        raise StoreError(f"{folder} is a complete run: nothing is added to it")
+    resultfile.write_result(resultfile.result_path(folder, cell_id, repetition), doc)
+
+
+def write_fleet_state(results_root, fleet_id, doc):
+    """The fleet controller's state file, results/.fleet/<fleet id>/fleet.json."""
+    if not re.match(r"^fleet-[0-9]{8}T[0-9]{6}Z-[0-9a-f]{4}$", fleet_id):
+        raise StoreError(f"fleet id {fleet_id[:80]!r}: not a fleet id")
+    resultfile.atomic_write_json(os.path.join(results_root, ".fleet", fleet_id, "fleet.json"), doc)
+
+
+def _same_bytes(path, data):
+    try:
+        with open(path, "rb") as f:
+            return f.read(len(data) + 1) == data
+    except OSError:
+        return False
+
+
+def import_run(results_root, host_folder, run_id, contents):
+    """Stores a run that arrives whole ({relative path: bytes}, checked by the caller file by file; this
+    checks the manifest and where each file goes). A new run is staged beside its target and renamed into
+    place. Into an incomplete stored run of the same id it adds only files that are not there (new cells,
+    their logs) and then the new manifest; a file already stored must come back byte-identical. A complete
+    stored run takes nothing that differs. Returns (run folder, added, refreshed)."""
+    target = run_dir(results_root, host_folder, run_id)
+    manifest = parse_manifest(contents.get("manifest.json", b"") or b"null", f"{host_folder}/{run_id}/manifest.json")
+    if manifest["run_id"] != run_id:
+        raise StoreError(f"{host_folder}/{run_id}/manifest.json names run {manifest['run_id']!r}")
+    for rel in contents:
+        parts = rel.split("/")
+        if rel.startswith("/") or any(p in ("", ".", "..") for p in parts):
+            raise StoreError(f"{rel!r}: not a path inside the run")
+    if not os.path.exists(target):
+        os.makedirs(os.path.dirname(target), exist_ok=True)
+        staging = tempfile.mkdtemp(prefix=f".staging-{run_id}-", dir=os.path.dirname(target))
+        try:
+            for rel, data in contents.items():
+                _write_new(os.path.join(staging, rel), data)
+            os.chmod(staging, 0o755)
+            os.rename(staging, target)  # fails if another writer got there first: nothing is mixed
+        except BaseException:
+            shutil.rmtree(staging, ignore_errors=True)
+            raise
+        return target, sorted(contents), []
+    if os.path.islink(target) or not os.path.isdir(target):
+        raise StoreError(f"{target} is not a run folder")
+    stored = load_manifest(os.path.join(target, "manifest.json"))
+    if stored["matrix"]["spec_sha256"] != manifest["matrix"]["spec_sha256"]:
+        raise StoreError(f"{target}: the arriving run has another matrix (spec {manifest['matrix']['spec_sha256'][:12]} "
+                         f"vs stored {stored['matrix']['spec_sha256'][:12]}): refused")
+    added, changed = [], []
+    for rel, data in sorted(contents.items()):
+        path = os.path.join(target, rel)
+        if os.path.lexists(path):
+            if not _same_bytes(path, data):
+                changed.append(rel)
+        else:
+            added.append(rel)
+    if stored["state"] == "complete" and (added or changed):
+        raise StoreError(f"{target} is a complete run: refused {len(added)} new and {len(changed)} changed file(s) "
+                         f"(e.g. {(changed + added)[0]}); stored runs are never rewritten")
+    rewritten = [rel for rel in changed if rel != "manifest.json"]
+    if rewritten:
+        raise StoreError(f"{os.path.join(target, rewritten[0])} differs from the arriving copy: a stored file is "
+                         "never replaced (a resumed run only adds what it was missing)")
+    staging = tempfile.mkdtemp(prefix=".staging-", dir=target)
+    try:
+        for index, rel in enumerate(added):
+            if rel == "manifest.json":
+                continue
+            staged = os.path.join(staging, str(index))
+            _write_new(staged, contents[rel])
+            os.makedirs(os.path.dirname(os.path.join(target, rel)), exist_ok=True)
+            os.rename(staged, os.path.join(target, rel))
+    finally:
+        shutil.rmtree(staging, ignore_errors=True)
+    refreshed = []
+    if "manifest.json" in changed:
+        resultfile.atomic_write_json(os.path.join(target, "manifest.json"), manifest)
+        refreshed.append("manifest.json")
+    return target, [a for a in added if a != "manifest.json"], refreshed
+
+
+def _write_new(path, data):
+    os.makedirs(os.path.dirname(path), exist_ok=True)
+    fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW, 0o644)
+    with os.fdopen(fd, "wb") as f:
+        f.write(data)
+
+
+def promote(run_folder, baselines, name, replace=False, load_run=None):
+    """Copies a run's manifest and cell results to baselines/<name> (staged, then renamed into place);
+    an existing baseline only with `replace`, swapped whole. load_run validates the run first (every
+    result; analysis.resultsets.load_run)."""
+    if not BASELINE_NAME_RE.match(name or ""):
+        raise StoreError(f"baseline name {name!r}: use letters, digits, - and _")
+    result_set = load_run(run_folder) if load_run else None
+    load_manifest(os.path.join(run_folder, "manifest.json"))
+    target = os.path.join(baselines, name)
+    if os.path.exists(target) and not replace:
+        raise StoreError(f"{target} exists; pass --replace to swap it for {run_folder}")
+    os.makedirs(baselines, exist_ok=True)
+    staging = tempfile.mkdtemp(prefix=f".{name}-", dir=baselines)
+    try:
+        shutil.copy2(os.path.join(run_folder, "manifest.json"), staging)
+        shutil.copytree(os.path.join(run_folder, "cells"), os.path.join(staging, "cells"),
+                        ignore=shutil.ignore_patterns(".tmp-*"))
+        os.chmod(staging, 0o755)
+        old = None
+        if os.path.exists(target):
+            old = target + ".old"
+            os.replace(target, old)
+        os.replace(staging, target)
+    except BaseException:
+        shutil.rmtree(staging, ignore_errors=True)
+        raise
+    if old:
+        shutil.rmtree(old)
+    return target, len(result_set.docs) if result_set else len(os.listdir(os.path.join(target, "cells")))

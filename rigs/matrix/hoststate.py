@@ -1,0 +1,133 @@
+"""Host state the runner keeps between runs: the host lock and the knob journal, in a folder only the runner's
+user (root, on a real host) can write.
+
+The journal holds the original host settings a cell changed, so that the next run restores them after a
+runner was killed. A root process that writes back whatever a file says must trust that file: the folder
+is refused unless it is a real directory owned by this user with mode 0700 and no ancestor another user
+could rename it through; files are created with O_EXCL|O_NOFOLLOW and read with O_NOFOLLOW, and a file
+another user owns or could write is refused. What a journal may name is checked by knobs.py (an allow-list).
+
+  default folder: $TUNELAB_STATE_DIR, else /var/lib/tunelab for root, else ~/.local/state/tunelab
+"""
+
+import os
+import stat
+
+STATE_DIR_ENV = "TUNELAB_STATE_DIR"
+ROOT_STATE_DIR = "/var/lib/tunelab"
+LOCK_NAME = "matrix.lock"
+JOURNAL_NAME = "knobs.journal.json"
+MAX_STATE_FILE_BYTES = 1 << 20
+
+
+class StateError(RuntimeError):
+    """Host state that is not the runner's own: refused, never used."""
+
+
+def default_state_dir():
+    if os.environ.get(STATE_DIR_ENV):
+        return os.environ[STATE_DIR_ENV]
+    if os.geteuid() == 0:
+        return ROOT_STATE_DIR
+    return os.path.join(os.path.expanduser("~"), ".local", "state", "tunelab")
+
+
+def _check_ancestors(path):
+    """Every folder above `path` must be owned by root or this user, and writable by others only when
+    sticky (as /tmp): otherwise another user could swap the state folder for one of theirs."""
+    me = os.geteuid()
+    parent = os.path.dirname(path)
+    while True:
+        st = os.stat(parent)
+        if st.st_uid not in (0, me):
+            raise StateError(f"{parent} (above the host state folder {path}) is owned by uid {st.st_uid}: "
+                             "another user could replace the state folder; choose a folder under one that root owns")
+        if st.st_mode & (stat.S_IWGRP | stat.S_IWOTH) and not st.st_mode & stat.S_ISVTX:
+            raise StateError(f"{parent} (above the host state folder {path}) is writable by other users "
+                             f"(mode {stat.S_IMODE(st.st_mode):04o}) and not sticky: another user could replace "
+                             "the state folder; choose another folder")
+        if parent == os.path.dirname(parent):
+            return
+        parent = os.path.dirname(parent)
+
+
+def ensure_state_dir(path):
+    """Creates the state folder (mode 0700) or checks the one there; returns its absolute path.
+    Raises StateError, naming the fix, for a folder another user could write or has swapped."""
+    path = os.path.abspath(path)
+    os.makedirs(os.path.dirname(path), mode=0o755, exist_ok=True)
+    _check_ancestors(path)
+    try:
+        os.mkdir(path, 0o700)
+    except FileExistsError:
+        pass
+    st = os.lstat(path)
+    if stat.S_ISLNK(st.st_mode) or not stat.S_ISDIR(st.st_mode):
+        raise StateError(f"host state folder {path} is not a directory (a link or a file): refused; remove it "
+                         "and run again (the runner creates it)")
+    if st.st_uid != os.geteuid():
+        raise StateError(f"host state folder {path} is owned by uid {st.st_uid}, not this runner's ({os.geteuid()}): "
+                         f"refused; if it is yours: chown {os.geteuid()} {path}")
+    if stat.S_IMODE(st.st_mode) & 0o077:
+        raise StateError(f"host state folder {path} has mode {stat.S_IMODE(st.st_mode):04o}: other users could "
+                         f"plant files the runner acts on; refused (fix: chmod 700 {path})")
+    return path
+
+
+def _check_own_file(path, st):
+    if not stat.S_ISREG(st.st_mode):
+        raise StateError(f"{path} is not a regular file: refused")
+    if st.st_uid != os.geteuid():
+        raise StateError(f"{path} is owned by uid {st.st_uid}, not this runner's ({os.geteuid()}): refused, not used")
+    if stat.S_IMODE(st.st_mode) & 0o077:
+        raise StateError(f"{path} has mode {stat.S_IMODE(st.st_mode):04o} (the runner writes 0600): refused, "
+                         "not used")
+
+
+def open_lock_file(path):
+    """A file descriptor of the lock file (created 0600 if absent), never through a link."""
+    fd = os.open(path, os.O_RDWR | os.O_CREAT | os.O_NOFOLLOW | os.O_CLOEXEC, 0o600)
+    try:
+        _check_own_file(path, os.fstat(fd))
+    except StateError:
+        os.close(fd)
+        raise
+    return fd
+
+
+def write_file(path, data):
+    """Writes bytes to `path` through a new temporary file (O_EXCL|O_NOFOLLOW, mode 0600), fsync, rename."""
+    tmp = path + ".tmp"
+    try:
+        if stat.S_ISDIR(os.lstat(tmp).st_mode):
+            raise StateError(f"{tmp} is a directory: refused")
+        os.unlink(tmp)  # a leftover of a killed write, or something planted: never written through
+    except FileNotFoundError:
+        pass
+    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC, 0o600)
+    try:
+        with os.fdopen(fd, "wb") as f:
+            f.write(data)
+            f.flush()
+            os.fsync(f.fileno())
+    except BaseException:
+        os.unlink(tmp)
+        raise
+    os.replace(tmp, path)
+
+
+def read_file(path, max_bytes=MAX_STATE_FILE_BYTES):
+    """The bytes of a state file this runner wrote, or None if there is none. Refuses a link, a file of
+    another user, one others may write, or one over max_bytes."""
+    try:
+        fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_CLOEXEC)
+    except FileNotFoundError:
+        return None
+    except OSError as e:
+        raise StateError(f"{path}: cannot be opened without following a link ({e}): refused") from None
+    with os.fdopen(fd, "rb") as f:
+        st = os.fstat(f.fileno())
+        _check_own_file(path, st)
+        if st.st_size > max_bytes:
+            raise StateError(f"{path} is {st.st_size} bytes, over the {max_bytes}-byte limit: refused")
+        return f.read(max_bytes + 1)[:max_bytes]
