@@ -8,10 +8,7 @@ results/schema/published_reference.v1.schema.json): figures from the case studie
 import collections
 import dataclasses
 import glob
-import json
 import os
-
-import jsonschema
 
 from results import resultfile as results, store
 
@@ -50,12 +47,6 @@ class ResultSet:
         return next((d for d in self.docs if d["status"] == "ok"), self.docs[0] if self.docs else None)
 
 
-def _reference_schema():
-    path = os.path.join(os.path.dirname(results.schema_path()), "published_reference.v1.schema.json")
-    with open(path) as f:
-        return json.load(f)
-
-
 # Units of a figure that may be negative: a change, a difference. A level in any other unit (a rate, a
 # time, a count, a size) is a non-negative amount.
 SIGNED_UNITS = frozenset({"%", "percent", "ratio", "change"})
@@ -84,11 +75,9 @@ def load_reference(path):
         raise ResultSetError(f"{path}: not a readable file ({e})") from None
     except results.ResultError as e:
         raise ResultSetError(f"{path}: {e}") from None
-    errors = sorted(jsonschema.Draft202012Validator(_reference_schema()).iter_errors(doc),
-                    key=lambda e: list(e.absolute_path))
-    if errors:
-        where = "/".join(str(p) for p in errors[0].absolute_path) or "(top)"
-        raise ResultSetError(f"{path}: not a published reference set at {where}: {errors[0].message[:300]}")
+    problem = results.schema_problem(results.load_schema("published_reference.v1"), doc)
+    if problem:
+        raise ResultSetError(f"{path}: not a published reference set at {problem}")
     problem = reference_problem(doc)
     if problem:
         raise ResultSetError(f"{path}: {problem}")

@@ -27,17 +27,30 @@ class ResultError(ValueError):
     pass
 
 
-def schema_path():
+def schema_path(name=f"cell_result.v{SCHEMA_VERSION}"):
     # In the source tree and in runfiles alike, the schemas sit in results/schema beside this file.
     here = os.path.dirname(os.path.abspath(__file__))
-    return os.path.join(here, "schema", f"cell_result.v{SCHEMA_VERSION}.schema.json")
+    return os.path.join(here, "schema", f"{name}.schema.json")
+
+
+def load_schema(name):
+    """A schema of results/schema by name (e.g. run_manifest.v1), read once."""
+    if name not in _SCHEMA_CACHE:
+        with open(schema_path(name)) as f:
+            _SCHEMA_CACHE[name] = json.load(f)
+    return _SCHEMA_CACHE[name]
 
 
 def schema():
-    if SCHEMA_VERSION not in _SCHEMA_CACHE:
-        with open(schema_path()) as f:
-            _SCHEMA_CACHE[SCHEMA_VERSION] = json.load(f)
-    return _SCHEMA_CACHE[SCHEMA_VERSION]
+    return load_schema(f"cell_result.v{SCHEMA_VERSION}")
+
+
+def schema_problem(schema_doc, doc):
+    """"<path>: <message>" of the first violation of a JSON schema (by path), or ''."""
+    errors = sorted(jsonschema.Draft202012Validator(schema_doc).iter_errors(doc), key=lambda e: list(e.absolute_path))
+    if not errors:
+        return ""
+    return f"{'/'.join(str(p) for p in errors[0].absolute_path) or '(top)'}: {errors[0].message[:300]}"
 
 
 MAX_DEPTH = 64  # far deeper than any document tunelab writes; deeper ones exhaust recursion in readers
@@ -64,12 +77,9 @@ def validate(doc):
     if not isinstance(doc, dict):
         raise ResultError(f"a result must be a JSON object, not {type(doc).__name__}")
     check_shape(doc)
-    validator = jsonschema.Draft202012Validator(schema())
-    errors = sorted(validator.iter_errors(doc), key=lambda e: list(e.absolute_path))
-    if errors:
-        e = errors[0]
-        where = "/".join(str(p) for p in e.absolute_path) or "(top)"
-        raise ResultError(f"result does not match schema v{SCHEMA_VERSION} at {where}: {e.message[:300]}")
+    problem = schema_problem(schema(), doc)
+    if problem:
+        raise ResultError(f"result does not match schema v{SCHEMA_VERSION} at {problem}")
 
 
 def migrate(doc):

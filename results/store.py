@@ -11,13 +11,10 @@ results/reference/*.json, results/.fleet/<fleet id>/. Rules:
   folder beside its target, checked, and renamed into place: never half there.
 """
 
-import json
 import os
 import re
 import shutil
 import tempfile
-
-import jsonschema
 
 from results import resultfile
 
@@ -28,20 +25,10 @@ BASELINE_NAME_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_-]{0,99}$")
 RESERVED_FOLDERS = frozenset({"baselines", "reference", "schema", "testdata", "site"})
 MANIFEST_SCHEMA_VERSION = 1
 MAX_MANIFEST_BYTES = 64 << 20
-_SCHEMA = {}
 
 
 class StoreError(ValueError):
     pass
-
-
-def manifest_schema():
-    if "manifest" not in _SCHEMA:
-        path = os.path.join(os.path.dirname(resultfile.schema_path()),
-                            f"run_manifest.v{MANIFEST_SCHEMA_VERSION}.schema.json")
-        with open(path) as f:
-            _SCHEMA["manifest"] = json.load(f)
-    return _SCHEMA["manifest"]
 
 
 def validate_manifest(doc):
@@ -53,12 +40,9 @@ def validate_manifest(doc):
         resultfile.check_shape(doc)
     except resultfile.ResultError as e:
         raise StoreError(f"manifest: {e}") from None
-    errors = sorted(jsonschema.Draft202012Validator(manifest_schema()).iter_errors(doc),
-                    key=lambda e: list(e.absolute_path))
-    if errors:
-        where = "/".join(str(p) for p in errors[0].absolute_path) or "(top)"
-        raise StoreError(f"manifest does not match schema v{MANIFEST_SCHEMA_VERSION} at {where}: "
-                         f"{errors[0].message[:300]}")
+    problem = resultfile.schema_problem(resultfile.load_schema(f"run_manifest.v{MANIFEST_SCHEMA_VERSION}"), doc)
+    if problem:
+        raise StoreError(f"manifest does not match schema v{MANIFEST_SCHEMA_VERSION} at {problem}")
     return doc
 
 

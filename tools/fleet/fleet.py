@@ -75,7 +75,6 @@ PLAN_SCHEMA = {
 
 def read_plan(path):
     """A host's plan.json, as untrusted input: size cap, strict JSON, bounded depth, PLAN_SCHEMA."""
-    import jsonschema
     size = os.path.getsize(path)
     if size > MAX_PLAN_BYTES:
         raise FleetError(f"its plan is {size} bytes, over the {MAX_PLAN_BYTES}-byte limit")
@@ -84,10 +83,9 @@ def read_plan(path):
             doc = resultfile.parse_json(f.read(MAX_PLAN_BYTES + 1), MAX_PLAN_BYTES)
         except resultfile.ResultError as e:
             raise FleetError(f"its plan is not usable: {e}") from None
-    errors = sorted(jsonschema.Draft202012Validator(PLAN_SCHEMA).iter_errors(doc), key=lambda e: list(e.absolute_path))
-    if errors:
-        where = "/".join(str(p) for p in errors[0].absolute_path) or "(top)"
-        raise FleetError(f"its plan does not fit at {where}: {errors[0].message[:200]}")
+    problem = resultfile.schema_problem(PLAN_SCHEMA, doc)
+    if problem:
+        raise FleetError(f"its plan does not fit at {problem}")
     return doc
 
 
@@ -229,6 +227,7 @@ def host_plan(host, hostvars, fleet_id, bundle_sha, matrix_args, run_args, commi
         "python_needed": "3.8" if in_image else f"{sys.version_info.major}.{sys.version_info.minor}",
         "python_argv": [REMOTE_PYTHON, "-c", "import sys; print('%d.%d' % sys.version_info[:2])"],
         "folders": [root, f"{root}/bundles", state_dir, results],
+        "host_state_dir": host_state,  # created 0700 before the runner (or its image's mount) needs it
         "bundle_dir": bundle_dir, "cwd": cwd, "env": env,
         "image_argv": [*remote_run, "image", "--cwd", cwd] if in_image else [],
         "plan_file": f"{state_dir}/{fleet_id}.plan.json",
@@ -547,8 +546,8 @@ class Fleet:
         pb.run(self.args.inventory, todo, fleet_vars)
         for host in todo:
             state = self.hosts[host]
-            if state.status == "home":
-                continue
+            if state.status != "running":
+                continue  # decided while the playbook ran: home, or its archive refused (with that reason)
             error = pb.errors.get(host, "") or (
                 f"Ansible ended (status {pb.result.status}, exit {pb.result.rc}) before this host's run came home; "
                 f"log: {pb.result.config.artifact_dir}")

@@ -7,13 +7,17 @@ killed mid-run (its sshd and every process of its run), the fleet reports it and
 home; then b comes back and `--resume` finishes it without rerunning a or b's stored cells, and without the
 killed run's container; a cross-host report compares the two (one physical machine, and says so; the
 runner's place is flagged as a provenance difference). A plan-only fleet run asks for a JDK that only host a
-declares (tunelab_jdks): b is reported with a clear error. Nothing listens beyond loopback; every process,
+declares (tunelab_jdks): b is reported with a clear error. Two hostile hosts (127.0.0.5, .6) beside a: one
+answers the plan with a document that crashed the controller before, one sends back a tiny archive whose
+pax header declares 2^80 bytes; each fails alone with its reason while a's run comes home complete, and the
+controller exits 1 without a traceback. Nothing listens beyond loopback; every process,
 container and folder the test made is removed at the end.
 
   args: FLEET_BINARY REPORT_BINARY BUNDLE ARGS_FILE JAVA
 """
 
 import glob
+import hashlib
 import json
 import os
 import shutil
@@ -21,6 +25,7 @@ import signal
 import socket
 import subprocess
 import sys
+import tarfile
 import tempfile
 import time
 import unittest
@@ -85,6 +90,55 @@ def kill_all(pids):
             os.kill(p, signal.SIGKILL)
         except ProcessLookupError:
             pass
+
+
+def write_script(path, text):
+    with open(path, "w") as f:
+        f.write(text)
+    os.chmod(path, 0o755)
+
+
+# What the hostile hosts run in place of the bundle's programs (the fleet ships nothing: their bundle folder
+# says it is complete). d: a plan no controller should believe. e: an honest-looking plan and run, then a
+# tiny archive whose pax header declares 2^80 bytes.
+HOSTILE_MATRIX = {
+    "d": """#!/usr/bin/python3
+import json, sys
+out = sys.argv[sys.argv.index("--plan-json") + 1]
+json.dump({"estimated_s": 1, "cells": "all of them", "doctor": {"host": {"host_id": "[/red] boom [link=x]"},
+           "cpu": {}}}, open(out, "w"))
+""",
+    "e": """#!/usr/bin/python3
+import json, sys
+if "--plan-json" in sys.argv:
+    out = sys.argv[sys.argv.index("--plan-json") + 1]
+    json.dump({"estimated_s": 5, "cells": [{"id": "2c0b5e67fcfd", "skip_reason": None}],
+               "doctor": {"host": {"host_id": "vm-e"}, "cpu": {"online_cpus": 2}}}, open(out, "w"))
+""",
+}
+_PASS_THROUGH = """#!/usr/bin/python3
+import os, sys
+here = os.path.dirname(os.path.abspath(__file__))
+os.execv(sys.executable, [sys.executable, os.path.join(here, "remote_run_real.py")] + sys.argv[1:])
+"""
+HOSTILE_REMOTE_RUN = {
+    "d": _PASS_THROUGH,
+    "e": """#!/usr/bin/python3
+import gzip, json, os, sys, tarfile
+here = os.path.dirname(os.path.abspath(__file__))
+if sys.argv[1] != "pack":
+    os.execv(sys.executable, [sys.executable, os.path.join(here, "remote_run_real.py")] + sys.argv[1:])
+out = sys.argv[sys.argv.index("--out") + 1]
+info = tarfile.TarInfo("././@PaxHeader")
+info.type = tarfile.XHDTYPE
+block = bytearray(info.tobuf(tarfile.USTAR_FORMAT))
+block[124:136] = b"\\x80" + (1 << 80).to_bytes(11, "big")
+block[148:156] = b" " * 8
+block[148:156] = ("%06o" % sum(block)).encode() + b"\\0 "
+open(out, "wb").write(gzip.compress(bytes(block) + bytes(1024)))
+print(json.dumps({"archive": out, "bytes": 3}))
+""",
+}
 
 
 class Host:
@@ -265,6 +319,58 @@ class FleetIntegrationTest(unittest.TestCase):
 
         # Two fleet hosts on one kernel ran with hugepages=host: the host's THP setting is as it was.
         self.assertEqual(read_thp(), self.thp_before)
+
+    def test_hostile_hosts_fail_alone_and_the_good_one_comes_home(self):
+        # d answers the plan with a document that crashed the controller before (rich markup in its host id,
+        # cells that are not a list); e plans and "runs" as asked but sends back a 200-byte archive whose pax
+        # header declares 2^80 bytes (MemoryError in tarfile before). a is an honest host.
+        hostile = {"d": Host(self.base, "d", "127.0.0.5"), "e": Host(self.base, "e", "127.0.0.6")}
+        with tarfile.open(BUNDLE) as bundle:
+            real_remote_run = bundle.extractfile("remote_run.py").read()
+        with open(BUNDLE, "rb") as f:
+            sha = hashlib.sha256(f.read()).hexdigest()
+        for host in hostile.values():
+            bundle_dir = os.path.join(host.root, "bundles", sha[:16])  # "shipped" already: fleet leaves it
+            os.makedirs(os.path.join(bundle_dir, "matrix.runfiles", "tunelab"))
+            with open(os.path.join(bundle_dir, ".complete"), "w") as f:
+                f.write(sha + "\n")
+            write_script(os.path.join(bundle_dir, "matrix"), HOSTILE_MATRIX[host.name])
+            with open(os.path.join(bundle_dir, "remote_run_real.py"), "wb") as f:
+                f.write(real_remote_run)
+            write_script(os.path.join(bundle_dir, "remote_run.py"), HOSTILE_REMOTE_RUN[host.name])
+            host.start()
+        inventory = os.path.join(self.base, "hostile-hosts.ini")
+        with open(self.inventory) as f, open(inventory, "w") as out:
+            for line in f:
+                if line.startswith(("b ", "c ")):
+                    continue
+                out.write(line)
+                if line.startswith("a "):
+                    for h in hostile.values():
+                        out.write(f"{h.name} ansible_host={h.address} ansible_port={h.port} tunelab_root={h.root} "
+                                  f"tunelab_state_dir={h.root}/state\n")
+        try:
+            code, out = self.fleet("//rigs:calibration_matrix", "--profile", PROFILE, inventory=inventory)
+        finally:
+            for h in hostile.values():
+                h.drop_out()
+        print(out)
+        self.assertEqual(code, 1, out)
+        self.assertNotIn("Traceback", out)
+        fleet_id = next(line.split()[2].rstrip(":") for line in out.splitlines() if line.startswith("fleet run fleet-"))
+        hosts = self.state(fleet_id)["hosts"]
+        self.assertEqual(hosts["a"]["status"], "home", out)
+        self.assertEqual(hosts["d"]["status"], "failed", out)
+        self.assertIn("no usable plan came back", hosts["d"]["error"])
+        self.assertEqual(hosts["e"]["status"], "failed", out)
+        self.assertIn("the archive brought home was refused", hosts["e"]["error"])
+        self.assertIn("extended tar header", hosts["e"]["error"])
+        run_a = os.path.join(self.results, "a", hosts["a"]["run_id"])
+        with open(os.path.join(run_a, "manifest.json")) as f:
+            self.assertEqual(json.load(f)["state"], "complete")
+        self.assertEqual(len(glob.glob(os.path.join(run_a, "cells", "*.json"))), 6)
+        self.assertFalse(os.path.exists(os.path.join(self.results, "d")))
+        self.assertFalse(os.path.exists(os.path.join(self.results, "e")))
 
     def cell_provenance(self, run_dir):
         runner_images = set()
