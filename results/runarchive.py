@@ -169,15 +169,22 @@ def read_run(archive, validate=resultfile.validate, max_archive_bytes=MAX_ARCHIV
     return host, run_id, manifest, contents
 
 
-def unpack_run(archive, dest_root, host_folder=None, expect=None, validate=resultfile.validate,
+def unpack_run(archive, dest_root, host_folder=None, expect=None, extra=None, validate=resultfile.validate,
                max_archive_bytes=MAX_ARCHIVE_BYTES, max_unpacked_bytes=MAX_UNPACKED_BYTES, max_members=MAX_MEMBERS):
     """Checks the archive (a path or bytes) and stores its one run as dest_root/<host>/<run>, with <host>
     replaced by host_folder when given (a fleet stores runs under the inventory's host name).
     expect: {"run_id": ..., "fleet": {"host": ..., "fleet_id": ...}}, what the caller started; an archive
-    of another run, host or fleet is refused. Returns (run folder, files added, files refreshed)."""
+    of another run, host or fleet is refused. extra: {path in the run: bytes} the caller stores with it
+    (e.g. the guest's console log under logs/), never replacing a file of the archive.
+    Returns (run folder, files added, files refreshed)."""
     try:
         host, run_id, manifest, contents = read_run(archive, validate, max_archive_bytes, max_unpacked_bytes,
                                                     max_members)
+        for rel, data in (extra or {}).items():
+            check_member_name(rel)
+            if rel in contents:
+                raise ArchiveError(f"the archive has {rel} already")
+            contents[rel] = data
         if expect:
             if "run_id" in expect and run_id != expect["run_id"]:
                 raise ArchiveError(f"the archive holds run {run_id}, not {expect['run_id']}, the run started there")

@@ -74,6 +74,15 @@ class RunArchiveTest(unittest.TestCase):
         self.assertEqual(refreshed, [])
         self.assertEqual(os.listdir(os.path.join(self.home, "kunpeng-01")), [RUN_ID])  # no staging left
 
+    def test_what_the_caller_adds_is_stored_with_the_run_in_one_go(self):
+        target, added, _ = runarchive.unpack_run(self.archive, self.home, extra={"logs/guest-console.log": b"boot\n"})
+        self.assertIn("logs/guest-console.log", added)
+        with open(os.path.join(target, "logs", "guest-console.log"), "rb") as f:
+            self.assertEqual(f.read(), b"boot\n")
+        for extra, why in (({"logs/cell.log": b"x"}, "has logs/cell.log already"), ({"../x": b"x"}, "holds only")):
+            with self.assertRaisesRegex(runarchive.ArchiveError, why):
+                runarchive.unpack_run(self.archive, os.path.join(self.tmp, "other"), extra=extra)
+
     def test_a_resumed_run_brought_home_again_only_adds_its_missing_cells(self):
         shutil.rmtree(self.run_dir)
         make_run(self.remote, state="interrupted")

@@ -11,8 +11,9 @@ results/<inventory host>/<run>/ after checking it (tools/fleet/README.md). A hos
 reported with its reason; `--resume FLEET_ID` continues it (the matrix resumes its stored run there) and
 leaves hosts whose runs are home alone. Host variables: tunelab_root (default /var/tmp/tunelab: bundles,
 runs and markers), tunelab_state_dir (default: the runner's, /var/lib/tunelab: the host lock, one matrix
-per host, and the knob journal; only root may write it). Exit: 0 every host's run
-is home and complete; 1 some host failed or dropped out (resume it); 2 bad input.
+per host, and the knob journal; only root may write it). Exit: 0 every host's run is home and complete; 1
+some host failed or dropped out (resume it); 2 bad input. What a host sends is read by hostinput.py, Ansible
+is driven by playbook.py.
 """
 
 import argparse
@@ -31,13 +32,12 @@ from rich.console import Console
 from rich.markup import escape
 from rich.table import Table
 
-from results import resultfile, runarchive, store
+from results import runarchive, store
 from rigs.matrix import hoststate, inputs
+from tools.fleet.hostinput import REMOTE_PYTHON, FleetError, describe_failure, host_json, read_plan
+from tools.fleet.playbook import Playbook, ansible_env, load_inventory, write_cli_launchers
 
-HERE = os.path.dirname(os.path.abspath(__file__))
-PLAYBOOKS = os.path.join(HERE, "playbooks")
 DEFAULT_ROOT = "/var/tmp/tunelab"
-REMOTE_PYTHON = "/usr/bin/python3"  # the bundle's launcher names this interpreter (tools/python/BUILD.bazel)
 EXIT_OK, EXIT_HOSTS_FAILED, EXIT_BAD_INPUT, EXIT_INTERRUPTED = 0, 1, 2, 130
 TARGET_RE = re.compile(r"^//([A-Za-z0-9_./-]*):([A-Za-z0-9_.-]+)$")
 FLEET_ID_RE = re.compile(r"^fleet-[0-9]{8}T[0-9]{6}Z-[0-9a-f]{4}$")
@@ -46,58 +46,6 @@ FLEET_ID_RE = re.compile(r"^fleet-[0-9]{8}T[0-9]{6}Z-[0-9a-f]{4}$")
 RUNNERS = ("host", "image")
 # Hosts in these states need nothing more; the others are (re)started or watched by --resume.
 FINAL = ("home",)
-
-
-class FleetError(ValueError):
-    pass
-
-
-MAX_PLAN_BYTES = 16 << 20
-# What the controller reads of a host's plan (rigs/matrix/planview.py plan_document); the rest is shown only
-# through escape(). A host is untrusted: a plan that does not fit fails that host, never the fleet.
-_NAME = {"type": "string", "minLength": 1, "maxLength": 200}
-PLAN_SCHEMA = {
-    "type": "object",
-    "required": ["estimated_s", "cells", "doctor"],
-    "properties": {
-        "estimated_s": {"type": "number", "minimum": 0, "maximum": 10 * 365 * 86400},
-        "cells": {"type": "array", "maxItems": 100000, "items": {
-            "type": "object", "required": ["id", "skip_reason"],
-            "properties": {"id": _NAME, "skip_reason": {"type": ["string", "null"], "maxLength": 20000}}}},
-        "doctor": {"type": "object", "required": ["host", "cpu"], "properties": {
-            "host": {"type": "object", "required": ["host_id"], "properties": {
-                "host_id": {"type": "string", "pattern": store.HOST_FOLDER_RE.pattern}}},
-            "cpu": {"type": "object", "properties": {"online_cpus": {"type": ["integer", "string", "null"]}}},
-            "numa": {"type": "object", "properties": {"nodes": {"type": ["array", "null"], "maxItems": 4096}}}}},
-    },
-}
-
-
-def read_plan(path):
-    """A host's plan.json, as untrusted input: size cap, strict JSON, bounded depth, PLAN_SCHEMA."""
-    size = os.path.getsize(path)
-    if size > MAX_PLAN_BYTES:
-        raise FleetError(f"its plan is {size} bytes, over the {MAX_PLAN_BYTES}-byte limit")
-    with open(path, "rb") as f:
-        try:
-            doc = resultfile.parse_json(f.read(MAX_PLAN_BYTES + 1), MAX_PLAN_BYTES)
-        except resultfile.ResultError as e:
-            raise FleetError(f"its plan is not usable: {e}") from None
-    problem = resultfile.schema_problem(PLAN_SCHEMA, doc)
-    if problem:
-        raise FleetError(f"its plan does not fit at {problem}")
-    return doc
-
-
-def host_json(text, what):
-    """A JSON object a host printed (a remote_run status), or FleetError."""
-    try:
-        doc = resultfile.parse_json(text.encode(), 1 << 20)
-    except resultfile.ResultError as e:
-        raise FleetError(f"{what}: {e}") from None
-    if not isinstance(doc, dict):
-        raise FleetError(f"{what}: not a JSON object")
-    return doc
 
 
 @dataclasses.dataclass
@@ -118,70 +66,6 @@ def now_iso():
 
 def new_fleet_id():
     return "fleet-" + inputs.new_run_id()
-
-
-ANSIBLE_CLIS = {"ansible-playbook": "ansible.cli.playbook", "ansible-inventory": "ansible.cli.inventory"}
-
-
-MAX_FILE_BYTES_ENV = "TUNELAB_MAX_FILE_BYTES"
-
-
-def write_cli_launchers(folder):
-    """ansible-runner starts Ansible's command-line tools as programs; the locked wheels are importable here
-    (PYTHONPATH) but their console scripts are not part of the runfiles, so the two it needs are written.
-
-    Each caps the size of any file it or its children write (RLIMIT_FSIZE, from $TUNELAB_MAX_FILE_BYTES):
-    what a host sends (its plan, its run's archive, fetched by sftp, scp or Ansible itself) can never be
-    larger than that on this disk, whatever the host said its size was. Python and its children ignore
-    SIGXFSZ, so an oversized write fails with EFBIG and the fetch task fails for that host alone."""
-    os.makedirs(folder, exist_ok=True)
-    for name, module in ANSIBLE_CLIS.items():
-        path = os.path.join(folder, name)
-        with open(path, "w") as f:
-            f.write(f"#!{sys.executable}\n# written by tools/fleet/fleet.py\nimport os, resource, sys\n"
-                    f"cap = int(os.environ.get({MAX_FILE_BYTES_ENV!r}) or 0)\n"
-                    "if cap:\n    resource.setrlimit(resource.RLIMIT_FSIZE, (cap, cap))\n"
-                    f"from {module} import main\nsys.exit(main())\n")
-        os.chmod(path, 0o755)
-    return folder
-
-
-def ansible_env(work, site_bin, control):
-    """Environment for ansible-playbook and ansible-inventory: their own home and temp folders under `work`,
-    SSH connections shared through sockets in `control`, keep-alives so a host that drops out is noticed
-    within a minute, no retry files."""
-    return {
-        "PATH": site_bin + os.pathsep + os.environ.get("PATH", "/usr/bin:/bin"),
-        "ANSIBLE_HOME": os.path.join(work, "ansible-home"),
-        "ANSIBLE_LOCAL_TEMP": os.path.join(work, "ansible-tmp"),
-        "ANSIBLE_SSH_CONTROL_PATH_DIR": control,
-        "ANSIBLE_SSH_ARGS": "-C -o ControlMaster=auto -o ControlPersist=60s -o ServerAliveInterval=15 "
-                            "-o ServerAliveCountMax=4 -o ConnectTimeout=15",
-        "ANSIBLE_RETRY_FILES_ENABLED": "false",
-        "ANSIBLE_NOCOLOR": "true",
-        # The interpreter the bundle needs anyway; discovery could pick another one (a pyenv shim, say).
-        # An inventory's ansible_python_interpreter still wins for Ansible's own modules.
-        "ANSIBLE_PYTHON_INTERPRETER": REMOTE_PYTHON,
-        "ANSIBLE_DEPRECATION_WARNINGS": "false",
-        MAX_FILE_BYTES_ENV: str(runarchive.MAX_ARCHIVE_BYTES),  # the launchers' cap on every file written
-    }
-
-
-def load_inventory(path, env):
-    """{host: hostvars} of every host in the inventory, read by Ansible itself (ansible-inventory)."""
-    import ansible_runner
-    out, err = ansible_runner.get_inventory(action="list", inventories=[os.path.abspath(path)],
-                                            response_format="json", quiet=True, envvars=env)
-    if not isinstance(out, dict):
-        raise FleetError(f"{path}: Ansible could not read the inventory: {(err or out or '').strip()[-500:]}")
-    hostvars = out.get("_meta", {}).get("hostvars", {})
-    hosts = set(hostvars)
-    for group, body in out.items():
-        if isinstance(body, dict):
-            hosts.update(body.get("hosts", []))
-    if not hosts:
-        raise FleetError(f"{path}: no hosts in the inventory")
-    return {h: hostvars.get(h, {}) for h in sorted(hosts)}
 
 
 def read_args_file(path):
@@ -256,85 +140,6 @@ def start_argv(plan, run_state, run_id):
     if state == "absent":
         return plan["start_base"] + ["--run-id", run_id]
     return plan["start_base"] + ["--resume", run_id]
-
-
-class Playbook:
-    """One ansible-runner run of a playbook over the fleet; collects per-host outcomes from its events."""
-
-    def __init__(self, work, name, env, on_event=None):
-        self.work, self.name, self.env, self.on_event = work, name, env, on_event
-        self.errors = {}  # host -> message
-        self.ok = {}  # host -> {task name: result}
-        self.result = None
-
-    def handle(self, event):
-        data = event.get("event_data") or {}
-        host, task, res = data.get("host"), data.get("task"), data.get("res") or {}
-        if not isinstance(res, dict):  # what a module on the host returned: anything
-            res = {"msg": str(res)[:300]}
-        kind = event.get("event")
-        try:
-            if kind == "runner_on_ok" and host:
-                self.ok.setdefault(host, {})[task] = res
-            elif kind in ("runner_on_failed", "runner_on_unreachable") and host and not data.get("ignore_errors"):
-                self.errors[host] = describe_failure(kind, task, res)
-            if self.on_event:
-                self.on_event(kind, host, task, res)
-        except Exception as e:  # noqa: BLE001 - ansible-runner would stop every host's run on it
-            if host:
-                self.errors[host] = f"{task}: the controller could not handle its result ({type(e).__name__}: {e})"
-        return True
-
-    def run(self, inventory, hosts, fleet_vars):
-        import ansible_runner
-        # A fresh folder per playbook run: ansible-runner keeps the inputs it was given (env/envvars, whose
-        # PATH names this process' temporary launchers) and would reuse them in a later run.
-        ident = f"{self.name}-{time.strftime('%Y%m%dT%H%M%S')}"
-        private = os.path.join(self.work, "ansible", ident)
-        os.makedirs(private, exist_ok=True)
-        result = self.result = ansible_runner.run(
-            private_data_dir=private, ident=ident,
-            playbook=os.path.join(PLAYBOOKS, self.name + ".yml"), inventory=os.path.abspath(inventory),
-            limit=",".join(hosts), forks=max(5, len(hosts)), extravars={"fleet": fleet_vars}, envvars=self.env,
-            quiet=True,
-            event_handler=self.handle, rotate_artifacts=0)
-        missing = [h for h in hosts if h not in self.errors and h not in self.ok]
-        if missing:
-            # Ansible stopped before any task ran (a playbook or inventory error): its own last words.
-            try:
-                with open(os.path.join(result.config.artifact_dir, "stdout"), errors="replace") as f:
-                    tail = " | ".join(line.strip() for line in f.read().strip().splitlines()[-6:] if line.strip())
-            except OSError:
-                tail = ""
-            for host in missing:
-                self.errors[host] = (f"no result from Ansible (status {result.status}): {tail[-600:]} "
-                                     f"(log: {result.config.artifact_dir})")
-        return result
-
-
-def runner_error(stdout):
-    """The matrix runner's own error message in a command's output ("error: ..." to the end, its wrapped
-    lines joined; remote_run's closing JSON line left out), or ''."""
-    lines = [line.strip() for line in stdout.strip().splitlines()]
-    starts = [i for i, line in enumerate(lines) if line.lower().startswith("error:")]
-    if not starts:
-        return ""
-    return " ".join(line for line in lines[starts[-1]:] if line and not line.startswith("{"))
-
-
-def describe_failure(kind, task, res):
-    text_of = lambda key: str(res.get(key) or "")[-4000:]  # noqa: E731 - a host's words, any type, bounded
-    if kind == "runner_on_unreachable":
-        return f"unreachable over SSH: {text_of('msg').strip()}"
-    msg = text_of("msg").strip()
-    detail = (text_of("stderr") or text_of("module_stderr")).strip().splitlines()
-    said = runner_error(text_of("stdout"))
-    if said:
-        detail = [said]
-    text = msg if not detail else f"{msg}: {detail[-1]}" if msg and msg != "non-zero return code" else detail[-1]
-    if task == "python":
-        return f"no usable {REMOTE_PYTHON} (the host needs CPython; {text})"
-    return f"{task}: {text or json.dumps(res)[:300]}"
 
 
 class Fleet:

@@ -14,7 +14,8 @@ import unittest
 
 from rich.console import Console
 
-from tools.fleet import fleet
+from results import runarchive, testruns
+from tools.fleet import fleet, hostinput, playbook
 
 SHA = "ab" * 32
 RUN = "20261124T101500Z-1a2b"
@@ -102,18 +103,18 @@ class StartDecisionTest(unittest.TestCase):
 
 class FailureMessageTest(unittest.TestCase):
     def test_messages_name_the_cause(self):
-        unreachable = fleet.describe_failure("runner_on_unreachable", "python", {
+        unreachable = hostinput.describe_failure("runner_on_unreachable", "python", {
             "msg": "Failed to connect to the host via ssh: ssh: connect to host 127.0.0.4 port 2299: Connection refused"})
         self.assertTrue(unreachable.startswith("unreachable over SSH: "))
         self.assertIn("Connection refused", unreachable)
-        python = fleet.describe_failure("runner_on_failed", "python", {
+        python = hostinput.describe_failure("runner_on_failed", "python", {
             "msg": "[Errno 2] No such file or directory: b'/usr/bin/python3'", "rc": 2})
         self.assertIn("no usable /usr/bin/python3", python)
-        plan = fleet.describe_failure("runner_on_failed", "plan", {
+        plan = hostinput.describe_failure("runner_on_failed", "plan", {
             "msg": "non-zero return code", "stderr": "Traceback ...\nerror: the matrix is bad"})
         self.assertEqual(plan, "plan: error: the matrix is bad")
         # The runner says why on its standard output, wrapped to the terminal; remote_run's JSON line ends it.
-        jdk = fleet.describe_failure("runner_on_failed", "plan", {
+        jdk = hostinput.describe_failure("runner_on_failed", "plan", {
             "msg": "non-zero return code", "rc": 1, "stderr": "",
             "stdout": "error: cannot run this matrix:\n  jdk=hostjdk: not installed. Known JDKs: jdk11, jdk17. "
                       "Declare one with\nTUNELAB_JDKS=NAME=PATH.\n{\"error\": \"exited 2\", \"exit_status\": 2}\n"})
@@ -200,7 +201,7 @@ class HostileHostTest(unittest.TestCase):
                      "doctor": {"host": {"host_id": "vm-1"}, "cpu": {"online_cpus": 2}, "numa": {"nodes": [{}]}}}, **kw)
 
     def test_a_plan_that_does_not_fit_fails_with_the_reason(self):
-        self.assertEqual(fleet.read_plan(self.plan_file(self.good_plan()))["estimated_s"], 60)
+        self.assertEqual(hostinput.read_plan(self.plan_file(self.good_plan()))["estimated_s"], 60)
         cases = {
             "null": "does not fit at \\(top\\)", "[1, 2]": "does not fit",
             json.dumps(self.good_plan(doctor={"host": {"host_id": "[red]x[/bold]"}, "cpu": {}})): "host_id",
@@ -213,10 +214,10 @@ class HostileHostTest(unittest.TestCase):
         for text, why in cases.items():
             with self.subTest(text=text[:40]):
                 with self.assertRaisesRegex(fleet.FleetError, why):
-                    fleet.read_plan(self.plan_file(text))
-        big = self.plan_file(" " * (fleet.MAX_PLAN_BYTES + 1))
+                    hostinput.read_plan(self.plan_file(text))
+        big = self.plan_file(" " * (hostinput.MAX_PLAN_BYTES + 1))
         with self.assertRaisesRegex(fleet.FleetError, "over the"):
-            fleet.read_plan(big)
+            hostinput.read_plan(big)
 
     def test_markup_from_a_host_is_printed_as_text(self):
         self.fleet.load_or_create(["a", "b"])
@@ -241,17 +242,16 @@ class HostileHostTest(unittest.TestCase):
             if host == "evil":
                 raise KeyError("a host's result had no such field")
             seen.append(host)
-        pb = fleet.Playbook(self.results, "run", {}, on_event)
+        pb = playbook.Playbook(self.results, "run", {}, on_event)
         for host, res in (("evil", {"rc": 0}), ("good", {"rc": 0}), ("odd", ["not", "a", "dict"])):
             self.assertTrue(pb.handle({"event": "runner_on_ok", "event_data": {"host": host, "task": "start",
                                                                                 "res": res}}))
         self.assertIn("could not handle its result", pb.errors["evil"])
         self.assertEqual(seen, ["good", "odd"])
-        failed = fleet.describe_failure("runner_on_failed", "pack", {"msg": ["a", 1], "stdout": {"x": 1}})
+        failed = hostinput.describe_failure("runner_on_failed", "pack", {"msg": ["a", 1], "stdout": {"x": 1}})
         self.assertIn("pack:", failed)
 
     def test_an_archive_of_another_run_or_fleet_is_refused(self):
-        from results import testruns
         self.fleet.load_or_create(["a"])
         self.fleet.hosts["a"].run_id = testruns.RUN_ID
         staging = os.path.join(self.results, ".fleet", self.fleet.fleet_id, "incoming")
@@ -260,7 +260,6 @@ class HostileHostTest(unittest.TestCase):
                                                          "not 'a' of")):
             run_dir = testruns.make_run(remote, run_id=testruns.RUN_ID, fleet=fleet_block)
             os.makedirs(os.path.join(staging, "a"), exist_ok=True)
-            from results import runarchive
             runarchive.pack_run(run_dir, os.path.join(staging, "a", "run.tar.gz"))
             self.fleet.bring_home("a", {"staging": staging}, "0:00:01")
             self.assertEqual(self.fleet.hosts["a"].status, "failed")
@@ -276,22 +275,22 @@ class HostileHostTest(unittest.TestCase):
         # A real ansible-playbook (the launcher the fleet writes) fetching a file over the cap: the write
         # fails with EFBIG, the task fails, and no more than the cap lands here.
         work = tempfile.mkdtemp(dir=os.environ.get("TEST_TMPDIR"))
-        site_bin = fleet.write_cli_launchers(os.path.join(work, "bin"))
+        site_bin = playbook.write_cli_launchers(os.path.join(work, "bin"))
         source, dest = os.path.join(work, "big.tar.gz"), os.path.join(work, "home", "run.tar.gz")
         with open(source, "wb") as f:
             f.write(os.urandom(1 << 20))
-        playbook = os.path.join(work, "fetch.yml")
-        with open(playbook, "w") as f:
+        fetch_yml = os.path.join(work, "fetch.yml")
+        with open(fetch_yml, "w") as f:
             f.write(f"- hosts: all\n  gather_facts: false\n  tasks:\n    - ansible.builtin.fetch:\n"
                     f"        src: {source}\n        dest: {dest}\n        flat: true\n")
-        env = dict(os.environ, **fleet.ansible_env(work, site_bin, work), PYTHONPATH=os.pathsep.join(sys.path),
+        env = dict(os.environ, **playbook.ansible_env(work, site_bin, work), PYTHONPATH=os.pathsep.join(sys.path),
                    ANSIBLE_REMOTE_TMP=os.path.join(work, "remote-tmp"))
         for cap, ok in ((str(4 << 20), True), ("65536", False)):
-            env[fleet.MAX_FILE_BYTES_ENV] = cap
+            env[playbook.MAX_FILE_BYTES_ENV] = cap
             if os.path.exists(dest):
                 os.unlink(dest)
             proc = subprocess.run([os.path.join(site_bin, "ansible-playbook"), "-i", "localhost,", "-c", "local",
-                                   playbook], env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
+                                   fetch_yml], env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
                                   timeout=120)
             with self.subTest(cap=cap):
                 self.assertEqual(proc.returncode == 0, ok, proc.stdout[-2000:])

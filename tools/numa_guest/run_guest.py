@@ -6,7 +6,7 @@ The guest (//tools/numa_guest:redis_guest) is Debian's kernel with two emulated 
 `--node-mib` MiB each; its init runs the matrix profile and prints the results folder on the serial console
 between two marker lines. This takes the archive from there, refuses anything but result documents that
 pass the schema (a guest's output is untrusted input) and unpacks the run into --results-dir/<host>/<run>/.
-The full console log is kept next to it (guest-console.log). KVM guests fail on this VM, so this is TCG
+The full console log is stored with it (logs/guest-console.log). KVM guests fail on this VM, so this is TCG
 emulation: the numbers are functional evidence (pages moving between nodes), never timing.
 """
 
@@ -89,12 +89,12 @@ def main(argv=None):
         text = f.read()
     try:
         data = archive_from_console(text)
-
-        run_dir, _, _ = runarchive.unpack_run(data, args.results_dir)
+        # The console log is stored with the run, in one go: a stored run is never written to afterwards.
+        run_dir, _, _ = runarchive.unpack_run(data, args.results_dir,
+                                              extra={"logs/guest-console.log": text.encode()})
     except (GuestError, runarchive.ArchiveError, ValueError) as e:
         print(f"run_guest: error: {e}", file=sys.stderr)
         return 1
-    shutil.copy(console_path, os.path.join(run_dir, "guest-console.log"))
     print(f"run_guest: guest ran {time.monotonic() - started:.0f} s; results: {run_dir}")
     return 0
 
