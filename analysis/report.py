@@ -52,8 +52,9 @@ def answer(rows, metric_label, decl):
     c = top.comparison
     verb = "raises" if c.change > 0 else "lowers"
     where = f" (with {top.others})" if top.others else ""
-    return (f"{top.axis}={top.value} {verb} {metric_label} by {c.change:+.1%} (95% CI {compare.fmt_change_ci(c)}) vs {top.axis}={top.baseline_value}{where}; {len(significant)} of "
-            f"{len(rows)} comparison(s) significant, {verdict(c, decl)} for this metric.")
+    return (f"{top.axis}={top.value} {verb} {metric_label} by {c.change:+.1%} (95% CI {compare.fmt_change_ci(c)}) "
+            f"vs {top.axis}={top.baseline_value}{where}; {len(significant)} of {len(rows)} comparison(s) significant, "
+            f"{verdict(c, decl)} for this metric.")
 
 
 def published_for(references, kind_name, rig):

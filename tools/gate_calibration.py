@@ -7,7 +7,8 @@ whose repetitions were interleaved (tools/gate.py split_run, the code behind `ga
 Runs two profiles of the calibration matrix (rigs/calibration/matrix.toml): gate_aa (one configuration as
 arms a and b, repetitions interleaved) and gate_slowdown (the same cell with 0 % and 5 % injected
 slowdown); and, unless --skip-cps, the gate_cps profile of the YARN CPS matrix: the CPU-bound smoke cell
-10 times as it is (even vs odd repetitions: the A/A pair) and 10 times confined to one core (the slowdown). Then, many times, it draws --runs-per-side runs of each side at random (without replacement) and
+10 times as it is (even vs odd repetitions: the A/A pair) and 10 times confined to one core (the slowdown).
+Then, many times, it draws --runs-per-side runs of each side at random (without replacement) and
 asks the gate (tools/gate.py, the same decision rule and minimum effect) whether the candidate regressed:
 the share of A/A draws flagged is the false-alarm rate, the share of slowdown draws flagged the detection
 rate. Draws reuse the same runs, so the rates describe these runs, not independent experiments; the

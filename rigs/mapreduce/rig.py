@@ -173,7 +173,7 @@ class MapReduceRig:
         if p["job"] == "terasort" and engine == "mr1":
             # MR1's local runner cannot link the partition file into the task's working directory
             # ("LocalJobRunner does not support symlinking"): the rig links it into the JVM's own (the cell
-            # folder), and the localRunner folder must exist (../shared/FACTS.md).
+            # folder), and the localRunner folder must exist (README.md, "Facts the rigs rely on").
             os.makedirs(os.path.join(workdir, "tmp", "mapred", "local", "localRunner"), exist_ok=True)
             os.symlink(os.path.join(input_dir, "_partition.lst"), os.path.join(workdir, "_partition.lst"))
         conf = os.path.join(workdir, "conf")

@@ -7,7 +7,6 @@ import glob
 import hashlib
 import json
 import os
-import re
 import secrets
 import time
 

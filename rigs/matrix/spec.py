@@ -410,7 +410,7 @@ def _select_zipped_rows(where, axes, zips, set_axes):
             raise SpecError(f"{where}: --set {', '.join(missing)}: no row of the [[zip]] group "
                             f"({', '.join(names)}) has it; its rows: "
                             + "; ".join(", ".join(f"{n}={v}" for n, v in zip(names, r)) for r in rows)
-                            + f". Set every axis of the group to give new rows.")
+                            + ". Set every axis of the group to give new rows.")
         for i, n in enumerate(names):
             set_axes[n] = [r[i] for r in kept]
 

@@ -13,7 +13,6 @@ Writes fidelity.json into the first rig run's folder; exits 0 when faithful, 1 o
 """
 
 import argparse
-import json
 import os
 import subprocess
 import sys

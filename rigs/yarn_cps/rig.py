@@ -16,7 +16,7 @@ from rigs.yarn_cps import configs, window
 from workloads.yarn_cps import trace
 
 HADOOP_VERSIONS = {"3.4.2": "classpath_3_4_2", "3.3.5": "classpath_3_3_5"}
-# ../shared/FACTS.md: 3.4.2 reads `job.tasks` of SLS traces as a string; every AM fails, SLS hangs with 0 apps.
+# 3.4.2 reads `job.tasks` of SLS traces as a string; every AM fails, SLS hangs with 0 apps (README.md, "Facts").
 TRACE_FORMATS = {"3.4.2": ("synth",), "3.3.5": ("synth", "sls", "rumen")}
 DEFAULT_FORMAT = {"3.4.2": "synth", "3.3.5": "sls"}
 SLS_TRACE_TYPE = {"synth": "SYNTH", "sls": "SLS", "rumen": "RUMEN"}

@@ -3,7 +3,6 @@ same window and rate the matrix stored for that run (results/baselines/yarn_cps-
 and the new observations worked out here from the raw records: the scheduler's event-queue gauge over the
 window, memory per simulated node, the lean clock's counters."""
 
-import json
 import os
 import shutil
 import tempfile

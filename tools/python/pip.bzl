@@ -82,6 +82,10 @@ py_library(
     data = glob(["site/**"], exclude = _EXCLUDED + ["site/**/*.py"]),
     imports = ["site"],
 )
+
+# Command-line programs some wheels carry (pip --target puts them in site/bin), for tests that run them:
+# the ruff linter (//:lint_test).
+exports_files(glob(["site/bin/ruff"]))
 """
 
 def _pip_locked_wheels_impl(rctx):

@@ -2,8 +2,8 @@
 
 Each record is one 100-byte line: a 10-byte key of printable ASCII, a 10-digit row id, 78 filler letters,
 and "\\r\\n". Hadoop 1.2.1's TeraSort reads lines (its key is the first 10 bytes); 3.4.2's reads fixed
-100-byte records: the same bytes, so one input serves both (../shared/FACTS.md: MR2 reads MR1's TeraGen
-output and the sorted outputs are identical). Written by tunelab, not by TeraGen: TeraGen's own random
+100-byte records: the same bytes, so one input serves both (README.md, "Facts the rigs rely on": MR2 reads
+MR1's TeraGen output and the sorted outputs are identical). Written by tunelab, not by TeraGen: TeraGen's own random
 generator is not reproduced, its layout is. Keys are unique (a collision is drawn again), so the sorted
 output, and its sha256, is the same for every correct sort.
 """
