@@ -2,12 +2,12 @@
 
 import json
 
-from rigs.matrix.rig import MAIN_ROLE, Launch, Parsed
+from rigs.matrix.rig import MAIN_ROLE, Launch, Parsed, Rig
 
 UNITS = {"cpu_loop_rate": "ops/s", "memory_copy_rate": "MiB/s"}
 
 
-class CalibrationRig:
+class CalibrationRig(Rig):
     name = "calibration"
 
     def launch(self, cell, workload, policy, workdir, data):

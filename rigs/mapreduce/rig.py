@@ -19,7 +19,7 @@ import shutil
 import tempfile
 
 from rigs.mapreduce import joblog
-from rigs.matrix.rig import MAIN_ROLE, Launch, MeasurementInvalid, Parsed, read_classpath_file
+from rigs.matrix.rig import MAIN_ROLE, Launch, MeasurementInvalid, Parsed, Rig, read_classpath_file
 from workloads.mapreduce import terarecords, textgen
 
 ENGINES = ("mr1", "mr2")
@@ -132,7 +132,7 @@ def output_digest(out_dir):
     return hashlib.sha256(b"".join(sorted(lines))).hexdigest()
 
 
-class MapReduceRig:
+class MapReduceRig(Rig):
     name = "mapreduce"
 
     def check(self, params):

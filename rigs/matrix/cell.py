@@ -98,7 +98,7 @@ class CellRunner:
                 ev["numa_nodes"] = knobs.numa_nodes_for(cell, ctx.matrix, ctx.nodes, under_test.role, True)
                 # A role the rig has (in other cells, e.g. another mode) is fine; any other is a typo.
                 unknown = sorted(set(dict(ctx.matrix.pinnings[cell.params["pinning"]].roles))
-                                 - {p.role for p in launch.processes} - set(getattr(ctx.rig, "roles", ())))
+                                 - {p.role for p in launch.processes} - set(ctx.rig.roles))
                 if unknown:
                     return fail(f"pinning={cell.params['pinning']} places roles {unknown}; this rig's processes "
                                 f"are {[p.role for p in launch.processes]}")
@@ -234,11 +234,8 @@ class CellRunner:
 
     def _probe(self, running, when, workdir, ev):
         """The rig's own look at a running server (e.g. its JMX), if the rig has one."""
-        probe = getattr(self.ctx.rig, "probe", None)
-        if probe is None:
-            return
         try:
-            found = probe(running.role, when, workdir, "\n".join(running.output()))
+            found = self.ctx.rig.probe(running.role, when, workdir, "\n".join(running.output()))
         except Exception as e:  # noqa: BLE001 -- a probe's failure is evidence, never a crash of the matrix
             found = {"problems": [f"probe of {running.role} ({when}) failed: {type(e).__name__}: {e}"]}
         if found is not None:

@@ -19,13 +19,13 @@ PLAN_SCHEMA = "tunelab.plan/1"
 def estimate_seconds(planned, policy, rig=None, repetitions_of=None):
     """Wall time of the runnable cells: the rig's own estimate per cell if it has one (a trace-driven rig
     runs as long as its trace), else warm-up + measurement + cool-down + JVM start."""
-    rig_estimate = getattr(rig, "estimate_seconds", None)
     total = 0.0
     for p in planned:
         if p.skip_reason:
             continue
-        per = (rig_estimate(p.cell.params, policy) if rig_estimate else
-               policy.warmup_s + policy.measure_s + JVM_START_ESTIMATE_S)
+        per = rig.estimate_seconds(p.cell.params, policy) if rig is not None else None
+        if per is None:
+            per = policy.warmup_s + policy.measure_s + JVM_START_ESTIMATE_S
         total += (per + policy.cooldown_s) * (repetitions_of(p.cell) if repetitions_of else policy.repetitions)
     return total
 

@@ -1,16 +1,10 @@
-"""The contract every rig implements, and workload definitions (a workload is a data folder).
+"""The contract every rig implements (`Rig`), and workload definitions (a workload is a data folder).
 
-A rig module `rigs/<name>/rig.py` exposes `RIG`, an object with:
-  name                  the rig's unique name (the loader refuses a module whose RIG.name differs)
-  launch(cell, workload, policy, workdir, data) -> Launch     the processes of one cell, each with a role
-  parse(outputs, policy, workdir) -> Parsed                   the samples, warm-up kept apart; `outputs` maps
-                                                              each role to its stdout text
-  check(params) (optional)                                    raises ValueError for a cell it cannot run
-  probe(role, when, workdir, output) (optional)               the rig's own look at a running server, when
-                                                              "ready" and when "clients_done": a dict stored
-                                                              as evidence; its "problems" make the cell invalid
-  roles (optional)                                            the roles its launches use, so a matrix's
-                                                              per-role pinning is checked before anything runs
+A rig module `rigs/<name>/rig.py` exposes `RIG`, an instance of a `Rig` subclass (the loader refuses
+anything else, and a RIG whose name differs from the module's folder). `Rig` declares every member the
+runner calls: `name`, `launch` and `parse` are required; `check`, `probe`, `roles` and `estimate_seconds`
+have defaults that do nothing, and a rig overrides those it needs. The runner calls them through `Rig`,
+never by looking for attributes.
 The matrix runner owns everything else: JVM selection and flags, placement and pinning, host knobs, evidence,
 timeouts, starting and always stopping servers, results. `data` maps the names the rig's Bazel macro passed
 (e.g. "jar") to runfiles paths. `workdir` is the cell's own folder: launch may write generated inputs and
@@ -27,6 +21,7 @@ knobs (jdk, gc, gc_opts, heap, hugepages, numa, thread pinning); every process i
 (`[pinning.<name>] roles`) and proven there. A single-JVM rig returns `Launch.jvm(...)`.
 """
 
+import abc
 import dataclasses
 import hashlib
 import importlib
@@ -237,9 +232,43 @@ def read_classpath_file(path):
         return [os.path.normpath(os.path.join(folder, line.strip())) for line in f if line.strip()]
 
 
+class Rig(abc.ABC):
+    """What the matrix runner calls on a rig. Subclass it, set `name`, implement `launch` and `parse`, and
+    override the optional members a rig needs."""
+
+    name = ""  # the rig's unique name, the folder rigs/<name>/ its module lives in
+    # The roles its launches use (in any cell), so a matrix's per-role pinning is checked before anything
+    # runs; a single-JVM rig has only MAIN_ROLE.
+    roles = (MAIN_ROLE,)
+
+    @abc.abstractmethod
+    def launch(self, cell, workload, policy, workdir, data):
+        """The processes of one cell (a Launch), each with a role. `data` maps the names the rig's Bazel macro
+        passed to runfiles paths; `workdir` is the cell's own folder (generated inputs and configs go there)."""
+
+    @abc.abstractmethod
+    def parse(self, outputs, policy, workdir):
+        """The cell's samples (a Parsed), warm-up kept apart; `outputs` maps each role to its stdout text.
+        Raises MeasurementInvalid when the run completed but measured nothing valid."""
+
+    def check(self, params):
+        """Raises ValueError for a cell this rig cannot run (checked for every cell before anything runs)."""
+
+    def probe(self, role, when, workdir, output):
+        """The rig's own look at a running server when "ready" and when "clients_done": a dict stored as
+        evidence (its "problems" make the cell invalid), or None for nothing to say."""
+        return None
+
+    def estimate_seconds(self, params, policy):
+        """One repetition's wall time for the plan's ETA, or None for the runner's own estimate (warm-up +
+        measurement + JVM start): a trace-driven rig knows better."""
+        return None
+
+
 def load_rig(name):
     module = importlib.import_module(f"rigs.{name}.rig")
-    rig = getattr(module, "RIG", None)
-    if rig is None or getattr(rig, "name", None) != name:
-        raise ImportError(f"rigs/{name}/rig.py must define RIG with RIG.name == {name!r}")
+    rig = vars(module).get("RIG")
+    if not isinstance(rig, Rig) or rig.name != name:
+        raise ImportError(f"rigs/{name}/rig.py must define RIG, an instance of rigs.matrix.rig.Rig with "
+                          f"name {name!r}")
     return rig

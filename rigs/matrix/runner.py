@@ -56,14 +56,11 @@ def container_image(runfiles, runfiles_ws):
 
 def check_cells(rig, planned):
     """Lets the rig refuse impossible cells (e.g. a trace format its Hadoop cannot read) before anything runs."""
-    check = getattr(rig, "check", None)
-    if check is None:
-        return
     for p in planned:
         if p.skip_reason:
             continue
         try:
-            check(p.cell.params)
+            rig.check(p.cell.params)
         except ValueError as e:
             raise spec.SpecError(f"cell {p.cell.id} ({p.cell.label()}): {e}") from None
 

@@ -25,7 +25,7 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 TESTDATA = os.path.join(HERE, "testdata")
 
 
-class FakeRig:
+class FakeRig(rig_contract.Rig):
     name = "fake"
 
     def launch(self, cell, workload, policy, workdir, data):
@@ -474,6 +474,24 @@ class RunnerTest(unittest.TestCase):
                 self.assertEqual(f.read(), body, path)
         with self.assertRaisesRegex(runner.store.StoreError, "complete run"):
             runner.store.write_manifest(run_dir, json.loads(stored[os.path.join(run_dir, "manifest.json")]))
+
+    def test_a_rig_must_implement_the_contract(self):
+        class Duck:  # has the methods, is not a Rig: the runner would have guessed its optional members
+            name = "duck"
+            launch = parse = FakeRig.launch
+        sys.modules["rigs.duck"], sys.modules["rigs.duck.rig"] = types.ModuleType("rigs.duck"), types.ModuleType("r")
+        sys.modules["rigs.duck.rig"].RIG = Duck()
+        with self.assertRaisesRegex(ImportError, "an instance of rigs.matrix.rig.Rig with name 'duck'"):
+            rig_contract.load_rig("duck")
+
+        class Half(rig_contract.Rig):  # no parse
+            name = "half"
+
+            def launch(self, cell, workload, policy, workdir, data):
+                return None
+        with self.assertRaisesRegex(TypeError, "abstract method.* parse"):
+            Half()
+        self.assertEqual(rig_contract.load_rig("fake").estimate_seconds({}, None), None)  # the defaults
 
     def test_strict_refuses_a_busy_host(self):
         report = self.box.report()

@@ -30,7 +30,7 @@ import urllib.parse
 import urllib.request
 from xml.sax.saxutils import escape
 
-from rigs.matrix.rig import (MAIN_ROLE, Launch, MeasurementInvalid, Parsed, Process, free_loopback_port,
+from rigs.matrix.rig import (MAIN_ROLE, Launch, MeasurementInvalid, Parsed, Process, Rig, free_loopback_port,
                              read_classpath_file)
 
 OPS = ("create", "mkdirs", "open", "delete", "append", "fileStatus", "rename", "blockReport", "replication")
@@ -78,7 +78,7 @@ def parse_report(text):
     return {op: v for op, v in out.items() if "ops_per_s" in v}
 
 
-class NameNodeRig:
+class NameNodeRig(Rig):
     name = "namenode"
 
     roles = (NAMENODE_ROLE, MAIN_ROLE) + tuple(f"client-{i}" for i in range(1, 9))

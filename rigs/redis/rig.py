@@ -198,7 +198,7 @@ def migration_observations(outputs, workdir):
                                                                          t=0.0)}}
 
 
-class RedisRig:
+class RedisRig(rig_contract.Rig):
     name = "redis"
     roles = ("server", "pressure", "loader", "memory", "numa_before", "warmup", "benchmark_before", "migrate",
              "numa_after", "benchmark")

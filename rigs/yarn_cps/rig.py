@@ -11,7 +11,7 @@ import json
 import os
 import socket
 
-from rigs.matrix.rig import MAIN_ROLE, Launch, MeasurementInvalid, Parsed, read_classpath_file
+from rigs.matrix.rig import MAIN_ROLE, Launch, MeasurementInvalid, Parsed, Rig, read_classpath_file
 from rigs.yarn_cps import configs, window
 from workloads.yarn_cps import trace
 
@@ -40,7 +40,7 @@ def records(stdout_text):
     return out
 
 
-class YarnCpsRig:
+class YarnCpsRig(Rig):
     name = "yarn_cps"
 
     def check(self, params):
