@@ -35,6 +35,19 @@ class LintTest(unittest.TestCase):
                         found.append(f"{os.path.relpath(path, checkout())}:{number}: {line.strip()}")
         self.assertEqual(found, [])
 
+    def test_the_floors_hold(self):
+        # .importlinter: tools > rigs > analysis > results, rigs.host, workloads; no arrow runs upward.
+        from importlinter import cli
+        tree = checkout()
+        sys.path.insert(0, tree)  # the checkout's packages, every file of them, not this test's runfiles
+        for name in [m for m in sys.modules if m.split(".")[0] in ("results", "analysis", "rigs", "tools")]:
+            del sys.modules[name]
+        try:
+            code = cli.lint_imports(config_filename=os.path.join(tree, ".importlinter"))
+        finally:
+            sys.path.remove(tree)
+        self.assertEqual(code, 0, "a contract of .importlinter is broken (its report is above)")
+
     def test_ruff_finds_nothing(self):
         ruff = runfile("pypi", "site", "bin", "ruff")
         tree = checkout()

@@ -1,16 +1,12 @@
 """Host drift between two result sets, on two recorded sets (analysis/testdata/drift/, see its README):
 real runs of the calibration matrix on this project's machine, the second with the host loaded by two
-competing CPU spinners, so its host reference reads slower. The gate refuses to compare them (exit 2)
-unless --allow-host-drift, and then says so loudly."""
+competing CPU spinners, so its host reference reads slower. (What the gate does with them: tools/gate_test.py.)"""
 
 import copy
-import io
 import os
 import unittest
-from contextlib import redirect_stderr, redirect_stdout
 
 from analysis import drift, resultsets
-from tools import gate
 
 HERE = os.path.join(os.path.dirname(__file__), "testdata", "drift")
 
@@ -45,21 +41,6 @@ class DriftTest(unittest.TestCase):
             d["started_at"] = "2026-11-25T03:00:00.000+00:00"
         warnings = drift.context_warnings(quiet, later)
         self.assertTrue(any("measured on different days" in w for w in warnings), warnings)
-
-    def run_gate(self, *extra):
-        out = io.StringIO()
-        with redirect_stdout(out), redirect_stderr(out):
-            code = gate.main(["--baseline", os.path.join(HERE, "quiet"), "--candidate", os.path.join(HERE, "loaded"),
-                              "--results-dir", HERE, *extra])
-        return code, out.getvalue()
-
-    def test_the_gate_flags_the_drift_instead_of_failing_the_candidate(self):
-        code, out = self.run_gate()
-        self.assertEqual(code, gate.EXIT_UNUSABLE, out)
-        self.assertIn("the host drifted between the two sets: host reference cpu_loop_rate", out)
-        code, out = self.run_gate("--allow-host-drift")
-        self.assertIn(code, (gate.EXIT_PASS, gate.EXIT_REGRESSED))
-        self.assertIn("WARNING: host drift allowed: host reference cpu_loop_rate", out)
 
 
 if __name__ == "__main__":

@@ -206,6 +206,24 @@ class GateTest(unittest.TestCase):
         self.assertEqual(resultsets.load_reference(os.path.join(
             RUNFILES, "results", "reference", "case000_yarn_cps.json")).reference["id"], "case000_yarn_cps")
 
+    def test_the_gate_flags_host_drift_instead_of_failing_the_candidate(self):
+        # analysis/testdata/drift/: two recorded calibration runs, the second with the host loaded by two
+        # competing CPU spinners, so its host reference reads slower.
+        drift_sets = os.path.join(RUNFILES, "analysis", "testdata", "drift")
+
+        def run_gate(*extra):
+            out = io.StringIO()
+            with redirect_stdout(out), redirect_stderr(out):
+                code = gate.main(["--baseline", os.path.join(drift_sets, "quiet"), "--candidate",
+                                  os.path.join(drift_sets, "loaded"), "--results-dir", drift_sets, *extra])
+            return code, out.getvalue()
+        code, out = run_gate()
+        self.assertEqual(code, gate.EXIT_UNUSABLE, out)
+        self.assertIn("the host drifted between the two sets: host reference cpu_loop_rate", out)
+        code, out = run_gate("--allow-host-drift")
+        self.assertIn(code, (gate.EXIT_PASS, gate.EXIT_REGRESSED))
+        self.assertIn("WARNING: host drift allowed: host reference cpu_loop_rate", out)
+
     def test_minimum_effects_come_from_the_workloads_gate_files(self):
         doc = {"provenance": {"workload": {"id": "yarn_cps/v1"}}}
         # Not part of the workload's digest: workload.toml holds no threshold, gate.toml does.

@@ -10,7 +10,7 @@ import os
 import re
 
 from rigs.matrix import spec
-from tools.host import host_probe
+from rigs.host import capabilities
 
 
 def parse_status(text):
@@ -83,7 +83,7 @@ def parse_thread_print(text):
 
 def parse_smaps_rollup(text):
     """/proc/PID/smaps_rollup to {key: kB}: the same `Key:  N kB` lines as /proc/meminfo."""
-    return host_probe.parse_meminfo(text)
+    return capabilities.parse_meminfo(text)
 
 
 def parse_class_load(text):

@@ -56,7 +56,7 @@ def measure(java, jar, when, runner=subprocess.run):
 
 def find_probe(runfiles_ws, pinned_jdks):
     """(java, jar) of the probe inside this target's runfiles, or None when either is missing.
-    pinned_jdks: NAME=PATH items (tools/jdk/discovery.pinned_in_runfiles)."""
+    pinned_jdks: NAME=PATH items (rigs/host/jdks.pinned_in_runfiles)."""
     jar = os.path.join(runfiles_ws, "rigs", "calibration", "calibration_deploy.jar")
     java = next((item.split("=", 1)[1] for item in pinned_jdks if item.startswith("jdk17=")), None)
     if java and os.path.exists(java) and os.path.exists(jar):

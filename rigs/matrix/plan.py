@@ -9,7 +9,7 @@ import dataclasses
 import os
 
 from rigs.matrix import container, knobs, spec
-from tools.jdk import discovery
+from rigs.host import jdks
 
 
 @dataclasses.dataclass
@@ -67,7 +67,7 @@ def plan(matrix, report):
             continue
         gc_flags = gc["flags"] if gc else None
         if gc_flags is None:  # GC probes were skipped: use the plain selector flags
-            gc_flags = discovery.GC_FLAGS[p["gc"]]
+            gc_flags = jdks.GC_FLAGS[p["gc"]]
         pc = PlannedCell(cell, jdk, gc_flags)
         pc.skip_reason = host_skip_reason(matrix, cell, caps, nodes, host_cpus, jdk,
                                           report.get("memory", {}).get("available_kb"))

@@ -25,8 +25,8 @@ from rigs.matrix.inputs import (check_run_id, load_revisions, load_variants, new
                                 stored_run_settings)
 from rigs.matrix.cell import now_iso
 from rigs.matrix.host import HostLock, LockHeld, preflight  # noqa: F401 (part of the runner's interface)
-from tools import doctor
-from tools.jdk import discovery
+from rigs.host import doctor
+from rigs.host import jdks
 
 EXIT_OK, EXIT_CELLS_FAILED, EXIT_BAD_INPUT, EXIT_LOCKED, EXIT_INTERRUPTED = 0, 1, 2, 3, 130
 
@@ -140,9 +140,9 @@ def execute(argv=None, console=None, host_paths=None, report=None):
             if variant:
                 cell.identity = {"patch_set_sha256": variant["manifest"]["patch_set_sha256"]}
         rig = rig_contract.load_rig(matrix.rig)
-        pinned = discovery.pinned_in_runfiles(runfiles)
+        pinned = jdks.pinned_in_runfiles(runfiles)
         if report is None:
-            report = doctor.build_report(pinned, discovery.declared_from_env() + args.jdk,
+            report = doctor.build_report(pinned, jdks.declared_from_env() + args.jdk,
                                          probe_gcs=not args.no_gc_probes)
         planned = plan.plan(matrix, report)
         check_cells(rig, planned)

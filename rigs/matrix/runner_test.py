@@ -19,7 +19,7 @@ from rich.console import Console
 
 from results import resultfile as results
 from rigs.matrix import rig as rig_contract, runner
-from tools.jdk import discovery
+from rigs.host import jdks
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 TESTDATA = os.path.join(HERE, "testdata")
@@ -115,7 +115,7 @@ class Sandbox:
                       "vendor": "fake", "vm": "", "runtime_version": "", "error": "",
                       "gcs": {gc: {"accepted": gc not in ("cms", "shenandoah"), "flags": flags,
                                    "evidence": "Unrecognized VM option" if gc in ("cms", "shenandoah") else "starts"}
-                              for gc, flags in discovery.GC_FLAGS.items()}}],
+                              for gc, flags in jdks.GC_FLAGS.items()}}],
         }
 
     def args(self, *extra):

@@ -36,7 +36,7 @@ import random
 import re
 import tomllib
 
-from tools.host import host_probe
+from rigs.host import capabilities
 
 # Axis -> allowed scalar values (None: free-form, checked elsewhere).
 GCS = ("serial", "parallel", "g1", "cms", "zgc", "shenandoah")
@@ -174,7 +174,7 @@ def parse_cpu_list(text):
     """Kernel CPU list syntax to a set, as a SpecError when it is not one."""
     if not re.fullmatch(r"\s*(\d+(-\d+)?(\s*,\s*\d+(-\d+)?)*)?\s*", str(text)):
         raise SpecError(f"bad CPU list {text!r} (expected e.g. 0-3,8)")
-    return set(host_probe.parse_cpu_list(str(text)))
+    return set(capabilities.parse_cpu_list(str(text)))
 
 
 def parse_heap(text):

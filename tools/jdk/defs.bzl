@@ -19,6 +19,6 @@ def jdk_version_test(name, major):
         main = "//tools/jdk:jdk_version_test.py",
         args = ["$(rootpath @%s//:java)" % name, str(major)],
         data = ["@%s//:java" % name],
-        deps = ["//tools/jdk:discovery"],
+        deps = ["//rigs/host:jdks"],
         size = "small",
     )

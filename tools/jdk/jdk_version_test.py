@@ -4,14 +4,14 @@ import os
 import sys
 import unittest
 
-from tools.jdk import discovery
+from rigs.host import jdks
 
 JAVA, MAJOR = sys.argv[1], int(sys.argv[2])
 
 
 class PinnedJdkTest(unittest.TestCase):
     def test_reports_pinned_major_version(self):
-        jdk = discovery.probe(discovery.Jdk(name="pinned", source="pinned",
+        jdk = jdks.probe(jdks.Jdk(name="pinned", source="pinned",
                                             java_home=os.path.dirname(os.path.dirname(JAVA)), java=JAVA))
         self.assertEqual(jdk.error, "")
         self.assertEqual(jdk.major, MAJOR, f"{JAVA} reports {jdk.version}")

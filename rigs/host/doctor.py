@@ -16,8 +16,8 @@ from rich.console import Console
 from rich.markup import escape
 from rich.table import Table
 
-from tools.host import host_probe
-from tools.jdk import discovery
+from rigs.host import capabilities
+from rigs.host import jdks
 
 REPORT_SCHEMA = "tunelab.doctor/1"
 
@@ -25,12 +25,12 @@ REPORT_SCHEMA = "tunelab.doctor/1"
 def build_report(pinned_jdks, declared_jdks, probe_gcs=True, root="/"):
     report = {"schema": REPORT_SCHEMA,
               "generated_at": datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds")}
-    report.update(host_probe.probe_host(root=root))
-    jdks = discovery.discover(pinned=pinned_jdks, declared=declared_jdks, run_probes=True)
+    report.update(capabilities.probe_host(root=root))
+    found = jdks.discover(pinned=pinned_jdks, declared=declared_jdks, run_probes=True)
     if not probe_gcs:
-        for jdk in jdks:
+        for jdk in found:
             jdk.gcs = {}
-    report["jdks"] = [j.to_json() for j in jdks]
+    report["jdks"] = [j.to_json() for j in found]
     return report
 
 
@@ -101,10 +101,11 @@ def main(argv=None):
     parser.add_argument("--no-gc-probes", action="store_true", help="skip starting each JDK once per GC")
     args = parser.parse_args(argv)
 
-    runfiles = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
-    pinned = [_runfile_spec(spec) for spec in args.pinned] or discovery.pinned_in_runfiles(runfiles)
+    # This file is <runfiles>/tunelab/rigs/host/doctor.py.
+    runfiles = os.path.abspath(os.path.join(os.path.dirname(__file__), "..", "..", ".."))
+    pinned = [_runfile_spec(spec) for spec in args.pinned] or jdks.pinned_in_runfiles(runfiles)
     try:
-        report = build_report(pinned, discovery.declared_from_env() + args.jdk, probe_gcs=not args.no_gc_probes)
+        report = build_report(pinned, jdks.declared_from_env() + args.jdk, probe_gcs=not args.no_gc_probes)
     except ValueError as e:
         sys.exit(f"doctor: {e}")
     if args.json:

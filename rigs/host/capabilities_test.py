@@ -3,7 +3,7 @@
 import os
 import unittest
 
-from tools.host import host_probe
+from rigs.host import capabilities
 
 TESTDATA = os.path.join(os.path.dirname(__file__), "testdata")
 
@@ -32,12 +32,12 @@ def fixture_runner(host):
 
 class ParserTest(unittest.TestCase):
     def test_cpu_lists(self):
-        self.assertEqual(host_probe.parse_cpu_list("0-3,8,10-11\n"), [0, 1, 2, 3, 8, 10, 11])
-        self.assertEqual(host_probe.format_cpu_list([11, 0, 1, 2, 3, 8, 10]), "0-3,8,10-11")
-        self.assertEqual(host_probe.parse_cpu_list(""), [])
+        self.assertEqual(capabilities.parse_cpu_list("0-3,8,10-11\n"), [0, 1, 2, 3, 8, 10, 11])
+        self.assertEqual(capabilities.format_cpu_list([11, 0, 1, 2, 3, 8, 10]), "0-3,8,10-11")
+        self.assertEqual(capabilities.parse_cpu_list(""), [])
 
     def test_lscpu_four_socket(self):
-        cpu = host_probe.parse_lscpu(fixture("xeon_e7_4870_4node", "lscpu.txt"))
+        cpu = capabilities.parse_lscpu(fixture("xeon_e7_4870_4node", "lscpu.txt"))
         self.assertEqual((cpu["sockets"], cpu["cores_per_socket"], cpu["threads_per_core"]), (4, 10, 1))
         self.assertEqual(cpu["logical_cpus"], 40)
         self.assertEqual(cpu["numa_nodes"], 4)
@@ -45,13 +45,13 @@ class ParserTest(unittest.TestCase):
         self.assertIsNone(cpu["hypervisor"])
 
     def test_lscpu_kvm_guest(self):
-        cpu = host_probe.parse_lscpu(fixture("kvm_1node", "lscpu.txt"))
+        cpu = capabilities.parse_lscpu(fixture("kvm_1node", "lscpu.txt"))
         self.assertEqual(cpu["hypervisor"], "KVM")
         self.assertEqual(cpu["logical_cpus"], 2)
         self.assertIn("hypervisor", cpu["flags"])
 
     def test_numactl_hardware_four_nodes(self):
-        parsed = host_probe.parse_numactl_hardware(fixture("xeon_e7_4870_4node", "numactl_hardware.txt"))
+        parsed = capabilities.parse_numactl_hardware(fixture("xeon_e7_4870_4node", "numactl_hardware.txt"))
         self.assertEqual(sorted(parsed["nodes"]), [0, 1, 2, 3])
         self.assertEqual(parsed["nodes"][1]["cpus"][:2], [2, 6])
         self.assertEqual(parsed["nodes"][0]["size_mb"], 65415)
@@ -59,11 +59,11 @@ class ParserTest(unittest.TestCase):
 
     def test_numactl_garbage_is_an_error(self):
         with self.assertRaises(ValueError):
-            host_probe.parse_numactl_hardware("numactl: command not found\n")
+            capabilities.parse_numactl_hardware("numactl: command not found\n")
 
     def test_thp_and_perf(self):
-        self.assertEqual(host_probe.parse_thp_setting("always [madvise] never\n"), "madvise")
-        events = host_probe.parse_perf_stat_csv(fixture("kvm_1node", "perf_stat.txt"))
+        self.assertEqual(capabilities.parse_thp_setting("always [madvise] never\n"), "madvise")
+        events = capabilities.parse_perf_stat_csv(fixture("kvm_1node", "perf_stat.txt"))
         self.assertIsNone(events["instructions"])
         self.assertIsNone(events["cycles"])
         self.assertGreater(events["task-clock"], 0)
@@ -71,7 +71,7 @@ class ParserTest(unittest.TestCase):
 
 class ProbeHostTest(unittest.TestCase):
     def probe(self, host, tools=("numactl", "taskset", "perf", "docker")):
-        return host_probe.probe_host(root=os.path.join(TESTDATA, host), run=fixture_runner(host),
+        return capabilities.probe_host(root=os.path.join(TESTDATA, host), run=fixture_runner(host),
                                      which=lambda t: f"/usr/bin/{t}" if t in tools else None)
 
     def test_four_node_host(self):
@@ -110,7 +110,7 @@ class ProbeHostTest(unittest.TestCase):
     def test_without_lscpu_the_kernel_says_it(self):
         # The rigs' image and the NUMA guest have no lscpu: /proc/cpuinfo and the online CPU list instead.
         full = fixture_runner("kvm_1node")
-        report = host_probe.probe_host(root=os.path.join(TESTDATA, "kvm_1node"),
+        report = capabilities.probe_host(root=os.path.join(TESTDATA, "kvm_1node"),
                                        run=lambda argv, timeout=20: (None, "lscpu not found") if argv[0] == "lscpu"
                                        else full(argv, timeout), which=lambda name: None)
         cpu = report["cpu"]

