@@ -7,7 +7,7 @@ E-divisive means (Fleming et al., "Hunter", ICPE 2023) finds where the series' l
 is kept when both segments are at least --min-segment points long and the shift is larger than the
 metric's minimum effect; it is a regression when it moves the metric in its bad direction.
 
-Host drift is not a regression: every set carries its host reference (rigs/matrix/hostref.py), plotted
+Host drift is not a regression: every set carries its host reference (rigs/matrix/host_reference.py), plotted
 beside the metric. A change point is attributed to host drift when, across the same split, the host
 reference moved the same way by more than analysis/drift.DRIFT_FLOOR and by at least half the metric's
 change (a slower host explains at least half of it); it is then reported as "host drift", never as a

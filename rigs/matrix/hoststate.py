@@ -1,5 +1,5 @@
-"""Host state the runner keeps between runs: the host lock and the knob journal, in a folder only the runner's
-user (root, on a real host) can write.
+"""Host state the runner keeps between runs: the host lock (one matrix per host, HostLock) and the knob
+journal, in a folder only the runner's user (root, on a real host) can write.
 
 The journal holds the original host settings a cell changed, so that the next run restores them after a
 runner was killed. A root process that writes back whatever a file says must trust that file: the folder
@@ -10,6 +10,8 @@ another user owns or could write is refused. What a journal may name is checked 
   default folder: $TUNELAB_STATE_DIR, else /var/lib/tunelab for root, else ~/.local/state/tunelab
 """
 
+import fcntl
+import json
 import os
 import stat
 
@@ -131,3 +133,36 @@ def read_file(path, max_bytes=MAX_STATE_FILE_BYTES):
         if st.st_size > max_bytes:
             raise StateError(f"{path} is {st.st_size} bytes, over the {max_bytes}-byte limit: refused")
         return f.read(max_bytes + 1)[:max_bytes]
+
+
+class HostLock:
+    """One matrix per host: an flock on a lock file (released by the kernel if the holder dies), in the
+    host state folder, so that no other user can take or block it."""
+
+    def __init__(self, path):
+        self.path = path
+        self.fd = None
+
+    def acquire(self, holder):
+        ensure_state_dir(os.path.dirname(self.path))
+        fd = open_lock_file(self.path)
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            with os.fdopen(fd, errors="replace") as f:
+                info = f.read(2000).strip() or "unknown holder"
+            raise LockHeld(info) from None
+        os.ftruncate(fd, 0)
+        os.write(fd, json.dumps(holder).encode())
+        os.fsync(fd)
+        self.fd = fd
+
+    def release(self):
+        if self.fd is not None:
+            fcntl.flock(self.fd, fcntl.LOCK_UN)
+            os.close(self.fd)
+            self.fd = None
+
+
+class LockHeld(RuntimeError):
+    pass

@@ -7,7 +7,7 @@ import os
 import tempfile
 import unittest
 
-from rigs.matrix import host, hoststate, knobs
+from rigs.matrix import hoststate, knobs
 
 NOBODY = 65534
 
@@ -69,12 +69,12 @@ class StateFolderTest(unittest.TestCase):
         os.mkdir(self.box.state, 0o700)
         os.chmod(self.box.state, 0o777)
         with self.assertRaises(hoststate.StateError):
-            host.HostLock(os.path.join(self.box.state, hoststate.LOCK_NAME)).acquire({"pid": 1})
+            hoststate.HostLock(os.path.join(self.box.state, hoststate.LOCK_NAME)).acquire({"pid": 1})
         os.chmod(self.box.state, 0o700)
         lock_path = os.path.join(self.box.state, hoststate.LOCK_NAME)
         os.symlink(self.box.victim, lock_path)  # a link planted before the folder was locked down
         with self.assertRaisesRegex(OSError, "link|Too many levels"):
-            host.HostLock(lock_path).acquire({"pid": 1})
+            hoststate.HostLock(lock_path).acquire({"pid": 1})
         self.assertEqual(self.box.victim_text(), "ssh-ed25519 AAAA the-real-key\n")
 
 

@@ -1,5 +1,5 @@
-"""The runner's inputs: its command line, the builds it is given (patched variants, other revisions) and the
-settings of a stored run it resumes."""
+"""The runner's inputs: its command line, the builds it is given (patched variants, other revisions), the
+settings of a stored run it resumes, and the harness' own commit."""
 
 import argparse
 import dataclasses
@@ -8,10 +8,11 @@ import hashlib
 import json
 import os
 import secrets
+import subprocess
 import time
 
 from results import store
-from rigs.matrix import host, hoststate, spec
+from rigs.matrix import hoststate, spec
 
 RUN_ID_RE = store.RUN_ID_RE
 
@@ -126,7 +127,7 @@ def load_revisions(items, matrix, rig_data, runfiles_ws, matrix_path, required=T
             data[key] = theirs
         # Runfiles entries link back to the source tree the revision was built from: ask its git.
         source = os.path.realpath(os.path.join(ws, os.path.relpath(os.path.abspath(matrix_path), runfiles_ws)))
-        commit, dirty = host.harness_provenance(os.path.dirname(source))
+        commit, dirty = harness_provenance(os.path.dirname(source))
         revisions[name] = Revision(name, ws, commit + ("-dirty" if dirty else ""), data)
     wanted = set(matrix.axes.get("revision", [])) - {spec.CANDIDATE_REVISION}
     missing = sorted(wanted - set(revisions))
@@ -158,3 +159,20 @@ def spec_digest(matrix_path, profile, overrides, workload):
         h.update(f.read())
     h.update(json.dumps([profile, sorted(overrides), workload.sha256]).encode())
     return h.hexdigest()
+
+
+def harness_provenance(workspace):
+    def git(*args):
+        try:
+            return subprocess.run(["git", "-C", workspace, *args], stdout=subprocess.PIPE,
+                                  stderr=subprocess.DEVNULL, text=True, timeout=10).stdout.strip()
+        except (OSError, subprocess.TimeoutExpired):
+            return ""
+    commit = git("rev-parse", "HEAD")
+    if not commit:
+        # A copy of the runfiles on another host (//tools:fleet) has no git: the tool that built and shipped
+        # it says which commit it was, as `<sha>` or `<sha>-dirty`.
+        shipped = os.environ.get("TUNELAB_HARNESS_COMMIT", "")
+        return (shipped[:-len("-dirty")], True) if shipped.endswith("-dirty") else (shipped or "unknown", False)
+    dirty = bool(git("status", "--porcelain", "--untracked-files=no"))
+    return commit, dirty

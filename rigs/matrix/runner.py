@@ -4,8 +4,8 @@ analysis' job (rigs/main.py, the entry point of every rig_matrix target, calls o
 
 Parts: inputs.py (command line, builds, resumed settings), spec.py (matrix files), plan.py (what this host
 can run) and planview.py (the plan printed or as JSON), cell.py (one cell repetition), knobs.py and
-evidence.py (apply and prove the knobs), host.py (host lock, preflight), hoststate.py (the root-only
-folder of the lock and the knob journal), hostref.py (host reference).
+evidence.py (apply and prove the knobs), preflight.py (is the host busy), hoststate.py (the root-only
+folder of the host lock and the knob journal), host_reference.py (a fixed probe of the host before and after).
 """
 
 import dataclasses
@@ -19,12 +19,13 @@ from rich.markup import escape
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn, TimeRemainingColumn
 
 from results import resultfile as results, store
-from rigs.matrix import (cell as cell_runner, container, host, hostref, hoststate, knobs, plan, planview,
+from rigs.matrix import (cell as cell_runner, container, host_reference, hoststate, inputs, knobs, plan, planview,
                          rig as rig_contract, spec)
 from rigs.matrix.inputs import (check_run_id, load_revisions, load_variants, new_run_id, parse_args, spec_digest,
                                 stored_run_settings)
 from rigs.matrix.cell import now_iso
-from rigs.matrix.host import HostLock, LockHeld, preflight  # noqa: F401 (part of the runner's interface)
+from rigs.matrix.hoststate import HostLock, LockHeld  # noqa: F401 (part of the runner's interface)
+from rigs.matrix.preflight import preflight
 from rigs.host import doctor
 from rigs.host import jdks
 
@@ -92,10 +93,10 @@ def measure_host_reference(console, probe, when):
     """The host reference measurements, or [] (with a warning) when the probe is missing or fails."""
     if probe is None:
         return []
-    console.print(f"host reference ({when} the matrix): {hostref.PROBE}")
+    console.print(f"host reference ({when} the matrix): {host_reference.PROBE}")
     try:
-        return hostref.measure(*probe, when)
-    except hostref.ProbeError as e:
+        return host_reference.measure(*probe, when)
+    except host_reference.ProbeError as e:
         console.print(f"[yellow]warning:[/yellow] {escape(str(e))}; this run has no host reference")
         return []
 
@@ -217,8 +218,8 @@ def execute(argv=None, console=None, host_paths=None, report=None):
             return Outcome(EXIT_BAD_INPUT)
         for warning in pre["warnings"]:
             console.print(f"[yellow]warning:[/yellow] {escape(warning)} (recorded; --strict refuses)")
-        commit, dirty = host.harness_provenance(workspace)
-        probe = None if args.no_host_reference else hostref.find_probe(runfiles_ws, pinned)
+        commit, dirty = inputs.harness_provenance(workspace)
+        probe = None if args.no_host_reference else host_reference.find_probe(runfiles_ws, pinned)
         ctx = cell_runner.RunContext(
             matrix=matrix, workload=workload, rig=rig, rig_data=rig_data, revisions=revisions, variants=variants,
             run_id=run_id,
@@ -270,10 +271,10 @@ def execute(argv=None, console=None, host_paths=None, report=None):
 
 
 def set_host_reference(ctx, measurements):
-    block = {"probe": hostref.PROBE, "measurements": measurements} if measurements else None
+    block = {"probe": host_reference.PROBE, "measurements": measurements} if measurements else None
     ctx.manifest_host_reference = block
     before = [m for m in measurements if m["when"] == "before"]
-    ctx.host_reference = {"probe": hostref.PROBE, "measurements": before} if before else None
+    ctx.host_reference = {"probe": host_reference.PROBE, "measurements": before} if before else None
 
 
 def run_cells(console, ctx, planned):
