@@ -2,10 +2,11 @@
 each result with its provenance, and goes on when a cell fails. It measures and stores; summarizing is
 analysis' job (rigs/main.py, the entry point of every rig_matrix target, calls one and then the other).
 
-Parts: inputs.py (command line, builds, resumed settings), spec.py (matrix files), plan.py (what this host
-can run) and planview.py (the plan printed or as JSON), cell.py (one cell repetition), knobs.py and
-evidence.py (apply and prove the knobs), preflight.py (is the host busy), hoststate.py (the root-only
-folder of the host lock and the knob journal), host_reference.py (a fixed probe of the host before and after).
+Parts: inputs.py (command line, builds, resumed settings), spec.py (matrix files), schedule.py (the
+interleaved order), plan.py (what this host can run) and planview.py (the plan printed or as JSON), cell.py
+(one cell repetition), knobs.py and evidence.py (apply and prove the knobs), preflight.py (is the host
+busy), hoststate.py (the root-only folder of the host lock and the knob journal), host_reference.py (a fixed
+probe of the host before and after).
 """
 
 import dataclasses
@@ -20,7 +21,7 @@ from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, T
 
 from results import resultfile as results, store
 from rigs.matrix import (cell as cell_runner, container, host_reference, hoststate, inputs, knobs, plan, planview,
-                         rig as rig_contract, spec)
+                         rig as rig_contract, schedule, spec)
 from rigs.matrix.inputs import (check_run_id, load_revisions, load_variants, new_run_id, parse_args, spec_digest,
                                 stored_run_settings)
 from rigs.matrix.cell import now_iso
@@ -281,7 +282,7 @@ def run_cells(console, ctx, planned):
     """Runs every missing (cell, repetition) in the interleaved order; returns EXIT_OK when all ran,
     EXIT_INTERRUPTED on Ctrl-C/SIGTERM, EXIT_BAD_INPUT on a corrupt stored result."""
     matrix, run_dir = ctx.matrix, ctx.run_dir
-    order = spec.interleaved_order([p.cell for p in planned], matrix.policy.repetitions, matrix.seed,
+    order = schedule.interleaved_order([p.cell for p in planned], matrix.policy.repetitions, matrix.seed,
                                    matrix.repetitions_of)
     by_id = {p.cell.id: p for p in planned}
     done = results.stored_results(run_dir)

@@ -32,7 +32,6 @@ import dataclasses
 import hashlib
 import itertools
 import json
-import random
 import re
 import tomllib
 
@@ -494,19 +493,3 @@ def static_cell_errors(matrix, cell):
     if any("CMS" in f for f in flags) and p["gc"] != "cms":
         errors.append(f"gc_opts={p['gc_opts']} has CMS flags but gc={p['gc']}")
     return errors
-
-
-def interleaved_order(cells, repetitions, seed, repetitions_of=None):
-    """Every (cell, repetition) once, in a seeded random order, so drift shows up as noise, not as an effect.
-
-    Repetition r of every cell comes before repetition r+1 of any cell (rounds), and the order inside each
-    round is shuffled, so an interrupted run still has comparable coverage of all cells. repetitions_of:
-    a cell's own count (known-answer cells), at most `repetitions`.
-    """
-    rng = random.Random(seed)
-    order = []
-    for rep in range(repetitions):
-        round_cells = [c for c in cells if repetitions_of is None or rep < repetitions_of(c)]
-        rng.shuffle(round_cells)
-        order.extend((cell, rep) for cell in round_cells)
-    return order

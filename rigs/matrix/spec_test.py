@@ -4,7 +4,7 @@ import os
 import tempfile
 import unittest
 
-from rigs.matrix import spec
+from rigs.matrix import schedule, spec
 
 BASE = {"matrix": {"name": "t", "rig": "calibration", "seed": 1}, "axes": {"jdk": [17]}}
 
@@ -105,7 +105,7 @@ class ExpansionTest(unittest.TestCase):
         check = next(c for c in m.cells if c.id == known.cell_id)
         self.assertEqual((check.params["mode"], check.params["gc"]), ("memory", "g1"))
         self.assertEqual((known.expect, known.tolerance, known.repetitions), (500.0, 0.02, 1))
-        order = spec.interleaved_order(m.cells, 3, 1, m.repetitions_of)
+        order = schedule.interleaved_order(m.cells, 3, 1, m.repetitions_of)
         self.assertEqual(sum(1 for c, _ in order if c.id == known.cell_id), 1)
         self.assertEqual(len(order), 2 * 3 + 1)
         with self.assertRaisesRegex(spec.SpecError, "needs `metric` and a numeric `expect`"):
@@ -134,9 +134,9 @@ class ExpansionTest(unittest.TestCase):
 
     def test_interleaved_order_is_seeded_rounds(self):
         cells = build({"axes": {"gc": ["g1", "parallel", "serial"]}}).cells
-        order = spec.interleaved_order(cells, 3, seed=7)
-        self.assertEqual(order, spec.interleaved_order(cells, 3, seed=7))
-        self.assertNotEqual([c.id for c, _ in order], [c.id for c, _ in spec.interleaved_order(cells, 3, seed=8)])
+        order = schedule.interleaved_order(cells, 3, seed=7)
+        self.assertEqual(order, schedule.interleaved_order(cells, 3, seed=7))
+        self.assertNotEqual([c.id for c, _ in order], [c.id for c, _ in schedule.interleaved_order(cells, 3, seed=8)])
         self.assertEqual([r for _, r in order], [0, 0, 0, 1, 1, 1, 2, 2, 2])
         self.assertEqual(len({(c.id, r) for c, r in order}), 9)
 
