@@ -281,17 +281,32 @@ public final class SlsDriver {
     StringBuilder line = new StringBuilder(512);
     line.append("{\"event\":\"sample\",\"t\":").append(seconds());
     QueueMetrics root = QueueMetrics.getQueueMetrics().get("root");
+    // Each counter is read once: the line and the end-of-run check below must see the same values (the RM
+    // moves them on while this runs; a check on fresher values ended a run whose last line missed an app).
+    long allocatedTotal = 0;
+    long pending = 0;
+    long running = 0;
+    int appsFailed = 0;
+    int appsKilled = 0;
+    int ended = 0;
     if (root != null) {
-      line.append(",\"allocated\":").append(root.getAggregateAllocatedContainers())
+      allocatedTotal = root.getAggregateAllocatedContainers();
+      running = root.getAllocatedContainers();
+      pending = root.getPendingContainers();
+      int appsCompleted = root.getAppsCompleted();
+      appsFailed = root.getAppsFailed();
+      appsKilled = root.getAppsKilled();
+      ended = appsCompleted + appsFailed + appsKilled;
+      line.append(",\"allocated\":").append(allocatedTotal)
           .append(",\"released\":").append(root.getAggegatedReleasedContainers())
-          .append(",\"running_containers\":").append(root.getAllocatedContainers())
-          .append(",\"pending_containers\":").append(root.getPendingContainers())
+          .append(",\"running_containers\":").append(running)
+          .append(",\"pending_containers\":").append(pending)
           .append(",\"apps_submitted\":").append(root.getAppsSubmitted())
           .append(",\"apps_running\":").append(root.getAppsRunning())
           .append(",\"apps_pending\":").append(root.getAppsPending())
-          .append(",\"apps_completed\":").append(root.getAppsCompleted())
-          .append(",\"apps_failed\":").append(root.getAppsFailed())
-          .append(",\"apps_killed\":").append(root.getAppsKilled());
+          .append(",\"apps_completed\":").append(appsCompleted)
+          .append(",\"apps_failed\":").append(appsFailed)
+          .append(",\"apps_killed\":").append(appsKilled);
     }
     if (SCHEDULER_QUEUE != null && root != null) {
       try {
@@ -325,15 +340,12 @@ public final class SlsDriver {
     }
     line.append("}}");
     emit(line.toString());
-    int ended = root == null ? 0 : root.getAppsCompleted() + root.getAppsFailed() + root.getAppsKilled();
-    if (root != null && ended >= expectedApps && root.getPendingContainers() == 0
-        && root.getAllocatedContainers() == 0) {
+    if (root != null && ended >= expectedApps && pending == 0 && running == 0) {
       // A simulated AM can fail (its container "exits" before it unregisters); it still ended.
-      finishReason = "all " + expectedApps + " applications ended (" + root.getAppsFailed() + " failed, "
-          + root.getAppsKilled() + " killed)";
+      finishReason = "all " + expectedApps + " applications ended (" + appsFailed + " failed, "
+          + appsKilled + " killed)";
       finished.countDown();
-    } else if (root != null && stopAfterAllocated > 0
-        && root.getAggregateAllocatedContainers() >= stopAfterAllocated && root.getPendingContainers() == 0
+    } else if (root != null && stopAfterAllocated > 0 && allocatedTotal >= stopAfterAllocated && pending == 0
         && ++drainedSamples >= 2) {
       finishReason = "all " + stopAfterAllocated + " containers allocated and nothing pending (the drain is not"
           + " measured; --stop-after-allocated)";
