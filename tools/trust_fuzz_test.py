@@ -229,30 +229,31 @@ class ReaderFuzzTest(unittest.TestCase):
     def tearDown(self):
         shutil.rmtree(self.tmp, ignore_errors=True)
 
-    @FUZZ
-    @given(body=st.one_of(mutated_document(recorded_result()).map(dumps), deep.map(str.encode), st.binary(max_size=300)))
-    def test_a_result_file_is_a_valid_document_or_a_result_error(self, body):
-        path = os.path.join(self.tmp, "r.json")
+    def read(self, body, load, own_error):
+        """What `load` makes of a file holding `body`: a document, or None after its own error."""
+        path = os.path.join(self.tmp, "doc.json")
         with open(path, "wb") as f:
             f.write(body)
         try:
-            doc = resultfile.load_result(path)
-        except resultfile.ResultError:
-            return
-        resultfile.validate(doc)  # what comes back is valid and finite
-        self.assertIsNone(next((v for v in leaf_values(doc) if isinstance(v, float) and not math.isfinite(v)), None))
+            return load(path)
+        except own_error:
+            return None
+
+    @FUZZ
+    @given(body=st.one_of(mutated_document(recorded_result()).map(dumps), deep.map(str.encode), st.binary(max_size=300)))
+    def test_a_result_file_is_a_valid_document_or_a_result_error(self, body):
+        doc = self.read(body, resultfile.load_result, resultfile.ResultError)
+        if doc is not None:
+            resultfile.validate(doc)  # what comes back is valid and finite
+            self.assertIsNone(next((v for v in leaf_values(doc) if isinstance(v, float) and not math.isfinite(v)),
+                                   None))
 
     @FUZZ
     @given(body=st.one_of(mutated_document(manifest_for()).map(dumps), deep.map(str.encode), st.binary(max_size=300)))
     def test_a_manifest_is_valid_or_a_store_error(self, body):
-        path = os.path.join(self.tmp, "manifest.json")
-        with open(path, "wb") as f:
-            f.write(body)
-        try:
-            doc = store.load_manifest(path)
-        except store.StoreError:
-            return
-        store.validate_manifest(doc)
+        doc = self.read(body, store.load_manifest, store.StoreError)
+        if doc is not None:
+            store.validate_manifest(doc)
 
 
 def leaf_values(doc):
