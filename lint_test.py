@@ -1,5 +1,6 @@
 """Lint as a test: `ruff check` (pinned in tools/python/requirements.lock, settings in ruff.toml) over this
-checkout's Python files, and the house rules no linter knows. Fails with the findings, file and line."""
+checkout's Python files, `buildifier` (pinned in third_party/buildifier/go.sum) over its Starlark files, the
+floors of .importlinter, and the house rules no linter knows. Fails with the findings, file and line."""
 
 import glob
 import os
@@ -9,6 +10,14 @@ import sys
 import unittest
 
 HERE = os.path.dirname(os.path.abspath(__file__))
+
+# buildifier's default warnings but those asking to load native rules from rules_cc/rules_java/rules_python:
+# on Bazel 4.2.3 those rules and JavaInfo are built in, and third_party/rules_* are the offline wrappers
+# around them (third_party/README.md). By hand: `buildifier --lint=warn --warnings=<these> -r .`
+BUILDIFIER_WARNINGS = ",".join("-native-" + name for name in (
+    "py", "java-info", "java-library", "cc-binary", "cc-import", "cc-library", "cc-test", "cc-proto",
+    "cc-toolchain", "cc-toolchain-suite", "cc-fdo-prefetch-hints", "cc-fdo-profile", "cc-objc-import",
+    "cc-objc-library"))
 
 
 def runfile(*parts):
@@ -58,6 +67,26 @@ class LintTest(unittest.TestCase):
         self.assertEqual(proc.returncode, 0, f"ruff check found problems (fix them, or say why in ruff.toml):\n"
                                              f"{proc.stdout}")
         print(proc.stdout.strip(), file=sys.stderr)
+
+    def test_packages_are_private_by_default(self):
+        # A package names who may use it (the floors of .importlinter), never everyone.
+        found = []
+        for root, dirs, files in os.walk(checkout()):
+            dirs[:] = [d for d in dirs if not d.startswith((".", "bazel-"))]
+            if "BUILD.bazel" in files:
+                with open(os.path.join(root, "BUILD.bazel")) as f:
+                    if re.search(r"default_visibility\s*=\s*\[\s*\"//visibility:public\"", f.read()):
+                        found.append(os.path.relpath(os.path.join(root, "BUILD.bazel"), checkout()))
+        self.assertEqual(found, [])
+
+    def test_buildifier_finds_nothing(self):
+        buildifier = runfile("buildifier", "buildifier")
+        tree = checkout()
+        proc = subprocess.run([buildifier, "--mode=check", "--lint=warn", "--warnings=" + BUILDIFIER_WARNINGS, "-r", "."],
+                              stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, cwd=tree)
+        self.assertEqual(proc.returncode, 0, "buildifier wants changes (`buildifier -r .` formats; fix or disable a "
+                                             f"warning with a `# buildifier: disable=<name>` comment and why):\n"
+                                             f"{proc.stdout}")
 
 
 if __name__ == "__main__":

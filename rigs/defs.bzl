@@ -29,8 +29,16 @@ folder; the jars come along in runfiles. For rigs that start a JVM of the matrix
     },
 )
 
-def rig_matrix(name, rig, matrix, workload, rig_data = {}, variants = {}, smoke_profile = "smoke", smoke_size = "medium",
-               extra_smoke_profiles = []):
+def rig_matrix(
+        name,
+        rig,
+        matrix,
+        workload,
+        rig_data = {},
+        variants = {},
+        smoke_profile = "smoke",
+        smoke_size = "medium",
+        extra_smoke_profiles = []):
     """A runnable matrix for one rig, with its tests.
 
     Creates:
@@ -69,8 +77,10 @@ def rig_matrix(name, rig, matrix, workload, rig_data = {}, variants = {}, smoke_
         for k, v in sorted(files.items()):
             args.append("--variant-data=%s=%s=$(rootpath %s)" % (variant, k, v))
             variant_labels.append(v)
+
     # The calibration program doubles as the host reference probe run before and after every matrix.
     probe = "//rigs/calibration:calibration_deploy.jar"
+
     # The rigs' container OS image, for cells with executor = container (rigs/matrix/container.py).
     container_os = ["//tools/container:rig_os.tar", "//tools/container:rig_os.tag"]
     data = [matrix, workload] + rig_data.values() + variant_labels + PINNED_JDK_JAVAS + ["//results:schema"] + container_os

@@ -59,10 +59,19 @@ def _offline_java_tools_impl(rctx):
 
     # Compile for Java 11 so the tools run on any JDK the project supports as a host JDK.
     _run(rctx, [javac, "--release", "11", "-nowarn", "-d", "classes/tools"] +
-                [tools_src.get_child(f) for f in _TOOL_SOURCES], "compiling the Java tools")
+               [tools_src.get_child(f) for f in _TOOL_SOURCES], "compiling the Java tools")
     junit_classpath = ":".join([str(rctx.path(j)) for j in rctx.attr.junit_jars])
-    _run(rctx, [javac, "--release", "11", "-nowarn", "-cp", junit_classpath, "-d", "classes/runner",
-                rctx.path(rctx.attr.runner_source)], "compiling the JUnit runner")
+    _run(rctx, [
+        javac,
+        "--release",
+        "11",
+        "-nowarn",
+        "-cp",
+        junit_classpath,
+        "-d",
+        "classes/runner",
+        rctx.path(rctx.attr.runner_source),
+    ], "compiling the JUnit runner")
 
     rctx.file("java_tools/README", "Built by //third_party:offline.bzl from third_party/java_tools/src.\n")
     mains = {
@@ -75,10 +84,22 @@ def _offline_java_tools_impl(rctx):
         "JacocoCoverage_jarjar_deploy.jar": "tunelab.javatools.Unsupported",
     }
     for name, main in mains.items():
-        _run(rctx, [jar, "--create", "--file", "java_tools/" + name, "--main-class", main,
-                    "-C", "classes/tools", "."], "packing " + name)
-    _run(rctx, [jar, "--create", "--file", "java_tools/Runner_deploy.jar", "-C", "classes/runner", "."],
-         "packing Runner_deploy.jar")
+        _run(rctx, [
+            jar,
+            "--create",
+            "--file",
+            "java_tools/" + name,
+            "--main-class",
+            main,
+            "-C",
+            "classes/tools",
+            ".",
+        ], "packing " + name)
+    _run(
+        rctx,
+        [jar, "--create", "--file", "java_tools/Runner_deploy.jar", "-C", "classes/runner", "."],
+        "packing Runner_deploy.jar",
+    )
     rctx.symlink(rctx.attr.ijar, "java_tools/ijar.sh")
     rctx.symlink(rctx.attr.build_file, "BUILD.bazel")
     rctx.file("WORKSPACE", "workspace(name = \"%s\")\n" % rctx.name)
@@ -103,6 +124,7 @@ offline_java_tools = repository_rule(
     doc = "Bazel's java_tools, compiled from the sources in third_party/java_tools with a local JDK.",
 )
 
+# buildifier: disable=unnamed-macro (a WORKSPACE macro; the repositories it defines have fixed names)
 def offline_bazel_shims(java_home, junit_jars):
     """Defines the repositories Bazel 4.2.3 would otherwise fetch from GitHub. Call it first in WORKSPACE.
 

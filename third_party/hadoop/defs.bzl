@@ -35,8 +35,11 @@ def hadoop_patched(name, series, patches, sources, stock, rig_deps = []):
                 ["$(location //tools/patches:apply_series)", "--series $(location %s)" % series, "--upto %d" % k] +
                 ["--patch $(location %s)" % p for p in patches] +
                 ["--sources $(locations %s)" % s for s in sources] +
-                ["--out-srcjar $(location %s.srcjar)" % prefix, "--out-manifest $(location %s_manifest.json)" % prefix,
-                 "--overlay-jar lib%s.jar" % prefix],
+                [
+                    "--out-srcjar $(location %s.srcjar)" % prefix,
+                    "--out-manifest $(location %s_manifest.json)" % prefix,
+                    "--overlay-jar lib%s.jar" % prefix,
+                ],
             ),
             tools = ["//tools/patches:apply_series"],
         )

@@ -24,8 +24,16 @@ def _debian_source_package_impl(rctx):
     scratch = "_apt_source"
     if missing:
         rctx.report_progress("apt-get source %s=%s" % (rctx.attr.package, rctx.attr.version))
-        result = rctx.execute([rctx.attr.python, str(rctx.path(rctx.attr._fetch)), "--package", rctx.attr.package,
-                               "--version", rctx.attr.version, "--dest", scratch], quiet = True, timeout = 900)
+        result = rctx.execute([
+            rctx.attr.python,
+            str(rctx.path(rctx.attr._fetch)),
+            "--package",
+            rctx.attr.package,
+            "--version",
+            rctx.attr.version,
+            "--dest",
+            scratch,
+        ], quiet = True, timeout = 900)
         if result.return_code != 0:
             fail("%s%s" % (result.stdout, result.stderr))
     for f, sha in files.items():
@@ -33,14 +41,21 @@ def _debian_source_package_impl(rctx):
         source = cached if cached else rctx.path(scratch + "/" + f)
         if not source.exists:
             fail("apt-get source %s=%s did not give %s (it gave: %s)" % (
-                rctx.attr.package, rctx.attr.version, f, [p.basename for p in rctx.path(scratch).readdir()]))
+                rctx.attr.package,
+                rctx.attr.version,
+                f,
+                [p.basename for p in rctx.path(scratch).readdir()],
+            ))
 
         # With a sha256, download() checks the file and stores it in the repository cache.
         rctx.download(url = "file://%s" % source, output = f, sha256 = sha)
     if missing:
         rctx.delete(scratch)
-    rctx.file("BUILD.bazel", _BUILD.format(package = rctx.attr.package, version = rctx.attr.version,
-                                           files = repr(sorted(files.keys()))))
+    rctx.file("BUILD.bazel", _BUILD.format(
+        package = rctx.attr.package,
+        version = rctx.attr.version,
+        files = repr(sorted(files.keys())),
+    ))
 
 debian_source_package = repository_rule(
     implementation = _debian_source_package_impl,

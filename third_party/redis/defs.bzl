@@ -68,8 +68,13 @@ def redis_build(name, source = DEBIAN_SOURCE, **kwargs):
       source: the Debian source package: {"orig", "debian", "debian_version"}.
       **kwargs: series, patches, upto for a patched build; visibility, tags.
     """
-    _redis_build(name = name, orig = source["orig"], debian = source["debian"],
-                 debian_version = source["debian_version"], **kwargs)
+    _redis_build(
+        name = name,
+        orig = source["orig"],
+        debian = source["debian"],
+        debian_version = source["debian_version"],
+        **kwargs
+    )
 
 def redis_patched(name, series, patches, source = DEBIAN_SOURCE):
     """Declares a patched Redis for every prefix of a patch series.

@@ -31,12 +31,21 @@ def maven_repositories(lock = MAVEN_LOCK, server_urls = MAVEN_SERVER_URLS):
         )
 
 def maven_jar_label(coordinates, lock = MAVEN_LOCK):
-    """The label of one locked jar file, e.g. for tools that need the file itself."""
+    """The label of one locked jar file, e.g. for tools that need the file itself.
+
+    Args:
+      coordinates: `group:artifact:version` as written in tools/maven/artifacts.toml.
+      lock: the dict written by //tools/maven:lock.
+
+    Returns:
+      The label of the jar, `@<repository>//jar:file`.
+    """
     for name, entry in lock["artifacts"].items():
         if entry["coordinates"] == coordinates:
             return "@%s//jar:file" % name
     fail("%s is not in the Maven lock; add it to tools/maven/artifacts.toml and run //tools/maven:lock" % coordinates)
 
+# buildifier: disable=unnamed-macro (one call per lock; the targets are named after its sets)
 def maven_sets(lock = MAVEN_LOCK, visibility = ["//visibility:public"]):
     """Declares one java_library per set, exporting the set's jars, plus `<set>_sources` filegroups.
 

@@ -12,8 +12,12 @@ def _fetch(rctx, package, version, sha256, output):
     if not cached:
         scratch = "_apt_download"
         rctx.execute(["mkdir", "-p", scratch])
-        result = rctx.execute(["apt-get", "download", "-q", "%s=%s" % (package, version)], working_directory = scratch,
-                              timeout = 900, quiet = True)
+        result = rctx.execute(
+            ["apt-get", "download", "-q", "%s=%s" % (package, version)],
+            working_directory = scratch,
+            timeout = 900,
+            quiet = True,
+        )
         if result.return_code != 0:
             fail(("apt-get download %s=%s failed (Debian serves only the newest update of a stable release: " +
                   "regenerate the lock with `bazel run //tools/numa_guest:lock`):\n%s%s") %

