@@ -1,8 +1,8 @@
 """Report kinds and the preparation of the documents each compares (analysis/report.py builds the report).
 
 A kind names the question, the compared axis and its baseline, and what two sets' provenance may differ in.
-`prepare` checks the sets fit the kind and returns copies of the documents to compare; for memory-locality
-it splits each pressured-then-migrated run into its before (pre) and after (post) halves.
+`prepare` checks the sets fit the kind and returns copies of the documents to compare; results measured in
+parts on the compared axis (their declared `split`, e.g. locality pre/post) become one document per part.
 """
 
 import copy
@@ -49,7 +49,7 @@ class Prepared:
     baselines: dict  # axis -> baseline value
     warnings: list
     sets: list
-    # The comparison groups when the preparation made its own axis (memory-locality's pre/post split),
+    # The comparison groups when the preparation made its own axis (results split in parts on it),
     # instead of the ones the run's manifest declares.
     groups: list = None
 
@@ -74,12 +74,12 @@ def prepare(kind_name, sets, axis=None, allow_mismatch=False):
             raise ReportError("cross-host needs two measured sets, one per host")
         docs = [copy.deepcopy(d) for d in measured[0].docs]
         groups = None
-        if kind_name == "memory-locality" and any((d.get("observations") or {}).get("migration") for d in docs):
-            docs, dropped = split_migrations(docs)
+        if axis and any((d.get("split") or {}).get("axis") == axis for d in docs):
+            docs, dropped = split_parts(docs, axis)
             groups = [[axis]]
             if dropped:
-                warnings.append(f"{dropped} result(s) without a migration (other placements, failed or skipped "
-                                "cells) are not part of this pre/post report")
+                warnings.append(f"{dropped} result(s) not measured in parts on {axis} (other placements, failed "
+                                f"or skipped cells) are not part of this comparison of {axis}")
         axes = [axis] if axis else None
         if axis and not any(d["cell"]["params"].get(axis) != docs[0]["cell"]["params"].get(axis) for d in docs):
             raise ReportError(f"{measured[0].name}: axis {axis!r} does not vary; give two sets (baseline first) "
@@ -141,30 +141,21 @@ def cross_host_labels(a, b):
                     "differences between them are run-to-run variation and each other's load, not host differences")
 
 
-def split_migrations(docs):
-    """One pressured-then-migrated result becomes two: locality=pre (the benchmark before the migration,
-    observations.before_migration) and locality=post (its samples, after), each with the server's local-page
-    ratio as a sample (local_page_ratio, %). Both come from the same run, so the runs stay the unit.
-    Returns (docs, how many results had no migration)."""
+def split_parts(docs, axis):
+    """Each result measured in parts on `axis` (its declared `split`, schema v2) becomes one document per
+    part, the part's value in the cell's params and the part's samples and metrics as its own. The parts come
+    from the same run, so the runs stay the unit. Returns (docs, how many results had no split on `axis`)."""
     out, dropped = [], 0
     for d in docs:
-        migration = (d.get("observations") or {}).get("migration")
-        if d.get("status") != "ok" or not migration:
+        split = d.get("split") or {}
+        if d.get("status") != "ok" or split.get("axis") != axis:
             dropped += 1
             continue
-        units = {s["metric"]: s["unit"] for s in d["samples"]}
-        before = d["observations"].get("before_migration", {})
-        for label, samples, ratio in (
-                ("pre", [{"metric": m, "value": v, "unit": units.get(m, ""), "t": 0.0} for m, v in sorted(before.items())],
-                 migration["before"]["local_ratio"]),
-                ("post", d["samples"], migration["after"]["local_ratio"])):
+        for part in split["parts"]:
             half = copy.deepcopy(d)
-            half["cell"]["id"] = f"{d['cell']['id']}:{label}"
-            half["cell"]["params"]["locality"] = label
-            half["samples"] = copy.deepcopy(samples) + [
-                {"metric": "local_page_ratio", "value": round(ratio * 100, 2), "unit": "%", "t": 0.0}]
-            half["metrics"] = [m for m in half.get("metrics", []) if m["name"] != "local_page_ratio"] + [
-                {"name": "local_page_ratio", "unit": "%", "direction": "higher_is_better", "statistic": "median",
-                 "value": round(ratio * 100, 2), "n": 1}]
+            del half["split"]
+            half["cell"]["id"] = f"{d['cell']['id']}:{part['value']}"
+            half["cell"]["params"][axis] = part["value"]
+            half["samples"], half["metrics"] = copy.deepcopy(part["samples"]), copy.deepcopy(part["metrics"])
             out.append(half)
     return out, dropped

@@ -25,7 +25,7 @@ import tempfile
 
 from analysis import compare, plots, render, resultsets, summary, thresholds
 # The kinds and the preparation of their documents (analysis/kinds.py; report.KINDS etc. stay importable).
-from analysis.kinds import KINDS, Kind, Prepared, ReportError, prepare, split_migrations  # noqa: F401
+from analysis.kinds import KINDS, Kind, Prepared, ReportError, prepare, split_parts  # noqa: F401
 
 EXIT_OK, EXIT_BAD_INPUT = 0, 2
 
@@ -76,7 +76,7 @@ def build(kind_name, sets, out_dir, metrics=None, axis=None, allow_mismatch=Fals
     declared = collections.OrderedDict()
     for s in measured:
         declared.update(s.metrics())
-    for d in prepared.docs:  # metrics the preparation adds (memory-locality: local_page_ratio)
+    for d in prepared.docs:  # metrics only the parts of a split have (e.g. local_page_ratio)
         for m in d.get("metrics", []):
             declared.setdefault(m["name"], {"unit": m["unit"], "direction": m["direction"]})
     effects = thresholds.min_effects(None, [d for s in measured for d in s.docs])

@@ -20,6 +20,7 @@ import pypdfium2
 
 from analysis import golden, render, report, resultsets
 from analysis.testsets import write_set
+from results import resultfile as results
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 RESULTS_ROOT = os.path.join(HERE, "..", "results")
@@ -99,40 +100,65 @@ class ReportTest(unittest.TestCase):
                     self.assertIn(resultsets.PUBLISHED_LABEL, everything)
                     self.assertIn("Kunpeng 920 7265F", everything)
 
-    def test_memory_locality_splits_each_migrated_run_into_pre_and_post(self):
-        # SYNTHETIC: 5 runs of a pressured-then-migrated Redis cell with the case study's figures as values
-        # (GET 122,140 before, 129,367 after; local ratio 43 % -> 98 %), plus one bind_local cell.
-        folder = os.path.join(self.dir, "redis")
+    def locality_set(self, name, version):
+        """SYNTHETIC: 5 runs of a pressured-then-migrated Redis cell with the case study's figures as values
+        (GET 122,140 before, 129,367 after; local ratio 43 % -> 98 %), plus one bind_local cell; stored as
+        the Redis rig writes it (version 2: the result's `split`) or wrote it before (version 1:
+        `observations.before_migration`, metric names with units), which readers migrate."""
+        folder = os.path.join(self.dir, name)
+        metric = "get_requests_per_s" if version == 1 else "get_rate"
         write_set(folder, [({"numa": "pressured_migrated"}, 129367.0), ({"numa": "bind_local"}, 130000.0)],
-                  rig="redis", metric="get_requests_per_s", unit="requests/s")
+                  rig="redis", metric=metric, unit="requests/s")
         cells = os.path.join(folder, "cells")
         for name in sorted(os.listdir(cells)):
             with open(os.path.join(cells, name)) as f:
                 d = json.load(f)
+            d["schema_version"] = version
             if d["cell"]["params"]["numa"] == "pressured_migrated":
                 rep = d["cell"]["repetition"]
+                ratios = (0.43 + rep * 0.001, 0.98 - rep * 0.001)
+                before = 122140.0 * (1 + 0.002 * (rep - 2))
                 d["observations"] = {
-                    "migration": {"home_node": 0, "before": {"local_ratio": 0.43 + rep * 0.001, "bytes_per_node": {}},
-                                  "after": {"local_ratio": 0.98 - rep * 0.001, "bytes_per_node": {}},
-                                  "moved_home_bytes": 1 << 30},
-                    "before_migration": {"get_requests_per_s": 122140.0 * (1 + 0.002 * (rep - 2))}}
-                with open(os.path.join(cells, name), "w") as f:
-                    json.dump(d, f)
+                    "migration": {"home_node": 0, "before": {"local_ratio": ratios[0], "bytes_per_node": {}},
+                                  "after": {"local_ratio": ratios[1], "bytes_per_node": {}},
+                                  "moved_home_bytes": 1 << 30}}
+                if version == 1:
+                    d["observations"]["before_migration"] = {metric: before}
+                else:
+                    parts = []
+                    for value, samples, ratio in (("pre", [dict(d["samples"][0], value=before, t=0.0)], ratios[0]),
+                                                  ("post", d["samples"], ratios[1])):
+                        samples = samples + [{"metric": "local_page_ratio", "value": round(ratio * 100, 2),
+                                              "unit": "%", "t": 0.0}]
+                        parts.append({"value": value, "samples": samples, "metrics": results.summarize(samples, {
+                            metric: {"unit": "requests/s", "direction": "higher_is_better"},
+                            "local_page_ratio": {"unit": "%", "direction": "higher_is_better"}})})
+                    d["split"] = {"axis": "locality", "parts": parts}
+            with open(os.path.join(cells, name), "w") as f:
+                json.dump(d, f)
         with open(os.path.join(folder, "manifest.json")) as f:
             manifest = json.load(f)
         manifest["matrix"]["comparison_groups"] = [["numa"]]  # as a real run declares its axes
         with open(os.path.join(folder, "manifest.json"), "w") as f:
             json.dump(manifest, f)
-        sets = [resultsets.load_run(folder, name="redis")] + report.reference_sets(RESULTS_ROOT)
-        blocks = self.build("memory-locality", sets)
-        text = render.to_text(blocks)
-        self.assertIn("5 result(s) without a migration", text)  # the bind_local runs
-        rows = [line for line in text.splitlines() if line.lstrip().startswith("post")]
-        self.assertTrue(any("+5.9%" in line for line in rows), rows)  # 122,140 -> 129,367
-        self.assertTrue(any("+126.4%" in line for line in rows), rows)  # medians 43.2 -> 97.8 %
-        self.assertIn("local_page_ratio", text)
-        self.assertIn("122,140", text)  # the published figures beside, labelled
-        self.assertIn(resultsets.PUBLISHED_LABEL, text)
+        return resultsets.load_run(folder, name=name)
+
+    def test_memory_locality_compares_the_parts_each_migrated_run_declares(self):
+        for version in (2, 1):  # as the rig writes it now, and a stored version 1 set (migrated on reading)
+            with self.subTest(version=version):
+                sets = [self.locality_set(f"redis-v{version}", version)] + report.reference_sets(RESULTS_ROOT)
+                self.assertEqual({d["schema_version"] for d in sets[0].docs}, {results.SCHEMA_VERSION})
+                blocks = self.build("memory-locality", sets)
+                text = render.to_text(blocks)
+                self.assertIn("5 result(s) not measured in parts on locality", text)  # the bind_local runs
+                rows = [line for line in text.splitlines() if line.lstrip().startswith("post")]
+                self.assertTrue(any("+5.9%" in line for line in rows), rows)  # 122,140 -> 129,367
+                self.assertTrue(any("+126.4%" in line for line in rows), rows)  # medians 43.2 -> 97.8 %
+                self.assertIn("local_page_ratio", text)
+                self.assertIn("get_rate", text)
+                self.assertNotIn("get_requests_per_s", text)
+                self.assertIn("122,140", text)  # the published figures beside, labelled
+                self.assertIn(resultsets.PUBLISHED_LABEL, text)
 
     def test_cpu_by_thread_group_is_the_median_per_cell_with_a_figure(self):
         def doc(sim, rep, scheduler, pool, status="ok"):

@@ -5,11 +5,12 @@ analysis/ and tools/ (which read) all import it, and neither imports the other.
 
 Layout of a run: results/<host-id>/<run-id>/
   manifest.json                 every planned cell, its status and reason, the interleaved order
-  cells/<cell-id>.r<rep>.json   one result per repetition (results/schema/cell_result.v1.schema.json)
+  cells/<cell-id>.r<rep>.json   one result per repetition (results/schema/cell_result.v2.schema.json)
   logs/<cell-id>.r<rep>.{out,err}
 Result files from elsewhere are untrusted: size-limited, schema-validated, parsed as data only.
 """
 
+import copy
 import json
 import math
 import os
@@ -18,7 +19,7 @@ import tempfile
 
 import jsonschema
 
-SCHEMA_VERSION = 1
+SCHEMA_VERSION = 2
 MAX_RESULT_BYTES = 64 << 20
 _SCHEMA_CACHE = {}
 
@@ -82,12 +83,74 @@ def validate(doc):
         raise ResultError(f"result does not match schema v{SCHEMA_VERSION} at {problem}")
 
 
-def migrate(doc):
-    """Brings an older result document up to SCHEMA_VERSION; refuses newer or unknown versions.
+# Version 1 named some metrics with their unit; version 2 keeps units in the unit fields only.
+V1_METRIC_NAMES = {
+    "get_requests_per_s": "get_rate", "set_requests_per_s": "set_rate",
+    "get_p50_ms": "get_latency_p50", "get_p99_ms": "get_latency_p99", "get_p99_99_ms": "get_latency_p99_99",
+    "set_p50_ms": "set_latency_p50", "set_p99_ms": "set_latency_p99", "set_p99_99_ms": "set_latency_p99_99",
+    "used_memory_after_load_MiB": "used_memory_after_load",
+}
 
-    Each future version adds one step here (v1 -> v2, ...), so old result sets stay comparable.
+
+def v1_metric_name(name):
+    """The version 2 name of a version 1 metric (the NameNode's `<op>_ops_per_s` became `<op>_rate`)."""
+    if name in V1_METRIC_NAMES:
+        return V1_METRIC_NAMES[name]
+    return name[:-len("_ops_per_s")] + "_rate" if name.endswith("_ops_per_s") else name
+
+
+def _v1_locality_parts(doc, before, observations):
+    ratios = [round(observations["migration"][when]["local_ratio"] * 100, 2) for when in ("before", "after")]
+    defs = {m["name"]: {"unit": m["unit"], "direction": m["direction"]} for m in doc["metrics"]}
+    defs["local_page_ratio"] = {"unit": "%", "direction": "higher_is_better"}
+    units = {s["metric"]: s["unit"] for s in doc["samples"]}
+    pre = [{"metric": v1_metric_name(m), "value": v, "unit": units[v1_metric_name(m)], "t": 0.0}
+           for m, v in sorted(before.items())]
+    parts = []
+    for value, samples, ratio in (("pre", pre, ratios[0]), ("post", copy.deepcopy(doc["samples"]), ratios[1])):
+        samples.append({"metric": "local_page_ratio", "value": ratio, "unit": "%", "t": 0.0})
+        parts.append({"value": value, "samples": samples, "metrics": summarize(samples, defs)})
+    return parts
+
+
+def _listed(value):
+    return value if isinstance(value, list) else []
+
+
+def _v1_to_v2(doc):
+    for key in ("samples", "warmup_samples"):
+        for sample in _listed(doc.get(key)):
+            if isinstance(sample, dict) and isinstance(sample.get("metric"), str):
+                sample["metric"] = v1_metric_name(sample["metric"])
+    for metric in _listed(doc.get("metrics")):
+        if isinstance(metric, dict) and isinstance(metric.get("name"), str):
+            metric["name"] = v1_metric_name(metric["name"])
+    observations = doc.get("observations")
+    if isinstance(observations, dict) and isinstance(observations.get("before_migration"), dict):
+        # The Redis rig's pressured-then-migrated cells kept the benchmark before the migration aside; version 2
+        # declares both halves as parts of the result, each with the server's local-page ratio.
+        before = observations.pop("before_migration")
+        try:
+            doc["split"] = {"axis": "locality", "parts": _v1_locality_parts(doc, before, observations)}
+        except (KeyError, TypeError, ValueError, AttributeError) as e:
+            raise ResultError(f"version 1 result: cannot migrate its observations.before_migration ({e!r})") from None
+    doc["schema_version"] = 2
+    return doc
+
+
+MIGRATIONS = {1: _v1_to_v2}  # version -> the step to the next one
+
+
+def migrate(doc):
+    """Brings an older result document up to SCHEMA_VERSION (in place, and returns it); refuses newer or
+    unknown versions. Each version adds one step to MIGRATIONS, so old result sets stay comparable.
     """
-    version = doc.get("schema_version") if isinstance(doc, dict) else None
+    if not isinstance(doc, dict):
+        raise ResultError(f"a result is a JSON object, not {type(doc).__name__}")
+    version = doc.get("schema_version")
+    while isinstance(version, int) and not isinstance(version, bool) and version in MIGRATIONS:
+        doc = MIGRATIONS[version](doc)
+        version = doc["schema_version"]
     if version == SCHEMA_VERSION:
         return doc
     if isinstance(version, int) and version > SCHEMA_VERSION:

@@ -15,8 +15,9 @@ GOLDEN = os.path.join(os.path.dirname(__file__), "testdata", "result_v1_ok.json"
 
 
 def golden():
+    """The recorded version 1 result, migrated to the current version as every reader sees it."""
     with open(GOLDEN) as f:
-        return json.load(f)
+        return results.migrate(json.load(f))
 
 
 class ResultsTest(unittest.TestCase):
@@ -56,10 +57,50 @@ class ResultsTest(unittest.TestCase):
     def test_invalid_document_is_not_written(self):
         path = os.path.join(self.dir, "x.json")
         bad = golden()
-        bad["schema_version"] = 2
+        bad["schema_version"] = results.SCHEMA_VERSION + 1
         with self.assertRaises(results.ResultError):
             results.write_result(path, bad)
         self.assertFalse(os.path.exists(path))
+
+    def test_version_1_results_are_migrated(self):
+        with open(GOLDEN) as f:
+            v1 = json.load(f)
+        self.assertEqual(v1["schema_version"], 1)
+        self.assertEqual(results.migrate(copy.deepcopy(v1))["samples"], v1["samples"])  # nothing to rename
+        # SYNTHETIC on the recorded document: a version 1 Redis pressured_migrated result, metric names with
+        # units and the benchmark before the migration in observations, as the Redis rig wrote it.
+        redis = copy.deepcopy(v1)
+        redis["samples"] = [{"metric": "get_requests_per_s", "value": 129000.0, "unit": "requests/s", "t": 0.0},
+                            {"metric": "get_p99_ms", "value": 0.5, "unit": "ms", "t": 0.0}]
+        redis["warmup_samples"] = [dict(redis["samples"][1])]
+        redis["metrics"] = results.summarize(redis["samples"], {
+            "get_requests_per_s": {"unit": "requests/s", "direction": "higher_is_better"},
+            "get_p99_ms": {"unit": "ms", "direction": "lower_is_better"}})
+        redis["observations"] = {"migration": {"home_node": 0, "before": {"local_ratio": 0.6442},
+                                               "after": {"local_ratio": 1.0}},
+                                 "before_migration": {"get_requests_per_s": 122000.0, "get_p99_ms": 0.7}}
+        doc = results.migrate(redis)
+        results.validate(doc)
+        self.assertEqual(doc["schema_version"], results.SCHEMA_VERSION)
+        self.assertEqual([s["metric"] for s in doc["samples"]], ["get_rate", "get_latency_p99"])
+        self.assertEqual(doc["warmup_samples"][0]["metric"], "get_latency_p99")
+        self.assertEqual([(m["name"], m["unit"]) for m in doc["metrics"]],
+                         [("get_rate", "requests/s"), ("get_latency_p99", "ms")])
+        self.assertNotIn("before_migration", doc["observations"])
+        self.assertIn("migration", doc["observations"])
+        pre, post = doc["split"]["parts"]
+        self.assertEqual((doc["split"]["axis"], pre["value"], post["value"]), ("locality", "pre", "post"))
+        self.assertEqual({s["metric"]: (s["value"], s["unit"]) for s in pre["samples"]},
+                         {"get_rate": (122000.0, "requests/s"), "get_latency_p99": (0.7, "ms"),
+                          "local_page_ratio": (64.42, "%")})
+        self.assertEqual({m["name"]: m["value"] for m in post["metrics"]},
+                         {"get_rate": 129000.0, "get_latency_p99": 0.5, "local_page_ratio": 100.0})
+        self.assertEqual(results.v1_metric_name("create_ops_per_s"), "create_rate")  # the NameNode's
+        broken = copy.deepcopy(redis)
+        broken["schema_version"] = 1
+        broken["observations"]["before_migration"] = {"get_requests_per_s": 1.0, "no_such_metric": 2.0}
+        with self.assertRaisesRegex(results.ResultError, "cannot migrate"):
+            results.migrate(broken)
 
     def test_untrusted_input(self):
         corrupt = os.path.join(self.dir, "corrupt.json")

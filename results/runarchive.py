@@ -160,7 +160,7 @@ def read_run(archive, validate=resultfile.validate, max_archive_bytes=MAX_ARCHIV
     for rel, data in contents.items():
         if rel.startswith("cells/") and rel.endswith(".json"):
             try:
-                doc = resultfile.parse_json(data)
+                doc = resultfile.migrate(resultfile.parse_json(data))
                 validate(doc)
             except resultfile.ResultError as e:
                 raise ArchiveError(f"{run_rel}/{rel}: not a valid result document: {e}") from None

@@ -15,7 +15,7 @@ RUN_ID = "20261121T062107Z-0c0b"  # the run of the recorded result
 
 def recorded_result(repetition=0):
     with open(os.path.join(HERE, "testdata", "result_v1_ok.json")) as f:
-        doc = json.load(f)
+        doc = resultfile.migrate(json.load(f))  # as every reader sees it
     doc["cell"]["repetition"] = repetition
     return doc
 

@@ -10,7 +10,7 @@ UNITS = {"cpu_loop_rate": "ops/s", "memory_copy_rate": "MiB/s"}
 class CalibrationRig(Rig):
     name = "calibration"
 
-    def launch(self, cell, workload, policy, workdir, data):
+    def launch(self, cell, workload, policy, workdir, data, inputs_dir):
         p = cell.params
         return Launch.jvm(
             main_class="tunelab.rigs.calibration.Calibration",
@@ -20,7 +20,7 @@ class CalibrationRig(Rig):
                   "--warmup-s", str(policy.warmup_s), "--measure-s", str(policy.measure_s)],
         )
 
-    def parse(self, outputs, policy, workdir):
+    def parse(self, outputs, policy, workdir, launch):
         stdout_text = outputs[MAIN_ROLE]
         warmup, measured = [], []
         for line in stdout_text.splitlines():

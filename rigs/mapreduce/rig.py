@@ -159,11 +159,10 @@ class MapReduceRig(Rig):
             return 3 + int(params["rows"]) / 1e5
         return 3 + int(params["words"]) / 1.2e6
 
-    def launch(self, cell, workload, policy, workdir, data):
+    def launch(self, cell, workload, policy, workdir, data, inputs_dir):
         p = cell.params
         engine = p["mapreduce"]
-        run_dir = os.path.dirname(os.path.dirname(os.path.abspath(workdir)))
-        cached, input_digests, expected = ensure_input(p, os.path.join(run_dir, "inputs"))
+        cached, input_digests, expected = ensure_input(p, inputs_dir)
         # The cell's own input folder of links to the cached files: MR1's TeraSort writes its partition file
         # into the input folder, which must stay the same for every cell.
         input_dir = os.path.join(workdir, "input")
@@ -181,10 +180,6 @@ class MapReduceRig(Rig):
         with open(os.path.join(conf, "log4j.properties"), "w") as f:
             f.write(LOG4J)
         out_dir = os.path.join(workdir, "output")
-        with open(os.path.join(workdir, "launch.json"), "w") as f:
-            json.dump({"engine": engine, "job": p["job"], "input": input_dir, "output": out_dir,
-                       "expected_output_sha256": expected},
-                      f, indent=2, sort_keys=True)
         options = {SLOWSTART[engine]: "0.99", REDUCES[engine]: "1", SORT_MB[engine]: p["io_sort_mb"],
                    "hadoop.tmp.dir": os.path.join(workdir, "tmp")}
         if not (p["job"] == "terasort" and engine == "mr1"):
@@ -197,23 +192,23 @@ class MapReduceRig(Rig):
                    if perf else [])
         return Launch.jvm(main_class="org.apache.hadoop.examples.ExampleDriver",
                       classpath=[conf] + read_classpath_file(data[CLASSPATHS[engine]]), args=args,
-                      generated_inputs=dict(input_digests), wrapper=wrapper)
+                      generated_inputs=dict(input_digests), wrapper=wrapper,
+                      state={"job": p["job"], "output": out_dir, "expected_output_sha256": expected})
 
-    def parse(self, outputs, policy, workdir):
+    def parse(self, outputs, policy, workdir, launch):
         stdout_text = outputs[MAIN_ROLE]
         try:
             log = joblog.parse(stdout_text)
         except joblog.JobLogError as e:
             raise MeasurementInvalid(str(e)) from None
-        with open(os.path.join(workdir, "launch.json")) as f:
-            launch = json.load(f)
-        actual = output_digest(launch["output"])
-        if actual != launch["expected_output_sha256"]:
+        state = launch.state
+        actual = output_digest(state["output"])
+        if actual != state["expected_output_sha256"]:
             raise MeasurementInvalid(f"the job's output (sha256 {actual[:12]}) is not the expected answer "
-                                     f"({launch['expected_output_sha256'][:12]}): wrong result, not measured")
-        if launch.get("job") == "terasort":
+                                     f"({state['expected_output_sha256'][:12]}): wrong result, not measured")
+        if state["job"] == "terasort":
             # The digest above is over the lines re-sorted: it proves the records, not their order.
-            disorder = first_out_of_order(launch["output"])
+            disorder = first_out_of_order(state["output"])
             if disorder:
                 raise MeasurementInvalid(f"the job's output is not sorted: {disorder}: wrong result, not measured")
         values = {"job_duration": log.job_s, "map_time": log.map_s, "reduce_time": log.reduce_s,

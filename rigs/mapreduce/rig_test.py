@@ -5,7 +5,7 @@ import tempfile
 import unittest
 
 from rigs.mapreduce import joblog, rig
-from rigs.matrix.rig import MeasurementInvalid
+from rigs.matrix.rig import Launch, MeasurementInvalid
 
 HERE = os.path.join(os.path.dirname(__file__), "testdata")
 
@@ -73,13 +73,12 @@ class OutputCheckTest(unittest.TestCase):
         os.makedirs(out, exist_ok=True)
         with open(os.path.join(out, "part-r-00000"), "w") as f:
             f.writelines(f"{w}\t{c}\n" for w, c in sorted(counts.items()))
-        with open(os.path.join(self.dir, "launch.json"), "w") as f:
-            f.write('{"output": "%s", "expected_output_sha256": "%s"}' % (out, expected))
+        self.launch = Launch([], state={"job": "wordcount", "output": out, "expected_output_sha256": expected})
         return expected
 
     def test_the_right_answer_is_measured(self):
         expected = self.answer()
-        parsed = rig.RIG.parse({"main": recorded("mr1")}, None, self.dir)
+        parsed = rig.RIG.parse({"main": recorded("mr1")}, None, self.dir, self.launch)
         self.assertEqual(parsed.observations["output_sha256"], expected)
         values = {s["metric"]: s["value"] for s in parsed.samples}
         self.assertEqual((values["map_spills"], values["spilled_records"]), (12.0, 166640.0))
@@ -87,7 +86,7 @@ class OutputCheckTest(unittest.TestCase):
     def test_a_corrupted_output_makes_the_cell_invalid(self):
         self.answer(corrupt=True)
         with self.assertRaisesRegex(MeasurementInvalid, "not the expected answer"):
-            rig.RIG.parse({"main": recorded("mr1")}, None, self.dir)
+            rig.RIG.parse({"main": recorded("mr1")}, None, self.dir, self.launch)
 
     def test_terasort_output_must_be_in_key_order(self):
         out = os.path.join(self.dir, "tera")

@@ -22,6 +22,7 @@ class CellRunner:
     def __init__(self, ctx):
         self.ctx = ctx
         self.running = []  # [processes.Running] in start order
+        self.launch = None  # the rig's Launch of the cell being run, handed to its probe and parse
 
     def kill(self):
         """Stops every process of the cell: load generators first, then servers in reverse start order."""
@@ -65,6 +66,7 @@ class CellRunner:
         ctx.active_knobs = host_knobs
         ev = {}
         self.running = []
+        self.launch = None
         failure = None
         timed_out = False
 
@@ -82,7 +84,9 @@ class CellRunner:
                     return fail(f"executor=container: {e}")
             with host_knobs:
                 ev["applied_host_knobs"] = host_knobs.apply(cell)
-                launch = ctx.rig.launch(cell, ctx.workload, policy, workdir, ctx.rig_data_for(cell))
+                launch = ctx.rig.launch(cell, ctx.workload, policy, workdir, ctx.rig_data_for(cell),
+                                        os.path.join(ctx.run_dir, "inputs"))
+                self.launch = launch
                 try:
                     launch.validate()
                 except ValueError as e:
@@ -195,7 +199,7 @@ class CellRunner:
             doc.update(status="failed", reason=f"{who}exit status {failed.popen.returncode}: {failed.stderr_tail()}")
             return doc
         try:
-            parsed = ctx.rig.parse(outputs, policy, workdir)
+            parsed = ctx.rig.parse(outputs, policy, workdir, self.launch)
         except rig_contract.MeasurementInvalid as e:
             doc.update(status="invalid", reason=str(e))
             return doc
@@ -203,7 +207,12 @@ class CellRunner:
             doc.update(status="failed", reason=f"could not parse the rig's output: {e}")
             return doc
         measured = parsed.samples
-        bad = next((s for s in parsed.warmup_samples + measured
+        if len(parsed.split) > 1 or any(len(parts) < 2 for parts in parsed.split.values()):
+            doc.update(status="failed", reason=f"the rig's split is not one axis of two or more parts: "
+                                               f"{ {axis: sorted(parts) for axis, parts in parsed.split.items()} }")
+            return doc
+        part_samples = [s for parts in parsed.split.values() for samples in parts.values() for s in samples]
+        bad = next((s for s in parsed.warmup_samples + measured + part_samples
                     if not isinstance(s["value"], (int, float)) or not math.isfinite(s["value"]) or s["value"] < 0), None)
         if bad is not None:
             doc.update(status="invalid", reason=f"the rig reported {bad['metric']} = {bad['value']!r} at t={bad['t']}: "
@@ -213,6 +222,10 @@ class CellRunner:
         if parsed.observations:
             doc["observations"] = parsed.observations
         doc["metrics"] = results.summarize(measured, ctx.workload.metrics)
+        for axis, parts in parsed.split.items():
+            doc["split"] = {"axis": axis, "parts": [
+                {"value": value, "samples": samples, "metrics": results.summarize(samples, ctx.workload.metrics)}
+                for value, samples in parts.items()]}
         variant = ctx.variants.get(cell.params["variant"])
         if variant and under_test.is_jvm:
             ev["patched_classes"] = patched_class_sources(self.class_load_log, variant["manifest"])
@@ -235,7 +248,7 @@ class CellRunner:
     def _probe(self, running, when, workdir, ev):
         """The rig's own look at a running server (e.g. its JMX), if the rig has one."""
         try:
-            found = self.ctx.rig.probe(running.role, when, workdir, "\n".join(running.output()))
+            found = self.ctx.rig.probe(running.role, when, self.launch, workdir, "\n".join(running.output()))
         except Exception as e:  # noqa: BLE001 -- a probe's failure is evidence, never a crash of the matrix
             found = {"problems": [f"probe of {running.role} ({when}) failed: {type(e).__name__}: {e}"]}
         if found is not None:

@@ -84,13 +84,17 @@ class Launch:
     processes: list  # [Process], servers first in start order
     # Inputs the rig generated for this cell (e.g. a trace): file name -> sha256, stored in provenance.
     generated_inputs: dict = dataclasses.field(default_factory=dict)
+    # The rig's own settings of this cell (e.g. the port it chose), handed back to its probe and parse
+    # with the Launch: nothing to write aside and read again.
+    state: dict = dataclasses.field(default_factory=dict)
 
     @classmethod
-    def jvm(cls, main_class, classpath, args, jvm_flags=(), env=None, wrapper=(), generated_inputs=None):
+    def jvm(cls, main_class, classpath, args, jvm_flags=(), env=None, wrapper=(), generated_inputs=None,
+            state=None):
         """The common case: one JVM under test, role "main"."""
         return cls([Process(MAIN_ROLE, main_class=main_class, classpath=list(classpath), args=list(args),
                             jvm_flags=list(jvm_flags), env=dict(env or {}), wrapper=list(wrapper))],
-                   generated_inputs=dict(generated_inputs or {}))
+                   generated_inputs=dict(generated_inputs or {}), state=dict(state or {}))
 
     def validate(self):
         """Raises ValueError when the processes cannot be run as a cell."""
@@ -165,6 +169,10 @@ class Parsed:
     samples: list
     # Rig-specific facts for the reader, stored as the result's `observations` (e.g. a per-second series).
     observations: dict = dataclasses.field(default_factory=dict)
+    # The cell measured in parts within one run, each a value of an axis the matrix does not vary (e.g.
+    # {"locality": {"pre": [samples before a page migration], "post": [after]}}): stored as the result's
+    # `split`, each part summarized as the samples are, and compared by a report on that axis.
+    split: dict = dataclasses.field(default_factory=dict)
 
 
 class MeasurementInvalid(ValueError):
@@ -242,21 +250,23 @@ class Rig(abc.ABC):
     roles = (MAIN_ROLE,)
 
     @abc.abstractmethod
-    def launch(self, cell, workload, policy, workdir, data):
+    def launch(self, cell, workload, policy, workdir, data, inputs_dir):
         """The processes of one cell (a Launch), each with a role. `data` maps the names the rig's Bazel macro
-        passed to runfiles paths; `workdir` is the cell's own folder (generated inputs and configs go there)."""
+        passed to runfiles paths; `workdir` is the cell's own folder (configs and per-cell files go there);
+        `inputs_dir` is the run's inputs folder, shared by its cells (a data set generated once per run)."""
 
     @abc.abstractmethod
-    def parse(self, outputs, policy, workdir):
-        """The cell's samples (a Parsed), warm-up kept apart; `outputs` maps each role to its stdout text.
-        Raises MeasurementInvalid when the run completed but measured nothing valid."""
+    def parse(self, outputs, policy, workdir, launch):
+        """The cell's samples (a Parsed), warm-up kept apart; `outputs` maps each role to its stdout text,
+        `launch` is what launch returned for this cell (its `state`). Raises MeasurementInvalid when the run
+        completed but measured nothing valid."""
 
     def check(self, params):
         """Raises ValueError for a cell this rig cannot run (checked for every cell before anything runs)."""
 
-    def probe(self, role, when, workdir, output):
-        """The rig's own look at a running server when "ready" and when "clients_done": a dict stored as
-        evidence (its "problems" make the cell invalid), or None for nothing to say."""
+    def probe(self, role, when, launch, workdir, output):
+        """The rig's own look at a running server when "ready" and when "clients_done" (`launch`: the cell's
+        Launch, its `state`): a dict stored as evidence (its "problems" make the cell invalid), or None."""
         return None
 
     def estimate_seconds(self, params, policy):

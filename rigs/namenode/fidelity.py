@@ -85,7 +85,7 @@ def main(argv=None):
             run_dir = sorted(results.run_folders(results_root) - before)[-1]
             (key,) = results.stored_results(run_dir)
             doc = results.load_result(results.result_path(run_dir, *key))
-            value = next(s["value"] for s in doc["samples"] if s["metric"] == "create_ops_per_s")
+            value = next(s["value"] for s in doc["samples"] if s["metric"] == "create_rate")
             rig_values.append(value)
             rig_runs.append(os.path.basename(run_dir))
             commands["rig"] = doc["provenance"]["command"]

@@ -58,7 +58,8 @@ _FIELD = re.compile(r"(?:NNThroughputBenchmark|AddBlockBench):\s+(# operations|E
 
 
 def metric_name(op):
-    return f"{op}_ops_per_s"
+    """The metric of one operation's throughput; its unit (ops/s) is in the sample's unit field."""
+    return f"{op}_rate"
 
 
 def parse_report(text):
@@ -120,7 +121,7 @@ class NameNodeRig(Rig):
             return 6 + 3 * seconds * int(params["clients"])
         return 3 + seconds
 
-    def launch(self, cell, workload, policy, workdir, data):
+    def launch(self, cell, workload, policy, workdir, data, inputs_dir):
         if cell.params["mode"] == "rpc":
             return self.launch_rpc(cell.params, workdir, data)
         p = cell.params
@@ -177,17 +178,14 @@ class NameNodeRig(Rig):
                       "-baseDirName", f"/bench-{role}"],
                 # A failed benchmark thread leaves the main thread spinning forever: stop the cell at once.
                 fail_pattern=r"StatsDaemon \d+ failed"))
-        with open(os.path.join(workdir, "launch.json"), "w") as f:
-            json.dump({"rpc_port": rpc_port, "http_port": http_port, "call_queue": p["call_queue"]}, f)
-        return Launch(processes)
+        return Launch(processes, state={"rpc_port": rpc_port, "http_port": http_port, "call_queue": p["call_queue"]})
 
-    def probe(self, role, when, workdir, output):
+    def probe(self, role, when, launch, workdir, output):
         """The NameNode's call queue, from its start-up log and its /jmx (after it is ready, and again after
         the clients are done, with its RPC metrics then)."""
         if role != NAMENODE_ROLE:
             return None
-        with open(os.path.join(workdir, "launch.json")) as f:
-            launched = json.load(f)
+        launched = launch.state
         port, kind = launched["rpc_port"], launched["call_queue"]
         found = {"problems": []}
         if when == "ready":
@@ -213,7 +211,7 @@ class NameNodeRig(Rig):
             found["metrics_file_complete"] = wait_for_calls(os.path.join(workdir, METRICS_FILE), served)
         return found
 
-    def parse(self, outputs, policy, workdir):
+    def parse(self, outputs, policy, workdir, launch):
         clients = sorted(role for role in outputs if role.startswith("client-"))
         if not clients:
             return self.parse_inprocess(outputs[MAIN_ROLE], workdir)

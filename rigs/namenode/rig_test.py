@@ -16,11 +16,11 @@ def recorded(name):
 
 class ParseTest(unittest.TestCase):
     def test_every_operation_of_op_all(self):
-        parsed = rig.RIG.parse({"main": recorded("inprocess_all_2000.log")}, None, None)
+        parsed = rig.RIG.parse({"main": recorded("inprocess_all_2000.log")}, None, None, None)
         values = {s["metric"]: s["value"] for s in parsed.samples}
         self.assertEqual(sorted(values), sorted(rig.metric_name(op) for op in rig.OPS))
-        self.assertAlmostEqual(values["create_ops_per_s"], 2695.4177897574123)
-        self.assertAlmostEqual(values["replication_ops_per_s"], 500.0)
+        self.assertAlmostEqual(values["create_rate"], 2695.4177897574123)
+        self.assertAlmostEqual(values["replication_rate"], 500.0)
         self.assertNotIn("clean", parsed.observations["report"])  # the benchmark's own clean-up pass
         self.assertEqual(parsed.observations["report"]["create"]["operations"], 2000)
 
@@ -31,7 +31,7 @@ class ParseTest(unittest.TestCase):
 
     def test_no_report_is_invalid(self):
         with self.assertRaisesRegex(MeasurementInvalid, "no stats block"):
-            rig.RIG.parse({"main": "Exception in thread main\n"}, None, None)
+            rig.RIG.parse({"main": "Exception in thread main\n"}, None, None, None)
 
     def test_impossible_cells_are_refused(self):
         params = {"mode": "inprocess", "op": "all", "fsync": "off", "threads": "2", "files": "10",
@@ -70,16 +70,16 @@ class ParseTest(unittest.TestCase):
 class RpcEvidenceTest(unittest.TestCase):
     def test_clients_reports_add_up(self):
         log = recorded("rpc_create_5000_client.log")
-        parsed = rig.RIG.parse({"namenode": "", "client-1": log, "client-2": log}, None, HERE)
+        parsed = rig.RIG.parse({"namenode": "", "client-1": log, "client-2": log}, None, HERE, None)
         (sample,) = parsed.samples
         one = rig.parse_report(log)["create"]["ops_per_s"]
-        self.assertEqual(sample["metric"], "create_ops_per_s")
+        self.assertEqual(sample["metric"], "create_rate")
         self.assertAlmostEqual(sample["value"], 2 * one)
         self.assertEqual(sorted(parsed.observations["reports"]), ["client-1", "client-2"])
 
     def test_a_client_without_a_report_is_invalid(self):
         with self.assertRaisesRegex(MeasurementInvalid, "client-2 printed no stats block"):
-            rig.RIG.parse({"client-1": recorded("rpc_create_5000_client.log"), "client-2": "boom\n"}, None, HERE)
+            rig.RIG.parse({"client-1": recorded("rpc_create_5000_client.log"), "client-2": "boom\n"}, None, HERE, None)
 
     def test_window_metrics_from_the_file_sink(self):
         records = rig.parse_file_sink(recorded("rpc_multi_5000_metrics.out"))

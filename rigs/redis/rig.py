@@ -14,16 +14,15 @@ With numa=pressured_migrated (case study 001's before/after; needs two nodes) th
   pressure          phase 0, beside the loader: memhog preferring the home node, filling it but
                     `pressure_leave_mb`, so the loaded pages spill to the other node(s)
   numa_before       phase 1: the server's /proc/PID/numa_maps (local ratio before)
-  benchmark_before  phase 3: measured as observations["before_migration"]
+  benchmark_before  phase 3: the result's split part locality=pre
   migrate           phase 4: `migratepages PID all <home_node>`, Redis running
-  numa_after        phase 5, then benchmark (phase 6): the cell's samples, after the migration
+  numa_after        phase 5, then benchmark (phase 6): the cell's samples, after the migration (part post)
 redis-benchmark is closed loop (`clients` connections, each waits for its reply). Its plain output holds the
 whole latency distribution: percentiles at halving steps, so the p99.99 reported is the first printed
 percentile at or above 99.99, and the sample says which one it was.
 """
 
 import hashlib
-import json
 import os
 import random
 import re
@@ -158,12 +157,12 @@ def samples_of(tests, t):
     samples = []
     for name, result in sorted(tests.items()):
         p9999_at, p9999 = percentile_at_or_above(result["percentiles"], 99.99)
-        for metric, value, unit in ((f"{name}_requests_per_s", result["requests_per_s"], "requests/s"),
-                                    (f"{name}_p50_ms", result["summary"]["p50"], "ms"),
-                                    (f"{name}_p99_ms", result["summary"]["p99"], "ms"),
-                                    (f"{name}_p99_99_ms", p9999, "ms")):
+        for metric, value, unit in ((f"{name}_rate", result["requests_per_s"], "requests/s"),
+                                    (f"{name}_latency_p50", result["summary"]["p50"], "ms"),
+                                    (f"{name}_latency_p99", result["summary"]["p99"], "ms"),
+                                    (f"{name}_latency_p99_99", p9999, "ms")):
             sample = {"metric": metric, "value": value, "unit": unit, "t": t}
-            if metric.endswith("p99_99_ms"):
+            if metric.endswith("_latency_p99_99"):
                 sample["metadata"] = {"printed_percentile": p9999_at}
             samples.append(sample)
     return samples
@@ -177,11 +176,9 @@ def node_free_mb(node):
     raise ValueError(f"node {node}: no MemFree in its meminfo")
 
 
-def migration_observations(outputs, workdir):
-    """The pressured-then-migrated phases: local ratio and bytes per node before and after the migration, the
-    bytes moved home, and the benchmark before it (the cell's samples are after it)."""
-    with open(os.path.join(workdir, "redis.json")) as f:
-        home = json.load(f)["home_node"]
+def migration_observations(outputs, home):
+    """The pressured-then-migrated phases: local ratio and bytes per node before and after the migration, and
+    the bytes moved home."""
     before = evidence.parse_numa_maps(outputs["numa_before"])
     after = evidence.parse_numa_maps(outputs["numa_after"])
     ratio_before = evidence.local_memory_ratio(before, home)
@@ -193,9 +190,19 @@ def migration_observations(outputs, workdir):
         "home_node": home,
         "before": {"local_ratio": ratio_before, "bytes_per_node": before["bytes_per_node"]},
         "after": {"local_ratio": evidence.local_memory_ratio(after, home), "bytes_per_node": after["bytes_per_node"]},
-        "moved_home_bytes": after["bytes_per_node"].get(home, 0) - before["bytes_per_node"].get(home, 0)},
-        "before_migration": {s["metric"]: s["value"] for s in samples_of(parse_benchmark(outputs["benchmark_before"]),
-                                                                         t=0.0)}}
+        "moved_home_bytes": after["bytes_per_node"].get(home, 0) - before["bytes_per_node"].get(home, 0)}}
+
+
+def locality_split(outputs, measured, migration):
+    """The cell's two parts for a pre/post comparison: the benchmark before the migration and the one after
+    (the cell's samples), each with the server's local-page ratio (%) at that time."""
+    parts = {}
+    for label, samples, when in (("pre", samples_of(parse_benchmark(outputs["benchmark_before"]), t=0.0), "before"),
+                                 ("post", [dict(s) for s in measured], "after")):
+        ratio = migration[when]["local_ratio"]
+        parts[label] = samples + [{"metric": "local_page_ratio", "value": round(ratio * 100, 2), "unit": "%",
+                                   "t": 0.0}]
+    return {"locality": parts}
 
 
 class RedisRig(rig_contract.Rig):
@@ -218,18 +225,14 @@ class RedisRig(rig_contract.Rig):
         requests = (int(params["warmup_requests"]) + int(params["requests"])) * len(tests_of(params))
         return 1 + int(params["keys"]) / 100_000 + requests / 80_000
 
-    def launch(self, cell, workload, policy, workdir, data):
+    def launch(self, cell, workload, policy, workdir, data, inputs_dir):
         p = cell.params
         self.check(p)
         port = rig_contract.free_loopback_port()
         keys, value_size = int(p["keys"]), int(p["value_size"])
-        run_dir = os.path.dirname(os.path.dirname(os.path.abspath(workdir)))
-        dataset, digest = ensure_dataset(os.path.join(run_dir, "inputs"), keys, value_size, int(p["seed"]))
+        dataset, digest = ensure_dataset(inputs_dir, keys, value_size, int(p["seed"]))
         home = int(p["home_node"])
         pressured = p.get("numa") == "pressured_migrated"
-        with open(os.path.join(workdir, "redis.json"), "w") as f:
-            json.dump({"port": port, "cli": data["cli"], "io_threads": int(p["io_threads"]), "home_node": home,
-                       "pressured": pressured}, f)
         io_threads = int(p["io_threads"])
         server = [data["server"], "--bind", "127.0.0.1", "--port", str(port), "--protected-mode", "yes",
                   "--save", "", "--appendonly", "no", "--dir", workdir, "--daemonize", "no",
@@ -277,9 +280,11 @@ class RedisRig(rig_contract.Rig):
                 rig_contract.Process("numa_after", program=numa_maps, under_test=False, phase=5)]
         processes.append(rig_contract.Process("benchmark", program=bench(int(p["requests"])), under_test=False,
                                               phase=6 if pressured else 3))
-        return rig_contract.Launch(processes, generated_inputs={"dataset.resp": digest})
+        return rig_contract.Launch(processes, generated_inputs={"dataset.resp": digest},
+                                   state={"port": port, "cli": data["cli"], "io_threads": int(p["io_threads"]),
+                                          "home_node": home})
 
-    def parse(self, outputs, policy, workdir):
+    def parse(self, outputs, policy, workdir, launch):
         loaded = re.search(r"errors: (\d+), replies: (\d+)", outputs.get("loader", ""))
         if not loaded:
             raise ValueError("redis-cli --pipe printed no 'errors: N, replies: N' line")
@@ -287,24 +292,24 @@ class RedisRig(rig_contract.Rig):
             raise rig_contract.MeasurementInvalid(f"loading the data set: {loaded.group(1)} errors")
         memory = parse_info(outputs["memory"])
         measured = samples_of(parse_benchmark(outputs["benchmark"]), t=0.0)
-        measured.append({"metric": "used_memory_after_load_MiB", "value": int(memory["used_memory"]) / 2**20,
+        measured.append({"metric": "used_memory_after_load", "value": int(memory["used_memory"]) / 2**20,
                          "unit": "MiB", "t": 0.0})
         warmup = samples_of(parse_benchmark(outputs["warmup"]), t=0.0) if outputs.get("warmup") else []
-        observations = {}
+        observations, split = {}, {}
         if "numa_before" in outputs:
-            observations.update(migration_observations(outputs, workdir))
-        return rig_contract.Parsed(warmup, measured, {**observations,
+            observations.update(migration_observations(outputs, launch.state["home_node"]))
+            split = locality_split(outputs, measured, observations["migration"])
+        return rig_contract.Parsed(warmup, measured, split=split, observations={**observations,
             "keys_loaded": int(loaded.group(2)), "mem_allocator": memory.get("mem_allocator"),
             "used_memory_rss_after_load_bytes": int(memory.get("used_memory_rss", 0)),
             "latency_percentiles_ms": {name: t["percentiles"]
                                        for name, t in parse_benchmark(outputs["benchmark"]).items()}})
 
-    def probe(self, role, when, workdir, output):
+    def probe(self, role, when, launch, workdir, output):
         """The running server as it describes itself: version, allocator, I/O threads, its executable."""
         if role != "server":
             return None
-        with open(os.path.join(workdir, "redis.json")) as f:
-            setup = json.load(f)
+        setup = launch.state
         base = [setup["cli"], "-h", "127.0.0.1", "-p", str(setup["port"])]
         info = parse_info(subprocess.run(base + ["info", "server"], capture_output=True, text=True,
                                          timeout=10).stdout)

@@ -55,19 +55,23 @@ class ParseTest(unittest.TestCase):
         outputs = {"server": "", "loader": "All data transferred. Waiting for the last reply...\n"
                                           "Last reply received from server.\nerrors: 0, replies: 1000\n",
                    "memory": recorded("redis-cli-info-memory.txt"), "warmup": bench, "benchmark": bench}
-        parsed = rig.RIG.parse(outputs, None, None)
+        launch = rig_contract.Launch([], state={"home_node": 0})
+        parsed = rig.RIG.parse(outputs, None, None, launch)
         by_metric = {s["metric"]: s for s in parsed.samples}
-        self.assertEqual(by_metric["set_requests_per_s"]["value"], 76628.35)
-        self.assertEqual(by_metric["set_requests_per_s"]["unit"], "requests/s")
-        self.assertEqual(by_metric["set_p99_99_ms"]["value"], 2.527)
-        self.assertEqual(by_metric["set_p99_99_ms"]["metadata"], {"printed_percentile": 99.994})
-        self.assertAlmostEqual(by_metric["used_memory_after_load_MiB"]["value"], 1185176 / 2**20)
+        self.assertEqual(by_metric["set_rate"]["value"], 76628.35)
+        self.assertEqual(by_metric["set_rate"]["unit"], "requests/s")
+        self.assertEqual(by_metric["set_latency_p99_99"]["value"], 2.527)
+        self.assertEqual(by_metric["set_latency_p99_99"]["unit"], "ms")
+        self.assertEqual(by_metric["set_latency_p99_99"]["metadata"], {"printed_percentile": 99.994})
+        self.assertAlmostEqual(by_metric["used_memory_after_load"]["value"], 1185176 / 2**20)
+        self.assertEqual(by_metric["used_memory_after_load"]["unit"], "MiB")
+        self.assertEqual(parsed.split, {})  # one placement, no migration: nothing to split
         self.assertEqual(len(parsed.warmup_samples), 8)
         self.assertEqual(parsed.observations["keys_loaded"], 1000)
         self.assertEqual(parsed.observations["mem_allocator"], "jemalloc-5.3.0")  # Debian's, as in its binary
         outputs["loader"] = "errors: 3, replies: 1000\n"
         with self.assertRaisesRegex(rig_contract.MeasurementInvalid, "3 errors"):
-            rig.RIG.parse(outputs, None, None)
+            rig.RIG.parse(outputs, None, None, launch)
 
 
 def cell_workdir(run_dir=None):
@@ -83,7 +87,7 @@ class LaunchTest(unittest.TestCase):
         workdir = cell_workdir(run_dir)
         cell = spec.Cell(dict(PARAMS))
         data = {"server": "/b/redis-server", "benchmark": "/b/redis-benchmark", "cli": "/b/redis-cli"}
-        launch = rig.RIG.launch(cell, None, None, workdir, data)
+        launch = rig.RIG.launch(cell, None, None, workdir, data, os.path.join(run_dir, "inputs"))
         launch.validate()
         self.assertEqual([p.role for p in launch.processes], ["server", "loader", "memory", "warmup", "benchmark"])
         self.assertEqual([[p.role for p in phase] for phase in launch.phases()],
@@ -104,12 +108,14 @@ class LaunchTest(unittest.TestCase):
             dataset = f.read()
         self.assertEqual(dataset.count(b"*3\r\n$3\r\nSET\r\n$16\r\nkey:000000000999\r\n$100\r\n"), 1)
         self.assertEqual(dataset.count(b"\r\nSET\r\n"), 1000)
-        again = rig.RIG.launch(cell, None, None, cell_workdir(run_dir), data)
+        again = rig.RIG.launch(cell, None, None, cell_workdir(run_dir), data, os.path.join(run_dir, "inputs"))
         self.assertEqual(launch.generated_inputs, again.generated_inputs)
         # One data set per run and parameters, under <run>/inputs/, shared by the cells.
         self.assertEqual(launch.processes[1].stdin, again.processes[1].stdin)
         self.assertEqual(os.path.dirname(launch.processes[1].stdin), os.path.join(run_dir, "inputs"))
-        other = rig.RIG.launch(spec.Cell(dict(PARAMS, seed="2")), None, None, cell_workdir(), data)
+        other_run = tempfile.mkdtemp()
+        other = rig.RIG.launch(spec.Cell(dict(PARAMS, seed="2")), None, None, cell_workdir(other_run), data,
+                               os.path.join(other_run, "inputs"))
         self.assertNotEqual(launch.generated_inputs, other.generated_inputs)
 
     def test_pressured_then_migrated_adds_pressure_numa_maps_and_the_migration(self):
@@ -120,7 +126,7 @@ class LaunchTest(unittest.TestCase):
         old, rig.NODE_SYSFS = rig.NODE_SYSFS, sysfs
         try:
             launch = rig.RIG.launch(spec.Cell(dict(PARAMS, numa="pressured_migrated")), None, None,
-                                    cell_workdir(), {"server": "s", "benchmark": "b", "cli": "c"})
+                                    cell_workdir(), {"server": "s", "benchmark": "b", "cli": "c"}, tempfile.mkdtemp())
         finally:
             rig.NODE_SYSFS = old
         launch.validate()
@@ -135,37 +141,33 @@ class LaunchTest(unittest.TestCase):
         self.assertEqual(by_role["numa_after"].program, ["cat", "/proc/{pid:server}/numa_maps"])
         self.assertLessEqual(set(by_role), set(rig.RIG.roles))
 
-    def test_migration_observations_from_two_node_numa_maps(self):
+    def test_migration_observations_and_the_locality_split_from_two_node_numa_maps(self):
         # Recorded in the two-node guest (../matrix/testdata/captures/README.md): the server's numa_maps
         # before and after `migratepages PID all 0`.
-        workdir = tempfile.mkdtemp()
-        with open(os.path.join(workdir, "redis.json"), "w") as f:
-            f.write('{"home_node": 0}')
         with open(os.path.join(CAPTURES, "numa_maps_guest_redis_before_migration.txt")) as f:
             before = f.read()
         with open(os.path.join(CAPTURES, "numa_maps_guest_redis_after_migration.txt")) as f:
             after = f.read()
         bench = recorded("redis-benchmark-7.0.15-get-set.txt")
-        found = rig.migration_observations({"numa_before": before, "numa_after": after,
-                                            "benchmark_before": bench}, workdir)
+        outputs = {"numa_before": before, "numa_after": after, "benchmark_before": bench}
+        found = rig.migration_observations(outputs, 0)
         m = found["migration"]
         self.assertEqual(m["before"]["bytes_per_node"], {0: 46497792, 1: 25686016})
         self.assertEqual(m["before"]["local_ratio"], 0.6442)
         self.assertEqual(m["after"], {"local_ratio": 1.0, "bytes_per_node": {0: 70389760}})
         self.assertEqual(m["moved_home_bytes"], 70389760 - 46497792)
-        self.assertEqual(found["before_migration"]["set_requests_per_s"], 76628.35)
+        measured = [{"metric": "set_rate", "value": 80000.0, "unit": "requests/s", "t": 0.0}]
+        split = rig.locality_split(outputs, measured, m)
+        pre, post = split["locality"]["pre"], split["locality"]["post"]
+        self.assertEqual({s["metric"]: s["value"] for s in pre}["set_rate"], 76628.35)
+        self.assertEqual(pre[-1], {"metric": "local_page_ratio", "value": 64.42, "unit": "%", "t": 0.0})
+        self.assertEqual(post, measured + [{"metric": "local_page_ratio", "value": 100.0, "unit": "%", "t": 0.0}])
+        self.assertEqual(len(measured), 1)  # the cell's own samples are left as they were
         # The other way round: with node 1 as home nearly nothing was local, and the check refuses a
         # cell whose pressure pushed nothing away.
-        with open(os.path.join(workdir, "redis.json"), "w") as f:
-            f.write('{"home_node": 1}')
-        self.assertEqual(rig.migration_observations({"numa_before": before, "numa_after": after,
-                                                     "benchmark_before": bench}, workdir)["migration"]["after"]
-                         ["local_ratio"], 0.0)
-        with open(os.path.join(workdir, "redis.json"), "w") as f:
-            f.write('{"home_node": 0}')
+        self.assertEqual(rig.migration_observations(outputs, 1)["migration"]["after"]["local_ratio"], 0.0)
         with self.assertRaisesRegex(rig_contract.MeasurementInvalid, "did not push the server's pages off node 0"):
-            rig.migration_observations({"numa_before": after, "numa_after": after, "benchmark_before": bench},
-                                       workdir)
+            rig.migration_observations({"numa_before": after, "numa_after": after, "benchmark_before": bench}, 0)
 
     def test_bad_parameters_are_refused(self):
         for key, value, message in (("tests", "get+lpush", "tests="), ("clients", "0", "clients=0"),

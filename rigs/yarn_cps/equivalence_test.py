@@ -53,7 +53,7 @@ def replay(simulator, workdir):
                   am_heartbeat_ms=str(HEARTBEAT_MS), heartbeat_threads="2", simulator_threads="10")
     launch = rig.RIG.launch(types.SimpleNamespace(params=params), types.SimpleNamespace(tables=workload),
                             spec.Policy(), workdir,
-                            {"classpath_3_4_2": os.path.join(HERE, "sls_3_4_2.classpath")})
+                            {"classpath_3_4_2": os.path.join(HERE, "sls_3_4_2.classpath")}, workdir)
     process = launch.processes[0]
     args = list(process.args)
     # Every application must end here (the rig's matrices stop once the demand is gone).

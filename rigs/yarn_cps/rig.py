@@ -84,7 +84,7 @@ class YarnCpsRig(Rig):
         startup = 5 + p.nodes / 600
         return startup + (p.containers + p.jobs) / min(cap, 7000) + p.container_duration_s + 3
 
-    def launch(self, cell, workload, policy, workdir, data):
+    def launch(self, cell, workload, policy, workdir, data, inputs_dir):
         p = cell.params
         self.check(p)
         fmt = trace_format(p)
@@ -100,11 +100,10 @@ class YarnCpsRig(Rig):
             with open(os.path.join(conf_dir, name), "wb") as f:
                 f.write(content)
         expected_total = files.containers + files.expected_apps if files.containers >= 0 else None
-        with open(os.path.join(workdir, "launch.json"), "w") as f:
-            json.dump({"format": fmt, "expected_apps": files.expected_apps, "task_containers": files.containers,
-                       "expected_total_containers": expected_total, "sha256": files.sha256,
-                       "hadoop": p["hadoop"], "simulator": p["simulator"],
-                       "nodes": None if p["trace"] else int(p["nodes"])}, f, indent=2, sort_keys=True)
+        launched = {"format": fmt, "expected_apps": files.expected_apps, "task_containers": files.containers,
+                    "expected_total_containers": expected_total, "sha256": files.sha256,
+                    "hadoop": p["hadoop"], "simulator": p["simulator"],
+                    "nodes": None if p["trace"] else int(p["nodes"])}
         args = ["--trace-type", SLS_TRACE_TYPE[fmt], "--trace", files.trace, "--output",
                 os.path.join(workdir, "sls-output"), "--expected-apps", str(files.expected_apps)]
         if files.nodes:
@@ -132,13 +131,13 @@ class YarnCpsRig(Rig):
             ],
             generated_inputs={name: digest for name, digest in files.sha256.items()
                               if not (p["trace"] and name in ("trace.json", "nodes.json"))},
+            state=launched,
         )
 
-    def parse(self, outputs, policy, workdir):
+    def parse(self, outputs, policy, workdir, launch):
         stdout_text = outputs[MAIN_ROLE]
         recs = records(stdout_text)
-        with open(os.path.join(workdir, "launch.json")) as f:
-            launched = json.load(f)
+        launched = launch.state
         start = next((r for r in recs if r.get("event") == "start"), None)
         if start is None:
             raise ValueError("the driver printed no start record")

@@ -3,13 +3,13 @@ same window and rate the matrix stored for that run (results/baselines/yarn_cps-
 and the new observations worked out here from the raw records: the scheduler's event-queue gauge over the
 window, memory per simulated node, the lean clock's counters."""
 
+import json
 import os
-import shutil
 import tempfile
 import unittest
 
 from rigs.matrix import spec
-from rigs.matrix.rig import MAIN_ROLE
+from rigs.matrix.rig import MAIN_ROLE, Launch
 from rigs.yarn_cps import rig
 
 TESTDATA = os.path.join(os.path.dirname(os.path.abspath(__file__)), "testdata")
@@ -19,13 +19,15 @@ NAME = "sls342_lean_jdk17_g1_1000nodes_100ms"
 class LeanRunParseTest(unittest.TestCase):
     def setUp(self):
         self.workdir = tempfile.mkdtemp(dir=os.environ.get("TEST_TMPDIR"))
-        shutil.copy(os.path.join(TESTDATA, NAME + ".launch.json"), os.path.join(self.workdir, "launch.json"))
+        with open(os.path.join(TESTDATA, NAME + ".launch.json")) as f:
+            self.launch = Launch([], state=json.load(f))  # what the rig's launch returned for this run
         with open(os.path.join(TESTDATA, NAME + ".jsonl")) as f:
             self.stdout = f.read()
         self.records = rig.records(self.stdout)
 
     def test_window_queue_memory_and_clock(self):
-        parsed = rig.RIG.parse({MAIN_ROLE: self.stdout}, spec.Policy(warmup_s=8, measure_s=15), self.workdir)
+        parsed = rig.RIG.parse({MAIN_ROLE: self.stdout}, spec.Policy(warmup_s=8, measure_s=15), self.workdir,
+                               self.launch)
         w = parsed.observations["window"]
         # What the matrix stored for this run (gate_cps, 20261123T231015Z-bc6a r0).
         self.assertEqual(w["allocation_rate"], 8262.905)
