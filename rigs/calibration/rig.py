@@ -2,13 +2,20 @@
 
 import json
 
-from rigs.matrix.rig import MAIN_ROLE, Launch, Parsed, Rig
+from rigs.matrix.rig import MAIN_ROLE, Launch, Param, Parsed, Rig
 
 UNITS = {"cpu_loop_rate": "ops/s", "memory_copy_rate": "MiB/s"}
 
 
 class CalibrationRig(Rig):
     name = "calibration"
+    parameters = {
+        "mode": Param(choices=("cpu", "memory"), doc="a CPU-bound loop or a memory copy"),
+        "threads": Param(int, low=1),
+        "buffer_mib": Param(int, low=1, doc="the memory copy's buffer"),
+        "injected_slowdown_pct": Param(float, low=0, high=99.9, doc="a known slowdown, for gate calibration"),
+        "arm": Param(doc="a label only: two arms of one configuration (A/A calibration)"),
+    }
 
     def launch(self, cell, workload, policy, workdir, data, inputs_dir):
         p = cell.params

@@ -19,7 +19,7 @@ import shutil
 import tempfile
 
 from rigs.mapreduce import joblog
-from rigs.matrix.rig import MAIN_ROLE, Launch, MeasurementInvalid, Parsed, Rig, read_classpath_file
+from rigs.matrix.rig import MAIN_ROLE, Launch, MeasurementInvalid, Param, Parsed, Rig, read_classpath_file
 from workloads.mapreduce import terarecords, textgen
 
 ENGINES = ("mr1", "mr2")
@@ -135,21 +135,27 @@ def output_digest(out_dir):
 class MapReduceRig(Rig):
     name = "mapreduce"
 
+    parameters = {
+        "mapreduce": Param(choices=ENGINES),
+        "job": Param(choices=JOBS),
+        "words": Param(int, low=1, doc="WordCount's input words"),
+        "rows": Param(int, low=1, doc="TeraSort's input rows"),
+        "vocabulary": Param(int, low=1),
+        "zipf_s": Param(float, low=0),
+        "seed": Param(int, low=0),
+        "splits": Param(int, low=1),
+        "io_sort_mb": Param(int, low=1),
+        "io_sort_record_percent": Param(float, low=0.001, high=0.999, special=("default",),
+                                        doc="MR1's share of the sort buffer for record pointers"),
+    }
+
     def check(self, params):
-        if params["mapreduce"] not in ENGINES:
-            raise ValueError(f"mapreduce={params['mapreduce']}: the engines are {', '.join(ENGINES)}")
-        if params["job"] not in JOBS:
-            raise ValueError(f"job={params['job']}: the jobs are {', '.join(JOBS)}")
-        if int(params["rows"]) < 1:
-            raise ValueError("rows must be >= 1")
         if params["mapreduce"] == "mr2" and params["io_sort_record_percent"] != "default":
             raise ValueError("io_sort_record_percent is MR1-only: MR2 removed it (MAPREDUCE-64) and ignores it; "
                              "exclude mapreduce=mr2 from that axis' other values")
         if params["mapreduce"] == "mr1" and params.get("variant", "stock") != "stock":
             raise ValueError(f"variant={params['variant']} with mapreduce=mr1: the patch sets are MR2's "
                              "(third_party/hadoop); exclude mr1 from the patched values")
-        if params["io_sort_record_percent"] != "default" and not 0 < float(params["io_sort_record_percent"]) < 1:
-            raise ValueError("io_sort_record_percent must be in (0, 1) or default")
         text_params(params).check()
 
     def estimate_seconds(self, params, policy):

@@ -126,12 +126,16 @@ class CheckTest(unittest.TestCase):
         rig.RIG.check(PARAMS)
         with self.assertRaisesRegex(ValueError, "MR1-only"):
             rig.RIG.check(dict(PARAMS, mapreduce="mr2", io_sort_record_percent="0.5"))
-        with self.assertRaisesRegex(ValueError, "jobs are wordcount, terasort"):
-            rig.RIG.check(dict(PARAMS, job="grep"))
-        with self.assertRaisesRegex(ValueError, "engines are mr1, mr2"):
-            rig.RIG.check(dict(PARAMS, mapreduce="mr3"))
-        with self.assertRaisesRegex(ValueError, r"must be in \(0, 1\)"):
-            rig.RIG.check(dict(PARAMS, io_sort_record_percent="1.5"))
+        # The declared parameters, as the core checks every cell before the rig's own check.
+        self.assertEqual(rig.RIG.typed(PARAMS)["io_sort_record_percent"], "default")
+        self.assertEqual(rig.RIG.typed(dict(PARAMS, io_sort_record_percent="0.3"))["io_sort_record_percent"], 0.3)
+        for params, message in ((dict(PARAMS, job="grep"), "job='grep': one of wordcount, terasort"),
+                                (dict(PARAMS, mapreduce="mr3"), "mapreduce='mr3': one of mr1, mr2"),
+                                (dict(PARAMS, io_sort_record_percent="1.5"), r"at most 0.999 \(or default\)"),
+                                (dict(PARAMS, rows="many"), "rows='many' is not a whole number"),
+                                ({k: v for k, v in PARAMS.items() if k != "seed"}, "no value for .* seed")):
+            with self.assertRaisesRegex(ValueError, message):
+                rig.RIG.typed(params)
         with self.assertRaisesRegex(ValueError, "the patch sets are MR2's"):
             rig.RIG.check(dict(PARAMS, mapreduce="mr1", variant="patched:mr2-sort-key-prefix"))
         with self.assertRaisesRegex(ValueError, "words, vocabulary, splits"):

@@ -25,6 +25,7 @@ import abc
 import dataclasses
 import hashlib
 import importlib
+import math
 import os
 import re
 import socket
@@ -240,6 +241,42 @@ def read_classpath_file(path):
         return [os.path.normpath(os.path.join(folder, line.strip())) for line in f if line.strip()]
 
 
+@dataclasses.dataclass(frozen=True)
+class Param:
+    """One parameter a rig takes, declared once in its `parameters`: the type its text is read as, and the
+    values (`choices`) or the range (`low`, `high`, inclusive) it allows. The core checks every cell against
+    the declarations before anything runs; the rig reads the values through `Rig.typed`."""
+    type: type = str  # int, float or str
+    choices: tuple = ()
+    low: float = None
+    high: float = None
+    doc: str = ""
+    # A value outside the type and the range that the rig takes as is (e.g. "default" for Hadoop's own).
+    special: tuple = ()
+
+    def read(self, name, text):
+        """The value of `text`, typed; ValueError naming the parameter and what it allows otherwise."""
+        if text in self.special:
+            return text
+        try:
+            value = self.type(text)
+        except (TypeError, ValueError):
+            kind = {int: "a whole number", float: "a number"}.get(self.type, self.type.__name__)
+            raise ValueError(f"{name}={text!r} is not {kind}{self._also()}") from None
+        if self.type is float and not math.isfinite(value):
+            raise ValueError(f"{name}={text!r} is not a finite number")
+        if self.choices and value not in self.choices:
+            raise ValueError(f"{name}={text!r}: one of {', '.join(map(str, self.choices))}{self._also()}")
+        if self.low is not None and value < self.low:
+            raise ValueError(f"{name}={text}: at least {self.low}{self._also()}")
+        if self.high is not None and value > self.high:
+            raise ValueError(f"{name}={text}: at most {self.high}{self._also()}")
+        return value
+
+    def _also(self):
+        return f" (or {', '.join(self.special)})" if self.special else ""
+
+
 class Rig(abc.ABC):
     """What the matrix runner calls on a rig. Subclass it, set `name`, implement `launch` and `parse`, and
     override the optional members a rig needs."""
@@ -248,6 +285,19 @@ class Rig(abc.ABC):
     # The roles its launches use (in any cell), so a matrix's per-role pinning is checked before anything
     # runs; a single-JVM rig has only MAIN_ROLE.
     roles = (MAIN_ROLE,)
+    # The parameters it takes, {name: Param}: every cell must give each, with a value its Param allows (the
+    # workload's [parameters] hold the defaults). Parameters not declared reach the rig as text.
+    parameters = {}
+
+    def typed(self, params):
+        """The declared parameters of `params` as their types ({name: value}); ValueError for the first a
+        declaration refuses. The core calls it for every cell before anything runs."""
+        values = {}
+        for name, param in self.parameters.items():
+            if name not in params:
+                raise ValueError(f"no value for the rig's parameter {name} (give it in the workload's [parameters])")
+            values[name] = param.read(name, params[name])
+        return values
 
     @abc.abstractmethod
     def launch(self, cell, workload, policy, workdir, data, inputs_dir):

@@ -57,11 +57,13 @@ def container_image(runfiles, runfiles_ws):
 
 
 def check_cells(rig, planned):
-    """Lets the rig refuse impossible cells (e.g. a trace format its Hadoop cannot read) before anything runs."""
+    """Checks every cell's parameters against the rig's declarations, then lets the rig refuse impossible
+    combinations (e.g. a trace format its Hadoop cannot read), before anything runs."""
     for p in planned:
         if p.skip_reason:
             continue
         try:
+            rig.typed(p.cell.params)
             rig.check(p.cell.params)
         except ValueError as e:
             raise spec.SpecError(f"cell {p.cell.id} ({p.cell.label()}): {e}") from None

@@ -27,6 +27,7 @@ TESTDATA = os.path.join(HERE, "testdata")
 
 class FakeRig(rig_contract.Rig):
     name = "fake"
+    parameters = {"seconds": rig_contract.Param(float, high=600, doc="-1: the client fails at once")}
 
     def launch(self, cell, workload, policy, workdir, data, inputs_dir):
         p = cell.params
@@ -182,6 +183,15 @@ class RunnerTest(unittest.TestCase):
             self.assertEqual(json.load(f)["state"], "complete")
         self.assertEqual(self.box.thp(), "madvise")
         self.assertIn("ETA", out)
+
+    def test_parameters_the_rig_declares_are_checked_before_anything_runs(self):
+        for value, message in (("soon", "seconds='soon' is not a number"), ("nan", "seconds='nan' is not a finite"),
+                               ("900", "seconds=900: at most 600")):
+            code, out = self.box.main("--set", f"seconds={value}")
+            self.assertEqual(code, runner.EXIT_BAD_INPUT, out)
+            self.assertIn(message, out)
+        self.assertEqual(self.box.run_dirs(), [])
+        self.assertEqual(rig_contract.load_rig("fake").typed({"seconds": "2.5", "server": "none"}), {"seconds": 2.5})
 
     def test_failing_cells_are_recorded_and_the_matrix_goes_on(self):
         code, out = self.box.main("--profile", "failing")

@@ -66,8 +66,6 @@ def main(argv=None):
     if args.pairs < stats.MIN_RUNS:
         parser.error(f"--pairs {args.pairs}: a verdict needs {stats.MIN_RUNS} runs a side (analysis/stats.py)")
     console = Console(highlight=False, width=None if sys.stdout.isatty() else 160)
-    workspace = os.environ.get("BUILD_WORKSPACE_DIRECTORY", os.getcwd())
-    results_root = os.path.join(workspace, "results")
     rig_values, hand_values, rig_runs, commands = [], [], [], {}
     log_dir = None
     for pair in range(args.pairs):
@@ -77,12 +75,11 @@ def main(argv=None):
                 hand_values.append(value)
                 console.print(f"pair {pair + 1}/{args.pairs} by hand: create {value:,.0f} ops/s")
                 continue
-            before = results.run_folders(results_root)
-            code = runner.main(runner_args + ["--profile", "fidelity", "--no-host-reference", "--no-next-steps"],
-                               console=console)
-            if code != runner.EXIT_OK:
-                return code
-            run_dir = sorted(results.run_folders(results_root) - before)[-1]
+            outcome = runner.execute(runner_args + ["--profile", "fidelity", "--no-host-reference", "--no-next-steps"],
+                                     console=console)
+            if outcome.status != runner.EXIT_OK:
+                return outcome.status
+            run_dir = outcome.run_dir
             (key,) = results.stored_results(run_dir)
             doc = results.load_result(results.result_path(run_dir, *key))
             value = next(s["value"] for s in doc["samples"] if s["metric"] == "create_rate")

@@ -13,7 +13,7 @@ one queue per handler). The NameNode logs at INFO like a production one.
 
 parse() reads the benchmark's own report: for every operation a "--- <op> stats ---" block with the number
 of operations, elapsed time, ops/s and average time per op. One sample per operation and run (metric
-`<op>_ops_per_s`; over RPC the clients' ops/s summed); elapsed and average times are kept as observations.
+`<op>_rate` in ops/s; over RPC the clients' ops/s summed); elapsed and average times are kept as observations.
 
 Evidence over RPC: the call queue class from the NameNode's start-up log and its MBean in /jmx (a cell whose
 queue is not the one asked for is invalid), and the NameNode's own metrics written every second by Hadoop's
@@ -30,7 +30,7 @@ import urllib.parse
 import urllib.request
 from xml.sax.saxutils import escape
 
-from rigs.matrix.rig import (MAIN_ROLE, Launch, MeasurementInvalid, Parsed, Process, Rig, free_loopback_port,
+from rigs.matrix.rig import (MAIN_ROLE, Launch, MeasurementInvalid, Param, Parsed, Process, Rig, free_loopback_port,
                              read_classpath_file)
 
 OPS = ("create", "mkdirs", "open", "delete", "append", "fileStatus", "rename", "blockReport", "replication")
@@ -83,34 +83,34 @@ class NameNodeRig(Rig):
     name = "namenode"
 
     roles = (NAMENODE_ROLE, MAIN_ROLE) + tuple(f"client-{i}" for i in range(1, 9))
+    parameters = {
+        "mode": Param(choices=("inprocess", "rpc"), doc="the benchmark in the NameNode's JVM, or clients over RPC"),
+        "op": Param(choices=("all",) + OPS + (ADD_BLOCK,)),
+        "threads": Param(int, low=1),
+        "files": Param(int, low=1),
+        "files_per_dir": Param(int, low=1),
+        "block_size": Param(int, low=1),
+        "fsync": Param(choices=("on", "off"), doc="the edit log's fsync"),
+        "clients": Param(int, low=1, high=8, doc="client JVMs over RPC"),
+        "handlers": Param(int, low=1),
+        "readers": Param(int, low=1),
+        "queue_per_handler": Param(int, low=1),
+        "call_queue": Param(choices=tuple(CALL_QUEUES)),
+    }
 
     def check(self, params):
-        if params["mode"] not in ("inprocess", "rpc"):
-            raise ValueError(f"mode={params['mode']}: inprocess or rpc")
         ops = OPS + (ADD_BLOCK,) if params["mode"] == "inprocess" else RPC_OPS
         if params["op"] != "all" and params["op"] not in ops:
             raise ValueError(f"op={params['op']}: one of all, {', '.join(ops)} (mode={params['mode']})")
-        if params["call_queue"] not in CALL_QUEUES:
-            raise ValueError(f"call_queue={params['call_queue']}: one of {', '.join(CALL_QUEUES)}")
         if params["mode"] == "inprocess" and (params["clients"] != "1" or params["call_queue"] != "default"):
             raise ValueError(f"clients={params['clients']} call_queue={params['call_queue']}: the in-process mode "
                              "has no RPC clients or call queue (mode=rpc has)")
-        for key in ("clients", "handlers", "readers", "queue_per_handler"):
-            if not params[key].isdigit() or int(params[key]) < 1:
-                raise ValueError(f"{key}={params[key]}: a positive integer")
         if params["mode"] == "rpc" and int(params["clients"]) > 1 and params["op"] in ("all", "blockReport"):
             # Measured: side by side, one client's blockReport pass puts the NameNode in safe mode under the
             # other's writes, and op=all runs different operations at once, so their ops/s do not add up.
             raise ValueError(f"op={params['op']} with clients={params['clients']}: several clients need one "
                              "operation that keeps to its own directory (create, mkdirs, open, delete, append, "
                              "fileStatus, rename)")
-        if int(params["clients"]) > 8:
-            raise ValueError(f"clients={params['clients']}: at most 8 client JVMs")
-        if params["fsync"] not in ("on", "off"):
-            raise ValueError(f"fsync={params['fsync']}: on or off")
-        for key in ("threads", "files", "files_per_dir", "block_size"):
-            if not params[key].isdigit() or int(params[key]) < 1:
-                raise ValueError(f"{key}={params[key]}: a positive integer")
 
     def estimate_seconds(self, params, policy):
         """JVM start and format ~2 s; measured here: op=all over 2,000 files 8.7 s, create of 20,000 3 s.

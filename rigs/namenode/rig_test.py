@@ -14,6 +14,12 @@ def recorded(name):
         return f.read()
 
 
+def check_cell(params):
+    """As the core checks a cell before anything runs: the rig's declared parameters, then its own check."""
+    rig.RIG.typed(params)
+    rig.RIG.check(params)
+
+
 class ParseTest(unittest.TestCase):
     def test_every_operation_of_op_all(self):
         parsed = rig.RIG.parse({"main": recorded("inprocess_all_2000.log")}, None, None, None)
@@ -37,21 +43,23 @@ class ParseTest(unittest.TestCase):
         params = {"mode": "inprocess", "op": "all", "fsync": "off", "threads": "2", "files": "10",
                   "files_per_dir": "4", "block_size": "16", "clients": "1", "handlers": "10", "readers": "1",
                   "queue_per_handler": "100", "call_queue": "default"}
-        rig.RIG.check(params)
-        rig.RIG.check(dict(params, mode="rpc", call_queue="multi"))
-        rig.RIG.check(dict(params, mode="rpc", op="create", clients="3"))
+        check_cell(params)
+        check_cell(dict(params, mode="rpc", call_queue="multi"))
+        check_cell(dict(params, mode="rpc", op="create", clients="3"))
         with self.assertRaisesRegex(ValueError, "the in-process mode has no RPC clients or call queue"):
-            rig.RIG.check(dict(params, call_queue="fair"))
+            check_cell(dict(params, call_queue="fair"))
         with self.assertRaisesRegex(ValueError, "several clients need one operation"):
-            rig.RIG.check(dict(params, mode="rpc", clients="2"))
+            check_cell(dict(params, mode="rpc", clients="2"))
         with self.assertRaisesRegex(ValueError, "op=replication: one of all, create"):
-            rig.RIG.check(dict(params, mode="rpc", op="replication"))
-        with self.assertRaisesRegex(ValueError, "call_queue=lifo"):
-            rig.RIG.check(dict(params, mode="rpc", call_queue="lifo"))
-        with self.assertRaisesRegex(ValueError, "op=list"):
-            rig.RIG.check(dict(params, op="list"))
-        with self.assertRaisesRegex(ValueError, "threads=0"):
-            rig.RIG.check(dict(params, threads="0"))
+            check_cell(dict(params, mode="rpc", op="replication"))
+        with self.assertRaisesRegex(ValueError, "call_queue=.lifo.: one of default, fair, multi"):
+            check_cell(dict(params, mode="rpc", call_queue="lifo"))
+        with self.assertRaisesRegex(ValueError, "op=.list.: one of all, create"):
+            check_cell(dict(params, op="list"))
+        with self.assertRaisesRegex(ValueError, "threads=0: at least 1"):
+            check_cell(dict(params, threads="0"))
+        with self.assertRaisesRegex(ValueError, "clients=9: at most 8"):
+            check_cell(dict(params, mode="rpc", op="create", clients="9"))
 
     def test_rpc_site_selects_the_call_queue_for_the_port(self):
         params = {"handlers": "16", "readers": "2", "queue_per_handler": "50", "call_queue": "fair"}

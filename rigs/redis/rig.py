@@ -38,16 +38,6 @@ READY = r"Ready to accept connections"
 _PERCENTILE = re.compile(r"^\s*([\d.]+)% <= ([\d.]+) milliseconds \(cumulative count (\d+)\)")
 
 
-def _int(params, key, low):
-    try:
-        value = int(params[key])
-    except (KeyError, ValueError):
-        raise ValueError(f"{key}={params.get(key)!r} is not a whole number") from None
-    if value < low:
-        raise ValueError(f"{key}={value}: at least {low}")
-    return value
-
-
 def tests_of(params):
     tests = [t.strip().lower() for t in params["tests"].split("+") if t.strip()]
     unknown = [t for t in tests if t not in TESTS]
@@ -210,30 +200,41 @@ class RedisRig(rig_contract.Rig):
     roles = ("server", "pressure", "loader", "memory", "numa_before", "warmup", "benchmark_before", "migrate",
              "numa_after", "benchmark")
 
+    parameters = {
+        "keys": rig_contract.Param(int, low=1),
+        "value_size": rig_contract.Param(int, low=1, high=512 * 1024 * 1024, doc="bytes; Redis's string limit"),
+        "seed": rig_contract.Param(int, low=0),
+        "tests": rig_contract.Param(doc=f"one or more of {'+'.join(TESTS)} joined by +"),
+        "requests": rig_contract.Param(int, low=1),
+        "warmup_requests": rig_contract.Param(int, low=0),
+        "clients": rig_contract.Param(int, low=1),
+        "pipeline": rig_contract.Param(int, low=1),
+        "bench_threads": rig_contract.Param(int, low=1),
+        "io_threads": rig_contract.Param(int, low=1),
+        "home_node": rig_contract.Param(int, low=0),
+        "pressure_leave_mb": rig_contract.Param(int, low=1),
+    }
+
     def check(self, params):
         tests_of(params)
-        for key, low in (("keys", 1), ("value_size", 1), ("seed", 0), ("requests", 1), ("warmup_requests", 0),
-                         ("clients", 1), ("io_threads", 1), ("bench_threads", 1), ("pipeline", 1),
-                         ("home_node", 0), ("pressure_leave_mb", 1)):
-            _int(params, key, low)
-        if _int(params, "value_size", 1) > 512 * 1024 * 1024:
-            raise ValueError("value_size is above Redis's 512 MiB string limit")
 
     def estimate_seconds(self, params, policy):
         """Measured here (2 cores, 50 connections, 100-byte values): the data set written and piped at about
         100,000 keys/s, redis-benchmark at about 80,000 requests/s per test."""
-        requests = (int(params["warmup_requests"]) + int(params["requests"])) * len(tests_of(params))
-        return 1 + int(params["keys"]) / 100_000 + requests / 80_000
+        t = self.typed(params)
+        requests = (t["warmup_requests"] + t["requests"]) * len(tests_of(params))
+        return 1 + t["keys"] / 100_000 + requests / 80_000
 
     def launch(self, cell, workload, policy, workdir, data, inputs_dir):
         p = cell.params
+        t = self.typed(p)
         self.check(p)
         port = rig_contract.free_loopback_port()
-        keys, value_size = int(p["keys"]), int(p["value_size"])
-        dataset, digest = ensure_dataset(inputs_dir, keys, value_size, int(p["seed"]))
-        home = int(p["home_node"])
+        keys, value_size = t["keys"], t["value_size"]
+        dataset, digest = ensure_dataset(inputs_dir, keys, value_size, t["seed"])
+        home = t["home_node"]
         pressured = p.get("numa") == "pressured_migrated"
-        io_threads = int(p["io_threads"])
+        io_threads = t["io_threads"]
         server = [data["server"], "--bind", "127.0.0.1", "--port", str(port), "--protected-mode", "yes",
                   "--save", "", "--appendonly", "no", "--dir", workdir, "--daemonize", "no",
                   "--io-threads", str(io_threads)]
@@ -243,10 +244,10 @@ class RedisRig(rig_contract.Rig):
 
         def bench(requests):
             argv = [data["benchmark"], "-h", "127.0.0.1", "-p", str(port), "-t", ",".join(tests_of(p)),
-                    "-n", str(requests), "-r", str(keys), "-d", str(value_size), "-c", p["clients"],
-                    "-P", p["pipeline"]]
-            if int(p["bench_threads"]) > 1:
-                argv += ["--threads", p["bench_threads"]]
+                    "-n", str(requests), "-r", str(keys), "-d", str(value_size), "-c", str(t["clients"]),
+                    "-P", str(t["pipeline"])]
+            if t["bench_threads"] > 1:
+                argv += ["--threads", str(t["bench_threads"])]
             return argv
 
         processes = [
@@ -255,11 +256,11 @@ class RedisRig(rig_contract.Rig):
             rig_contract.Process("loader", program=cli + ["--pipe"], stdin=dataset, under_test=False, phase=0),
             rig_contract.Process("memory", program=cli + ["info", "memory"], under_test=False, phase=1),
         ]
-        if int(p["warmup_requests"]):
-            processes.append(rig_contract.Process("warmup", program=bench(int(p["warmup_requests"])),
+        if t["warmup_requests"]:
+            processes.append(rig_contract.Process("warmup", program=bench(t["warmup_requests"]),
                                                   under_test=False, phase=2))
         if pressured:
-            pressure_mb = node_free_mb(home) - int(p["pressure_leave_mb"])
+            pressure_mb = node_free_mb(home) - t["pressure_leave_mb"]
             if pressure_mb < 16:
                 raise ValueError(f"node {home} has {node_free_mb(home)} MiB free: nothing to fill before the load "
                                  f"(pressure_leave_mb={p['pressure_leave_mb']})")
@@ -273,15 +274,15 @@ class RedisRig(rig_contract.Rig):
                 ready_timeout_s=600)]
             processes += [
                 rig_contract.Process("numa_before", program=numa_maps, under_test=False, phase=1),
-                rig_contract.Process("benchmark_before", program=bench(int(p["requests"])), under_test=False,
+                rig_contract.Process("benchmark_before", program=bench(t["requests"]), under_test=False,
                                      phase=3),
                 rig_contract.Process("migrate", program=["migratepages", "{pid:server}", "all", str(home)],
                                      under_test=False, phase=4),
                 rig_contract.Process("numa_after", program=numa_maps, under_test=False, phase=5)]
-        processes.append(rig_contract.Process("benchmark", program=bench(int(p["requests"])), under_test=False,
+        processes.append(rig_contract.Process("benchmark", program=bench(t["requests"]), under_test=False,
                                               phase=6 if pressured else 3))
         return rig_contract.Launch(processes, generated_inputs={"dataset.resp": digest},
-                                   state={"port": port, "cli": data["cli"], "io_threads": int(p["io_threads"]),
+                                   state={"port": port, "cli": data["cli"], "io_threads": t["io_threads"],
                                           "home_node": home})
 
     def parse(self, outputs, policy, workdir, launch):

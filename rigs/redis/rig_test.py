@@ -173,8 +173,10 @@ class LaunchTest(unittest.TestCase):
         for key, value, message in (("tests", "get+lpush", "tests="), ("clients", "0", "clients=0"),
                                     ("keys", "many", "keys='many'")):
             with self.subTest(key):
-                with self.assertRaisesRegex(ValueError, message):
-                    rig.RIG.check(dict(PARAMS, **{key: value}))
+                params = dict(PARAMS, **{key: value})
+                with self.assertRaisesRegex(ValueError, message):  # as the core checks a cell: declarations first
+                    rig.RIG.typed(params)
+                    rig.RIG.check(params)
 
 
 if __name__ == "__main__":

@@ -72,14 +72,16 @@ class CheckTest(unittest.TestCase):
         r.check(defaults(simulator="lean"))
         for change, message in (({"trace_format": "sls"}, "Hadoop 3.4.2 cannot read sls traces"),
                                 ({"hadoop": "3.3.5", "trace_format": "rumen"}, "rumen traces are not generated"),
-                                ({"hadoop": "2.7.3"}, "hadoop must be one of"),
+                                ({"hadoop": "2.7.3"}, "hadoop='2.7.3': one of"),
                                 ({"trace": "/nonexistent/trace.json", "hadoop": "3.3.5"}, "does not exist"),
                                 ({"nodes": "0"}, "`nodes` must be at least 1"),
-                                ({"simulator": "fast"}, "simulator must be one of stock, lean"),
+                                ({"simulator": "fast"}, "simulator='fast': one of stock, lean"),
                                 ({"simulator": "lean", "hadoop": "3.3.5"}, "simulator=lean drives Hadoop 3.4.2"),
                                 ({"simulator": "lean", "sls_metrics": "on"}, "simulator=lean runs with sls_metrics=off"),
-                                ({"simulator": "lean", "heartbeat_threads": "0"}, "heartbeat_threads must be >= 1")):
+                                ({"simulator": "lean", "heartbeat_threads": "0"}, "heartbeat_threads=0: at least 1"),
+                                ({"nm_heartbeat_ms": "fast"}, "nm_heartbeat_ms='fast' is not a whole number")):
             with self.subTest(change=change), self.assertRaisesRegex(ValueError, message):
+                r.typed(defaults(**change))  # as the core checks a cell: the declared parameters first
                 r.check(defaults(**change))
 
     def test_estimate_follows_the_heartbeat_cap(self):

@@ -67,13 +67,10 @@ def by_hand_argv(command, workdir):
 def main(argv=None):
     argv = list(sys.argv[1:] if argv is None else argv)
     console = Console(highlight=False, width=None if sys.stdout.isatty() else 160)
-    workspace = os.environ.get("BUILD_WORKSPACE_DIRECTORY", os.getcwd())
-    results_root = os.path.join(workspace, "results")
-    runs_before = results.run_folders(results_root)
-    code = runner.main(argv + ["--profile", "fidelity", "--no-next-steps"], console=console)
-    if code not in (runner.EXIT_OK, runner.EXIT_CELLS_FAILED):
-        return code
-    run_dir = sorted(results.run_folders(results_root) - runs_before)[-1]
+    outcome = runner.execute(argv + ["--profile", "fidelity", "--no-next-steps"], console=console)
+    if outcome.status not in (runner.EXIT_OK, runner.EXIT_CELLS_FAILED):
+        return outcome.status
+    run_dir = outcome.run_dir
     docs = [results.load_result(results.result_path(run_dir, c, r)) for c, r in results.stored_results(run_dir)]
     report = {"kind": "tunelab.yarn_cps_fidelity", "run_dir": run_dir, "cells": [], "overhead": None,
               "targets": {"fidelity_tolerance": FIDELITY_TOLERANCE, "overhead_tolerance": OVERHEAD_TOLERANCE}}

@@ -11,7 +11,7 @@ import json
 import os
 import socket
 
-from rigs.matrix.rig import MAIN_ROLE, Launch, MeasurementInvalid, Parsed, Rig, read_classpath_file
+from rigs.matrix.rig import MAIN_ROLE, Launch, MeasurementInvalid, Param, Parsed, Rig, read_classpath_file
 from rigs.yarn_cps import configs, window
 from workloads.yarn_cps import trace
 
@@ -42,12 +42,26 @@ def records(stdout_text):
 
 class YarnCpsRig(Rig):
     name = "yarn_cps"
+    # The trace's own parameters (nodes, racks, jobs, ...) are declared by workloads/yarn_cps/trace.py's
+    # TraceParams, which check() reads; these are the simulator's and the ResourceManager's.
+    parameters = {
+        "hadoop": Param(choices=tuple(HADOOP_VERSIONS)),
+        "simulator": Param(choices=SIMULATORS, doc="SLS as shipped, or its runners with the rig's NodeManagers"),
+        "scheduler": Param(choices=tuple(configs.SCHEDULERS)),
+        "trace_format": Param(choices=("auto",) + tuple(SLS_TRACE_TYPE)),
+        "trace": Param(doc="a trace file to replay instead of the generated one (empty: generate)"),
+        "trace_nodes": Param(doc="its nodes file, if any"),
+        "nm_heartbeat_ms": Param(int, low=1),
+        "am_heartbeat_ms": Param(int, low=1),
+        "offswitch_per_heartbeat": Param(int, low=1),
+        "simulator_threads": Param(int, low=1),
+        "heartbeat_threads": Param(int, low=1),
+        "sls_metrics": Param(choices=("on", "off"), doc="SLS's metrics web app"),
+    }
 
     def check(self, params):
         """Refuses cells that cannot run, with the reason, before the matrix starts."""
         hadoop = params["hadoop"]
-        if hadoop not in HADOOP_VERSIONS:
-            raise ValueError(f"hadoop must be one of {', '.join(HADOOP_VERSIONS)}, not {hadoop!r}")
         fmt = trace_format(params)
         if fmt not in TRACE_FORMATS[hadoop]:
             raise ValueError(f"Hadoop {hadoop} cannot read {fmt} traces (it reads {', '.join(TRACE_FORMATS[hadoop])}); "
@@ -58,16 +72,12 @@ class YarnCpsRig(Rig):
             raise ValueError(f"trace file {params['trace']} does not exist")
         if params["trace_nodes"] and not os.path.isfile(params["trace_nodes"]):
             raise ValueError(f"nodes file {params['trace_nodes']} does not exist")
-        if params["simulator"] not in SIMULATORS:
-            raise ValueError(f"simulator must be one of {', '.join(SIMULATORS)}, not {params['simulator']!r}")
         if params["simulator"] == "lean":
             if hadoop != "3.4.2":
                 raise ValueError("simulator=lean drives Hadoop 3.4.2's SLS runners; use hadoop=3.4.2 (or simulator=stock)")
             if params["sls_metrics"] != "off":
                 raise ValueError("simulator=lean runs with sls_metrics=off (SLS's metrics web app is not wired to "
                                  "the lean NodeManagers); the fidelity benchmark uses simulator=stock")
-            if int(params["heartbeat_threads"]) < 1:
-                raise ValueError(f"heartbeat_threads must be >= 1, not {params['heartbeat_threads']}")
         if not params["trace"]:
             trace.TraceParams.from_strings(params)
         configs.render(params, "/check")
