@@ -10,6 +10,7 @@ import sys
 import unittest
 
 HERE = os.path.dirname(os.path.abspath(__file__))
+MAX_MODULE_LINES = 400
 
 # buildifier's default warnings but those asking to load native rules from rules_cc/rules_java/rules_python:
 # on Bazel 4.2.3 those rules and JavaInfo are built in, and third_party/rules_* are the offline wrappers
@@ -67,6 +68,23 @@ class LintTest(unittest.TestCase):
         self.assertEqual(proc.returncode, 0, f"ruff check found problems (fix them, or say why in ruff.toml):\n"
                                              f"{proc.stdout}")
         print(proc.stdout.strip(), file=sys.stderr)
+
+    def test_long_modules_say_why(self):
+        # A module over MAX_MODULE_LINES is split by job, or its docstring says why it is one ("Why one module").
+        found = []
+        for root, dirs, files in os.walk(checkout()):
+            dirs[:] = [d for d in dirs if not d.startswith((".", "bazel-"))]
+            for name in files:
+                if not name.endswith(".py") or name.endswith("_test.py"):
+                    continue
+                path = os.path.join(root, name)
+                with open(path) as f:
+                    text = f.read()
+                lines = text.count("\n")
+                docstring = text.split('"""')[1] if text.startswith('"""') else ""
+                if lines > MAX_MODULE_LINES and "Why one module" not in docstring:
+                    found.append(f"{os.path.relpath(path, checkout())}: {lines} lines")
+        self.assertEqual(found, [])
 
     def test_packages_are_private_by_default(self):
         # A package names who may use it (the floors of .importlinter), never everyone.

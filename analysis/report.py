@@ -19,20 +19,17 @@ import datetime
 import glob
 import os
 import shlex
-import statistics
 import sys
 import tempfile
 
-from analysis import compare, plots, render, resultsets, summary, thresholds
+from analysis import compare, plots, render, resultsets, thresholds
 # The kinds and the preparation of their documents (analysis/kinds.py; report.KINDS etc. stay importable).
 from analysis.kinds import KINDS, Kind, Prepared, ReportError, prepare, split_parts  # noqa: F401
+# The report's sections after its comparison tables (attribution, threads, observations, provenance).
+from analysis.report_sections import (attribution_blocks, observation_tables, provenance_appendix, rerun_commands,
+                                      thread_cpu_blocks, verdict)
 
 EXIT_OK, EXIT_BAD_INPUT = 0, 2
-
-
-def verdict(comparison, decl):
-    """better / worse / within the metric's minimum effect / not significant (decl: unit, direction, min_effect)."""
-    return comparison.verdict(decl["direction"], min_effect=decl.get("min_effect", 0.0))
 
 
 def answer(rows, metric_label, decl):
@@ -193,112 +190,6 @@ def build(kind_name, sets, out_dir, metrics=None, axis=None, allow_mismatch=Fals
     return blocks
 
 
-def attribution_blocks(cells, metrics, declared, docs):
-    """Patch-by-patch attribution, when prefixes of a series (patched:<set>@k) were measured."""
-    applied = {}
-    for d in docs:
-        v = d.get("provenance", {}).get("variant", {})
-        if v.get("applied"):
-            applied[v["name"]] = v["applied"]
-    blocks = []
-    for metric in metrics:
-        rows = compare.patch_attribution(cells, metric, applied)
-        if not any(r.step > 1 for r in rows):
-            continue  # one patch, or no prefix measured: the variant table above says it all
-        if not blocks:
-            blocks.append(render.Heading("Per-patch attribution"))
-            blocks.append(render.Para("Each patch of a series against the build without it (its prefix one "
-                                      "shorter; stock for the first), measured interleaved in the same run; "
-                                      "same statistics as above, Holm-adjusted over the patches."))
-        others = any(r.others for r in rows)
-        blocks.append(render.TableBlock(
-            ["k", "patch"] + (["other parameters"] if others else []) +
-            ["without it", "with it", "change", "change 95% CI", "p (Holm)", "verdict"],
-            [[str(r.step), r.patch] + ([r.others] if others else []) +
-             [compare.fmt_value(r.comparison.baseline_median), compare.fmt_value(r.comparison.candidate_median),
-              f"{r.comparison.ratio - 1:+.1%}", compare.fmt_change_ci(r.comparison),
-              compare.fmt_p(r.comparison.p_adjusted), verdict(r.comparison, declared[metric])] for r in rows],
-            caption=f"{metric}: what each patch of {', '.join(sorted({r.patch_set for r in rows}))} changes"))
-    return blocks
-
-
-def _flatten(value, prefix=""):
-    """Numeric leaves of a rig's observations, dotted keys; series, lists and wall-clock stamps left out."""
-    out = {}
-    if isinstance(value, dict):
-        for k, v in value.items():
-            if k in ("series", "trace") or k.endswith("epoch_ms"):
-                continue
-            out.update(_flatten(v, f"{prefix}{k}."))
-    elif isinstance(value, (int, float)) and not isinstance(value, bool):
-        out[prefix[:-1]] = float(value)
-    return out
-
-
-def _ok_cells(docs, has):
-    """[(label, ok docs)] per cell, in first-seen order, of the docs for which has(doc) is truthy; the label
-    names the parameters that vary across all docs (or the cell id)."""
-    by_cell = collections.OrderedDict()
-    for d in docs:
-        if d["status"] == "ok" and has(d):
-            by_cell.setdefault(d["cell"]["id"], []).append(d)
-    varying = _varying(docs)
-    return [(" ".join(f"{k}={v}" for k, v in cell_docs[0]["cell"]["params"].items() if k in varying) or cid,
-             cell_docs) for cid, cell_docs in by_cell.items()]
-
-
-def thread_cpu_blocks(docs, out_dir):
-    """Where the process' CPU went, per cell: the rig's `window.cpu_cores_by_thread_group` (e.g. the YARN
-    rig's scheduler, dispatcher, simulator and GC threads), median per group over the cell's ok runs."""
-    cells = _ok_cells(docs, lambda d: ((d.get("observations") or {}).get("window") or {})
-                      .get("cpu_cores_by_thread_group"))
-    if not cells:
-        return []
-    rows, names = [], []
-    for label, cell_docs in cells:
-        shares = [d["observations"]["window"]["cpu_cores_by_thread_group"] for d in cell_docs]
-        medians = {g: statistics.median(s.get(g, 0.0) for s in shares)
-                   for g in {g for s in shares for g in s} if g != "process"}
-        rows.append((label, medians))
-        names += [g for g in medians if g not in names]
-    names = [g for g in names if any(r[1].get(g, 0) >= 0.005 for r in rows)]
-    path = plots.stacked_cores(os.path.join(out_dir, "thread_cpu.png"), "CPU by thread group", rows, names)
-    blocks = [render.Heading("CPU by thread group"),
-              render.Figure(path, "Where the process' CPU went over the measured window, per cell (CPUs busy, "
-                                  "from each thread's run time; median of the cell's runs).")]
-    for start in range(0, len(rows), 6):  # one column per cell, as the observation tables
-        part = rows[start:start + 6]
-        table = [[g] + [f"{m.get(g, 0.0):.2f}" for _, m in part] for g in names]
-        table.append(["sum"] + [f"{sum(m.get(g, 0.0) for g in names):.2f}" for _, m in part])
-        blocks.append(render.TableBlock(["thread group"] + [label for label, _ in part], table,
-                                        caption="CPUs busy per thread group"))
-    return blocks
-
-
-def observation_tables(docs, per_table=6):
-    """What the rig observed besides the metrics (e.g. window length, peak RSS, CPU per thread group), the
-    median over each cell's ok repetitions; one column per cell."""
-    cells = _ok_cells(docs, lambda d: d.get("observations"))
-    if not cells:
-        return []
-    columns, values = [], []
-    for label, cell_docs in cells:
-        flat = [_flatten(d["observations"]) for d in cell_docs]
-        keys = set.intersection(*(set(f) for f in flat))
-        values.append({k: statistics.median(f[k] for f in flat) for k in keys})
-        columns.append(label)
-    keys = sorted(set.intersection(*(set(v) for v in values)))
-    blocks = [render.Heading("Rig observations"),
-              render.Para("Median over each cell's measured repetitions of what the rig recorded besides the "
-                          "metrics (its own units: _s seconds, _kb kibibytes, cores = CPUs busy).")]
-    for start in range(0, len(columns), per_table):
-        cols = columns[start:start + per_table]
-        rows = [[k] + [compare.fmt_value(v[k]) if abs(v[k]) >= 100 else f"{v[k]:.3g}" for v in values[start:start + per_table]]
-                for k in keys]
-        blocks.append(render.TableBlock(["observation"] + cols, rows))
-    return blocks
-
-
 def _label(axis, value, others):
     return f"{axis}={value}" + (f" [{others}]" if others else "")
 
@@ -362,99 +253,6 @@ def _published_value(f):
     if "low" in f and "high" in f:
         text += f" ({f['low']:,g}..{f['high']:,g})"
     return text
-
-
-JVM_FLAG_PREFIXES = ("-X", "--add-opens", "-Dsun.", "-Djdk.net")
-
-
-def provenance_appendix(measured, prepared):
-    blocks = [render.Heading("Appendix: provenance")]
-    for s in measured:
-        d = s.first_ok()
-        p = d["provenance"]
-        host = p["host"]
-        facts = resultsets.provenance(d)
-        m = s.manifest.get("matrix", {})
-        rows = [["result set", s.name], ["run", d["run_id"]], ["host", f"{facts['host']} ({host['host'].get('os', '')}, "
-                                                                      f"{host['host'].get('kernel', '')})"],
-                ["CPU", f"{facts['cpu']}, {host['cpu'].get('logical_cpus', '?')} logical CPUs, "
-                        f"{len(host['numa'].get('nodes', []))} NUMA node(s)"],
-                ["matrix", f"{m.get('name', d['matrix']['name'])} profile {m.get('profile') or '(default)'} "
-                           f"overrides {' '.join(m.get('overrides') or []) or 'none'}"],
-                ["workload", facts["workload"] + (f"; generated {facts['generated inputs']}" if facts["generated inputs"] else "")],
-                ["harness", facts["harness"] + f", target {p['bazel_target']}"],
-                ["variant", facts["variant"]]]
-        jdks = sorted({f"{x['provenance']['jdk']['name']}: {x['provenance']['jdk'].get('vendor', '?')} "
-                       f"{x['provenance']['jdk'].get('runtime_version', '?')}" for x in s.docs if x["provenance"].get("jdk")})
-        rows.append(["JDKs", "; ".join(jdks)])
-        revisions = sorted({f"{x['provenance']['revision']['name']} = {x['provenance']['revision']['commit'][:12]}"
-                            for x in s.docs if x["provenance"].get("revision")})
-        if revisions:
-            rows.append(["revisions", "; ".join(revisions)])
-        rows.append(["host reference", summary.host_reference_line(s.manifest).partition(": ")[2]
-                     or "none recorded"])
-        blocks.append(render.TableBlock(["fact", "value"], rows, caption=f"Result set {s.name}"))
-        flag_rows, seen, varying = [], set(), _varying(s.docs)
-        for x in s.docs:
-            if x["status"] != "ok" or x["cell"]["id"] in seen:
-                continue
-            seen.add(x["cell"]["id"])
-            flags = [a for a in x["provenance"]["command"] if a.startswith(JVM_FLAG_PREFIXES)]
-            flags = [f if not f.startswith("-Djdk.net.hosts.file=") else "-Djdk.net.hosts.file=<generated>" for f in flags]
-            ev = x.get("evidence", {})
-            knob_ev = []
-            for key in ("applied_host_knobs", "numa_nodes"):
-                if ev.get(key):
-                    knob_ev.append(f"{key}: {_compact(ev[key])}")
-            for t in ev.get("threads") or []:
-                knob_ev.append(f"thread {t['name']} (tid {t['tid']}) wanted CPU {t['wanted']}, allowed "
-                               f"{t['cpus_allowed']}")
-            if ev.get("thread_pinning_errors"):
-                knob_ev.append("PINNING ERRORS: " + "; ".join(map(str, ev["thread_pinning_errors"])))
-            status = ev.get("process_status") or {}
-            if status:
-                knob_ev.append(f"Cpus_allowed {status.get('Cpus_allowed_list', '?')}, HugetlbPages "
-                               f"{status.get('HugetlbPages', '?')}")
-            if x.get("problems"):
-                knob_ev.append("PROBLEMS: " + "; ".join(x["problems"]))
-            flag_rows.append([x["cell"]["id"], " ".join(f"{k}={v}" for k, v in x["cell"]["params"].items()
-                                                        if k in varying),
-                              " ".join(flags), "; ".join(knob_ev) or "-"])
-        blocks.append(render.TableBlock(["cell", "parameters", "JVM flags", "knob evidence"], flag_rows,
-                                        caption=f"Flags and knob evidence per cell ({s.name})"))
-    return blocks
-
-
-def _varying(docs):
-    values = collections.defaultdict(set)
-    for d in docs:
-        for k, v in d["cell"]["params"].items():
-            values[k].add(v)
-    return {k for k, v in values.items() if len(v) > 1}
-
-
-def _compact(value):
-    if isinstance(value, dict):
-        return ", ".join(f"{k}={_compact(v)}" for k, v in value.items())
-    if isinstance(value, list):
-        return ", ".join(_compact(v) for v in value)
-    return str(value)
-
-
-def rerun_commands(measured):
-    out = []
-    for s in measured:
-        m = s.manifest.get("matrix", {})
-        d = s.docs[0]
-        target = d["provenance"]["bazel_target"] or "<the matrix target>"
-        argv = ["bazel", "run", target, "--"]
-        if m.get("profile"):
-            argv += ["--profile", m["profile"]]
-        for o in m.get("overrides") or []:
-            argv += ["--set", o]
-        argv += ["--seed", str(m.get("seed", d["matrix"]["seed"]))]
-        out += [f"# {s.name} (harness {d['provenance']['harness_commit'][:12]}):", shlex.join(argv)]
-    return out
 
 
 def write(blocks, out_pdf, out_html=None, out_text=None):

@@ -9,7 +9,7 @@ import hashlib
 import os
 import re
 
-from rigs.matrix import spec
+from rigs.matrix import knobvalues
 from rigs.host import capabilities
 
 
@@ -165,8 +165,8 @@ def verify(cell, matrix, evidence, host_nodes):
             problems.append("executor=container: the process under test was not seen in a podman container "
                             f"(its cgroups: {placed.get('cgroups', placed.get('cgroups_error', 'not read'))})")
         mems = (evidence.get("process_status") or {}).get("Mems_allowed_list")
-        if placed.get("cpuset_mems") and (mems is None or spec.parse_cpu_list(mems) !=
-                                          spec.parse_cpu_list(placed["cpuset_mems"])):
+        if placed.get("cpuset_mems") and (mems is None or knobvalues.parse_cpu_list(mems) !=
+                                          knobvalues.parse_cpu_list(placed["cpuset_mems"])):
             problems.append(f"executor=container: --cpuset-mems {placed['cpuset_mems']} not in effect: "
                             f"Mems_allowed_list={mems}")
     flags = evidence.get("vm_flags")
@@ -178,7 +178,7 @@ def verify(cell, matrix, evidence, host_nodes):
         gc_flag = GC_FLAG_NAMES[p["gc"]]
         if flags.get(gc_flag) is not True:
             problems.append(f"asked for gc={p['gc']} but the JVM does not report -XX:+{gc_flag}")
-        heap = spec.parse_heap(p["heap"])
+        heap = knobvalues.parse_heap(p["heap"])
         if str(flags.get("MaxHeapSize")) != str(heap):
             problems.append(f"asked for heap={p['heap']} ({heap} bytes), JVM reports MaxHeapSize={flags.get('MaxHeapSize')}")
         if p["hugepages"] == "explicit" and flags.get("UseLargePages") is not True:
@@ -202,12 +202,12 @@ def verify(cell, matrix, evidence, host_nodes):
     wanted_cpus = pinning.cpus_for(role, True)
     if wanted_cpus:
         actual = status.get("Cpus_allowed_list")
-        if actual is None or spec.parse_cpu_list(actual) != spec.parse_cpu_list(wanted_cpus):
+        if actual is None or knobvalues.parse_cpu_list(actual) != knobvalues.parse_cpu_list(wanted_cpus):
             problems.append(f"process CPU binding {wanted_cpus} not in effect: Cpus_allowed_list={actual}")
     for other_role, other in sorted(evidence.get("other_processes", {}).items()):
         wanted = other.get("cpus_wanted")
         actual = other.get("process_status", {}).get("Cpus_allowed_list")
-        if wanted and (actual is None or spec.parse_cpu_list(actual) != spec.parse_cpu_list(wanted)):
+        if wanted and (actual is None or knobvalues.parse_cpu_list(actual) != knobvalues.parse_cpu_list(wanted)):
             problems.append(f"{other_role}: CPU binding {wanted} not in effect: Cpus_allowed_list={actual}")
     for server_role, server in sorted(evidence.get("servers", {}).items()):
         held = [port for port, freed in server.get("ports_freed", {}).items() if not freed]
@@ -216,7 +216,7 @@ def verify(cell, matrix, evidence, host_nodes):
     for thread in evidence.get("threads", []):
         if thread.get("cpus_allowed") is None:
             problems.append(f"thread {thread['name']!r} (tid {thread['tid']}) vanished before it could be checked")
-        elif spec.parse_cpu_list(thread["cpus_allowed"]) != spec.parse_cpu_list(thread["wanted"]):
+        elif knobvalues.parse_cpu_list(thread["cpus_allowed"]) != knobvalues.parse_cpu_list(thread["wanted"]):
             problems.append(f"thread {thread['name']!r} (tid {thread['tid']}) allowed on {thread['cpus_allowed']}, "
                             f"wanted {thread['wanted']}")
     for pattern, _cpus in pinning.threads:

@@ -8,7 +8,7 @@ not have) are skipped with the reason; they are never run in some other form.
 import dataclasses
 import os
 
-from rigs.matrix import container, knobs, spec
+from rigs.matrix import container, knobs, knobvalues, spec
 from rigs.host import jdks
 
 
@@ -24,7 +24,7 @@ def resolve_jdk(name, jdks):
     """Finds the JDK an axis value names: 11/17/21 -> pinned jdkNN; else a host or declared JDK by name."""
     usable = [j for j in jdks if not j.get("error")]
     by_name = {j["name"]: j for j in usable}
-    major = spec.jdk_major(name)
+    major = knobvalues.jdk_major(name)
     if major is not None and f"jdk{major}" in by_name:
         return by_name[f"jdk{major}"]
     if name in by_name:
@@ -38,7 +38,7 @@ def resolve_jdk(name, jdks):
 
 
 def host_nodes(report):
-    return {n["id"]: spec.parse_cpu_list(n["cpus"]) for n in report["numa"]["nodes"]} or {0: set(range(os.cpu_count()))}
+    return {n["id"]: knobvalues.parse_cpu_list(n["cpus"]) for n in report["numa"]["nodes"]} or {0: set(range(os.cpu_count()))}
 
 
 def plan(matrix, report):
@@ -89,9 +89,9 @@ def host_skip_reason(matrix, cell, caps, nodes, host_cpus, jdk, memory_available
         if p["numa"] == "weighted_interleave":
             return "executor=container with numa=weighted_interleave is not supported (its helper is the host's Python)"
     pinning = matrix.pinnings[p["pinning"]]
-    wanted_cpus = spec.parse_cpu_list(pinning.cpus) if pinning.cpus else set()
+    wanted_cpus = knobvalues.parse_cpu_list(pinning.cpus) if pinning.cpus else set()
     for _, cpus in pinning.threads + pinning.roles:
-        wanted_cpus |= spec.parse_cpu_list(cpus)
+        wanted_cpus |= knobvalues.parse_cpu_list(cpus)
     missing = sorted(wanted_cpus - host_cpus)
     if missing:
         return f"pinning={p['pinning']} uses CPUs {missing} this host does not have (CPUs {sorted(host_cpus)})"

@@ -24,7 +24,7 @@ from rigs.matrix import (cell as cell_runner, container, host_reference, hoststa
                          rig as rig_contract, schedule, spec)
 from rigs.matrix.inputs import (check_run_id, load_revisions, load_variants, new_run_id, parse_args, spec_digest,
                                 stored_run_settings)
-from rigs.matrix.cell import now_iso
+from rigs.matrix.runcontext import RunContext, now_iso
 from rigs.matrix.hoststate import HostLock, LockHeld  # noqa: F401 (part of the runner's interface)
 from rigs.matrix.preflight import preflight
 from rigs.host import doctor
@@ -223,7 +223,7 @@ def execute(argv=None, console=None, host_paths=None, report=None):
             console.print(f"[yellow]warning:[/yellow] {escape(warning)} (recorded; --strict refuses)")
         commit, dirty = inputs.harness_provenance(workspace)
         probe = None if args.no_host_reference else host_reference.find_probe(runfiles_ws, pinned)
-        ctx = cell_runner.RunContext(
+        ctx = RunContext(
             matrix=matrix, workload=workload, rig=rig, rig_data=rig_data, revisions=revisions, variants=variants,
             run_id=run_id,
             run_dir=run_dir, report=report, profile=args.profile, overrides=args.set, spec_sha256=digest,

@@ -26,6 +26,10 @@ The `revision` axis names builds of the rigs: `candidate` is the build being run
 given to the runner as `--revision NAME=RUNFILES` (e.g. the last accepted commit built in a git worktree),
 so the two are measured interleaved in one run. Unlike the other standard axes it has no default: cells
 of matrices without it do not carry it (and keep their ids).
+
+Why one module of ~500 lines: it is the matrix schema, every table and check of it, so that what a matrix
+file may say is read in one place; the knobs' value syntax is in knobvalues.py, the interleaved order in
+schedule.py, the plan against a host in plan.py.
 """
 
 import dataclasses
@@ -35,7 +39,7 @@ import json
 import re
 import tomllib
 
-from rigs.host import capabilities
+from rigs.matrix import knobvalues
 
 # Axis -> allowed scalar values (None: free-form, checked elsewhere).
 GCS = ("serial", "parallel", "g1", "cms", "zgc", "shenandoah")
@@ -170,17 +174,19 @@ def cell_id(params):
 
 
 def parse_cpu_list(text):
-    """Kernel CPU list syntax to a set, as a SpecError when it is not one."""
-    if not re.fullmatch(r"\s*(\d+(-\d+)?(\s*,\s*\d+(-\d+)?)*)?\s*", str(text)):
-        raise SpecError(f"bad CPU list {text!r} (expected e.g. 0-3,8)")
-    return set(capabilities.parse_cpu_list(str(text)))
+    """knobvalues.parse_cpu_list, its error a SpecError."""
+    try:
+        return knobvalues.parse_cpu_list(text)
+    except ValueError as e:
+        raise SpecError(str(e)) from None
 
 
 def parse_heap(text):
-    m = re.fullmatch(r"(\d+)([kmgKMG])", str(text))
-    if not m:
-        raise SpecError(f"heap {text!r} is not a JVM size like 512m or 14g")
-    return int(m.group(1)) * {"k": 1 << 10, "m": 1 << 20, "g": 1 << 30}[m.group(2).lower()]
+    """knobvalues.parse_heap, its error a SpecError."""
+    try:
+        return knobvalues.parse_heap(text)
+    except ValueError as e:
+        raise SpecError(str(e)) from None
 
 
 def load(path, profile=None, overrides=(), rig_params=None, policy_defaults=None):
@@ -473,17 +479,11 @@ def _matches(params, pattern, where, kind):
     return True
 
 
-def jdk_major(name):
-    """The major version a jdk axis value names, if it says one (11, '17', 'jdk21'), else None."""
-    m = re.fullmatch(r"(?:jdk)?(\d+)", str(name))
-    return int(m.group(1)) if m else None
-
-
 def static_cell_errors(matrix, cell):
     """Combinations that cannot work on any host (not host-dependent skips)."""
     p = cell.params
     errors = []
-    major = jdk_major(p["jdk"])
+    major = knobvalues.jdk_major(p["jdk"])
     if p["gc"] == "cms" and major is not None and major > CMS_LAST_JDK:
         errors.append(f"gc=cms with jdk={p['jdk']}: CMS was removed in JDK 14 (exclude it, or zip gc with jdk)")
     flags = matrix.gc_opts.get(p["gc_opts"], [])

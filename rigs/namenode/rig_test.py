@@ -4,7 +4,7 @@ import os
 import unittest
 
 from rigs.matrix.rig import MeasurementInvalid
-from rigs.namenode import rig
+from rigs.namenode import hadoop_output, rig
 
 HERE = os.path.join(os.path.dirname(__file__), "testdata")
 
@@ -31,7 +31,7 @@ class ParseTest(unittest.TestCase):
         self.assertEqual(parsed.observations["report"]["create"]["operations"], 2000)
 
     def test_one_operation(self):
-        report = rig.parse_report(recorded("inprocess_create_20000.log"))
+        report = hadoop_output.parse_report(recorded("inprocess_create_20000.log"))
         self.assertEqual(report["create"], {"operations": 20000, "elapsed_ms": 2801, "ops_per_s": 7140.307033202428,
                                             "average_ms": 0})
 
@@ -80,7 +80,7 @@ class RpcEvidenceTest(unittest.TestCase):
         log = recorded("rpc_create_5000_client.log")
         parsed = rig.RIG.parse({"namenode": "", "client-1": log, "client-2": log}, None, HERE, None)
         (sample,) = parsed.samples
-        one = rig.parse_report(log)["create"]["ops_per_s"]
+        one = hadoop_output.parse_report(log)["create"]["ops_per_s"]
         self.assertEqual(sample["metric"], "create_rate")
         self.assertAlmostEqual(sample["value"], 2 * one)
         self.assertEqual(sorted(parsed.observations["reports"]), ["client-1", "client-2"])
@@ -90,11 +90,11 @@ class RpcEvidenceTest(unittest.TestCase):
             rig.RIG.parse({"client-1": recorded("rpc_create_5000_client.log"), "client-2": "boom\n"}, None, HERE, None)
 
     def test_window_metrics_from_the_file_sink(self):
-        records = rig.parse_file_sink(recorded("rpc_multi_5000_metrics.out"))
+        records = hadoop_output.parse_file_sink(recorded("rpc_multi_5000_metrics.out"))
         rpc = [r for r in records if r["record"] == "rpc.rpc"]
         self.assertEqual(len(rpc), 13)
         self.assertEqual(rpc[0]["values"]["port"], 49237)  # a numeric tag reads as a number
-        window = rig.window_metrics(records)
+        window = hadoop_output.window_metrics(records)
         # Every call the NameNode's /jmx counted (5004) is in the window, and the window's means are the
         # per-second means weighted by that second's calls.
         self.assertEqual(window["rpc"]["calls"], 5004)
@@ -120,10 +120,10 @@ class RpcEvidenceTest(unittest.TestCase):
 
     def test_call_queue_from_the_start_up_log(self):
         lines = recorded("callqueue_log_lines.txt")
-        found = [rig.call_queue_from_log(line, 0) for line in lines.splitlines()]
+        found = [hadoop_output.call_queue_from_log(line, 0) for line in lines.splitlines()]
         self.assertEqual([f["queue"] for f in found], [rig.CALL_QUEUES[k] for k in ("default", "fair", "multi")])
         self.assertEqual(found[1]["scheduler"], "org.apache.hadoop.ipc.DecayRpcScheduler")
-        self.assertIsNone(rig.call_queue_from_log("nothing here\n", 0))
+        self.assertIsNone(hadoop_output.call_queue_from_log("nothing here\n", 0))
 
     def test_jmx_answers_are_what_the_probe_reads(self):
         import json

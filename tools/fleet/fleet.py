@@ -14,6 +14,10 @@ runs and markers), tunelab_state_dir (default: the runner's, /var/lib/tunelab: t
 per host, and the knob journal; only root may write it). Exit: 0 every host's run is home and complete; 1
 some host failed or dropped out (resume it); 2 bad input. What a host sends is read by hostinput.py, Ansible
 is driven by playbook.py.
+
+Why one module of ~500 lines: it is the controller's one flow (the fleet's state, the bundle, checking,
+starting and watching hosts, bringing runs home, the summary), each step a method of Fleet over the same
+state; what can be read or run apart from that flow lives in hostinput.py, playbook.py and remote_run.py.
 """
 
 import argparse
