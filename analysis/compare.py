@@ -37,6 +37,7 @@ class Row:
     runs: int  # the fewer ok repetitions of the two sides
     baseline_id: str = ""
     cell_id: str = ""
+    params: dict = dataclasses.field(default_factory=dict)  # the candidate cell's parameters
 
 
 def collect(docs, cell_order=None):
@@ -162,7 +163,7 @@ def axis_rows(cells, metric, axes=None, baselines=None, declared=None, defaults=
                             baseline=stats.summarize(partner.groups[metric]),
                             summary=stats.summarize(c.groups[metric]), comparison=comparison,
                             runs=min(len(partner.groups[metric]), len(c.groups[metric])),
-                            baseline_id=partner.id, cell_id=c.id))
+                            baseline_id=partner.id, cell_id=c.id, params=dict(c.params)))
     stats.adjust([r.comparison for r in rows])
     return rows
 

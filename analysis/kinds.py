@@ -21,6 +21,9 @@ class Kind:
     allowed: frozenset = frozenset()  # provenance facts that may differ between the two sets
     # Further axes compared when one set varies them, {axis: baseline value} (e.g. MR1's record share sweep).
     extra_axes: tuple = ()
+    # The question's own words for better and worse, said when the headline metric is a time (mr1-vs-mr2:
+    # "faster or slower?").
+    time_words: tuple = ()
 
 
 KINDS = {
@@ -29,7 +32,8 @@ KINDS = {
                              axis="variant", baseline="stock", allowed=frozenset({"variant"})),
     "mr1-vs-mr2": Kind("MapReduce 1 vs MapReduce 2", "Is MapReduce 2 faster or slower than MapReduce 1 on "
                        "the same job ({metric})?", axis="mapreduce", baseline="mr1", set_labels=("mr1", "mr2"),
-                       allowed=frozenset({"harness"}), extra_axes=(("io_sort_record_percent", "default"),)),
+                       allowed=frozenset({"harness"}), extra_axes=(("io_sort_record_percent", "default"),),
+                       time_words=("faster", "slower")),
     "memory-locality": Kind("Memory locality, pre vs post", "Does better memory locality change {metric}?",
                             axis="locality", baseline="pre", set_labels=("pre", "post")),
     "cross-host": Kind("Cross-host", "How does {b} compare with {a} on the same cells ({metric})?",

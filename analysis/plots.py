@@ -17,8 +17,9 @@ VERDICT_COLOURS = {"better": "#2e7d32", "worse": "#c62828", "not significant": "
 DPI = 110
 
 
-def ci_bars(path, title, unit, bars, published=()):
-    """bars: [(label, median, ci_low, ci_high, verdict)]; published: [(label, value)] as dashed lines."""
+def ci_bars(path, title, unit, bars):
+    """bars: [(label, median, ci_low, ci_high, verdict)]. Published figures are never drawn on these axes
+    (they would squash the measured bars); reports give them their own table."""
     fig, ax = plt.subplots(figsize=(7.5, 0.55 * len(bars) + 1.6))
     ys = list(range(len(bars)))[::-1]
     for y, (label, median, lo, hi, verdict) in zip(ys, bars):
@@ -27,10 +28,6 @@ def ci_bars(path, title, unit, bars, published=()):
             ax.plot([median], [y], "o", color=colour, fillstyle="none")
         else:
             ax.errorbar([median], [y], xerr=[[median - lo], [hi - median]], fmt="o", color=colour, capsize=4)
-    for label, value in published:
-        ax.axvline(value, linestyle="--", color="#6a1b9a", linewidth=1)
-        ax.annotate(f"{label} (published)", (value, len(bars) - 0.4), rotation=90, fontsize=7, color="#6a1b9a",
-                    va="top", ha="right")
     ax.set_yticks(ys)
     ax.set_yticklabels([textwrap.fill(b[0], 38) for b in bars], fontsize=7)
     ax.xaxis.set_major_formatter(EngFormatter())

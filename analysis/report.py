@@ -32,10 +32,49 @@ from analysis.report_sections import (attribution_blocks, observation_tables, pr
 EXIT_OK, EXIT_BAD_INPUT = 0, 2
 
 
-def answer(rows, metric_label, decl):
-    """The title page's one-sentence answer, from the rows of the headline metric."""
+TIME_UNITS = ("s", "ms", "us", "min")
+
+
+def main_rows(rows, kind, axis):
+    """The comparisons the kind's question names: the compared axis, with the kind's further axes (e.g.
+    MR1's record share) at their baselines."""
+    if not axis:
+        return []
+    return [r for r in rows if r.axis == axis and all(r.params.get(a, base) == base for a, base in kind.extra_axes)]
+
+
+def pair_clause(r, metric_label, decl, kind):
+    """One comparison in words: `mapreduce=mr2 vs mr1 [job=wordcount]: job_duration -12.3% (95% CI ...),
+    faster (better)`."""
+    c = r.comparison
+    # The kind's further axes at their baselines go without saying (mr1-vs-mr2: the default record share).
+    shown = [o for o in r.others.split() if o not in {f"{a}={base}" for a, base in kind.extra_axes}]
+    where = f" [{' '.join(shown)}]" if shown else ""
+    head = f"{r.axis}={r.value} vs {r.baseline_value}{where}: {metric_label}"
+    if not c.tested:
+        return f"{head} {c.change:+.1%}, no test ({c.no_test_reason()})"
+    word = verdict(c, decl)
+    if kind.time_words and decl.get("unit") in TIME_UNITS and word in ("better", "worse"):
+        word = f"{kind.time_words[0] if word == 'better' else kind.time_words[1]} ({word})"
+    return f"{head} {c.change:+.1%} (95% CI {compare.fmt_change_ci(c)}), {word}"
+
+
+def answer(rows, metric_label, decl, kind=KINDS["axis"], axis=None):
+    """The title page's one-sentence answer, from the rows of the headline metric: the comparison the kind's
+    question names first (its axis, one clause per pair of cells), else the largest significant change."""
     if not rows:
         return f"No comparison was possible for {metric_label}: no cell had a measured partner."
+    main = main_rows(rows, kind, axis)
+    if main:
+        shown = main[:4]
+        text = "; ".join(pair_clause(r, metric_label, decl, kind) for r in shown)
+        if len(main) > len(shown):
+            text += f"; and {len(main) - len(shown)} more pair(s) in the table below"
+        rest = [r for r in rows if r not in main]
+        if rest:
+            moved = sum(verdict(r.comparison, decl) in ("better", "worse") for r in rest)
+            text += f". The other {len(rest)} comparison(s) ({moved} significant) follow the answer"
+        return text + "."
     significant = [r for r in rows if verdict(r.comparison, decl) in ("better", "worse")]
     untested = [r for r in rows if not r.comparison.tested]
     if untested and len(untested) == len(rows):
@@ -98,14 +137,24 @@ def build(kind_name, sets, out_dir, metrics=None, axis=None, allow_mismatch=Fals
     headline = chosen[0]
     names = [s.name for s in measured]
     hosts = sorted({h for s in measured for h in s.host_ids()})
-    question = kind.question.format(metric=headline, a=names[0], b=names[-1])
+    # One run answers the question its matrix asks; two sets the kind's.
+    asked = (measured[0].manifest.get("matrix") or {}).get("question") if len(measured) == 1 else None
+    question = asked or kind.question.format(metric=headline, a=names[0], b=names[-1])
+    axis_asked = prepared.axes[0] if kind.axis and prepared.axes else None
     blocks = [render.Title(f"{kind.title}: {question}",
                            f"{' vs '.join(names)} | host(s) {', '.join(hosts)} | rig {rig} | generated "
                            f"{generated_at or datetime.datetime.now(datetime.timezone.utc).strftime('%Y-%m-%d %H:%M UTC')}"),
-              render.Para("Answer: " + answer(rows_by_metric[headline], headline, declared[headline]),
-                          strong=True)]
+              render.Para("Answer: " + answer(rows_by_metric[headline], headline, declared[headline], kind,
+                                              axis_asked), strong=True)]
     for w in prepared.warnings:
         blocks.append(render.Para("WARNING: " + w, strong=True))
+    asked_rows = main_rows(rows_by_metric[headline], kind, axis_asked)
+    if asked_rows:  # the comparison the question names, on the title page
+        blocks.append(render.TableBlock(
+            [axis_asked, "other parameters", "median", "95% CI", "runs", "change", "change 95% CI", "p (Holm)",
+             "verdict"],
+            [row for r in asked_rows for row in table_rows(r, declared[headline])],
+            caption=f"{headline} ({declared[headline]['unit']}): {axis_asked}, the question's comparison"))
     blocks.append(render.Para(
         "How to read: each candidate cell is compared with its baseline partner (same parameters except the "
         "compared axis). Runs (repetitions) are the independent units: a cell's value is the median of its run "
@@ -115,8 +164,8 @@ def build(kind_name, sets, out_dir, metrics=None, axis=None, allow_mismatch=Fals
         "excludes 0. Per-second samples appear only in the series plots (within-run stability)."))
     if published:
         blocks.append(render.Para(f"Published figures ({resultsets.PUBLISHED_LABEL}) from "
-                                  f"{', '.join(sorted({d['source']['title'] for d, _ in published}))} are shown "
-                                  "beside the measured data."))
+                                  f"{', '.join(sorted({d['source']['title'] for d, _ in published}))} are in their "
+                                  "own table after the measured ones, never on the measured data's axes."))
     blocks.append(render.Break())
 
     figure_index = 0
@@ -139,10 +188,10 @@ def build(kind_name, sets, out_dir, metrics=None, axis=None, allow_mismatch=Fals
                                  r.baseline.ci_low, r.baseline.ci_high, "baseline"))
                 bars.append((_label(ax, r.value, r.others), r.summary.median, r.summary.ci_low, r.summary.ci_high,
                              verdict(r.comparison, decl)))
-            lines = [(f.get("label"), f["value"]) for _, f in published
-                     if f["metric"] == metric and f.get("kind", "level") == "level"]
+            # Published levels are not drawn here: on this axis they would squash the measured bars (the
+            # study's 375 s beside our 3 s). They have their own table, labelled as not measured here.
             path = plots.ci_bars(os.path.join(out_dir, f"figure{figure_index}.png"), f"{metric} by {ax}",
-                                 decl["unit"], bars, lines)
+                                 decl["unit"], bars)
             blocks.append(render.Figure(path, f"Figure {figure_index}: {metric} by {ax}, median and 95% CI per "
                                               "cell; green better, red worse, grey baseline, not significant or within the minimum effect "
                                               f"({decl['min_effect']:.0%})."))

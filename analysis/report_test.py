@@ -66,8 +66,13 @@ class ReportTest(unittest.TestCase):
             "axis": [write_set(os.path.join(self.dir, "a1"), stock + patched)],
             "stock-vs-patched": [write_set(os.path.join(self.dir, "s1"), stock),
                                  write_set(os.path.join(self.dir, "s2"), patched)],
-            "mr1-vs-mr2": [write_set(os.path.join(self.dir, "m1"), [({"mapreduce": "mr1"}, 375.0),
-                                                                     ({"mapreduce": "mr2"}, 475.0)])],
+            # The study's 375 s (MR1) and 475 s (MR2), and an MR1 record share sweep the answer must not be about.
+            "mr1-vs-mr2": [write_set(os.path.join(self.dir, "m1"), [
+                ({"mapreduce": "mr1", "io_sort_record_percent": "default"}, 375.0),
+                ({"mapreduce": "mr1", "io_sort_record_percent": "0.59"}, 585.0),
+                ({"mapreduce": "mr2", "io_sort_record_percent": "default"}, 475.0)],
+                rig="mapreduce", metric="job_duration", unit="s", direction="lower_is_better",
+                question="Is MapReduce 2 faster or slower than MapReduce 1?")],
             "memory-locality": [write_set(os.path.join(self.dir, "pre"), stock),
                                 write_set(os.path.join(self.dir, "post"), [(p, v * 1.059) for p, v in stock])],
             "cross-host": [write_set(os.path.join(self.dir, "x86"), stock, host="vm-x86", rig="yarn_cps",
@@ -81,6 +86,8 @@ class ReportTest(unittest.TestCase):
             with self.subTest(kind=kind):
                 out = os.path.join(self.dir, f"{kind}.pdf")
                 blocks = self.build(kind, sets + references)
+                first_break = next(i for i, b in enumerate(blocks) if isinstance(b, render.Break))
+                golden.check(self, render.to_text(blocks[:first_break]), f"analysis/testdata/golden_title_{kind}.txt")
                 report.write(blocks, out, out[:-4] + ".html")
                 pages, texts, images, ink = pdf_facts(out)
                 self.assertGreaterEqual(pages, 3)
@@ -96,6 +103,12 @@ class ReportTest(unittest.TestCase):
                     page = f.read()
                 self.assertIn("<img", page)
                 self.assertIn("<table>", page)
+                if kind == "mr1-vs-mr2":  # page 1 answers faster or slower with MR2 vs MR1, not the sweep
+                    answer_text = " ".join(texts[0].split())
+                    self.assertIn("Is MapReduce 2 faster or slower than MapReduce 1?", answer_text)
+                    self.assertIn("mapreduce=mr2 vs mr1: job_duration +26.7%", answer_text)
+                    self.assertIn("slower (worse)", answer_text)
+                    self.assertLess(answer_text.index("mapreduce=mr2 vs mr1"), answer_text.index("How to read"))
                 if kind == "cross-host":
                     self.assertIn(resultsets.PUBLISHED_LABEL, everything)
                     self.assertIn("Kunpeng 920 7265F", everything)
@@ -185,9 +198,13 @@ class ReportTest(unittest.TestCase):
         same = write_set(os.path.join(self.dir, "same"), [({"variant": "patched"}, 1000.0)])
         base = write_set(os.path.join(self.dir, "base"), stock)
         text = render.to_text(self.build("stock-vs-patched", [base, slower]))
-        self.assertIn("variant=patched lowers cpu_loop_rate by -5.0%", text)
-        self.assertIn("worse", text)
+        self.assertIn("Answer: variant=patched vs stock: cpu_loop_rate -5.0% (95% CI -5.3%..-4.7%), worse.", text)
         text = render.to_text(self.build("stock-vs-patched", [base, same]))
+        self.assertRegex(text, r"Answer: variant=patched vs stock: cpu_loop_rate \+0\.0% \(95% CI [^)]*\), "
+                               r"(not significant|within ±3%)\.")
+        # The axis kind answers with the largest significant change, or says there is none.
+        text = render.to_text(self.build("axis", [write_set(os.path.join(self.dir, "both"), stock + [
+            ({"variant": "patched"}, 1000.0)])]))
         self.assertIn("No significant change in cpu_loop_rate", text)
 
     def test_cross_host_refuses_sets_that_differ_in_more_than_the_host(self):
@@ -207,7 +224,7 @@ class ReportTest(unittest.TestCase):
         text = render.to_text(self.build("cross-host", [a, b]))
         self.assertIn("ONE PHYSICAL MACHINE: node-a and node-b are two fleet hosts on host h1", text)
         self.assertIn("node-a (baseline)", text)
-        self.assertIn("host=node-b raises cpu_loop_rate", text)
+        self.assertIn("Answer: host=node-b vs node-a: cpu_loop_rate +10.0%", text)
         twice = write_set(os.path.join(self.dir, "fc"), [({}, 100.0)], host="h1", fleet_host="node-a")
         with self.assertRaisesRegex(report.ReportError, "both sets come from host h1"):
             self.build("cross-host", [a, twice])
@@ -228,9 +245,9 @@ class ReportTest(unittest.TestCase):
             sets.append(resultsets.load_run(folder, name=name))
         text = render.to_text(self.build("cross-host", sets))
         # calibration's cpu_loop_rate minimum effect (workloads/calibration/gate.toml); before: "worse"
-        (row,) = [line for line in text.splitlines() if line.startswith("node-b ")]
+        row = [line for line in text.splitlines() if line.startswith("node-b ")][-1]  # page 1's table, then this
         self.assertTrue(row.endswith("within ±3%"), row)
-        self.assertIn("No significant change in cpu_loop_rate", text)
+        self.assertRegex(text, r"Answer: host=node-b vs node-a: cpu_loop_rate -0\.0% \(95% CI [^)]*\), within ±3%\.")
 
     def test_cli_refuses_a_corrupt_result_and_keeps_it(self):
         folder = os.path.join(self.dir, "broken")

@@ -18,11 +18,13 @@ def template():
 
 
 def write_set(folder, cells, host="vm-x86", cpu="AMD EPYC", rig="calibration", workload_sha=None,
-              metric="cpu_loop_rate", unit="ops/s", runs=5, noise=None, seed=0, reference=None, fleet_host=None):
+              metric="cpu_loop_rate", unit="ops/s", runs=5, noise=None, seed=0, reference=None, fleet_host=None,
+              direction="higher_is_better", question=None):
     """A SYNTHETIC set: cells = [(params overrides, level)], `runs` repetitions x 5 samples. Without `noise`
     the run-to-run jitter is a fixed pattern; with it, run medians scatter by that relative stdev (seeded).
     reference: the host reference's cpu_loop_rate (before and after the matrix, 0.5 % apart), if any.
-    fleet_host: the inventory name //tools:fleet would record in the manifest, if any."""
+    fleet_host: the inventory name //tools:fleet would record in the manifest, if any. question: the matrix's
+    own question, as a run's manifest states it."""
     rng = numpy.random.default_rng(seed)
     os.makedirs(os.path.join(folder, "cells"))
     base = template()
@@ -49,7 +51,7 @@ def write_set(folder, cells, host="vm-x86", cpu="AMD EPYC", rig="calibration", w
             d["samples"] = [{"metric": metric, "value": level * (1 + jitter + 0.001 * (k - 2)), "unit": unit,
                              "t": float(k + 1)} for k in range(5)]
             d["warmup_samples"] = []
-            d["metrics"] = [{"name": metric, "unit": unit, "direction": "higher_is_better", "statistic": "median",
+            d["metrics"] = [{"name": metric, "unit": unit, "direction": direction, "statistic": "median",
                              "value": level, "n": 5}]
             d["provenance"]["host"]["host"]["host_id"] = host
             d["provenance"]["host"]["cpu"]["model_name"] = cpu
@@ -60,6 +62,8 @@ def write_set(folder, cells, host="vm-x86", cpu="AMD EPYC", rig="calibration", w
                 d["provenance"]["workload"]["sha256"] = workload_sha
             with open(os.path.join(folder, "cells", f"{n:012x}.r{rep}.json"), "w") as f:
                 json.dump(d, f)
+    if question:
+        manifest["matrix"]["question"] = question
     if reference:
         manifest["host_reference"] = {"probe": "synthetic", "measurements": [
             {"when": when, "metric": "cpu_loop_rate", "unit": "ops/s", "median": reference * k, "samples": [reference * k]}
