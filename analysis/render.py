@@ -172,8 +172,9 @@ def to_pdf(blocks, path, title):
             story.append(Preformatted(b.text, code, maxLineLength=110))
         elif isinstance(b, Break):
             story.append(PageBreak())
+    # invariant: no creation time or random file id in the PDF, so the same report gives the same bytes.
     doc = SimpleDocTemplate(path, pagesize=A4, title=title, author="tunelab", leftMargin=15 * mm,
-                            rightMargin=15 * mm, topMargin=15 * mm, bottomMargin=15 * mm)
+                            rightMargin=15 * mm, topMargin=15 * mm, bottomMargin=15 * mm, invariant=True)
 
     def footer(canvas, document):
         canvas.saveState()

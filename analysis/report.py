@@ -22,7 +22,7 @@ import shlex
 import sys
 import tempfile
 
-from analysis import compare, plots, render, resultsets, thresholds
+from analysis import compare, plots, render, resultsets, stats, thresholds
 # The kinds and the preparation of their documents (analysis/kinds.py; report.KINDS etc. stay importable).
 from analysis.kinds import KINDS, Kind, Prepared, ReportError, prepare, split_parts  # noqa: F401
 # The report's sections after its comparison tables (attribution, threads, observations, provenance).
@@ -59,10 +59,16 @@ def pair_clause(r, metric_label, decl, kind):
     return f"{head} {c.change:+.1%} (95% CI {compare.fmt_change_ci(c)}), {word}"
 
 
-def answer(rows, metric_label, decl, kind=KINDS["axis"], axis=None):
+def answer(rows, metric_label, decl, kind=KINDS["axis"], axis=None, levels=()):
     """The title page's one-sentence answer, from the rows of the headline metric: the comparison the kind's
-    question names first (its axis, one clause per pair of cells), else the largest significant change."""
+    question names first (its axis, one clause per pair of cells), else the largest significant change.
+    levels: [(cell label, stats.Summary)] of the metric, said when there is nothing to compare."""
     if not rows:
+        if levels:
+            said = "; ".join(f"{compare.fmt_value(s.median)} {decl['unit']} (median of {s.runs} run(s)"
+                             + (f", 95% CI {compare.fmt_ci(s)}" if s.has_ci else "") + ")"
+                             + (f" with {label}" if label else "") for label, s in levels[:3])
+            return f"{metric_label}: {said}. Nothing to compare: no cell has a partner differing in one axis."
         return f"No comparison was possible for {metric_label}: no cell had a measured partner."
     main = main_rows(rows, kind, axis)
     if main:
@@ -145,7 +151,7 @@ def build(kind_name, sets, out_dir, metrics=None, axis=None, allow_mismatch=Fals
                            f"{' vs '.join(names)} | host(s) {', '.join(hosts)} | rig {rig} | generated "
                            f"{generated_at or datetime.datetime.now(datetime.timezone.utc).strftime('%Y-%m-%d %H:%M UTC')}"),
               render.Para("Answer: " + answer(rows_by_metric[headline], headline, declared[headline], kind,
-                                              axis_asked), strong=True)]
+                                              axis_asked, _levels(cells, headline)), strong=True)]
     for w in prepared.warnings:
         blocks.append(render.Para("WARNING: " + w, strong=True))
     asked_rows = main_rows(rows_by_metric[headline], kind, axis_asked)
@@ -237,6 +243,13 @@ def build(kind_name, sets, out_dir, metrics=None, axis=None, allow_mismatch=Fals
     blocks.append(render.Heading("How to rerun"))
     blocks.append(render.Code("\n".join(rerun_commands(measured) + ["", "# this report:", command or ""]).strip()))
     return blocks
+
+
+def _levels(cells, metric):
+    """[(the cell's varying parameters, stats.Summary of its runs)] of every cell that measured `metric`."""
+    varying = compare.varying_axes(cells)
+    return [(" ".join(f"{a}={c.params[a]}" for a in varying), stats.summarize(c.groups[metric]))
+            for c in cells if metric in c.groups]
 
 
 def _label(axis, value, others):

@@ -1,0 +1,146 @@
+"""The results site built from the committed sets: every link and image resolves inside the site, nothing
+points outside it, the same sets give the same bytes, and a set that cannot be rendered is listed with the
+reason."""
+
+import hashlib
+import html.parser
+import io
+import os
+import shutil
+import tempfile
+import unittest
+import urllib.parse
+
+from rich.console import Console
+
+from tools.publish import publish
+
+RESULTS = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "results")
+BUILT_AT = "2026-11-24T00:00:00Z"
+
+
+class Links(html.parser.HTMLParser):
+    def __init__(self):
+        super().__init__()
+        self.targets = []
+
+    def handle_starttag(self, tag, attrs):
+        for name, value in attrs:
+            if name in ("href", "src") and value is not None:
+                self.targets.append(value)
+
+
+def links_of(path):
+    parser = Links()
+    with open(path) as f:
+        parser.feed(f.read())
+    return parser.targets
+
+
+def tree_digest(root):
+    digest = hashlib.sha256()
+    for folder, dirs, files in sorted(os.walk(root)):
+        dirs.sort()
+        for name in sorted(files):
+            path = os.path.join(folder, name)
+            digest.update(os.path.relpath(path, root).encode() + b"\0")
+            with open(path, "rb") as f:
+                digest.update(f.read())
+    return digest.hexdigest()
+
+
+def quiet():
+    return Console(file=io.StringIO(), highlight=False)
+
+
+class PublishTest(unittest.TestCase):
+    def setUp(self):
+        self.dir = tempfile.mkdtemp(dir=os.environ.get("TEST_TMPDIR"))
+
+    def small_results(self, names):
+        """A results folder with some of the committed sets and every published reference."""
+        root = os.path.join(self.dir, "results")
+        os.makedirs(os.path.join(root, "baselines"))
+        for name in names:
+            shutil.copytree(os.path.join(RESULTS, "baselines", name), os.path.join(root, "baselines", name))
+        shutil.copytree(os.path.join(RESULTS, "reference"), os.path.join(root, "reference"))
+        return root
+
+    def test_the_committed_sets_make_a_site_whose_links_all_resolve_inside_it(self):
+        out = os.path.join(self.dir, "site")
+        studies = publish.build_site(RESULTS, out, BUILT_AT, quiet())
+        committed = sorted(n for n in os.listdir(os.path.join(RESULTS, "baselines"))
+                           if os.path.isdir(os.path.join(RESULTS, "baselines", n)))
+        self.assertEqual(sorted(s.name for s in studies), committed)  # every set: published or listed
+        with open(os.path.join(out, "index.html")) as f:
+            index = f.read()
+        for study in studies:
+            self.assertIn(study.name, index)
+            if study.failed:
+                self.assertIn(study.failed[:40], index)
+            else:
+                self.assertTrue(study.question, study.name)
+                self.assertTrue(study.answer, study.name)
+        self.assertGreaterEqual(sum(not s.failed for s in studies), len(committed) - 2)
+        pages = [os.path.join(folder, f) for folder, _, files in os.walk(out) for f in files if f.endswith(".html")]
+        checked = 0
+        for page in pages:
+            for target in links_of(page):
+                parsed = urllib.parse.urlparse(target)
+                if parsed.scheme == "data":
+                    continue  # the reports' figures are inside their page
+                self.assertFalse(parsed.scheme or parsed.netloc or target.startswith("/"),
+                                 f"{os.path.relpath(page, out)} points outside the site: {target}")
+                resolved = os.path.normpath(os.path.join(os.path.dirname(page), urllib.parse.unquote(parsed.path)))
+                self.assertTrue(resolved.startswith(out + os.sep) and os.path.isfile(resolved),
+                                f"{os.path.relpath(page, out)}: {target} does not resolve")
+                checked += 1
+        self.assertGreater(checked, 3 * len(studies))
+        mr = next((s for s in studies if s.kind == "stock-vs-patched"), None) or studies[0]
+        with open(os.path.join(out, "sets", mr.name, "report.pdf"), "rb") as f:
+            self.assertEqual(f.read(5), b"%PDF-")
+
+    def test_the_same_sets_give_the_same_bytes_and_a_broken_set_is_listed_with_its_reason(self):
+        root = self.small_results(["calibration-gate-slowdown-2vcpu", "nightly-calibration"])
+        broken = os.path.join(root, "baselines", "broken-set")
+        os.makedirs(os.path.join(broken, "cells"))
+        with open(os.path.join(broken, "manifest.json"), "w") as f:
+            f.write("{not json")
+        first, second = os.path.join(self.dir, "a"), os.path.join(self.dir, "b")
+        studies = publish.build_site(root, first, BUILT_AT, quiet())
+        publish.build_site(root, second, BUILT_AT, quiet())
+        self.assertEqual(tree_digest(first), tree_digest(second))
+        (failed,) = [s for s in studies if s.failed]
+        self.assertEqual(failed.name, "broken-set")
+        with open(os.path.join(first, "index.html")) as f:
+            index = f.read()
+        self.assertIn("Not published", index)
+        self.assertIn("broken-set", index)
+        self.assertIn("cannot be read", index)
+        self.assertIn(BUILT_AT, index)
+        # Building again over a site replaces it whole; a folder that is not a site is never deleted.
+        publish.build_site(root, first, "2026-11-25T00:00:00Z", quiet())
+        self.assertNotEqual(tree_digest(first), tree_digest(second))
+        foreign = os.path.join(self.dir, "home")
+        os.makedirs(foreign)
+        with open(os.path.join(foreign, "notes.txt"), "w") as f:
+            f.write("mine\n")
+        with self.assertRaisesRegex(publish.PublishError, "not a site this tool built"):
+            publish.build_site(root, foreign, BUILT_AT, quiet())
+        self.assertTrue(os.path.exists(os.path.join(foreign, "notes.txt")))
+        self.assertEqual(sorted(n for n in os.listdir(self.dir) if n.startswith(".publish-")), [])
+
+    def test_the_command_line(self):
+        root = self.small_results(["nightly-calibration"])
+        out = os.path.join(self.dir, "cli-site")
+        self.assertEqual(publish.main(["--results", root, "--out", out, "--built-at", BUILT_AT], console=quiet()),
+                         publish.EXIT_OK)
+        self.assertTrue(os.path.isfile(os.path.join(out, "sets", "nightly-calibration", "index.html")))
+        self.assertEqual(publish.main(["--results", root, "--out", out, "--built-at", "yesterday"],
+                                      console=quiet()), publish.EXIT_BAD_INPUT)
+        self.assertEqual(publish.main(["--results", os.path.join(self.dir, "nothing"), "--out", out],
+                                      console=quiet()), publish.EXIT_BAD_INPUT)
+
+
+if __name__ == "__main__":
+    unittest.main()
