@@ -89,8 +89,9 @@ white-space:pre-wrap}figure{margin:1em 0}figcaption{font-size:.85em;color:#555}.
 
 def to_html(blocks, title):
     e = html.escape
-    parts = [f"<!doctype html><html><head><meta charset='utf-8'><title>{e(title)}</title><style>{_CSS}</style>"
-             "</head><body>"]
+    # An empty icon: a report opened from a web server asks it for nothing but the page.
+    parts = [f"<!doctype html><html><head><meta charset='utf-8'><title>{e(title)}</title>"
+             f"<link rel='icon' href='data:,'><style>{_CSS}</style></head><body>"]
     for b in blocks:
         if isinstance(b, Title):
             parts.append(f"<h1>{e(b.text)}</h1>" + (f"<p>{e(b.subtitle)}</p>" if b.subtitle else ""))

@@ -1,0 +1,112 @@
+"""The results site in a real browser: Debian's headless Chromium, driven through its chromium-driver, loads
+the site built from the committed sets from an HTTP server on loopback. Every page's links and images must
+resolve (the server answers 200 for every request the browser and the link check make) and the console
+must stay free of errors. A screenshot of the index is left in the test's undeclared outputs
+(bazel-testlogs/tools/publish/browser_test/test.outputs/) to be looked at."""
+
+import functools
+import http.server
+import io
+import os
+import shutil
+import tempfile
+import threading
+import unittest
+import urllib.parse
+import urllib.request
+
+from rich.console import Console
+from selenium import webdriver
+from selenium.webdriver.chrome.service import Service
+from selenium.webdriver.common.by import By
+
+from tools.publish import publish
+
+RESULTS = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "results")
+CHROMIUM, CHROMEDRIVER = "/usr/bin/chromium", "/usr/bin/chromedriver"
+
+
+class RecordingHandler(http.server.SimpleHTTPRequestHandler):
+    """Serves the site and records (path, status) of every request."""
+
+    def __init__(self, *args, requests, **kwargs):
+        self.requests = requests
+        super().__init__(*args, **kwargs)
+
+    def log_request(self, code="-", size="-"):
+        self.requests.append((urllib.parse.unquote(self.path.split("?")[0]), int(code)))
+
+    def log_message(self, *args):
+        pass
+
+
+class BrowserTest(unittest.TestCase):
+    @classmethod
+    def setUpClass(cls):
+        for tool in (CHROMIUM, CHROMEDRIVER):
+            if not os.path.exists(tool):
+                raise AssertionError(f"{tool} is missing: ./bazelw installs Debian's chromium and chromium-driver")
+        cls.dir = tempfile.mkdtemp(dir=os.environ.get("TEST_TMPDIR"))
+        cls.site = os.path.join(cls.dir, "site")
+        publish.build_site(RESULTS, cls.site, "2026-11-24T00:00:00Z", Console(file=io.StringIO()))
+        cls.requests = []
+        handler = functools.partial(RecordingHandler, directory=cls.site, requests=cls.requests)
+        cls.server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), handler)
+        threading.Thread(target=cls.server.serve_forever, daemon=True).start()
+        cls.base = f"http://127.0.0.1:{cls.server.server_address[1]}/"
+        options = webdriver.ChromeOptions()
+        options.binary_location = CHROMIUM
+        for arg in ("--headless=new", "--no-sandbox", "--disable-gpu", "--disable-dev-shm-usage",
+                    f"--user-data-dir={os.path.join(cls.dir, 'profile')}", "--window-size=1400,1000",
+                    "--no-first-run", "--disable-background-networking", "--disable-component-update"):
+            options.add_argument(arg)
+        options.set_capability("goog:loggingPrefs", {"browser": "ALL"})
+        cls.driver = webdriver.Chrome(options=options, service=Service(CHROMEDRIVER, log_output=os.path.join(
+            cls.dir, "chromedriver.log")))
+
+    @classmethod
+    def tearDownClass(cls):
+        cls.driver.quit()
+        cls.server.shutdown()
+        cls.server.server_close()
+        shutil.rmtree(cls.dir, ignore_errors=True)
+
+    def visit(self, relative):
+        """Loads a page; returns its links (absolute URLs on this server) and its broken images."""
+        self.driver.get(self.base + relative)
+        broken = self.driver.execute_script(
+            "return Array.from(document.images).filter(i => !i.complete || i.naturalWidth === 0).map(i => i.src)")
+        links = [a.get_attribute("href") for a in self.driver.find_elements(By.CSS_SELECTOR, "a[href]")]
+        return links, broken
+
+    def test_every_page_link_and_image_resolves_and_the_console_stays_clean(self):
+        pages, seen, errors = ["index.html"], set(), []
+        while pages:
+            page = pages.pop()
+            if page in seen:
+                continue
+            seen.add(page)
+            links, broken = self.visit(page)
+            self.assertEqual(broken, [], f"{page}: images that did not load")
+            for link in links:
+                self.assertTrue(link.startswith(self.base), f"{page} links outside the site: {link}")
+                target = link[len(self.base):].split("#")[0]
+                if target.endswith(".html"):
+                    pages.append(target)
+                else:  # a PDF or JSON: fetched as a reader's browser would download it
+                    with urllib.request.urlopen(link, timeout=10) as response:
+                        self.assertEqual(response.status, 200, link)
+            errors += [f"{page}: {e['message']}" for e in self.driver.get_log("browser") if e["level"] == "SEVERE"]
+        self.assertEqual(errors, [])
+        self.assertGreater(len(seen), 10)  # the index, the published figures, a page and a report per set
+        self.assertEqual([r for r in self.requests if r[1] not in (200, 304)], [])  # 304: the cached stylesheet
+        self.assertTrue(any(p.endswith("/report.html") for p in seen))
+        outputs = os.environ.get("TEST_UNDECLARED_OUTPUTS_DIR", self.dir)
+        self.driver.get(self.base + "index.html")
+        self.assertTrue(self.driver.save_screenshot(os.path.join(outputs, "index.png")))
+        self.driver.get(self.base + "sets/yarn_cps-gate-cps-lean-2vcpu/report.html")
+        self.assertTrue(self.driver.save_screenshot(os.path.join(outputs, "report.png")))
+
+
+if __name__ == "__main__":
+    unittest.main()
