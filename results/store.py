@@ -207,6 +207,11 @@ def _write_new(path, data):
         f.write(data)
 
 
+# What a tool wrote into a run that belongs with it when it is promoted: the gate calibration's rates
+# (//tools:gate_calibration writes calibration.json into its A/A run).
+PROMOTED_EXTRAS = ("calibration.json",)
+
+
 def promote(run_folder, baselines, name, replace=False, load_run=None):
     """Copies a run's manifest and cell results to baselines/<name> (staged, then renamed into place);
     an existing baseline only with `replace`, swapped whole. load_run validates the run first (every
@@ -222,6 +227,15 @@ def promote(run_folder, baselines, name, replace=False, load_run=None):
     staging = tempfile.mkdtemp(prefix=f".{name}-", dir=baselines)
     try:
         shutil.copy2(os.path.join(run_folder, "manifest.json"), staging)
+        for extra in PROMOTED_EXTRAS:
+            path = os.path.join(run_folder, extra)
+            if os.path.isfile(path) and not os.path.islink(path):
+                with open(path, "rb") as f:
+                    try:  # JSON, finite, bounded, as every file of the store
+                        resultfile.parse_json(f.read(resultfile.MAX_RESULT_BYTES + 1))
+                    except resultfile.ResultError as e:
+                        raise StoreError(f"{path}: {e}") from None
+                shutil.copy2(path, staging)
         shutil.copytree(os.path.join(run_folder, "cells"), os.path.join(staging, "cells"),
                         ignore=shutil.ignore_patterns(".tmp-*"))
         os.chmod(staging, 0o755)

@@ -26,6 +26,18 @@ class PromoteTest(unittest.TestCase):
                 promote.promote(run, baselines, "nightly")
             promote.promote(run, baselines, "nightly", replace=True)
             self.assertEqual(sorted(os.listdir(baselines)), ["nightly"])
+            # The gate calibration's rates go with the run they were written into; anything else stays.
+            with open(os.path.join(run, "calibration.json"), "w") as f:
+                f.write('{"kind": "tunelab.gate_calibration", "a_a": {"false_alarm_rate": 0.0}}\n')
+            with open(os.path.join(run, "notes.txt"), "w") as f:
+                f.write("not a result\n")
+            target, _ = promote.promote(run, baselines, "calibrated")
+            self.assertEqual(sorted(os.listdir(target)), ["calibration.json", "cells", "manifest.json"])
+            with open(os.path.join(run, "calibration.json"), "w") as f:
+                f.write('{"rate": NaN}')
+            with self.assertRaisesRegex(store.StoreError, "calibration.json.*NaN"):
+                promote.promote(run, baselines, "corrupt")
+            self.assertFalse(os.path.exists(os.path.join(baselines, "corrupt")))
 
     def test_a_corrupt_run_is_not_promoted(self):
         with tempfile.TemporaryDirectory() as d:
