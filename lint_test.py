@@ -3,6 +3,7 @@ checkout's Python files, `buildifier` (pinned in third_party/buildifier/go.sum) 
 floors of .importlinter, and the house rules no linter knows. Fails with the findings, file and line."""
 
 import glob
+import json
 import os
 import re
 import subprocess
@@ -11,6 +12,7 @@ import unittest
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 MAX_MODULE_LINES = 400
+CITED_RUN = re.compile(r"(?<![\w-])(\d{8}T\d{6}Z-[0-9a-f]{4})(?![\w-])")
 
 # buildifier's default warnings but those asking to load native rules from rules_cc/rules_java/rules_python:
 # on Bazel 4.2.3 those rules and JavaInfo are built in, and third_party/rules_* are the offline wrappers
@@ -85,6 +87,29 @@ class LintTest(unittest.TestCase):
                 if lines > MAX_MODULE_LINES and "Why one module" not in docstring:
                     found.append(f"{os.path.relpath(path, checkout())}: {lines} lines")
         self.assertEqual(found, [])
+
+    def test_every_run_cited_in_the_documentation_is_a_committed_set(self):
+        # Every figure we publish can be rebuilt: a run id a tracked Markdown file cites is the run of a set
+        # under results/baselines/ (its manifest's run_id). Not counted: notes in testdata/ folders, which
+        # tell where the recorded fixture beside them came from (the fixture is the committed evidence), and
+        # fleet ids (fleet-<time>-<hex>).
+        tree = checkout()
+        committed = set()
+        for manifest in glob.glob(os.path.join(tree, "results", "baselines", "*", "manifest.json")):
+            with open(manifest) as f:
+                committed.add(json.load(f)["run_id"])
+        missing = []
+        for root, dirs, files in os.walk(tree):
+            dirs[:] = [d for d in dirs if not d.startswith((".", "bazel-")) and d != "testdata"]
+            for name in files:
+                if name.endswith(".md"):
+                    path = os.path.join(root, name)
+                    with open(path) as f:
+                        for number, line in enumerate(f, 1):
+                            missing += [f"{os.path.relpath(path, tree)}:{number}: {run}"
+                                        for run in CITED_RUN.findall(line) if run not in committed]
+        self.assertEqual(missing, [], "cited runs that are not committed sets: promote them (bazel run "
+                                      "//tools:promote -- RUN --name NAME) or cite the set that holds them")
 
     def test_packages_are_private_by_default(self):
         # A package names who may use it (the floors of .importlinter), never everyone.
