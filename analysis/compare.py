@@ -120,6 +120,28 @@ def _without_echoes(cells, axes):
     return kept
 
 
+def partners(cells, groups, baselines=None):
+    """[(group, baseline value, baseline cell, cell)]: every cell paired with the cell that has its parameters
+    but the group's baseline value (baselines: {"a+b": value}, default the first cell's). Anything with
+    `params` (a dict of strings) pairs: measured CellData, or a matrix's planned cells before a run."""
+    by_params = {tuple(sorted(c.params.items())): c for c in cells}
+    out = []
+    for group in groups:
+        value_of = lambda c: "/".join(c.params[a] for a in group)  # noqa: E731
+        base_value = (baselines or {}).get("+".join(group)) or value_of(cells[0])
+        base_cell = next((c for c in cells if value_of(c) == base_value), None)
+        if base_cell is None:
+            continue  # the requested baseline value was not measured
+        base_params = {a: base_cell.params[a] for a in group}
+        for c in cells:
+            if value_of(c) == base_value:
+                continue
+            partner = by_params.get(tuple(sorted(dict(c.params, **base_params).items())))
+            if partner is not None:
+                out.append((group, base_value, partner, c))
+    return out
+
+
 def axis_rows(cells, metric, axes=None, baselines=None, declared=None, defaults=None):
     """Rows of every axis comparison for `metric`, Holm-adjusted together (one family per metric).
 
@@ -133,37 +155,26 @@ def axis_rows(cells, metric, axes=None, baselines=None, declared=None, defaults=
     varying = sorted(varying_axes(cells), key=lambda a: (list(defaults or {}).index(a) if a in (defaults or {})
                                                          else len(defaults or {}), a))
     compared = [a for g in groups for a in g]
-    by_params = {tuple(sorted(c.params.items())): c for c in cells}
     rows = []
-    for group in groups:
+    for group, base_value, partner, c in partners(cells, groups, baselines):
         name = "+".join(group)
         if axes is not None and not set(group) & set(axes):
             continue
-        value_of = lambda c: "/".join(c.params[a] for a in group)  # noqa: E731
-        base_value = (baselines or {}).get(name) or value_of(cells[0])
-        base_cell = next((c for c in cells if value_of(c) == base_value), None)
-        if base_cell is None:
-            continue  # the requested baseline value was not measured
-        base_params = {a: base_cell.params[a] for a in group}
         others_axes = [a for a in varying if a not in group]
         if defaults is not None:
             others_axes = [a for a in others_axes if a in compared]
-        for c in cells:
-            if value_of(c) == base_value or metric not in c.values:
-                continue
-            partner = by_params.get(tuple(sorted(dict(c.params, **base_params).items())))
-            if partner is None or metric not in partner.values:
-                continue
-            comparison = stats.compare(partner.groups[metric], c.groups[metric])
-            shown = [a for a in varying if a not in group and (
-                a in others_axes or (defaults is not None and c.params[a] != defaults.get(a, c.params[a])))]
-            rows.append(Row(axis=name, baseline_value=base_value, value=value_of(c),
-                            others=" ".join(f"{a}={c.params[a]}" for a in (
-                                shown if defaults is None else _without_echoes(cells, shown))),
-                            baseline=stats.summarize(partner.groups[metric]),
-                            summary=stats.summarize(c.groups[metric]), comparison=comparison,
-                            runs=min(len(partner.groups[metric]), len(c.groups[metric])),
-                            baseline_id=partner.id, cell_id=c.id, params=dict(c.params)))
+        if metric not in c.values or metric not in partner.values:
+            continue
+        comparison = stats.compare(partner.groups[metric], c.groups[metric])
+        shown = [a for a in varying if a not in group and (
+            a in others_axes or (defaults is not None and c.params[a] != defaults.get(a, c.params[a])))]
+        rows.append(Row(axis=name, baseline_value=base_value, value="/".join(c.params[a] for a in group),
+                        others=" ".join(f"{a}={c.params[a]}" for a in (
+                            shown if defaults is None else _without_echoes(cells, shown))),
+                        baseline=stats.summarize(partner.groups[metric]),
+                        summary=stats.summarize(c.groups[metric]), comparison=comparison,
+                        runs=min(len(partner.groups[metric]), len(c.groups[metric])),
+                        baseline_id=partner.id, cell_id=c.id, params=dict(c.params)))
     stats.adjust([r.comparison for r in rows])
     return rows
 

@@ -27,7 +27,7 @@ from analysis import compare, plots, render, resultsets, stats, thresholds
 from analysis.kinds import KINDS, Kind, Prepared, ReportError, prepare, split_parts  # noqa: F401
 # The report's sections after its comparison tables (attribution, threads, observations, provenance).
 from analysis.report_sections import (attribution_blocks, observation_tables, provenance_appendix, rerun_commands,
-                                      thread_cpu_blocks, verdict)
+                                      sequential_blocks, thread_cpu_blocks, verdict)
 
 EXIT_OK, EXIT_BAD_INPUT = 0, 2
 
@@ -161,6 +161,7 @@ def build(kind_name, sets, out_dir, metrics=None, axis=None, allow_mismatch=Fals
              "verdict"],
             [row for r in asked_rows for row in table_rows(r, declared[headline])],
             caption=f"{headline} ({declared[headline]['unit']}): {axis_asked}, the question's comparison"))
+    blocks += sequential_blocks(measured)
     blocks.append(render.Para(
         "How to read: each candidate cell is compared with its baseline partner (same parameters except the "
         "compared axis). Runs (repetitions) are the independent units: a cell's value is the median of its run "

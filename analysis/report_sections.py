@@ -7,7 +7,7 @@ import os
 import shlex
 import statistics
 
-from analysis import compare, plots, render, resultsets, summary
+from analysis import compare, plots, render, resultsets, sequential, summary
 
 JVM_FLAG_PREFIXES = ("-X", "--add-opens", "-Dsun.", "-Djdk.net")
 
@@ -211,3 +211,15 @@ def rerun_commands(measured):
         argv += ["--seed", str(m.get("seed", d["matrix"]["seed"]))]
         out += [f"# {s.name} (harness {d['provenance']['harness_commit'][:12]}):", shlex.join(argv)]
     return out
+
+
+def sequential_blocks(measured):
+    """Per set run under a sequential policy: how many rounds each comparison took and why it stopped."""
+    blocks = []
+    for s in measured:
+        block = s.manifest.get("sequential")
+        if block:
+            blocks.append(render.TableBlock(
+                ["comparison", "metric", "change", "repeated 95% CI", "rounds", "stopped"],
+                sequential.stop_rows(block), caption=sequential.design_text(block)))
+    return blocks

@@ -14,6 +14,13 @@ The unit of evidence is the run. Every table, report and gate in tunelab follows
   Holm's method. "better"/"worse" needs the adjusted p < 0.05 AND a ratio CI excluding 1 AND a change at
   least the metric's minimum effect (analysis/thresholds.py); a significant change below it is "within ±X%":
   a deterministic metric is "significant" at any difference, however small.
+- Sequential repetitions (policy stop = "decided", analysis/sequential.py) look at a comparison after every
+  interleaved round, so a per-look test at 0.05 would raise false alarms with each look (optional
+  stopping). They use repeated confidence intervals instead (Jennison and Turnbull, JRSS B 51(3), 1989):
+  paired t intervals on per-round log ratios whose levels are set so that all looks together cover the true
+  change with probability 0.95 (alpha split over the comparisons by Bonferroni); a comparison is different
+  when its interval lies wholly outside ± the minimum effect, equivalent when wholly inside. Assumed: the
+  rounds' log ratios are independent and close to normal (a run median of many samples is).
 - Per-second samples feed plots and within-run stability (a run's CV), nothing else.
 Inputs are measured values only (warm-up is kept apart by the runner); resampling is seeded, so the same
 data gives the same interval on every run.

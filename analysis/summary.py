@@ -18,7 +18,7 @@ from rich.console import Console
 from rich.markup import escape
 from rich.table import Table
 
-from analysis import compare, resultsets, stats, thresholds
+from analysis import compare, resultsets, sequential, stats, thresholds
 
 WIDTH = 100
 FOOTNOTE = ("Runs are the unit: a cell is the median of its run medians, its CI a bootstrap over runs. Verdict: "
@@ -159,7 +159,28 @@ def render(console, result_set, metrics=None):
         console.print("no cell was measured: nothing to compare")
         return False
     console.print(table)
+    if manifest.get("sequential"):
+        console.print(stop_table(manifest["sequential"]))
     return True
+
+
+def stop_table(block):
+    """How many rounds each comparison of a sequential run took and why it stopped; the metric in the title
+    when there is one (the table must fit 100 columns)."""
+    rows = sequential.stop_rows(block)
+    metrics = sorted({r[1] for r in rows})
+    title = f"When each comparison stopped ({block['min']}..{block['max']} rounds"
+    t = _table(title + (f"; {metrics[0]})" if len(metrics) == 1 else ")"))
+    t.add_column("comparison", ratio=1, min_width=20, overflow="fold")
+    if len(metrics) > 1:
+        t.add_column("metric", overflow="fold")
+    for col in ("change", "repeated CI", "rounds"):
+        t.add_column(col, justify="right", no_wrap=True)
+    t.add_column("stopped", no_wrap=True)
+    t.caption = escape(sequential.design_text(block))
+    for row in rows:
+        t.add_row(*(escape(x) for i, x in enumerate(row) if i != 1 or len(metrics) > 1))
+    return t
 
 
 def print_run(run_dir, metrics=None, console=None):

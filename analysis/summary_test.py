@@ -83,6 +83,19 @@ class SummaryTest(unittest.TestCase):
         # No p-value anywhere (the footnote's rule "p < 0.05" aside).
         self.assertNotRegex(text.replace("p < 0.05", ""), r"\bp\s*[=<(]|p-value|\d\.\d{3}\b")
 
+    def test_a_sequential_run_says_when_each_comparison_stopped(self):
+        s = smoke_set()
+        s.manifest["sequential"] = {"min": 3, "max": 5, "family": 1, "rounds": 3, "comparisons": [
+            {"axis": "gc", "baseline_value": "g1", "value": "parallel", "baseline": "1000-g1",
+             "candidate": "1000-parallel", "metric": "container_allocation_rate", "min_effect": 0.05,
+             "look": {"state": "different", "pairs": 3, "rounds": 3, "ratio": 1.1, "ci_low": 1.07, "ci_high": 1.13,
+                      "level": 0.025, "final": True}, "reason": "decided at round 3: different"}]}
+        text = render(s)
+        self.assertIn("When each comparison stopped (3..5 rounds; container_allocation_rate)", text)
+        self.assertRegex(text, r"gc: parallel vs g1 +\+10\.0% +\+7\.0%\.\.\+13\.0% +3 +decided at round 3: different")
+        self.assertTrue(all(len(line) <= 100 for line in text.splitlines()), text)
+        self.assertNotIn("When each comparison stopped", render(smoke_set()))
+
 
 if __name__ == "__main__":
     unittest.main()

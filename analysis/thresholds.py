@@ -40,17 +40,21 @@ def default_roots():
     return [here] + ([os.environ["BUILD_WORKSPACE_DIRECTORY"]] if os.environ.get("BUILD_WORKSPACE_DIRECTORY") else [])
 
 
+def for_workload(workload_id, workspace_roots=None):
+    """{metric: min_effect} of one workload's gate.toml ({} when it has none); the first root that has the
+    workload's folder wins (workspace_roots None: default_roots())."""
+    folder = workload_id.split("/")[0]
+    for root in default_roots() if workspace_roots is None else workspace_roots:
+        path = os.path.join(root, "workloads", folder, "gate.toml")
+        if os.path.exists(path):
+            return read_gate_toml(path)
+    return {}
+
+
 def min_effects(workspace_roots, docs):
-    """{metric: min_effect} from the gate.toml of each workload the documents ran (the first root that has
-    the workload's folder wins; workspace_roots None: default_roots())."""
-    workspace_roots = default_roots() if workspace_roots is None else workspace_roots
+    """{metric: min_effect} from the gate.toml of each workload the documents ran (for_workload)."""
     out = {}
     ids = {((d.get("provenance") or {}).get("workload") or {}).get("id") for d in docs}
     for workload_id in sorted(i for i in ids if isinstance(i, str)):
-        folder = workload_id.split("/")[0]
-        for root in workspace_roots:
-            path = os.path.join(root, "workloads", folder, "gate.toml")
-            if os.path.exists(path):
-                out.update(read_gate_toml(path))
-                break
+        out.update(for_workload(workload_id, workspace_roots))
     return out

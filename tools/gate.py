@@ -32,13 +32,14 @@ import math
 import os
 import re
 import shlex
+import statistics
 import subprocess
 import sys
 import tempfile
 import traceback
 from xml.etree import ElementTree
 
-from analysis import compare, drift, resultsets, stats, thresholds
+from analysis import compare, drift, resultsets, sequential, stats, thresholds
 
 EXIT_PASS, EXIT_REGRESSED, EXIT_UNUSABLE = 0, 1, 2
 DEFAULT_MIN_EFFECT = thresholds.DEFAULT_MIN_EFFECT
@@ -60,6 +61,7 @@ class Check:
     comparison: stats.Comparison
     runs: tuple  # (baseline, candidate) ok runs
     unconfirmed: bool = False  # regressed, but a confirmation rerun did not
+    stop: sequential.Look = None  # a sequential run's look at which this comparison stopped (Design)
 
     @property
     def worse_by(self):
@@ -73,18 +75,77 @@ class Check:
         return not math.isnan(p) and p < stats.ALPHA
 
     @property
+    def decided(self):
+        """A sequential run decided this comparison (different or equivalent) before or at its last round."""
+        return self.stop is not None and self.stop.state != sequential.UNDECIDED
+
+    def _worse(self, change):
+        return change < 0 if self.direction == "higher_is_better" else change > 0
+
+    @property
     def regressed(self):
+        if self.decided:
+            return self.stop.state == sequential.DIFFERENT and self._worse(self.stop.change) and not self.unconfirmed
         return self.worse_by > self.min_effect and self.significant and not self.unconfirmed
 
     @property
     def status(self):
         if self.regressed:
-            return "REGRESSED"
-        if self.unconfirmed:
-            return "regressed, not confirmed by the rerun"
-        if -self.worse_by > self.min_effect and self.significant:
-            return "improved"
-        return "pass"
+            verdict = "REGRESSED"
+        elif self.unconfirmed:
+            verdict = "regressed, not confirmed by the rerun"
+        elif self.decided:
+            verdict = "improved" if self.stop.state == sequential.DIFFERENT else "pass"
+        elif -self.worse_by > self.min_effect and self.significant:
+            verdict = "improved"
+        else:
+            verdict = "pass"
+        if self.stop is None:
+            return verdict
+        # Undecided at the last round: the fixed design's rule on every run decided it.
+        return f"{verdict} ({self.stop.reason()}" + (")" if self.decided else "; fixed rule)")
+
+
+@dataclasses.dataclass(frozen=True)
+class Design:
+    """The sequential policy a run stopped by (its manifest's `sequential` block): the gate replays the
+    looks from the stored results with its own alpha, trusting the run for nothing but these numbers."""
+    min_rounds: int
+    max_rounds: int
+    family: int  # comparisons the run decided together (alpha split between them)
+    metrics: frozenset
+
+    @classmethod
+    def of(cls, manifest):
+        """The design of a run's manifest, or None for a fixed-count run; GateError when it is malformed."""
+        block = manifest.get("sequential")
+        if not block:
+            return None
+        try:
+            low, high, family = block["min"], block["max"], block["family"]
+            metrics = frozenset(str(q["metric"]) for q in block["comparisons"])
+        except (KeyError, TypeError):
+            raise GateError("the run's sequential block is malformed: min, max, family and comparisons needed") from None
+        if not all(isinstance(v, int) and not isinstance(v, bool) for v in (low, high, family)) or not (
+                sequential.MIN_ROUNDS <= low <= high <= 1000 and 1 <= family <= 100000):
+            raise GateError(f"the run's sequential design is out of range: min {low!r}, max {high!r}, family {family!r}")
+        return cls(low, high, family, metrics)
+
+
+def _medians_by_round(docs, metric):
+    out = {}
+    for d in docs:
+        values = [s["value"] for s in d["samples"] if s["metric"] == metric] if d["status"] == "ok" else []
+        if values:
+            out[d["cell"]["repetition"]] = float(statistics.median(values))
+    return out
+
+
+def _stop(design, base_docs, cand_docs, metric, effect, family):
+    """The look at which a sequential run stopped this comparison (replayed from its results)."""
+    rounds = 1 + max(d["cell"]["repetition"] for d in base_docs + cand_docs)
+    return sequential.replay(_medians_by_round(base_docs, metric), _medians_by_round(cand_docs, metric), rounds,
+                             effect, design.min_rounds, design.max_rounds, family)
 
 
 min_effects = thresholds.min_effects
@@ -126,11 +187,14 @@ def _runs(docs, metric):
     return [[s["value"] for s in d["samples"] if s["metric"] == metric] for d in docs if d["status"] == "ok"]
 
 
-def gate(baseline, candidate, min_effect, min_runs=3, overrides=None, resamples=stats.RESAMPLES, same_run=False):
+def gate(baseline, candidate, min_effect, min_runs=3, overrides=None, resamples=stats.RESAMPLES, same_run=False,
+         design=None):
     """[Check] for every cell both sets measured; raises GateError when the input cannot be gated.
     min_effect: {metric: fraction} (min_effects()); overrides win over it.
     resamples=0 skips the ratio's CI, which the decision does not use (for calibration's many draws).
-    same_run: the two sides come from one run (split_run), so their provenance differs by design."""
+    same_run: the two sides come from one run (split_run), so their provenance differs by design.
+    design: the sequential Design the run stopped by (Design.of its manifest): its metrics are judged by the
+    look they stopped at; undecided at the last round, by the fixed rule."""
     for s in (baseline, candidate):
         if s.published:
             raise GateError(f"{s.name} is a published reference set: only measured sets can be gated")
@@ -150,7 +214,7 @@ def gate(baseline, candidate, min_effect, min_runs=3, overrides=None, resamples=
     declared = collections.OrderedDict()
     for s in (baseline, candidate):
         declared.update(s.metrics())
-    checks, too_few = [], []
+    checks, too_few, replay = [], [], []
     for key, cand_docs in cand_cells.items():
         if key not in base_cells:
             continue
@@ -171,11 +235,16 @@ def gate(baseline, candidate, min_effect, min_runs=3, overrides=None, resamples=
                 raise GateError(f"{label} {metric}: {e}") from None
             checks.append(Check(label, params, metric, decl["unit"], decl["direction"], effect, comparison,
                                 (len(a), len(b))))
+            if design is not None and metric in design.metrics:
+                replay.append((checks[-1], base_cells[key], cand_docs))  # once the family is known
     if too_few:
         raise GateError(f"too few samples (need {min_runs} ok runs a side): " + "; ".join(too_few))
     if not checks:
         raise GateError(f"nothing to gate: {baseline.name} and {candidate.name} share no measured cell")
     stats.adjust([c.comparison for c in checks])
+    for check, base_docs, cand_docs in replay:
+        check.stop = _stop(design, base_docs, cand_docs, check.metric, check.min_effect,
+                           max(design.family, len(replay)))
     return checks
 
 
@@ -184,8 +253,14 @@ def markdown(checks, baseline, candidate, confirmed=None, warnings=()):
     verdict = f"**REGRESSED** ({len(regressed)} of {len(checks)})" if regressed else f"**PASS** ({len(checks)} checks)"
     lines = [f"# tunelab gate: {verdict}", ""]
     lines += [f"**WARNING: {w}**" for w in warnings] + ([""] if warnings else [])
-    lines += [f"Baseline `{baseline.name}`, candidate `{candidate.name}`. Regression = worse by more than the "
-              "metric's minimum effect AND Holm-adjusted Welch p < 0.05 on per-run medians.", "",
+    rule = ("Regression = worse by more than the metric's minimum effect AND Holm-adjusted Welch p < 0.05 on "
+            "per-run medians.")
+    if any(c.stop is not None for c in checks):
+        rule = ("Sequential run: a comparison stopped when its repeated 95% confidence interval (all looks "
+                "together, analysis/sequential.py) lay wholly outside ± the minimum effect (different: REGRESSED "
+                "if worse) or wholly inside it (equivalent: pass); one still undecided at its last round is judged "
+                "by the fixed rule. Fixed rule: " + rule)
+    lines += [f"Baseline `{baseline.name}`, candidate `{candidate.name}`. {rule}", "",
              "| cell | metric | baseline median | candidate median | change | change 95% CI | min effect | p (Holm) "
              "| runs | status |", "|---|---|---|---|---|---|---|---|---|---|"]
     for c in checks:
@@ -348,13 +423,14 @@ def run(args):
     cwd = os.environ.get("BUILD_WORKING_DIRECTORY", os.getcwd())
     results_root = args.results_dir or os.path.join(workspace, "results")
     runfiles = os.path.abspath(os.path.join(os.path.dirname(__file__), ".."))
-    warnings = []
+    warnings, design = [], None
     try:
         overrides = parse_min_effects(args.min_effect)
         here = lambda s: os.path.join(cwd, s) if os.path.exists(os.path.join(cwd, s)) else s  # noqa: E731
         if args.run:
             run = resultsets.resolve(here(args.run), results_root)
             baseline, candidate = split_run(run, args.axis, args.baseline_value, args.candidate_value)
+            design = Design.of(run.manifest)
         else:
             baseline = resultsets.resolve(here(args.baseline), results_root)
             candidate = resultsets.resolve(here(args.candidate), results_root)
@@ -362,7 +438,8 @@ def run(args):
         for w in warnings:
             print(f"WARNING: {w}", file=sys.stderr)
         effects = min_effects([runfiles, workspace], baseline.docs + candidate.docs)
-        checks = gate(baseline, candidate, effects, args.min_runs, overrides, same_run=bool(args.run))
+        checks = gate(baseline, candidate, effects, args.min_runs, overrides, same_run=bool(args.run),
+                      design=design)
         confirmed = None
         if args.confirm and any(c.regressed for c in checks):
             still = []

@@ -115,6 +115,47 @@ class GateTest(unittest.TestCase):
         self.assertEqual(code, gate.EXIT_REGRESSED, out)
         self.assertNotIn("WARNING", out)  # one run: same host, same day, nothing to warn about
 
+    def sequential_run(self, candidate, rounds=3, design=None):
+        """A run of a sequential policy (3..8 rounds) that stopped after `rounds` rounds: the manifest's
+        sequential block names the design; the rounds after it were not run."""
+        run = os.path.join(self.dir, f"seq-{candidate:g}-{rounds}-{'design' if design else 'ok'}")
+        write_set(run, [({"gc": "g1", "revision": "accepted"}, 1000.0), ({"gc": "g1", "revision": "candidate"},
+                                                                         candidate)], runs=5, noise=0.003, seed=4)
+        for name in os.listdir(os.path.join(run, "cells")):
+            if int(name.rsplit(".r", 1)[1].split(".")[0]) >= rounds:
+                os.remove(os.path.join(run, "cells", name))
+        with open(os.path.join(run, "manifest.json")) as f:
+            manifest = json.load(f)
+        manifest["sequential"] = design or {"min": 3, "max": 8, "family": 1, "rounds": rounds, "comparisons": [
+            {"axis": "revision", "baseline_value": "accepted", "value": "candidate", "baseline": "0" * 12,
+             "candidate": "0" * 11 + "1", "metric": "cpu_loop_rate", "min_effect": 0.03, "look": None,
+             "reason": "a claim the gate does not read"}]}
+        for cell in manifest["cells"]:
+            cell["repetitions"] = {str(r): "ok" if r < rounds else "not_needed" for r in range(5)}
+        with open(os.path.join(run, "manifest.json"), "w") as f:
+            json.dump(manifest, f)
+        out, err = io.StringIO(), io.StringIO()
+        with redirect_stdout(out), redirect_stderr(err):
+            code = gate.main(["--run", run, "--axis", "revision", "--results-dir", self.dir])
+        return code, out.getvalue() + err.getvalue()
+
+    def test_a_sequential_run_is_judged_by_the_look_it_stopped_at(self):
+        code, out = self.sequential_run(500.0)
+        self.assertEqual(code, gate.EXIT_REGRESSED, out)
+        self.assertIn("REGRESSED (decided at round 3: different)", out)
+        self.assertIn("Sequential run", out)
+        code, out = self.sequential_run(1000.0)
+        self.assertEqual(code, gate.EXIT_PASS, out)
+        self.assertIn("pass (decided at round 3: equivalent)", out)
+        # 1 % slower with a 3 % minimum effect and 0.3 % noise: inside the band, equivalent, not a regression.
+        code, out = self.sequential_run(990.0)
+        self.assertEqual(code, gate.EXIT_PASS, out)
+        self.assertIn("decided at round 3: equivalent", out)
+        # A design the gate cannot trust is unusable input, never a pass.
+        code, out = self.sequential_run(500.0, design={"min": 2, "max": 8, "family": 1, "rounds": 3,
+                                                       "comparisons": []})
+        self.assertEqual(code, gate.EXIT_UNUSABLE, out)
+
     def test_within_one_run_refuses_a_missing_value(self):
         code, out = self.run_within(1000.0, 950.0, "--baseline-value", "nightly-7")
         self.assertEqual(code, gate.EXIT_UNUSABLE)

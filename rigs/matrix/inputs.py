@@ -49,7 +49,9 @@ def parse_args(argv):
     parser.add_argument("--bazel-target", default="", help=argparse.SUPPRESS)
     parser.add_argument("--profile", help="a named profile of the matrix file (e.g. smoke, full)")
     parser.add_argument("--set", action="append", default=[], metavar="AXIS=V1,V2",
-                        help="replace an axis' values, e.g. --set jdk=11,17 (repeatable)")
+                        help="replace an axis' values, e.g. --set jdk=11,17 (repeatable); policy.<key>=N sets a "
+                             "number of the policy: --set policy.repetitions=5 runs a fixed 5 rounds instead of "
+                             "stopping when decided")
     parser.add_argument("--dry-run", action="store_true", help="print the plan and the estimated time; run nothing")
     parser.add_argument("--resume", metavar="RUN_ID", help="run only the cells a stored run is missing")
     parser.add_argument("--run-id", help="the new run's id (default: the UTC time and 4 random hex digits); "

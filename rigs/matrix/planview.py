@@ -32,12 +32,14 @@ def estimate_seconds(planned, policy, rig=None, repetitions_of=None):
 
 def print_plan(console, matrix, planned, profile, rig=None):
     varying = spec.varying_axes([p.cell for p in planned])
+    pol = matrix.policy
     t = Table(title=f"Plan: {matrix.name} (profile {profile or 'default'}), rig {matrix.rig}")
     for col in ("cell", "parameters", "JDK", "status"):
         t.add_column(col, overflow="fold")
     for p in planned:
         status = (f"[yellow]skip[/yellow]: {escape(p.skip_reason)}" if p.skip_reason else
-                  f"run x{matrix.repetitions_of(p.cell)}"
+                  (f"run {pol.min_repetitions}..{matrix.repetitions_of(p.cell)}" if pol.sequential
+                   else f"run x{matrix.repetitions_of(p.cell)}")
                   + (" (known answer)" if any(k.cell_id == p.cell.id for k in matrix.known_answers) else ""))
         jdk = f"{p.jdk['name']} {p.jdk.get('version', '')}" if p.jdk else spec.NO_JDK
         t.add_row(p.cell.id, escape(p.cell.label(varying)), jdk, status)
@@ -45,11 +47,16 @@ def print_plan(console, matrix, planned, profile, rig=None):
     est = estimate_seconds(planned, matrix.policy, rig, matrix.repetitions_of) + (
         2 * HOST_REFERENCE_ESTIMATE_S)
     runnable = sum(1 for p in planned if not p.skip_reason)
-    pol = matrix.policy
-    console.print(f"{len(planned)} cells, {runnable} to run x {pol.repetitions} repetitions "
+    if pol.sequential:
+        shortest = est * pol.min_repetitions / pol.repetitions
+        counted = (f"{pol.min_repetitions}..{pol.repetitions} rounds, each comparison stopping once decided")
+        when = (f"estimated time {datetime.timedelta(seconds=round(shortest))} (all decided at round "
+                f"{pol.min_repetitions}) to {datetime.timedelta(seconds=round(est))} (max)")
+    else:
+        counted, when = f"{pol.repetitions} repetitions", f"estimated time {datetime.timedelta(seconds=round(est))}"
+    console.print(f"{len(planned)} cells, {runnable} to run x {counted} "
                   f"(warm-up {pol.warmup_s:g} s, measure {pol.measure_s:g} s, cool-down {pol.cooldown_s:g} s, "
-                  f"timeout {pol.timeout_s:g} s), {len(planned) - runnable} skipped; "
-                  f"estimated time {datetime.timedelta(seconds=round(est))}")
+                  f"timeout {pol.timeout_s:g} s), {len(planned) - runnable} skipped; {when}")
 
 
 def print_next_steps(console, ctx, args):

@@ -47,6 +47,7 @@ class RunContext:
     cell_runner: object = None  # the cell.CellRunner of the run, killed on interruption
     order: list = dataclasses.field(default_factory=list)  # [(cell id, repetition)], interleaved
     statuses: dict = dataclasses.field(default_factory=dict)  # (cell id, repetition) -> status
+    rounds: object = None  # the rounds.Rounds of a sequential policy (stop = "decided"), else None
 
     def skeleton(self, planned, repetition, logs):
         m = self.matrix

@@ -21,7 +21,7 @@ from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, T
 
 from results import resultfile as results, store
 from rigs.matrix import (cell as cell_runner, container, host_reference, hoststate, inputs, knobs, plan, planview,
-                         rig as rig_contract, schedule, spec)
+                         rig as rig_contract, rounds as sequential_rounds, schedule, spec)
 from rigs.matrix.inputs import (check_run_id, load_revisions, load_variants, new_run_id, parse_args, spec_digest,
                                 stored_run_settings)
 from rigs.matrix.runcontext import RunContext, now_iso
@@ -85,6 +85,7 @@ def write_manifest(ctx, planned, order, state, statuses):
                    "repetitions": {str(r): statuses.get((p.cell.id, r), "pending")
                                    for r in range(ctx.matrix.repetitions_of(p.cell))}} for p in planned],
         "order": [[c.id, r] for c, r in order], "updated_at": now_iso(),
+        "sequential": ctx.rounds.to_json() if ctx.rounds else None,
         # Set by //tools:fleet on the hosts it drives: which inventory host and fleet run this is.
         "fleet": {key: os.environ[var] for key, var in (("host", "TUNELAB_FLEET_HOST"), ("fleet_id", "TUNELAB_FLEET_ID"))
                   if os.environ.get(var)} or None,
@@ -150,6 +151,10 @@ def execute(argv=None, console=None, host_paths=None, report=None):
                                          probe_gcs=not args.no_gc_probes)
         planned = plan.plan(matrix, report)
         check_cells(rig, planned)
+        rounds = None
+        if matrix.policy.sequential:
+            rounds = sequential_rounds.Rounds(matrix, planned,
+                                              sequential_rounds.decided_metrics(matrix.policy, workload_dir))
         image = container_image(runfiles, runfiles_ws)
         if any(p.cell.params.get("executor") == "container" and not p.skip_reason for p in planned) and image is None:
             raise spec.SpecError("executor=container: this target's runfiles hold no container image "
@@ -232,7 +237,7 @@ def execute(argv=None, console=None, host_paths=None, report=None):
             host_paths=host_paths or knobs.HostPaths(), varying=spec.varying_axes([p.cell for p in planned]),
             host_lock=lock_file, knob_journal=os.path.join(os.path.dirname(lock_file), hoststate.JOURNAL_NAME),
             host_reference=None, manifest_host_reference=None,
-            container_image=image or {})
+            container_image=image or {}, rounds=rounds)
         try:
             recovered = knobs.recover(ctx.knob_journal, ctx.host_paths)
         except knobs.KnobError as e:
@@ -282,8 +287,10 @@ def set_host_reference(ctx, measurements):
 
 def run_cells(console, ctx, planned):
     """Runs every missing (cell, repetition) in the interleaved order; returns EXIT_OK when all ran,
-    EXIT_INTERRUPTED on Ctrl-C/SIGTERM, EXIT_BAD_INPUT on a corrupt stored result."""
-    matrix, run_dir = ctx.matrix, ctx.run_dir
+    EXIT_INTERRUPTED on Ctrl-C/SIGTERM, EXIT_BAD_INPUT on a corrupt stored result. Under a sequential policy
+    (ctx.rounds), it looks at every comparison after each round and skips the repetitions of cells whose
+    comparisons are all decided ("not_needed")."""
+    matrix, run_dir, rounds = ctx.matrix, ctx.run_dir, ctx.rounds
     order = schedule.interleaved_order([p.cell for p in planned], matrix.policy.repetitions, matrix.seed,
                                    matrix.repetitions_of)
     by_id = {p.cell.id: p for p in planned}
@@ -291,14 +298,39 @@ def run_cells(console, ctx, planned):
     statuses = {}
     for cid, rep in done:
         try:
-            statuses[(cid, rep)] = results.load_result(results.result_path(run_dir, cid, rep))["status"]
+            doc = results.load_result(results.result_path(run_dir, cid, rep))
         except results.ResultError as e:
             console.print(f"[red]error:[/red] stored result is corrupt, refusing to continue: {e}")
             return EXIT_BAD_INPUT
+        statuses[(cid, rep)] = doc["status"]
+        if rounds:
+            rounds.record(doc)
     ctx.order, ctx.statuses = order, statuses
+    looked = [0]  # complete rounds looked at
+
+    def look_before(rep):
+        """Under a sequential policy: looks at the rounds before `rep` (all measured by now: the order is
+        round by round) and prints the comparisons that became final."""
+        while rounds and looked[0] < rep:
+            looked[0] += 1
+            for q in rounds.look(looked[0]):
+                line = (f"{q.look.reason()}: {q.axis}={q.value} vs {q.baseline_value}, {q.metric} "
+                        f"{q.look.change:+.1%}")
+                if q.look.ci_low == q.look.ci_low:
+                    line += f" (CI {q.look.ci_low - 1:+.1%}..{q.look.ci_high - 1:+.1%}, ±{q.min_effect:.0%} decides)"
+                console.print(escape(line))
+
+    def needed(cell, rep):
+        look_before(rep)
+        if rounds is None or rounds.needed(cell.id):
+            return True
+        statuses[(cell.id, rep)] = "not_needed"
+        return False
+
     todo = [(c, r) for c, r in order if (c.id, r) not in done]
     write_manifest(ctx, planned, order, "running", statuses)
-    console.print(f"run {ctx.run_id}: {len(todo)} of {len(order)} cell repetitions to run; results in {run_dir}")
+    console.print(f"run {ctx.run_id}: {len(todo)} of {len(order)} cell repetitions to run"
+                  + (f" at most ({matrix.policy.describe()})" if rounds else "") + f"; results in {run_dir}")
 
     def on_term(signum, frame):
         raise KeyboardInterrupt
@@ -308,12 +340,18 @@ def run_cells(console, ctx, planned):
                   TextColumn("ETA"), TimeRemainingColumn(), console=console, transient=False) as progress:
         task = progress.add_task("starting", total=len(todo))
         try:
-            for cell, rep in todo:
+            for index, (cell, rep) in enumerate(todo):
+                if not needed(cell, rep):
+                    # The bar's total shrinks with the skipped repetitions, so the ETA follows the decisions.
+                    progress.update(task, total=progress.tasks[0].total - 1)
+                    continue
                 planned_cell = by_id[cell.id]
                 progress.update(task, description=f"{cell.id} r{rep} {escape(cell.label(ctx.varying))[:60]}")
                 doc = ctx.cell_runner.run(planned_cell, rep)
                 store.write_result(run_dir, cell.id, rep, doc)
                 statuses[(cell.id, rep)] = doc["status"]
+                if rounds:
+                    rounds.record(doc)
                 write_manifest(ctx, planned, order, "running", statuses)
                 line = f"{doc['status']:>8} {cell.id} r{rep} {cell.label(ctx.varying)}"
                 if doc.get("reason"):
@@ -322,6 +360,10 @@ def run_cells(console, ctx, planned):
                 progress.advance(task)
                 if not planned_cell.skip_reason and matrix.policy.cooldown_s:
                     time.sleep(matrix.policy.cooldown_s)
+            look_before(1 + max((r for (_, r), st in statuses.items() if st != "not_needed"), default=-1))
+            for cell, rep in order:  # a resumed run that stopped earlier: mark what the decisions made unneeded
+                if (cell.id, rep) not in statuses and rounds is not None and not rounds.needed(cell.id):
+                    statuses[(cell.id, rep)] = "not_needed"
         except KeyboardInterrupt:
             ctx.cell_runner.kill()
             write_manifest(ctx, planned, order, "interrupted", statuses)

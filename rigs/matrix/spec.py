@@ -60,7 +60,12 @@ EXECUTORS = ("process", "container")
 # Axes added after results were stored: at this value a cell is what it was before the axis existed, so the
 # value stays out of the cell id (stored runs resume and compare as before).
 ID_NEUTRAL = {"executor": "process"}
-POLICY_KEYS = {"warmup_s": float, "measure_s": float, "repetitions": int, "cooldown_s": float, "timeout_s": float}
+POLICY_KEYS = {"warmup_s": float, "measure_s": float, "repetitions": int, "cooldown_s": float, "timeout_s": float,
+               "stop": str, "decide_on": list}
+# stop = "decided": after each interleaved round from `min` on, every comparison the matrix asks about is
+# classified (analysis/sequential.py) and a cell stops being scheduled once all of its comparisons are.
+STOP_RULES = ("fixed", "decided")
+SEQUENTIAL_MIN_ROUNDS = 3
 CMS_LAST_JDK = 13
 # jdk = ["none"]: a matrix of native programs only (e.g. Redis); its cells start no JVM and need no JDK.
 NO_JDK = "none"
@@ -88,9 +93,22 @@ class Pinning:
 class Policy:
     warmup_s: float = 10.0
     measure_s: float = 30.0
-    repetitions: int = 3
+    repetitions: int = 3  # with stop = "decided": the most rounds (`max`)
     cooldown_s: float = 2.0
     timeout_s: float = 600.0
+    stop: str = "fixed"  # or "decided": sequential repetitions (analysis/sequential.py)
+    min_repetitions: int = 0  # with stop = "decided": the first look (`min`)
+    decide_on: tuple = ()  # metrics the sequential policy decides on; () = every metric of gate.toml
+
+    @property
+    def sequential(self):
+        return self.stop == "decided"
+
+    def describe(self):
+        """The repetitions in words: "x5" or "3..12 rounds, stop when decided"."""
+        if self.sequential:
+            return f"{self.min_repetitions}..{self.repetitions} rounds, stop when decided"
+        return f"x{self.repetitions}"
 
 
 @dataclasses.dataclass
@@ -235,8 +253,7 @@ def from_dict(data, source="<matrix>", profile=None, overrides=(), rig_params=No
 
     allowed_axes = set(STANDARD_AXES) | set(rig_params)
     axes = _axes_table(where, "[axes]", data.get("axes", {}), allowed_axes)
-    policy_table = dict(policy_defaults or {})
-    policy_table.update(data.get("policy", {}))
+    policy_table = _merge_policy(dict(policy_defaults or {}), data.get("policy", {}))
 
     # The matrix's question is the default's (and smoke's); another profile asks its own or none.
     question = str(head.get("question", ""))
@@ -252,7 +269,7 @@ def from_dict(data, source="<matrix>", profile=None, overrides=(), rig_params=No
         if extra:
             raise SpecError(f"{where}: [profiles.{profile}] has unknown keys {sorted(extra)}")
         axes.update(_axes_table(where, f"[profiles.{profile}.axes]", body.get("axes", {}), allowed_axes))
-        policy_table.update(body.get("policy", {}))
+        policy_table = _merge_policy(policy_table, body.get("policy", {}))
         # A profile's own zip/include/exclude lists replace the top-level ones (a study shape differs).
         data = dict(data, **{k: body[k] for k in ("zip", "include", "exclude", "known_answer") if k in body})
 
@@ -262,6 +279,9 @@ def from_dict(data, source="<matrix>", profile=None, overrides=(), rig_params=No
         axis = axis.strip()
         if not sep or not values:
             raise SpecError(f"--set {item!r}: expected axis=value[,value...]")
+        if axis.startswith("policy."):
+            policy_table = _merge_policy(policy_table, _policy_override(item, axis[len("policy."):], values.strip()))
+            continue
         if axis not in allowed_axes:
             raise SpecError(f"--set {item!r}: unknown axis {axis!r}; axes: {sorted(allowed_axes)}")
         set_axes[axis] = [_scalar(v.strip()) for v in values.split(",")]
@@ -364,9 +384,9 @@ def _parse_policy(where, table):
     extra = set(table) - set(POLICY_KEYS)
     if extra:
         raise SpecError(f"{where}: [policy] has unknown keys {sorted(extra)}; keys: {sorted(POLICY_KEYS)}")
-    values = {}
+    values = _parse_sequential(where, table)
     for key, kind in POLICY_KEYS.items():
-        if key in table:
+        if key in table and key not in values and kind is not str and kind is not list:
             try:
                 values[key] = kind(table[key])
             except (TypeError, ValueError):
@@ -377,6 +397,67 @@ def _parse_policy(where, table):
     if policy.measure_s <= 0:
         raise SpecError(f"{where}: [policy] measure_s must be > 0")
     return policy
+
+
+def _merge_policy(table, layer):
+    """`table` with a later [policy] layer on top. A layer that gives one number of repetitions and no `stop`
+    asks for that fixed count: the sequential keys of the layers below do not carry over."""
+    if not isinstance(layer, dict):
+        raise SpecError("[policy] must be a table")
+    merged = dict(table, **layer)
+    if isinstance(layer.get("repetitions"), int) and "stop" not in layer:
+        merged["stop"] = "fixed"
+        merged.pop("decide_on", None)
+    return merged
+
+
+def _policy_override(item, key, value):
+    """--set policy.<key>=<number>: one number of the policy. policy.repetitions=N is a fixed count of N
+    (the sequential policy's min/max and decide_on are dropped): the fixed design stays one flag away."""
+    numeric = {k for k, kind in POLICY_KEYS.items() if kind in (int, float)}
+    if key not in numeric:
+        raise SpecError(f"--set {item!r}: policy keys that --set takes: {', '.join(sorted(numeric))}")
+    try:
+        number = POLICY_KEYS[key](value)
+    except ValueError:
+        raise SpecError(f"--set {item!r}: {key} must be a number") from None
+    return {key: number}
+
+
+def _parse_sequential(where, table):
+    """The sequential keys of [policy]: `repetitions = { min = 3, max = 12 }` with `stop = "decided"`, and
+    `decide_on`, the metrics to decide on. Returns the Policy fields they set."""
+    stop = table.get("stop", "fixed")
+    repetitions = table.get("repetitions")
+    if stop not in STOP_RULES:
+        raise SpecError(f"{where}: [policy] stop = {stop!r}: expected one of {', '.join(map(repr, STOP_RULES))}")
+    if "decide_on" in table and stop != "decided":
+        raise SpecError(f"{where}: [policy] decide_on is for stop = \"decided\"; with a fixed count every run is made")
+    if stop == "fixed":
+        if isinstance(repetitions, dict):
+            raise SpecError(f"{where}: [policy] repetitions = {{ min, max }} needs stop = \"decided\" (or give one "
+                            "number for a fixed count)")
+        return {}
+    if not isinstance(repetitions, dict) or set(repetitions) != {"min", "max"}:
+        raise SpecError(f"{where}: [policy] stop = \"decided\" needs repetitions = {{ min = 3, max = 12 }} (the "
+                        "first look and the most rounds)")
+    bounds = {}
+    for key in ("min", "max"):
+        value = repetitions[key]
+        if not isinstance(value, int) or isinstance(value, bool):
+            raise SpecError(f"{where}: [policy] repetitions.{key} = {value!r}: expected a whole number")
+        bounds[key] = value
+    if bounds["min"] < SEQUENTIAL_MIN_ROUNDS:
+        raise SpecError(f"{where}: [policy] repetitions.min = {bounds['min']}: a look needs {SEQUENTIAL_MIN_ROUNDS} "
+                        f"runs a side (with fewer there is no interval); set min = {SEQUENTIAL_MIN_ROUNDS} or more")
+    if bounds["max"] < bounds["min"]:
+        raise SpecError(f"{where}: [policy] repetitions.max = {bounds['max']} is below min = {bounds['min']}; "
+                        f"set max = {bounds['min']} or more")
+    decide_on = table.get("decide_on", [])
+    if not isinstance(decide_on, list) or not all(isinstance(m, str) and m for m in decide_on):
+        raise SpecError(f"{where}: [policy] decide_on must be a list of metric names")
+    return {"stop": "decided", "repetitions": bounds["max"], "min_repetitions": bounds["min"],
+            "decide_on": tuple(decide_on)}
 
 
 def _check_values(where, axes, pinnings, gc_opts, variants):

@@ -1,6 +1,7 @@
 """Matrix specification: expansion, stable ids, every validation error with its message."""
 
 import os
+import re
 import tempfile
 import unittest
 
@@ -146,6 +147,26 @@ class ValidationTest(unittest.TestCase):
         with self.assertRaises(spec.SpecError) as ctx:
             build(extra, **kw)
         self.assertIn(message, str(ctx.exception))
+
+    def test_a_sequential_policy_and_its_bad_input(self):
+        m = build({"policy": {"repetitions": {"min": 3, "max": 12}, "stop": "decided"}})
+        self.assertEqual((m.policy.sequential, m.policy.min_repetitions, m.policy.repetitions), (True, 3, 12))
+        self.assertEqual(m.repetitions_of(m.cells[0]), 12)  # the schedule holds every round; the runner stops early
+        fixed = build({"policy": {"repetitions": {"min": 3, "max": 12}, "stop": "decided"}},
+                      overrides=["policy.repetitions=5"])
+        self.assertEqual((fixed.policy.sequential, fixed.policy.repetitions), (False, 5))
+        for policy, message in (
+                ({"repetitions": {"min": 2, "max": 12}, "stop": "decided"}, "set min = 3 or more"),
+                ({"repetitions": {"min": 6, "max": 4}, "stop": "decided"}, "max = 4 is below min = 6; set max = 6"),
+                ({"repetitions": 5, "stop": "decided"}, "needs repetitions = { min = 3, max = 12 }"),
+                ({"repetitions": {"min": 3, "max": 5}}, "needs stop = \"decided\""),
+                ({"repetitions": {"min": 3}, "stop": "decided"}, "needs repetitions = { min = 3, max = 12 }"),
+                ({"stop": "soon"}, "expected one of 'fixed', 'decided'"),
+                ({"decide_on": ["rate"]}, "decide_on is for stop")):
+            with self.assertRaisesRegex(spec.SpecError, re.escape(message)):
+                build({"policy": policy})
+        with self.assertRaisesRegex(spec.SpecError, "policy keys that --set takes"):
+            build(overrides=["policy.stop=decided"])
 
     def test_unknown_axis(self):
         self.assertSpecError("unknown axis 'gcc'", {"axes": {"gcc": ["g1"]}})

@@ -5,6 +5,7 @@
 #   tools/nightly/nightly.sh [OUT_DIR]      (default OUT_DIR: results/nightly-out/<UTC date>)
 #   NIGHTLY_MATRICES="calibration yarn_cps"  the matrices (default: both); each has a `nightly` profile
 #                                            whose `revision` axis is ["accepted", "candidate"]
+#   NIGHTLY_FIXED=1                          run the fixed 5 rounds instead of stopping once decided
 #   NIGHTLY_ACCEPTED=<commit>                the accepted revision (default: the one recorded by the last
 #                                            passing night in results/nightly-out/accepted-revision, or
 #                                            HEAD on the first night: an A/A run)
@@ -52,7 +53,11 @@ for matrix in ${NIGHTLY_MATRICES:-calibration yarn_cps}; do
 
   echo "== $matrix: running the nightly profile (accepted and candidate interleaved)"
   log="$out/$matrix-run.log"
-  "$bazel" run "$target" -- --profile nightly --revision "accepted=$runfiles" --no-next-steps 2>&1 | tee "$log"
+  fixed=()
+  [[ "${NIGHTLY_FIXED:-0}" == 1 ]] && fixed=(--set policy.repetitions=5)
+  started=$SECONDS
+  "$bazel" run "$target" -- --profile nightly --revision "accepted=$runfiles" "${fixed[@]}" --no-next-steps 2>&1 | tee "$log"
+  echo "== $matrix: the run took $((SECONDS - started)) s ($([[ ${#fixed[@]} -gt 0 ]] && echo 'fixed 5 rounds' || echo 'sequential'))"
   run_dir=$(sed -n 's/.*results in \([^ ]*\)$/\1/p' "$log" | tail -1)
   if [[ -z "$run_dir" || ! -f "$run_dir/manifest.json" ]]; then
     echo "error: the $matrix run did not start; see $log" >&2

@@ -1,0 +1,185 @@
+"""Sequential repetitions: a comparison stops being measured when its answer is clear, and the error rate
+holds with every look counted.
+
+The design (stated in analysis/stats.py's assumptions too): repeated confidence intervals (Jennison and
+Turnbull, "Interim analyses: the repeated confidence interval approach", JRSS B 51(3), 1989; and their
+book "Group Sequential Methods with Applications to Clinical Trials", 2000, ch. 9). After each interleaved
+round from `min` on, a comparison's interval is computed at a nominal level chosen so that the intervals of
+ALL looks cover the true change together with probability 1 - alpha. Any decision read off them (different,
+equivalent) is then wrong with probability at most alpha, however many looks were taken and whenever the
+comparison stopped: optional stopping is accounted for, not ignored.
+
+Why this design and not an anytime-valid confidence sequence: the looks are few and known in advance
+(rounds min..max), and with 3 runs a side a mixture-martingale sequence is far wider than a t interval at
+the same coverage (its boundary at n = 3 is several times the t quantile), so it would almost never stop
+early, which is the point of stopping. Group-sequential levels spend alpha only on the looks that exist.
+
+- The unit is the round: a round measures both sides of a comparison, interleaved, so both saw the same
+  host state. A round contributes one paired log ratio, log(candidate run median / baseline run median);
+  rounds where either side has no ok run are left out (the look uses the pairs it has).
+- The interval of a look with n pairs is mean +/- t(n-1) * sd / sqrt(n) on the log ratios (the log ratios
+  are assumed independent between rounds and close to normal; a run median of many per-second samples is).
+  Exponentiated, it is an interval of the candidate/baseline ratio.
+- Levels: the first look (at `min` pairs) gets FIRST_LOOK_SHARE of alpha (with 3 runs a side the t quantile
+  of 2 degrees of freedom is large, and spending more there is what lets a clear answer stop at the first
+  look); the later looks share the rest at one constant nominal level (Pocock's choice), found by simulating
+  the t statistics of all looks jointly (seeded, so the same design gives the same levels everywhere).
+- alpha is per family: a look at m comparisons uses alpha / m for each (Bonferroni; valid under any
+  dependence and with sequential looks, where Holm's step-down is not).
+- Classification against the metric's minimum effect d (analysis/thresholds.py): *different* when the
+  interval lies wholly outside [1 - d, 1 + d], *equivalent* when it lies wholly inside, else *undecided*;
+  at `max` an undecided comparison stops as "max reached: undecided".
+"""
+
+import dataclasses
+import functools
+import math
+
+import numpy as np
+from scipy import stats as sps
+
+ALPHA = 0.05
+FIRST_LOOK_SHARE = 0.5
+SIMULATIONS = 200_000
+SEED = 20261124
+MIN_ROUNDS = 3  # a look needs 3 pairs: a t interval with fewer has no useful width
+
+DIFFERENT, EQUIVALENT, UNDECIDED = "different", "equivalent", "undecided"
+
+
+@functools.lru_cache(maxsize=64)
+def look_levels(min_rounds, max_rounds, alpha=ALPHA, first_share=FIRST_LOOK_SHARE, simulations=SIMULATIONS,
+                seed=SEED):
+    """{pairs n: the nominal two-sided level of the look at n pairs}, for n = min_rounds..max_rounds, such that
+    the t intervals of all these looks cover the mean together with probability 1 - alpha (normal pairs)."""
+    if not MIN_ROUNDS <= min_rounds <= max_rounds:
+        raise ValueError(f"looks from {min_rounds} to {max_rounds} pairs: need {MIN_ROUNDS} <= min <= max")
+    if not 0 < alpha < 1:
+        raise ValueError(f"alpha {alpha}: need 0 < alpha < 1")
+    if min_rounds == max_rounds:
+        return {min_rounds: alpha}
+    first = alpha * first_share
+    rng = np.random.default_rng(seed)
+    x = rng.standard_normal((simulations, max_rounds))
+    n = np.arange(1, max_rounds + 1)
+    csum, csq = np.cumsum(x, axis=1), np.cumsum(x * x, axis=1)
+    mean = csum / n
+    with np.errstate(divide="ignore", invalid="ignore"):
+        sd = np.sqrt((csq - n * mean * mean) / np.maximum(n - 1, 1))
+        t = np.abs(mean) / (sd / np.sqrt(n))
+    p = {k: 2 * sps.t.sf(t[:, k - 1], k - 1) for k in range(min_rounds, max_rounds + 1)}
+    open_after_first = p[min_rounds] >= first
+    later = np.min(np.stack([p[k] for k in range(min_rounds + 1, max_rounds + 1)]), axis=0)[open_after_first]
+    budget = int(math.floor(alpha * simulations)) - int((~open_after_first).sum())
+    later.sort()
+    level = float(later[budget - 1]) if budget >= 1 else 0.0
+    # Any level strictly between the budget-th and the next smallest p gives the same crossings; the
+    # midpoint keeps the simulated error at the budget instead of one draw over it.
+    if budget < len(later):
+        level = (level + float(later[budget])) / 2 if budget >= 1 else float(later[0]) / 2
+    return {min_rounds: first, **{k: level for k in range(min_rounds + 1, max_rounds + 1)}}
+
+
+@dataclasses.dataclass(frozen=True)
+class Look:
+    state: str  # DIFFERENT, EQUIVALENT or UNDECIDED
+    pairs: int  # rounds that had an ok run on both sides
+    rounds: int  # rounds measured so far
+    ratio: float  # exp(mean log ratio): the candidate/baseline ratio; nan with no pair
+    ci_low: float  # the repeated confidence interval of the ratio at this look; nan before `min` pairs
+    ci_high: float
+    level: float  # the nominal two-sided level of this look's interval; nan before `min` pairs
+    final: bool  # decided, or max reached
+
+    @property
+    def change(self):
+        return self.ratio - 1.0
+
+    def reason(self):
+        """Why it stopped (or why not yet), in words: "decided at round 3: equivalent"."""
+        if self.state != UNDECIDED:
+            return f"decided at round {self.rounds}: {self.state}"
+        if self.final:
+            return f"max reached ({self.rounds} rounds): undecided"
+        return f"undecided after {self.rounds} round{'s' if self.rounds != 1 else ''}"
+
+    def to_json(self):
+        doc = dataclasses.asdict(self)
+        return {k: (None if isinstance(v, float) and not math.isfinite(v) else v) for k, v in doc.items()}
+
+
+def paired_log_ratios(baseline, candidate):
+    """[log(candidate / baseline)] over the rounds both sides measured; each side {round: run median}."""
+    out = []
+    for r in sorted(set(baseline) & set(candidate)):
+        a, b = baseline[r], candidate[r]
+        if a > 0 and b > 0:
+            out.append(math.log(b / a))
+    return out
+
+
+def look(log_ratios, rounds, min_effect, min_rounds, max_rounds, comparisons=1, alpha=ALPHA,
+         first_share=FIRST_LOOK_SHARE):
+    """The state of one comparison after `rounds` rounds, from its paired log ratios (at most one a round).
+
+    comparisons: how many comparisons this look decides together (alpha is split between them)."""
+    if not 0 < min_effect < 1:
+        raise ValueError(f"minimum effect {min_effect}: need a fraction between 0 and 1")
+    n = len(log_ratios)
+    at_max = rounds >= max_rounds
+    if n == 0:
+        return Look(UNDECIDED, 0, rounds, math.nan, math.nan, math.nan, math.nan, at_max)
+    d = np.asarray(log_ratios, dtype=float)
+    ratio = float(math.exp(d.mean()))
+    if n < min_rounds:
+        return Look(UNDECIDED, n, rounds, ratio, math.nan, math.nan, math.nan, at_max)
+    levels = look_levels(min_rounds, max_rounds, alpha / comparisons, first_share)
+    level = levels[min(n, max_rounds)]
+    sd = float(d.std(ddof=1))
+    half = float(sps.t.ppf(1 - level / 2, n - 1)) * sd / math.sqrt(n)
+    lo, hi = math.exp(d.mean() - half), math.exp(d.mean() + half)
+    if lo > 1 + min_effect or hi < 1 - min_effect:
+        state = DIFFERENT
+    elif lo >= 1 - min_effect and hi <= 1 + min_effect:
+        state = EQUIVALENT
+    else:
+        state = UNDECIDED
+    return Look(state, n, rounds, ratio, lo, hi, level, state != UNDECIDED or at_max)
+
+
+
+def replay(baseline, candidate, rounds, min_effect, min_rounds, max_rounds, comparisons=1, alpha=ALPHA,
+           first_share=FIRST_LOOK_SHARE):
+    """The look a comparison stopped at, replaying rounds 1..`rounds` (each side {round index: run median},
+    rounds counted from 0): its first final look, or the look after the last round when none was final.
+    The runner and the gate both call this, so a stored run is judged as it was stopped."""
+    current = look([], 0, min_effect, min_rounds, max_rounds, comparisons, alpha, first_share)
+    for k in range(1, min(rounds, max_rounds) + 1):
+        pairs = paired_log_ratios({r: v for r, v in baseline.items() if r < k},
+                                  {r: v for r, v in candidate.items() if r < k})
+        current = look(pairs, k, min_effect, min_rounds, max_rounds, comparisons, alpha, first_share)
+        if current.final:
+            break
+    return current
+
+
+def stop_rows(block):
+    """The rows of a run's sequential block (its manifest's `sequential`) for tables: [comparison, metric,
+    change, repeated CI, rounds, why it stopped], all text."""
+    rows = []
+    for q in (block or {}).get("comparisons", []):
+        look_doc = q.get("look") or {}
+        ratio, lo, hi = (look_doc.get(k) for k in ("ratio", "ci_low", "ci_high"))
+        rows.append([f"{q['axis']}: {q['value']} vs {q['baseline_value']}", q["metric"],
+                     f"{ratio - 1:+.1%}" if isinstance(ratio, (int, float)) else "-",
+                     f"{lo - 1:+.1%}..{hi - 1:+.1%}" if isinstance(lo, (int, float)) and isinstance(hi, (int, float))
+                     else "-", str(look_doc.get("rounds", 0)), str(q.get("reason", ""))])
+    return rows
+
+
+def design_text(block):
+    """One sentence naming a run's sequential design."""
+    return (f"Sequential repetitions: rounds {block['min']}..{block['max']}, each comparison stopped once its "
+            f"repeated 95% confidence interval (all looks together; alpha split over {block['family']} "
+            "comparison(s)) lay wholly outside ± the metric's minimum effect (different) or wholly inside it "
+            "(equivalent); analysis/sequential.py.")
