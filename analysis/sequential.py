@@ -34,6 +34,7 @@ early, which is the point of stopping. Group-sequential levels spend alpha only 
 import dataclasses
 import functools
 import math
+import statistics
 
 import numpy as np
 from scipy import stats as sps
@@ -183,3 +184,47 @@ def design_text(block):
             f"repeated 95% confidence interval (all looks together; alpha split over {block['family']} "
             "comparison(s)) lay wholly outside ± the metric's minimum effect (different) or wholly inside it "
             "(equivalent); analysis/sequential.py.")
+
+
+@dataclasses.dataclass(frozen=True)
+class Design:
+    """The sequential policy a stored run stopped by (its manifest's `sequential` block). Readers (the gate)
+    replay the looks from the stored results with this module's alpha, trusting the run for nothing but
+    these numbers."""
+    min_rounds: int
+    max_rounds: int
+    family: int  # comparisons the run decided together (alpha split between them)
+    metrics: frozenset
+
+    @classmethod
+    def of(cls, manifest):
+        """The design of a run's manifest, or None for a fixed-count run; ValueError when it is malformed."""
+        block = manifest.get("sequential")
+        if not block:
+            return None
+        try:
+            low, high, family = block["min"], block["max"], block["family"]
+            metrics = frozenset(str(q["metric"]) for q in block["comparisons"])
+        except (KeyError, TypeError):
+            raise ValueError("the run's sequential block is malformed: min, max, family and comparisons needed") from None
+        if not all(isinstance(v, int) and not isinstance(v, bool) for v in (low, high, family)) or not (
+                MIN_ROUNDS <= low <= high <= 1000 and 1 <= family <= 100000):
+            raise ValueError(f"the run's sequential design is out of range: min {low!r}, max {high!r}, family {family!r}")
+        return cls(low, high, family, metrics)
+
+    def stopped_at(self, baseline_docs, candidate_docs, metric, min_effect, comparisons):
+        """The look at which the run stopped this comparison, replayed from its result documents (each
+        repetition a round); comparisons: how many the reader replays together (at least the run's family)."""
+        docs = baseline_docs + candidate_docs
+        rounds = 1 + max(d["cell"]["repetition"] for d in docs)
+        return replay(_medians_by_round(baseline_docs, metric), _medians_by_round(candidate_docs, metric), rounds,
+                      min_effect, self.min_rounds, self.max_rounds, max(self.family, comparisons))
+
+
+def _medians_by_round(docs, metric):
+    out = {}
+    for d in docs:
+        values = [s["value"] for s in d["samples"] if s["metric"] == metric] if d["status"] == "ok" else []
+        if values:
+            out[d["cell"]["repetition"]] = float(statistics.median(values))
+    return out

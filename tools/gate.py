@@ -30,16 +30,14 @@ import collections
 import dataclasses
 import math
 import os
-import re
 import shlex
-import statistics
-import subprocess
 import sys
 import tempfile
 import traceback
 from xml.etree import ElementTree
 
 from analysis import compare, drift, resultsets, sequential, stats, thresholds
+from tools import gate_confirm
 
 EXIT_PASS, EXIT_REGRESSED, EXIT_UNUSABLE = 0, 1, 2
 DEFAULT_MIN_EFFECT = thresholds.DEFAULT_MIN_EFFECT
@@ -61,7 +59,7 @@ class Check:
     comparison: stats.Comparison
     runs: tuple  # (baseline, candidate) ok runs
     unconfirmed: bool = False  # regressed, but a confirmation rerun did not
-    stop: sequential.Look = None  # a sequential run's look at which this comparison stopped (Design)
+    stop: sequential.Look = None  # a sequential run's look at which this comparison stopped (sequential.Design)
 
     @property
     def worse_by(self):
@@ -104,48 +102,6 @@ class Check:
             return verdict
         # Undecided at the last round: the fixed design's rule on every run decided it.
         return f"{verdict} ({self.stop.reason()}" + (")" if self.decided else "; fixed rule)")
-
-
-@dataclasses.dataclass(frozen=True)
-class Design:
-    """The sequential policy a run stopped by (its manifest's `sequential` block): the gate replays the
-    looks from the stored results with its own alpha, trusting the run for nothing but these numbers."""
-    min_rounds: int
-    max_rounds: int
-    family: int  # comparisons the run decided together (alpha split between them)
-    metrics: frozenset
-
-    @classmethod
-    def of(cls, manifest):
-        """The design of a run's manifest, or None for a fixed-count run; GateError when it is malformed."""
-        block = manifest.get("sequential")
-        if not block:
-            return None
-        try:
-            low, high, family = block["min"], block["max"], block["family"]
-            metrics = frozenset(str(q["metric"]) for q in block["comparisons"])
-        except (KeyError, TypeError):
-            raise GateError("the run's sequential block is malformed: min, max, family and comparisons needed") from None
-        if not all(isinstance(v, int) and not isinstance(v, bool) for v in (low, high, family)) or not (
-                sequential.MIN_ROUNDS <= low <= high <= 1000 and 1 <= family <= 100000):
-            raise GateError(f"the run's sequential design is out of range: min {low!r}, max {high!r}, family {family!r}")
-        return cls(low, high, family, metrics)
-
-
-def _medians_by_round(docs, metric):
-    out = {}
-    for d in docs:
-        values = [s["value"] for s in d["samples"] if s["metric"] == metric] if d["status"] == "ok" else []
-        if values:
-            out[d["cell"]["repetition"]] = float(statistics.median(values))
-    return out
-
-
-def _stop(design, base_docs, cand_docs, metric, effect, family):
-    """The look at which a sequential run stopped this comparison (replayed from its results)."""
-    rounds = 1 + max(d["cell"]["repetition"] for d in base_docs + cand_docs)
-    return sequential.replay(_medians_by_round(base_docs, metric), _medians_by_round(cand_docs, metric), rounds,
-                             effect, design.min_rounds, design.max_rounds, family)
 
 
 min_effects = thresholds.min_effects
@@ -193,7 +149,7 @@ def gate(baseline, candidate, min_effect, min_runs=3, overrides=None, resamples=
     min_effect: {metric: fraction} (min_effects()); overrides win over it.
     resamples=0 skips the ratio's CI, which the decision does not use (for calibration's many draws).
     same_run: the two sides come from one run (split_run), so their provenance differs by design.
-    design: the sequential Design the run stopped by (Design.of its manifest): its metrics are judged by the
+    design: the sequential.Design the run stopped by (Design.of its manifest): its metrics are judged by the
     look they stopped at; undecided at the last round, by the fixed rule."""
     for s in (baseline, candidate):
         if s.published:
@@ -243,8 +199,7 @@ def gate(baseline, candidate, min_effect, min_runs=3, overrides=None, resamples=
         raise GateError(f"nothing to gate: {baseline.name} and {candidate.name} share no measured cell")
     stats.adjust([c.comparison for c in checks])
     for check, base_docs, cand_docs in replay:
-        check.stop = _stop(design, base_docs, cand_docs, check.metric, check.min_effect,
-                           max(design.family, len(replay)))
+        check.stop = design.stopped_at(base_docs, cand_docs, check.metric, check.min_effect, len(replay))
     return checks
 
 
@@ -290,52 +245,6 @@ def junit(checks, baseline, candidate):
         else:
             ElementTree.SubElement(case, "system-out").text = text
     return ElementTree.tostring(suite, encoding="unicode", xml_declaration=True) + "\n"
-
-
-SAFE_VALUE = re.compile(r"^[A-Za-z0-9_.:@+/,=-]{1,200}$")
-
-
-def matrix_targets(workspace):
-    """The rig_matrix targets of this checkout (rigs/BUILD.bazel), as labels."""
-    try:
-        with open(os.path.join(workspace, "rigs", "BUILD.bazel")) as f:
-            text = f.read()
-    except OSError:
-        return set()
-    return {f"//rigs:{name}" for name in re.findall(r'rig_matrix\(\s*name\s*=\s*"([A-Za-z0-9_]+)"', text)}
-
-
-def confirm_command(candidate, check, workspace):
-    """The runner command that reruns one cell of the candidate set (its target, profile and values). The
-    target comes from result data: only one of this checkout's matrix targets is run, and every value is
-    passed as one --name=value argument."""
-    m = candidate.manifest.get("matrix", {})
-    doc = candidate.first_ok()
-    target = doc["provenance"]["bazel_target"]
-    if not target:
-        raise GateError(f"{candidate.name} does not record the target that made it; cannot rerun")
-    known = matrix_targets(workspace)
-    if target not in known:
-        raise GateError(f"{candidate.name} names the target {target[:100]!r}, which is not a matrix target of this "
-                        f"checkout ({', '.join(sorted(known)) or 'none found in rigs/BUILD.bazel'}); not run")
-    argv = ["bazel", "run", target, "--"]
-    values = ([m["profile"]] if m.get("profile") else []) + [f"{k}={v}" for k, v in check.params.items()]
-    bad = [v for v in values if not SAFE_VALUE.match(str(v))]
-    if bad:
-        raise GateError(f"{candidate.name}: {bad[0][:100]!r} is not a profile or axis value the runner takes; not run")
-    if m.get("profile"):
-        argv.append(f"--profile={m['profile']}")
-    argv += [f"--set={k}={v}" for k, v in check.params.items()]
-    return argv + ["--no-next-steps"]
-
-
-def run_confirmation(argv, workspace):
-    proc = subprocess.run(argv, cwd=workspace, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
-    found = re.search(r"results in (\S+)", proc.stdout)
-    if not found:
-        raise GateError(f"the confirmation run printed no results folder (exit {proc.returncode}):\n"
-                        f"{proc.stdout[-2000:]}")
-    return found.group(1)
 
 
 def parse_args(argv):
@@ -430,7 +339,10 @@ def run(args):
         if args.run:
             run = resultsets.resolve(here(args.run), results_root)
             baseline, candidate = split_run(run, args.axis, args.baseline_value, args.candidate_value)
-            design = Design.of(run.manifest)
+            try:
+                design = sequential.Design.of(run.manifest)
+            except ValueError as e:
+                raise GateError(str(e)) from None
         else:
             baseline = resultsets.resolve(here(args.baseline), results_root)
             candidate = resultsets.resolve(here(args.candidate), results_root)
@@ -444,9 +356,9 @@ def run(args):
         if args.confirm and any(c.regressed for c in checks):
             still = []
             for c in [c for c in checks if c.regressed]:
-                command = confirm_command(candidate, c, workspace)
+                command = gate_confirm.confirm_command(candidate, c, workspace)
                 print(f"confirming {c.cell} {c.metric}: {shlex.join(command)}", flush=True)
-                rerun = resultsets.resolve(run_confirmation(command, workspace), results_root)
+                rerun = resultsets.resolve(gate_confirm.run_confirmation(command, workspace), results_root)
                 again = [x for x in gate(baseline, rerun, effects, args.min_runs, overrides)
                          if x.params == c.params and x.metric == c.metric]
                 if again and again[0].regressed:
@@ -455,7 +367,7 @@ def run(args):
             for c in checks:
                 if c.regressed and c not in still:
                     c.unconfirmed = True
-    except (resultsets.ResultSetError, GateError, thresholds.ThresholdError) as e:
+    except (resultsets.ResultSetError, GateError, gate_confirm.ConfirmError, thresholds.ThresholdError) as e:
         print(f"error: {e}", file=sys.stderr)
         return EXIT_UNUSABLE
     text = markdown(checks, baseline, candidate, confirmed, warnings)

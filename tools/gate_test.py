@@ -13,7 +13,7 @@ from xml.etree import ElementTree
 
 from analysis import golden, resultsets
 from analysis.testsets import write_set
-from tools import gate
+from tools import gate, gate_confirm
 
 RUNFILES = os.path.abspath(os.path.join(os.path.dirname(__file__), ".."))
 
@@ -165,7 +165,7 @@ class GateTest(unittest.TestCase):
         base, cand = self.sets(950.0)
         candidate = resultsets.load_run(cand)
         checks = gate.gate(resultsets.load_run(base), candidate, {"cpu_loop_rate": 0.03})
-        argv = gate.confirm_command(candidate, checks[0], RUNFILES)
+        argv = gate_confirm.confirm_command(candidate, checks[0], RUNFILES)
         self.assertEqual(argv[:5], ["bazel", "run", "//rigs:calibration_matrix", "--", "--profile=smoke"])
         sets = [a.split("=", 1)[1] for a in argv if a.startswith("--set=")]
         self.assertIn("gc=g1", sets)  # the regressed cell's own values, every one of them
@@ -177,16 +177,16 @@ class GateTest(unittest.TestCase):
         base, cand = self.sets(950.0)
         candidate = resultsets.load_run(cand)
         checks = gate.gate(resultsets.load_run(base), candidate, {"cpu_loop_rate": 0.03})
-        self.assertIn("//rigs:yarn_cps_matrix", gate.matrix_targets(RUNFILES))
+        self.assertIn("//rigs:yarn_cps_matrix", gate_confirm.matrix_targets(RUNFILES))
         for target in ("//tools:fleet", "@evil//:x", "--run_under=/bin/sh"):
             candidate.docs[0]["provenance"]["bazel_target"] = target
             with self.subTest(target=target):
-                with self.assertRaisesRegex(gate.GateError, "not a matrix target of this checkout"):
-                    gate.confirm_command(candidate, checks[0], RUNFILES)
+                with self.assertRaisesRegex(gate_confirm.ConfirmError, "not a matrix target of this checkout"):
+                    gate_confirm.confirm_command(candidate, checks[0], RUNFILES)
         candidate.docs[0]["provenance"]["bazel_target"] = "//rigs:calibration_matrix"
         checks[0].params["gc"] = "g1 --run_under=x"
-        with self.assertRaisesRegex(gate.GateError, "not a profile or axis value"):
-            gate.confirm_command(candidate, checks[0], RUNFILES)
+        with self.assertRaisesRegex(gate_confirm.ConfirmError, "not a profile or axis value"):
+            gate_confirm.confirm_command(candidate, checks[0], RUNFILES)
 
     def test_nothing_unusable_passes_and_only_a_regression_exits_1(self):
         base, cand = self.sets(500.0)  # a 50 % slowdown

@@ -1,0 +1,56 @@
+"""The gate's --confirm: the runner command that reruns one regressed cell of a stored candidate set, and
+running it. Only one of this checkout's rig_matrix targets is ever run, with every value checked."""
+
+import os
+import re
+import subprocess
+
+
+class ConfirmError(ValueError):
+    pass
+
+
+SAFE_VALUE = re.compile(r"^[A-Za-z0-9_.:@+/,=-]{1,200}$")
+
+
+def matrix_targets(workspace):
+    """The rig_matrix targets of this checkout (rigs/BUILD.bazel), as labels."""
+    try:
+        with open(os.path.join(workspace, "rigs", "BUILD.bazel")) as f:
+            text = f.read()
+    except OSError:
+        return set()
+    return {f"//rigs:{name}" for name in re.findall(r'rig_matrix\(\s*name\s*=\s*"([A-Za-z0-9_]+)"', text)}
+
+
+def confirm_command(candidate, check, workspace):
+    """The runner command that reruns one cell of the candidate set (its target, profile and values). The
+    target comes from result data: only one of this checkout's matrix targets is run, and every value is
+    passed as one --name=value argument."""
+    m = candidate.manifest.get("matrix", {})
+    doc = candidate.first_ok()
+    target = doc["provenance"]["bazel_target"]
+    if not target:
+        raise ConfirmError(f"{candidate.name} does not record the target that made it; cannot rerun")
+    known = matrix_targets(workspace)
+    if target not in known:
+        raise ConfirmError(f"{candidate.name} names the target {target[:100]!r}, which is not a matrix target of this "
+                        f"checkout ({', '.join(sorted(known)) or 'none found in rigs/BUILD.bazel'}); not run")
+    argv = ["bazel", "run", target, "--"]
+    values = ([m["profile"]] if m.get("profile") else []) + [f"{k}={v}" for k, v in check.params.items()]
+    bad = [v for v in values if not SAFE_VALUE.match(str(v))]
+    if bad:
+        raise ConfirmError(f"{candidate.name}: {bad[0][:100]!r} is not a profile or axis value the runner takes; not run")
+    if m.get("profile"):
+        argv.append(f"--profile={m['profile']}")
+    argv += [f"--set={k}={v}" for k, v in check.params.items()]
+    return argv + ["--no-next-steps"]
+
+
+def run_confirmation(argv, workspace):
+    proc = subprocess.run(argv, cwd=workspace, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+    found = re.search(r"results in (\S+)", proc.stdout)
+    if not found:
+        raise ConfirmError(f"the confirmation run printed no results folder (exit {proc.returncode}):\n"
+                        f"{proc.stdout[-2000:]}")
+    return found.group(1)
