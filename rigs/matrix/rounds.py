@@ -4,7 +4,8 @@ interleaved round, and which cells are still needed. The statistics are analysis
 A comparison is one the matrix asks about (every declared comparison group, each cell against its partner
 at the group's baseline value: analysis/compare.py `partners`, what the summary and the gate compare) for
 one metric the policy decides on. A cell stays scheduled while a comparison it takes part in is open; a cell
-in no comparison runs the first `min` rounds. Both sides of a comparison always get the same rounds.
+in no comparison runs the first `min` rounds (so does every cell of a matrix that compares nothing, e.g. one
+narrowed by --set to one value). Both sides of a comparison always get the same rounds.
 """
 
 import dataclasses
@@ -64,15 +65,20 @@ class Rounds:
                                    c.id, metric, effect)
                           for group, base_value, partner, c in compare.partners(measured, groups)
                           for metric, effect in effects.items()]
-        if not self.questions:
-            raise ValueError("stop = \"decided\": this matrix compares nothing (no declared axis has two measured "
-                             "values), so nothing can be decided; use a fixed count (repetitions = N)")
         self.medians = {}  # (cell id, metric) -> {round: run median}
         self.rounds = 0  # complete rounds looked at
 
     @property
     def family(self):
-        return len(self.questions)
+        return max(1, len(self.questions))
+
+    def describe(self):
+        """What the run will decide, for the runner's first lines."""
+        if not self.questions:
+            return (f"nothing to decide (no declared axis has two measured values): every cell runs "
+                    f"{self.policy.min_repetitions} rounds")
+        return (f"deciding {len(self.questions)} comparison(s) on {', '.join(sorted({q.metric for q in self.questions}))} "
+                f"after each round from {self.policy.min_repetitions} to {self.policy.repetitions}")
 
     def record(self, doc):
         """Keeps the run medians of an ok result (a result document of this run)."""

@@ -331,6 +331,8 @@ def run_cells(console, ctx, planned):
     write_manifest(ctx, planned, order, "running", statuses)
     console.print(f"run {ctx.run_id}: {len(todo)} of {len(order)} cell repetitions to run"
                   + (f" at most ({matrix.policy.describe()})" if rounds else "") + f"; results in {run_dir}")
+    if rounds:
+        console.print(escape(f"sequential: {rounds.describe()}"))
 
     def on_term(signum, frame):
         raise KeyboardInterrupt

@@ -505,6 +505,12 @@ class RunnerTest(unittest.TestCase):
         self.assertEqual(len(block["comparisons"]), 4)  # each comparison at both values of the other axis
         self.assertIn("decided at round 3: different: behaviour=halved vs ok, rate -50.0%", out)
         self.assertIn("at most (3..6 rounds, stop when decided)", out)
+        # Narrowed to one cell there is nothing to decide: it runs the first `min` rounds and says so.
+        code, out = self.box.main("--profile", "sequential", "--set", "behaviour=ok", "--set", "gc=g1")
+        self.assertEqual(code, runner.EXIT_OK, out)
+        self.assertIn("nothing to decide", out)
+        (narrowed,) = set(self.box.run_dirs()) - {run_dir}
+        self.assertEqual(sorted(rep for _, rep in self.docs(narrowed)), [0, 1, 2])
         # The fixed count stays one flag away, and is another run (its own settings).
         code, out = self.box.main("--profile", "sequential", "--set", "policy.repetitions=2", "--dry-run")
         self.assertEqual(code, runner.EXIT_OK, out)
