@@ -207,6 +207,24 @@ class ReportTest(unittest.TestCase):
             ({"variant": "patched"}, 1000.0)])]))
         self.assertIn("No significant change in cpu_loop_rate", text)
 
+    def test_a_sequential_run_says_on_its_first_page_when_each_comparison_stopped(self):
+        folder = os.path.join(self.dir, "seq")
+        write_set(folder, [({"variant": "stock"}, 1000.0), ({"variant": "patched"}, 900.0)], runs=3)
+        with open(os.path.join(folder, "manifest.json")) as f:
+            manifest = json.load(f)
+        manifest["sequential"] = {"min": 3, "max": 5, "family": 1, "rounds": 3, "comparisons": [
+            {"axis": "variant", "baseline_value": "stock", "value": "patched", "baseline": "0" * 12,
+             "candidate": "0" * 11 + "1", "metric": "cpu_loop_rate", "min_effect": 0.03,
+             "look": {"state": "different", "pairs": 3, "rounds": 3, "ratio": 0.9, "ci_low": 0.88, "ci_high": 0.92,
+                      "level": 0.025, "final": True}, "reason": "decided at round 3: different"}]}
+        with open(os.path.join(folder, "manifest.json"), "w") as f:
+            json.dump(manifest, f)
+        text = render.to_text(self.build("axis", [resultsets.load_run(folder, name="seq")]))
+        first_page = text.split("How to read")[0]
+        self.assertIn("decided at round 3: different", first_page)
+        self.assertIn("Sequential repetitions: rounds 3..5", first_page)
+        self.assertRegex(first_page, r"variant: patched vs stock.*cpu_loop_rate.*-10\.0%.*-12\.0%\.\.-8\.0%.*3")
+
     def test_cross_host_refuses_sets_that_differ_in_more_than_the_host(self):
         a = write_set(os.path.join(self.dir, "a"), [({}, 100.0)], host="h1")
         b = write_set(os.path.join(self.dir, "b"), [({}, 100.0)], host="h2", workload_sha="0" * 64)

@@ -4,9 +4,9 @@ writes results, not a timed test.
     bazel run //tools:sequential_calibration [-- --draws 4000 --min 3 --max 8 --out-set NAME]
 
 For each rig with recorded sets, an A/A pair (one configuration as two interleaved arms) and a 5 % slowdown
-(two arms, the second slowed), both designs are run many times on rounds drawn with replacement from the
-recorded rounds (a round = one run of each arm, measured next to each other: the pairing the interleaved
-runner gives both sides of a comparison):
+(two arms, the second slowed), both designs are run many times on the recorded rounds in random order,
+without replacement (a round = one run of each arm, measured next to each other: the pairing the
+interleaved runner gives both sides of a comparison):
 - fixed: 5 rounds, the gate's rule (tools/gate.py: Welch's t on run medians, p < 0.05, worse by more than
   the metric's minimum effect);
 - sequential: looks from --min to --max rounds (analysis/sequential.py), stopping at the first decided look;
@@ -79,15 +79,20 @@ def fixed_flag(pairs, min_effect, direction):
     return "regressed" if worse else "improved"
 
 
-def simulate(pairs, draws, rng, min_effect, direction, low, high):
-    """Per design: [(flag, rounds)] over `draws` sequences of rounds drawn with replacement."""
+def simulate(pairs, draws, rng, min_effect, direction, low, high, first_share=sequential.FIRST_LOOK_SHARE):
+    """Per design: [(flag, rounds)] over `draws` sequences of recorded rounds in random order, without
+    replacement (a round drawn twice would understate the noise and inflate both designs' false alarms)."""
     out = {"fixed": [], "sequential": []}
     pairs = np.asarray(pairs, dtype=float)
+    if len(pairs) < max(high, FIXED_ROUNDS):
+        raise ValueError(f"{len(pairs)} recorded rounds: need at least {max(high, FIXED_ROUNDS)} (--max and the fixed "
+                         f"design's {FIXED_ROUNDS}) to draw without replacement")
     for _ in range(draws):
-        seq = pairs[rng.integers(0, len(pairs), max(high, FIXED_ROUNDS))]
+        seq = pairs[rng.permutation(len(pairs))[:max(high, FIXED_ROUNDS)]]
         out["fixed"].append((fixed_flag(seq[:FIXED_ROUNDS], min_effect, direction), FIXED_ROUNDS))
         stop = sequential.replay({r: a for r, (a, _) in enumerate(seq[:high])},
-                                 {r: b for r, (_, b) in enumerate(seq[:high])}, high, min_effect, low, high)
+                                 {r: b for r, (_, b) in enumerate(seq[:high])}, high, min_effect, low, high,
+                                 first_share=first_share)
         if stop.state == sequential.DIFFERENT:
             worse = stop.change < 0 if direction == "higher_is_better" else stop.change > 0
             flag = "regressed" if worse else "improved"
@@ -108,7 +113,7 @@ def rates(aa, slow):
             "slowdown_mean_rounds": float(np.mean([r for _, r in slow]))}
 
 
-def calibrate(study, baselines, draws, low, high, seed):
+def calibrate(study, baselines, draws, low, high, seed, first_share=sequential.FIRST_LOOK_SHARE):
     rig, metric, aa_name, aa_axis, slow_name, slow_axis, slow_values = study
     aa_set = resultsets.resolve(os.path.join(baselines, aa_name), baselines)
     decl = aa_set.metrics()[metric]
@@ -119,8 +124,8 @@ def calibrate(study, baselines, draws, low, high, seed):
     slow_pairs = rounds_of(*arm_medians(slow_set, slow_axis, metric, slow_values))
     source = f"{slow_name} ({slow_axis} {slow_values[0]} vs {slow_values[1]})"
     rng = np.random.default_rng(seed)
-    aa = simulate(aa_pairs, draws, rng, min_effect, decl["direction"], low, high)
-    slow = simulate(slow_pairs, draws, rng, min_effect, decl["direction"], low, high)
+    aa = simulate(aa_pairs, draws, rng, min_effect, decl["direction"], low, high, first_share)
+    slow = simulate(slow_pairs, draws, rng, min_effect, decl["direction"], low, high, first_share)
     logs = np.log([b / a for a, b in aa_pairs])
     result = {design: rates(aa[design], slow[design]) for design in ("fixed", "sequential")}
     result.update({
@@ -147,12 +152,15 @@ def main(argv=None):
     parser.add_argument("--min", type=int, default=3, help="the sequential policy's first look (rounds)")
     parser.add_argument("--max", type=int, default=8, help="the sequential policy's most rounds")
     parser.add_argument("--seed", type=int, default=20261124)
+    parser.add_argument("--first-look-share", type=float, default=sequential.FIRST_LOOK_SHARE,
+                        help="the share of alpha the first look spends (the runner's: "
+                             f"{sequential.FIRST_LOOK_SHARE}); to compare designs")
     parser.add_argument("--out-set", default="yarn_cps-sequential-aa-20261124-2vcpu",
                         help="the promoted set (results/baselines/NAME) to write sequential_calibration.json into")
     parser.add_argument("--rig", action="append", default=[], help="calibrate only these rigs (repeatable)")
     args = parser.parse_args(argv)
-    if not sequential.MIN_ROUNDS <= args.min <= args.max or args.draws < 100:
-        parser.error(f"need {sequential.MIN_ROUNDS} <= --min <= --max and --draws >= 100")
+    if not sequential.MIN_ROUNDS <= args.min <= args.max or args.draws < 100 or not 0 < args.first_look_share < 1:
+        parser.error(f"need {sequential.MIN_ROUNDS} <= --min <= --max, --draws >= 100, 0 < --first-look-share < 1")
     workspace = os.environ.get("BUILD_WORKSPACE_DIRECTORY", os.getcwd())
     baselines = os.path.join(workspace, "results", "baselines")
     out_dir = os.path.join(baselines, args.out_set)
@@ -162,13 +170,14 @@ def main(argv=None):
     doc = {"kind": "tunelab.sequential_calibration",
            "generated_at": datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds"),
            "design": {"min": args.min, "max": args.max, "alpha": sequential.ALPHA,
-                      "first_look_share": sequential.FIRST_LOOK_SHARE, "fixed_rounds": FIXED_ROUNDS},
+                      "first_look_share": args.first_look_share, "fixed_rounds": FIXED_ROUNDS},
            "draws": args.draws, "seed": args.seed, "targets": TARGETS}
     for study in STUDIES:
         if args.rig and study[0] not in args.rig:
             continue
         try:
-            doc[study[0]] = calibrate(study, baselines, args.draws, args.min, args.max, args.seed)
+            doc[study[0]] = calibrate(study, baselines, args.draws, args.min, args.max, args.seed,
+                                      args.first_look_share)
         except (resultsets.ResultSetError, ValueError, KeyError) as e:
             print(f"error: {study[0]}: {e}", file=sys.stderr)
             return 2
