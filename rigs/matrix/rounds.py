@@ -92,7 +92,10 @@ class Rounds:
                 np.median(values))
 
     def look(self, rounds):
-        """Looks at every comparison after `rounds` complete rounds; returns the questions that became final."""
+        """Looks at every comparison after `rounds` complete rounds; returns the questions that became final.
+        Once every comparison is final, later rounds (not measured) change nothing, `self.rounds` included."""
+        if self.questions and all(q.look is not None and q.look.final for q in self.questions):
+            return []
         self.rounds = rounds
         newly = []
         for q in self.questions:
