@@ -220,6 +220,6 @@ def sequential_blocks(measured):
         block = s.manifest.get("sequential")
         if block:
             blocks.append(render.TableBlock(
-                ["comparison", "metric", "change", "repeated 95% CI", "rounds", "stopped"],
+                ["comparison", "metric", "paired change", "repeated 95% CI", "rounds", "stopped"],
                 sequential.stop_rows(block), caption=sequential.design_text(block)))
     return blocks

@@ -183,7 +183,8 @@ def design_text(block):
     return (f"Sequential repetitions: rounds {block['min']}..{block['max']}, each comparison stopped once its "
             f"repeated 95% confidence interval (all looks together; alpha split over {block['family']} "
             "comparison(s)) lay wholly outside ± the metric's minimum effect (different) or wholly inside it "
-            "(equivalent); analysis/sequential.py.")
+            "(equivalent). Paired change: the geometric mean of each round's candidate/baseline ratio, which "
+            "an outlying round moves more than the median of medians above; analysis/sequential.py.")
 
 
 @dataclasses.dataclass(frozen=True)

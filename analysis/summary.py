@@ -174,7 +174,7 @@ def stop_table(block):
     t.add_column("comparison", ratio=1, min_width=20, overflow="fold")
     if len(metrics) > 1:
         t.add_column("metric", overflow="fold")
-    for col in ("change", "repeated CI", "rounds"):
+    for col in ("paired change", "repeated CI", "rounds"):
         t.add_column(col, justify="right", no_wrap=True)
     t.add_column("stopped", no_wrap=True)
     t.caption = escape(sequential.design_text(block))
