@@ -1,6 +1,7 @@
-"""The runner end to end with a fake rig: testdata/fake/java and jcmd are small Python scripts that behave
-like a JVM as far as the runner can see (flags from their own command line, a worker thread whose tid
-can be pinned), so these tests need no JVM and run in seconds. Host files are fakes in a temp folder.
+"""The runner end to end with the fake rig (fakerig.py: no JVM, fake host files): results and their evidence,
+failing cells, the host lock, bad input, resume after SIGKILL, SIGTERM, servers stopped on interruption,
+patched variants, sealed runs, the rig contract. Processes with roles: roles_test.py; sequential
+repetitions: sequential_run_test.py.
 """
 
 import io
@@ -19,145 +20,13 @@ from rich.console import Console
 
 from results import resultfile as results
 from rigs.matrix import rig as rig_contract, runner
-from rigs.host import jdks
+from rigs.matrix.fakerig import (FakeRig, FakeRigTestCase, Sandbox, install_fake_rig, running_with_argv_containing)
 
-HERE = os.path.dirname(os.path.abspath(__file__))
-TESTDATA = os.path.join(HERE, "testdata")
-
-
-class FakeRig(rig_contract.Rig):
-    name = "fake"
-    parameters = {"seconds": rig_contract.Param(float, high=600, doc="-1: the client fails at once")}
-
-    def launch(self, cell, workload, policy, workdir, data, inputs_dir):
-        p = cell.params
-        if p["server"] != "none":
-            port = rig_contract.free_loopback_port()
-            processes = [
-                rig_contract.Process("server", main_class="fake.Server", classpath=["/nonexistent.jar"],
-                                     args=[p["server"], str(port)], server=True, ready_pattern=r"listening",
-                                     ready_timeout_s=3, ports=[port]),
-                rig_contract.Process("loadgen", program=[os.path.join(TESTDATA, "fake", "client"), str(port),
-                                                         p["seconds"]], under_test=False,
-                                     fail_pattern=r"worker \d+ failed", phase=1)]
-            if p["loader"] != "none":
-                data = os.path.join(workdir, "data.txt")
-                with open(data, "w") as f:
-                    f.write("a\nb\nc\n")
-                processes.insert(1, rig_contract.Process(
-                    "loader", program=[os.path.join(TESTDATA, "fake", "loader"), p["loader"], "{pid:server}"],
-                    under_test=False, stdin=data))
-            if p["pressure"] != "none":
-                processes.insert(1, rig_contract.Process(
-                    "pressure", program=[os.path.join(TESTDATA, "fake", "holder"), p["pressure"]],
-                    under_test=False, background=True, ready_pattern="holding"))
-            return rig_contract.Launch(processes)
-        return rig_contract.Launch.jvm("fake.Main", ["/nonexistent.jar"],
-                                   [p["behaviour"], p["seconds"], os.path.join(workdir, "started")],
-                                   generated_inputs={"input.txt": "0" * 64}, state={"seconds": p["seconds"]})
-
-    def parse(self, outputs, policy, workdir, launch):
-        stdout_text = outputs.get(rig_contract.MAIN_ROLE) or outputs["loadgen"]
-        warmup, measured = [], []
-        for line in stdout_text.splitlines():
-            rec = json.loads(line)
-            sample = {"metric": "rate", "value": rec["value"], "unit": "ops/s", "t": rec["t"]}
-            (warmup if rec["phase"] == "warmup" else measured).append(sample)
-        if not measured:
-            raise rig_contract.MeasurementInvalid(f"only {len(warmup)} warm-up samples")
-        # The single-JVM cells also declare their samples in two halves, as a rig measuring a cell in parts
-        # does (the Redis rig: before and after a page migration); the state is what launch returned.
-        split = {}
-        if outputs.get(rig_contract.MAIN_ROLE) and len(measured) >= 2:
-            half = len(measured) // 2
-            split = {"half": {"first": measured[:half], "second": measured[half:],
-                              "seconds": [dict(measured[0], value=float(launch.state["seconds"]))]}}
-        return rig_contract.Parsed(warmup, measured, {"lines": len(warmup) + len(measured)}, split=split)
-
-
-def install_fake_rig():
-    package = types.ModuleType("rigs.fake")
-    module = types.ModuleType("rigs.fake.rig")
-    module.RIG = FakeRig()
-    sys.modules["rigs.fake"], sys.modules["rigs.fake.rig"] = package, module
-
-
-class Sandbox:
-    """A temp folder with a fake JDK, fake host knob files, a results folder and a host state folder."""
-
-    def __init__(self, root):
-        self.root = root
-        self.java_home = os.path.join(root, "jdk")
-        os.makedirs(os.path.join(self.java_home, "bin"), exist_ok=True)
-        for tool in ("java", "jcmd"):
-            link = os.path.join(self.java_home, "bin", tool)
-            if not os.path.exists(link):
-                os.symlink(os.path.join(TESTDATA, "fake", tool), link)
-        self.paths = runner.knobs.HostPaths(thp_enabled=os.path.join(root, "thp_enabled"),
-                                            nr_hugepages=os.path.join(root, "nr_hugepages"))
-        for path, text in ((self.paths.thp_enabled, "always [madvise] never\n"), (self.paths.nr_hugepages, "0\n")):
-            if not os.path.exists(path):
-                with open(path, "w") as f:
-                    f.write(text)
-        self.results = os.path.join(root, "results")
-        self.state_dir = os.path.join(root, "state")
-
-    def report(self):
-        cap = lambda **kw: dict(evidence="fake host", **kw)  # noqa: E731
-        return {
-            "schema": "tunelab.doctor/1",
-            "host": {"hostname": "fake", "host_id": "fakehost-00000000", "kernel": "Linux", "os": "test",
-                     "load_average": [0.0, 0.0, 0.0]},
-            "cpu": {"logical_cpus": 2, "frequency_governor": None, "frequency_governor_evidence": "fake"},
-            "numa": {"nodes": [{"id": 0, "cpus": "0-1", "memory_total_kb": 1, "memory_free_kb": 1, "distances": [10]}],
-                     "evidence": "fake"},
-            "memory": {"available_kb": 1 << 30},
-            "capabilities": {
-                "transparent_hugepages": cap(available=True, value="madvise", writable=True),
-                "explicit_hugepages": cap(available=True, value=0, writable=True),
-                "numa_multi_node": cap(available=False, value=1),
-                "numactl": cap(available=True), "taskset": cap(available=True),
-            },
-            "jdks": [{"name": "jdk17", "source": "pinned", "java_home": self.java_home,
-                      "java": os.path.join(self.java_home, "bin", "java"), "version": "17.0.0", "major": 17,
-                      "vendor": "fake", "vm": "", "runtime_version": "", "error": "",
-                      "gcs": {gc: {"accepted": gc not in ("cms", "shenandoah"), "flags": flags,
-                                   "evidence": "Unrecognized VM option" if gc in ("cms", "shenandoah") else "starts"}
-                              for gc, flags in jdks.GC_FLAGS.items()}}],
-        }
-
-    def args(self, *extra):
-        return ["--matrix", os.path.join(TESTDATA, "fake_matrix.toml"),
-                "--workload", os.path.join(TESTDATA, "fake_workload"),
-                "--results-dir", self.results, "--state-dir", self.state_dir, *extra]
-
-    def main(self, *extra):
-        out = io.StringIO()
-        code = runner.main(self.args(*extra), console=Console(file=out, width=200), host_paths=self.paths,
-                           report=self.report())
-        return code, out.getvalue()
-
-    def run_dirs(self):
-        base = os.path.join(self.results, "fakehost-00000000")
-        return sorted(os.path.join(base, d) for d in os.listdir(base)) if os.path.isdir(base) else []
-
-    def thp(self):
-        with open(self.paths.thp_enabled) as f:
-            return f.read().strip()
-
-
-class RunnerTest(unittest.TestCase):
-    def setUp(self):
-        install_fake_rig()
-        self.box = Sandbox(tempfile.mkdtemp(dir=os.environ.get("TEST_TMPDIR")))
-
+class RunnerTest(FakeRigTestCase):
     def spawn(self, *args):
         """The runner in a child process (see child_main), so that it can be signalled."""
         return subprocess.Popen([sys.executable, __file__, "--child", self.box.root, *args],
                                 stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, env=os.environ)
-
-    def docs(self, run_dir):
-        return {key: results.load_result(results.result_path(run_dir, *key)) for key in results.stored_results(run_dir)}
 
     def test_run_stores_valid_results_with_pinning_evidence(self):
         code, out = self.box.main()
@@ -214,92 +83,6 @@ class RunnerTest(unittest.TestCase):
         self.assertEqual(by_behaviour["ok"]["evidence"]["thp_mode"], "always")
         self.assertEqual(self.box.thp(), "madvise")  # restored after the crash and the hang too
 
-    def test_a_server_and_a_load_generator_are_placed_proven_and_always_stopped(self):
-        code, out = self.box.main("--profile", "served")
-        self.assertEqual(code, runner.EXIT_OK, out)
-        (run_dir,) = self.box.run_dirs()
-        docs = self.docs(run_dir).values()
-        self.assertEqual(len(docs), 4)
-        for doc in docs:
-            self.assertEqual(doc["status"], "ok", doc.get("reason"))
-            ev = doc["evidence"]
-            self.assertEqual(ev["role"], "server")
-            self.assertGreaterEqual(min(s["value"] for s in doc["samples"]), 200)  # answered by the server
-            server = ev["servers"]["server"]
-            self.assertEqual(list(server["ports_freed"].values()), [True])
-            stubborn = doc["cell"]["params"]["server"] == "stubborn"
-            self.assertEqual(server["stopped_by"], "SIGKILL" if stubborn else "SIGTERM")
-            self.assertEqual(set(doc["provenance"]["commands"]), {"server", "loadgen"})
-            self.assertEqual(set(ev["process_cpu"]), {"server", "loadgen"})
-            self.assertGreater(ev["process_cpu"]["loadgen"]["wall_s"], 0.5)
-            with open(doc["logs"]["server.stdout"]) as f:
-                self.assertIn("listening", f.read())
-            if doc["cell"]["params"]["pinning"] == "apart":
-                self.assertEqual(doc["provenance"]["commands"]["server"][:3], ["taskset", "-c", "1"])
-                self.assertEqual(ev["process_status"]["Cpus_allowed_list"], "1")
-                self.assertEqual(ev["other_processes"]["loadgen"]["process_status"]["Cpus_allowed_list"], "0")
-            else:
-                self.assertEqual(ev["other_processes"]["loadgen"]["cpus_wanted"], "")
-
-    def test_a_server_that_dies_or_never_gets_ready_fails_the_cell_and_is_stopped(self):
-        code, out = self.box.main("--profile", "served_failing")
-        self.assertEqual(code, runner.EXIT_CELLS_FAILED, out)
-        (run_dir,) = self.box.run_dirs()
-        by_server = {d["cell"]["params"]["server"]: d for d in self.docs(run_dir).values()}
-        self.assertEqual(by_server["dies"]["status"], "failed")
-        self.assertIn("server server exited with status 4", by_server["dies"]["reason"])
-        self.assertEqual(by_server["mute"]["status"], "failed")
-        self.assertIn("server server not ready after 3 s", by_server["mute"]["reason"])
-        self.assertEqual(by_server["mute"]["evidence"]["servers"]["server"]["stopped_by"], "SIGTERM")
-        # A load generator that says it failed but keeps running is stopped at once, not at the timeout.
-        self.assertEqual(by_server["serve"]["status"], "failed")
-        self.assertIn("loadgen reported a failure: fake client: worker 1 failed", by_server["serve"]["reason"])
-        self.assertLess(by_server["serve"]["duration_s"], 10)
-        for doc in by_server.values():  # nothing of the cell is left running
-            for role, command in doc["provenance"]["commands"].items():
-                self.assertFalse(_running_with_argv(command), f"{role} still running: {command}")
-
-    def test_phases_run_in_order_and_a_failing_phase_ends_the_cell(self):
-        code, out = self.box.main("--profile", "phased")
-        self.assertEqual(code, runner.EXIT_CELLS_FAILED, out)
-        (run_dir,) = self.box.run_dirs()
-        by_loader = {d["cell"]["params"]["loader"]: d for d in self.docs(run_dir).values()}
-        ok, fails = by_loader["ok"], by_loader["fails"]
-        self.assertEqual(ok["status"], "ok", ok.get("reason"))
-        with open(ok["logs"]["loader.stdout"]) as f:
-            self.assertEqual(f.read().strip(), "loaded 3 lines")  # its stdin was the data file
-        with open(os.path.join(run_dir, "work", os.path.basename(ok["logs"]["loader.stdout"]).split(".loader")[0],
-                               "loaded")) as f:
-            loaded_at = json.load(f)["done_at"]
-        self.assertLess(loaded_at, os.stat(ok["logs"]["loadgen.stdout"]).st_ctime)
-        self.assertEqual(ok["evidence"]["exit_statuses"], {"server": ok["evidence"]["exit_statuses"]["server"],
-                                                           "loader": 0, "loadgen": 0})
-        self.assertEqual(fails["status"], "failed")
-        self.assertIn("loader (phase 0) exited with status 3: fake loader: the server refused the data",
-                      fails["reason"])
-        self.assertNotIn("loadgen", fails["evidence"]["exit_statuses"])  # the next phase never started
-        self.assertEqual(list(fails["evidence"]["servers"]["server"]["ports_freed"].values()), [True])
-        # {pid:server} was the server's pid, as the fake server printed it.
-        with open(ok["logs"]["server.stdout"]) as f:
-            server_pid = f.read().split(" pid ")[1].split()[0]
-        self.assertEqual(ok["provenance"]["commands"]["loader"][-1], "{pid:server}")
-        self.assertEqual(ok["evidence"]["resolved_commands"]["loader"][-1], server_pid)
-
-    def test_a_background_process_runs_beside_its_phase_and_is_stopped_after_it(self):
-        code, out = self.box.main("--profile", "phased_background")
-        self.assertEqual(code, runner.EXIT_CELLS_FAILED, out)
-        (run_dir,) = self.box.run_dirs()
-        by_pressure = {d["cell"]["params"]["pressure"]: d for d in self.docs(run_dir).values()}
-        holds, dies = by_pressure["holds"], by_pressure["dies"]
-        self.assertEqual(holds["status"], "ok", holds.get("reason"))
-        self.assertEqual(holds["evidence"]["exit_statuses"]["pressure"], -15)  # stopped by the runner (SIGTERM)
-        self.assertLess(os.stat(holds["logs"]["pressure.stdout"]).st_mtime,  # ready before the loader started
-                        os.stat(holds["logs"]["loader.stdout"]).st_mtime)
-        self.assertFalse(_running_with_argv(holds["provenance"]["commands"]["pressure"]))
-        self.assertEqual(dies["status"], "failed")
-        self.assertIn("pressure (phase 0) exited with status 5: fake holder: lost its memory", dies["reason"])
-        self.assertNotIn("loadgen", dies["evidence"]["exit_statuses"])
-
     def test_servers_are_stopped_and_ports_freed_when_the_runner_is_interrupted_or_killed(self):
         for sig in (signal.SIGTERM, signal.SIGKILL):
             box = Sandbox(tempfile.mkdtemp(dir=os.environ.get("TEST_TMPDIR")))
@@ -326,7 +109,7 @@ class RunnerTest(unittest.TestCase):
                 child.kill()
             self.assertTrue(runner.knobs.wait_for(lambda: not rig_contract.port_in_use(port), 10),
                             f"port {port} still in use after {sig.name}")
-            self.assertFalse(_running_with_argv_containing(["fake.Server", str(port)]),
+            self.assertFalse(running_with_argv_containing(["fake.Server", str(port)]),
                              f"the server outlived its runner ({sig.name})")
 
     def test_a_patched_variant_carries_its_identity_and_must_load_its_classes(self):
@@ -483,46 +266,6 @@ class RunnerTest(unittest.TestCase):
             self.assertEqual(f.read(), "the real key\n")
         self.assertEqual(self.box.run_dirs(), [])
 
-    def test_a_sequential_run_stops_each_comparison_once_decided(self):
-        code, out = self.box.main("--profile", "sequential")
-        self.assertEqual(code, runner.EXIT_OK, out)
-        (run_dir,) = self.box.run_dirs()
-        docs = self.docs(run_dir)
-        # 4 cells, every comparison decided at round 3 of at most 6: rounds 0-2 measured, 3-5 not needed.
-        self.assertEqual(sorted({rep for _, rep in docs}), [0, 1, 2])
-        self.assertEqual(len(docs), 12)
-        with open(os.path.join(run_dir, "manifest.json")) as f:
-            manifest = json.load(f)
-        self.assertEqual(manifest["state"], "complete")
-        for cell in manifest["cells"]:
-            self.assertEqual(cell["repetitions"], {"0": "ok", "1": "ok", "2": "ok", "3": "not_needed",
-                                                   "4": "not_needed", "5": "not_needed"})
-        block = manifest["sequential"]
-        self.assertEqual((block["min"], block["max"], block["family"], block["rounds"]), (3, 6, 4, 3))
-        reasons = {(q["axis"], q["value"]): q["reason"] for q in block["comparisons"]}
-        self.assertEqual(reasons, {("behaviour", "halved"): "decided at round 3: different",
-                                   ("gc", "parallel"): "decided at round 3: equivalent"})
-        self.assertEqual(len(block["comparisons"]), 4)  # each comparison at both values of the other axis
-        self.assertIn("decided at round 3: different: behaviour=halved vs ok, rate -50.0%", out)
-        self.assertIn("at most (3..6 rounds, stop when decided)", out)
-        # Narrowed to one cell there is nothing to decide: it runs the first `min` rounds and says so.
-        code, out = self.box.main("--profile", "sequential", "--set", "behaviour=ok", "--set", "gc=g1")
-        self.assertEqual(code, runner.EXIT_OK, out)
-        self.assertIn("nothing to decide", out)
-        (narrowed,) = set(self.box.run_dirs()) - {run_dir}
-        self.assertEqual(sorted(rep for _, rep in self.docs(narrowed)), [0, 1, 2])
-        # The fixed count stays one flag away, and is another run (its own settings).
-        code, out = self.box.main("--profile", "sequential", "--set", "policy.repetitions=2", "--dry-run")
-        self.assertEqual(code, runner.EXIT_OK, out)
-        self.assertIn("run x2", out)
-
-    def test_a_sequential_policy_without_a_minimum_effect_is_refused(self):
-        code, out = self.box.main("--profile", "undecidable")
-        self.assertEqual(code, runner.EXIT_BAD_INPUT, out)
-        self.assertIn("no minimum effect for latency", out)
-        self.assertIn("latency = 0.05", out)
-        self.assertEqual(self.box.run_dirs(), [])
-
     def test_a_complete_run_is_never_rewritten(self):
         code, _ = self.box.main()
         self.assertEqual(code, runner.EXIT_OK)
@@ -580,30 +323,6 @@ class RunnerTest(unittest.TestCase):
         self.assertEqual(code, runner.EXIT_BAD_INPUT)
         self.assertIn("corrupt", out)
         self.assertTrue(os.path.exists(path))  # kept for inspection, never deleted
-
-
-def _running_with_argv(argv):
-    wanted = "\0".join(argv).encode()
-    for pid in filter(str.isdigit, os.listdir("/proc")):
-        try:
-            with open(f"/proc/{pid}/cmdline", "rb") as f:
-                if f.read().rstrip(b"\0") == wanted:
-                    return True
-        except OSError:
-            continue
-    return False
-
-
-def _running_with_argv_containing(words):
-    for pid in filter(str.isdigit, os.listdir("/proc")):
-        try:
-            with open(f"/proc/{pid}/cmdline", "rb") as f:
-                argv = f.read().decode(errors="replace").split("\0")
-        except OSError:
-            continue
-        if all(w in argv for w in words):
-            return True
-    return False
 
 
 def child_main(argv):

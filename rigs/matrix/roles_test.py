@@ -1,0 +1,102 @@
+"""Processes with roles, end to end with the fake rig (fakerig.py): a server started first and waited for, a
+load generator placed on its own CPUs, phases in order, a background process beside its phase; every server
+always stopped and its port freed, also when it dies, never gets ready or a phase fails."""
+
+import json
+import os
+import unittest
+
+from rigs.matrix import runner
+from rigs.matrix.fakerig import FakeRigTestCase, running_with_argv
+
+
+class RolesTest(FakeRigTestCase):
+    def test_a_server_and_a_load_generator_are_placed_proven_and_always_stopped(self):
+        code, out = self.box.main("--profile", "served")
+        self.assertEqual(code, runner.EXIT_OK, out)
+        (run_dir,) = self.box.run_dirs()
+        docs = self.docs(run_dir).values()
+        self.assertEqual(len(docs), 4)
+        for doc in docs:
+            self.assertEqual(doc["status"], "ok", doc.get("reason"))
+            ev = doc["evidence"]
+            self.assertEqual(ev["role"], "server")
+            self.assertGreaterEqual(min(s["value"] for s in doc["samples"]), 200)  # answered by the server
+            server = ev["servers"]["server"]
+            self.assertEqual(list(server["ports_freed"].values()), [True])
+            stubborn = doc["cell"]["params"]["server"] == "stubborn"
+            self.assertEqual(server["stopped_by"], "SIGKILL" if stubborn else "SIGTERM")
+            self.assertEqual(set(doc["provenance"]["commands"]), {"server", "loadgen"})
+            self.assertEqual(set(ev["process_cpu"]), {"server", "loadgen"})
+            self.assertGreater(ev["process_cpu"]["loadgen"]["wall_s"], 0.5)
+            with open(doc["logs"]["server.stdout"]) as f:
+                self.assertIn("listening", f.read())
+            if doc["cell"]["params"]["pinning"] == "apart":
+                self.assertEqual(doc["provenance"]["commands"]["server"][:3], ["taskset", "-c", "1"])
+                self.assertEqual(ev["process_status"]["Cpus_allowed_list"], "1")
+                self.assertEqual(ev["other_processes"]["loadgen"]["process_status"]["Cpus_allowed_list"], "0")
+            else:
+                self.assertEqual(ev["other_processes"]["loadgen"]["cpus_wanted"], "")
+
+    def test_a_server_that_dies_or_never_gets_ready_fails_the_cell_and_is_stopped(self):
+        code, out = self.box.main("--profile", "served_failing")
+        self.assertEqual(code, runner.EXIT_CELLS_FAILED, out)
+        (run_dir,) = self.box.run_dirs()
+        by_server = {d["cell"]["params"]["server"]: d for d in self.docs(run_dir).values()}
+        self.assertEqual(by_server["dies"]["status"], "failed")
+        self.assertIn("server server exited with status 4", by_server["dies"]["reason"])
+        self.assertEqual(by_server["mute"]["status"], "failed")
+        self.assertIn("server server not ready after 3 s", by_server["mute"]["reason"])
+        self.assertEqual(by_server["mute"]["evidence"]["servers"]["server"]["stopped_by"], "SIGTERM")
+        # A load generator that says it failed but keeps running is stopped at once, not at the timeout.
+        self.assertEqual(by_server["serve"]["status"], "failed")
+        self.assertIn("loadgen reported a failure: fake client: worker 1 failed", by_server["serve"]["reason"])
+        self.assertLess(by_server["serve"]["duration_s"], 10)
+        for doc in by_server.values():  # nothing of the cell is left running
+            for role, command in doc["provenance"]["commands"].items():
+                self.assertFalse(running_with_argv(command), f"{role} still running: {command}")
+
+    def test_phases_run_in_order_and_a_failing_phase_ends_the_cell(self):
+        code, out = self.box.main("--profile", "phased")
+        self.assertEqual(code, runner.EXIT_CELLS_FAILED, out)
+        (run_dir,) = self.box.run_dirs()
+        by_loader = {d["cell"]["params"]["loader"]: d for d in self.docs(run_dir).values()}
+        ok, fails = by_loader["ok"], by_loader["fails"]
+        self.assertEqual(ok["status"], "ok", ok.get("reason"))
+        with open(ok["logs"]["loader.stdout"]) as f:
+            self.assertEqual(f.read().strip(), "loaded 3 lines")  # its stdin was the data file
+        with open(os.path.join(run_dir, "work", os.path.basename(ok["logs"]["loader.stdout"]).split(".loader")[0],
+                               "loaded")) as f:
+            loaded_at = json.load(f)["done_at"]
+        self.assertLess(loaded_at, os.stat(ok["logs"]["loadgen.stdout"]).st_ctime)
+        self.assertEqual(ok["evidence"]["exit_statuses"], {"server": ok["evidence"]["exit_statuses"]["server"],
+                                                           "loader": 0, "loadgen": 0})
+        self.assertEqual(fails["status"], "failed")
+        self.assertIn("loader (phase 0) exited with status 3: fake loader: the server refused the data",
+                      fails["reason"])
+        self.assertNotIn("loadgen", fails["evidence"]["exit_statuses"])  # the next phase never started
+        self.assertEqual(list(fails["evidence"]["servers"]["server"]["ports_freed"].values()), [True])
+        # {pid:server} was the server's pid, as the fake server printed it.
+        with open(ok["logs"]["server.stdout"]) as f:
+            server_pid = f.read().split(" pid ")[1].split()[0]
+        self.assertEqual(ok["provenance"]["commands"]["loader"][-1], "{pid:server}")
+        self.assertEqual(ok["evidence"]["resolved_commands"]["loader"][-1], server_pid)
+
+    def test_a_background_process_runs_beside_its_phase_and_is_stopped_after_it(self):
+        code, out = self.box.main("--profile", "phased_background")
+        self.assertEqual(code, runner.EXIT_CELLS_FAILED, out)
+        (run_dir,) = self.box.run_dirs()
+        by_pressure = {d["cell"]["params"]["pressure"]: d for d in self.docs(run_dir).values()}
+        holds, dies = by_pressure["holds"], by_pressure["dies"]
+        self.assertEqual(holds["status"], "ok", holds.get("reason"))
+        self.assertEqual(holds["evidence"]["exit_statuses"]["pressure"], -15)  # stopped by the runner (SIGTERM)
+        self.assertLess(os.stat(holds["logs"]["pressure.stdout"]).st_mtime,  # ready before the loader started
+                        os.stat(holds["logs"]["loader.stdout"]).st_mtime)
+        self.assertFalse(running_with_argv(holds["provenance"]["commands"]["pressure"]))
+        self.assertEqual(dies["status"], "failed")
+        self.assertIn("pressure (phase 0) exited with status 5: fake holder: lost its memory", dies["reason"])
+        self.assertNotIn("loadgen", dies["evidence"]["exit_statuses"])
+
+
+if __name__ == "__main__":
+    unittest.main()
