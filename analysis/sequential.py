@@ -222,10 +222,12 @@ class Design:
                       min_effect, self.min_rounds, self.max_rounds, max(self.family, comparisons))
 
 
+def run_median(doc, metric):
+    """The median of an ok result document's samples of `metric` (a run's value), or None."""
+    values = [s["value"] for s in doc.get("samples", []) if s["metric"] == metric] if doc.get("status") == "ok" else []
+    return float(statistics.median(values)) if values else None
+
+
 def _medians_by_round(docs, metric):
-    out = {}
-    for d in docs:
-        values = [s["value"] for s in d["samples"] if s["metric"] == metric] if d["status"] == "ok" else []
-        if values:
-            out[d["cell"]["repetition"]] = float(statistics.median(values))
-    return out
+    medians = {d["cell"]["repetition"]: run_median(d, metric) for d in docs}
+    return {r: m for r, m in medians.items() if m is not None}

@@ -11,8 +11,6 @@ narrowed by --set to one value). Both sides of a comparison always get the same 
 import dataclasses
 import os
 
-import numpy as np
-
 from analysis import compare, sequential, thresholds
 
 
@@ -52,7 +50,8 @@ def decided_metrics(policy, workload_dir):
 
 
 class Rounds:
-    """The state of a sequential run. `cells`: planned cells (with .cell and .skip_reason)."""
+    """The state of a sequential run. planned: the plan's cells (with .cell and .skip_reason); effects:
+    {metric: minimum effect} (decided_metrics)."""
 
     def __init__(self, matrix, planned, effects):
         self.policy = matrix.policy
@@ -82,14 +81,10 @@ class Rounds:
 
     def record(self, doc):
         """Keeps the run medians of an ok result (a result document of this run)."""
-        if doc.get("status") != "ok":
-            return
-        by_metric = {}
-        for s in doc.get("samples", []):
-            by_metric.setdefault(s["metric"], []).append(s["value"])
-        for metric, values in by_metric.items():
-            self.medians.setdefault((doc["cell"]["id"], metric), {})[doc["cell"]["repetition"]] = float(
-                np.median(values))
+        for metric in {q.metric for q in self.questions}:
+            median = sequential.run_median(doc, metric)
+            if median is not None:
+                self.medians.setdefault((doc["cell"]["id"], metric), {})[doc["cell"]["repetition"]] = median
 
     def look(self, rounds):
         """Looks at every comparison after `rounds` complete rounds; returns the questions that became final.
