@@ -3,6 +3,13 @@
 load("@rules_python//python:defs.bzl", "py_binary", "py_test")
 load("//tools/fleet:defs.bzl", "matrix_bundle")
 load("//tools/jdk:defs.bzl", "PINNED_JDK_JAVAS")
+load("//tools/jdk:jdks.bzl", "MISSING_JDKS_AARCH64", "PINNED_JDKS_AARCH64")
+
+# What an aarch64 bundle carries instead of the build host's files (tools/fleet/defs.bzl: stand_ins).
+_AARCH64_STAND_INS = [
+    "@pypi_aarch64//:files",
+    "//tools/container:rig_os_aarch64",
+] + ["@%s_aarch64//:files" % name for name in PINNED_JDKS_AARCH64]
 
 def _java_classpath_impl(ctx):
     # An overlay's own jars come first, so its classes win over the same classes in the stock jars.
@@ -38,7 +45,8 @@ def rig_matrix(
         variants = {},
         smoke_profile = "smoke",
         smoke_size = "medium",
-        extra_smoke_profiles = []):
+        extra_smoke_profiles = [],
+        aarch64_data = []):
     """A runnable matrix for one rig, with its tests.
 
     Creates:
@@ -47,9 +55,10 @@ def rig_matrix(
       <name>_smoke_test: runs the `smoke_profile` for real into a temporary folder and checks the stored
         results (tagged integration and exclusive: it measures, so it runs alone).
       <name>.args: the arguments `bazel run` passes, one per line (runfiles-relative paths), for running the
-        matrix elsewhere from a copy of its runfiles (e.g. inside //tools/numa_guest's guest).
+        matrix elsewhere from a copy of its runfiles (e.g. inside //tools/guest's guest).
       <name>_bundle: <name>_bundle.tar.gz, the target with its runfiles and arguments as one archive for
         other hosts (//tools:fleet builds it when needed; tagged manual, it is large).
+      <name>_bundle_aarch64: the same for aarch64 hosts: their JDKs, wheels, image and `aarch64_data`.
 
     Args:
       name: target name, e.g. "calibration_matrix".
@@ -65,6 +74,8 @@ def rig_matrix(
       smoke_profile: the profile the smoke test runs.
       smoke_size: test size of the smoke test.
       extra_smoke_profiles: more profiles run for real the same way, each as <name>_<profile>_test.
+      aarch64_data: the aarch64 builds of the rig's native files, each named as what it stands in for plus
+        `_aarch64` (//third_party/redis:stock_aarch64 for :stock); a rig of jars needs none.
     """
     data_args = ["--rig-data=%s=$(rootpath %s)" % (k, v) for k, v in sorted(rig_data.items())]
     args = [
@@ -105,6 +116,15 @@ def rig_matrix(
         name = name + "_bundle",
         matrix = ":" + name,
         args = ":" + name + "_args",
+        tags = ["manual"],
+    )
+    matrix_bundle(
+        name = name + "_bundle_aarch64",
+        matrix = ":" + name,
+        args = ":" + name + "_args",
+        machine = "aarch64",
+        stand_ins = _AARCH64_STAND_INS + aarch64_data,
+        missing = MISSING_JDKS_AARCH64,
         tags = ["manual"],
     )
     py_test(

@@ -21,6 +21,10 @@ def _redis_build_impl(ctx):
     args.add("--out-dir", ctx.outputs.server.dirname)
     args.add("--out-manifest", ctx.outputs.manifest)
     inputs = [ctx.file.orig, ctx.file.debian]
+    if ctx.attr.cross:
+        args.add("--cross", ctx.attr.cross)
+        args.add_all(ctx.files.sysroot_debs, before_each = "--sysroot-deb")
+        inputs += ctx.files.sysroot_debs
     if ctx.file.series:
         args.add("--series", ctx.file.series)
         args.add_all(ctx.files.patches, before_each = "--patch")
@@ -33,7 +37,10 @@ def _redis_build_impl(ctx):
         inputs = inputs,
         outputs = outs + [ctx.outputs.manifest],
         mnemonic = "RedisMake",
-        progress_message = "Building redis-server, redis-benchmark, redis-cli (%s)" % ctx.label.name,
+        progress_message = "Building redis-server, redis-benchmark, redis-cli (%s%s)" % (
+            ctx.label.name,
+            ", cross-compiled for " + ctx.attr.cross if ctx.attr.cross else "",
+        ),
         # make and gcc from the host (./bazelw installs them); nothing is fetched while building.
         use_default_shell_env = True,
         execution_requirements = {"block-network": "1"},
@@ -50,6 +57,8 @@ _redis_build = rule(
         "series": attr.label(allow_single_file = True),
         "patches": attr.label_list(allow_files = [".patch"]),
         "upto": attr.int(doc = "apply only the first `upto` patches (0: the whole series)"),
+        "cross": attr.string(doc = "a GNU triplet to cross-compile for (aarch64-linux-gnu); empty: the build host's"),
+        "sysroot_debs": attr.label_list(allow_files = [".deb"], doc = "with cross: that architecture's jemalloc"),
         "_build": attr.label(default = "//third_party/redis:build_redis", executable = True, cfg = "exec"),
     },
     outputs = {
@@ -63,6 +72,9 @@ _redis_build = rule(
 def redis_build(name, source = DEBIAN_SOURCE, **kwargs):
     """redis-server, redis-benchmark, redis-cli and manifest.json under <name>/, from Debian's source.
 
+    Also <name>_aarch64: the same, cross-compiled for aarch64 (its files under <name>_aarch64/; the bundles
+    for aarch64 hosts put them where <name>'s are: tools/fleet/defs.bzl).
+
     Args:
       name: e.g. "stock".
       source: the Debian source package: {"orig", "debian", "debian_version"}.
@@ -73,6 +85,15 @@ def redis_build(name, source = DEBIAN_SOURCE, **kwargs):
         orig = source["orig"],
         debian = source["debian"],
         debian_version = source["debian_version"],
+        **kwargs
+    )
+    _redis_build(
+        name = name + "_aarch64",
+        orig = source["orig"],
+        debian = source["debian"],
+        debian_version = source["debian_version"],
+        cross = "aarch64-linux-gnu",
+        sysroot_debs = ["@jemalloc_dev_debs_arm64//:debs"],
         **kwargs
     )
 
@@ -92,3 +113,4 @@ def redis_patched(name, series, patches, source = DEBIAN_SOURCE):
     for k in range(1, len(patches) + 1):
         redis_build(name = "%s_upto_%d" % (name, k), source = source, series = series, patches = patches, upto = k)
     native.alias(name = name, actual = ":%s_upto_%d" % (name, len(patches)))
+    native.alias(name = name + "_aarch64", actual = ":%s_upto_%d_aarch64" % (name, len(patches)))

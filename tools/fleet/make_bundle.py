@@ -1,8 +1,11 @@
 """Packs a matrix bundle (tools/fleet/defs.bzl) reproducibly: entries sorted, times and owners zeroed, file
 contents followed through Bazel's symlinks, modes kept (launchers and JDK binaries stay executable).
 
-  make_bundle.py --listing LISTING --out BUNDLE.tar.gz
+  make_bundle.py --listing LISTING --out BUNDLE.tar.gz [--machine aarch64]
 LISTING lines: `file DEST SOURCE` or `empty DEST` (DEST relative to the bundle's root).
+
+With --machine, every ELF file in the bundle (programs, shared libraries: JDKs, wheels, Redis) must be built
+for that machine; a bundle for aarch64 hosts holding an x86-64 library is refused, naming the files.
 """
 
 import argparse
@@ -33,6 +36,31 @@ def read_listing(path):
                 raise ValueError(f"{path}:{number}: {dest} listed twice with different sources")
             entries[dest] = source
     return entries
+
+
+# ELF e_machine values (the ELF specification's registry).
+ELF_MACHINES = {"x86_64": 62, "aarch64": 183}
+
+
+def elf_machine(path):
+    """The e_machine of an ELF file, or None for anything else."""
+    with open(path, "rb") as f:
+        header = f.read(20)
+    if len(header) < 20 or header[:4] != b"\x7fELF":
+        return None
+    return int.from_bytes(header[18:20], "little" if header[5] == 1 else "big")
+
+
+def foreign_elf_files(entries, machine):
+    """[(dest, e_machine)] of the ELF files not built for `machine`."""
+    want = ELF_MACHINES[machine]
+    found = []
+    for dest, source in sorted(entries.items()):
+        if source is not None:
+            got = elf_machine(source)
+            if got is not None and got != want:
+                found.append((dest, got))
+    return found
 
 
 def folders_of(paths):
@@ -73,9 +101,17 @@ def main(argv=None):
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--listing", required=True)
     parser.add_argument("--out", required=True)
+    parser.add_argument("--machine", choices=sorted(ELF_MACHINES), help="the machine every ELF file must be for")
     args = parser.parse_args(argv)
     try:
-        pack(read_listing(args.listing), args.out)
+        entries = read_listing(args.listing)
+        if args.machine:
+            foreign = foreign_elf_files(entries, args.machine)
+            if foreign:
+                names = {v: k for k, v in ELF_MACHINES.items()}
+                raise ValueError(f"{len(foreign)} ELF file(s) not built for {args.machine}: " + "; ".join(
+                    f"{dest} ({names.get(got, f'e_machine {got}')})" for dest, got in foreign[:10]))
+        pack(entries, args.out)
     except (OSError, ValueError) as e:
         print(f"make_bundle: error: {e}", file=sys.stderr)
         return 1

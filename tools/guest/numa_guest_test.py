@@ -2,7 +2,7 @@
 guest profile runs inside it, and on the pressured-then-migrated cells the server's pages move from node 1
 to node 0 while it runs, its local ratio rising; the memory-locality report renders from the run.
 
-  bazel test //tools/numa_guest:numa_guest_test      (needs qemu-system-x86; KVM is not used)
+  bazel test //tools/guest:numa_guest_test      (needs qemu-system-x86; KVM is not used)
 """
 
 import glob
@@ -12,7 +12,7 @@ import tempfile
 import unittest
 
 from analysis import render, report, resultsets
-from tools.numa_guest import run_guest
+from tools.guest import run_guest
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 

@@ -39,16 +39,16 @@ def _numa_guest_image_impl(ctx):
 
 numa_guest_image = rule(
     implementation = _numa_guest_image_impl,
-    doc = "<name>/vmlinuz and <name>/initramfs.cpio.gz: the guest that runs `matrix` (tools/numa_guest/README.md).",
+    doc = "<name>/vmlinuz and <name>/initramfs.cpio.gz: the guest that runs `matrix` (tools/guest/README.md).",
     attrs = {
         "matrix": attr.label(mandatory = True, executable = True, cfg = "target", doc = "a rig_matrix target"),
         "args": attr.label(mandatory = True, allow_single_file = True, doc = "its <name>.args file"),
-        "debs": attr.label(default = "@numa_guest_debs//:debs", allow_files = [".deb"]),
-        "kernel": attr.label(default = "@numa_guest_debs//:kernel.deb", allow_single_file = True),
-        "init": attr.label(default = "//tools/numa_guest:init", allow_single_file = True),
+        "debs": attr.label(default = "@guest_debs_amd64//:debs", allow_files = [".deb"]),
+        "kernel": attr.label(default = "@guest_debs_amd64//:kernel.deb", allow_single_file = True),
+        "init": attr.label(default = "//tools/guest:init", allow_single_file = True),
         # JDKs are large and a native matrix (jdk = none) needs none of them.
         "leave_out": attr.string_list(default = ["jdk11", "jdk17", "jdk21"]),
-        "_build": attr.label(default = "//tools/numa_guest:build_image", executable = True, cfg = "exec"),
+        "_build": attr.label(default = "//tools/guest:build_image", executable = True, cfg = "exec"),
     },
     outputs = {"kernel": "%{name}/vmlinuz", "initramfs": "%{name}/initramfs.cpio.gz"},
 )

@@ -1,8 +1,8 @@
 """Boots the two-node NUMA guest under QEMU (TCG) and brings its matrix run home as a checked result set.
 
-  bazel run //tools/numa_guest:run_redis_guest [-- --profile guest --results-dir DIR --timeout-s 3600]
+  bazel run //tools/guest:run_redis_guest [-- --profile guest --results-dir DIR --timeout-s 3600]
 
-The guest (//tools/numa_guest:redis_guest) is Debian's kernel with two emulated NUMA nodes, one CPU and
+The guest (//tools/guest:redis_guest) is Debian's kernel with two emulated NUMA nodes, one CPU and
 `--node-mib` MiB each; its init runs the matrix profile and prints the results folder on the serial console
 between two marker lines. This takes the archive from there, refuses anything but result documents that
 pass the schema (a guest's output is untrusted input) and unpacks the run into --results-dir/<host>/<run>/.
