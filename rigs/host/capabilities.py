@@ -14,6 +14,10 @@ import shutil
 import socket
 import subprocess
 
+from rigs.host.cpuid import (  # noqa: F401 (parse_cpu_list, format_cpu_list: used through this module too)
+    X86_VENDORS, emulation, format_cpu_list, hugepage_sizes_kb, page_size_kb, parse_cpu_list, parse_cpuinfo,
+    sysfs_topology)
+
 
 @dataclasses.dataclass
 class Capability:
@@ -27,56 +31,11 @@ class Capability:
         return {k: v for k, v in dataclasses.asdict(self).items() if v is not None}
 
 
-def parse_cpu_list(text):
-    """Kernel CPU list syntax ('0-3,8,10-11') to a sorted list of ints."""
-    cpus = set()
-    for part in text.strip().split(","):
-        part = part.strip()
-        if not part:
-            continue
-        if "-" in part:
-            lo, hi = part.split("-", 1)
-            cpus.update(range(int(lo), int(hi) + 1))
-        else:
-            cpus.add(int(part))
-    return sorted(cpus)
-
-
-def format_cpu_list(cpus):
-    """Inverse of parse_cpu_list: [0,1,2,5] -> '0-2,5'."""
-    cpus = sorted(set(cpus))
-    ranges = []
-    for c in cpus:
-        if ranges and c == ranges[-1][1] + 1:
-            ranges[-1][1] = c
-        else:
-            ranges.append([c, c])
-    return ",".join(f"{a}-{b}" if a != b else str(a) for a, b in ranges)
-
-
-def parse_cpuinfo(text):
-    """/proc/cpuinfo (x86 layout) to the fields parse_lscpu gives, where the kernel states them."""
-    processors = [dict((k.strip(), v.strip()) for k, _, v in (line.partition(":") for line in block.splitlines()))
-                  for block in text.strip().split("\n\n") if block.strip()]
-    first = processors[0] if processors else {}
-
-    def num(key):
-        v = first.get(key, "")
-        return int(v) if v.isdigit() else None
-    sockets = len({p["physical id"] for p in processors if "physical id" in p}) or None
-    cores, siblings = num("cpu cores"), num("siblings")
-    return {
-        "vendor": first.get("vendor_id"), "model_name": first.get("model name"),
-        "logical_cpus": len(processors) or None, "sockets": sockets, "cores_per_socket": cores,
-        "threads_per_core": siblings // cores if cores and siblings else None,
-    }
-
-
 def parse_lscpu(text):
     """`lscpu` (classic and util-linux 2.38 indented layouts) to a dict of the fields the doctor uses."""
     fields = {}
     for line in text.splitlines():
-        if ":" not in line:
+        if ":" not in line or line.startswith("#"):  # a fixture's header
             continue
         key, value = line.split(":", 1)
         fields[key.strip()] = value.strip()
@@ -103,6 +62,7 @@ def parse_lscpu(text):
         "numa_node_cpus": nodes,
         "hypervisor": fields.get("Hypervisor vendor"),
         "flags": fields.get("Flags", "").split(),
+        "max_mhz": float(fields["CPU max MHz"]) if fields.get("CPU max MHz", "").replace(".", "", 1).isdigit() else None,
     }
 
 
@@ -235,8 +195,21 @@ def probe_host(root="/", run=run_command, which=shutil.which):
         online = _read(path("sys/devices/system/cpu/online"))
         if online:
             from_kernel["online_cpus"] = parse_cpu_list(online)
+            sockets, threads = sysfs_topology(root, from_kernel["online_cpus"])
+            from_kernel["sockets"] = from_kernel.get("sockets") or sockets
+            from_kernel["threads_per_core"] = from_kernel.get("threads_per_core") or threads
+            if from_kernel["sockets"] and from_kernel["threads_per_core"] and not from_kernel.get("cores_per_socket"):
+                from_kernel["cores_per_socket"] = len(from_kernel["online_cpus"]) // (
+                    from_kernel["sockets"] * from_kernel["threads_per_core"])
         cpu = {**from_kernel, **{k: v for k, v in cpu.items() if v}}
+    elif (cpu.get("architecture") or "").startswith("aarch64"):
+        # lscpu names aarch64 parts by its own table; the kernel's codes are the evidence, read them too.
+        arm = parse_cpuinfo(_read(path("proc/cpuinfo")) or "")
+        cpu.update({k: arm.get(k) for k in ("implementer", "part")})
     governor = _read(path("sys/devices/system/cpu/cpu0/cpufreq/scaling_governor"))
+    max_khz = (_read(path("sys/devices/system/cpu/cpu0/cpufreq/cpuinfo_max_freq")) or "").strip()
+    emulated, emulated_evidence = emulation(cpu, _read(path("proc/cmdline")))
+    page_kb, page_evidence = page_size_kb(root, run)
     report["cpu"] = {
         "model_name": cpu.get("model_name"),
         "vendor": cpu.get("vendor"),
@@ -247,8 +220,16 @@ def probe_host(root="/", run=run_command, which=shutil.which):
         "logical_cpus": cpu.get("logical_cpus"),
         "online_cpus": format_cpu_list(cpu["online_cpus"]) if cpu.get("online_cpus") else None,
         "hypervisor": cpu.get("hypervisor"),
-        # QEMU's TCG names its CPUs so: an emulated host gives functional evidence, never timing.
-        "emulated": (cpu.get("model_name") or "").startswith("QEMU Virtual CPU"),
+        "implementer": cpu.get("implementer"),
+        "part": cpu.get("part"),
+        "vendor_name": X86_VENDORS.get(cpu.get("vendor"), cpu.get("vendor")),
+        "smt": (cpu.get("threads_per_core") or 1) > 1,
+        "max_mhz": cpu.get("max_mhz") or (int(max_khz) / 1000 if max_khz.isdigit() else None),
+        "page_size_kb": page_kb,
+        "page_size_evidence": page_evidence,
+        # An emulated host (QEMU's TCG) gives functional evidence, never timing.
+        "emulated": emulated,
+        "emulated_evidence": emulated_evidence,
         "frequency_governor": governor.strip() if governor else None,
         "evidence": "lscpu" if code == 0 else f"/proc/cpuinfo (lscpu failed: {_first_line(lscpu_text)})",
     }
@@ -285,6 +266,7 @@ def probe_host(root="/", run=run_command, which=shutil.which):
         "available_kb": meminfo.get("MemAvailable"),
         "swap_total_kb": meminfo.get("SwapTotal"),
         "hugepage_size_kb": meminfo.get("Hugepagesize"),
+        "hugepage_sizes_kb": hugepage_sizes_kb(root),
         "hugepages_total": meminfo.get("HugePages_Total"),
         "hugepages_free": meminfo.get("HugePages_Free"),
         "evidence": "/proc/meminfo" if meminfo else "/proc/meminfo unreadable",

@@ -16,7 +16,7 @@ def fixture(host, name):
 def fixture_runner(host):
     """Answers the doctor's commands from a fixture folder; a command with no capture is 'not found'."""
     captures = {"lscpu": "lscpu.txt", "numactl": "numactl_hardware.txt", "perf": "perf_stat.txt",
-                "docker": "docker_info.txt"}
+                "docker": "docker_info.txt", "getconf": "page_size.txt"}
 
     def run(argv, timeout=20):
         path = os.path.join(TESTDATA, host, captures.get(argv[0], "-"))
@@ -26,6 +26,8 @@ def fixture_runner(host):
         if argv[0] == "docker":
             code = int(text.strip().splitlines()[-1].split()[-1])
             return code, text
+        if argv[0] == "getconf":  # the captured value is the file's last line (a header may precede it)
+            return 0, text.strip().splitlines()[-1]
         return 0, text
     return run
 
@@ -118,6 +120,48 @@ class ProbeHostTest(unittest.TestCase):
                          ("AMD EPYC", "AuthenticAMD", 2, "0-1"))
         self.assertEqual((cpu["sockets"], cpu["cores_per_socket"], cpu["threads_per_core"]), (1, 2, 1))
         self.assertEqual(cpu["evidence"], "/proc/cpuinfo (lscpu failed: lscpu not found)")
+
+
+class Aarch64Test(unittest.TestCase):
+    def test_kunpeng_920_is_named(self):
+        report = capabilities.probe_host(root=os.path.join(TESTDATA, "kunpeng920_2socket"),
+                                       run=fixture_runner("kunpeng920_2socket"), which=lambda name: None)
+        cpu = report["cpu"]
+        self.assertEqual((cpu["architecture"], cpu["vendor"], cpu["model_name"]), ("aarch64", "HiSilicon", "Kunpeng-920"))
+        self.assertEqual((cpu["implementer"], cpu["part"]), ("0x48", "0xd01"))
+        self.assertEqual((cpu["sockets"], cpu["cores_per_socket"], cpu["threads_per_core"], cpu["smt"]), (2, 64, 1, False))
+        self.assertEqual((cpu["page_size_kb"], cpu["max_mhz"]), (64, 2600.0))
+        self.assertEqual(report["memory"]["hugepage_size_kb"], 512 * 1024)  # 64 KiB pages: 512 MiB hugepages
+        self.assertFalse(cpu["emulated"])
+
+    def test_the_tcg_guest_says_aarch64_emulated(self):
+        # Recorded inside //tools/guest:arm64_host (no lscpu there: the kernel's own words and sysfs).
+        report = capabilities.probe_host(root=os.path.join(TESTDATA, "qemu_tcg_arm64"),
+                                       run=fixture_runner("qemu_tcg_arm64"), which=lambda name: None)
+        cpu = report["cpu"]
+        self.assertEqual((cpu["architecture"], cpu["implementer"], cpu["part"]), ("aarch64", "0x00", "0x051"))
+        self.assertEqual(cpu["model_name"], "QEMU TCG 'max' CPU")
+        self.assertTrue(cpu["emulated"])
+        self.assertIn("implementer 0x00", cpu["emulated_evidence"])
+        self.assertEqual((cpu["sockets"], cpu["cores_per_socket"], cpu["threads_per_core"]), (1, 2, 1))
+        self.assertEqual(cpu["page_size_kb"], 4)
+        self.assertEqual(report["memory"]["hugepage_sizes_kb"], [64, 2048, 32768, 1048576])
+        self.assertEqual(report["memory"]["hugepage_size_kb"], 2048)
+        self.assertEqual(report["numa"]["nodes"][0]["cpus"], "0-1")
+
+    def test_unknown_parts_and_x86_are_named_plainly(self):
+        cpu = capabilities.parse_cpuinfo("processor : 0\nCPU implementer : 0x41\nCPU part : 0xfff\n")
+        self.assertEqual((cpu["vendor"], cpu["model_name"]), ("ARM", "ARM part 0xfff"))
+        x86 = capabilities.parse_cpuinfo(fixture("kvm_1node", "proc/cpuinfo"))
+        self.assertEqual(x86["architecture"], "x86_64")
+        self.assertEqual(capabilities.X86_VENDORS[x86["vendor"]], "AMD")
+
+    def test_emulation_signals(self):
+        self.assertEqual(capabilities.emulation({"model_name": "QEMU Virtual CPU version 2.5+"}, "")[0], True)
+        self.assertEqual(capabilities.emulation({"implementer": "0x48"}, "ro quiet")[0], False)
+        emulated, why = capabilities.emulation({"implementer": "0x41"}, "console=ttyAMA0 tunelab.accel=tcg")
+        self.assertTrue(emulated)
+        self.assertIn("tunelab.accel=tcg", why)
 
 
 if __name__ == "__main__":

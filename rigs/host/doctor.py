@@ -34,6 +34,10 @@ def build_report(pinned_jdks, declared_jdks, probe_gcs=True, root="/"):
     return report
 
 
+def _size_kb(kb):
+    return f"{kb // 1048576} GiB" if kb >= 1048576 else f"{kb // 1024} MiB" if kb >= 1024 else f"{kb} KiB"
+
+
 def render(report, console):
     host = report["host"]
     cpu = report["cpu"]
@@ -41,12 +45,20 @@ def render(report, console):
     console.print(f"load average: {host['load_average']}")
 
     t = Table(title="CPU and memory", show_header=False)
-    t.add_row("model", f"{cpu['model_name']} ({cpu['vendor']}, {cpu['architecture']})")
+    arch = cpu["architecture"] + (", emulated" if cpu.get("emulated") else "")
+    codes = f", implementer {cpu['implementer']} part {cpu['part']}" if cpu.get("implementer") else ""
+    t.add_row("model", f"{cpu['model_name']} ({cpu['vendor']}{codes}; {arch})")
+    if cpu.get("emulated"):
+        t.add_row("emulated", f"[yellow]{cpu['emulated_evidence']}: mechanics, not speed[/yellow]")
     t.add_row("topology", f"{cpu['sockets']} socket(s) x {cpu['cores_per_socket']} core(s) x "
                           f"{cpu['threads_per_core']} thread(s) = {cpu['logical_cpus']} CPUs (online {cpu['online_cpus']})")
     t.add_row("hypervisor", str(cpu["hypervisor"] or "none reported"))
-    t.add_row("frequency governor", str(cpu["frequency_governor"] or cpu.get("frequency_governor_evidence")))
     mem = report["memory"]
+    sizes = ", ".join(_size_kb(k) for k in mem.get("hugepage_sizes_kb") or []) or "none"
+    t.add_row("pages", f"{cpu.get('page_size_kb')} KiB base ({cpu.get('page_size_evidence')}); hugepages "
+                       f"{_size_kb(mem['hugepage_size_kb']) if mem.get('hugepage_size_kb') else 'none'} by default, "
+                       f"offered: {sizes}")
+    t.add_row("frequency governor", str(cpu["frequency_governor"] or cpu.get("frequency_governor_evidence")))
     t.add_row("memory", f"{(mem['total_kb'] or 0) / 1048576:.1f} GiB total, "
                         f"{(mem['available_kb'] or 0) / 1048576:.1f} GiB available, swap {mem['swap_total_kb']} kB")
     t.add_row("evidence", f"{cpu['evidence']}; {mem['evidence']}")

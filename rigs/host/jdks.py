@@ -184,6 +184,21 @@ def pinned_in_runfiles(runfiles_root):
     return found
 
 
+def unavailable_in_runfiles(runfiles_root):
+    """{jdkNN: why} for the pinned runtimes this machine has none of: a bundle for another machine carries
+    <jdkNN>/MISSING instead of the runtime (tools/fleet/defs.bzl), e.g. JDK 11 on aarch64."""
+    found = {}
+    for base in (runfiles_root, os.path.join(runfiles_root, "tunelab", "external")):
+        if not os.path.isdir(base):
+            continue
+        for entry in sorted(os.listdir(base)):
+            note = os.path.join(base, entry, "MISSING")
+            if re.fullmatch(r"jdk\d+", entry) and os.path.isfile(note):
+                with open(note, errors="replace") as f:
+                    found[entry] = f.read(1000).strip()
+    return found
+
+
 def discover(pinned=(), declared=(), host_root="/usr/lib/jvm", run_probes=True):
     """All JDKs: pinned (NAME=PATH items), host, declared; probed unless run_probes is False."""
     jdks = [dataclasses.replace(j, source="pinned") for j in parse_declared(pinned)]

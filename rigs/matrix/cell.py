@@ -31,7 +31,8 @@ class CellRunner:
         if not process.is_jvm:
             return argv + process.program
         java = os.path.join(planned.jdk["java_home"], "bin", "java")
-        flags = (knobs.jvm_flags(cell, ctx.matrix, planned.gc_flags) if process.under_test
+        flags = (knobs.jvm_flags(cell, ctx.matrix, planned.gc_flags, knobs.host_hugepage_bytes(ctx.report))
+                 if process.under_test
                  else ["-XX:-UsePerfData"])
         if process.under_test and ctx.variants.get(cell.params["variant"]):
             # Where every class came from: the proof that a patched cell ran the patched classes.
@@ -54,7 +55,8 @@ class CellRunner:
         os.makedirs(workdir, exist_ok=True)
         state = self.state = supervise.CellState(planned, repetition, workdir, logs)
         policy = ctx.matrix.policy
-        host_knobs = knobs.HostKnobs(ctx.host_paths, journal=ctx.knob_journal)
+        host_knobs = knobs.HostKnobs(ctx.host_paths, journal=ctx.knob_journal,
+                                     hugepage_bytes=knobs.host_hugepage_bytes(ctx.report))
         ctx.active_knobs = host_knobs
         failure, timed_out = None, False
 

@@ -17,6 +17,8 @@ from rigs.matrix import evidence, hoststate, knobvalues
 
 MEMPOLICY = os.path.join(os.path.dirname(os.path.abspath(__file__)), "mempolicy.py")
 
+# The explicit hugepage size when a host does not say (x86-64, and aarch64 with 4 KiB base pages); aarch64
+# kernels built with 64 KiB pages have 512 MiB ones: the host's default size (Hugepagesize) is used.
 HUGEPAGE_BYTES = 2 << 20
 # Explicit hugepages must hold the heap and the JIT's code cache (240 MiB reserved by default, also on
 # large pages); the JVM silently falls back to small pages when they do not fit.
@@ -45,9 +47,10 @@ class HostKnobs:
     next run: `recover(journal)` restores them.
     """
 
-    def __init__(self, paths=None, journal=None):
+    def __init__(self, paths=None, journal=None, hugepage_bytes=HUGEPAGE_BYTES):
         self.paths = paths or HostPaths()
         self.journal = journal
+        self.hugepage_bytes = hugepage_bytes
         self._saved = []  # [(path, original text)] in the order they were changed
 
     def _write(self, path, value):
@@ -72,7 +75,7 @@ class HostKnobs:
         if hp == "host":
             applied["thp_mode"] = self.thp_mode()  # as found: nothing is written
         if hp == "explicit":
-            pages = hugepages_for_heap(cell.params["heap"])
+            pages = hugepages_for_heap(cell.params["heap"], self.hugepage_bytes)
             current = self._read_int(self.paths.nr_hugepages)
             got = current
             attempts = 0
@@ -83,6 +86,7 @@ class HostKnobs:
                 self._write(self.paths.nr_hugepages, pages)
                 got = self._read_int(self.paths.nr_hugepages)
             applied["nr_hugepages"] = got
+            applied["hugepage_size_kb"] = self.hugepage_bytes // 1024
             if attempts > 1:
                 applied["hugepage_reservation_attempts"] = attempts
             if got < pages:
@@ -202,18 +206,25 @@ def evidence_thp(text):
     return m.group(1) if m else text.strip()
 
 
-def hugepages_for_heap(heap):
-    return -(-(knobvalues.parse_heap(heap) + HUGEPAGE_MARGIN_BYTES) // HUGEPAGE_BYTES)
+def hugepages_for_heap(heap, page_bytes=HUGEPAGE_BYTES):
+    return -(-(knobvalues.parse_heap(heap) + HUGEPAGE_MARGIN_BYTES) // page_bytes)
 
 
-def jvm_flags(cell, matrix, gc_probe_flags):
-    """The JVM options a cell implies. gc_probe_flags: the flags the doctor found select that GC on this JDK."""
+def host_hugepage_bytes(report):
+    """The host's default hugepage size (the doctor's Hugepagesize), else 2 MiB."""
+    kb = (report or {}).get("memory", {}).get("hugepage_size_kb")
+    return kb * 1024 if kb else HUGEPAGE_BYTES
+
+
+def jvm_flags(cell, matrix, gc_probe_flags, hugepage_bytes=HUGEPAGE_BYTES):
+    """The JVM options a cell implies. gc_probe_flags: the flags the doctor found select that GC on this JDK;
+    hugepage_bytes: the host's explicit hugepage size."""
     p = cell.params
     flags = list(gc_probe_flags)
     flags += matrix.gc_opts[p["gc_opts"]]
     flags += [f"-Xms{p['heap']}", f"-Xmx{p['heap']}"]
     if p["hugepages"] == "explicit":
-        flags += ["-XX:+UseLargePages", f"-XX:LargePageSizeInBytes={HUGEPAGE_BYTES // (1 << 20)}m"]
+        flags += ["-XX:+UseLargePages", f"-XX:LargePageSizeInBytes={hugepage_bytes // (1 << 20)}m"]
     elif p["hugepages"] == "thp_madvise":
         flags += ["-XX:+UseTransparentHugePages"]
     # Sandboxes and shared /tmp make hsperfdata files collide; jcmd attaches without them.

@@ -55,6 +55,16 @@ class LaunchTest(unittest.TestCase):
     def test_hugepages_cover_heap_and_code_cache(self):
         self.assertEqual(knobs.hugepages_for_heap("256m"), 256)  # (256 + 256 MiB margin) / 2 MiB
 
+    def test_hugepages_of_the_hosts_size(self):
+        # aarch64 with 64 KiB base pages: 512 MiB hugepages (the doctor's Hugepagesize).
+        report = {"memory": {"hugepage_size_kb": 512 * 1024}}
+        self.assertEqual(knobs.host_hugepage_bytes(report), 512 << 20)
+        self.assertEqual(knobs.host_hugepage_bytes({}), 2 << 20)
+        self.assertEqual(knobs.hugepages_for_heap("256m", 512 << 20), 1)
+        self.assertEqual(knobs.hugepages_for_heap("1g", 512 << 20), 3)
+        m, cell = matrix(hugepages="explicit")
+        self.assertIn("-XX:LargePageSizeInBytes=512m", knobs.jvm_flags(cell, m, [], 512 << 20))
+
 
 class WeightedInterleaveTest(unittest.TestCase):
     @unittest.skipUnless(os.path.isdir("/sys/kernel/mm/mempolicy/weighted_interleave"),

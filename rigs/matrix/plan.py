@@ -53,13 +53,22 @@ def plan(matrix, report):
         if p["jdk"] == spec.NO_JDK:
             pc = PlannedCell(cell, None, [])
             pc.skip_reason = host_skip_reason(matrix, cell, caps, nodes, host_cpus, None,
-                                              report.get("memory", {}).get("available_kb"))
+                                              report.get("memory", {}).get("available_kb"),
+                                              report.get("memory", {}).get("hugepage_size_kb"))
             planned.append(pc)
             continue
         try:
             jdk = resolve_jdk(p["jdk"], report["jdks"])
         except spec.SpecError as e:
-            errors.append(str(e))
+            # A pinned JDK this machine has no build of (JDK 11 on aarch64): the cell is skipped, with why.
+            major = knobvalues.jdk_major(p["jdk"])
+            why = (report.get("jdks_unavailable") or {}).get(f"jdk{major}") if major is not None else None
+            if why:
+                pc = PlannedCell(cell, None, [])
+                pc.skip_reason = f"jdk={p['jdk']}: {why}"
+                planned.append(pc)
+            else:
+                errors.append(str(e))
             continue
         gc = (jdk.get("gcs") or {}).get(p["gc"])
         if gc is not None and not gc["accepted"]:
@@ -70,14 +79,15 @@ def plan(matrix, report):
             gc_flags = jdks.GC_FLAGS[p["gc"]]
         pc = PlannedCell(cell, jdk, gc_flags)
         pc.skip_reason = host_skip_reason(matrix, cell, caps, nodes, host_cpus, jdk,
-                                          report.get("memory", {}).get("available_kb"))
+                                          report.get("memory", {}).get("available_kb"),
+                                              report.get("memory", {}).get("hugepage_size_kb"))
         planned.append(pc)
     if errors:
         raise spec.SpecError("cannot run this matrix:\n  " + "\n  ".join(sorted(set(errors))))
     return planned
 
 
-def host_skip_reason(matrix, cell, caps, nodes, host_cpus, jdk, memory_available_kb=None):
+def host_skip_reason(matrix, cell, caps, nodes, host_cpus, jdk, memory_available_kb=None, hugepage_kb=None):
     p = cell.params
     if p.get("executor") == "container":
         if os.environ.get("TUNELAB_RUNNER_IMAGE"):
@@ -127,11 +137,12 @@ def host_skip_reason(matrix, cell, caps, nodes, host_cpus, jdk, memory_available
         explicit = caps.get("explicit_hugepages", {})
         if not explicit.get("available"):
             return f"hugepages=explicit: no hugetlb support ({explicit.get('evidence')})"
-        needed = knobs.hugepages_for_heap(p["heap"])
+        page_kb = hugepage_kb or 2048
+        needed = knobs.hugepages_for_heap(p["heap"], page_kb * 1024)
         if not explicit.get("writable") and (explicit.get("value") or 0) < needed:
-            return (f"hugepages=explicit needs {needed} 2 MiB pages for heap {p['heap']}; "
+            return (f"hugepages=explicit needs {needed} {page_kb // 1024} MiB pages for heap {p['heap']}; "
                     f"nr_hugepages is {explicit.get('value')} and not writable (run as root)")
-        if memory_available_kb and needed * 2048 > memory_available_kb * 0.9:
-            return (f"hugepages=explicit needs {needed * 2} MiB; only {memory_available_kb // 1024} MiB of memory "
-                    "is available")
+        if memory_available_kb and needed * page_kb > memory_available_kb * 0.9:
+            return (f"hugepages=explicit needs {needed * page_kb // 1024} MiB ({needed} pages of "
+                    f"{page_kb // 1024} MiB); only {memory_available_kb // 1024} MiB of memory is available")
     return ""

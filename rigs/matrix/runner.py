@@ -149,6 +149,7 @@ def execute(argv=None, console=None, host_paths=None, report=None):
         if report is None:
             report = doctor.build_report(pinned, jdks.declared_from_env() + args.jdk,
                                          probe_gcs=not args.no_gc_probes)
+        report.setdefault("jdks_unavailable", jdks.unavailable_in_runfiles(runfiles))
         planned = plan.plan(matrix, report)
         check_cells(rig, planned)
         rounds = None

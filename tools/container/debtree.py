@@ -13,8 +13,15 @@ SHRINK = ("usr/share/doc", "usr/share/man", "usr/share/info", "usr/share/locale"
 
 
 def unpack_debs(debs, tree):
+    os.makedirs(tree, exist_ok=True)
     for deb in debs:
-        subprocess.run(["dpkg-deb", "-x", deb, tree], check=True)
+        # Owners are not kept (the images and initramfs record root for every file): a build sandbox's
+        # user namespace cannot give files to the packages' system groups (shadow, gid 42).
+        contents = subprocess.Popen(["dpkg-deb", "--fsys-tarfile", deb], stdout=subprocess.PIPE)
+        subprocess.run(["tar", "-x", "--no-same-owner", "-C", tree], stdin=contents.stdout, check=True)
+        contents.stdout.close()
+        if contents.wait() != 0:
+            raise subprocess.CalledProcessError(contents.returncode, ["dpkg-deb", "--fsys-tarfile", deb])
     for rel in SHRINK:
         shutil.rmtree(os.path.join(tree, rel), ignore_errors=True)
 
@@ -28,3 +35,24 @@ def link_python3(tree):
     link = os.path.join(bin_dir, "python3")
     if pythons and not os.path.lexists(link):
         os.symlink(pythons[-1], link)
+
+
+def merge_usr(tree):
+    """Moves /bin, /sbin, /lib* into /usr and links them there, as Debian 12 installs do (usrmerge): one
+    place per program, so busybox's applet links (made where nothing is) never shadow a Debian program."""
+    for name in ("bin", "sbin", "lib", "lib64"):
+        top = os.path.join(tree, name)
+        if os.path.islink(top) or not os.path.isdir(top):
+            continue
+        usr = os.path.join(tree, "usr", name)
+        os.makedirs(usr, exist_ok=True)
+        for root, dirs, files in os.walk(top, topdown=False):
+            rel = os.path.relpath(root, top)
+            dest_dir = os.path.normpath(os.path.join(usr, rel))
+            os.makedirs(dest_dir, exist_ok=True)
+            for entry in files + [d for d in dirs if os.path.islink(os.path.join(root, d))]:
+                dest = os.path.join(dest_dir, entry)
+                if not os.path.lexists(dest):
+                    os.rename(os.path.join(root, entry), dest)
+        shutil.rmtree(top)
+        os.symlink(os.path.join("usr", name), top)
