@@ -104,7 +104,7 @@ class HostKnobsTest(unittest.TestCase):
         _, cell = matrix(hugepages="explicit", heap="256m")
         with self.assertRaises(RuntimeError):
             with knobs.HostKnobs(self.paths) as host:
-                self.assertEqual(host.apply(cell), {"nr_hugepages": 256})
+                self.assertEqual(host.apply(cell), {"nr_hugepages": 256, "hugepage_size_kb": 2048})
                 self.assertEqual(self.read(self.paths.nr_hugepages), "256")
                 raise RuntimeError("the cell crashed")
         self.assertEqual(self.read(self.paths.nr_hugepages), "0")
@@ -114,7 +114,8 @@ class HostKnobsTest(unittest.TestCase):
         self.paths.compact_memory = os.path.join(self.dir, "compact_memory")
         with FragmentedHost(self.paths, free_pages=[15, 100, 300]) as host:
             # 15 pages, compaction, 100, compaction, 300: the third attempt holds the 256 asked for.
-            self.assertEqual(host.apply(cell), {"nr_hugepages": 256, "hugepage_reservation_attempts": 3})
+            self.assertEqual(host.apply(cell), {"nr_hugepages": 256, "hugepage_size_kb": 2048,
+                                               "hugepage_reservation_attempts": 3})
             self.assertEqual(host.compactions, 2)
         self.assertEqual(self.read(self.paths.nr_hugepages), "0")  # the first original, not a retry's
 
