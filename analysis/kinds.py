@@ -24,6 +24,9 @@ class Kind:
     # The question's own words for better and worse, said when the headline metric is a time (mr1-vs-mr2:
     # "faster or slower?").
     time_words: tuple = ()
+    # Facts that may also differ when the two hosts' architectures do (cross-host: the Kunpeng vs x86
+    # report): the JDK builds that follow from an architecture.
+    allowed_across_architectures: frozenset = frozenset()
 
 
 KINDS = {
@@ -37,7 +40,8 @@ KINDS = {
     "memory-locality": Kind("Memory locality, pre vs post", "Does better memory locality change {metric}?",
                             axis="locality", baseline="pre", set_labels=("pre", "post")),
     "cross-host": Kind("Cross-host", "How does {b} compare with {a} on the same cells ({metric})?",
-                       axis="host", allowed=frozenset({"host", "cpu"})),
+                       axis="host", allowed=frozenset({"host", "cpu"}),
+                       allowed_across_architectures=frozenset({"architecture", "jdk build"})),
 }
 
 
@@ -56,6 +60,8 @@ class Prepared:
     # The comparison groups when the preparation made its own axis (results split in parts on it),
     # instead of the ones the run's manifest declares.
     groups: list = None
+    labels: tuple = ()  # the compared axis' value of the first and second set, when two are compared
+    banner: str = ""  # said on every page (an emulated host)
 
 
 def prepare(kind_name, sets, axis=None, allow_mismatch=False):
@@ -70,6 +76,7 @@ def prepare(kind_name, sets, axis=None, allow_mismatch=False):
     warnings = []
     emulated = sorted({d["provenance"]["host"]["cpu"].get("model_name") or "?" for s in measured for d in s.docs
                        if d.get("provenance", {}).get("host", {}).get("cpu", {}).get("emulated")})
+    banner = "EMULATED HOST: mechanics, not speed" if emulated else ""
     if emulated:
         warnings.append(f"EMULATED HOST ({', '.join(emulated)}): these results show mechanics (e.g. pages moving "
                         "between nodes), they are not measurements of speed")
@@ -93,12 +100,15 @@ def prepare(kind_name, sets, axis=None, allow_mismatch=False):
             if len({d["cell"]["params"].get(extra) for d in docs}) > 1:
                 axes.append(extra)
                 baselines[extra] = base
-        return Prepared(docs, axes, baselines, warnings, measured, groups)
+        return Prepared(docs, axes, baselines, warnings, measured, groups, banner=banner)
     a, b = measured
     if kind_name == "axis":
         raise ReportError("the axis kind compares the axes within one run: give one measured set")
     # Two sets: one result pairs with the other's when their provenance differs only where the kind allows.
-    diffs = resultsets.provenance_differences(a.first_ok(), b.first_ok(), kind.allowed)
+    allowed = kind.allowed
+    if resultsets.provenance(a.first_ok())["architecture"] != resultsets.provenance(b.first_ok())["architecture"]:
+        allowed = allowed | kind.allowed_across_architectures
+    diffs = resultsets.provenance_differences(a.first_ok(), b.first_ok(), allowed)
     if diffs:
         text = "; ".join(f"{k}: {va} vs {vb}" for k, va, vb in diffs)
         if not allow_mismatch:
@@ -122,7 +132,7 @@ def prepare(kind_name, sets, axis=None, allow_mismatch=False):
                 d["cell"]["params"][axis] = label
             docs.append(d)
     baselines = {axis: labels[0] if labels else kind.baseline}
-    return Prepared(docs, [axis], baselines, warnings, measured)
+    return Prepared(docs, [axis], baselines, warnings, measured, labels=tuple(labels or ()), banner=banner)
 
 
 def fleet_host(result_set):

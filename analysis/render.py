@@ -17,6 +17,7 @@ from reportlab.platypus import (Image, PageBreak, Paragraph, Preformatted, Simpl
 class Title:
     text: str
     subtitle: str = ""
+    banner: str = ""  # said on every page (PDF) and before everything (text, HTML): e.g. an emulated host
 
 
 @dataclasses.dataclass
@@ -58,7 +59,8 @@ def to_text(blocks):
     out = []
     for b in blocks:
         if isinstance(b, Title):
-            out += [b.text, "=" * len(b.text)] + ([b.subtitle] if b.subtitle else []) + [""]
+            out += ([f"!! {b.banner} !!", ""] if b.banner else []) + [b.text, "=" * len(b.text)] + (
+                [b.subtitle] if b.subtitle else []) + [""]
         elif isinstance(b, Heading):
             out += [b.text, ("-" if b.level == 1 else "~") * len(b.text), ""]
         elif isinstance(b, Para):
@@ -94,6 +96,9 @@ def to_html(blocks, title):
              f"<link rel='icon' href='data:,'><style>{_CSS}</style></head><body>"]
     for b in blocks:
         if isinstance(b, Title):
+            if b.banner:
+                parts.append(f"<p style='position:sticky;top:0;background:#b71c1c;color:white;padding:4px'>"
+                             f"<b>{e(b.banner)}</b></p>")
             parts.append(f"<h1>{e(b.text)}</h1>" + (f"<p>{e(b.subtitle)}</p>" if b.subtitle else ""))
         elif isinstance(b, Heading):
             parts.append(f"<h{b.level + 1}>{e(b.text)}</h{b.level + 1}>")
@@ -177,10 +182,16 @@ def to_pdf(blocks, path, title):
     doc = SimpleDocTemplate(path, pagesize=A4, title=title, author="tunelab", leftMargin=15 * mm,
                             rightMargin=15 * mm, topMargin=15 * mm, bottomMargin=15 * mm, invariant=True)
 
+    banner = next((b.banner for b in blocks if isinstance(b, Title) and b.banner), "")
+
     def footer(canvas, document):
         canvas.saveState()
         canvas.setFont("Helvetica", 7)
         canvas.drawString(15 * mm, 8 * mm, f"{title} - page {document.page}")
+        if banner:  # on every page: a page printed alone still says it
+            canvas.setFillColor(colors.HexColor("#b71c1c"))
+            canvas.setFont("Helvetica-Bold", 10)
+            canvas.drawCentredString(A4[0] / 2, A4[1] - 9 * mm, banner)
         canvas.restoreState()
 
     doc.build(story, onFirstPage=footer, onLaterPages=footer)

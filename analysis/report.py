@@ -22,7 +22,7 @@ import shlex
 import sys
 import tempfile
 
-from analysis import compare, plots, render, resultsets, stats, thresholds
+from analysis import compare, crosshost, plots, render, resultsets, stats, thresholds
 # The kinds and the preparation of their documents (analysis/kinds.py; report.KINDS etc. stay importable).
 from analysis.kinds import KINDS, Kind, Prepared, ReportError, prepare, split_parts  # noqa: F401
 # The report's sections after its comparison tables (attribution, threads, observations, provenance).
@@ -147,9 +147,13 @@ def build(kind_name, sets, out_dir, metrics=None, axis=None, allow_mismatch=Fals
     asked = (measured[0].manifest.get("matrix") or {}).get("question") if len(measured) == 1 else None
     question = asked or kind.question.format(metric=headline, a=names[0], b=names[-1])
     axis_asked = prepared.axes[0] if kind.axis and prepared.axes else None
-    blocks = [render.Title(f"{kind.title}: {question}",
+    title = kind.title
+    if kind_name == "cross-host" and len(set(crosshost.architectures(measured))) > 1:
+        title += f" ({' vs '.join(crosshost.architectures(measured))})"
+    blocks = [render.Title(f"{title}: {question}",
                            f"{' vs '.join(names)} | host(s) {', '.join(hosts)} | rig {rig} | generated "
-                           f"{generated_at or datetime.datetime.now(datetime.timezone.utc).strftime('%Y-%m-%d %H:%M UTC')}"),
+                           f"{generated_at or datetime.datetime.now(datetime.timezone.utc).strftime('%Y-%m-%d %H:%M UTC')}",
+                           banner=prepared.banner),
               render.Para("Answer: " + answer(rows_by_metric[headline], headline, declared[headline], kind,
                                               axis_asked, _levels(cells, headline)), strong=True)]
     for w in prepared.warnings:
@@ -162,6 +166,9 @@ def build(kind_name, sets, out_dir, metrics=None, axis=None, allow_mismatch=Fals
             [row for r in asked_rows for row in table_rows(r, declared[headline])],
             caption=f"{headline} ({declared[headline]['unit']}): {axis_asked}, the question's comparison"))
     blocks += sequential_blocks(measured)
+    if kind_name == "cross-host":
+        blocks += crosshost.blocks(measured, prepared.labels, asked_rows or rows_by_metric[headline], headline,
+                                   declared[headline]["unit"])
     blocks.append(render.Para(
         "How to read: each candidate cell is compared with its baseline partner (same parameters except the "
         "compared axis). Runs (repetitions) are the independent units: a cell's value is the median of its run "

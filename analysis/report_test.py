@@ -40,6 +40,12 @@ def pdf_facts(path):
     return len(pdf), texts, images, ink
 
 
+# A Kunpeng 920 as the doctor describes one (rigs/host/testdata/kunpeng920_2socket).
+KUNPENG = {"architecture": "aarch64", "vendor": "HiSilicon", "implementer": "0x48", "part": "0xd01",
+           "sockets": 2, "cores_per_socket": 64, "threads_per_core": 1, "logical_cpus": 128, "page_size_kb": 64,
+           "max_mhz": 2600.0}
+
+
 class ReportTest(unittest.TestCase):
     def setUp(self):
         self.tmp = tempfile.TemporaryDirectory()
@@ -78,8 +84,10 @@ class ReportTest(unittest.TestCase):
             "cross-host": [write_set(os.path.join(self.dir, "x86"), stock, host="vm-x86", rig="yarn_cps",
                                      metric="container_allocation_rate", unit="containers/s"),
                            write_set(os.path.join(self.dir, "arm"), [(p, v * 0.64) for p, v in stock],
-                                     host="kunpeng-7265f", cpu="Kunpeng 920 7265F", rig="yarn_cps",
-                                     metric="container_allocation_rate", unit="containers/s")],
+                                     host="kunpeng-7265f", cpu="Kunpeng-920", rig="yarn_cps",
+                                     metric="container_allocation_rate", unit="containers/s", host_cpu=KUNPENG,
+                                     jdk={"vendor": "Debian", "runtime_version": "17.0.21.1+2-Debian-1deb12u1"},
+                                     memory={"hugepage_size_kb": 524288})],
         }
         references = report.reference_sets(RESULTS_ROOT)
         for kind, sets in cases.items():
@@ -111,7 +119,7 @@ class ReportTest(unittest.TestCase):
                     self.assertLess(answer_text.index("mapreduce=mr2 vs mr1"), answer_text.index("How to read"))
                 if kind == "cross-host":
                     self.assertIn(resultsets.PUBLISHED_LABEL, everything)
-                    self.assertIn("Kunpeng 920 7265F", everything)
+                    self.assertIn("Kunpeng-920, HiSilicon (implementer 0x48, part 0xd01)", everything)
 
     def locality_set(self, name, version):
         """SYNTHETIC: 5 runs of a pressured-then-migrated Redis cell with the case study's figures as values
@@ -224,6 +232,43 @@ class ReportTest(unittest.TestCase):
         self.assertIn("decided at round 3: different", first_page)
         self.assertIn("Sequential repetitions: rounds 3..5", first_page)
         self.assertRegex(first_page, r"variant: patched vs stock.*cpu_loop_rate.*-10\.0%.*-12\.0%\.\.-8\.0%.*3")
+
+    def test_kunpeng_vs_x86_lets_the_architecture_and_its_jdk_builds_differ_and_nothing_else(self):
+        debian = {"vendor": "Debian", "runtime_version": "17.0.21.1+2-Debian-1deb12u1"}
+        x86 = write_set(os.path.join(self.dir, "x"), [({}, 100.0)], host="h1", reference=1000.0)
+        arm = write_set(os.path.join(self.dir, "k"), [({}, 50.0)], host="h2", cpu="Kunpeng-920", host_cpu=KUNPENG,
+                        jdk=debian, reference=800.0)
+        text = render.to_text(self.build("cross-host", [x86, arm]))
+        self.assertIn("Cross-host (x86_64 vs aarch64)", text)
+        self.assertRegex(text, r"CPU +AMD EPYC.* +Kunpeng-920, HiSilicon \(implementer 0x48, part 0xd01\)")
+        self.assertRegex(text, r"pages .*64 KiB base")
+        # 50 / 100 = -50 %; the hosts' CPU loops differ by 800 / 1000: normalized 0.5 / 0.8 = -37.5 %.
+        self.assertRegex(text, r"-50\.0% .* -37\.5%")
+        self.assertIn("The architectures differ (x86_64 vs aarch64)", text)
+        # The same JDK build difference between two hosts of one architecture is refused.
+        other_x86 = write_set(os.path.join(self.dir, "x2"), [({}, 50.0)], host="h3", jdk=debian)
+        with self.assertRaisesRegex(report.ReportError, "jdk build"):
+            self.build("cross-host", [x86, other_x86])
+        # A workload difference is refused across architectures too.
+        other_load = write_set(os.path.join(self.dir, "k2"), [({}, 50.0)], host="h4", host_cpu=KUNPENG, jdk=debian,
+                               workload_sha="0" * 64)
+        with self.assertRaisesRegex(report.ReportError, "workload"):
+            self.build("cross-host", [x86, other_load])
+
+    def test_an_emulated_side_says_so_on_every_page(self):
+        x86 = write_set(os.path.join(self.dir, "xe"), [({}, 100.0)], host="h1")
+        guest = write_set(os.path.join(self.dir, "ge"), [({}, 5.0)], host="h2", cpu="QEMU TCG 'max' CPU",
+                          host_cpu=dict(KUNPENG, implementer="0x00", part="0x051", emulated=True,
+                                        emulated_evidence="CPU implementer 0x00"), jdk={"vendor": "Debian"})
+        blocks = self.build("cross-host", [x86, guest])
+        self.assertEqual(blocks[0].banner, "EMULATED HOST: mechanics, not speed")
+        pdf = os.path.join(self.dir, "emulated.pdf")
+        report.write(blocks, pdf)
+        import pypdfium2
+        document = pypdfium2.PdfDocument(pdf)
+        self.assertGreater(len(document), 1)
+        for page in document:
+            self.assertIn("EMULATED HOST: mechanics, not speed", page.get_textpage().get_text_range())
 
     def test_cross_host_refuses_sets_that_differ_in_more_than_the_host(self):
         a = write_set(os.path.join(self.dir, "a"), [({}, 100.0)], host="h1")

@@ -133,6 +133,7 @@ def provenance(doc):
     return {
         "host": p["host"]["host"]["host_id"],
         "cpu": p["host"]["cpu"].get("model_name", "?"),
+        "architecture": p["host"]["cpu"].get("architecture") or "?",
         "workload": f"{p['workload']['id']} sha256 {p['workload']['sha256'][:12]}",
         "generated inputs": " ".join(f"{k}={v[:12]}" for k, v in sorted((p["workload"].get("generated") or {}).items())),
         "jdk build": f"{jdk.get('vendor', '?')} {jdk.get('runtime_version', jdk.get('version', '?'))}" if jdk else "none",

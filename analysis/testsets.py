@@ -19,12 +19,13 @@ def template():
 
 def write_set(folder, cells, host="vm-x86", cpu="AMD EPYC", rig="calibration", workload_sha=None,
               metric="cpu_loop_rate", unit="ops/s", runs=5, noise=None, seed=0, reference=None, fleet_host=None,
-              direction="higher_is_better", question=None):
+              direction="higher_is_better", question=None, host_cpu=None, jdk=None, memory=None):
     """A SYNTHETIC set: cells = [(params overrides, level)], `runs` repetitions x 5 samples. Without `noise`
     the run-to-run jitter is a fixed pattern; with it, run medians scatter by that relative stdev (seeded).
     reference: the host reference's cpu_loop_rate (before and after the matrix, 0.5 % apart), if any.
     fleet_host: the inventory name //tools:fleet would record in the manifest, if any. question: the matrix's
-    own question, as a run's manifest states it."""
+    own question, as a run's manifest states it. host_cpu, jdk, memory: fields laid over the template's
+    provenance (another architecture's CPU, JDK build, hugepage size)."""
     rng = numpy.random.default_rng(seed)
     os.makedirs(os.path.join(folder, "cells"))
     base = template()
@@ -55,6 +56,10 @@ def write_set(folder, cells, host="vm-x86", cpu="AMD EPYC", rig="calibration", w
                              "value": level, "n": 5}]
             d["provenance"]["host"]["host"]["host_id"] = host
             d["provenance"]["host"]["cpu"]["model_name"] = cpu
+            d["provenance"]["host"]["cpu"].update(host_cpu or {})
+            d["provenance"]["host"]["memory"].update(memory or {})
+            if d["provenance"].get("jdk"):
+                d["provenance"]["jdk"].update(jdk or {})
             if "variant" in overrides:
                 d["provenance"]["variant"] = {"name": overrides["variant"], "patch_set_sha256":
                                               None if overrides["variant"] == "stock" else "ab" * 32}

@@ -5,7 +5,8 @@
 
 The inventory is an ordinary Ansible inventory; every host in it (or in --limit) is a fleet host. Per host:
 check it (its Python; the matrix planned there with the doctor's report, so cells the host cannot express
-stay skips with their reasons), ship the matrix bundle once (//<target>_bundle, kept there by its sha256),
+stay skips with their reasons), ship the bundle built for its machine once (//<target>_bundle or
+_bundle_aarch64: machines.py; kept there by its sha256),
 start the matrix detached with the host's lock, wait on its marker file, pack the run and bring it home into
 results/<inventory host>/<run>/ after checking it (tools/fleet/README.md). A host that drops out is
 reported with its reason; `--resume FLEET_ID` continues it (the matrix resumes its stored run there) and
@@ -15,7 +16,7 @@ per host, and the knob journal; only root may write it). Exit: 0 every host's ru
 some host failed or dropped out (resume it); 2 bad input. What a host sends is read by hostinput.py, Ansible
 is driven by playbook.py.
 
-Why one module of ~500 lines: it is the controller's one flow (the fleet's state, the bundle, checking,
+Why one module of ~520 lines: it is the controller's one flow (the fleet's state, the bundle, checking,
 starting and watching hosts, bringing runs home, the summary), each step a method of Fleet over the same
 state; what can be read or run apart from that flow lives in hostinput.py, playbook.py and remote_run.py.
 """
@@ -38,12 +39,12 @@ from rich.table import Table
 
 from results import runarchive, store
 from rigs.matrix import hoststate, inputs
+from tools.fleet import machines
 from tools.fleet.hostinput import REMOTE_PYTHON, FleetError, describe_failure, host_json, read_plan
 from tools.fleet.playbook import Playbook, ansible_env, load_inventory, write_cli_launchers
 
 DEFAULT_ROOT = "/var/tmp/tunelab"
 EXIT_OK, EXIT_HOSTS_FAILED, EXIT_BAD_INPUT, EXIT_INTERRUPTED = 0, 1, 2, 130
-TARGET_RE = re.compile(r"^//([A-Za-z0-9_./-]*):([A-Za-z0-9_.-]+)$")
 FLEET_ID_RE = re.compile(r"^fleet-[0-9]{8}T[0-9]{6}Z-[0-9a-f]{4}$")
 # Where a host's matrix runner runs (inventory variable tunelab_runner): on the host with its Python, or in
 # the rigs' image (the bundle's, loaded into the host's podman), for hosts with nothing else installed.
@@ -59,6 +60,7 @@ class HostState:
     error: str = ""
     run_dir: str = ""
     host_id: str = ""
+    machine: str = ""  # its `uname -m`, which chooses its bundle
 
     def to_json(self):
         return dataclasses.asdict(self)
@@ -177,6 +179,8 @@ class Fleet:
             self.fleet_id = a.resume
             self.hosts = {h: HostState(**s) for h, s in doc.pop("hosts").items()}
             doc.pop("updated_at", None)
+            old = doc.pop("bundle_sha256", "")  # fleet runs before bundles per machine: one, x86-64's
+            doc.setdefault("bundles", {"x86_64": old} if old else {})
             self.meta = doc
             unknown = sorted(set(self.hosts) - set(inventory_hosts))
             if unknown:
@@ -194,7 +198,7 @@ class Fleet:
                                      "rename it in the inventory (ansible_host keeps its address)") from None
             self.hosts = {h: HostState() for h in chosen}
             self.meta = {"fleet_id": self.fleet_id, "target": a.target, "profile": a.profile,
-                         "overrides": a.set, "inventory": os.path.abspath(a.inventory), "bundle_sha256": "",
+                         "overrides": a.set, "inventory": os.path.abspath(a.inventory), "bundles": {},
                          "created_at": now_iso()}
 
     def chosen_hosts(self, inventory_hosts):
@@ -206,45 +210,54 @@ class Fleet:
             raise FleetError(f"--limit: {', '.join(missing)} not in the inventory ({', '.join(inventory_hosts)})")
         return wanted
 
-    # -- the bundle --
-    def bundle(self):
-        if bool(self.args.bundle) != bool(self.args.args_file):
-            raise FleetError("--bundle and --args-file go together")
-        if self.args.bundle:
-            return self.check_bundle(os.path.abspath(self.args.bundle)), read_args_file(self.args.args_file)
-        return self.build_bundle()
+    # -- each host's machine, and the bundle for it --
+    def machines(self, todo, env):
+        """Asks the hosts that have not said yet for their machine (phase 0); a host that cannot answer, or
+        whose machine tunelab builds nothing for, fails with that reason before anything is shipped."""
+        ask = [h for h in todo if not self.hosts[h].machine]
+        if ask:
+            pb = Playbook(os.path.dirname(self.state_path(self.fleet_id)), "machine", env)
+            pb.run(self.args.inventory, ask, {})
+            for host in ask:
+                state = self.hosts[host]
+                try:
+                    if host in pb.errors:
+                        raise FleetError(pb.errors[host])
+                    state.machine = machines.read_machine((pb.ok.get(host, {}).get("machine") or {}).get("stdout"))
+                except FleetError as e:
+                    state.status, state.error = "failed", str(e)
+        self.save()
+        return [h for h in todo if self.hosts[h].machine and self.hosts[h].status != "failed"]
 
-    def check_bundle(self, bundle):
+    def bundles(self, wanted):
+        """{machine: bundle path} for the machines in `wanted`: given (--bundle) or built."""
+        given = machines.parse_bundle_option(self.args.bundle)
+        if bool(given) != bool(self.args.args_file):
+            raise FleetError("--bundle and --args-file go together")
+        found, args_file = {}, self.args.args_file
+        for machine in sorted(wanted):
+            if given:
+                if machine not in given:
+                    continue  # its hosts are reported: no bundle given for them
+                found[machine] = self.check_bundle(machine, given[machine])
+            else:
+                self.console.print(f"building the {machine} bundle of {self.meta['target']} (the matrix, its "
+                                   "runfiles and JDKs as one archive)")
+                bundle, args_file = machines.build_bundle(self.workspace, self.meta["target"], machine)
+                found[machine] = self.check_bundle(machine, bundle)
+        return found, (read_args_file(args_file) if args_file else [])
+
+    def check_bundle(self, machine, bundle):
         from tools.digest import sha256_of
         sha = sha256_of(bundle)
-        if self.meta["bundle_sha256"] and self.meta["bundle_sha256"] != sha:
-            raise FleetError(f"the build of {self.meta['target']} changed since fleet run {self.fleet_id} started "
-                             f"(bundle {self.meta['bundle_sha256'][:12]} then, {sha[:12]} now): a resumed run must "
-                             "run the same build; check out that commit or start a new fleet run")
-        self.meta["bundle_sha256"] = sha
-        self.console.print(f"bundle {sha[:12]}: {os.path.getsize(bundle) / 2**20:.0f} MiB")
+        then = self.meta["bundles"].get(machine)
+        if then and then != sha:
+            raise FleetError(f"the {machine} build of {self.meta['target']} changed since fleet run {self.fleet_id} "
+                             f"started (bundle {then[:12]} then, {sha[:12]} now): a resumed run must run the same "
+                             "build; check out that commit or start a new fleet run")
+        self.meta["bundles"][machine] = sha
+        self.console.print(f"{machine} bundle {sha[:12]}: {os.path.getsize(bundle) / 2**20:.0f} MiB")
         return bundle
-
-    def build_bundle(self):
-        m = TARGET_RE.match(self.meta["target"])
-        if not m:
-            raise FleetError(f"{self.meta['target']!r}: expected a label like //rigs:calibration_matrix")
-        package, name = m.groups()
-        bundle_label = f"//{package}:{name}_bundle"
-        self.console.print(f"building {bundle_label} (the matrix, its runfiles and JDKs as one archive)")
-        bazel = shutil.which("bazel") or shutil.which("bazel-4.2.3")
-        if not bazel:
-            raise FleetError("bazel is not on PATH (run ./bazelw once)")
-        build = subprocess.run([bazel, "build", "--color=no", "--curses=no", bundle_label,
-                                f"//{package}:{name}_args"], cwd=self.workspace,
-                               stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
-        if build.returncode != 0:
-            raise FleetError(f"bazel build {bundle_label} failed:\n{build.stdout[-2000:]}")
-        bin_dir = subprocess.run([bazel, "info", "bazel-bin"], cwd=self.workspace, stdout=subprocess.PIPE,
-                                 stderr=subprocess.DEVNULL, text=True).stdout.strip()
-        bundle = os.path.join(bin_dir, package, f"{name}_bundle.tar.gz")
-        args_file = os.path.join(bin_dir, package, f"{name}.args")
-        return self.check_bundle(bundle), read_args_file(args_file)
 
     def commit(self):
         def git(*a):
@@ -254,13 +267,18 @@ class Fleet:
         return sha + ("-dirty" if git("status", "--porcelain", "--untracked-files=no") else "")
 
     # -- the phases --
-    def fleet_vars(self, bundle, matrix_args, inventory):
+    def fleet_vars(self, bundles, matrix_args, inventory):
         run_args = (["--profile", self.meta["profile"]] if self.meta["profile"] else []) + [
             f"--set={s}" for s in self.meta["overrides"] or []]
         commit = self.meta.setdefault("commit", self.commit())
-        hosts = {h: host_plan(h, inventory[h], self.fleet_id, self.meta["bundle_sha256"], matrix_args, run_args,
-                              commit, s) for h, s in self.hosts.items()}
-        return {"bundle": bundle, "bundle_sha256": self.meta["bundle_sha256"], "hosts": hosts,
+        hosts = {}
+        for h, s in self.hosts.items():
+            if s.machine not in bundles:
+                continue
+            sha = self.meta["bundles"][s.machine]
+            hosts[h] = dict(host_plan(h, inventory[h], self.fleet_id, sha, matrix_args, run_args, commit, s),
+                            bundle=bundles[s.machine], bundle_sha256=sha, machine=s.machine)
+        return {"bundles": bundles, "hosts": hosts,
                 "staging": os.path.join(os.path.dirname(self.state_path(self.fleet_id)), "incoming"),
                 "max_archive_bytes": runarchive.MAX_ARCHIVE_BYTES}
 
@@ -324,7 +342,7 @@ class Fleet:
             state = self.hosts[host]
             if not state.run_id:
                 state.run_id = inputs.new_run_id()
-        fleet_vars = self.fleet_vars(fleet_vars["bundle"], self.matrix_args, inventory)
+        fleet_vars = self.fleet_vars(fleet_vars["bundles"], self.matrix_args, inventory)
         for host in todo:
             plan = fleet_vars["hosts"][host]
             plan["start_argv"] = start_argv(plan, run_states.get(host, {}), self.hosts[host].run_id)
@@ -439,8 +457,9 @@ def parse_args(argv):
     parser.add_argument("--resume", metavar="FLEET_ID", help="continue a fleet run: hosts whose run is home are left alone")
     parser.add_argument("--results-dir", help="where runs come home (default: <workspace>/results)")
     parser.add_argument("--plan-only", action="store_true", help="check the hosts and print their plans; run nothing")
-    parser.add_argument("--bundle", help="a bundle built already (<target>_bundle.tar.gz) instead of building it; "
-                                         "needs --args-file")
+    parser.add_argument("--bundle", action="append", metavar="[MACHINE=]PATH",
+                        help="a bundle built already (<target>_bundle.tar.gz; aarch64=<target>_bundle_aarch64.tar.gz) "
+                             "instead of building it; needs --args-file")
     parser.add_argument("--args-file", help="with --bundle: the target's <name>.args")
     return parser.parse_args(argv)
 
@@ -458,14 +477,20 @@ def main(argv=None, console=None):
         inventory = load_inventory(args.inventory, ansible_env(work, site_bin, work))
         fleet.load_or_create(inventory)
         env = ansible_env(os.path.dirname(fleet.state_path(fleet.fleet_id)), site_bin, work)
-        bundle, fleet.matrix_args = fleet.bundle()
         fleet.save()
         console.print(f"fleet run {fleet.fleet_id}: state in {os.path.relpath(fleet.state_path(fleet.fleet_id), workspace)}")
         todo = [h for h, s in fleet.hosts.items() if s.status not in FINAL]
         for host in sorted(set(fleet.hosts) - set(todo)):
             console.print(f"{host}: run {fleet.hosts[host].run_id} is home already; not run again")
+        todo = fleet.machines(todo, env) if todo else []
+        bundles, fleet.matrix_args = fleet.bundles({fleet.hosts[h].machine for h in todo})
+        for host in [h for h in todo if fleet.hosts[h].machine not in bundles]:
+            fleet.hosts[host].status = "failed"
+            fleet.hosts[host].error = f"no bundle for its machine ({fleet.hosts[host].machine}) was given (--bundle)"
+        todo = [h for h in todo if fleet.hosts[h].machine in bundles]
+        fleet.save()
         if todo:
-            fleet_vars = fleet.fleet_vars(bundle, fleet.matrix_args, inventory)
+            fleet_vars = fleet.fleet_vars(bundles, fleet.matrix_args, inventory)
             plans, run_states = fleet.check(inventory, todo, fleet_vars, env)
             runnable = [h for h in todo if fleet.hosts[h].status == "planned" or
                         (h in plans and fleet.hosts[h].status in ("running", "interrupted", "dropped"))]

@@ -105,6 +105,7 @@ DEBIAN_PACKAGES = {
     },
     "arm64": {
         "jdk17": {
+            "openjdk-17-jdk-headless": ["17.0.21.1+2-1~deb12u1", "openjdk-17-jdk-headless_17.0.21.1+2-1~deb12u1_arm64.deb", "51cbad035bfa05a3578bd4a7c74203d5141213b052c47eb0719349fac414a86b"],
             "openjdk-17-jre-headless": ["17.0.21.1+2-1~deb12u1", "openjdk-17-jre-headless_17.0.21.1+2-1~deb12u1_arm64.deb", "a0306c8404f1b83f496a4574583192e945806c732a221f002cc00f22a22eba8e"],
         },
         "jemalloc_dev": {

@@ -31,7 +31,7 @@ def qemu_argv(qemu, kernel, initramfs, profile, node_mib, cpus_per_node=1):
     argv = [qemu, "-accel", "tcg", "-m", str(2 * node_mib), "-smp", str(2 * cpus_per_node),
             "-nographic", "-no-reboot", "-nic", "none",
             "-kernel", kernel, "-initrd", initramfs,
-            "-append", f"console=ttyS0 rdinit=/init quiet panic=-1 tunelab.profile={profile}"]
+            "-append", f"console=ttyS0 rdinit=/init quiet panic=-1 tunelab.accel=tcg tunelab.profile={profile}"]
     for node in range(2):
         cpus = f"{node * cpus_per_node}-{(node + 1) * cpus_per_node - 1}" if cpus_per_node > 1 else str(node)
         argv += ["-object", f"memory-backend-ram,id=m{node},size={node_mib}M",

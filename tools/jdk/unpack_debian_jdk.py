@@ -1,6 +1,9 @@
 """Lays out a Debian OpenJDK package as a relocatable Java runtime: <out>/java-runtime/bin/java ...
 
-  unpack_debian_jdk.py DEB JAVA_HOME_IN_PACKAGE OUT
+  unpack_debian_jdk.py JAVA_HOME_IN_PACKAGE OUT DEB...
+
+The packages (Debian splits a JDK: the runtime, -jre-headless; the tools such as jcmd, -jdk-headless) are
+unpacked into one tree. jmods/ (jlink's input, 70 MB) is left out: no rig builds runtime images.
 
 Debian's JDK links its configuration to /etc (lib/jvm.cfg -> /etc/java-17-openjdk/jvm-arm64.cfg, ...), which
 the package ships too: each such link becomes a copy of the packaged file, so the runtime works wherever it
@@ -17,12 +20,14 @@ import tempfile
 
 
 def main(argv):
-    deb, home, out = argv
+    home, out, *debs = argv
     tree = tempfile.mkdtemp(prefix="_deb_", dir=out)
     try:
-        subprocess.run(["dpkg-deb", "-x", deb, tree], check=True)
+        for deb in debs:
+            subprocess.run(["dpkg-deb", "-x", deb, tree], check=True)
         runtime = os.path.join(out, "java-runtime")
         shutil.move(os.path.join(tree, home.strip("/")), runtime)
+        shutil.rmtree(os.path.join(runtime, "jmods"), ignore_errors=True)
         removed = []
         for folder, dirs, files in os.walk(runtime):
             for name in dirs + files:
