@@ -46,6 +46,7 @@ def rig_matrix(
         smoke_profile = "smoke",
         smoke_size = "medium",
         extra_smoke_profiles = [],
+        dockerd_smoke_profiles = [],
         aarch64_data = []):
     """A runnable matrix for one rig, with its tests.
 
@@ -74,6 +75,8 @@ def rig_matrix(
       smoke_profile: the profile the smoke test runs.
       smoke_size: test size of the smoke test.
       extra_smoke_profiles: more profiles run for real the same way, each as <name>_<profile>_test.
+      dockerd_smoke_profiles: profiles run the same way with a Docker engine the test starts for itself
+        (executor=docker; its own data root, no bridge, no iptables), each as <name>_<profile>_test.
       aarch64_data: the aarch64 builds of the rig's native files, each named as what it stands in for plus
         `_aarch64` (//third_party/redis:stock_aarch64 for :stock); a rig of jars needs none.
     """
@@ -136,16 +139,19 @@ def rig_matrix(
         data = data,
         deps = deps,
     )
-    for test_name, profile in [(name + "_smoke_test", smoke_profile)] + [
-        ("%s_%s_test" % (name, p), p)
+    for test_name, profile, mode_args in [(name + "_smoke_test", smoke_profile, [])] + [
+        ("%s_%s_test" % (name, p), p, [])
         for p in extra_smoke_profiles
+    ] + [
+        ("%s_%s_test" % (name, p), p, ["--dockerd"])
+        for p in dockerd_smoke_profiles
     ]:
         py_test(
             name = test_name,
             size = smoke_size,
             srcs = ["//rigs/matrix:rig_matrix_test.py", "//rigs:main.py"],
             main = "//rigs/matrix:rig_matrix_test.py",
-            args = ["--mode=smoke", "--profile=" + profile, "--"] + args,
+            args = ["--mode=smoke", "--profile=" + profile] + mode_args + ["--"] + args,
             data = data,
             deps = deps,
             tags = ["integration", "exclusive"],

@@ -66,12 +66,13 @@ class CellRunner:
             return doc
 
         try:
-            if state.executor == "container" and not ctx.container_image.get("id"):
+            ids = ctx.container_image.setdefault("ids", {})  # per engine: each loads the archive once
+            if state.executor in container.ENGINES and not ids.get(state.executor):
                 try:
-                    ctx.container_image["id"] = container.ensure_image(ctx.container_image["tar"],
-                                                                       ctx.container_image["tag"])
+                    ids[state.executor] = container.ensure_image(ctx.container_image["tar"],
+                                                                 ctx.container_image["tag"], state.executor)
                 except (container.ContainerError, OSError, subprocess.SubprocessError) as e:
-                    return fail(f"executor=container: {e}")
+                    return fail(f"executor={state.executor}: {e}")
             with host_knobs:
                 state.ev["applied_host_knobs"] = host_knobs.apply(cell)
                 state.launch = ctx.rig.launch(cell, ctx.workload, policy, workdir, ctx.rig_data_for(cell),

@@ -1,13 +1,15 @@
-"""Processes in containers (for the executor axis): podman runs a program in the rigs' OS image
+"""Processes in containers (for the executor axis): a container engine runs a program in the rigs' OS image
 (//tools/container:rig_os, an image archive loaded on first use; tagged by its content), with the CPU and memory-node sets
 the matrix asks for, the runfiles mounted read-only at their own paths, and the host's network (servers
-still bind to loopback only).
+still bind to loopback only). executor=container runs it with podman, executor=docker with Docker's engine
+(the one DOCKER_HOST names, else the system's): the same image archive, which both load.
 
 This VM's podman needs: the cgroupfs manager and a file event log (PID 1 is not systemd), the runc runtime
 (crun refuses its hybrid cgroup tree), and explicit rlimits no higher than the current hard limits (root
 here lacks CAP_SYS_RESOURCE). Those are the options below; they are harmless on other hosts.
 """
 
+import dataclasses
 import json
 import resource
 import shutil
@@ -21,40 +23,81 @@ class ContainerError(RuntimeError):
     pass
 
 
+@dataclasses.dataclass(frozen=True)
+class Engine:
+    program: str
+    options: tuple  # before the command
+    remove: tuple  # the command that stops and removes a container, before its name
+    cgroup_marker: str  # in the cgroup path of a process in one of its containers
+    install: str  # how a Debian host gets it
+
+
+# executor axis value -> its engine
+ENGINES = {
+    "container": Engine("podman", tuple(PODMAN_OPTIONS), ("rm", "--force", "--time", "2"), "libpod",
+                        "apt-get install --no-install-recommends podman runc"),
+    "docker": Engine("docker", (), ("rm", "--force"), "docker",
+                     "apt-get install --no-install-recommends docker.io, and a running dockerd"),
+}
+
+
+def engine_of(executor):
+    return ENGINES[executor]
+
+
+def program(executor="container"):
+    return shutil.which(engine_of(executor).program)
+
+
 def podman():
-    return shutil.which("podman")
+    return program("container")
 
 
-def unavailable_reason():
-    """Why this host cannot run containers, or None."""
-    if not podman():
-        return "podman is not installed (Debian: apt-get install --no-install-recommends podman runc)"
+def unavailable_reason(executor="container"):
+    """Why this host cannot run containers of that executor, or None."""
+    engine = engine_of(executor)
+    if not program(executor):
+        return f"{engine.program} is not installed (Debian: {engine.install})"
     if not shutil.which("runc"):
-        return "runc is not installed (podman needs it on this host's cgroup tree; apt-get install runc)"
+        return f"runc is not installed ({engine.program} needs it on this host's cgroup tree; apt-get install runc)"
+    if executor == "docker":
+        try:
+            info = _engine(executor, "info", "--format", "{{.ServerVersion}}", timeout=20)
+        except subprocess.TimeoutExpired:
+            return "docker info timed out: no Docker engine answers (start dockerd, or set DOCKER_HOST)"
+        if info.returncode != 0:
+            why = (info.stderr.strip().splitlines() or ["no answer"])[-1][:200]
+            return f"no Docker engine answers ({why}); start dockerd, or set DOCKER_HOST"
     return None
 
 
+def _engine(executor, *args, timeout=120):
+    engine = engine_of(executor)
+    return subprocess.run([program(executor), *engine.options, *args], stdout=subprocess.PIPE,
+                          stderr=subprocess.PIPE, text=True, timeout=timeout)
+
+
 def _podman(*args, timeout=120):
-    return subprocess.run([podman(), *PODMAN_OPTIONS, *args], stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-                          text=True, timeout=timeout)
+    return _engine("container", *args, timeout=timeout)
 
 
-def has_image(tag):
-    return _podman("image", "exists", tag).returncode == 0
+def has_image(tag, executor="container"):
+    return _engine(executor, "image", "inspect", "--format", "{{.Id}}", tag).returncode == 0
 
 
-def ensure_image(archive, tag):
-    """Loads the image archive (it carries `tag`) unless podman has the tag already; returns the image id."""
-    if not has_image(tag):
-        done = _podman("load", "--input", archive, timeout=600)
+def ensure_image(archive, tag, executor="container"):
+    """Loads the image archive (it carries `tag`) unless the engine has the tag already; returns the image id."""
+    name = engine_of(executor).program
+    if not has_image(tag, executor):
+        done = _engine(executor, "load", "--input", archive, timeout=600)
         if done.returncode != 0:
-            raise ContainerError(f"podman load --input {archive} failed: {done.stderr.strip()[-500:]}")
-        if not has_image(tag):
-            raise ContainerError(f"podman load --input {archive} did not bring {tag} (it said: "
+            raise ContainerError(f"{name} load --input {archive} failed: {done.stderr.strip()[-500:]}")
+        if not has_image(tag, executor):
+            raise ContainerError(f"{name} load --input {archive} did not bring {tag} (it said: "
                                  f"{done.stdout.strip()[-300:]}); is the archive the one built with this tag?")
-    inspected = _podman("image", "inspect", "--format", "{{.Id}}", tag)
+    inspected = _engine(executor, "image", "inspect", "--format", "{{.Id}}", tag)
     if inspected.returncode != 0:
-        raise ContainerError(f"podman image inspect {tag}: {inspected.stderr.strip()[-300:]}")
+        raise ContainerError(f"{name} image inspect {tag}: {inspected.stderr.strip()[-300:]}")
     return inspected.stdout.strip()
 
 
@@ -84,10 +127,11 @@ def rlimit_options():
 HOST_LOCK_LABEL = "tunelab.host_lock"
 
 
-def run_argv(name, tag, argv, workdir, env=None, read_only=(), cpus=None, mems=None, host_lock=None):
-    """The podman command that runs argv in a new container `name` (removed when it ends)."""
-    cmd = [podman(), *PODMAN_OPTIONS, "run", "--rm", "--name", name, "--network=host", "--init=false",
-           *rlimit_options()]
+def run_argv(name, tag, argv, workdir, env=None, read_only=(), cpus=None, mems=None, host_lock=None,
+             executor="container"):
+    """The engine's command that runs argv in a new container `name` (removed when it ends)."""
+    cmd = [program(executor), *engine_of(executor).options, "run", "--rm", "--name", name, "--network=host",
+           "--init=false", *rlimit_options()]
     if host_lock:
         cmd += ["--label", f"{HOST_LOCK_LABEL}={host_lock}"]
     if cpus:
@@ -102,11 +146,11 @@ def run_argv(name, tag, argv, workdir, env=None, read_only=(), cpus=None, mems=N
     return cmd + [tag, *argv]
 
 
-def main_pid(name, timeout_s=30.0):
+def main_pid(name, timeout_s=30.0, executor="container"):
     """The host pid of the container's first process (what the evidence is read from), once it runs."""
     deadline = time.monotonic() + timeout_s
     while True:  # timeout_s 0: ask once
-        done = _podman("inspect", "--format", "{{json .State}}", name)
+        done = _engine(executor, "inspect", "--format", "{{json .State}}", name)
         if done.returncode == 0:
             state = json.loads(done.stdout)
             if state.get("Pid"):
@@ -118,10 +162,10 @@ def main_pid(name, timeout_s=30.0):
         time.sleep(0.1)
 
 
-def remove(name):
+def remove(name, executor="container"):
     """Stops and removes the container if it is still there (a runner killed mid-cell leaves it running:
-    podman's monitor, not the runner, is its parent)."""
-    _podman("rm", "--force", "--time", "2", name)
+    the engine's monitor, not the runner, is its parent)."""
+    _engine(executor, *engine_of(executor).remove, name)
 
 
 def container_prefix(run_id):
@@ -133,10 +177,16 @@ def remove_orphans(host_lock):
     """Removes the containers of runners that held `host_lock` before: the caller holds it now, so their
     runner is gone (killed, or its machine restarted) and they would run beside the new cells. Returns
     their names. Called when a run starts or resumes, before anything is measured."""
-    if not podman():
-        return []
-    listed = _podman("ps", "--all", "--format", "{{.Names}}", "--filter", f"label={HOST_LOCK_LABEL}={host_lock}")
-    names = listed.stdout.split()
-    for name in names:
-        remove(name)
+    names = []
+    for executor in ENGINES:
+        if not program(executor):
+            continue
+        try:
+            listed = _engine(executor, "ps", "--all", "--format", "{{.Names}}", "--filter",
+                             f"label={HOST_LOCK_LABEL}={host_lock}", timeout=30)
+        except subprocess.TimeoutExpired:
+            continue  # an engine that does not answer runs no containers of ours
+        for name in listed.stdout.split() if listed.returncode == 0 else []:
+            remove(name, executor)
+            names.append(name)
     return names

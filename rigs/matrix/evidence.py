@@ -159,15 +159,16 @@ def verify(cell, matrix, evidence, host_nodes):
     """
     p = cell.params
     problems = []
-    if p.get("executor") == "container":
+    if p.get("executor") in ("container", "docker"):
         placed = evidence.get("containers", {}).get(evidence.get("role"), {})
+        engine = placed.get("engine", "podman")
         if not placed.get("cgroups"):
-            problems.append("executor=container: the process under test was not seen in a podman container "
+            problems.append(f"executor={p['executor']}: the process under test was not seen in a {engine} container "
                             f"(its cgroups: {placed.get('cgroups', placed.get('cgroups_error', 'not read'))})")
         mems = (evidence.get("process_status") or {}).get("Mems_allowed_list")
         if placed.get("cpuset_mems") and (mems is None or knobvalues.parse_cpu_list(mems) !=
                                           knobvalues.parse_cpu_list(placed["cpuset_mems"])):
-            problems.append(f"executor=container: --cpuset-mems {placed['cpuset_mems']} not in effect: "
+            problems.append(f"executor={p['executor']}: --cpuset-mems {placed['cpuset_mems']} not in effect: "
                             f"Mems_allowed_list={mems}")
     flags = evidence.get("vm_flags")
     if evidence.get("native_program"):

@@ -89,15 +89,16 @@ def plan(matrix, report):
 
 def host_skip_reason(matrix, cell, caps, nodes, host_cpus, jdk, memory_available_kb=None, hugepage_kb=None):
     p = cell.params
-    if p.get("executor") == "container":
+    executor = p.get("executor")
+    if executor in container.ENGINES:
         if os.environ.get("TUNELAB_RUNNER_IMAGE"):
-            return ("executor=container: this matrix runs in the rigs' image already (a fleet host with "
+            return (f"executor={executor}: this matrix runs in the rigs' image already (a fleet host with "
                     "tunelab_runner=image), so its process cells are the containerized ones")
-        reason = container.unavailable_reason()
+        reason = container.unavailable_reason(executor)
         if reason:
-            return f"executor=container: {reason}"
+            return f"executor={executor}: {reason}"
         if p["numa"] == "weighted_interleave":
-            return "executor=container with numa=weighted_interleave is not supported (its helper is the host's Python)"
+            return f"executor={executor} with numa=weighted_interleave is not supported (its helper is the host's Python)"
     pinning = matrix.pinnings[p["pinning"]]
     wanted_cpus = knobvalues.parse_cpu_list(pinning.cpus) if pinning.cpus else set()
     for _, cpus in pinning.threads + pinning.roles:

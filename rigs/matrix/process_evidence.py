@@ -5,7 +5,7 @@ from. Parsers of what is read live in evidence.py, and checks of it against the 
 import os
 import subprocess
 
-from rigs.matrix import evidence, knobs
+from rigs.matrix import container, evidence, knobs
 
 
 def placement(ctx, running, pinning):
@@ -28,11 +28,13 @@ def collect(ctx, jcmd, pid, ev, at_s):
     proc_dir = os.path.join(ctx.host_paths.proc, str(pid))
     role = ev.get("role")
     if role in ev.get("containers", {}):
-        # Proof that the process under test ran in its container: its cgroup is podman's.
+        # Proof that the process under test ran in its container: its cgroup is the engine's.
+        engine = ev["containers"][role].get("engine", "podman")
+        marker = next(e.cgroup_marker for e in container.ENGINES.values() if e.program == engine)
         try:
             with open(os.path.join(proc_dir, "cgroup")) as f:
                 ev["containers"][role]["cgroups"] = sorted({line.split(":", 2)[2].strip() for line in f
-                                                            if "libpod" in line})
+                                                            if marker in line})
         except OSError as e:
             ev["containers"][role]["cgroups_error"] = str(e)
     if jcmd:

@@ -32,9 +32,10 @@ class StartError(RuntimeError):
 class Running:
     """One started process: its role, argv, log files and Popen."""
 
-    def __init__(self, process, argv, logs, workdir, env, container_name=None):
+    def __init__(self, process, argv, logs, workdir, env, container_name=None, container_executor=None):
         self.process = process
-        self.container_name = container_name  # executor=container: argv is `podman run --name <it> ...`
+        self.container_name = container_name  # executor=container/docker: argv is `<engine> run --name <it> ...`
+        self.container_executor = container_executor or "container"
         self._program_pid = None
         self.argv = argv
         self.logs = logs  # {"stdout": path, "stderr": path}
@@ -71,7 +72,8 @@ class Running:
             return self.pid
         if self._program_pid is None and self.running():
             try:
-                self._program_pid = container.main_pid(self.container_name, timeout_s=0)
+                self._program_pid = container.main_pid(self.container_name, timeout_s=0,
+                                                       executor=self.container_executor)
             except container.ContainerError:
                 return None
         return self._program_pid
@@ -154,7 +156,7 @@ class Running:
             os.killpg(self.popen.pid, signal.SIGKILL)
         if self.container_name is not None:
             # Killing `podman run` does not stop its container.
-            container.remove(self.container_name)
+            container.remove(self.container_name, self.container_executor)
         self._close()
 
     def _close(self):

@@ -3,13 +3,19 @@
 --mode=dry-run plans every profile of the matrix on this host and checks the plan is printed with an
 estimated time. --mode=smoke runs the given profile for real into a temporary results folder and checks
 what was stored: a complete manifest, schema-valid results, evidence for every knob of every ok cell, and
-a reason for every cell that did not run.
+a reason for every cell that did not run. With --dockerd, the test first starts a Docker engine of its own
+(Debian's docker.io: its own data root and socket, no bridge, no iptables) for executor=docker cells, and
+stops it at the end.
 """
 
 import io
 import json
 import os
+import shutil
+import subprocess
 import sys
+import tempfile
+import time
 import tomllib
 import unittest
 
@@ -31,6 +37,44 @@ def run(extra):
     return code, out.getvalue()
 
 
+class Dockerd:
+    """A private dockerd: no bridge, no iptables, its own data and exec roots; DOCKER_HOST points at it."""
+
+    def __init__(self):
+        self.dockerd = shutil.which("dockerd") or "/usr/sbin/dockerd"
+        if not os.path.exists(self.dockerd):
+            raise AssertionError("no dockerd: ./bazelw installs Debian's docker.io")
+        # Short paths: containerd's socket lives under the exec root (unix socket paths stop at 108 bytes).
+        self.root = tempfile.mkdtemp(prefix="tl-dockerd-", dir="/tmp")
+        self.socket = f"unix://{self.root}/docker.sock"
+        self.log = open(os.path.join(self.root, "dockerd.log"), "w")
+        self.proc = subprocess.Popen(
+            [self.dockerd, "--data-root", f"{self.root}/data", "--exec-root", f"{self.root}/exec", "--host",
+             self.socket, "--pidfile", f"{self.root}/docker.pid", "--bridge", "none", "--iptables=false",
+             "--ip6tables=false", "--ip-masq=false", "--userland-proxy=false"],
+            stdout=self.log, stderr=subprocess.STDOUT, start_new_session=True)
+        deadline = time.monotonic() + 60
+        while subprocess.run(["docker", "-H", self.socket, "info"], capture_output=True).returncode != 0:
+            if self.proc.poll() is not None or time.monotonic() > deadline:
+                self.stop()
+                with open(os.path.join(self.root, "dockerd.log")) as f:
+                    raise AssertionError(f"dockerd did not start:\n{f.read()[-3000:]}")
+            time.sleep(0.5)
+        os.environ["DOCKER_HOST"] = self.socket
+
+    def stop(self):
+        if self.proc.poll() is None:
+            self.proc.terminate()  # dockerd stops its containers and unmounts its layers
+            try:
+                self.proc.wait(timeout=60)
+            except subprocess.TimeoutExpired:
+                self.proc.kill()
+                self.proc.wait()
+        self.log.close()
+        subprocess.run(["umount", "-R", self.root], capture_output=True)
+        shutil.rmtree(self.root, ignore_errors=True)
+
+
 def matrix_path():
     return next(a.split("=", 1)[1] for a in RIG_ARGS if a.startswith("--matrix="))
 
@@ -48,6 +92,9 @@ class RigMatrixTest(unittest.TestCase):
 
     @unittest.skipUnless(MODE == "smoke", "smoke mode")
     def test_smoke_profile_runs_and_proves_its_knobs(self):
+        if "--dockerd" in MODE_ARGS:
+            dockerd = Dockerd()
+            self.addCleanup(dockerd.stop)
         tmp = os.environ["TEST_TMPDIR"]
         results_dir = os.path.join(tmp, "results")
         code, out = run(["--profile", PROFILE, "--results-dir", results_dir,
@@ -87,9 +134,10 @@ class RigMatrixTest(unittest.TestCase):
             self.assertTrue(all(s["t"] >= 0 for s in doc["warmup_samples"] + doc["samples"]))
             for thread in ev.get("threads", []):
                 self.assertEqual(thread["cpus_allowed"], thread["wanted"], thread)
-            if params.get("executor") == "container":  # ran inside its container, on the container's cpuset
+            if params.get("executor") in ("container", "docker"):  # inside its container, on its cpuset
                 placed = ev["containers"][ev["role"]]
-                self.assertTrue(placed["cgroups"] and "libpod" in placed["cgroups"][0], placed)
+                marker = {"container": "libpod", "docker": "docker"}[params["executor"]]
+                self.assertTrue(placed["cgroups"] and marker in placed["cgroups"][0], placed)
                 if placed["cpuset_cpus"]:
                     self.assertEqual(ev["process_status"]["Cpus_allowed_list"], placed["cpuset_cpus"])
             self.assertEqual(doc["provenance"]["host"]["host"]["host_id"], host)

@@ -157,8 +157,8 @@ def execute(argv=None, console=None, host_paths=None, report=None):
             rounds = sequential_rounds.Rounds(matrix, planned,
                                               sequential_rounds.decided_metrics(matrix.policy, workload_dir))
         image = container_image(runfiles, runfiles_ws)
-        if any(p.cell.params.get("executor") == "container" and not p.skip_reason for p in planned) and image is None:
-            raise spec.SpecError("executor=container: this target's runfiles hold no container image "
+        if any(p.cell.params.get("executor") in container.ENGINES and not p.skip_reason for p in planned) and image is None:
+            raise spec.SpecError("executor=container/docker: this target's runfiles hold no container image "
                                  "(//tools/container:rig_os; rig_matrix adds it)")
     except (spec.SpecError, rig_contract.WorkloadError, ValueError, ImportError) as e:
         console.print(f"[red]error:[/red] {escape(str(e))}")

@@ -56,7 +56,7 @@ DEFAULTS = {"gc": "g1", "gc_opts": "default", "heap": "512m", "pinning": "none",
             "numa": "default", "variant": "stock", "executor": "process"}
 # executor: where a cell's processes run. process = directly on the host; container = each in a podman
 # container of the rigs' OS image (rigs/matrix/container.py), placed by the same pinning and NUMA knobs.
-EXECUTORS = ("process", "container")
+EXECUTORS = ("process", "container", "docker")
 # Axes added after results were stored: at this value a cell is what it was before the axis existed, so the
 # value stays out of the cell id (stored runs resume and compare as before).
 ID_NEUTRAL = {"executor": "process"}

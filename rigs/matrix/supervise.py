@@ -62,18 +62,21 @@ def start(ctx, state, process):
         argv = [rig_contract.PID_REF.sub(lambda m: str(pids[m.group(1)]), a) for a in argv]
         ev.setdefault("resolved_commands", {})[process.role] = argv
     name = None
-    if state.executor == "container":
+    if state.executor in container.ENGINES:
         name = f"{container.container_prefix(ctx.run_id)}{state.base}-{process.role}"
         cpus = ctx.matrix.pinnings[state.cell.params["pinning"]].cpus_for(process.role, process.under_test) or None
         mems = knobs.container_mems(state.cell, ctx.matrix, ctx.nodes, process.role, process.under_test)
         argv = container.run_argv(name, ctx.container_image["tag"], argv, state.workdir, env=process.env,
                                   read_only=ctx.container_image["mounts"], cpus=cpus, mems=mems,
-                                  host_lock=ctx.host_lock)
+                                  host_lock=ctx.host_lock, executor=state.executor)
         ev.setdefault("containers", {})[process.role] = {
-            "name": name, "image": ctx.container_image["tag"], "image_id": ctx.container_image.get("id"),
-            "cpuset_cpus": cpus, "cpuset_mems": mems, "podman_command": argv}
+            "name": name, "image": ctx.container_image["tag"],
+            "image_id": ctx.container_image.get("ids", {}).get(state.executor),
+            "engine": container.engine_of(state.executor).program, "cpuset_cpus": cpus, "cpuset_mems": mems,
+            "podman_command" if state.executor == "container" else "engine_command": argv}
     r = processes.Running(process, argv, state.role_logs[process.role], state.workdir,
-                          dict(os.environ, **process.env), container_name=name)
+                          dict(os.environ, **process.env), container_name=name,
+                          container_executor=state.executor if name else None)
     state.running.append(r)
     return r
 
