@@ -71,7 +71,11 @@ class Dockerd:
                 self.proc.kill()
                 self.proc.wait()
         self.log.close()
-        subprocess.run(["umount", "-R", self.root], capture_output=True)
+        # dockerd leaves its network namespace mounted (exec/netns/default): unmount what is under the root.
+        with open("/proc/mounts") as f:
+            mounts = [line.split()[1] for line in f if line.split()[1].startswith(self.root + "/")]
+        for mount in sorted(mounts, key=len, reverse=True):
+            subprocess.run(["umount", mount], capture_output=True)
         shutil.rmtree(self.root, ignore_errors=True)
 
 
