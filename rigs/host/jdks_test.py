@@ -66,6 +66,16 @@ class DiscoverTest(unittest.TestCase):
         self.assertEqual(len(found), 1)
         self.assertIn("no java at /nonexistent/jdk8/bin/java", found[0].error)
 
+    def test_a_bundle_for_another_machine_says_which_pinned_jdk_it_lacks_and_why(self):
+        import tempfile
+        runfiles = tempfile.mkdtemp()
+        os.makedirs(os.path.join(runfiles, "jdk11"))
+        with open(os.path.join(runfiles, "jdk11", "MISSING"), "w") as f:
+            f.write("no pinned JDK 11 for aarch64\n")
+        os.makedirs(os.path.join(runfiles, "jdk17", "java-runtime", "bin"))
+        self.assertEqual(jdks.unavailable_in_runfiles(runfiles), {"jdk11": "no pinned JDK 11 for aarch64"})
+        self.assertEqual(jdks.pinned_in_runfiles(runfiles), [])  # no java there: neither is pinned
+
 
 if __name__ == "__main__":
     unittest.main()

@@ -58,5 +58,34 @@ class NoJdkTest(unittest.TestCase):
         self.assertEqual(pinned.skip_reason, "pinning=java pins Java threads; jdk=none starts no JVM")
 
 
+class ArchitectureTest(unittest.TestCase):
+    def test_a_jdk_the_machine_has_no_build_of_is_a_skip_with_the_reason_not_an_error(self):
+        m = spec.from_dict({"matrix": {"name": "t", "rig": "r"}, "axes": {"jdk": [11, 17]}})
+        jdk17 = {"name": "jdk17", "java_home": "/j17", "version": "17.0.21.1", "gcs": {}}
+        report = {"capabilities": caps(), "numa": {"nodes": [{"id": 0, "cpus": "0-1"}]}, "jdks": [jdk17],
+                  "memory": {}, "jdks_unavailable": {"jdk11": "no pinned JDK 11 for aarch64"}}
+        by_jdk = {p.cell.params["jdk"]: p for p in plan.plan(m, report)}
+        self.assertEqual(by_jdk["11"].skip_reason, "jdk=11: no pinned JDK 11 for aarch64")
+        self.assertEqual(by_jdk["17"].skip_reason, "")
+        # Without the bundle's word for it, a JDK that is not there is still a matrix error.
+        del report["jdks_unavailable"]
+        with self.assertRaisesRegex(spec.SpecError, "jdk=11: not installed"):
+            plan.plan(m, report)
+
+    def test_explicit_hugepages_are_counted_in_the_hosts_size(self):
+        m = spec.from_dict({"matrix": {"name": "t", "rig": "r"}, "axes": {"jdk": [17], "hugepages": ["explicit"],
+                                                                          "heap": ["1g"]}})
+        host = caps(explicit_hugepages={"available": True, "value": 0, "writable": False})
+        why = plan.host_skip_reason(m, m.cells[0], host, ONE_NODE, {0, 1}, {"java_home": "/j"}, None, 512 * 1024)
+        self.assertIn("needs 3 512 MiB pages for heap 1g", why)
+
+    def test_docker_without_an_engine_is_a_skip_with_the_reason(self):
+        from unittest import mock
+        m = spec.from_dict({"matrix": {"name": "t", "rig": "r"}, "axes": {"jdk": [17], "executor": ["docker"]}})
+        with mock.patch.object(plan.container, "unavailable_reason", return_value="no Docker engine answers"):
+            why = plan.host_skip_reason(m, m.cells[0], caps(), ONE_NODE, {0, 1}, {"java_home": "/j"})
+        self.assertEqual(why, "executor=docker: no Docker engine answers")
+
+
 if __name__ == "__main__":
     unittest.main()

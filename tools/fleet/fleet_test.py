@@ -300,5 +300,20 @@ class HostileHostTest(unittest.TestCase):
                     self.assertEqual(size, 1 << 20)
 
 
+class MachineTest(unittest.TestCase):
+    def test_each_host_gets_the_bundle_of_its_machine_or_a_reason(self):
+        from tools.fleet import machines
+        self.assertEqual(machines.read_machine("aarch64\n"), "aarch64")
+        self.assertEqual(machines.read_machine("x86_64"), "x86_64")
+        with self.assertRaisesRegex(fleet.FleetError, "machine riscv64: tunelab has no pinned JDK, Redis or image"):
+            machines.read_machine("riscv64")
+        with self.assertRaisesRegex(fleet.FleetError, "not a machine name"):
+            machines.read_machine("[/red]$(reboot)")
+        bundles = machines.parse_bundle_option(["/b/x.tar.gz", "aarch64=/b/a.tar.gz"])
+        self.assertEqual(bundles, {machines.controller_machine(): "/b/x.tar.gz", "aarch64": "/b/a.tar.gz"})
+        with self.assertRaisesRegex(fleet.FleetError, "two bundles for aarch64"):
+            machines.parse_bundle_option(["aarch64=/a", "aarch64=/b"])
+
+
 if __name__ == "__main__":
     unittest.main()

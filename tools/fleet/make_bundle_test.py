@@ -61,5 +61,33 @@ class MakeBundleTest(unittest.TestCase):
                 self.assertEqual(make_bundle.main(["--listing", self.listing, "--out", os.path.join(self.tmp, "x")]), 1)
 
 
+def elf_header(machine):
+    """The first 20 bytes of a little-endian 64-bit ELF file for e_machine `machine`, then padding."""
+    return b"\x7fELF\x02\x01\x01" + bytes(11) + machine.to_bytes(2, "little") + bytes(44)
+
+
+class ForeignProgramTest(unittest.TestCase):
+    def test_a_bundle_for_aarch64_refuses_an_x86_program_and_names_it(self):
+        tmp = tempfile.mkdtemp()
+        files = {"arm": elf_header(183), "x86": elf_header(62), "text": b"#!/bin/sh\n"}
+        for name, data in files.items():
+            with open(os.path.join(tmp, name), "wb") as f:
+                f.write(data)
+        self.assertIsNone(make_bundle.elf_machine(os.path.join(tmp, "text")))
+        self.assertEqual(make_bundle.elf_machine(os.path.join(tmp, "arm")), 183)
+        listing = os.path.join(tmp, "listing.txt")
+        with open(listing, "w") as f:
+            f.write("".join(f"file matrix.runfiles/{name} {tmp}/{name}\n" for name in files))
+        out = os.path.join(tmp, "b.tar.gz")
+        self.assertEqual(make_bundle.main(["--listing", listing, "--out", out, "--machine", "aarch64"]), 1)
+        self.assertFalse(os.path.exists(out))
+        entries = make_bundle.read_listing(listing)
+        self.assertEqual(make_bundle.foreign_elf_files(entries, "aarch64"), [("matrix.runfiles/x86", 62)])
+        self.assertEqual(make_bundle.foreign_elf_files(entries, "x86_64"), [("matrix.runfiles/arm", 183)])
+        # selenium's driver managers for every platform ride in a pure wheel and never run on a host
+        allowed = {"matrix.runfiles/pypi/site/selenium/webdriver/common/linux/selenium-manager": f"{tmp}/x86"}
+        self.assertEqual(make_bundle.foreign_elf_files(allowed, "aarch64"), [])
+
+
 if __name__ == "__main__":
     unittest.main()

@@ -51,6 +51,23 @@ class LockTest(unittest.TestCase):
         for name, version, sha256, wheel in entries:
             self.assertEqual(lock.parse_wheel_filename(wheel), (name, version))
 
+    def test_the_aarch64_lock_pins_the_same_versions_for_aarch64(self):
+        with open(RUNFILES_LOCK) as f:
+            x86 = {name: (version, sha, wheel) for name, version, sha, wheel in lock.parse_lock(f.read())}
+        with open(os.path.join(os.path.dirname(RUNFILES_LOCK), "requirements-aarch64.lock")) as f:
+            arm = {name: (version, sha, wheel) for name, version, sha, wheel in lock.parse_lock(f.read())}
+        self.assertEqual(sorted(arm), sorted(x86), "regenerate both: ./bazelw run //tools/python:lock")
+        for name, (version, sha, wheel) in arm.items():
+            self.assertEqual(version, x86[name][0], name)
+            if lock.is_pure(x86[name][2]):  # the same file
+                self.assertEqual((sha, wheel), x86[name][1:], name)
+            else:
+                self.assertIn("aarch64", wheel, name)
+                self.assertNotIn("x86_64", wheel, name)
+        # pure wheels are taken over without asking pip
+        pure = [("rich", "14.3.4", "0" * 64, "rich-14.3.4-py3-none-any.whl")]
+        self.assertEqual(lock.aarch64_wheels(pure, "/nonexistent/python", "3.11", "/nonexistent"), pure)
+
 
 if __name__ == "__main__":
     unittest.main()
