@@ -5,8 +5,18 @@ def _runfiles_path(ctx, f):
     return short[3:] if short.startswith("../") else "%s/%s" % (ctx.workspace_name, short)
 
 def _stand_in_for(path, suffix):
-    """("pypi/site/x.so", "pypi") for "pypi_aarch64/site/x.so": the path the file stands in at, and the folder
-    (or file) it replaces as a whole. None if no path segment (or file stem) ends in the suffix."""
+    """Where another machine's file goes in the bundle, and what it replaces there as a whole.
+
+    ("pypi/site/x.so", "pypi") for "pypi_aarch64/site/x.so": the path the file stands in at, and the folder
+    (or file) it replaces. None if no path segment (or file stem) ends in the suffix.
+
+    Args:
+      path: the file's runfiles path.
+      suffix: "_" + the machine, e.g. "_aarch64".
+
+    Returns:
+      (path in the bundle, the replaced folder or file), or None.
+    """
     parts = path.split("/")
     for i, part in enumerate(parts):
         stem, dot, ext = part.partition(".")

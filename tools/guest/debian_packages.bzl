@@ -13,6 +13,7 @@ def _fetch(rctx, package, version, filename, sha256, output):
     if not cached:
         scratch = "_apt_download"
         rctx.execute(["mkdir", "-p", scratch])
+
         # The file name ends in its architecture (`_arm64.deb`, `_all.deb`); apt needs it for a foreign one.
         arch = filename.rpartition("_")[2][:-len(".deb")]
         result = rctx.execute(
