@@ -93,13 +93,13 @@ def write_manifest(ctx, planned, order, state, statuses):
     store.write_manifest(ctx.run_dir, doc)
 
 
-def measure_host_reference(console, probe, when):
+def measure_host_reference(console, probe, when, window_scale=1):
     """The host reference measurements, or [] (with a warning) when the probe is missing or fails."""
     if probe is None:
         return []
-    console.print(f"host reference ({when} the matrix): {host_reference.PROBE}")
+    console.print(f"host reference ({when} the matrix): {host_reference.probe_text(window_scale)}")
     try:
-        return host_reference.measure(*probe, when)
+        return host_reference.measure(*probe, when, window_scale=window_scale)
     except host_reference.ProbeError as e:
         console.print(f"[yellow]warning:[/yellow] {escape(str(e))}; this run has no host reference")
         return []
@@ -255,12 +255,13 @@ def execute(argv=None, console=None, host_paths=None, report=None):
             console.print(f"removed {len(removed)} partial file(s) left by an interrupted write")
         before = [m for m in stored_reference if m["when"] == "before"]
         if not before and probe is not None:
-            before = measure_host_reference(console, probe, "before")
+            before = measure_host_reference(console, probe, "before", reference_scale(ctx.report))
         set_host_reference(ctx, before)
         status = run_cells(console, ctx, planned)
         if status == EXIT_OK:
             if ctx.manifest_host_reference is not None:
-                set_host_reference(ctx, before + measure_host_reference(console, probe, "after"))
+                set_host_reference(ctx, before + measure_host_reference(console, probe, "after",
+                                                                        reference_scale(ctx.report)))
             write_manifest(ctx, planned, ctx.order, "complete", ctx.statuses)  # sealed: never rewritten
         if status == EXIT_INTERRUPTED:
             console.print(f"[yellow]interrupted[/yellow]; host settings restored. Resume with: --resume {run_id}")
@@ -279,11 +280,17 @@ def execute(argv=None, console=None, host_paths=None, report=None):
         lock.release()
 
 
+def reference_scale(report):
+    """The host reference's window scale: longer on an emulated host (host_reference.EMULATED_WINDOW_SCALE)."""
+    return host_reference.EMULATED_WINDOW_SCALE if report.get("cpu", {}).get("emulated") else 1
+
+
 def set_host_reference(ctx, measurements):
-    block = {"probe": host_reference.PROBE, "measurements": measurements} if measurements else None
+    text = host_reference.probe_text(reference_scale(ctx.report))
+    block = {"probe": text, "measurements": measurements} if measurements else None
     ctx.manifest_host_reference = block
     before = [m for m in measurements if m["when"] == "before"]
-    ctx.host_reference = {"probe": host_reference.PROBE, "measurements": before} if before else None
+    ctx.host_reference = {"probe": text, "measurements": before} if before else None
 
 
 def run_cells(console, ctx, planned):
