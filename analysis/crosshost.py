@@ -111,6 +111,9 @@ def blocks(sets, labels, rows, metric, unit):
     probes, ref_changes, table = normalized_rows(rows, sets)
     if not table:
         return out
+    if not probes:
+        without = [label for label, s in zip(labels, sets) if not reference_medians(s)]
+        ref_changes = [f"{' and '.join(without) or 'one host'} recorded no host reference: not normalized"]
     columns = ["cell", f"{labels[1]} / {labels[0]}", "95% CI"] + [f"normalized by {m}" for m in probes]
     out.append(render.TableBlock(
         columns, table,

@@ -187,7 +187,8 @@ def to_pdf(blocks, path, title):
     def footer(canvas, document):
         canvas.saveState()
         canvas.setFont("Helvetica", 7)
-        canvas.drawString(15 * mm, 8 * mm, f"{title} - page {document.page}")
+        short = title if len(title) <= 150 else title[:147] + "..."  # the footer stays on the page
+        canvas.drawString(15 * mm, 8 * mm, f"{short} - page {document.page}")
         if banner:  # on every page: a page printed alone still says it
             canvas.setFillColor(colors.HexColor("#b71c1c"))
             canvas.setFont("Helvetica-Bold", 10)
