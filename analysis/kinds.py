@@ -40,7 +40,7 @@ KINDS = {
     "memory-locality": Kind("Memory locality, pre vs post", "Does better memory locality change {metric}?",
                             axis="locality", baseline="pre", set_labels=("pre", "post")),
     "cross-host": Kind("Cross-host", "How does {b} compare with {a} on the same cells ({metric})?",
-                       axis="host", allowed=frozenset({"host", "cpu"}),
+                       axis="host", allowed=frozenset({"host", "cpu", "host-specific inputs"}),
                        allowed_across_architectures=frozenset({"architecture", "jdk build"})),
 }
 

@@ -255,6 +255,24 @@ class ReportTest(unittest.TestCase):
         with self.assertRaisesRegex(report.ReportError, "workload"):
             self.build("cross-host", [x86, other_load])
 
+    def test_inputs_that_hold_the_host_may_differ_across_hosts_and_nothing_else_generated(self):
+        def with_generated(folder, host, hosts_sha, trace_sha):
+            write_set(folder, [({}, 100.0)], host=host)
+            for cell in glob.glob(os.path.join(folder, "cells", "*.json")):
+                with open(cell) as f:
+                    doc = json.load(f)
+                doc["provenance"]["workload"]["generated"] = {"hosts": hosts_sha * 64, "trace.json": trace_sha * 64}
+                doc["provenance"]["workload"]["generated_host_specific"] = ["hosts"]
+                with open(cell, "w") as f:
+                    json.dump(doc, f)
+            return resultsets.load_run(folder, name=os.path.basename(folder))
+        a = with_generated(os.path.join(self.dir, "ga"), "h1", "a", "0")
+        b = with_generated(os.path.join(self.dir, "gb"), "h2", "b", "0")  # its own hosts file, the same trace
+        self.assertIn("Cross-host", render.to_text(self.build("cross-host", [a, b])))
+        other_trace = with_generated(os.path.join(self.dir, "gc"), "h3", "b", "1")
+        with self.assertRaisesRegex(report.ReportError, "generated inputs"):
+            self.build("cross-host", [a, other_trace])
+
     def test_an_emulated_side_says_so_on_every_page(self):
         x86 = write_set(os.path.join(self.dir, "xe"), [({}, 100.0)], host="h1")
         guest = write_set(os.path.join(self.dir, "ge"), [({}, 5.0)], host="h2", cpu="QEMU TCG 'max' CPU",

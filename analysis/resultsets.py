@@ -135,7 +135,10 @@ def provenance(doc):
         "cpu": p["host"]["cpu"].get("model_name", "?"),
         "architecture": p["host"]["cpu"].get("architecture") or "?",
         "workload": f"{p['workload']['id']} sha256 {p['workload']['sha256'][:12]}",
-        "generated inputs": " ".join(f"{k}={v[:12]}" for k, v in sorted((p["workload"].get("generated") or {}).items())),
+        "generated inputs": " ".join(f"{k}={v[:12]}" for k, v in sorted((p["workload"].get("generated") or {}).items())
+                                     if k not in (p["workload"].get("generated_host_specific") or [])),
+        "host-specific inputs": " ".join(f"{k}={v[:12]}" for k, v in sorted((p["workload"].get("generated") or {}).items())
+                                         if k in (p["workload"].get("generated_host_specific") or [])),
         "jdk build": f"{jdk.get('vendor', '?')} {jdk.get('runtime_version', jdk.get('version', '?'))}" if jdk else "none",
         "variant": f"{p['variant']['name']} patches {(p['variant'].get('patch_set_sha256') or 'none')[:12]}",
         "harness": p["harness_commit"][:12] + (" (dirty)" if p.get("harness_dirty") else ""),

@@ -131,6 +131,9 @@ class CellRunner:
                                stderr=state.role_logs[under_test.role]["stderr"])
         if launch.generated_inputs:
             doc["provenance"]["workload"]["generated"] = dict(sorted(launch.generated_inputs.items()))
+            host_specific = sorted(set(launch.host_specific_inputs) & set(launch.generated_inputs))
+            if host_specific:
+                doc["provenance"]["workload"]["generated_host_specific"] = host_specific
         return None
 
     def _run_phases(self, state, deadline):

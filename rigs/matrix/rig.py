@@ -85,17 +85,21 @@ class Launch:
     processes: list  # [Process], servers first in start order
     # Inputs the rig generated for this cell (e.g. a trace): file name -> sha256, stored in provenance.
     generated_inputs: dict = dataclasses.field(default_factory=dict)
+    # Names of generated inputs that hold the host itself (e.g. a hosts file naming this machine): two hosts
+    # differ in them by nature, so a cross-host comparison lets them differ (nothing else may).
+    host_specific_inputs: tuple = ()
     # The rig's own settings of this cell (e.g. the port it chose), handed back to its probe and parse
     # with the Launch: nothing to write aside and read again.
     state: dict = dataclasses.field(default_factory=dict)
 
     @classmethod
     def jvm(cls, main_class, classpath, args, jvm_flags=(), env=None, wrapper=(), generated_inputs=None,
-            state=None):
+            state=None, host_specific_inputs=()):
         """The common case: one JVM under test, role "main"."""
         return cls([Process(MAIN_ROLE, main_class=main_class, classpath=list(classpath), args=list(args),
                             jvm_flags=list(jvm_flags), env=dict(env or {}), wrapper=list(wrapper))],
-                   generated_inputs=dict(generated_inputs or {}), state=dict(state or {}))
+                   generated_inputs=dict(generated_inputs or {}), state=dict(state or {}),
+                   host_specific_inputs=tuple(host_specific_inputs))
 
     def validate(self):
         """Raises ValueError when the processes cannot be run as a cell."""

@@ -141,6 +141,8 @@ class YarnCpsRig(Rig):
             ],
             generated_inputs={name: digest for name, digest in files.sha256.items()
                               if not (p["trace"] and name in ("trace.json", "nodes.json"))},
+            # The hosts file names this machine too (the RM's own names): it differs from host to host.
+            host_specific_inputs=("hosts",),
             state=launched,
         )
 
