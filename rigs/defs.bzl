@@ -132,7 +132,8 @@ def rig_matrix(
     )
     py_test(
         name = name + "_dry_run_test",
-        size = "small",
+        # medium: it asks the doctor (a JVM start per JDK) once per profile, ~15 profiles for a big rig.
+        size = "medium",
         srcs = ["//rigs/matrix:rig_matrix_test.py", "//rigs:main.py"],
         main = "//rigs/matrix:rig_matrix_test.py",
         args = ["--mode=dry-run", "--"] + args,
