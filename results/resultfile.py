@@ -272,12 +272,14 @@ def stored_results(run_dir):
 
 
 def remove_partial_files(run_dir):
-    """Temporary files left by a process killed mid-write: never results, safe to delete."""
-    folder = os.path.join(run_dir, "cells")
+    """Temporary files left by a process killed mid-write (a cell result in cells/, or the manifest in the run
+    folder itself): never results, safe to delete."""
     removed = []
-    if os.path.isdir(folder):
-        for name in os.listdir(folder):
-            if name.startswith(".tmp-"):
-                os.unlink(os.path.join(folder, name))
-                removed.append(name)
+    for folder in (os.path.join(run_dir, "cells"), run_dir):
+        if os.path.isdir(folder):
+            for name in os.listdir(folder):
+                path = os.path.join(folder, name)
+                if name.startswith(".tmp-") and os.path.isfile(path) and not os.path.islink(path):
+                    os.unlink(path)
+                    removed.append(name)
     return removed

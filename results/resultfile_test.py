@@ -144,6 +144,13 @@ class ResultsTest(unittest.TestCase):
         self.assertEqual(results.stored_results(run), {("aaaaaaaaaaaa", 0)})
         self.assertEqual(results.remove_partial_files(run), [".tmp-killed.json"])
         self.assertFalse(os.path.exists(partial))
+        # the manifest's own partial write, in the run folder (a run killed while writing it; the fleet's
+        # archive check refuses anything but the run's files)
+        manifest_partial = os.path.join(run, ".tmp-manifest.json")
+        with open(manifest_partial, "w") as f:
+            f.write("{")
+        self.assertEqual(results.remove_partial_files(run), [".tmp-manifest.json"])
+        self.assertFalse(os.path.exists(manifest_partial))
 
     def test_summary_is_the_median_per_metric(self):
         samples = [{"metric": "m", "value": v, "unit": "ops/s", "t": i} for i, v in enumerate([5.0, 1.0, 3.0, 100.0])]
