@@ -98,17 +98,15 @@ def load_order(names, depends):
     return order
 
 
-def copy_modules_from_deb(kernel_deb, names, tree, scratch):
-    """Copies the named modules (`virtio_net`) of the kernel package and those they depend on to
+def copy_modules(kernel_tree, names, tree):
+    """Copies the named modules (`virtio_net`) of the unpacked kernel package and those they depend on to
     /lib/modules/tunelab/, with their load order in /lib/modules/tunelab/order (the init insmods them so)."""
-    kernel_tree = os.path.join(scratch, "modules")
-    debtree.unpack_debs([kernel_deb], kernel_tree)
     found = {os.path.basename(p)[:-3].replace("-", "_"): p
              for p in glob.glob(os.path.join(kernel_tree, "lib/modules/*/kernel/**/*.ko"), recursive=True)}
 
     def depends(name):
         if name not in found:
-            raise SystemExit(f"{kernel_deb}: no module {name}")
+            raise SystemExit(f"the kernel package has no module {name}")
         return module_depends(found[name])
     order = load_order(names, depends)
     dest = os.path.join(tree, "lib", "modules", "tunelab")
@@ -151,15 +149,15 @@ def main(argv=None):
         write_accounts(tree)
         shutil.copy(args.init, os.path.join(tree, "init"))
         os.chmod(os.path.join(tree, "init"), 0o755)
-        if args.module:
-            copy_modules_from_deb(args.kernel_deb, args.module, tree, scratch)
-        with open(args.out_initramfs, "wb") as raw, gzip.GzipFile(fileobj=raw, mode="wb", compresslevel=6,
-                                                                   mtime=0) as out:
-            write_cpio(tree, out)
-        kernel_tree = os.path.join(scratch, "kernel")
+        kernel_tree = os.path.join(scratch, "kernel")  # unpacked once: its vmlinuz and its modules
         debtree.unpack_debs([args.kernel_deb], kernel_tree)
         (vmlinuz,) = glob.glob(os.path.join(kernel_tree, "boot", "vmlinuz-*"))
         shutil.copy(vmlinuz, args.out_kernel)
+        if args.module:
+            copy_modules(kernel_tree, args.module, tree)
+        with open(args.out_initramfs, "wb") as raw, gzip.GzipFile(fileobj=raw, mode="wb", compresslevel=6,
+                                                                   mtime=0) as out:
+            write_cpio(tree, out)
 
     finally:
         shutil.rmtree(scratch, ignore_errors=True)
