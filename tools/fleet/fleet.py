@@ -70,6 +70,12 @@ def now_iso():
     return datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds")
 
 
+def shown_path(path, workspace):
+    """The path relative to the workspace when it lies inside it, else whole (no ../../ chains)."""
+    rel = os.path.relpath(path, workspace)
+    return path if rel == ".." or rel.startswith(".." + os.sep) else rel
+
+
 def new_fleet_id():
     return "fleet-" + inputs.new_run_id()
 
@@ -434,7 +440,7 @@ class Fleet:
         for host, s in self.hosts.items():
             colour = "green" if s.status == "home" else "yellow" if s.status == "skipped" else "red"
             t.add_row(escape(host), s.run_id or "-", f"[{colour}]{s.status}[/{colour}]",
-                      escape(os.path.relpath(s.run_dir, self.workspace) if s.run_dir else s.error))
+                      escape(shown_path(s.run_dir, self.workspace) if s.run_dir else s.error))
         self.console.print(t)
         home = [s for s in self.hosts.values() if s.status == "home"]
         if len(home) >= 2:
@@ -478,7 +484,7 @@ def main(argv=None, console=None):
         fleet.load_or_create(inventory)
         env = ansible_env(os.path.dirname(fleet.state_path(fleet.fleet_id)), site_bin, work)
         fleet.save()
-        console.print(f"fleet run {fleet.fleet_id}: state in {os.path.relpath(fleet.state_path(fleet.fleet_id), workspace)}")
+        console.print(f"fleet run {fleet.fleet_id}: state in {shown_path(fleet.state_path(fleet.fleet_id), workspace)}")
         todo = [h for h, s in fleet.hosts.items() if s.status not in FINAL]
         for host in sorted(set(fleet.hosts) - set(todo)):
             console.print(f"{host}: run {fleet.hosts[host].run_id} is home already; not run again")

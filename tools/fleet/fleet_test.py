@@ -122,6 +122,14 @@ class FailureMessageTest(unittest.TestCase):
                               "jdk17. Declare one with TUNELAB_JDKS=NAME=PATH.")
 
 
+class ShownPathTest(unittest.TestCase):
+    def test_inside_the_workspace_relative_outside_whole(self):
+        self.assertEqual(fleet.shown_path("/ws/results/x86/RUN", "/ws"), os.path.join("results", "x86", "RUN"))
+        self.assertEqual(fleet.shown_path("/tmp/home/x86/RUN", "/ws/a/b"), "/tmp/home/x86/RUN")
+        self.assertEqual(fleet.shown_path("/ws", "/ws/sub"), "/ws")
+        self.assertEqual(fleet.shown_path("/ws/..data/RUN", "/ws"), os.path.join("..data", "RUN"))
+
+
 def make_args(**kw):
     base = dict(inventory="hosts.ini", target="//rigs:calibration_matrix", profile="smoke", set=None, limit=None,
                 resume=None, results_dir=None, plan_only=False)
