@@ -78,8 +78,8 @@ def prepare(kind_name, sets, axis=None, allow_mismatch=False):
                        if d.get("provenance", {}).get("host", {}).get("cpu", {}).get("emulated")})
     banner = "EMULATED HOST: mechanics, not speed" if emulated else ""
     if emulated:
-        warnings.append(f"EMULATED HOST ({', '.join(emulated)}): these results show mechanics (e.g. pages moving "
-                        "between nodes), they are not measurements of speed")
+        warnings.append(f"EMULATED HOST ({', '.join(emulated)}): these results show mechanics (what ran, which knobs took "
+                        "effect, pages moving between nodes), not speed")
     if len(measured) == 1:
         if kind_name == "cross-host":
             raise ReportError("cross-host needs two measured sets, one per host")
