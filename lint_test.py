@@ -13,6 +13,14 @@ import unittest
 HERE = os.path.dirname(os.path.abspath(__file__))
 MAX_MODULE_LINES = 400
 CITED_RUN = re.compile(r"(?<![\w-])(\d{8}T\d{6}Z-[0-9a-f]{4})(?![\w-])")
+# A repository path named in prose or code: a top-level folder, then path characters (not a Bazel label:
+# nothing of a label or a longer path may stand before it).
+TOP_FOLDERS = ("workloads", "rigs", "analysis", "results", "tools", "third_party")
+NAMED_PATH = re.compile(r"(?<![\w/.:@$<{-])((?:%s)/[A-Za-z0-9_./-]*[A-Za-z0-9_/])" % "|".join(TOP_FOLDERS))
+# Paths named on purpose that must not exist.
+PATHS_NAMED_ABSENT = {
+    "tools/bazel": "Debian's /usr/bin/bazel would exec it instead of Bazel (README: Bazel notes)",
+}
 
 # buildifier's default warnings but those asking to load native rules from rules_cc/rules_java/rules_python:
 # on Bazel 4.2.3 those rules and JavaInfo are built in, and third_party/rules_* are the offline wrappers
@@ -110,6 +118,54 @@ class LintTest(unittest.TestCase):
                                         for run in CITED_RUN.findall(line) if run not in committed]
         self.assertEqual(missing, [], "cited runs that are not committed sets: promote them (bazel run "
                                       "//tools:promote -- RUN --name NAME) or cite the set that holds them")
+
+    def test_every_repository_path_named_in_a_tracked_file_exists(self):
+        # A pointer to a file that is not there misleads the reader who follows it (two error messages named a
+        # README that never existed). Not counted: placeholders (NAME, <run>, {x}, *), what git ignores (fresh
+        # runs, the nightly's outputs), build outputs (a BUILD.bazel beside them names their stem), a module's
+        # attribute (analysis/drift.DRIFT_FLOOR), recorded fixtures (testdata/) and data files.
+        tree = checkout()
+        tracked = subprocess.run(["git", "-C", tree, "ls-files", "-z"], check=True,
+                                 stdout=subprocess.PIPE, text=True).stdout.split("\0")
+        named = {}
+        for rel in tracked:
+            if not rel or "testdata/" in rel or rel.endswith((".json", ".lock", ".csv", ".tsv", ".patch", ".bzl.lock")):
+                continue
+            try:
+                with open(os.path.join(tree, rel)) as f:
+                    lines = f.read().splitlines()
+            except (UnicodeDecodeError, OSError):
+                continue
+            for number, line in enumerate(lines, 1):
+                for m in NAMED_PATH.finditer(line):
+                    path = m.group(1).rstrip("/.")
+                    if m.end() < len(line) and line[m.end()] in "<{*$%[":
+                        continue  # the path goes on with a placeholder
+                    named.setdefault(path, f"{rel}:{number}")
+        missing = []
+        for path, where in sorted(named.items(), key=lambda item: item[1]):
+            folder, _, name = path.rpartition("/")
+            if (os.path.exists(os.path.join(tree, path)) or path in PATHS_NAMED_ABSENT
+                    or any(part.isupper() for part in path.split("/"))
+                    or "." in name and os.path.exists(os.path.join(tree, folder, name.split(".")[0] + ".py"))
+                    or self.built_here(tree, folder, name)):
+                continue
+            missing.append((path, where))
+        ignored = subprocess.run(["git", "-C", tree, "check-ignore", "--no-index", "--stdin"],
+                                 input="\n".join(f"{p}\n{p}/" for p, _ in missing), stdout=subprocess.PIPE,
+                                 text=True).stdout
+        ignored = {p.rstrip("/") for p in ignored.split()}
+        self.assertEqual([f"{where}: {path}" for path, where in missing if path not in ignored], [],
+                         "named paths that do not exist: fix the pointer, or the file is missing")
+
+    @staticmethod
+    def built_here(tree, folder, name):
+        """Whether folder's BUILD.bazel names the file's stem: a build output, e.g. tools/container/rig_os.tar."""
+        try:
+            with open(os.path.join(tree, folder, "BUILD.bazel")) as f:
+                return f'"{name.split(".")[0]}"' in f.read()
+        except OSError:
+            return False
 
     def test_packages_are_private_by_default(self):
         # A package names who may use it (the floors of .importlinter), never everyone.

@@ -185,7 +185,7 @@ def stop_table(block):
 
 def print_run(run_dir, metrics=None, console=None):
     """The summary of a stored run (rigs/main.py calls it after the runner). False if it cannot be read."""
-    console = console or Console(highlight=False, width=WIDTH if not sys.stdout.isatty() else None)
+    console = console or Console(highlight=False, soft_wrap=True, width=WIDTH if not sys.stdout.isatty() else None)
     try:
         result_set = resultsets.load_run(run_dir)
     except resultsets.ResultSetError as e:
@@ -205,7 +205,7 @@ def main(argv=None):
     except resultsets.ResultSetError as e:
         print(f"error: {e}", file=sys.stderr)
         return 2
-    render(Console(highlight=False, width=WIDTH if not sys.stdout.isatty() else None), result_set)
+    render(Console(highlight=False, soft_wrap=True, width=WIDTH if not sys.stdout.isatty() else None), result_set)
     return 0
 
 

@@ -47,6 +47,7 @@ def rig_matrix(
         smoke_size = "medium",
         extra_smoke_profiles = [],
         dockerd_smoke_profiles = [],
+        smoke_needs = {},
         aarch64_data = []):
     """A runnable matrix for one rig, with its tests.
 
@@ -77,6 +78,8 @@ def rig_matrix(
       extra_smoke_profiles: more profiles run for real the same way, each as <name>_<profile>_test.
       dockerd_smoke_profiles: profiles run the same way with a Docker engine the test starts for itself
         (executor=docker; its own data root, no bridge, no iptables), each as <name>_<profile>_test.
+      smoke_needs: {profile: [tag]}: what a profile's smoke test needs of its host beyond root, as tags that
+        tools/cleanroom/cleanroom.sh knows (e.g. "needs-podman"); dockerd_smoke_profiles get "needs-dockerd".
       aarch64_data: the aarch64 builds of the rig's native files, each named as what it stands in for plus
         `_aarch64` (//third_party/redis:stock_aarch64 for :stock); a rig of jars needs none.
     """
@@ -140,11 +143,11 @@ def rig_matrix(
         data = data,
         deps = deps,
     )
-    for test_name, profile, mode_args in [(name + "_smoke_test", smoke_profile, [])] + [
-        ("%s_%s_test" % (name, p), p, [])
+    for test_name, profile, mode_args, needs in [(name + "_smoke_test", smoke_profile, [], [])] + [
+        ("%s_%s_test" % (name, p), p, [], [])
         for p in extra_smoke_profiles
     ] + [
-        ("%s_%s_test" % (name, p), p, ["--dockerd"])
+        ("%s_%s_test" % (name, p), p, ["--dockerd"], ["needs-dockerd"])
         for p in dockerd_smoke_profiles
     ]:
         py_test(
@@ -155,5 +158,5 @@ def rig_matrix(
             args = ["--mode=smoke", "--profile=" + profile] + mode_args + ["--"] + args,
             data = data,
             deps = deps,
-            tags = ["integration", "exclusive"],
+            tags = ["integration", "exclusive"] + needs + smoke_needs.get(profile, []),
         )

@@ -2,18 +2,45 @@
 summarizes what was stored. Composed here, at the top, so that neither rigs/matrix nor analysis/ imports
 the other."""
 
+import os
 import sys
 
 from analysis import summary
+from results import resultfile
+from rigs.matrix import inputs
 from rigs.matrix import runner
+
+RUN_INFO_SCHEMA = "tunelab-run-info/1"
+STATUS_NAMES = {runner.EXIT_OK: "ok", runner.EXIT_CELLS_FAILED: "cells_failed", runner.EXIT_BAD_INPUT: "bad_input",
+                runner.EXIT_LOCKED: "locked", runner.EXIT_INTERRUPTED: "interrupted"}
 
 
 def main(argv=None, console=None):
-    outcome = runner.execute(argv, console=console)
-    if outcome.run_dir and outcome.status in (runner.EXIT_OK, runner.EXIT_CELLS_FAILED):
-        if not summary.print_run(outcome.run_dir, outcome.workload.metrics, console=console):
-            return runner.EXIT_BAD_INPUT
-    return outcome.status
+    argv = sys.argv[1:] if argv is None else argv
+    run_info = inputs.parse_args(argv).run_info
+    status, run_dir = runner.EXIT_BAD_INPUT, ""
+    try:
+        outcome = runner.execute(argv, console=console)
+        status, run_dir = outcome.status, outcome.run_dir
+        if outcome.run_dir and outcome.status in (runner.EXIT_OK, runner.EXIT_CELLS_FAILED):
+            if not summary.print_run(outcome.run_dir, outcome.workload.metrics, console=console):
+                status = runner.EXIT_BAD_INPUT
+        return status
+    except KeyboardInterrupt:
+        status = runner.EXIT_INTERRUPTED
+        raise
+    finally:
+        if run_info:
+            write_run_info(run_info, status, run_dir)
+
+
+def write_run_info(path, status, run_dir):
+    """What a calling script needs (tools/nightly/nightly.sh, //tools:gate_confirm), as JSON: scripts never
+    parse the console, whose lines wrap at its width."""
+    doc = {"schema": RUN_INFO_SCHEMA, "status": status, "status_name": STATUS_NAMES.get(status, "error"),
+           "run_id": os.path.basename(run_dir) if run_dir else None,
+           "run_dir": os.path.abspath(run_dir) if run_dir else None}
+    resultfile.atomic_write_json(os.path.abspath(path), doc)
 
 
 if __name__ == "__main__":

@@ -19,15 +19,13 @@ import argparse
 import datetime
 import json
 import os
-import re
 import shutil
-import subprocess
 import sys
 
 import numpy as np
 
 from analysis import resultsets
-from tools import gate
+from tools import gate, gate_confirm
 
 CALIBRATION_MATRIX = "//rigs:calibration_matrix"
 CPS_MATRIX = "//rigs:yarn_cps_matrix"
@@ -37,12 +35,11 @@ def run_profile(profile, workspace, target=CALIBRATION_MATRIX):
     bazel = shutil.which("bazel") or os.path.join(workspace, "bazelw")
     argv = [bazel, "run", target, "--", "--profile", profile, "--no-next-steps"]
     print(f"running {' '.join(argv[1:])}", flush=True)
-    proc = subprocess.run(argv, cwd=workspace, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
-    found = re.search(r"results in (\S+)", proc.stdout)
+    run_dir, status, output = gate_confirm.run_matrix(argv, workspace)
     # Exit 1 = some cells failed or were invalid: still a run; arms() uses its ok repetitions and says so.
-    if proc.returncode not in (0, 1) or not found:
-        raise RuntimeError(f"{profile} failed (exit {proc.returncode}):\n{proc.stdout[-3000:]}")
-    return found.group(1)
+    if status not in (0, 1) or not run_dir:
+        raise RuntimeError(f"{profile} failed (exit {status}):\n{output[-3000:]}")
+    return run_dir
 
 
 def arms(result_set, axis):

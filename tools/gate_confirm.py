@@ -1,9 +1,11 @@
 """The gate's --confirm: the runner command that reruns one regressed cell of a stored candidate set, and
 running it. Only one of this checkout's rig_matrix targets is ever run, with every value checked."""
 
+import json
 import os
 import re
 import subprocess
+import tempfile
 
 
 class ConfirmError(ValueError):
@@ -47,10 +49,25 @@ def confirm_command(candidate, check, workspace):
     return argv + ["--no-next-steps"]
 
 
+def run_matrix(argv, workspace):
+    """Runs a matrix target (a `bazel run ... --` command line) and returns (its run folder or None, its exit
+    status, its output), the folder read from the runner's --run-info file: never from its console, whose
+    lines wrap at the console's width."""
+    with tempfile.TemporaryDirectory(prefix="tunelab-run-info-") as tmp:
+        info_path = os.path.join(tmp, "run-info.json")
+        proc = subprocess.run(argv + [f"--run-info={info_path}"], cwd=workspace, stdout=subprocess.PIPE,
+                              stderr=subprocess.STDOUT, text=True)
+        try:
+            with open(info_path) as f:
+                info = json.load(f)
+        except (OSError, ValueError):
+            info = {}
+    run_dir = info.get("run_dir") if isinstance(info, dict) else None
+    return (run_dir if isinstance(run_dir, str) and run_dir else None), proc.returncode, proc.stdout
+
+
 def run_confirmation(argv, workspace):
-    proc = subprocess.run(argv, cwd=workspace, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
-    found = re.search(r"results in (\S+)", proc.stdout)
-    if not found:
-        raise ConfirmError(f"the confirmation run printed no results folder (exit {proc.returncode}):\n"
-                        f"{proc.stdout[-2000:]}")
-    return found.group(1)
+    run_dir, status, output = run_matrix(argv, workspace)
+    if not run_dir:
+        raise ConfirmError(f"the confirmation run started no run (exit {status}):\n{output[-2000:]}")
+    return run_dir

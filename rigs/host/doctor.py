@@ -132,7 +132,7 @@ def main(argv=None):
                 f.write(text)
             print(f"wrote {out}", file=sys.stderr)
         return
-    render(report, Console(width=None if sys.stdout.isatty() else 160))
+    render(report, Console(soft_wrap=True, width=None if sys.stdout.isatty() else 160))
 
 
 def _runfile_spec(spec):

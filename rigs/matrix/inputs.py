@@ -75,6 +75,10 @@ def parse_args(argv):
                         help="the host state folder: the host lock (one matrix per host) and the journal of host "
                              "settings to restore; only the runner's user may write it (default: "
                              f"${hoststate.STATE_DIR_ENV}, else {hoststate.ROOT_STATE_DIR} for root)")
+    parser.add_argument("--run-info", metavar="FILE",
+                        help="write what a calling script needs as JSON to FILE when the runner ends: the exit "
+                             "status, the run id and folder (null if no run started); scripts read this, never the "
+                             "console")
     parser.add_argument("--no-gc-probes", action="store_true", help=argparse.SUPPRESS)
     parser.add_argument("--no-next-steps", action="store_true", help=argparse.SUPPRESS)  # for tools wrapping a run
     return parser.parse_args(argv)

@@ -114,7 +114,8 @@ def execute(argv=None, console=None, host_paths=None, report=None):
     """Plans and runs a matrix; returns an Outcome (exit status, the run folder once there is one)."""
     args = parse_args(argv)
     # Logs and CI capture output without a terminal: print tables wide rather than wrapped at 80 columns.
-    console = console or Console(highlight=False, width=None if sys.stdout.isatty() else 160)
+    # soft_wrap: a line longer than the console overflows, never breaks (a run folder stays one piece).
+    console = console or Console(highlight=False, soft_wrap=True, width=None if sys.stdout.isatty() else 160)
     workspace = os.environ.get("BUILD_WORKSPACE_DIRECTORY", os.getcwd())
     if args.resume and args.profile is None and not args.set:
         # `--resume RUN_ID` alone continues the stored run as it was started (its profile and --set values).
@@ -338,7 +339,7 @@ def run_cells(console, ctx, planned):
     todo = [(c, r) for c, r in order if (c.id, r) not in done]
     write_manifest(ctx, planned, order, "running", statuses)
     console.print(f"run {ctx.run_id}: {len(todo)} of {len(order)} cell repetitions to run"
-                  + (f" at most ({matrix.policy.describe()})" if rounds else "") + f"; results in {run_dir}")
+                  + (f" at most ({matrix.policy.describe()})" if rounds else "") + f"; results in {escape(run_dir)}")
     if rounds:
         console.print(escape(f"sequential: {rounds.describe()}"))
 

@@ -65,7 +65,7 @@ def main(argv=None):
     args, runner_args = parser.parse_known_args(sys.argv[1:] if argv is None else argv)
     if args.pairs < stats.MIN_RUNS:
         parser.error(f"--pairs {args.pairs}: a verdict needs {stats.MIN_RUNS} runs a side (analysis/stats.py)")
-    console = Console(highlight=False, width=None if sys.stdout.isatty() else 160)
+    console = Console(highlight=False, soft_wrap=True, width=None if sys.stdout.isatty() else 160)
     rig_values, hand_values, rig_runs, commands = [], [], [], {}
     log_dir = None
     for pair in range(args.pairs):

@@ -66,7 +66,7 @@ def by_hand_argv(command, workdir):
 
 def main(argv=None):
     argv = list(sys.argv[1:] if argv is None else argv)
-    console = Console(highlight=False, width=None if sys.stdout.isatty() else 160)
+    console = Console(highlight=False, soft_wrap=True, width=None if sys.stdout.isatty() else 160)
     outcome = runner.execute(argv + ["--profile", "fidelity", "--no-next-steps"], console=console)
     if outcome.status not in (runner.EXIT_OK, runner.EXIT_CELLS_FAILED):
         return outcome.status

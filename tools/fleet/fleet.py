@@ -472,7 +472,7 @@ def parse_args(argv):
 
 def main(argv=None, console=None):
     args = parse_args(argv)
-    console = console or Console(highlight=False, width=None if sys.stdout.isatty() else 160)
+    console = console or Console(highlight=False, soft_wrap=True, width=None if sys.stdout.isatty() else 160)
     workspace = os.environ.get("BUILD_WORKSPACE_DIRECTORY", os.getcwd())
     fleet = Fleet(args, console, workspace)
     work = tempfile.mkdtemp(prefix="tl-fleet-")  # short: SSH's control sockets live here

@@ -16,11 +16,55 @@
 # --axis revision), write the PDF report, append the run to the history and look for change points (host
 # drift marked apart). When every gate passes on a clean checkout, HEAD becomes the accepted revision.
 # Exit status: 0 all gates passed; 1 a gate found a regression; 2 a step could not run.
+#
+# Without Bazel, on builds made already (its test, //tools/nightly:nightly_test, runs it so):
+#   NIGHTLY_RUNFILES=<dir>           a runfiles tree holding the matrix targets, //tools:gate,
+#                                    //analysis:report and //analysis:history (and <matrix>_matrix.args):
+#                                    tonight's candidate, run from there instead of `bazel run`
+#   NIGHTLY_ACCEPTED_RUNFILES=<dir>  the accepted revision's runfiles tree, instead of a worktree build
+# The run folder, its id and status come from the runner's --run-info file, never from its console.
 set -uo pipefail
 
 cd "$(dirname "$0")/../.."
 workspace=$PWD
 bazel=$(command -v bazel || echo "$workspace/bazelw")
+prebuilt=${NIGHTLY_RUNFILES:-}
+if [[ -n "$prebuilt" && -z "${NIGHTLY_ACCEPTED_RUNFILES:-}" ]] || [[ -z "$prebuilt" && -n "${NIGHTLY_ACCEPTED_RUNFILES:-}" ]]; then
+  echo "error: NIGHTLY_RUNFILES and NIGHTLY_ACCEPTED_RUNFILES go together (both builds given, or Bazel makes both)" >&2
+  exit 2
+fi
+for tree in "$prebuilt" "${NIGHTLY_ACCEPTED_RUNFILES:-}"; do
+  [[ -z "$tree" || -d "$tree/tunelab" ]] || { echo "error: $tree is not a runfiles tree (no tunelab/ in it)" >&2; exit 2; }
+done
+
+# Runs a py_binary target with arguments: through `bazel run`, or from the prebuilt runfiles tree (from its
+# workspace folder, as `bazel run` does, with the arguments its BUILD file gives first: <name>.args).
+run_target() {
+  local target=$1
+  shift
+  if [[ -z "$prebuilt" ]]; then
+    "$bazel" run "$target" -- "$@"
+    return
+  fi
+  local path=${target#//}
+  path=${path/://}
+  local build_args=()
+  [[ ! -f "$prebuilt/tunelab/$path.args" ]] || mapfile -t build_args < "$prebuilt/tunelab/$path.args"
+  (cd "$prebuilt/tunelab" &&
+    env -u RUNFILES_DIR -u RUNFILES_MANIFEST_FILE -u TEST_SRCDIR -u PYTHON_RUNFILES \
+      BUILD_WORKSPACE_DIRECTORY="$workspace" BUILD_WORKING_DIRECTORY="$workspace" \
+      "./$path" "${build_args[@]}" "$@")
+}
+
+# A field of the runner's --run-info JSON file (empty if the file or the field is missing).
+run_info_field() {
+  python3 -c 'import json, sys
+try:
+    value = json.load(open(sys.argv[1])).get(sys.argv[2])
+except (OSError, ValueError, AttributeError):
+    value = None
+print("" if value is None else value)' "$1" "$2"
+}
 nightly_root="$workspace/results/nightly-out"
 out=${1:-$nightly_root/$(date -u +%Y-%m-%d)}
 mkdir -p "$out" "$nightly_root/worktrees"
@@ -37,42 +81,57 @@ echo "== candidate: this checkout ($head$([[ -n "$(git status --porcelain --untr
 echo "== accepted:  $accepted"
 
 worktree="$nightly_root/worktrees/$accepted"
-if [[ ! -d "$worktree" ]]; then
+if [[ -z "$prebuilt" && ! -d "$worktree" ]]; then
   git worktree add --detach "$worktree" "$accepted" >/dev/null || { echo "error: git worktree add failed" >&2; exit 2; }
 fi
 
 for matrix in ${NIGHTLY_MATRICES:-calibration yarn_cps}; do
   target="//rigs:${matrix}_matrix"
-  echo "== $matrix: building the accepted revision's $target (in $worktree)"
-  if ! (cd "$worktree" && "$bazel" build "$target" >"$out/$matrix-accepted-build.log" 2>&1); then
-    echo "error: the accepted revision does not build $target; see $out/$matrix-accepted-build.log" >&2
-    status=2
-    continue
+  if [[ -n "$prebuilt" ]]; then
+    runfiles=$NIGHTLY_ACCEPTED_RUNFILES
+    echo "== $matrix: the accepted revision's build: $runfiles"
+  else
+    echo "== $matrix: building the accepted revision's $target (in $worktree)"
+    if ! (cd "$worktree" && "$bazel" build "$target" >"$out/$matrix-accepted-build.log" 2>&1); then
+      echo "error: the accepted revision does not build $target; see $out/$matrix-accepted-build.log" >&2
+      status=2
+      continue
+    fi
+    runfiles="$worktree/bazel-bin/rigs/${matrix}_matrix.runfiles"
   fi
-  runfiles="$worktree/bazel-bin/rigs/${matrix}_matrix.runfiles"
 
   echo "== $matrix: running the nightly profile (accepted and candidate interleaved)"
   log="$out/$matrix-run.log"
+  run_info="$out/$matrix-run-info.json"
+  rm -f "$run_info"
   fixed=()
   [[ "${NIGHTLY_FIXED:-0}" == 1 ]] && fixed=(--set policy.repetitions=5)
   started=$SECONDS
-  "$bazel" run "$target" -- --profile nightly --revision "accepted=$runfiles" "${fixed[@]}" --no-next-steps 2>&1 | tee "$log"
+  run_target "$target" --profile nightly --revision "accepted=$runfiles" "${fixed[@]}" --no-next-steps \
+    --run-info "$run_info" 2>&1 | tee "$log"
   echo "== $matrix: the run took $((SECONDS - started)) s ($([[ ${#fixed[@]} -gt 0 ]] && echo 'fixed 5 rounds' || echo 'sequential'))"
-  run_dir=$(sed -n 's/.*results in \([^ ]*\)$/\1/p' "$log" | tail -1)
+  run_dir=$(run_info_field "$run_info" run_dir)
+  run_status=$(run_info_field "$run_info" status)
   if [[ -z "$run_dir" || ! -f "$run_dir/manifest.json" ]]; then
-    echo "error: the $matrix run did not start; see $log" >&2
+    echo "error: the $matrix run did not start (runner status: ${run_status:-none, it wrote no $run_info}); see $log" >&2
+    status=2
+    continue
+  fi
+  # 0: every cell ok or skipped; 1: some cells failed (the gate still judges what was measured).
+  if [[ "$run_status" != 0 && "$run_status" != 1 ]]; then
+    echo "error: the $matrix run ended with status $run_status ($(run_info_field "$run_info" status_name)); see $log" >&2
     status=2
     continue
   fi
 
-  echo "== $matrix: gating candidate against accepted, inside run $(basename "$run_dir")"
-  "$bazel" run //tools:gate -- --run "$run_dir" --axis revision --baseline-value accepted \
+  echo "== $matrix: gating candidate against accepted, inside run $(run_info_field "$run_info" run_id)"
+  run_target //tools:gate --run "$run_dir" --axis revision --baseline-value accepted \
     --candidate-value candidate --markdown "$out/$matrix-gate.md" --junit "$out/$matrix-gate.xml"
   gate_status=$?
   if (( gate_status == 1 )); then status=1; elif (( gate_status != 0 && status == 0 )); then status=2; fi
 
   echo "== $matrix: report"
-  if ! "$bazel" run //analysis:report -- "$run_dir" --kind axis --out "$out/$matrix-report.pdf"; then
+  if ! run_target //analysis:report "$run_dir" --kind axis --out "$out/$matrix-report.pdf"; then
     echo "error: the $matrix report failed" >&2
     (( status == 0 )) && status=2
   fi
@@ -82,14 +141,14 @@ for matrix in ${NIGHTLY_MATRICES:-calibration yarn_cps}; do
   mapfile -t runs < "$history"
   if (( ${#runs[@]} >= 10 )); then
     echo "== $matrix: change points over ${#runs[@]} nights (host drift marked apart)"
-    "$bazel" run //analysis:history -- "${runs[@]}" --out "$out/$matrix-history.png" || true
+    run_target //analysis:history "${runs[@]}" --out "$out/$matrix-history.png" || true
   else
     echo "== $matrix: history has ${#runs[@]} night(s); change points need 10 or more"
   fi
 done
 
 # The accepted build's Bazel server is not needed until tomorrow.
-(cd "$worktree" && "$bazel" shutdown >/dev/null 2>&1) || true
+[[ -n "$prebuilt" ]] || (cd "$worktree" && "$bazel" shutdown >/dev/null 2>&1) || true
 if (( status == 0 )); then
   if [[ -z "$(git status --porcelain --untracked-files=no)" ]]; then
     echo "$head" > "$nightly_root/accepted-revision"

@@ -145,7 +145,7 @@ def load_sets(baselines):
 def build_site(results_root, out, built_at, console=None):
     """Builds the site into `out` (replaced whole, through a temporary folder beside it); returns the
     studies, failed ones included."""
-    console = console or Console(highlight=False)
+    console = console or Console(highlight=False, soft_wrap=True)
     baselines = os.path.join(results_root, "baselines")
     if not os.path.isdir(baselines):
         raise PublishError(f"{baselines} does not exist: nothing to publish")
@@ -220,7 +220,7 @@ def parse_args(argv):
 
 def main(argv=None, console=None):
     args = parse_args(sys.argv[1:] if argv is None else argv)
-    console = console or Console(highlight=False, width=None if sys.stdout.isatty() else 160)
+    console = console or Console(highlight=False, soft_wrap=True, width=None if sys.stdout.isatty() else 160)
     workspace = os.environ.get("BUILD_WORKSPACE_DIRECTORY", os.getcwd())
     results_root = args.results or os.path.join(workspace, "results")
     out = args.out if os.path.isabs(args.out) else os.path.join(workspace, args.out)

@@ -22,7 +22,7 @@ import javax.tools.ToolProvider;
 /**
  * A minimal stand-in for Bazel's JavaBuilder: compiles with the host JDK's javac in-process and
  * writes the outputs the Java rules declare. It gives up strict deps, classpath reduction, Error
- * Prone and header compilation (see third_party/java_tools/README.md).
+ * Prone and header compilation (see third_party/README.md).
  */
 public final class JavaBuilder {
   private JavaBuilder() {}

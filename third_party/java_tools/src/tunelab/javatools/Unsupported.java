@@ -6,7 +6,7 @@ public final class Unsupported {
 
   public static void main(String[] argv) {
     System.err.println("This Java tool is not available in tunelab's offline java_tools shim"
-        + " (see third_party/java_tools/README.md). Disable the feature that needs it.");
+        + " (see third_party/README.md). Disable the feature that needs it.");
     System.exit(2);
   }
 }

@@ -1,0 +1,116 @@
+"""tools/nightly/nightly.sh end to end, on the builds this test's runfiles hold (NIGHTLY_RUNFILES: no Bazel
+inside a Bazel test), from a git checkout whose path is long enough that a console wrapping at its width
+broke the run folder's line (the nightly used to read it from the console and exited 2 after every run).
+
+- A/A, the first night: HEAD as both revisions -> exit 0, the gate passes, HEAD becomes the accepted revision.
+- A slowed candidate: //rigs/calibration:calibration_slowed (the calibration program made 20 % slower by a
+  change to its source) as tonight's build against the accepted one -> exit 1, the gate says REGRESSED, the
+  accepted revision stays what it was.
+"""
+
+import json
+import os
+import shutil
+import subprocess
+import tempfile
+import unittest
+
+RUNFILES = os.environ["TEST_SRCDIR"]
+WORKSPACE_RUNFILES = os.path.join(RUNFILES, "tunelab")
+NIGHTLY = os.path.join(WORKSPACE_RUNFILES, "tools", "nightly", "nightly.sh")
+JAR = os.path.join("rigs", "calibration", "calibration_deploy.jar")
+SLOWED_JAR = os.path.join(WORKSPACE_RUNFILES, "rigs", "calibration", "calibration_slowed_deploy.jar")
+# Longer than the runner's 160-column console with the line's own words: the old nightly broke here.
+LONG_NAME = "a-checkout-path-long-enough-that-a-console-one-hundred-and-sixty-columns-wide-wraps-the-run-folder"
+
+
+def git(checkout, *args):
+    return subprocess.run(["git", "-C", checkout, "-c", "user.name=nightly test", "-c", "user.email=test@localhost",
+                           *args], check=True, stdout=subprocess.PIPE, text=True).stdout.strip()
+
+
+def make_checkout(parent):
+    """A git checkout holding nightly.sh (it works from its own checkout: results land there)."""
+    checkout = os.path.join(parent, LONG_NAME, "tunelab")
+    os.makedirs(os.path.join(checkout, "tools", "nightly"))
+    shutil.copy(NIGHTLY, os.path.join(checkout, "tools", "nightly", "nightly.sh"))
+    git(checkout, "init", "-q")
+    git(checkout, "add", "-A")
+    git(checkout, "commit", "-q", "-m", "tonight")
+    return checkout
+
+
+def run_nightly(checkout, out, candidate_runfiles, accepted_runfiles, accepted=None):
+    env = {k: v for k, v in os.environ.items() if not k.startswith("NIGHTLY_")}
+    env.update(NIGHTLY_MATRICES="calibration", NIGHTLY_RUNFILES=candidate_runfiles,
+               NIGHTLY_ACCEPTED_RUNFILES=accepted_runfiles,
+               TUNELAB_STATE_DIR=tempfile.mkdtemp(prefix="state-", dir=os.environ["TEST_TMPDIR"]))
+    if accepted:
+        env["NIGHTLY_ACCEPTED"] = accepted
+    proc = subprocess.run(["bash", os.path.join(checkout, "tools", "nightly", "nightly.sh"), out], env=env,
+                          stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, timeout=1500)
+    print(proc.stdout)
+    return proc
+
+
+def slowed_runfiles(parent):
+    """This test's runfiles tree with the calibration program swapped for the slowed build: the candidate
+    as a commit that slowed the program would build it (runfiles trees are links, so the copy is cheap)."""
+    tree = os.path.join(parent, "slowed.runfiles")
+    subprocess.run(["cp", "-a", RUNFILES + "/.", tree], check=True)
+    jar = os.path.join(tree, "tunelab", JAR)
+    os.remove(jar)
+    os.symlink(os.path.realpath(SLOWED_JAR), jar)
+    return tree
+
+
+class NightlyTest(unittest.TestCase):
+    def setUp(self):
+        self.tmp = tempfile.mkdtemp(dir=os.environ["TEST_TMPDIR"])
+        self.checkout = make_checkout(self.tmp)
+        self.out = os.path.join(self.tmp, "out")
+        self.accepted_file = os.path.join(self.checkout, "results", "nightly-out", "accepted-revision")
+
+    def run_info(self):
+        with open(os.path.join(self.out, "calibration-run-info.json")) as f:
+            return json.load(f)
+
+    def test_first_night_is_an_aa_run_that_passes_and_accepts_head(self):
+        head = git(self.checkout, "rev-parse", "HEAD")
+        proc = run_nightly(self.checkout, self.out, RUNFILES, RUNFILES)
+        self.assertEqual(proc.returncode, 0, proc.stdout[-4000:])
+        info = self.run_info()
+        self.assertEqual(info["status"], 0)
+        run_dir = info["run_dir"]
+        self.assertTrue(run_dir.startswith(os.path.join(self.checkout, "results") + os.sep), run_dir)
+        self.assertGreater(len(run_dir), 160)
+        # The folder stands whole on one line of the runner's output: long lines overflow, never break.
+        with open(os.path.join(self.out, "calibration-run.log")) as f:
+            self.assertIn(f"results in {run_dir}\n", f.read())
+        with open(self.accepted_file) as f:
+            self.assertEqual(f.read().strip(), head)
+        with open(os.path.join(self.out, "calibration-gate.md")) as f:
+            gate = f.read()
+        self.assertTrue(gate.startswith("# tunelab gate: **PASS**"), gate)
+        self.assertIn("cpu_loop_rate", gate)
+        self.assertGreater(os.path.getsize(os.path.join(self.out, "calibration-report.pdf")), 10_000)
+        self.assertIn("every gate passed", proc.stdout)
+
+    def test_a_slowed_candidate_fails_the_night_and_keeps_the_accepted_revision(self):
+        accepted = git(self.checkout, "rev-parse", "HEAD")
+        os.makedirs(os.path.dirname(self.accepted_file))
+        with open(self.accepted_file, "w") as f:
+            f.write(accepted + "\n")
+        git(self.checkout, "commit", "-q", "--allow-empty", "-m", "a slower calibration loop")
+        proc = run_nightly(self.checkout, self.out, slowed_runfiles(self.tmp), RUNFILES)
+        self.assertEqual(proc.returncode, 1, proc.stdout[-4000:])
+        self.assertIn(f"accepted:  {accepted}", proc.stdout)
+        with open(os.path.join(self.out, "calibration-gate.md")) as f:
+            gate = f.read()
+        self.assertTrue(gate.startswith("# tunelab gate: **REGRESSED** (1 of 1)"), gate)
+        with open(self.accepted_file) as f:
+            self.assertEqual(f.read().strip(), accepted)
+
+
+if __name__ == "__main__":
+    unittest.main()
