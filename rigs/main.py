@@ -15,12 +15,14 @@ STATUS_NAMES = {runner.EXIT_OK: "ok", runner.EXIT_CELLS_FAILED: "cells_failed", 
                 runner.EXIT_LOCKED: "locked", runner.EXIT_INTERRUPTED: "interrupted"}
 
 
-def main(argv=None, console=None):
+def main(argv=None, console=None, **runner_options):
+    """Runs the matrix (runner.execute; runner_options: its host_paths and report, for tests), prints the
+    summary, writes --run-info; returns the exit status."""
     argv = sys.argv[1:] if argv is None else argv
     run_info = inputs.parse_args(argv).run_info
     status, run_dir = runner.EXIT_BAD_INPUT, ""
     try:
-        outcome = runner.execute(argv, console=console)
+        outcome = runner.execute(argv, console=console, **runner_options)
         status, run_dir = outcome.status, outcome.run_dir
         if outcome.run_dir and outcome.status in (runner.EXIT_OK, runner.EXIT_CELLS_FAILED):
             if not summary.print_run(outcome.run_dir, outcome.workload.metrics, console=console):

@@ -5,6 +5,7 @@ effect, and refuses unusable input with exit 2. Its Markdown and JUnit XML are c
 import io
 import json
 import os
+import sys
 import tomllib
 import tempfile
 import unittest
@@ -16,6 +17,29 @@ from analysis.testsets import write_set
 from tools import gate, gate_confirm
 
 RUNFILES = os.path.abspath(os.path.join(os.path.dirname(__file__), ".."))
+
+
+# Stands in for a matrix target: prints the folder the way a console wraps it, writes it to --run-info.
+FAKE_MATRIX = """import json, sys
+info = next(a.split("=", 1)[1] for a in sys.argv if a.startswith("--run-info="))
+folder = "/results/host/" + "x" * 150
+print("results in " + folder[:60] + "\\n" + folder[60:])
+if "--no-info" not in sys.argv:
+    json.dump({"status": 0, "run_dir": folder, "run_id": "x"}, open(info, "w"))
+"""
+
+
+class RunMatrixTest(unittest.TestCase):
+    def test_the_run_folder_comes_from_run_info_never_the_console(self):
+        run_dir, status, output = gate_confirm.run_matrix([sys.executable, "-c", FAKE_MATRIX], os.getcwd())
+        self.assertEqual((run_dir, status), ("/results/host/" + "x" * 150, 0))
+        self.assertIn("results in /results/host/", output)
+
+    def test_no_run_info_is_no_run(self):
+        run_dir, _, _ = gate_confirm.run_matrix([sys.executable, "-c", FAKE_MATRIX, "--no-info"], os.getcwd())
+        self.assertIsNone(run_dir)
+        with self.assertRaisesRegex(gate_confirm.ConfirmError, "started no run"):
+            gate_confirm.run_confirmation([sys.executable, "-c", FAKE_MATRIX, "--no-info"], os.getcwd())
 
 
 class GateTest(unittest.TestCase):

@@ -20,6 +20,8 @@
 # minus the tests the room cannot hold (EXCLUDED below; listed with the reason before they are left out).
 # Exit status: 0 every step passed; 1 a step failed; 2 the room could not be made (what is missing is named).
 set -euo pipefail
+# chroot and mount live in sbin, which a non-login PATH (sudo, a test) may lack.
+PATH=$PATH:/usr/sbin:/sbin
 
 SUITE=bookworm
 VARIANT=minbase
@@ -236,6 +238,8 @@ for step in "${steps[@]}"; do
         echo "  ${tests:-(none)}- ${pair%%=*}: ${pair#*=}"
       done
       run_step test ./bazelw test //... --config=ci "--test_tag_filters=$(IFS=,; echo "${filters[*]}")"
+      testlogs=$(./bazelw info bazel-testlogs 2>/dev/null)
+      [[ -z "$testlogs" ]] || echo "cleanroom: the room's tests: $(python3 .ci/test_totals.py "$testlogs")"
       ;;
   esac
 done

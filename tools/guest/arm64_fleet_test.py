@@ -43,6 +43,9 @@ def pdf_pages_text(path):
 class Arm64FleetTest(unittest.TestCase):
     @classmethod
     def setUpClass(cls):
+        if not shutil.which("qemu-system-aarch64"):
+            raise unittest.SkipTest("qemu-system-aarch64 is not installed (apt-get install --no-install-recommends "
+                                    "qemu-system-arm); ./bazelw does not install it: this test is manual")
         if not os.path.exists(SSHD):
             raise AssertionError(f"no sshd at {SSHD}: ./bazelw installs openssh-server")
         os.makedirs("/run/sshd", mode=0o755, exist_ok=True)

@@ -8,6 +8,7 @@ to node 0 while it runs, its local ratio rising; the memory-locality report rend
 import glob
 import json
 import os
+import shutil
 import tempfile
 import unittest
 
@@ -20,6 +21,9 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 class NumaGuestTest(unittest.TestCase):
     @classmethod
     def setUpClass(cls):
+        if not shutil.which("qemu-system-x86_64"):
+            raise unittest.SkipTest("qemu-system-x86_64 is not installed (apt-get install --no-install-recommends "
+                                    "qemu-system-x86); ./bazelw does not install it: this test is manual")
         cls.results = tempfile.mkdtemp(dir=os.environ.get("TEST_TMPDIR"))
         code = run_guest.main(["--kernel", os.path.join(HERE, "redis_guest", "vmlinuz"),
                                "--initramfs", os.path.join(HERE, "redis_guest", "initramfs.cpio.gz"),

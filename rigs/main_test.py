@@ -1,0 +1,50 @@
+"""rigs/main.py with the fake rig (rigs/matrix/fakerig.py): --run-info tells a calling script the exit status,
+the run id and the run folder as JSON (nightly.sh and the gate's --confirm read it, never the console), for a
+run that completed, one refused before it started, and one refused by the host lock."""
+
+import io
+import json
+import os
+import unittest
+
+from rich.console import Console
+
+from rigs import main as rig_main
+from rigs.matrix import runner
+from rigs.matrix.fakerig import FakeRigTestCase
+
+
+class RunInfoTest(FakeRigTestCase):
+    def run_main(self, *extra):
+        info = os.path.join(self.box.root, "info", "run-info.json")
+        code = rig_main.main(self.box.args("--run-info", info, *extra), console=Console(file=io.StringIO(), width=80),
+                             host_paths=self.box.paths, report=self.box.report())
+        with open(info) as f:
+            return code, json.load(f)
+
+    def test_a_run_says_where_it_is_stored_and_how_it_ended(self):
+        code, info = self.run_main()
+        self.assertEqual(code, runner.EXIT_OK)
+        (run_dir,) = self.box.run_dirs()
+        self.assertEqual(info, {"schema": rig_main.RUN_INFO_SCHEMA, "status": 0, "status_name": "ok",
+                                "run_id": os.path.basename(run_dir), "run_dir": run_dir})
+        self.assertTrue(os.path.isfile(os.path.join(info["run_dir"], "manifest.json")))
+
+    def test_a_refused_run_has_no_folder(self):
+        code, info = self.run_main("--set", "jdk=11")
+        self.assertEqual(code, runner.EXIT_BAD_INPUT)
+        self.assertEqual((info["status"], info["status_name"], info["run_id"], info["run_dir"]),
+                         (2, "bad_input", None, None))
+
+    def test_a_run_refused_by_the_host_lock_says_so(self):
+        lock = runner.HostLock(os.path.join(self.box.state_dir, runner.hoststate.LOCK_NAME))
+        lock.acquire({"run_id": "20261121T000000Z-beef", "pid": 1})
+        try:
+            code, info = self.run_main()
+        finally:
+            lock.release()
+        self.assertEqual((code, info["status_name"], info["run_dir"]), (runner.EXIT_LOCKED, "locked", None))
+
+
+if __name__ == "__main__":
+    unittest.main()

@@ -1,0 +1,77 @@
+"""tools/cleanroom/cleanroom.sh refuses bad input before it builds anything: an unknown step, a commit the
+checkout lacks, and a host without mmdebstrap and without apt-get to install it (named, exit 2). The room
+itself runs in .ci/run, where a failure to make it fails CI."""
+
+import os
+import shutil
+import subprocess
+import tempfile
+import unittest
+
+SCRIPT = os.path.join(os.environ["TEST_SRCDIR"], "tunelab", "tools", "cleanroom", "cleanroom.sh")
+# What the script needs before it looks for mmdebstrap; nothing else is on the PATH it is given.
+PROGRAMS = ("bash", "env", "id", "dirname", "git", "unshare", "chroot", "mount", "tar", "sha256sum", "sed", "cat")
+
+
+def checkout(parent):
+    """A git checkout holding the script (it clones the checkout it stands in)."""
+    repo = os.path.join(parent, "repo")
+    os.makedirs(os.path.join(repo, "tools", "cleanroom"))
+    shutil.copy(SCRIPT, os.path.join(repo, "tools", "cleanroom", "cleanroom.sh"))
+    for args in (["init", "-q"], ["add", "-A"], ["-c", "user.name=t", "-c", "user.email=t@localhost", "commit", "-q",
+                                                 "-m", "room"]):
+        subprocess.run(["git", "-C", repo, *args], check=True)
+    return os.path.join(repo, "tools", "cleanroom", "cleanroom.sh")
+
+
+class CleanroomTest(unittest.TestCase):
+    def setUp(self):
+        self.tmp = tempfile.mkdtemp(dir=os.environ.get("TEST_TMPDIR"))
+        self.script = checkout(self.tmp)
+
+    def run_script(self, *args, env=None):
+        return subprocess.run(["bash", self.script, *args], stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
+                              text=True, timeout=60, env=env)
+
+    def test_help(self):
+        proc = self.run_script("--help")
+        self.assertEqual(proc.returncode, 0, proc.stdout)
+        self.assertIn("--steps LIST", proc.stdout)
+        self.assertIn("needs-podman", open(self.script).read())
+
+    def test_unknown_step_is_refused(self):
+        proc = self.run_script("--steps", "build,bogus")
+        self.assertEqual(proc.returncode, 2, proc.stdout)
+        self.assertIn("unknown step 'bogus'", proc.stdout)
+
+    def test_unknown_commit_is_refused(self):
+        if os.geteuid() != 0:
+            self.skipTest("the root check comes first")
+        proc = self.run_script("--rev", "no-such-commit")
+        self.assertEqual(proc.returncode, 2, proc.stdout)
+        self.assertIn("no commit 'no-such-commit'", proc.stdout)
+
+    def test_no_mmdebstrap_and_no_apt_is_named(self):
+        if os.geteuid() != 0:
+            proc = self.run_script()
+            self.assertEqual(proc.returncode, 2, proc.stdout)
+            self.assertIn("needs root", proc.stdout)
+            return
+        bin_dir = os.path.join(self.tmp, "bin")
+        os.makedirs(bin_dir)
+        for program in PROGRAMS:
+            found = shutil.which(program, path=os.environ.get("PATH", "") + ":/usr/sbin:/sbin")
+            self.assertIsNotNone(found, program)
+            os.symlink(found, os.path.join(bin_dir, program))
+        # The script adds /usr/sbin and /sbin itself: neither holds mmdebstrap or apt-get here, or the test says so.
+        for folder in ("/usr/sbin", "/sbin"):
+            for program in ("mmdebstrap", "apt-get"):
+                if os.path.exists(os.path.join(folder, program)):
+                    self.skipTest(f"{folder}/{program} exists: the script would find it")
+        proc = self.run_script("--steps", "build", env={"PATH": bin_dir, "HOME": self.tmp})
+        self.assertEqual(proc.returncode, 2, proc.stdout)
+        self.assertIn("mmdebstrap is missing and this host has no apt-get", proc.stdout)
+
+
+if __name__ == "__main__":
+    unittest.main()
