@@ -7,7 +7,7 @@
 # tarball keyed by the package list, the apt sources and the UTC date; rebuilt when any changes), a fresh
 # clone of the commit goes into it, and each step runs there in a chroot inside its own mount and PID
 # namespaces (so every process the room starts, Bazel's server included, dies with it and no mount
-# outlives it). Carried in from the host, and nothing else: the network's trust (extra CA certificates,
+# outlives it) and under a host name of its own. Carried in from the host, and nothing else: the network's trust (extra CA certificates,
 # /etc/pip.conf, the apt settings the network needs, the CA bundle variables) and, read-only, Bazel's
 # repository cache (content-addressed: every download is pinned by sha256, so sharing it changes nothing
 # but the time; writes go to the room's own layer). Bazel-free on purpose: it runs before anything is
@@ -33,10 +33,11 @@ WORK_PARENT=/var/tmp/tunelab-cleanroom
 # The checkout's place in the room: long enough that a console which wraps at its width would break a
 # run folder printed on one line (the nightly's old failure).
 ROOM_CHECKOUT=/root/src/tunelab-clean-room-checkout
+ROOM_HOSTNAME=tunelab-cleanroom
 ALL_STEPS=(smoke build test)
 # Tests the room cannot hold, by tag: tag=why. Everything else `./bazelw test //...` runs is run.
 EXCLUDED=(
-  "needs-podman=starts podman containers, and containers nested in the room's chroot have no cgroup of their own"
+  "needs-podman=starts podman containers (a fleet host that runs in the rigs' image, too), and containers nested in the room's chroot have no cgroup of their own"
   "needs-dockerd=starts a Docker engine of its own (network namespaces, cgroups, iptables state) that a chroot cannot give it"
 )
 
@@ -67,6 +68,11 @@ if [[ "${1:-}" == --enter ]]; then
   mount --rbind /dev "$root/dev"
   mount -t tmpfs -o mode=1777 tmpfs "$root/dev/shm"
   cp /etc/resolv.conf "$root/etc/resolv.conf"
+  # A machine of its own name, resolvable as Debian's installer makes it (Hadoop's local mode looks its
+  # host name up; the host's name means nothing in the room's /etc/hosts).
+  hostname "$ROOM_HOSTNAME"
+  echo "$ROOM_HOSTNAME" >"$root/etc/hostname"
+  printf '127.0.0.1\tlocalhost\n127.0.1.1\t%s\n::1\tlocalhost ip6-localhost ip6-loopback\n' "$ROOM_HOSTNAME" >"$root/etc/hosts"
   if [[ -n "$repo_cache_lower" ]]; then
     target="$root/root/.cache/bazel/_bazel_root/cache/repos/v1"
     mkdir -p "$target" "$work/repo-cache-upper" "$work/repo-cache-work"
@@ -256,7 +262,7 @@ done
 say "running in the room: ${steps[*]} (at most $timeout_s s)"
 started=$SECONDS
 set +e
-timeout --kill-after=30 "$timeout_s" unshare --mount --pid --fork --propagation private -- \
+timeout --kill-after=30 "$timeout_s" unshare --mount --uts --pid --fork --propagation private -- \
   "$0" --enter "$root" "$repo_cache_lower" "$work" "$ROOM_CHECKOUT" "$carried_certs" "${steps[@]}" -- "${pairs[@]}"
 status=$?
 set -e
