@@ -197,12 +197,7 @@ if [[ "$share_repo_cache" == 1 && -d "$host_repo_cache" ]]; then
   say "sharing the host's Bazel repository cache read-only: $host_repo_cache"
 fi
 
-excluded_tags=() excluded_whys=()
-for entry in "${EXCLUDED[@]}"; do
-  excluded_tags+=("${entry%%=*}")
-  excluded_whys+=("${entry#*=}")
-done
-# What runs in the room. Its arguments are the steps, the certificates flag, then tag=why pairs.
+# What runs in the room. Its arguments: the checkout, the certificates flag, the steps, --, EXCLUDED.
 cat >"$root/cleanroom/steps.sh" <<'STEPS'
 # Written by tools/cleanroom/cleanroom.sh; runs inside the room. Arguments: CHECKOUT CARRIED_CERTS
 # STEP... -- TAG=WHY...
@@ -233,10 +228,9 @@ for step in "${steps[@]}"; do
     smoke) run_step smoke ./bazelw run //rigs:yarn_cps_matrix ;;
     build) run_step build ./bazelw build //... ;;
     test)
-      filters=() tags_query=()
+      filters=()
       for pair in "${excluded[@]}"; do
         filters+=("-${pair%%=*}")
-        tags_query+=("attr(tags, '\\b${pair%%=*}\\b', tests(//...))")
       done
       echo "cleanroom: tests left out of the room (run on the host by .ci/run):"
       for pair in "${excluded[@]}"; do
@@ -255,15 +249,11 @@ printf 'cleanroom: %s\n' "${timings[@]}"
 exit $status
 STEPS
 
-pairs=()
-for i in "${!excluded_tags[@]}"; do
-  pairs+=("${excluded_tags[$i]}=${excluded_whys[$i]}")
-done
 say "running in the room: ${steps[*]} (at most $timeout_s s)"
 started=$SECONDS
 set +e
 timeout --kill-after=30 "$timeout_s" unshare --mount --uts --pid --fork --propagation private -- \
-  "$0" --enter "$root" "$repo_cache_lower" "$work" "$ROOM_CHECKOUT" "$carried_certs" "${steps[@]}" -- "${pairs[@]}"
+  "$0" --enter "$root" "$repo_cache_lower" "$work" "$ROOM_CHECKOUT" "$carried_certs" "${steps[@]}" -- "${EXCLUDED[@]}"
 status=$?
 set -e
 case $status in
