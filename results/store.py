@@ -207,10 +207,9 @@ def _write_new(path, data):
         f.write(data)
 
 
-# What a tool wrote into a run that belongs with it when it is promoted: the gate calibration's rates
-# (//tools:gate_calibration writes calibration.json into its A/A run) and the sequential policy's
-# (//tools:sequential_calibration).
-PROMOTED_EXTRAS = ("calibration.json", "sequential_calibration.json")
+# What a tool wrote into a run that belongs with it when it is promoted: the sensitivity figures
+# (//tools:sensitivity writes sensitivity.json into its A/A run).
+PROMOTED_EXTRAS = ("sensitivity.json",)
 
 
 def promote(run_folder, baselines, name, replace=False, load_run=None):

@@ -12,6 +12,11 @@ host's speed drifts between days, the gate says loudly when the sets were measur
 and refuses (exit 2) when their host references (analysis/drift.py) differ by more than the probe's own
 noise, unless --allow-host-drift.
 
+Sensitivity: for every gated metric the gate states the smallest regression it can catch, the MDE of the
+rig's newest committed sensitivity figure (results/baselines/*/sensitivity.json, //tools:sensitivity) at the
+comparison's rounds. Where the minimum effect asked is below it, the metric is judged at the MDE and the
+verdict's first line says so; --strict refuses instead (exit 2).
+
 A (cell, metric) regresses when the change is in the metric's bad direction, larger than the metric's
 minimum effect (`workloads/<workload>/gate.toml`, a fraction: kept out of the workload's digest, so a new
 threshold orphans no stored set), and significant: Welch's t-test on the per-run medians, Holm-adjusted
@@ -34,10 +39,10 @@ import shlex
 import sys
 import tempfile
 import traceback
-from xml.etree import ElementTree
 
-from analysis import compare, drift, resultsets, sequential, stats, thresholds
+from analysis import drift, resultsets, sensitivity, sequential, stats, thresholds
 from tools import gate_confirm
+from tools.gate_output import headline, junit, markdown  # noqa: F401 - the gate's outputs, used as gate.*
 
 EXIT_PASS, EXIT_REGRESSED, EXIT_UNUSABLE = 0, 1, 2
 DEFAULT_MIN_EFFECT = thresholds.DEFAULT_MIN_EFFECT
@@ -60,6 +65,13 @@ class Check:
     runs: tuple  # (baseline, candidate) ok runs
     unconfirmed: bool = False  # regressed, but a confirmation rerun did not
     stop: sequential.Look = None  # a sequential run's look at which this comparison stopped (sequential.Design)
+    asked_min_effect: float = None  # gate.toml's (or --min-effect's), where the MDE raised min_effect above it
+    figure: sensitivity.Figure = None  # the committed sensitivity figure of this rig and metric, if any
+    mde: float = None  # the figure's MDE at this comparison's rounds
+
+    @property
+    def judged_at_mde(self):
+        return self.asked_min_effect is not None
 
     @property
     def worse_by(self):
@@ -144,13 +156,15 @@ def _runs(docs, metric):
 
 
 def gate(baseline, candidate, min_effect, min_runs=3, overrides=None, resamples=stats.RESAMPLES, same_run=False,
-         design=None):
+         design=None, figures=None, strict=False):
     """[Check] for every cell both sets measured; raises GateError when the input cannot be gated.
     min_effect: {metric: fraction} (min_effects()); overrides win over it.
     resamples=0 skips the ratio's CI, which the decision does not use (for calibration's many draws).
     same_run: the two sides come from one run (split_run), so their provenance differs by design.
     design: the sequential.Design the run stopped by (Design.of its manifest): its metrics are judged by the
-    look they stopped at; undecided at the last round, by the fixed rule."""
+    look they stopped at; undecided at the last round, by the fixed rule.
+    figures: {metric: sensitivity.Figure}, the rig's committed sensitivity: a check whose minimum effect is
+    below the figure's MDE at its rounds is judged at the MDE (strict: GateError instead)."""
     for s in (baseline, candidate):
         if s.published:
             raise GateError(f"{s.name} is a published reference set: only measured sets can be gated")
@@ -191,60 +205,46 @@ def gate(baseline, candidate, min_effect, min_runs=3, overrides=None, resamples=
                 raise GateError(f"{label} {metric}: {e}") from None
             checks.append(Check(label, params, metric, decl["unit"], decl["direction"], effect, comparison,
                                 (len(a), len(b))))
+            judge_at_mde(checks[-1], (figures or {}).get(metric), candidate.first_ok())
             if design is not None and metric in design.metrics:
                 replay.append((checks[-1], base_cells[key], cand_docs))  # once the family is known
     if too_few:
         raise GateError(f"too few samples (need {min_runs} ok runs a side): " + "; ".join(too_few))
     if not checks:
         raise GateError(f"nothing to gate: {baseline.name} and {candidate.name} share no measured cell")
+    blind = [c for c in checks if c.judged_at_mde]
+    if strict and blind:
+        raise GateError("--strict: the gate cannot see the asked minimum effect: " + "; ".join(
+            f"{c.cell} {c.metric}: asked {c.asked_min_effect:.0%}, can see {c.mde:.1%} with {min(c.runs)} rounds "
+            f"(set {c.figure.set_name})" for c in blind) + ". Quiet the rig (README: Sensitivity), run more rounds, "
+            "or raise the minimum effect in the workload's gate.toml")
     stats.adjust([c.comparison for c in checks])
     for check, base_docs, cand_docs in replay:
         check.stop = design.stopped_at(base_docs, cand_docs, check.metric, check.min_effect, len(replay))
     return checks
 
 
-def markdown(checks, baseline, candidate, confirmed=None, warnings=()):
-    regressed = [c for c in checks if c.regressed]
-    verdict = f"**REGRESSED** ({len(regressed)} of {len(checks)})" if regressed else f"**PASS** ({len(checks)} checks)"
-    lines = [f"# tunelab gate: {verdict}", ""]
-    lines += [f"**WARNING: {w}**" for w in warnings] + ([""] if warnings else [])
-    rule = ("Regression = worse by more than the metric's minimum effect AND Holm-adjusted Welch p < 0.05 on "
-            "per-run medians.")
-    if any(c.stop is not None for c in checks):
-        rule = ("Sequential run: a comparison stopped when its repeated 95% confidence interval (all looks "
-                "together, analysis/sequential.py) lay wholly outside ± the minimum effect (different: REGRESSED "
-                "if worse) or wholly inside it (equivalent: pass); one still undecided at its last round is judged "
-                "by the fixed rule. Fixed rule: " + rule)
-    lines += [f"Baseline `{baseline.name}`, candidate `{candidate.name}`. {rule}", "",
-             "| cell | metric | baseline median | candidate median | change | change 95% CI | min effect | p (Holm) "
-             "| runs | status |", "|---|---|---|---|---|---|---|---|---|---|"]
-    for c in checks:
-        k = c.comparison
-        lines.append(f"| {c.cell} | {c.metric} ({c.unit}) | {k.baseline_median:,.4g} | {k.candidate_median:,.4g} | "
-                     f"{k.change:+.2%} | {compare.fmt_change_ci(k, 2)} | {c.min_effect:.0%} | "
-                     f"{compare.fmt_p(k.p_adjusted)} | {c.runs[0]}/{c.runs[1]} | {c.status} |")
-    if confirmed is not None:
-        lines += ["", f"Confirmation rerun: {confirmed}"]
-    return "\n".join(lines) + "\n"
+def judge_at_mde(check, figure, doc):
+    """Raises the check's minimum effect to the figure's MDE at its rounds where the MDE is larger."""
+    if figure is None:
+        return
+    if doc is not None:
+        figure = figure.for_workload(((doc.get("provenance") or {}).get("workload") or {}).get("sha256"))
+    check.figure = figure
+    check.mde = figure.mde_at(min(check.runs))
+    if check.mde > check.min_effect:
+        check.asked_min_effect, check.min_effect = check.min_effect, check.mde
 
 
-def junit(checks, baseline, candidate):
-    suite = ElementTree.Element("testsuite", name="tunelab.gate", tests=str(len(checks)),
-                                failures=str(sum(c.regressed for c in checks)))
-    ElementTree.SubElement(ElementTree.SubElement(suite, "properties"), "property", name="baseline",
-                           value=baseline.name)
-    suite[0].append(ElementTree.Element("property", name="candidate", value=candidate.name))
-    for c in checks:
-        case = ElementTree.SubElement(suite, "testcase", classname=f"gate.{c.metric}", name=c.cell)
-        k = c.comparison
-        text = (f"{c.metric}: {k.baseline_median:.6g} -> {k.candidate_median:.6g} {c.unit} ({k.change:+.2%}, "
-                f"95% CI {compare.fmt_change_ci(k, 2)}), p (Holm) {compare.fmt_p(k.p_adjusted)}, "
-                f"min effect {c.min_effect:.0%}")
-        if c.regressed:
-            ElementTree.SubElement(case, "failure", message=f"regressed by {c.worse_by:.2%}").text = text
-        else:
-            ElementTree.SubElement(case, "system-out").text = text
-    return ElementTree.tostring(suite, encoding="unicode", xml_declaration=True) + "\n"
+def figures_for(results_root, docs):
+    """{metric: Figure} of the rig of `docs`, from results_root/baselines/*/sensitivity.json (newest each)."""
+    rigs = {(d.get("matrix") or {}).get("rig") for d in docs} - {None}
+    if len(rigs) != 1:
+        return {}
+    try:
+        return sensitivity.committed(os.path.join(results_root, "baselines"), rigs.pop())
+    except sensitivity.SensitivityError as e:
+        raise GateError(f"a committed sensitivity file is unusable: {e}") from None
 
 
 def parse_args(argv):
@@ -269,6 +269,9 @@ def parse_args(argv):
     parser.add_argument("--confirm", action="store_true",
                         help="rerun regressed cells of the candidate once and fail only if they regress again "
                              "(stored sets only)")
+    parser.add_argument("--strict", action="store_true",
+                        help="refuse (exit 2) where a metric's minimum effect is below what the gate can see (its "
+                             "MDE from the rig's committed sensitivity.json), instead of judging at the MDE")
     parser.add_argument("--results-dir", help="the results folder (default: <workspace>/results)")
     args = parser.parse_args(argv)
     within = args.run is not None or args.axis is not None
@@ -350,8 +353,9 @@ def run(args):
         for w in warnings:
             print(f"WARNING: {w}", file=sys.stderr)
         effects = min_effects([runfiles, workspace], baseline.docs + candidate.docs)
+        figures = figures_for(results_root, baseline.docs + candidate.docs)
         checks = gate(baseline, candidate, effects, args.min_runs, overrides, same_run=bool(args.run),
-                      design=design)
+                      design=design, figures=figures, strict=args.strict)
         confirmed = None
         if args.confirm and any(c.regressed for c in checks):
             still = []
@@ -359,7 +363,7 @@ def run(args):
                 command = gate_confirm.confirm_command(candidate, c, workspace)
                 print(f"confirming {c.cell} {c.metric}: {shlex.join(command)}", flush=True)
                 rerun = resultsets.resolve(gate_confirm.run_confirmation(command, workspace), results_root)
-                again = [x for x in gate(baseline, rerun, effects, args.min_runs, overrides)
+                again = [x for x in gate(baseline, rerun, effects, args.min_runs, overrides, figures=figures)
                          if x.params == c.params and x.metric == c.metric]
                 if again and again[0].regressed:
                     still.append(c)

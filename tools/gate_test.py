@@ -12,7 +12,7 @@ import unittest
 from contextlib import redirect_stderr, redirect_stdout
 from xml.etree import ElementTree
 
-from analysis import golden, resultsets
+from analysis import golden, resultsets, sensitivity, testsets
 from analysis.testsets import write_set
 from tools import gate, gate_confirm
 
@@ -96,6 +96,45 @@ class GateTest(unittest.TestCase):
         self.dir = self.tmp.name
         return self.sets(level, noise=0.001)
 
+    def write_figure(self, paired_sd, sha256=None):
+        """A SYNTHETIC committed sensitivity figure for the calibration rig (not a measurement)."""
+        folder = os.path.join(self.dir, "baselines", "calibration-aa")
+        os.makedirs(folder)
+        entry = {"paired_sd": paired_sd, "mde": sensitivity.mde_paired(paired_sd, 5), "design": {"fixed": {"rounds": 5}},
+                 "sets": {"aa": "calibration-aa"}, "measured_at": "2026-11-25",
+                 "workload": {"sha256": sha256 or testsets.template()["provenance"]["workload"]["sha256"]},
+                 "components": {"round_s": 10.0}}
+        with open(os.path.join(folder, sensitivity.FILE_NAME), "w") as f:
+            json.dump({"kind": sensitivity.KIND, "schema_version": 1, "calibration": {"cpu_loop_rate": entry}}, f)
+
+    def test_judged_at_the_mde_where_the_asked_effect_is_below_it(self):
+        base, cand = self.sets(900.0, noise=0.002)  # 10 % worse: caught at the asked 3 %
+        self.write_figure(0.05)  # 5 % paired noise: MDE 16.8 % at 5 rounds
+        mde = sensitivity.mde_paired(0.05, 5)
+        code, out, xml = self.run_gate(base, cand)
+        self.assertEqual(code, gate.EXIT_PASS, out)
+        first = out.splitlines()[0]
+        self.assertIn(f"judged at the MDE: cpu_loop_rate asked 3%, can see {mde:.1%}", first)
+        self.assertIn(f"asked 3%, can see {mde:.1%}: judged at {mde:.1%}; quiet the rig", out)
+        self.assertIn("(set calibration-aa, 2026-11-25)", out)
+        suite = ElementTree.parse(xml).getroot()
+        props = {p.get("name"): p.get("value") for p in suite.iter("property")}
+        self.assertIn("judged at the MDE", props["verdict"])
+        self.assertIn(f"can see {mde:.1%}", props["sensitivity.cpu_loop_rate"])
+        code, out, _ = self.run_gate(base, cand, "--strict")
+        self.assertEqual(code, gate.EXIT_UNUSABLE, out)
+        self.assertIn("--strict: the gate cannot see the asked minimum effect: ", out)
+        self.assertIn("raise the minimum effect in the workload's gate.toml", out)
+
+    def test_a_quiet_rig_is_judged_at_the_asked_effect_and_says_what_it_sees(self):
+        base, cand = self.sets(900.0, noise=0.002)
+        self.write_figure(0.002, sha256="cd" * 32)
+        code, out, _ = self.run_gate(base, cand, "--strict")
+        self.assertEqual(code, gate.EXIT_REGRESSED, out)
+        self.assertNotIn("judged at the MDE", out)
+        self.assertIn("cpu_loop_rate: catches >= 0.7% at 95 % with 5 rounds a side", out)
+        self.assertIn("older than the workload's digest", out)
+
     def test_an_improvement_is_not_a_regression(self):
         code, out, _ = self.run_gate(*self.sets(1100.0))
         self.assertEqual(code, gate.EXIT_PASS, out)
@@ -116,7 +155,9 @@ class GateTest(unittest.TestCase):
     def test_markdown_and_junit_match_the_golden_file(self):
         # Fixed run-to-run pattern (no random noise): the output is the same on every machine. Regenerate:
         # bazel test //tools:gate_test --test_env=TUNELAB_UPDATE_GOLDEN=$PWD --spawn_strategy=local
-        code, out, xml = self.run_gate(*self.sets(950.0, noise=None))
+        base, cand = self.sets(950.0, noise=None)
+        self.write_figure(0.002)  # the sensitivity line of a metric the gate can see at the asked effect
+        code, out, xml = self.run_gate(base, cand)
         self.assertEqual(code, gate.EXIT_REGRESSED)
         with open(xml) as f:
             text = out + "\n" + f.read()

@@ -26,16 +26,16 @@ class PromoteTest(unittest.TestCase):
                 promote.promote(run, baselines, "nightly")
             promote.promote(run, baselines, "nightly", replace=True)
             self.assertEqual(sorted(os.listdir(baselines)), ["nightly"])
-            # The gate calibration's rates go with the run they were written into; anything else stays.
-            with open(os.path.join(run, "calibration.json"), "w") as f:
-                f.write('{"kind": "tunelab.gate_calibration", "a_a": {"false_alarm_rate": 0.0}}\n')
+            # The sensitivity figures go with the run they were written into; anything else stays.
+            with open(os.path.join(run, "sensitivity.json"), "w") as f:
+                f.write('{"kind": "tunelab.sensitivity", "schema_version": 1}\n')
             with open(os.path.join(run, "notes.txt"), "w") as f:
                 f.write("not a result\n")
             target, _ = promote.promote(run, baselines, "calibrated")
-            self.assertEqual(sorted(os.listdir(target)), ["calibration.json", "cells", "manifest.json"])
-            with open(os.path.join(run, "calibration.json"), "w") as f:
+            self.assertEqual(sorted(os.listdir(target)), ["cells", "manifest.json", "sensitivity.json"])
+            with open(os.path.join(run, "sensitivity.json"), "w") as f:
                 f.write('{"rate": NaN}')
-            with self.assertRaisesRegex(store.StoreError, "calibration.json.*NaN"):
+            with self.assertRaisesRegex(store.StoreError, "sensitivity.json.*NaN"):
                 promote.promote(run, baselines, "corrupt")
             self.assertFalse(os.path.exists(os.path.join(baselines, "corrupt")))
 

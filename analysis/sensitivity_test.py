@@ -1,0 +1,154 @@
+"""Known-answer tests of analysis/sensitivity.py: synthetic rounds drawn from known variance components (not
+measurements) come back within their sampling error; the MDE formula agrees with a simulation of the test it
+describes; the allocation spends its budget; resampled rates of clear cases are what they must be."""
+
+import math
+import os
+import tempfile
+import unittest
+
+import numpy as np
+
+from analysis import sensitivity
+
+
+def synthetic_rounds(rng, rounds, round_sd, run_sd, window_sd, windows, level=1000.0):
+    """[[run windows] per round], two runs a round, from the model: log y = round + run + window."""
+    out = []
+    for _ in range(rounds):
+        r = rng.normal(0, round_sd)
+        out.append([list(level * np.exp(r + rng.normal(0, run_sd) + rng.normal(0, window_sd, windows)))
+                    for _ in range(2)])
+    return out
+
+
+class ComponentsTest(unittest.TestCase):
+    def test_known_components_come_back(self):
+        # 2 % between rounds, 1 % between runs, 3 % between independent windows (40 a run), 400 rounds: the
+        # estimates' relative standard errors are ~5-10 %; 25 % bounds fail a broken estimator, not a noisy one.
+        rng = np.random.default_rng(7)
+        c = sensitivity.estimate_components(synthetic_rounds(rng, 400, 0.02, 0.01, 0.03, 40), round_s=10,
+                                            run_overhead_s=1, window_s=0.1)
+        self.assertTrue(c.windows_separable)
+        self.assertAlmostEqual(math.sqrt(c.rounds), 0.02, delta=0.02 * 0.25)
+        # The run's value is its median: independent normal windows reach it with pi/2 times their variance.
+        self.assertAlmostEqual(c.windows, math.pi / 2 * 0.03 ** 2, delta=math.pi / 2 * 0.03 ** 2 * 0.25)
+        self.assertAlmostEqual(math.sqrt(c.runs), 0.01, delta=0.01 * 0.25)
+        self.assertEqual((c.windows_per_run, c.runs_per_round), (40.0, 2))
+        predicted = c.paired_sd()
+        d = [math.log(np.median(b) / np.median(a)) for a, b in synthetic_rounds(rng, 400, 0.02, 0.01, 0.03, 40)]
+        self.assertAlmostEqual(predicted, float(np.std(d, ddof=1)), delta=predicted * 0.15)
+
+    def test_dependent_windows_fold_into_runs(self):
+        # A run's total is fixed: every slow window is made up by a fast one (what YARN's per-second allocation
+        # counts do), so windows say nothing about a run's value beyond it.
+        rng = np.random.default_rng(3)
+        rounds = []
+        for _ in range(30):
+            rounds.append([])
+            for _ in range(2):
+                level = 1000 * math.exp(rng.normal(0, 0.02))
+                swing = rng.normal(0, 0.3, 10)
+                rounds[-1].append(list(level * np.exp(np.concatenate([swing, -swing]))))
+        c = sensitivity.estimate_components(rounds)
+        self.assertFalse(c.windows_separable)
+        self.assertEqual(c.windows, 0.0)
+        self.assertAlmostEqual(math.sqrt(c.runs), 0.02, delta=0.01)
+
+    def test_bad_input_is_refused(self):
+        with self.assertRaisesRegex(sensitivity.SensitivityError, "need at least 2"):
+            sensitivity.estimate_components([[[1.0], [1.0]]])
+        with self.assertRaisesRegex(sensitivity.SensitivityError, "median <= 0"):
+            sensitivity.estimate_components([[[1.0], [0.0]], [[1.0], [1.0]]])
+        with self.assertRaisesRegex(sensitivity.SensitivityError, "same number"):
+            sensitivity.estimate_components([[[1.0], [1.0]], [[1.0]]])
+
+
+class MdeTest(unittest.TestCase):
+    def test_the_issue_table(self):
+        # Paired sd 3.77 % (YARN's nightly cell) and 15.35 % (NameNode create), 5 and 20 rounds.
+        self.assertAlmostEqual(sensitivity.mde_paired(0.0377, 5), 0.127, delta=0.001)
+        self.assertAlmostEqual(sensitivity.mde_paired(0.0377, 20), 0.039, delta=0.001)
+        self.assertAlmostEqual(sensitivity.mde_paired(0.1535, 5), 0.516, delta=0.001)
+        self.assertEqual(sensitivity.mde_paired(0.0, 5), 0.0)
+
+    def test_formula_against_simulation(self):
+        c = sensitivity.Components(rounds=0.02 ** 2, runs=0.01 ** 2, windows=0.03 ** 2, windows_per_run=20,
+                                   runs_per_round=2, round_s=10, run_overhead_s=1, window_s=0.2)
+        for rounds in (5, 12):
+            mde = sensitivity.mde_paired(c.paired_sd(), rounds)
+            self.assertAlmostEqual(sensitivity.power_paired(mde, c.paired_sd(), rounds), 0.95, places=6)
+            rate = sensitivity.simulated_paired_power(c, rounds, mde, draws=20000, seed=rounds)
+            self.assertAlmostEqual(rate, 0.95, delta=0.01)
+            # Half the MDE is seen far less often, and nothing at all at the false-alarm rate.
+            self.assertLess(sensitivity.simulated_paired_power(c, rounds, mde / 2, draws=20000), 0.6)
+            self.assertAlmostEqual(sensitivity.simulated_paired_power(c, rounds, 0.0, draws=20000), 0.01, delta=0.004)
+
+    def test_sequential_mde_is_detected_at_its_power(self):
+        c = sensitivity.Components(0.0, 0.01 ** 2, 0.0, 1, 2, 10, 5, 0)
+        result = sensitivity.sequential_mde(c, 0.03, 3, 8, draws=300)
+        self.assertGreaterEqual(result["detection_at_mde"], 0.95)
+        self.assertGreater(result["mde"], 0.03)  # the interval must clear the minimum effect
+        self.assertLess(result["mde"], 0.03 + 10 * c.paired_sd())
+        self.assertLessEqual(result["mean_rounds_at_mde"], 8)
+
+
+class AllocationTest(unittest.TestCase):
+    C = sensitivity.Components(rounds=0.0, runs=0.01 ** 2, windows=0.05 ** 2, windows_per_run=10, runs_per_round=2,
+                               round_s=2 * (5 + 10 * 1.0), run_overhead_s=5, window_s=1.0, windows_separable=True)
+
+    def test_within_budget_and_better_with_more(self):
+        small = sensitivity.allocation(self.C, 300)
+        large = sensitivity.allocation(self.C, 3000)
+        for a, budget in ((small, 300), (large, 3000)):
+            self.assertLessEqual(a["cost_s"], budget)
+            self.assertGreaterEqual(a["rounds"], 3)
+        self.assertLess(large["mde"], small["mde"])
+        # The allocation's MDE is the formula's for what it chose.
+        sd = self.C.paired_sd(large["windows_per_run"])
+        self.assertAlmostEqual(large["mde"], sensitivity.mde_paired(sd, large["rounds"]))
+
+    def test_budget_shorter_than_a_round_is_refused(self):
+        with self.assertRaisesRegex(sensitivity.SensitivityError, "shorter than one round"):
+            sensitivity.allocation(self.C, 10)
+        with self.assertRaisesRegex(sensitivity.SensitivityError, "fewer than 3 rounds"):
+            sensitivity.allocation(self.C, 35)  # one round of 30 s fits; 3 of the cheapest (12 s) do not
+
+
+class ResampledRatesTest(unittest.TestCase):
+    def test_clear_cases(self):
+        rng = np.random.default_rng(1)
+        aa = [(1000 * math.exp(rng.normal(0, 0.003)), 1000 * math.exp(rng.normal(0, 0.003))) for _ in range(12)]
+        slow = [(1000 * math.exp(rng.normal(0, 0.003)), 800 * math.exp(rng.normal(0, 0.003))) for _ in range(12)]
+        rates = sensitivity.resampled_rates(aa, slow, 5, 0.03, "higher_is_better", 3, 8, draws=200)
+        self.assertEqual((rates["fixed"]["false_alarm_rate"], rates["fixed"]["detection_rate"]), (0.0, 1.0))
+        self.assertEqual((rates["sequential"]["false_alarm_rate"], rates["sequential"]["detection_rate"]), (0.0, 1.0))
+        self.assertEqual(rates["sequential"]["mean_rounds"], 3.0)  # decided at the first look, both
+        with self.assertRaisesRegex(sensitivity.SensitivityError, "need 8"):
+            sensitivity.resampled_rates(aa[:6], slow, 5, 0.03, "higher_is_better", 3, 8, draws=200)
+
+
+class CommittedTest(unittest.TestCase):
+    def test_newest_wins_and_foreign_files_are_refused(self):
+        import json
+        with tempfile.TemporaryDirectory() as baselines:
+            def write(name, measured_at, mde, doc=None):
+                os.makedirs(os.path.join(baselines, name))
+                entry = {"paired_sd": 0.01, "mde": mde, "design": {"fixed": {"rounds": 5}}, "sets": {"aa": name},
+                         "measured_at": measured_at, "workload": {"sha256": "ab" * 32},
+                         "components": {"round_s": 10.0}}
+                with open(os.path.join(baselines, name, sensitivity.FILE_NAME), "w") as f:
+                    json.dump(doc or {"kind": sensitivity.KIND, "schema_version": 1, "yarn_cps": {"rate": entry}}, f)
+            write("old", "2026-11-01", 0.2)
+            write("new", "2026-11-25", 0.1)
+            figure = sensitivity.committed(baselines, "yarn_cps")["rate"]
+            self.assertEqual((figure.set_name, figure.mde), ("new", 0.1))
+            self.assertAlmostEqual(figure.mde_at(5), sensitivity.mde_paired(0.01, 5))
+            self.assertEqual(sensitivity.committed(baselines, "redis"), {})
+            write("foreign", "2026-11-26", 0.1, doc={"kind": "something else"})
+            with self.assertRaisesRegex(sensitivity.SensitivityError, "not a tunelab.sensitivity file"):
+                sensitivity.committed(baselines, "yarn_cps")
+
+
+if __name__ == "__main__":
+    unittest.main()

@@ -1,0 +1,395 @@
+"""The sensitivity calibrator: the smallest regression each gated metric's gate can catch on this machine.
+
+    bazel run //tools:sensitivity -- --rig R [--budget 15m] [--from-set SET [--slowdown-set SET]] [--out-set NAME]
+
+It reads (--from-set; by default the rig's committed sets named in tools/sensitivity.toml) or records (--record:
+the rig's A/A and slowdown profiles, as many interleaved rounds as --budget allows) an A/A set, one build as
+both sides of an arm axis, and, where the rig has one, a known-slowdown set. For every metric the rig gates:
+- the variance components by level (rounds, runs inside a round, windows inside a run) with each level's cost,
+  after Kalibera and Jones (analysis/sensitivity.py states the model and its assumptions);
+- the minimum detectable effect (MDE: 95 % power, false alarms <= 1 %, a two-sided paired t test) of the gate's
+  fixed design (--rounds a side), checked by simulation from the components, and of the sequential policy
+  (simulated); the allocation (rounds x windows a run) that minimizes the MDE within --budget;
+- by resampling the recorded rounds without replacement: the gate's false-alarm rate on A/A and its detection
+  rate on the slowdown, the gate judging at max(the metric's minimum effect, the MDE), as tools/gate.py does.
+It writes sensitivity.json ({"<rig>": {"<metric>": {...}}}) into the A/A set's folder (a promoted set under
+results/baselines/, or a fresh run to promote). The gate reads the newest committed one for each rig and metric.
+
+Refused with the reason, before any resampling: a set that is not an A/A design (its sides differ in anything
+but the arm axis), a slowdown set whose sides are one build (an A/A design), fewer than 6 rounds, a metric the
+rig does not gate, a budget shorter than one round.
+"""
+
+import argparse
+import dataclasses
+import datetime
+import json
+import math
+import os
+import re
+import statistics
+import subprocess
+import sys
+import tempfile
+import tomllib
+
+import numpy as np
+
+from analysis import resultsets, sensitivity, thresholds
+
+REGISTRY = os.path.join(os.path.dirname(os.path.abspath(__file__)), "sensitivity.toml")
+FIXED_ROUNDS = 5  # the gate's fixed design (and the nightly's most rounds): 5 a side
+SEQUENTIAL = (3, 8)  # the sequential policy's looks the figures describe (the runner's min..max)
+DRAWS = 2000
+ARM_AXES = ("arm", "revision")  # axes whose two values are one build by design (A/A)
+
+
+@dataclasses.dataclass(frozen=True)
+class Study:
+    rig: str
+    matrix: str
+    gated: tuple
+    aa: dict
+    slowdown: dict  # {} where the rig has no slowdown
+
+
+def load_registry(path=REGISTRY):
+    with open(path, "rb") as f:
+        data = tomllib.load(f)
+    out = {}
+    for rig, t in data.get("rigs", {}).items():
+        out[rig] = Study(rig, t["matrix"], tuple(t.get("gated", [])), dict(t["aa"]), dict(t.get("slowdown", {})))
+    return out
+
+
+def parse_budget(text):
+    """Seconds of "900", "900s", "15m", "1.5h"; SensitivityError otherwise."""
+    m = re.fullmatch(r"\s*(\d+(?:\.\d+)?)\s*([smh]?)\s*", text or "")
+    if not m or float(m.group(1)) <= 0:
+        raise sensitivity.SensitivityError(f"--budget {text!r}: expected a duration such as 900s, 15m or 1.5h")
+    return float(m.group(1)) * {"": 1, "s": 1, "m": 60, "h": 3600}[m.group(2)]
+
+
+@dataclasses.dataclass
+class Run:
+    windows: list  # the run's measured samples of one metric
+    duration_s: float  # the run's wall time, launch to end
+
+    @property
+    def median(self):
+        return float(statistics.median(self.windows))
+
+
+def arm_values(result_set):
+    """{axis: [values]} of the axes the set's documents vary."""
+    values = {}
+    for d in result_set.docs:
+        for k, v in d["cell"]["params"].items():
+            values.setdefault(k, [])
+            if v not in values[k]:
+                values[k].append(v)
+    return {k: v for k, v in values.items() if len(v) > 1}
+
+
+def check_design(result_set, axis, kind, values=None):
+    """(baseline value, candidate value) of a two-arm set along `axis`; SensitivityError when the set is not
+    the design `kind` ("A/A" or "slowdown") says."""
+    varying = arm_values(result_set)
+    if kind == "slowdown" and set(varying) & set(ARM_AXES):
+        arm = sorted(set(varying) & set(ARM_AXES))[0]
+        raise sensitivity.SensitivityError(
+            f"{result_set.name}: an A/A design (one build on both sides of {arm!r}), not a known slowdown")
+    if axis not in varying:
+        raise sensitivity.SensitivityError(
+            f"{result_set.name}: not a{'n' if kind == 'A/A' else ''} {kind} set of this rig: its cells do not vary "
+            f"{axis!r} (they vary {sorted(varying) or 'nothing'})")
+    others = sorted(k for k in varying if k != axis)
+    if others:
+        raise sensitivity.SensitivityError(f"{result_set.name}: its cells vary {others} besides {axis!r}: "
+                                           f"the two sides must differ in the {axis} arm alone")
+    present = varying[axis]
+    declared = [str(v) for v in (result_set.manifest.get("matrix", {}).get("axes") or {}).get(axis, [])]
+    order = [v for v in declared if v in present] + [v for v in present if v not in declared]
+    if values is not None:
+        missing = [v for v in values if v not in order]
+        if missing:
+            raise sensitivity.SensitivityError(f"{result_set.name}: {axis} has no value {missing[0]!r} "
+                                               f"(values: {', '.join(order)})")
+        order = list(values)
+    if len(order) != 2:
+        raise sensitivity.SensitivityError(f"{result_set.name}: {axis} has {len(order)} values; a two-arm design has 2")
+    ok = {v: next((d for d in result_set.docs if d["status"] == "ok" and d["cell"]["params"][axis] == v), None)
+          for v in order}
+    if any(d is None for d in ok.values()):
+        raise sensitivity.SensitivityError(f"{result_set.name}: an arm has no ok run")
+    diffs = resultsets.provenance_differences(ok[order[0]], ok[order[1]], set())
+    if kind == "A/A":
+        if axis not in ARM_AXES or diffs:
+            why = "; ".join(f"{k}: {a} vs {b}" for k, a, b in diffs) or f"its arm axis {axis!r} changes the cell"
+            raise sensitivity.SensitivityError(f"{result_set.name}: not an A/A design (the sides differ: {why})")
+    elif axis in ARM_AXES or (not diffs and axis != "injected_slowdown_pct"):
+        raise sensitivity.SensitivityError(
+            f"{result_set.name}: an A/A design (one build on both sides of {axis!r}), not a known slowdown")
+    return order[0], order[1]
+
+
+def rounds_of(result_set, axis, values, metric):
+    """[(baseline Run, candidate Run)] of the rounds (repetitions) where both arms have an ok run of `metric`."""
+    by_arm = {v: {} for v in values}
+    for d in result_set.docs:
+        v = d["cell"]["params"].get(axis)
+        samples = [s["value"] for s in d.get("samples", []) if s["metric"] == metric]
+        if v in by_arm and d["status"] == "ok" and samples:
+            by_arm[v][d["cell"]["repetition"]] = Run(samples, float(d.get("duration_s") or 0.0))
+    a, b = (by_arm[v] for v in values)
+    return [(a[r], b[r]) for r in sorted(set(a) & set(b))]
+
+
+def gated_metrics(result_set):
+    """{metric: declaration} of every metric the set's results declare: the gate gates each one."""
+    return result_set.metrics()
+
+
+def components_of(result_set, pairs):
+    """Variance components of the A/A rounds, with each level's cost in seconds."""
+    policy = result_set.first_ok().get("policy") or {}
+    cooldown = float(policy.get("cooldown_s") or 0.0)
+    n_windows = float(np.mean([len(r.windows) for pair in pairs for r in pair]))
+    run_s = float(np.mean([r.duration_s for pair in pairs for r in pair]))
+    measure_s = float(policy.get("measure_s") or 0.0)
+    window_s = measure_s / n_windows if n_windows > 1 and measure_s else 0.0
+    return sensitivity.estimate_components([[a.windows, b.windows] for a, b in pairs],
+                                           round_s=2 * (run_s + cooldown),
+                                           run_overhead_s=max(0.0, run_s - n_windows * window_s), window_s=window_s)
+
+
+def calibrate_metric(metric, decl, aa_pairs, slow_pairs, comps, min_effect, budget_s, rounds, draws, seed):
+    """One metric's entry of sensitivity.json (see the module docstring)."""
+    aa = [(a.median, b.median) for a, b in aa_pairs]
+    slow = [(a.median, b.median) for a, b in slow_pairs] if slow_pairs is not None else None
+    logs = [math.log(b / a) for a, b in aa if a > 0 and b > 0]
+    paired_sd = float(np.std(logs, ddof=1)) if len(logs) > 1 else 0.0
+    mde = sensitivity.mde_paired(paired_sd, rounds)
+    floor = max(min_effect, mde)
+    model_mde = sensitivity.mde_paired(comps.paired_sd(), rounds)
+    low, high = SEQUENTIAL
+    rates = sensitivity.resampled_rates(aa, slow, rounds, floor, decl["direction"], low, high, draws, seed)
+    fixed = {"rounds": rounds, "test": "paired t, two-sided", "alpha": sensitivity.ALPHA, "power": sensitivity.POWER,
+             "mde": mde, "mde_from_components": model_mde,
+             "simulated_detection_at_mde": sensitivity.simulated_paired_power(comps, rounds, model_mde, seed=seed),
+             "asked_min_effect": min_effect, "judged_at": floor, **rates["fixed"]}
+    seq = sensitivity.sequential_mde(comps, floor, low, high, seed=seed) if paired_sd > 0 else {
+        "min": low, "max": high, "mde": 0.0, "min_effect": floor}
+    seq.update(rates["sequential"])
+    entry = {
+        "unit": decl["unit"], "direction": decl["direction"],
+        "mde": mde, "paired_sd": paired_sd,
+        "false_alarm_rate": rates["fixed"].get("false_alarm_rate"),
+        "detection_rate": rates["fixed"].get("detection_rate"),
+        "slowdown": (float(np.median([b / a - 1 for a, b in slow])) if slow else None),
+        "components": comps.to_json(),
+        "design": {"fixed": fixed, "sequential": seq,
+                   "allocation": sensitivity.allocation(comps, budget_s) if paired_sd > 0 else None},
+        "budget_s": budget_s, "rounds": len(aa), "slowdown_rounds": len(slow) if slow else 0,
+    }
+    return entry
+
+
+def describe(rig, metric, e):
+    f = e["design"]["fixed"]
+    lines = [f"{rig} {metric}: MDE {e['mde']:.1%} at {f['rounds']} rounds a side (paired sd {e['paired_sd']:.2%}, "
+             f"{e['rounds']} A/A rounds); model {f['mde_from_components']:.1%}, simulated power there "
+             f"{f['simulated_detection_at_mde']:.1%}"]
+    c = e["components"]["sd"]
+    separable = {False: ", not independent: folded into runs", True: "", None: ""}[e["components"]["windows_separable"]]
+    lines.append(f"  components (sd of log): rounds {c['rounds']:.2%}, runs {c['runs']:.2%}, windows {c['windows']:.2%} "
+                 f"(x{e['components']['windows_per_run']:.0f} a run{separable}); a round costs "
+                 f"{e['components']['round_s']:.0f} s")
+    s = e["design"]["sequential"]
+    lines.append(f"  sequential {s['min']}..{s['max']}: MDE {s['mde']:.1%}; gate judged at {f['judged_at']:.1%} "
+                 f"(asked {f['asked_min_effect']:.0%}): false alarms {_pct(e['false_alarm_rate'])}, "
+                 f"detection of {_pct(e['slowdown'], signed=True)} {_pct(e['detection_rate'])}")
+    a = e["design"]["allocation"]
+    if a:
+        lines.append(f"  within {e['budget_s']:.0f} s: {a['rounds']} rounds x {a['windows_per_run']} windows a run "
+                     f"-> MDE {a['mde']:.1%} ({a['cost_s']:.0f} s)")
+    return "\n".join(lines)
+
+
+def _pct(x, signed=False):
+    return "-" if x is None else (f"{x:+.1%}" if signed else f"{x:.1%}")
+
+
+def record(study, kind, workspace, repetitions):
+    """Runs the rig's A/A or slowdown profile (`kind`: aa, slowdown) and returns its run folder."""
+    bazel = os.path.join(workspace, "bazelw")
+    design = study.aa if kind == "aa" else study.slowdown
+    argv = [bazel, "run", study.matrix, "--", "--profile", design["profile"], "--no-next-steps"]
+    if repetitions:
+        argv.append(f"--set=policy.repetitions={repetitions}")
+    with tempfile.TemporaryDirectory(prefix="tunelab-sensitivity-") as tmp:
+        if design["axis"] == "revision":
+            # One build as both revisions: the target's own runfiles as "accepted" (built first).
+            subprocess.run([bazel, "build", study.matrix], cwd=workspace, check=True)
+            package, name = study.matrix[2:].split(":")
+            runfiles = os.path.join(workspace, "bazel-bin", package, name + ".runfiles", "tunelab")
+            argv += ["--revision", f"accepted={runfiles}"]
+        info_path = os.path.join(tmp, "run-info.json")
+        print(f"recording {kind}: {' '.join(argv[1:])}", flush=True)
+        status = subprocess.run(argv + [f"--run-info={info_path}"], cwd=workspace).returncode
+        try:
+            with open(info_path) as f:
+                run_dir = json.load(f).get("run_dir")
+        except (OSError, ValueError, AttributeError):
+            run_dir = None
+    if status not in (0, 1) or not run_dir:
+        raise sensitivity.SensitivityError(f"recording the {kind} profile {design['profile']} failed (exit {status})")
+    return run_dir
+
+
+def main(argv=None):
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0],
+                                     epilog="Exit status: 0 written; 2 refused input (the reason printed).")
+    parser.add_argument("--rig", required=True, help="a rig of tools/sensitivity.toml")
+    parser.add_argument("--profile", help="the A/A profile to record (default: the rig's, tools/sensitivity.toml)")
+    parser.add_argument("--budget", default="15m", help="wall time for recording, and the allocation's budget "
+                                                         "(default 15m)")
+    parser.add_argument("--from-set", help="an A/A set to read instead of the rig's committed one (a run folder, "
+                                           "run id or baselines/NAME)")
+    parser.add_argument("--slowdown-set", help="the known-slowdown set to read (default: the rig's committed one)")
+    parser.add_argument("--record", action="store_true", help="record new A/A and slowdown sets within --budget")
+    parser.add_argument("--metric", action="append", default=[], help="only these gated metrics (repeatable)")
+    parser.add_argument("--rounds", type=int, default=FIXED_ROUNDS, help=f"the fixed design's rounds a side "
+                                                                          f"(default {FIXED_ROUNDS}, the gate's)")
+    parser.add_argument("--draws", type=int, default=DRAWS, help=f"resampled designs (default {DRAWS})")
+    parser.add_argument("--seed", type=int, default=sensitivity.SEED)
+    parser.add_argument("--dry-run", action="store_true", help="print the figures, write nothing")
+    args = parser.parse_args(argv)
+    workspace = os.environ.get("BUILD_WORKSPACE_DIRECTORY", os.getcwd())
+    cwd = os.environ.get("BUILD_WORKING_DIRECTORY", os.getcwd())
+    results_root = os.path.join(workspace, "results")
+    try:
+        return run(args, workspace, cwd, results_root)
+    except (sensitivity.SensitivityError, resultsets.ResultSetError, thresholds.ThresholdError) as e:
+        print(f"error: {e}", file=sys.stderr)
+        return 2
+
+
+def resolve(spec, cwd, results_root):
+    here = os.path.join(cwd, spec)
+    if os.path.isdir(here):
+        return resultsets.load_run(here)
+    named = os.path.join(results_root, "baselines", spec)
+    return resultsets.load_run(named) if os.path.isdir(named) else resultsets.resolve(spec, results_root)
+
+
+def set_name(result_set):
+    """A set's folder name: what results/baselines/NAME and --from-set NAME call it."""
+    return os.path.basename(os.path.normpath(result_set.path))
+
+
+def run(args, workspace, cwd, results_root):
+    studies = load_registry()
+    if args.rig not in studies:
+        raise sensitivity.SensitivityError(f"--rig {args.rig}: no such rig in tools/sensitivity.toml "
+                                           f"(rigs: {', '.join(sorted(studies))})")
+    study = studies[args.rig]
+    if args.profile:
+        study = dataclasses.replace(study, aa=dict(study.aa, profile=args.profile))
+    budget_s = parse_budget(args.budget)
+    if args.rounds < 3 or args.draws < 100:
+        raise sensitivity.SensitivityError("need --rounds >= 3 and --draws >= 100")
+    if args.record and (args.from_set or args.slowdown_set):
+        raise sensitivity.SensitivityError("--record records new sets; --from-set/--slowdown-set read stored ones")
+    if args.record:
+        rounds = None
+        committed = sensitivity.committed(os.path.join(results_root, "baselines"), args.rig)
+        if committed:
+            round_s = max(f.round_s for f in committed.values())
+            parts = 2 if study.slowdown else 1
+            rounds = int(budget_s / parts // round_s)
+            if rounds < sensitivity.MIN_ROUNDS:
+                raise sensitivity.SensitivityError(
+                    f"--budget {args.budget} fits {rounds} rounds of {'each set' if parts == 2 else 'the A/A set'} "
+                    f"(a round costs ~{round_s:.0f} s here): need {sensitivity.MIN_ROUNDS}")
+        aa_set = resultsets.load_run(record(study, "aa", workspace, rounds))
+        slow_set = resultsets.load_run(record(study, "slowdown", workspace, rounds)) if study.slowdown else None
+    else:
+        aa_set = resolve(args.from_set or study.aa["set"], cwd, results_root)
+        slow_spec = args.slowdown_set or (study.slowdown.get("set") if not args.from_set else None)
+        slow_set = resolve(slow_spec, cwd, results_root) if slow_spec else None
+    rig = (aa_set.manifest.get("matrix") or {}).get("rig")
+    if rig != args.rig:
+        raise sensitivity.SensitivityError(f"{aa_set.name} is a {rig} set, not {args.rig}")
+    aa_values = check_design(aa_set, study.aa["axis"], "A/A")
+    slow_values = None
+    if slow_set is not None:
+        if (slow_set.manifest.get("matrix") or {}).get("rig") != args.rig:
+            raise sensitivity.SensitivityError(f"{slow_set.name} is not a {args.rig} set")
+        slow_values = check_design(slow_set, study.slowdown["axis"], "slowdown",
+                                   (study.slowdown["baseline"], study.slowdown["slowed"]))
+    metrics = gated_metrics(aa_set)
+    unknown = [m for m in args.metric if m not in metrics]
+    if unknown:
+        raise sensitivity.SensitivityError(f"{args.rig} does not gate {unknown[0]!r} (gated: {', '.join(metrics)})")
+    chosen = {m: metrics[m] for m in (args.metric or metrics)}
+    first = aa_set.first_ok()
+    effects = thresholds.min_effects(None, [first])
+    plan = {}
+    for metric in chosen:  # every refusal before any resampling
+        aa_pairs = rounds_of(aa_set, study.aa["axis"], aa_values, metric)
+        if len(aa_pairs) < sensitivity.MIN_ROUNDS:
+            raise sensitivity.SensitivityError(f"{aa_set.name} {metric}: {len(aa_pairs)} A/A rounds; need "
+                                               f"{sensitivity.MIN_ROUNDS}")
+        slow_pairs = rounds_of(slow_set, study.slowdown["axis"], slow_values, metric) if slow_set else None
+        if slow_pairs is not None and len(slow_pairs) < sensitivity.MIN_ROUNDS:
+            raise sensitivity.SensitivityError(f"{slow_set.name} {metric}: {len(slow_pairs)} slowdown rounds; need "
+                                               f"{sensitivity.MIN_ROUNDS}")
+        comps = components_of(aa_set, aa_pairs)
+        if budget_s < comps.round_s:
+            raise sensitivity.SensitivityError(f"--budget {args.budget} is shorter than one round of {args.rig} "
+                                               f"({comps.round_s:.0f} s)")
+        plan[metric] = (aa_pairs, slow_pairs, comps)
+    doc = {}
+    for metric, (aa_pairs, slow_pairs, comps) in plan.items():
+        entry = calibrate_metric(metric, chosen[metric], aa_pairs, slow_pairs, comps,
+                                 effects.get(metric, thresholds.DEFAULT_MIN_EFFECT), budget_s, args.rounds,
+                                 args.draws, args.seed)
+        entry.update({
+            "sets": {"aa": set_name(aa_set), "slowdown": set_name(slow_set) if slow_set else None},
+            "slowdown_design": (f"{study.slowdown['axis']} {slow_values[0]} vs {slow_values[1]}" if slow_values
+                                else None),
+            "profile": (aa_set.manifest.get("matrix") or {}).get("profile"), "gated_profiles": list(study.gated),
+            "cell": {k: v for k, v in first["cell"]["params"].items() if k != study.aa["axis"]},
+            "workload": {k: first["provenance"]["workload"][k] for k in ("id", "sha256")},
+            "measured_at": str(first.get("started_at", ""))[:10], "host": first["provenance"]["host"]["host"]["host_id"],
+            "generated_at": datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds"),
+            "draws": args.draws, "seed": args.seed,
+        })
+        doc[metric] = entry
+        print(describe(args.rig, metric, entry), flush=True)
+    out = os.path.join(aa_set.path, sensitivity.FILE_NAME)
+    if args.dry_run:
+        print(f"(dry run: {out} not written)")
+        return 0
+    existing = {}
+    if os.path.exists(out):
+        with open(out) as f:
+            existing = json.load(f)
+    existing.setdefault(args.rig, {}).update(doc)
+    tmp = out + ".tmp"
+    with open(tmp, "w") as f:
+        json.dump({"kind": "tunelab.sensitivity", "schema_version": 1,
+                   "regenerate": f"bazel run //tools:sensitivity -- --rig {args.rig} --from-set {set_name(aa_set)}",
+                   **{k: v for k, v in existing.items() if k not in ("kind", "schema_version", "regenerate")}},
+                  f, indent=1, sort_keys=True)
+        f.write("\n")
+    os.replace(tmp, out)
+    print(f"wrote {out}")
+    if not os.path.abspath(out).startswith(os.path.join(results_root, "baselines") + os.sep):
+        print(f"promote it: bazel run //tools:promote -- {aa_set.path} --name <rig>-sensitivity-aa-<date>-<host>")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,122 @@
+"""The sensitivity calibrator on synthetic sets (analysis/testsets.py: real documents, chosen values; mechanics,
+not measurements): the figures it writes and the gate reads back, and every refusal, made before resampling."""
+
+import io
+import json
+import os
+import tempfile
+import unittest
+from contextlib import redirect_stderr, redirect_stdout
+
+from analysis import sensitivity as model
+from analysis.testsets import write_set
+from tools import sensitivity
+
+
+def calibrate(*argv):
+    out, err = io.StringIO(), io.StringIO()
+    with redirect_stdout(out), redirect_stderr(err):
+        status = sensitivity.main(list(argv))
+    return status, out.getvalue(), err.getvalue()
+
+
+class SensitivityToolTest(unittest.TestCase):
+    def setUp(self):
+        self.tmp = tempfile.TemporaryDirectory()
+        self.addCleanup(self.tmp.cleanup)
+        self.baselines = os.path.join(self.tmp.name, "results", "baselines")
+        os.makedirs(self.baselines)
+        os.environ["BUILD_WORKSPACE_DIRECTORY"] = self.tmp.name
+        os.environ["BUILD_WORKING_DIRECTORY"] = self.tmp.name
+        self.aa = write_set(os.path.join(self.baselines, "aa"), [({"arm": "a"}, 1000.0), ({"arm": "b"}, 1000.0)],
+                            runs=12, noise=0.01, seed=1)
+        self.slow = write_set(os.path.join(self.baselines, "slow"),
+                              [({"injected_slowdown_pct": "0"}, 1000.0), ({"injected_slowdown_pct": "5"}, 800.0)],
+                              runs=12, noise=0.01, seed=2)
+
+    def test_writes_figures_the_gate_reads(self):
+        status, out, err = calibrate("--rig", "calibration", "--from-set", self.aa.path, "--slowdown-set",
+                                     self.slow.path, "--draws", "200", "--budget", "10m")
+        self.assertEqual(status, 0, err)
+        with open(os.path.join(self.aa.path, "sensitivity.json")) as f:
+            doc = json.load(f)
+        e = doc["calibration"]["cpu_loop_rate"]
+        # 1 % noise per run: paired sd ~1.4 %; the MDE is the formula's for the paired sd it measured.
+        self.assertAlmostEqual(e["paired_sd"], 0.014, delta=0.007)
+        self.assertAlmostEqual(e["mde"], model.mde_paired(e["paired_sd"], 5))
+        self.assertEqual((e["rounds"], e["slowdown_rounds"]), (12, 12))
+        self.assertAlmostEqual(e["slowdown"], -0.2, delta=0.02)
+        self.assertEqual(e["detection_rate"], 1.0)
+        self.assertLessEqual(e["false_alarm_rate"], 0.05)
+        self.assertEqual(e["sets"], {"aa": "aa", "slowdown": "slow"})
+        self.assertEqual(e["slowdown_design"], "injected_slowdown_pct 0 vs 5")
+        self.assertLessEqual(e["design"]["allocation"]["cost_s"], 600)
+        self.assertAlmostEqual(e["design"]["fixed"]["simulated_detection_at_mde"], 0.95, delta=0.02)
+        self.assertIn("MDE", out)
+        figure = model.committed(self.baselines, "calibration")["cpu_loop_rate"]
+        self.assertEqual((figure.set_name, figure.mde), ("aa", e["mde"]))
+
+    def refused(self, *argv, pattern):
+        status, _, err = calibrate("--rig", "calibration", "--draws", "100", *argv)
+        self.assertEqual(status, 2)
+        self.assertRegex(err, pattern)
+        self.assertFalse(os.path.exists(os.path.join(self.aa.path, "sensitivity.json")))
+
+    def test_aa_set_mislabelled_as_slowdown(self):
+        self.refused("--from-set", self.aa.path, "--slowdown-set", self.aa.path,
+                     pattern="an A/A design \\(one build on both sides of 'arm'\\), not a known slowdown")
+
+    def test_slowdown_set_given_as_aa(self):
+        self.refused("--from-set", self.slow.path, pattern="do not vary 'arm'")
+        two = write_set(os.path.join(self.baselines, "variants"),
+                        [({"arm": "a", "variant": "stock"}, 1000.0), ({"arm": "b", "variant": "patched:x"}, 1000.0)],
+                        runs=6)
+        self.refused("--from-set", two.path, pattern="vary \\['variant'\\] besides 'arm'")
+
+    def test_too_few_rounds(self):
+        few = write_set(os.path.join(self.baselines, "few"), [({"arm": "a"}, 1000.0), ({"arm": "b"}, 1000.0)], runs=5)
+        self.refused("--from-set", few.path, pattern="5 A/A rounds; need 6")
+
+    def test_metric_not_gated(self):
+        self.refused("--from-set", self.aa.path, "--metric", "memory_copy_rate", pattern="does not gate 'memory_copy_rate'")
+
+    def test_budget_shorter_than_a_round(self):
+        self.refused("--from-set", self.aa.path, "--budget", "3s", pattern="shorter than one round")
+        self.refused("--from-set", self.aa.path, "--budget", "soon", pattern="expected a duration")
+
+    def test_foreign_rig(self):
+        yarn = write_set(os.path.join(self.baselines, "yarn"), [({"arm": "a"}, 1.0), ({"arm": "b"}, 1.0)], runs=6,
+                         rig="yarn_cps")
+        self.refused("--from-set", yarn.path, pattern="is a yarn_cps set, not calibration")
+        status, _, err = calibrate("--rig", "nosuch")
+        self.assertEqual(status, 2)
+        self.assertIn("no such rig", err)
+
+
+class RegistryTest(unittest.TestCase):
+    def test_every_rig_names_committed_sets_that_exist(self):
+        here = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+        for study in sensitivity.load_registry().values():
+            for design in (study.aa, study.slowdown):
+                if design.get("set"):
+                    self.assertTrue(os.path.isfile(os.path.join(here, "results", "baselines", design["set"],
+                                                                "manifest.json")), design["set"])
+
+
+    def test_every_minimum_effect_names_its_source(self):
+        # gate.toml records where each minimum effect came from; a sensitivity set it names must be committed.
+        import re
+        import tomllib
+        here = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+        for name in ("calibration", "mapreduce", "namenode", "yarn_cps"):
+            with open(os.path.join(here, "workloads", name, "gate.toml"), "rb") as f:
+                table = tomllib.load(f)
+            self.assertEqual(set(table["min_effect"]), set(table.get("min_effect_source", {})), name)
+            for text in table["min_effect_source"].values():
+                for set_name in re.findall(r"sensitivity set ([\w.-]+)", text):
+                    self.assertTrue(os.path.isfile(os.path.join(here, "results", "baselines", set_name,
+                                                                "sensitivity.json")), set_name)
+
+
+if __name__ == "__main__":
+    unittest.main()
