@@ -310,6 +310,12 @@ class Figure:
         return mde_paired(self.paired_sd, rounds) if rounds >= 2 else math.inf
 
 
+def worse_by(delta, direction):
+    """A log-ratio effect as the fraction a metric gets worse by in its bad direction (what the gate compares
+    with a minimum effect): 1 - exp(-delta) for a rate, exp(delta) - 1 for a time; ~delta for small ones."""
+    return 1 - math.exp(-delta) if direction == "higher_is_better" else math.expm1(delta)
+
+
 def read_file(path):
     """{rig: {metric: Figure}} of one sensitivity.json; SensitivityError when it is not one (a file in a
     results folder is untrusted: every field used is checked)."""

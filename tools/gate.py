@@ -231,7 +231,7 @@ def judge_at_mde(check, figure, doc):
     if doc is not None:
         figure = figure.for_workload(((doc.get("provenance") or {}).get("workload") or {}).get("sha256"))
     check.figure = figure
-    check.mde = figure.mde_at(min(check.runs))
+    check.mde = sensitivity.worse_by(figure.mde_at(min(check.runs)), check.direction)
     if check.mde > check.min_effect:
         check.asked_min_effect, check.min_effect = check.min_effect, check.mde
 

@@ -183,7 +183,7 @@ def calibrate_metric(metric, decl, aa_pairs, slow_pairs, comps, min_effect, budg
     seq.update(rates["sequential"])
     entry = {
         "unit": decl["unit"], "direction": decl["direction"],
-        "mde": mde, "paired_sd": paired_sd,
+        "mde": mde, "mde_worse_by": sensitivity.worse_by(mde, decl["direction"]), "paired_sd": paired_sd,
         "false_alarm_rate": rates["fixed"].get("false_alarm_rate"),
         "detection_rate": rates["fixed"].get("detection_rate"),
         "slowdown": (float(np.median([b / a - 1 for a, b in slow])) if slow else None),

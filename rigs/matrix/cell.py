@@ -87,6 +87,8 @@ class CellRunner:
         finally:
             state.kill()
             ctx.active_knobs = None
+        if state.noise is not None:
+            doc["provenance"]["noise"] = state.noise
         return verdict.judge(ctx, state, doc, failure, timed_out)
 
     def _prepare(self, state, doc):

@@ -77,6 +77,12 @@ class RunnerTest(FakeRigTestCase):
         self.assertEqual(by_behaviour["ok"]["status"], "ok", by_behaviour["ok"].get("reason"))
         self.assertGreater(by_behaviour["ok"]["observations"]["lines"], 3)
         self.assertEqual(by_behaviour["ok"]["provenance"]["workload"]["generated"], {"input.txt": "0" * 64})
+        # The host's noise during the measurement window, read from this machine's /proc as the cell ran.
+        noise = by_behaviour["ok"]["provenance"]["noise"]
+        self.assertGreater(noise["window_s"], 0)
+        self.assertGreaterEqual(noise["steal_fraction"], 0.0)
+        self.assertTrue(all(isinstance(x, float) for x in noise["load_average"]))
+        self.assertNotIn("noise", by_behaviour["hang"]["provenance"])  # timed out: no window closed
         # Ran to the end but measured nothing valid: invalid, with the rig's reason, and the matrix went on.
         self.assertEqual(by_behaviour["short"]["status"], "invalid")
         self.assertIn("only 2 warm-up samples", by_behaviour["short"]["reason"])

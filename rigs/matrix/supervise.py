@@ -7,7 +7,7 @@ import dataclasses
 import os
 import time
 
-from rigs.matrix import container, knobs, process_evidence, processes, rig as rig_contract
+from rigs.matrix import container, hostnoise, knobs, process_evidence, processes, rig as rig_contract
 
 
 @dataclasses.dataclass
@@ -25,6 +25,7 @@ class CellState:
     under_test_pid: int = None
     pinner: knobs.ThreadPinner = None
     started: float = dataclasses.field(default_factory=time.monotonic)
+    noise: dict = None  # the measured phase's host noise (hostnoise.window), for the result's provenance
 
     @property
     def cell(self):
@@ -120,12 +121,16 @@ def supervise(ctx, state, deadline, clients, measured=True):
     proc = ctx.host_paths.proc
     t0 = time.monotonic()
     collect_at = [t0 + 1.0, t0 + policy.warmup_s + policy.measure_s / 2] if measured else []
+    noise_start = hostnoise.snapshot(proc) if measured else None
+    window_at = t0 + policy.warmup_s if measured and policy.warmup_s > 0 else None
     next_pin = t0 + 0.3
     next_output_check = t0 + 1.0
     while any(r.running() for r in clients):
         now = time.monotonic()
         if now > deadline:
             return True, None
+        if window_at is not None and now >= window_at:
+            window_at, noise_start = None, hostnoise.snapshot(proc)  # the warm-up is over
         if now >= next_output_check:
             next_output_check = now + 1.0
             for r in state.running:
@@ -166,6 +171,8 @@ def supervise(ctx, state, deadline, clients, measured=True):
             if others:
                 ev["other_processes"] = {r.role: process_evidence.placement(ctx, r, pinning) for r in others}
         time.sleep(0.1)
+    if noise_start is not None:
+        state.noise = hostnoise.window(noise_start, hostnoise.snapshot(proc))
     pid = state.under_test_pid
     if measured and "collected_at_s" not in ev and pid is not None and under_test.running():
         # A measured phase shorter than a second: a server under test is still there to be looked at.
