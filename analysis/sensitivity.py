@@ -219,17 +219,20 @@ def sequential_flag(pairs, min_effect, direction, low, high):
     return gate_rule([a for a, _ in used], [b for _, b in used], min_effect, direction), stop.rounds
 
 
-def sequential_mde(components, min_effect, low, high, draws=400, seed=SEED, power=POWER):
-    """The smallest slowdown (a log ratio) the sequential policy (looks low..high, the gate's fall-back at
-    high) flags as a regression in `power` of designs simulated from the components, with the mean rounds
-    it took there; common random numbers across the search, so the detection rate is monotone in it."""
+def sequential_mde(components, min_effect, low, high, draws=400, seed=SEED, power=POWER,
+                   direction="higher_is_better"):
+    """The smallest regression (a log ratio: a rate falling, a time rising, per `direction`) the sequential
+    policy (looks low..high, the gate's fall-back at high) flags in `power` of designs simulated from the
+    components, with the mean rounds it took there; common random numbers across the search, so the
+    detection rate is monotone in it."""
     rng = np.random.default_rng(seed)
     a0, b0 = simulate_runs(components, high, 0.0, rng, draws)
+    worse = -1.0 if direction == "higher_is_better" else 1.0
 
     def detection(delta):
         flags, used = [], []
-        for a, b in zip(a0, b0 - delta):
-            flag, n = sequential_flag(list(zip(np.exp(a), np.exp(b))), min_effect, "higher_is_better", low, high)
+        for a, b in zip(a0, b0 + worse * delta):
+            flag, n = sequential_flag(list(zip(np.exp(a), np.exp(b))), min_effect, direction, low, high)
             flags.append(flag == "regressed")
             used.append(n)
         return float(np.mean(flags)), float(np.mean(used))
@@ -258,6 +261,9 @@ def resampled_rates(aa_pairs, slow_pairs, rounds, floor, direction, low, high, d
             raise SensitivityError(f"{len(pairs)} recorded {name} rounds: need {need} to draw designs of {rounds} "
                                    f"(fixed) and up to {high} (sequential) rounds without replacement")
     rng = np.random.default_rng(seed)
+    # The sequential policy classifies against ± the minimum effect, which must be under 100 %: a metric that
+    # can only see more than a doubling (a tail latency) gets the fixed design's figures alone.
+    with_sequential = floor < 1
     out = {}
     for name, pairs in (("aa", aa_pairs), ("slowdown", slow_pairs)):
         if pairs is None:
@@ -267,18 +273,19 @@ def resampled_rates(aa_pairs, slow_pairs, rounds, floor, direction, low, high, d
         for _ in range(draws):
             drawn = arr[rng.permutation(len(arr))[:need]]
             fixed.append(gate_rule(drawn[:rounds, 0], drawn[:rounds, 1], floor, direction))
-            flag, n = sequential_flag([tuple(p) for p in drawn], floor, direction, low, high)
-            seq.append(flag)
-            seq_rounds.append(n)
+            if with_sequential:
+                flag, n = sequential_flag([tuple(p) for p in drawn], floor, direction, low, high)
+                seq.append(flag)
+                seq_rounds.append(n)
         out[name] = {"fixed": fixed, "sequential": seq, "sequential_rounds": seq_rounds}
     rates = {"fixed": {}, "sequential": {}}
-    for design in ("fixed", "sequential"):
+    for design in ("fixed", "sequential") if with_sequential else ("fixed",):
         if "aa" in out:
             rates[design]["false_alarm_rate"] = float(np.mean([f != "pass" for f in out["aa"][design]]))
         if "slowdown" in out:
             rates[design]["detection_rate"] = float(np.mean([f == "regressed" for f in out["slowdown"][design]]))
     rounds_used = sum((out[k]["sequential_rounds"] for k in out), [])
-    rates["sequential"]["mean_rounds"] = float(np.mean(rounds_used))
+    rates["sequential"]["mean_rounds"] = float(np.mean(rounds_used)) if rounds_used else None
     rates["fixed"]["mean_rounds"] = float(rounds)
     return rates
 
@@ -300,6 +307,7 @@ class Figure:
     workload_sha256: str
     round_s: float  # what one A/A round cost
     stale: bool = False  # measured on another workload digest than the one being gated (for_workload)
+    steal_max: float = None  # the most CPU steal (share) an A/A run saw; None where the set predates recording it
 
     def for_workload(self, sha256):
         """This figure, marked stale when `sha256` (the gated results' workload digest) is not its own."""
@@ -337,7 +345,8 @@ def read_file(path):
                 figure = Figure(str(rig), str(metric), float(e["paired_sd"]), float(e["mde"]),
                                 int(e["design"]["fixed"]["rounds"]), str(e["sets"]["aa"]),
                                 str(e["measured_at"]), str(e["workload"]["sha256"]),
-                                float(e["components"]["round_s"]))
+                                float(e["components"]["round_s"]),
+                                steal_max=_fraction_or_none((e.get("noise_band") or {}).get("steal_fraction_max")))
             except (KeyError, TypeError, ValueError):
                 raise SensitivityError(f"{path}: {rig}.{metric}: paired_sd, mde, design.fixed.rounds, sets.aa, "
                                        "measured_at, workload.sha256 and components.round_s needed") from None
@@ -346,6 +355,40 @@ def read_file(path):
                 raise SensitivityError(f"{path}: {rig}.{metric}: paired_sd and mde must be finite and >= 0")
             out.setdefault(rig, {})[metric] = figure
     return out
+
+
+def _fraction_or_none(x):
+    return float(x) if isinstance(x, (int, float)) and not isinstance(x, bool) and 0 <= x <= 1 else None
+
+
+DEFAULT_STEAL_BAND = 0.05  # where no A/A set recorded steal: a round losing more than 5 % of its CPUs is named
+
+
+def steal_band(baselines, rig):
+    """(band, where it came from): the most steal any committed A/A run of `rig` saw, else the default."""
+    try:
+        figures = committed(baselines, rig)
+    except SensitivityError:
+        figures = {}
+    known = [(f.steal_max, f.set_name) for f in figures.values() if f.steal_max is not None]
+    if known:
+        band, name = max(known)
+        return max(band, 0.001), f"the most an A/A run of {name} saw"
+    return DEFAULT_STEAL_BAND, "no A/A set recorded steal: the default"
+
+
+def noisy_rounds(docs, band):
+    """(rounds with a run whose measurement window lost more than `band` of the CPUs to steal, as
+    [(repetition, steal)], and [steal fractions] of every run that recorded one)."""
+    seen, flagged = [], {}
+    for d in docs:
+        steal = ((d.get("provenance") or {}).get("noise") or {}).get("steal_fraction")
+        if isinstance(steal, (int, float)) and not isinstance(steal, bool):
+            seen.append(float(steal))
+            if steal > band:
+                r = (d.get("cell") or {}).get("repetition")
+                flagged[r] = max(flagged.get(r, 0.0), float(steal))
+    return sorted(flagged.items(), key=lambda x: (str(x[0]))), seen
 
 
 def committed(baselines, rig):
@@ -362,3 +405,37 @@ def committed(baselines, rig):
             if old is None or (figure.measured_at, figure.set_name) > (old.measured_at, old.set_name):
                 best[metric] = figure
     return best
+
+
+def history(baselines):
+    """Every committed figure, oldest first: [{rig, metric, set, measured_at, mde, worse_by, paired_sd,
+    components (sd by level), rounds, false_alarm_rate, detection_rate, slowdown, judged_at, sequential_mde,
+    unit}] for the site's Sensitivity page. Files are checked as the gate checks them (read_file)."""
+    rows = []
+    names = sorted(os.listdir(baselines)) if os.path.isdir(baselines) else []
+    for name in names:
+        path = os.path.join(baselines, name, FILE_NAME)
+        if not os.path.isfile(path):
+            continue
+        figures = read_file(path)
+        with open(path) as f:
+            doc = json.load(f)
+        for rig, metrics in figures.items():
+            for metric, figure in metrics.items():
+                e = doc[rig][metric]
+                design = e.get("design") or {}
+                sd = (e.get("components") or {}).get("sd") or {}
+                rows.append({
+                    "rig": rig, "metric": metric, "set": figure.set_name, "measured_at": figure.measured_at,
+                    "unit": e.get("unit", ""), "direction": e.get("direction", "higher_is_better"), "mde": figure.mde,
+                    "worse_by": worse_by(figure.mde, e.get("direction", "higher_is_better")),
+                    "paired_sd": figure.paired_sd, "rounds": e.get("rounds"),
+                    "components": {k: sd.get(k) for k in ("rounds", "runs", "windows")},
+                    "false_alarm_rate": e.get("false_alarm_rate"), "detection_rate": e.get("detection_rate"),
+                    "slowdown": e.get("slowdown"), "judged_at": (design.get("fixed") or {}).get("judged_at"),
+                    "sequential_mde": (design.get("sequential") or {}).get("mde"),
+                    "asked": (design.get("fixed") or {}).get("asked_min_effect"),
+                    "allocation": design.get("allocation"), "budget_s": e.get("budget_s"),
+                })
+    rows.sort(key=lambda r: (r["measured_at"], r["rig"], r["metric"], r["set"]))
+    return rows

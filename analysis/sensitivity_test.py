@@ -128,6 +128,17 @@ class ResampledRatesTest(unittest.TestCase):
             sensitivity.resampled_rates(aa[:6], slow, 5, 0.03, "higher_is_better", 3, 8, draws=200)
 
 
+class NoisyRoundsTest(unittest.TestCase):
+    def test_rounds_beyond_the_band_are_named(self):
+        def doc(rep, steal):
+            return {"cell": {"repetition": rep}, "provenance": {"noise": {"steal_fraction": steal}}}
+        docs = [doc(0, 0.001), doc(0, 0.002), doc(1, 0.08), doc(1, 0.0), doc(2, None), {"cell": {"repetition": 3}}]
+        flagged, seen = sensitivity.noisy_rounds(docs, 0.05)
+        self.assertEqual(flagged, [(1, 0.08)])
+        self.assertEqual(sorted(seen), [0.0, 0.001, 0.002, 0.08])
+        self.assertEqual(sensitivity.noisy_rounds(docs, 0.1)[0], [])
+
+
 class CommittedTest(unittest.TestCase):
     def test_newest_wins_and_foreign_files_are_refused(self):
         import json

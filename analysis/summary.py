@@ -18,7 +18,7 @@ from rich.console import Console
 from rich.markup import escape
 from rich.table import Table
 
-from analysis import compare, resultsets, sequential, stats, thresholds
+from analysis import compare, resultsets, sensitivity, sequential, stats, thresholds
 
 WIDTH = 100
 FOOTNOTE = ("Runs are the unit: a cell is the median of its run medians, its CI a bootstrap over runs. Verdict: "
@@ -59,6 +59,27 @@ def host_reference_line(manifest):
     return "host reference: " + "; ".join(parts) if parts else "host reference: none recorded"
 
 
+def host_noise_line(docs, rig):
+    """The host's noise over the runs' measurement windows (steal, load), with the rounds whose steal fell
+    outside the band of the rig's committed A/A runs named; "" when no run recorded it."""
+    band, source = sensitivity.DEFAULT_STEAL_BAND, "no A/A set recorded steal: the default"
+    for root in thresholds.default_roots():
+        if os.path.isdir(os.path.join(root, "results", "baselines")):
+            band, source = sensitivity.steal_band(os.path.join(root, "results", "baselines"), rig)
+            break
+    flagged, steal = sensitivity.noisy_rounds(docs, band)
+    if not steal:
+        return ""
+    loads = [x for d in docs for x in (((d.get("provenance") or {}).get("noise") or {}).get("load_average") or [])
+             if isinstance(x, (int, float))]
+    text = (f"host noise over the measurement windows: steal {min(steal):.1%}..{max(steal):.1%} of CPU time"
+            + (f", load {min(loads):.2f}..{max(loads):.2f}" if loads else ""))
+    if flagged:
+        text += (f"; FLAGGED: round(s) {', '.join(f'{r} ({s:.1%})' for r, s in flagged)} stole more than "
+                 f"{band:.1%} ({source}): their values carry the host's noise; rerun them to be sure")
+    return text
+
+
 def comparison_table(cells, metrics, declared, question="", axes=None, effects=None):
     """The one table: every declared comparison of the headline metric (the first declared metric that has
     comparisons), or each cell's value when nothing is compared. None when no cell has a value. axes: the
@@ -79,10 +100,17 @@ def comparison_table(cells, metrics, declared, question="", axes=None, effects=N
             t.add_column(col, justify="right", no_wrap=True)
         t.add_column("runs", justify="right", no_wrap=True)
         t.add_column("verdict", min_width=21, no_wrap=True)
+        resolved, unresolved = 0, []
         for metric, rows in rows_by_metric.items():
             decl = metrics[metric]
             for r in rows:
                 c = r.comparison
+                effect = effects.get(metric, thresholds.DEFAULT_MIN_EFFECT)
+                if c.ratio_ci_low == c.ratio_ci_low:  # a CI exists: is it narrow enough to answer?
+                    if (c.ratio_ci_high - c.ratio_ci_low) / 2 <= effect:
+                        resolved += 1
+                    else:
+                        unresolved.append(f"{r.value} vs {r.baseline_value} ({_short_ci(c)}, ±{effect:.0%})")
                 what = escape((f"{metric}, " if several else "") + f"{r.axis}: {r.value} vs {r.baseline_value}")
                 if r.others:
                     what += f" [dim]({escape(r.others)})[/dim]"
@@ -91,6 +119,8 @@ def comparison_table(cells, metrics, declared, question="", axes=None, effects=N
                 t.add_row(what, fmt_short(c.baseline_median), fmt_short(c.candidate_median), f"{c.change:+.1%}",
                           _short_ci(c),
                           f"{c.n_baseline}/{c.n_candidate}", f"[{style}]{verdict}[/{style}]" if style else verdict)
+        if resolved or unresolved:
+            t.caption += "\n" + escape(precision_line(resolved, unresolved))
         units = sorted({f"{metrics[m]['unit']}, {metrics[m]['direction'].replace('_', ' ')}" for m in rows_by_metric})
         first = next(iter(rows_by_metric))
         t.title += escape(f" [{metrics[first].get('label', first)}; {'; '.join(units)}]")
@@ -111,6 +141,18 @@ def comparison_table(cells, metrics, declared, question="", axes=None, effects=N
         t.add_row(escape(label), escape(f"{m} ({metrics[m]['unit']})"), fmt_short(s.median), ci, str(s.runs),
                   "-" if s.cv != s.cv else f"{s.cv:.1%}")
     return t
+
+
+def precision_line(resolved, unresolved):
+    """Whether the comparisons' intervals are narrow enough for the effect the question cares about (the
+    metric's minimum effect): a 95 % CI wider than ± that effect cannot tell it from no change."""
+    total = resolved + len(unresolved)
+    text = f"Precision: {resolved} of {total} comparison(s) have a 95% CI within ± the minimum effect."
+    if unresolved:
+        shown = "; ".join(unresolved[:3]) + (f"; {len(unresolved) - 3} more" if len(unresolved) > 3 else "")
+        text += (f" Too wide to answer: {shown}. More rounds or a quieter rig narrow it (README: Sensitivity; "
+                 "bazel run //tools:sensitivity gives the rig's MDE).")
+    return text
 
 
 def _table(title):
@@ -148,6 +190,9 @@ def render(console, result_set, metrics=None):
     for row in compare.not_measured_rows(compared):
         console.print(escape(f"not measured: {row[1] or row[0]} (ok/failed/invalid/skipped {row[2]}): {row[3]}"[:300]))
     console.print(escape(host_reference_line(manifest)))
+    noise = host_noise_line(result_set.docs, matrix.get("rig"))
+    if noise:
+        console.print(escape(noise))
     headline = next((m for m in metrics if any(c.groups.get(m) for c in compared)), None)
     others = [m for m in metrics if m != headline and any(c.groups.get(m) for c in compared)]
     if others:

@@ -96,6 +96,25 @@ class SummaryTest(unittest.TestCase):
         self.assertTrue(all(len(line) <= 100 for line in text.splitlines()), text)
         self.assertNotIn("When each comparison stopped", render(smoke_set()))
 
+    def test_host_noise_names_the_rounds_outside_the_band(self):
+        docs = smoke_set().docs
+        self.assertEqual(summary.host_noise_line(docs, "yarn_cps"), "")  # nothing recorded: nothing said
+        for d in docs:
+            steal = 0.09 if d["cell"]["repetition"] == 2 else 0.002
+            d["provenance"] = {"noise": {"steal_fraction": steal, "load_average": [1.0, 1.5], "window_s": 15.0,
+                                         "steal_s": 0.0, "harness_cpu_s": 0.1}}
+        line = summary.host_noise_line(docs, "no-such-rig")
+        self.assertIn("steal 0.2%..9.0% of CPU time, load 1.00..1.50", line)
+        self.assertIn("FLAGGED: round(s) 2 (9.0%) stole more than 5.0% (no A/A set recorded steal: the default)",
+                      line)
+
+    def test_precision_says_which_intervals_are_too_wide(self):
+        self.assertEqual(summary.precision_line(2, []),
+                         "Precision: 2 of 2 comparison(s) have a 95% CI within ± the minimum effect.")
+        line = summary.precision_line(0, ["parallel vs g1 (-16.9..+75.0%, ±5%)"])
+        self.assertIn("0 of 1", line)
+        self.assertIn("Too wide to answer: parallel vs g1 (-16.9..+75.0%, ±5%)", line)
+
 
 if __name__ == "__main__":
     unittest.main()

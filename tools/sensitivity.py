@@ -74,6 +74,7 @@ def parse_budget(text):
 class Run:
     windows: list  # the run's measured samples of one metric
     duration_s: float  # the run's wall time, launch to end
+    noise: dict = None  # its provenance's host noise (rigs/matrix/hostnoise.py), where recorded
 
     @property
     def median(self):
@@ -140,9 +141,19 @@ def rounds_of(result_set, axis, values, metric):
         v = d["cell"]["params"].get(axis)
         samples = [s["value"] for s in d.get("samples", []) if s["metric"] == metric]
         if v in by_arm and d["status"] == "ok" and samples:
-            by_arm[v][d["cell"]["repetition"]] = Run(samples, float(d.get("duration_s") or 0.0))
+            by_arm[v][d["cell"]["repetition"]] = Run(samples, float(d.get("duration_s") or 0.0),
+                                                     (d.get("provenance") or {}).get("noise"))
     a, b = (by_arm[v] for v in values)
     return [(a[r], b[r]) for r in sorted(set(a) & set(b))]
+
+
+def noise_band(runs):
+    """The host noise the A/A runs saw (their measurement windows): the band a later round is judged against;
+    None fields where the set predates recording it."""
+    steal = [r.noise["steal_fraction"] for r in runs if r.noise and r.noise.get("steal_fraction") is not None]
+    load = [x for r in runs if r.noise for x in r.noise.get("load_average") or [] if x is not None]
+    return {"steal_fraction_max": max(steal) if steal else None, "load_max": max(load) if load else None,
+            "runs_with_noise": len(steal)}
 
 
 def gated_metrics(result_set):
@@ -170,16 +181,23 @@ def calibrate_metric(metric, decl, aa_pairs, slow_pairs, comps, min_effect, budg
     logs = [math.log(b / a) for a, b in aa if a > 0 and b > 0]
     paired_sd = float(np.std(logs, ddof=1)) if len(logs) > 1 else 0.0
     mde = sensitivity.mde_paired(paired_sd, rounds)
-    floor = max(min_effect, mde)
+    floor = max(min_effect, sensitivity.worse_by(mde, decl["direction"]))  # what tools/gate.py judges at
     model_mde = sensitivity.mde_paired(comps.paired_sd(), rounds)
     low, high = SEQUENTIAL
     rates = sensitivity.resampled_rates(aa, slow, rounds, floor, decl["direction"], low, high, draws, seed)
     fixed = {"rounds": rounds, "test": "paired t, two-sided", "alpha": sensitivity.ALPHA, "power": sensitivity.POWER,
              "mde": mde, "mde_from_components": model_mde,
-             "simulated_detection_at_mde": sensitivity.simulated_paired_power(comps, rounds, model_mde, seed=seed),
+             # None for an exact metric (a count): nothing to simulate.
+             "simulated_detection_at_mde": (sensitivity.simulated_paired_power(comps, rounds, model_mde, seed=seed)
+                                            if paired_sd > 0 and comps.paired_sd() > 0 else None),
              "asked_min_effect": min_effect, "judged_at": floor, **rates["fixed"]}
-    seq = sensitivity.sequential_mde(comps, floor, low, high, seed=seed) if paired_sd > 0 else {
-        "min": low, "max": high, "mde": 0.0, "min_effect": floor}
+    if floor >= 1:
+        seq = {"min": low, "max": high, "mde": None, "min_effect": floor,
+               "note": "the MDE is over 100 %: the sequential policy cannot classify against it"}
+    elif paired_sd > 0:
+        seq = sensitivity.sequential_mde(comps, floor, low, high, seed=seed, direction=decl["direction"])
+    else:
+        seq = {"min": low, "max": high, "mde": 0.0, "min_effect": floor}
     seq.update(rates["sequential"])
     entry = {
         "unit": decl["unit"], "direction": decl["direction"],
@@ -191,22 +209,25 @@ def calibrate_metric(metric, decl, aa_pairs, slow_pairs, comps, min_effect, budg
         "design": {"fixed": fixed, "sequential": seq,
                    "allocation": sensitivity.allocation(comps, budget_s) if paired_sd > 0 else None},
         "budget_s": budget_s, "rounds": len(aa), "slowdown_rounds": len(slow) if slow else 0,
+        "noise_band": noise_band([r for pair in aa_pairs for r in pair]),
     }
     return entry
 
 
 def describe(rig, metric, e):
     f = e["design"]["fixed"]
+    simulated = f["simulated_detection_at_mde"]
     lines = [f"{rig} {metric}: MDE {e['mde']:.1%} at {f['rounds']} rounds a side (paired sd {e['paired_sd']:.2%}, "
              f"{e['rounds']} A/A rounds); model {f['mde_from_components']:.1%}, simulated power there "
-             f"{f['simulated_detection_at_mde']:.1%}"]
+             + ("- (exact: no noise)" if simulated is None else f"{simulated:.1%}")]
     c = e["components"]["sd"]
     separable = {False: ", not independent: folded into runs", True: "", None: ""}[e["components"]["windows_separable"]]
     lines.append(f"  components (sd of log): rounds {c['rounds']:.2%}, runs {c['runs']:.2%}, windows {c['windows']:.2%} "
                  f"(x{e['components']['windows_per_run']:.0f} a run{separable}); a round costs "
                  f"{e['components']['round_s']:.0f} s")
     s = e["design"]["sequential"]
-    lines.append(f"  sequential {s['min']}..{s['max']}: MDE {s['mde']:.1%}; gate judged at {f['judged_at']:.1%} "
+    seq_mde = "-" if s["mde"] is None else f"{s['mde']:.1%}"
+    lines.append(f"  sequential {s['min']}..{s['max']}: MDE {seq_mde}; gate judged at {f['judged_at']:.1%} "
                  f"(asked {f['asked_min_effect']:.0%}): false alarms {_pct(e['false_alarm_rate'])}, "
                  f"detection of {_pct(e['slowdown'], signed=True)} {_pct(e['detection_rate'])}")
     a = e["design"]["allocation"]
@@ -250,7 +271,9 @@ def record(study, kind, workspace, repetitions):
 def main(argv=None):
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0],
                                      epilog="Exit status: 0 written; 2 refused input (the reason printed).")
-    parser.add_argument("--rig", required=True, help="a rig of tools/sensitivity.toml")
+    parser.add_argument("--rig", help="a rig of tools/sensitivity.toml")
+    parser.add_argument("--table", action="store_true",
+                        help="print the README's table of every committed figure (newest per rig and metric)")
     parser.add_argument("--profile", help="the A/A profile to record (default: the rig's, tools/sensitivity.toml)")
     parser.add_argument("--budget", default="15m", help="wall time for recording, and the allocation's budget "
                                                          "(default 15m)")
@@ -265,6 +288,8 @@ def main(argv=None):
     parser.add_argument("--seed", type=int, default=sensitivity.SEED)
     parser.add_argument("--dry-run", action="store_true", help="print the figures, write nothing")
     args = parser.parse_args(argv)
+    if not args.rig and not args.table:
+        parser.error("give --rig RIG (or --table)")
     workspace = os.environ.get("BUILD_WORKSPACE_DIRECTORY", os.getcwd())
     cwd = os.environ.get("BUILD_WORKING_DIRECTORY", os.getcwd())
     results_root = os.path.join(workspace, "results")
@@ -288,7 +313,30 @@ def set_name(result_set):
     return os.path.basename(os.path.normpath(result_set.path))
 
 
+def table(baselines):
+    """The README's table of the newest committed figure of every rig and metric, in Markdown."""
+    newest = {}
+    for r in sensitivity.history(baselines):
+        newest[(r["rig"], r["metric"])] = r  # history() is oldest first
+    pct = lambda x: "-" if x is None else f"{100 * x:.1f} %"  # noqa: E731
+    # Every effect as the fraction the metric gets worse by (what the gate compares); the paired sd is of logs.
+    lines = ["| rig, metric | A/A rounds | paired sd | MDE, 5 rounds | sequential 3..8 | judged at (asked) | "
+             "false alarms / detection (slowdown) | best within the budget |", "|---|---|---|---|---|---|---|---|"]
+    for (rig, metric), r in sorted(newest.items()):
+        a = r["allocation"]
+        best = f"{a['rounds']} rounds: {pct(sensitivity.worse_by(a['mde'], r['direction']))}" if a else "-"
+        slow = "" if r["slowdown"] is None else f" ({100 * r['slowdown']:+.1f} %)"
+        seq = "-" if r["sequential_mde"] is None else pct(sensitivity.worse_by(r["sequential_mde"], r["direction"]))
+        lines.append(f"| {rig} `{metric}` | {r['rounds']} | {100 * r['paired_sd']:.2f} % | {pct(r['worse_by'])} | "
+                     f"{seq} | {pct(r['judged_at'])} ({pct(r['asked'])}) | "
+                     f"{pct(r['false_alarm_rate'])} / {pct(r['detection_rate'])}{slow} | {best} |")
+    return "\n".join(lines)
+
+
 def run(args, workspace, cwd, results_root):
+    if args.table:
+        print(table(os.path.join(results_root, "baselines")))
+        return 0
     studies = load_registry()
     if args.rig not in studies:
         raise sensitivity.SensitivityError(f"--rig {args.rig}: no such rig in tools/sensitivity.toml "
@@ -312,9 +360,15 @@ def run(args, workspace, cwd, results_root):
                 raise sensitivity.SensitivityError(
                     f"--budget {args.budget} fits {rounds} rounds of {'each set' if parts == 2 else 'the A/A set'} "
                     f"(a round costs ~{round_s:.0f} s here): need {sensitivity.MIN_ROUNDS}")
+        else:
+            print(f"note: {args.rig} has no committed sensitivity figure, so a round's cost is unknown: recording the "
+                  "profiles' own repetitions; --budget sizes the allocation only", flush=True)
         aa_set = resultsets.load_run(record(study, "aa", workspace, rounds))
         slow_set = resultsets.load_run(record(study, "slowdown", workspace, rounds)) if study.slowdown else None
     else:
+        if not (args.from_set or study.aa.get("set")):
+            raise sensitivity.SensitivityError(f"{args.rig} has no committed A/A set yet: --record one, or give "
+                                               "--from-set")
         aa_set = resolve(args.from_set or study.aa["set"], cwd, results_root)
         slow_spec = args.slowdown_set or (study.slowdown.get("set") if not args.from_set else None)
         slow_set = resolve(slow_spec, cwd, results_root) if slow_spec else None

@@ -55,6 +55,10 @@ class SensitivityToolTest(unittest.TestCase):
         self.assertIn("MDE", out)
         figure = model.committed(self.baselines, "calibration")["cpu_loop_rate"]
         self.assertEqual((figure.set_name, figure.mde), ("aa", e["mde"]))
+        status, out, _ = calibrate("--table")
+        self.assertEqual(status, 0)
+        self.assertIn(f"| calibration `cpu_loop_rate` | 12 | {100 * e['paired_sd']:.2f} % | "
+                      f"{100 * e['mde_worse_by']:.1f} % |", out)
 
     def refused(self, *argv, pattern):
         status, _, err = calibrate("--rig", "calibration", "--draws", "100", *argv)
@@ -108,7 +112,7 @@ class RegistryTest(unittest.TestCase):
         import re
         import tomllib
         here = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-        for name in ("calibration", "mapreduce", "namenode", "yarn_cps"):
+        for name in ("calibration", "mapreduce", "namenode", "redis", "yarn_cps"):
             with open(os.path.join(here, "workloads", name, "gate.toml"), "rb") as f:
                 table = tomllib.load(f)
             self.assertEqual(set(table["min_effect"]), set(table.get("min_effect_source", {})), name)

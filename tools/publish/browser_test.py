@@ -104,6 +104,12 @@ class BrowserTest(unittest.TestCase):
         outputs = os.environ.get("TEST_UNDECLARED_OUTPUTS_DIR", self.dir)
         self.driver.get(self.base + "index.html")
         self.assertTrue(self.driver.save_screenshot(os.path.join(outputs, "index.png")))
+        self.assertIn("sensitivity.html", seen)  # linked from every page's header
+        self.driver.get(self.base + "sensitivity.html")
+        body = self.driver.find_element(By.TAG_NAME, "body").text
+        for metric in ("cpu_loop_rate", "container_allocation_rate", "create_rate"):
+            self.assertIn(metric, body)
+        self.assertTrue(self.driver.save_screenshot(os.path.join(outputs, "sensitivity.png")))
         self.driver.get(self.base + "sets/yarn_cps-gate-cps-lean-2vcpu/report.html")
         self.assertTrue(self.driver.save_screenshot(os.path.join(outputs, "report.png")))
 

@@ -6,7 +6,8 @@ Every set under results/baselines/ gets a page: the question its matrix asks, th
 report, hosts, date, rig, its report as PDF and HTML (analysis/report.py; the kind follows from what the
 set compares: patched variants, MapReduce engines, parts before and after a page migration, else its
 axes), and its provenance (the run's manifest). results/reference/ gets a page of the case studies'
-published figures (not measured here); sets named nightly-<name>-... form a history, plotted with its change
+published figures (not measured here), sensitivity.html the MDE of every committed sensitivity figure
+(analysis/sensitivity.py) with its history per rig; sets named nightly-<name>-... form a history, plotted with its change
 points (analysis/history.py) once there are two or more. Relative links only, nothing fetched: the folder
 can be copied to any web server or bucket, or opened from disk. The same sets give the same bytes but for
 the build time, stated once at the foot of each page (--built-at). A set that cannot be rendered is listed
@@ -28,7 +29,7 @@ import jinja2
 from rich.console import Console
 from rich.progress import BarColumn, Progress, TextColumn, TimeRemainingColumn
 
-from analysis import history, render, report, resultsets
+from analysis import history, plots, render, report, resultsets, sensitivity
 
 EXIT_OK, EXIT_SOME_SETS_FAILED, EXIT_BAD_INPUT = 0, 1, 2
 TEMPLATES = os.path.join(os.path.dirname(os.path.abspath(__file__)), "templates")
@@ -125,6 +126,26 @@ def write_history(name, sets, out_dir):
     return os.path.basename(path) if code == 0 and os.path.exists(path) else None
 
 
+def write_sensitivity(baselines, out_dir):
+    """(rows, [(rig, plot file)]) of the Sensitivity page: every committed figure, and per rig its metrics'
+    MDE over the committed sensitivity sets."""
+    try:
+        rows = sensitivity.history(baselines)
+    except sensitivity.SensitivityError as e:
+        raise PublishError(f"a committed sensitivity file is unusable: {e}") from None
+    out = []
+    for rig in sorted({r["rig"] for r in rows}):
+        series = {}
+        for r in rows:
+            if r["rig"] == rig:
+                series.setdefault(r["metric"], []).append((r["measured_at"], r["worse_by"]))
+        name = f"sensitivity-{rig}.png"
+        plots.sensitivity_history(os.path.join(out_dir, name), f"{rig}: the smallest regression the gate can catch",
+                                  series)
+        out.append((rig, name))
+    return rows, out
+
+
 def load_sets(baselines):
     """([ResultSet], [Study of the sets that could not be read]) in name order."""
     loaded, failed = [], []
@@ -180,9 +201,11 @@ def build_site(results_root, out, built_at, console=None):
         for name, series_sets in nightly_series(sets).items():
             histories.append({"name": name, "sets": [s.name for s in series_sets],
                               "plot": write_history(name, series_sets, staging)})
+        rows, sensitivity_plots = write_sensitivity(baselines, staging)
         page = dict(built_at=built_at, studies=studies, histories=histories,
-                    references=[r.reference for r in references])
-        for template, target in (("index.html.j2", "index.html"), ("reference.html.j2", "reference.html")):
+                    references=[r.reference for r in references], rows=rows, plots=sensitivity_plots)
+        for template, target in (("index.html.j2", "index.html"), ("reference.html.j2", "reference.html"),
+                                 ("sensitivity.html.j2", "sensitivity.html")):
             with open(os.path.join(staging, target), "w") as f:
                 f.write(env.get_template(template).render(root=".", **page))
         for study in studies:

@@ -13,6 +13,7 @@ import urllib.parse
 
 from rich.console import Console
 
+from analysis import sensitivity
 from tools.publish import publish
 
 RESULTS = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "results")
@@ -96,6 +97,15 @@ class PublishTest(unittest.TestCase):
                                 f"{os.path.relpath(page, out)}: {target} does not resolve")
                 checked += 1
         self.assertGreater(checked, 3 * len(studies))
+        # The Sensitivity page: every committed figure, by rig and metric, with its set and its plot.
+        with open(os.path.join(out, "sensitivity.html")) as f:
+            page = f.read()
+        rows = sensitivity.history(os.path.join(RESULTS, "baselines"))
+        self.assertGreaterEqual(len({r["rig"] for r in rows}), 3)
+        for r in rows:
+            self.assertIn(f"<td>{r['metric']}</td><td>{100 * r['worse_by']:.1f} %</td>", page)
+            self.assertIn(r["set"], page)
+            self.assertTrue(os.path.isfile(os.path.join(out, f"sensitivity-{r['rig']}.png")))
         mr = next((s for s in studies if s.kind == "stock-vs-patched"), None) or studies[0]
         with open(os.path.join(out, "sets", mr.name, "report.pdf"), "rb") as f:
             self.assertEqual(f.read(5), b"%PDF-")
