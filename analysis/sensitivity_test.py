@@ -9,7 +9,7 @@ import unittest
 
 import numpy as np
 
-from analysis import sensitivity
+from analysis import sensitivity, sensitivity_figures
 
 
 def synthetic_rounds(rng, rounds, round_sd, run_sd, window_sd, windows, level=1000.0):
@@ -133,10 +133,10 @@ class NoisyRoundsTest(unittest.TestCase):
         def doc(rep, steal):
             return {"cell": {"repetition": rep}, "provenance": {"noise": {"steal_fraction": steal}}}
         docs = [doc(0, 0.001), doc(0, 0.002), doc(1, 0.08), doc(1, 0.0), doc(2, None), {"cell": {"repetition": 3}}]
-        flagged, seen = sensitivity.noisy_rounds(docs, 0.05)
+        flagged, seen = sensitivity_figures.noisy_rounds(docs, 0.05)
         self.assertEqual(flagged, [(1, 0.08)])
         self.assertEqual(sorted(seen), [0.0, 0.001, 0.002, 0.08])
-        self.assertEqual(sensitivity.noisy_rounds(docs, 0.1)[0], [])
+        self.assertEqual(sensitivity_figures.noisy_rounds(docs, 0.1)[0], [])
 
 
 class CommittedTest(unittest.TestCase):
@@ -148,17 +148,17 @@ class CommittedTest(unittest.TestCase):
                 entry = {"paired_sd": 0.01, "mde": mde, "design": {"fixed": {"rounds": 5}}, "sets": {"aa": name},
                          "measured_at": measured_at, "workload": {"sha256": "ab" * 32},
                          "components": {"round_s": 10.0}}
-                with open(os.path.join(baselines, name, sensitivity.FILE_NAME), "w") as f:
-                    json.dump(doc or {"kind": sensitivity.KIND, "schema_version": 1, "yarn_cps": {"rate": entry}}, f)
+                with open(os.path.join(baselines, name, sensitivity_figures.FILE_NAME), "w") as f:
+                    json.dump(doc or {"kind": sensitivity_figures.KIND, "schema_version": 1, "yarn_cps": {"rate": entry}}, f)
             write("old", "2026-11-01", 0.2)
             write("new", "2026-11-25", 0.1)
-            figure = sensitivity.committed(baselines, "yarn_cps")["rate"]
+            figure = sensitivity_figures.committed(baselines, "yarn_cps")["rate"]
             self.assertEqual((figure.set_name, figure.mde), ("new", 0.1))
             self.assertAlmostEqual(figure.mde_at(5), sensitivity.mde_paired(0.01, 5))
-            self.assertEqual(sensitivity.committed(baselines, "redis"), {})
+            self.assertEqual(sensitivity_figures.committed(baselines, "redis"), {})
             write("foreign", "2026-11-26", 0.1, doc={"kind": "something else"})
             with self.assertRaisesRegex(sensitivity.SensitivityError, "not a tunelab.sensitivity file"):
-                sensitivity.committed(baselines, "yarn_cps")
+                sensitivity_figures.committed(baselines, "yarn_cps")
 
 
 if __name__ == "__main__":

@@ -18,7 +18,7 @@ from rich.console import Console
 from rich.markup import escape
 from rich.table import Table
 
-from analysis import compare, resultsets, sensitivity, sequential, stats, thresholds
+from analysis import compare, resultsets, sensitivity_figures, sequential, stats, thresholds
 
 WIDTH = 100
 FOOTNOTE = ("Runs are the unit: a cell is the median of its run medians, its CI a bootstrap over runs. Verdict: "
@@ -62,12 +62,12 @@ def host_reference_line(manifest):
 def host_noise_line(docs, rig):
     """The host's noise over the runs' measurement windows (steal, load), with the rounds whose steal fell
     outside the band of the rig's committed A/A runs named; "" when no run recorded it."""
-    band, source = sensitivity.DEFAULT_STEAL_BAND, "no A/A set recorded steal: the default"
+    band, source = sensitivity_figures.DEFAULT_STEAL_BAND, "no A/A set recorded steal: the default"
     for root in thresholds.default_roots():
         if os.path.isdir(os.path.join(root, "results", "baselines")):
-            band, source = sensitivity.steal_band(os.path.join(root, "results", "baselines"), rig)
+            band, source = sensitivity_figures.steal_band(os.path.join(root, "results", "baselines"), rig)
             break
-    flagged, steal = sensitivity.noisy_rounds(docs, band)
+    flagged, steal = sensitivity_figures.noisy_rounds(docs, band)
     if not steal:
         return ""
     loads = [x for d in docs for x in (((d.get("provenance") or {}).get("noise") or {}).get("load_average") or [])

@@ -40,7 +40,7 @@ import sys
 import tempfile
 import traceback
 
-from analysis import drift, resultsets, sensitivity, sequential, stats, thresholds
+from analysis import drift, resultsets, sensitivity, sensitivity_figures, sequential, stats, thresholds
 from tools import gate_confirm
 from tools.gate_output import headline, junit, markdown  # noqa: F401 - the gate's outputs, used as gate.*
 
@@ -66,7 +66,7 @@ class Check:
     unconfirmed: bool = False  # regressed, but a confirmation rerun did not
     stop: sequential.Look = None  # a sequential run's look at which this comparison stopped (sequential.Design)
     asked_min_effect: float = None  # gate.toml's (or --min-effect's), where the MDE raised min_effect above it
-    figure: sensitivity.Figure = None  # the committed sensitivity figure of this rig and metric, if any
+    figure: sensitivity_figures.Figure = None  # the committed sensitivity figure of this rig and metric, if any
     mde: float = None  # the figure's MDE at this comparison's rounds
 
     @property
@@ -163,7 +163,7 @@ def gate(baseline, candidate, min_effect, min_runs=3, overrides=None, resamples=
     same_run: the two sides come from one run (split_run), so their provenance differs by design.
     design: the sequential.Design the run stopped by (Design.of its manifest): its metrics are judged by the
     look they stopped at; undecided at the last round, by the fixed rule.
-    figures: {metric: sensitivity.Figure}, the rig's committed sensitivity: a check whose minimum effect is
+    figures: {metric: sensitivity_figures.Figure}, the rig's committed sensitivity: a check whose minimum effect is
     below the figure's MDE at its rounds is judged at the MDE (strict: GateError instead)."""
     for s in (baseline, candidate):
         if s.published:
@@ -243,7 +243,7 @@ def figures_for(results_root, docs):
     if len(rigs) != 1:
         return {}
     try:
-        return sensitivity.committed(os.path.join(results_root, "baselines"), rigs.pop())
+        return sensitivity_figures.committed(os.path.join(results_root, "baselines"), rigs.pop())
     except sensitivity.SensitivityError as e:
         raise GateError(f"a committed sensitivity file is unusable: {e}") from None
 

@@ -12,7 +12,7 @@ import unittest
 from contextlib import redirect_stderr, redirect_stdout
 from xml.etree import ElementTree
 
-from analysis import golden, resultsets, sensitivity, testsets
+from analysis import golden, resultsets, sensitivity, sensitivity_figures, testsets
 from analysis.testsets import write_set
 from tools import gate, gate_confirm
 
@@ -104,8 +104,8 @@ class GateTest(unittest.TestCase):
                  "sets": {"aa": "calibration-aa"}, "measured_at": "2026-11-25",
                  "workload": {"sha256": sha256 or testsets.template()["provenance"]["workload"]["sha256"]},
                  "components": {"round_s": 10.0}}
-        with open(os.path.join(folder, sensitivity.FILE_NAME), "w") as f:
-            json.dump({"kind": sensitivity.KIND, "schema_version": 1, "calibration": {"cpu_loop_rate": entry}}, f)
+        with open(os.path.join(folder, sensitivity_figures.FILE_NAME), "w") as f:
+            json.dump({"kind": sensitivity_figures.KIND, "schema_version": 1, "calibration": {"cpu_loop_rate": entry}}, f)
 
     def test_judged_at_the_mde_where_the_asked_effect_is_below_it(self):
         base, cand = self.sets(900.0, noise=0.002)  # 10 % worse: caught at the asked 3 %

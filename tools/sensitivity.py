@@ -27,7 +27,6 @@ import json
 import math
 import os
 import re
-import statistics
 import subprocess
 import sys
 import tempfile
@@ -35,13 +34,12 @@ import tomllib
 
 import numpy as np
 
-from analysis import resultsets, sensitivity, thresholds
+from analysis import resultsets, sensitivity, sensitivity_figures, sensitivity_sets, thresholds
 
 REGISTRY = os.path.join(os.path.dirname(os.path.abspath(__file__)), "sensitivity.toml")
 FIXED_ROUNDS = 5  # the gate's fixed design (and the nightly's most rounds): 5 a side
 SEQUENTIAL = (3, 8)  # the sequential policy's looks the figures describe (the runner's min..max)
 DRAWS = 2000
-ARM_AXES = ("arm", "revision")  # axes whose two values are one build by design (A/A)
 
 
 @dataclasses.dataclass(frozen=True)
@@ -70,108 +68,9 @@ def parse_budget(text):
     return float(m.group(1)) * {"": 1, "s": 1, "m": 60, "h": 3600}[m.group(2)]
 
 
-@dataclasses.dataclass
-class Run:
-    windows: list  # the run's measured samples of one metric
-    duration_s: float  # the run's wall time, launch to end
-    noise: dict = None  # its provenance's host noise (rigs/matrix/hostnoise.py), where recorded
-
-    @property
-    def median(self):
-        return float(statistics.median(self.windows))
-
-
-def arm_values(result_set):
-    """{axis: [values]} of the axes the set's documents vary."""
-    values = {}
-    for d in result_set.docs:
-        for k, v in d["cell"]["params"].items():
-            values.setdefault(k, [])
-            if v not in values[k]:
-                values[k].append(v)
-    return {k: v for k, v in values.items() if len(v) > 1}
-
-
-def check_design(result_set, axis, kind, values=None):
-    """(baseline value, candidate value) of a two-arm set along `axis`; SensitivityError when the set is not
-    the design `kind` ("A/A" or "slowdown") says."""
-    varying = arm_values(result_set)
-    if kind == "slowdown" and set(varying) & set(ARM_AXES):
-        arm = sorted(set(varying) & set(ARM_AXES))[0]
-        raise sensitivity.SensitivityError(
-            f"{result_set.name}: an A/A design (one build on both sides of {arm!r}), not a known slowdown")
-    if axis not in varying:
-        raise sensitivity.SensitivityError(
-            f"{result_set.name}: not a{'n' if kind == 'A/A' else ''} {kind} set of this rig: its cells do not vary "
-            f"{axis!r} (they vary {sorted(varying) or 'nothing'})")
-    others = sorted(k for k in varying if k != axis)
-    if others:
-        raise sensitivity.SensitivityError(f"{result_set.name}: its cells vary {others} besides {axis!r}: "
-                                           f"the two sides must differ in the {axis} arm alone")
-    present = varying[axis]
-    declared = [str(v) for v in (result_set.manifest.get("matrix", {}).get("axes") or {}).get(axis, [])]
-    order = [v for v in declared if v in present] + [v for v in present if v not in declared]
-    if values is not None:
-        missing = [v for v in values if v not in order]
-        if missing:
-            raise sensitivity.SensitivityError(f"{result_set.name}: {axis} has no value {missing[0]!r} "
-                                               f"(values: {', '.join(order)})")
-        order = list(values)
-    if len(order) != 2:
-        raise sensitivity.SensitivityError(f"{result_set.name}: {axis} has {len(order)} values; a two-arm design has 2")
-    ok = {v: next((d for d in result_set.docs if d["status"] == "ok" and d["cell"]["params"][axis] == v), None)
-          for v in order}
-    if any(d is None for d in ok.values()):
-        raise sensitivity.SensitivityError(f"{result_set.name}: an arm has no ok run")
-    diffs = resultsets.provenance_differences(ok[order[0]], ok[order[1]], set())
-    if kind == "A/A":
-        if axis not in ARM_AXES or diffs:
-            why = "; ".join(f"{k}: {a} vs {b}" for k, a, b in diffs) or f"its arm axis {axis!r} changes the cell"
-            raise sensitivity.SensitivityError(f"{result_set.name}: not an A/A design (the sides differ: {why})")
-    elif axis in ARM_AXES or (not diffs and axis != "injected_slowdown_pct"):
-        raise sensitivity.SensitivityError(
-            f"{result_set.name}: an A/A design (one build on both sides of {axis!r}), not a known slowdown")
-    return order[0], order[1]
-
-
-def rounds_of(result_set, axis, values, metric):
-    """[(baseline Run, candidate Run)] of the rounds (repetitions) where both arms have an ok run of `metric`."""
-    by_arm = {v: {} for v in values}
-    for d in result_set.docs:
-        v = d["cell"]["params"].get(axis)
-        samples = [s["value"] for s in d.get("samples", []) if s["metric"] == metric]
-        if v in by_arm and d["status"] == "ok" and samples:
-            by_arm[v][d["cell"]["repetition"]] = Run(samples, float(d.get("duration_s") or 0.0),
-                                                     (d.get("provenance") or {}).get("noise"))
-    a, b = (by_arm[v] for v in values)
-    return [(a[r], b[r]) for r in sorted(set(a) & set(b))]
-
-
-def noise_band(runs):
-    """The host noise the A/A runs saw (their measurement windows): the band a later round is judged against;
-    None fields where the set predates recording it."""
-    steal = [r.noise["steal_fraction"] for r in runs if r.noise and r.noise.get("steal_fraction") is not None]
-    load = [x for r in runs if r.noise for x in r.noise.get("load_average") or [] if x is not None]
-    return {"steal_fraction_max": max(steal) if steal else None, "load_max": max(load) if load else None,
-            "runs_with_noise": len(steal)}
-
-
 def gated_metrics(result_set):
     """{metric: declaration} of every metric the set's results declare: the gate gates each one."""
     return result_set.metrics()
-
-
-def components_of(result_set, pairs):
-    """Variance components of the A/A rounds, with each level's cost in seconds."""
-    policy = result_set.first_ok().get("policy") or {}
-    cooldown = float(policy.get("cooldown_s") or 0.0)
-    n_windows = float(np.mean([len(r.windows) for pair in pairs for r in pair]))
-    run_s = float(np.mean([r.duration_s for pair in pairs for r in pair]))
-    measure_s = float(policy.get("measure_s") or 0.0)
-    window_s = measure_s / n_windows if n_windows > 1 and measure_s else 0.0
-    return sensitivity.estimate_components([[a.windows, b.windows] for a, b in pairs],
-                                           round_s=2 * (run_s + cooldown),
-                                           run_overhead_s=max(0.0, run_s - n_windows * window_s), window_s=window_s)
 
 
 def calibrate_metric(metric, decl, aa_pairs, slow_pairs, comps, min_effect, budget_s, rounds, draws, seed):
@@ -209,7 +108,7 @@ def calibrate_metric(metric, decl, aa_pairs, slow_pairs, comps, min_effect, budg
         "design": {"fixed": fixed, "sequential": seq,
                    "allocation": sensitivity.allocation(comps, budget_s) if paired_sd > 0 else None},
         "budget_s": budget_s, "rounds": len(aa), "slowdown_rounds": len(slow) if slow else 0,
-        "noise_band": noise_band([r for pair in aa_pairs for r in pair]),
+        "noise_band": sensitivity_sets.noise_band([r for pair in aa_pairs for r in pair]),
     }
     return entry
 
@@ -316,7 +215,7 @@ def set_name(result_set):
 def table(baselines):
     """The README's table of the newest committed figure of every rig and metric, in Markdown."""
     newest = {}
-    for r in sensitivity.history(baselines):
+    for r in sensitivity_figures.history(baselines):
         newest[(r["rig"], r["metric"])] = r  # history() is oldest first
     pct = lambda x: "-" if x is None else f"{100 * x:.1f} %"  # noqa: E731
     # Every effect as the fraction the metric gets worse by (what the gate compares); the paired sd is of logs.
@@ -351,7 +250,7 @@ def run(args, workspace, cwd, results_root):
         raise sensitivity.SensitivityError("--record records new sets; --from-set/--slowdown-set read stored ones")
     if args.record:
         rounds = None
-        committed = sensitivity.committed(os.path.join(results_root, "baselines"), args.rig)
+        committed = sensitivity_figures.committed(os.path.join(results_root, "baselines"), args.rig)
         if committed:
             round_s = max(f.round_s for f in committed.values())
             parts = 2 if study.slowdown else 1
@@ -375,12 +274,12 @@ def run(args, workspace, cwd, results_root):
     rig = (aa_set.manifest.get("matrix") or {}).get("rig")
     if rig != args.rig:
         raise sensitivity.SensitivityError(f"{aa_set.name} is a {rig} set, not {args.rig}")
-    aa_values = check_design(aa_set, study.aa["axis"], "A/A")
+    aa_values = sensitivity_sets.check_design(aa_set, study.aa["axis"], "A/A")
     slow_values = None
     if slow_set is not None:
         if (slow_set.manifest.get("matrix") or {}).get("rig") != args.rig:
             raise sensitivity.SensitivityError(f"{slow_set.name} is not a {args.rig} set")
-        slow_values = check_design(slow_set, study.slowdown["axis"], "slowdown",
+        slow_values = sensitivity_sets.check_design(slow_set, study.slowdown["axis"], "slowdown",
                                    (study.slowdown["baseline"], study.slowdown["slowed"]))
     metrics = gated_metrics(aa_set)
     unknown = [m for m in args.metric if m not in metrics]
@@ -391,15 +290,16 @@ def run(args, workspace, cwd, results_root):
     effects = thresholds.min_effects(None, [first])
     plan = {}
     for metric in chosen:  # every refusal before any resampling
-        aa_pairs = rounds_of(aa_set, study.aa["axis"], aa_values, metric)
+        aa_pairs = sensitivity_sets.rounds_of(aa_set, study.aa["axis"], aa_values, metric)
         if len(aa_pairs) < sensitivity.MIN_ROUNDS:
             raise sensitivity.SensitivityError(f"{aa_set.name} {metric}: {len(aa_pairs)} A/A rounds; need "
                                                f"{sensitivity.MIN_ROUNDS}")
-        slow_pairs = rounds_of(slow_set, study.slowdown["axis"], slow_values, metric) if slow_set else None
+        slow_pairs = (sensitivity_sets.rounds_of(slow_set, study.slowdown["axis"], slow_values, metric)
+                      if slow_set else None)
         if slow_pairs is not None and len(slow_pairs) < sensitivity.MIN_ROUNDS:
             raise sensitivity.SensitivityError(f"{slow_set.name} {metric}: {len(slow_pairs)} slowdown rounds; need "
                                                f"{sensitivity.MIN_ROUNDS}")
-        comps = components_of(aa_set, aa_pairs)
+        comps = sensitivity_sets.components_of(aa_set, aa_pairs)
         if budget_s < comps.round_s:
             raise sensitivity.SensitivityError(f"--budget {args.budget} is shorter than one round of {args.rig} "
                                                f"({comps.round_s:.0f} s)")
@@ -422,7 +322,7 @@ def run(args, workspace, cwd, results_root):
         })
         doc[metric] = entry
         print(describe(args.rig, metric, entry), flush=True)
-    out = os.path.join(aa_set.path, sensitivity.FILE_NAME)
+    out = os.path.join(aa_set.path, sensitivity_figures.FILE_NAME)
     if args.dry_run:
         print(f"(dry run: {out} not written)")
         return 0

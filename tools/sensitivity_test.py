@@ -9,6 +9,7 @@ import unittest
 from contextlib import redirect_stderr, redirect_stdout
 
 from analysis import sensitivity as model
+from analysis import sensitivity_figures
 from analysis.testsets import write_set
 from tools import sensitivity
 
@@ -53,7 +54,7 @@ class SensitivityToolTest(unittest.TestCase):
         self.assertLessEqual(e["design"]["allocation"]["cost_s"], 600)
         self.assertAlmostEqual(e["design"]["fixed"]["simulated_detection_at_mde"], 0.95, delta=0.02)
         self.assertIn("MDE", out)
-        figure = model.committed(self.baselines, "calibration")["cpu_loop_rate"]
+        figure = sensitivity_figures.committed(self.baselines, "calibration")["cpu_loop_rate"]
         self.assertEqual((figure.set_name, figure.mde), ("aa", e["mde"]))
         status, out, _ = calibrate("--table")
         self.assertEqual(status, 0)

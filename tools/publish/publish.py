@@ -7,8 +7,8 @@ report, hosts, date, rig, its report as PDF and HTML (analysis/report.py; the ki
 set compares: patched variants, MapReduce engines, parts before and after a page migration, else its
 axes), and its provenance (the run's manifest). results/reference/ gets a page of the case studies'
 published figures (not measured here), sensitivity.html the MDE of every committed sensitivity figure
-(analysis/sensitivity.py) with its history per rig; sets named nightly-<name>-... form a history, plotted with its change
-points (analysis/history.py) once there are two or more. Relative links only, nothing fetched: the folder
+(analysis/sensitivity_figures.py) with its history per rig; sets named nightly-<name>-... form a history,
+plotted with its change points (analysis/history.py) once there are two or more. Relative links only, nothing fetched: the folder
 can be copied to any web server or bucket, or opened from disk. The same sets give the same bytes but for
 the build time, stated once at the foot of each page (--built-at). A set that cannot be rendered is listed
 on the index with the reason, never left out.
@@ -29,7 +29,7 @@ import jinja2
 from rich.console import Console
 from rich.progress import BarColumn, Progress, TextColumn, TimeRemainingColumn
 
-from analysis import history, plots, render, report, resultsets, sensitivity
+from analysis import history, plots, render, report, resultsets, sensitivity_figures
 
 EXIT_OK, EXIT_SOME_SETS_FAILED, EXIT_BAD_INPUT = 0, 1, 2
 TEMPLATES = os.path.join(os.path.dirname(os.path.abspath(__file__)), "templates")
@@ -130,8 +130,8 @@ def write_sensitivity(baselines, out_dir):
     """(rows, [(rig, plot file)]) of the Sensitivity page: every committed figure, and per rig its metrics'
     MDE over the committed sensitivity sets."""
     try:
-        rows = sensitivity.history(baselines)
-    except sensitivity.SensitivityError as e:
+        rows = sensitivity_figures.history(baselines)
+    except sensitivity_figures.SensitivityError as e:
         raise PublishError(f"a committed sensitivity file is unusable: {e}") from None
     out = []
     for rig in sorted({r["rig"] for r in rows}):

@@ -13,7 +13,7 @@ import urllib.parse
 
 from rich.console import Console
 
-from analysis import sensitivity
+from analysis import sensitivity_figures
 from tools.publish import publish
 
 RESULTS = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "results")
@@ -100,7 +100,7 @@ class PublishTest(unittest.TestCase):
         # The Sensitivity page: every committed figure, by rig and metric, with its set and its plot.
         with open(os.path.join(out, "sensitivity.html")) as f:
             page = f.read()
-        rows = sensitivity.history(os.path.join(RESULTS, "baselines"))
+        rows = sensitivity_figures.history(os.path.join(RESULTS, "baselines"))
         self.assertGreaterEqual(len({r["rig"] for r in rows}), 3)
         for r in rows:
             self.assertIn(f"<td>{r['metric']}</td><td>{100 * r['worse_by']:.1f} %</td>", page)

@@ -1,0 +1,154 @@
+"""Committed sensitivity figures: the sensitivity.json files //tools:sensitivity writes into promoted sets
+(results/baselines/*/), read for the gate (the newest figure of a rig and metric), the run summary (the A/A
+runs' steal band) and the site's Sensitivity page (every figure, oldest first). A file in a results folder
+is untrusted: every field used is checked. The model behind the figures: analysis/sensitivity.py."""
+
+import dataclasses
+import json
+import math
+import os
+
+from analysis.sensitivity import SensitivityError, mde_paired, worse_by
+
+FILE_NAME = "sensitivity.json"
+KIND = "tunelab.sensitivity"
+
+
+@dataclasses.dataclass(frozen=True)
+class Figure:
+    """One committed sensitivity figure, as the gate reads it."""
+    rig: str
+    metric: str
+    paired_sd: float
+    mde: float  # at design_rounds
+    design_rounds: int
+    set_name: str  # the A/A set it came from
+    measured_at: str  # YYYY-MM-DD
+    workload_sha256: str
+    round_s: float  # what one A/A round cost
+    stale: bool = False  # measured on another workload digest than the one being gated (for_workload)
+    steal_max: float = None  # the most CPU steal (share) an A/A run saw; None where the set predates recording it
+
+    def for_workload(self, sha256):
+        """This figure, marked stale when `sha256` (the gated results' workload digest) is not its own."""
+        return dataclasses.replace(self, stale=bool(sha256) and sha256 != self.workload_sha256)
+
+    def mde_at(self, rounds):
+        """The MDE of a paired design of `rounds` rounds with this figure's noise (inf below 2 rounds)."""
+        return mde_paired(self.paired_sd, rounds) if rounds >= 2 else math.inf
+
+
+def read_file(path):
+    """{rig: {metric: Figure}} of one sensitivity.json; SensitivityError when it is not one."""
+    try:
+        with open(path) as f:
+            doc = json.load(f)
+    except (OSError, ValueError) as e:
+        raise SensitivityError(f"{path}: not readable JSON ({e})") from None
+    if not isinstance(doc, dict) or doc.get("kind") != KIND or doc.get("schema_version") != 1:
+        raise SensitivityError(f"{path}: not a {KIND} file of schema_version 1")
+    out = {}
+    for rig, metrics in doc.items():
+        if rig in ("kind", "schema_version", "regenerate"):
+            continue
+        if not isinstance(metrics, dict):
+            raise SensitivityError(f"{path}: {rig}: expected an object of metrics")
+        for metric, e in metrics.items():
+            try:
+                figure = Figure(str(rig), str(metric), float(e["paired_sd"]), float(e["mde"]),
+                                int(e["design"]["fixed"]["rounds"]), str(e["sets"]["aa"]),
+                                str(e["measured_at"]), str(e["workload"]["sha256"]),
+                                float(e["components"]["round_s"]),
+                                steal_max=_fraction_or_none((e.get("noise_band") or {}).get("steal_fraction_max")))
+            except (KeyError, TypeError, ValueError):
+                raise SensitivityError(f"{path}: {rig}.{metric}: paired_sd, mde, design.fixed.rounds, sets.aa, "
+                                       "measured_at, workload.sha256 and components.round_s needed") from None
+            if not (math.isfinite(figure.paired_sd) and figure.paired_sd >= 0 and math.isfinite(figure.mde)
+                    and figure.mde >= 0 and figure.design_rounds >= 2):
+                raise SensitivityError(f"{path}: {rig}.{metric}: paired_sd and mde must be finite and >= 0")
+            out.setdefault(rig, {})[metric] = figure
+    return out
+
+
+def _fraction_or_none(x):
+    return float(x) if isinstance(x, (int, float)) and not isinstance(x, bool) and 0 <= x <= 1 else None
+
+
+DEFAULT_STEAL_BAND = 0.05  # where no A/A set recorded steal: a round losing more than 5 % of its CPUs is named
+
+
+def steal_band(baselines, rig):
+    """(band, where it came from): the most steal any committed A/A run of `rig` saw, else the default."""
+    try:
+        figures = committed(baselines, rig)
+    except SensitivityError:
+        figures = {}
+    known = [(f.steal_max, f.set_name) for f in figures.values() if f.steal_max is not None]
+    if known:
+        band, name = max(known)
+        return max(band, 0.001), f"the most an A/A run of {name} saw"
+    return DEFAULT_STEAL_BAND, "no A/A set recorded steal: the default"
+
+
+def noisy_rounds(docs, band):
+    """(rounds with a run whose measurement window lost more than `band` of the CPUs to steal, as
+    [(repetition, steal)], and [steal fractions] of every run that recorded one)."""
+    seen, flagged = [], {}
+    for d in docs:
+        steal = ((d.get("provenance") or {}).get("noise") or {}).get("steal_fraction")
+        if isinstance(steal, (int, float)) and not isinstance(steal, bool):
+            seen.append(float(steal))
+            if steal > band:
+                r = (d.get("cell") or {}).get("repetition")
+                flagged[r] = max(flagged.get(r, 0.0), float(steal))
+    return sorted(flagged.items(), key=lambda x: (str(x[0]))), seen
+
+
+def committed(baselines, rig):
+    """{metric: Figure}: the newest (by measured_at, then set name) committed figure of each of `rig`'s
+    metrics among results/baselines/*/sensitivity.json."""
+    best = {}
+    names = sorted(os.listdir(baselines)) if os.path.isdir(baselines) else []
+    for name in names:
+        path = os.path.join(baselines, name, FILE_NAME)
+        if not os.path.isfile(path):
+            continue
+        for metric, figure in read_file(path).get(rig, {}).items():
+            old = best.get(metric)
+            if old is None or (figure.measured_at, figure.set_name) > (old.measured_at, old.set_name):
+                best[metric] = figure
+    return best
+
+
+def history(baselines):
+    """Every committed figure, oldest first: [{rig, metric, set, measured_at, mde, worse_by, paired_sd,
+    components (sd by level), rounds, false_alarm_rate, detection_rate, slowdown, judged_at, sequential_mde,
+    unit}] for the site's Sensitivity page. Files are checked as the gate checks them (read_file)."""
+    rows = []
+    names = sorted(os.listdir(baselines)) if os.path.isdir(baselines) else []
+    for name in names:
+        path = os.path.join(baselines, name, FILE_NAME)
+        if not os.path.isfile(path):
+            continue
+        figures = read_file(path)
+        with open(path) as f:
+            doc = json.load(f)
+        for rig, metrics in figures.items():
+            for metric, figure in metrics.items():
+                e = doc[rig][metric]
+                design = e.get("design") or {}
+                sd = (e.get("components") or {}).get("sd") or {}
+                rows.append({
+                    "rig": rig, "metric": metric, "set": figure.set_name, "measured_at": figure.measured_at,
+                    "unit": e.get("unit", ""), "direction": e.get("direction", "higher_is_better"), "mde": figure.mde,
+                    "worse_by": worse_by(figure.mde, e.get("direction", "higher_is_better")),
+                    "paired_sd": figure.paired_sd, "rounds": e.get("rounds"),
+                    "components": {k: sd.get(k) for k in ("rounds", "runs", "windows")},
+                    "false_alarm_rate": e.get("false_alarm_rate"), "detection_rate": e.get("detection_rate"),
+                    "slowdown": e.get("slowdown"), "judged_at": (design.get("fixed") or {}).get("judged_at"),
+                    "sequential_mde": (design.get("sequential") or {}).get("mde"),
+                    "asked": (design.get("fixed") or {}).get("asked_min_effect"),
+                    "allocation": design.get("allocation"), "budget_s": e.get("budget_s"),
+                })
+    rows.sort(key=lambda r: (r["measured_at"], r["rig"], r["metric"], r["set"]))
+    return rows
