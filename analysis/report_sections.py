@@ -149,6 +149,9 @@ def provenance_appendix(measured, prepared):
             rows.append(["revisions", "; ".join(revisions)])
         rows.append(["host reference", summary.host_reference_line(s.manifest).partition(": ")[2]
                      or "none recorded"])
+        # Steal and load over the measurement windows, with the rounds outside the rig's A/A band (FLAGGED).
+        rows.append(["host noise", summary.host_noise_line(s.docs, m.get("rig") or d["matrix"].get("rig"), s.manifest)
+                     .partition(": ")[2] or "none recorded"])
         blocks.append(render.TableBlock(["fact", "value"], rows, caption=f"Result set {s.name}"))
         flag_rows, seen, varying = [], set(), _varying(s.docs)
         for x in s.docs:

@@ -215,6 +215,25 @@ class ReportTest(unittest.TestCase):
             ({"variant": "patched"}, 1000.0)])]))
         self.assertIn("No significant change in cpu_loop_rate", text)
 
+    def test_the_provenance_appendix_names_a_round_that_lost_cpu_to_steal(self):
+        # SYNTHETIC noise blocks (as rigs/matrix/hostnoise.py records them): round 2 lost 8 % of the CPUs to the
+        # hypervisor, beyond any band (the floor is 1 %, the default 5 %); the others 0.1 %.
+        folder = os.path.join(self.dir, "noisy")
+        write_set(folder, [({"variant": "stock"}, 1000.0), ({"variant": "patched"}, 990.0)], runs=3)
+        for path in glob.glob(os.path.join(folder, "cells", "*.json")):
+            with open(path) as f:
+                doc = json.load(f)
+            steal = 0.08 if doc["cell"]["repetition"] == 2 else 0.001
+            doc["provenance"]["noise"] = {"window_s": 10.0, "steal_fraction": steal, "steal_s": 20 * steal,
+                                          "load_average": [1.5, 2.25], "harness_cpu_s": 0.1}
+            with open(path, "w") as f:
+                json.dump(doc, f)
+        text = render.to_text(self.build("axis", [resultsets.load_run(folder, name="noisy")]))
+        appendix = text.split("Appendix: provenance")[1]
+        row = next(line for line in appendix.splitlines() if line.startswith("host noise"))
+        self.assertIn("steal 0.1%..8.0% of CPU time, load 1.50..2.25", row)
+        self.assertIn("FLAGGED: round(s) 2 (8.0%) stole more than", row)
+
     def test_a_sequential_run_says_on_its_first_page_when_each_comparison_stopped(self):
         folder = os.path.join(self.dir, "seq")
         write_set(folder, [({"variant": "stock"}, 1000.0), ({"variant": "patched"}, 900.0)], runs=3)

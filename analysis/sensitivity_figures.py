@@ -8,6 +8,7 @@ import json
 import math
 import os
 
+from analysis import thresholds
 from analysis.sensitivity import SensitivityError, mde_paired, worse_by
 
 FILE_NAME = "sensitivity.json"
@@ -28,6 +29,12 @@ class Figure:
     round_s: float  # what one A/A round cost
     stale: bool = False  # measured on another workload digest than the one being gated (for_workload)
     steal_max: float = None  # the most CPU steal (share) an A/A run saw; None where the set predates recording it
+    cell: tuple = ()  # ((parameter, value), ...) of the A/A cell it was measured on, less the arm axis
+
+    def other_cell(self, params):
+        """[(parameter, figure's value, `params`' value)] where the gated cell's parameters differ from the cell
+        this figure was measured on (parameters only one side has are not compared: an axis added later)."""
+        return [(k, v, str(params[k])) for k, v in self.cell if k in params and str(params[k]) != v]
 
     def for_workload(self, sha256):
         """This figure, marked stale when `sha256` (the gated results' workload digest) is not its own."""
@@ -59,10 +66,12 @@ def read_file(path):
                                 int(e["design"]["fixed"]["rounds"]), str(e["sets"]["aa"]),
                                 str(e["measured_at"]), str(e["workload"]["sha256"]),
                                 float(e["components"]["round_s"]),
-                                steal_max=_fraction_or_none((e.get("noise_band") or {}).get("steal_fraction_max")))
+                                steal_max=_fraction_or_none((e.get("noise_band") or {}).get("steal_fraction_max")),
+                                cell=_cell(e.get("cell")))
             except (KeyError, TypeError, ValueError):
                 raise SensitivityError(f"{path}: {rig}.{metric}: paired_sd, mde, design.fixed.rounds, sets.aa, "
-                                       "measured_at, workload.sha256 and components.round_s needed") from None
+                                       "measured_at, workload.sha256 and components.round_s needed, and "
+                                       "cell, where given, an object of parameter values") from None
             if not (math.isfinite(figure.paired_sd) and figure.paired_sd >= 0 and math.isfinite(figure.mde)
                     and figure.mde >= 0 and figure.design_rounds >= 2):
                 raise SensitivityError(f"{path}: {rig}.{metric}: paired_sd and mde must be finite and >= 0")
@@ -70,11 +79,24 @@ def read_file(path):
     return out
 
 
+def _cell(params):
+    """The figure's cell as sorted (name, value) string pairs; () where the file has none."""
+    if params is None:
+        return ()
+    if not isinstance(params, dict) or not all(isinstance(k, str) and isinstance(v, (str, int, float))
+                                               and not isinstance(v, bool) for k, v in params.items()):
+        raise ValueError("cell: expected an object of parameter values")
+    return tuple(sorted((k, str(v)) for k, v in params.items()))
+
+
 def _fraction_or_none(x):
     return float(x) if isinstance(x, (int, float)) and not isinstance(x, bool) and 0 <= x <= 1 else None
 
 
 DEFAULT_STEAL_BAND = 0.05  # where no A/A set recorded steal: a round losing more than 5 % of its CPUs is named
+# The band is never narrower than 1 %: the A/A runs here saw at most 0.1-0.3 % steal, and a band that tight
+# would flag rounds for a noise far below what any gate can see.
+MIN_STEAL_BAND = 0.01
 
 
 def steal_band(baselines, rig):
@@ -86,7 +108,19 @@ def steal_band(baselines, rig):
     known = [(f.steal_max, f.set_name) for f in figures.values() if f.steal_max is not None]
     if known:
         band, name = max(known)
-        return max(band, 0.001), f"the most an A/A run of {name} saw"
+        if band < MIN_STEAL_BAND:
+            return MIN_STEAL_BAND, f"{MIN_STEAL_BAND:.0%}, the floor (an A/A run of {name} saw at most {band:.2%})"
+        return band, f"the most an A/A run of {name} saw"
+    return DEFAULT_STEAL_BAND, "no A/A set recorded steal: the default"
+
+
+def checkout_steal_band(rig):
+    """steal_band() of the committed sets of the first tree that has results/baselines: this build's runfiles,
+    then the user's checkout (thresholds.default_roots)."""
+    for root in thresholds.default_roots():
+        baselines = os.path.join(root, "results", "baselines")
+        if os.path.isdir(baselines):
+            return steal_band(baselines, rig)
     return DEFAULT_STEAL_BAND, "no A/A set recorded steal: the default"
 
 

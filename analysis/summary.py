@@ -59,14 +59,16 @@ def host_reference_line(manifest):
     return "host reference: " + "; ".join(parts) if parts else "host reference: none recorded"
 
 
-def host_noise_line(docs, rig):
+def host_noise_line(docs, rig, manifest=None):
     """The host's noise over the runs' measurement windows (steal, load), with the rounds whose steal fell
-    outside the band of the rig's committed A/A runs named; "" when no run recorded it."""
-    band, source = sensitivity_figures.DEFAULT_STEAL_BAND, "no A/A set recorded steal: the default"
-    for root in thresholds.default_roots():
-        if os.path.isdir(os.path.join(root, "results", "baselines")):
-            band, source = sensitivity_figures.steal_band(os.path.join(root, "results", "baselines"), rig)
-            break
+    outside the band of the rig's committed A/A runs named, and the rounds the policy ran again for them (the
+    manifest's noise_reruns, rigs/matrix/noisyrounds.py); "" when no run recorded it."""
+    reruns = ((manifest or {}).get("noise_reruns") or {})
+    if reruns.get("band") is not None:  # the band the run judged its rounds by
+        band, source = reruns["band"], reruns.get("band_source", "")
+    else:
+        band, source = sensitivity_figures.checkout_steal_band(rig)
+    again = {r.get("round"): r.get("rerun_as") for r in reruns.get("reruns") or []}
     flagged, steal = sensitivity_figures.noisy_rounds(docs, band)
     if not steal:
         return ""
@@ -76,7 +78,12 @@ def host_noise_line(docs, rig):
             + (f", load {min(loads):.2f}..{max(loads):.2f}" if loads else ""))
     if flagged:
         text += (f"; FLAGGED: round(s) {', '.join(f'{r} ({s:.1%})' for r, s in flagged)} stole more than "
-                 f"{band:.1%} ({source}): their values carry the host's noise; rerun them to be sure")
+                 f"{band:.1%} ({source}): their values carry the host's noise and stay in the statistics")
+        answered = [f"{r} as round {again[r]}" for r, _ in flagged if again.get(r) is not None]
+        if answered:
+            text += f"; run again by the policy: {', '.join(answered)}"
+        if len(answered) < len(flagged):
+            text += "; rerun the others to be sure (policy rerun_noisy_rounds)"
     return text
 
 
@@ -190,7 +197,7 @@ def render(console, result_set, metrics=None):
     for row in compare.not_measured_rows(compared):
         console.print(escape(f"not measured: {row[1] or row[0]} (ok/failed/invalid/skipped {row[2]}): {row[3]}"[:300]))
     console.print(escape(host_reference_line(manifest)))
-    noise = host_noise_line(result_set.docs, matrix.get("rig"))
+    noise = host_noise_line(result_set.docs, matrix.get("rig"), result_set.manifest)
     if noise:
         console.print(escape(noise))
     headline = next((m for m in metrics if any(c.groups.get(m) for c in compared)), None)

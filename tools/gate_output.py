@@ -18,6 +18,11 @@ def sensitivity_text(check):
                  "the rig or raise the minimum effect")
     if f.stale:
         text += f"; the set is older than the workload's digest (measured on {f.workload_sha256[:12]})"
+    other = f.other_cell(check.params)
+    if other:
+        shown = ", ".join(f"{k}={theirs}, here {ours}" for k, theirs, ours in other[:3])
+        more = f" and {len(other) - 3} more" if len(other) > 3 else ""
+        text += f"; measured on another cell ({shown}{more}): a guide, not this cell's figure"
     return text
 
 
@@ -36,9 +41,10 @@ def markdown(checks, baseline, candidate, confirmed=None, warnings=()):
     lines = [f"# tunelab gate: **{word}** {rest}", ""]
     seen = set()
     for c in checks:
-        if c.figure is not None and (c.metric, c.runs) not in seen:
-            seen.add((c.metric, c.runs))
-            lines.append(f"- Sensitivity: {sensitivity_text(c)}")
+        text = sensitivity_text(c)  # one line per distinct statement (rounds, or the cell the figure fits, differ)
+        if text and text not in seen:
+            seen.add(text)
+            lines.append(f"- Sensitivity: {text}")
     unknown = list(dict.fromkeys(c.metric for c in checks if c.figure is None))
     if unknown:
         seen.add("unknown")

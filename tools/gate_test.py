@@ -96,7 +96,7 @@ class GateTest(unittest.TestCase):
         self.dir = self.tmp.name
         return self.sets(level, noise=0.001)
 
-    def write_figure(self, paired_sd, sha256=None):
+    def write_figure(self, paired_sd, sha256=None, cell=None):
         """A SYNTHETIC committed sensitivity figure for the calibration rig (not a measurement)."""
         folder = os.path.join(self.dir, "baselines", "calibration-aa")
         os.makedirs(folder)
@@ -104,6 +104,8 @@ class GateTest(unittest.TestCase):
                  "sets": {"aa": "calibration-aa"}, "measured_at": "2026-11-25",
                  "workload": {"sha256": sha256 or testsets.template()["provenance"]["workload"]["sha256"]},
                  "components": {"round_s": 10.0}}
+        if cell is not None:
+            entry["cell"] = cell
         with open(os.path.join(folder, sensitivity_figures.FILE_NAME), "w") as f:
             json.dump({"kind": sensitivity_figures.KIND, "schema_version": 1, "calibration": {"cpu_loop_rate": entry}}, f)
 
@@ -134,6 +136,23 @@ class GateTest(unittest.TestCase):
         self.assertNotIn("judged at the MDE", out)
         self.assertIn("cpu_loop_rate: catches >= 0.7% at 95 % with 5 rounds a side", out)
         self.assertIn("older than the workload's digest", out)
+
+    def test_a_figure_of_another_cell_is_named_as_a_guide(self):
+        base, cand = self.sets(900.0, noise=0.002)
+        params = testsets.template()["cell"]["params"]
+        self.write_figure(0.002, cell=dict(params, gc="g1", heap="4g", executor="process"))
+        code, out, _ = self.run_gate(base, cand)
+        self.assertEqual(code, gate.EXIT_REGRESSED, out)
+        # The g1 check shares the figure's gc; the parallel one does not; both differ in heap.
+        self.assertIn(f"measured on another cell (heap=4g, here {params['heap']}): a guide", out)
+        self.assertIn(f"measured on another cell (gc=g1, here parallel, heap=4g, here {params['heap']})", out)
+
+    def test_a_figure_of_the_same_cell_says_nothing_of_cells(self):
+        base, cand = self.sets(900.0, noise=0.002)
+        self.write_figure(0.002, cell=dict(testsets.template()["cell"]["params"], gc="g1"))
+        code, out, _ = self.run_gate(base, cand)
+        self.assertEqual(code, gate.EXIT_REGRESSED, out)
+        self.assertEqual(out.count("measured on another cell"), 1, out)  # gc=parallel only
 
     def test_an_improvement_is_not_a_regression(self):
         code, out, _ = self.run_gate(*self.sets(1100.0))

@@ -147,10 +147,14 @@ def record(study, kind, workspace, repetitions):
     argv = [bazel, "run", study.matrix, "--", "--profile", design["profile"], "--no-next-steps"]
     if repetitions:
         argv.append(f"--set=policy.repetitions={repetitions}")
+    # Built first, so that a rig that does not build is said as such (not as a failed recording).
+    built = subprocess.run([bazel, "build", study.matrix], cwd=workspace).returncode
+    if built != 0:
+        raise sensitivity.SensitivityError(f"{study.matrix} does not build (bazel build exit {built}): nothing "
+                                           "recorded; fix the build first")
     with tempfile.TemporaryDirectory(prefix="tunelab-sensitivity-") as tmp:
         if design["axis"] == "revision":
-            # One build as both revisions: the target's own runfiles as "accepted" (built first).
-            subprocess.run([bazel, "build", study.matrix], cwd=workspace, check=True)
+            # One build as both revisions: the target's own runfiles as "accepted".
             package, name = study.matrix[2:].split(":")
             runfiles = os.path.join(workspace, "bazel-bin", package, name + ".runfiles", "tunelab")
             argv += ["--revision", f"accepted={runfiles}"]
@@ -165,6 +169,22 @@ def record(study, kind, workspace, repetitions):
     if status not in (0, 1) or not run_dir:
         raise sensitivity.SensitivityError(f"recording the {kind} profile {design['profile']} failed (exit {status})")
     return run_dir
+
+
+def read_existing(path):
+    """The sensitivity.json already in the A/A set's folder ({} where none), which this run adds to. One that is
+    not a valid sensitivity file is refused, never overwritten: it may be a committed figure someone broke."""
+    if not os.path.lexists(path):
+        return {}
+    if os.path.islink(path) or not os.path.isfile(path):
+        raise sensitivity.SensitivityError(f"{path} is not a regular file: refusing to write over it")
+    try:
+        sensitivity_figures.read_file(path)
+    except sensitivity.SensitivityError as e:
+        raise sensitivity.SensitivityError(f"{e}; refusing to overwrite it: restore it (git checkout -- {path}) "
+                                           "or move it away") from None
+    with open(path) as f:
+        return json.load(f)
 
 
 def main(argv=None):
@@ -286,6 +306,7 @@ def run(args, workspace, cwd, results_root):
     if unknown:
         raise sensitivity.SensitivityError(f"{args.rig} does not gate {unknown[0]!r} (gated: {', '.join(metrics)})")
     chosen = {m: metrics[m] for m in (args.metric or metrics)}
+    read_existing(os.path.join(aa_set.path, sensitivity_figures.FILE_NAME))  # refuse a corrupt one before work
     first = aa_set.first_ok()
     effects = thresholds.min_effects(None, [first])
     plan = {}
@@ -326,10 +347,7 @@ def run(args, workspace, cwd, results_root):
     if args.dry_run:
         print(f"(dry run: {out} not written)")
         return 0
-    existing = {}
-    if os.path.exists(out):
-        with open(out) as f:
-            existing = json.load(f)
+    existing = read_existing(out)
     existing.setdefault(args.rig, {}).update(doc)
     tmp = out + ".tmp"
     with open(tmp, "w") as f:

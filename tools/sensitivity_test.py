@@ -89,6 +89,30 @@ class SensitivityToolTest(unittest.TestCase):
         self.refused("--from-set", self.aa.path, "--budget", "3s", pattern="shorter than one round")
         self.refused("--from-set", self.aa.path, "--budget", "soon", pattern="expected a duration")
 
+    def test_a_corrupt_figure_file_in_the_set_is_refused_and_kept(self):
+        path = os.path.join(self.aa.path, "sensitivity.json")
+        for text in ("{not json", json.dumps({"kind": "something else"}),
+                     json.dumps({"kind": sensitivity_figures.KIND, "schema_version": 1, "calibration": {"x": {}}})):
+            with open(path, "w") as f:
+                f.write(text)
+            status, _, err = calibrate("--rig", "calibration", "--from-set", self.aa.path, "--draws", "100")
+            self.assertEqual(status, 2)
+            self.assertIn("refusing to overwrite it", err)
+            with open(path) as f:
+                self.assertEqual(f.read(), text)
+
+    def test_recording_a_rig_that_does_not_build_says_so(self):
+        # A stand-in for ./bazelw whose build fails, as a broken rig's would (it records every call).
+        calls = os.path.join(self.tmp.name, "calls")
+        with open(os.path.join(self.tmp.name, "bazelw"), "w") as f:
+            f.write(f'#!/bin/sh\necho "$@" >> {calls}\n[ "$1" = build ] && exit 1\nexit 0\n')
+        os.chmod(os.path.join(self.tmp.name, "bazelw"), 0o755)
+        status, _, err = calibrate("--rig", "calibration", "--record", "--draws", "100")
+        self.assertEqual(status, 2)
+        self.assertRegex(err, r"//rigs:calibration_matrix does not build \(bazel build exit 1\)")
+        with open(calls) as f:
+            self.assertEqual([line.split()[0] for line in f], ["build"])  # nothing recorded after it
+
     def test_foreign_rig(self):
         yarn = write_set(os.path.join(self.baselines, "yarn"), [({"arm": "a"}, 1.0), ({"arm": "b"}, 1.0)], runs=6,
                          rig="yarn_cps")

@@ -11,6 +11,7 @@ here lacks CAP_SYS_RESOURCE). Those are the options below; they are harmless on 
 
 import dataclasses
 import json
+import os
 import resource
 import shutil
 import subprocess
@@ -190,3 +191,19 @@ def remove_orphans(host_lock):
             remove(name, executor)
             names.append(name)
     return names
+
+
+def image_in_runfiles(runfiles, runfiles_ws):
+    """{tar, tag, mounts} of the rigs' OS image in this target's runfiles, or None. The mounts make the
+    runfiles visible inside a container at their own paths: the tree and, when its entries are Bazel's
+    symlinks, the output base they point into."""
+    tar = os.path.join(runfiles_ws, "tools", "container", "rig_os.tar")
+    if not os.path.exists(tar):
+        return None
+    with open(os.path.join(runfiles_ws, "tools", "container", "rig_os.tag")) as f:
+        tag = f.read().strip()
+    mounts = {runfiles}
+    real = os.path.realpath(tar)
+    if "/execroot/" in real:
+        mounts.add(real.split("/execroot/")[0])
+    return {"tar": tar, "tag": tag, "mounts": sorted(mounts)}

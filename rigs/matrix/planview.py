@@ -52,6 +52,11 @@ def print_plan(console, matrix, planned, profile, rig=None):
         counted = (f"{pol.min_repetitions}..{pol.repetitions} rounds, each comparison stopping once decided")
         when = (f"estimated time {datetime.timedelta(seconds=round(shortest))} (all decided at round "
                 f"{pol.min_repetitions}) to {datetime.timedelta(seconds=round(est))} (max)")
+    elif pol.rerun_noisy_rounds:
+        longest = est * (pol.repetitions + pol.rerun_noisy_rounds) / pol.repetitions
+        counted = f"{pol.repetitions} repetitions (+ at most {pol.rerun_noisy_rounds} rounds run again for steal)"
+        when = (f"estimated time {datetime.timedelta(seconds=round(est))} (no noisy round) to "
+                f"{datetime.timedelta(seconds=round(longest))}")
     else:
         counted, when = f"{pol.repetitions} repetitions", f"estimated time {datetime.timedelta(seconds=round(est))}"
     console.print(f"{len(planned)} cells, {runnable} to run x {counted} "

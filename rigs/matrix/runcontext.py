@@ -48,6 +48,7 @@ class RunContext:
     order: list = dataclasses.field(default_factory=list)  # [(cell id, repetition)], interleaved
     statuses: dict = dataclasses.field(default_factory=dict)  # (cell id, repetition) -> status
     rounds: object = None  # the rounds.Rounds of a sequential policy (stop = "decided"), else None
+    noisy: object = None  # the noisyrounds.NoisyRounds of a policy that re-runs noisy rounds, else None
 
     def skeleton(self, planned, repetition, logs):
         m = self.matrix

@@ -3,10 +3,10 @@ each result with its provenance, and goes on when a cell fails. It measures and 
 analysis' job (rigs/main.py, the entry point of every rig_matrix target, calls one and then the other).
 
 Parts: inputs.py (command line, builds, resumed settings), spec.py (matrix files), schedule.py (the
-interleaved order), plan.py (what this host can run) and planview.py (the plan printed or as JSON), cell.py
-(one cell repetition), knobs.py and evidence.py (apply and prove the knobs), preflight.py (is the host
-busy), hoststate.py (the root-only folder of the host lock and the knob journal), host_reference.py (a fixed
-probe of the host before and after).
+interleaved order), plan.py and planview.py (what this host can run; the plan shown), cell.py (one cell
+repetition), knobs.py and evidence.py (apply and prove the knobs), preflight.py (is the host busy),
+hoststate.py (host lock, knob journal), host_reference.py (a probe before and after), rounds.py and
+noisyrounds.py (sequential rounds; rounds run again for steal).
 """
 
 import dataclasses
@@ -20,8 +20,9 @@ from rich.markup import escape
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn, TimeRemainingColumn
 
 from results import resultfile as results, store
-from rigs.matrix import (cell as cell_runner, container, host_reference, hoststate, inputs, knobs, plan, planview,
-                         rig as rig_contract, rounds as sequential_rounds, schedule, spec)
+from analysis import sensitivity_figures
+from rigs.matrix import (cell as cell_runner, container, host_reference, hoststate, inputs, knobs, noisyrounds, plan,
+                         planview, rig as rig_contract, rounds as sequential_rounds, schedule, spec)
 from rigs.matrix.inputs import (check_run_id, load_revisions, load_variants, new_run_id, parse_args, spec_digest,
                                 stored_run_settings)
 from rigs.matrix.runcontext import RunContext, now_iso
@@ -40,22 +41,6 @@ class Outcome:
     workload: object = None
 
 
-def container_image(runfiles, runfiles_ws):
-    """{tar, tag, mounts} of the rigs' OS image in this target's runfiles, or None. The mounts make the
-    runfiles visible inside a container at their own paths: the tree and, when its entries are Bazel's
-    symlinks, the output base they point into."""
-    tar = os.path.join(runfiles_ws, "tools", "container", "rig_os.tar")
-    if not os.path.exists(tar):
-        return None
-    with open(os.path.join(runfiles_ws, "tools", "container", "rig_os.tag")) as f:
-        tag = f.read().strip()
-    mounts = {runfiles}
-    real = os.path.realpath(tar)
-    if "/execroot/" in real:
-        mounts.add(real.split("/execroot/")[0])
-    return {"tar": tar, "tag": tag, "mounts": sorted(mounts)}
-
-
 def check_cells(rig, planned):
     """Checks every cell's parameters against the rig's declarations, then lets the rig refuse impossible
     combinations (e.g. a trace format its Hadoop cannot read), before anything runs."""
@@ -70,6 +55,9 @@ def check_cells(rig, planned):
 
 
 def write_manifest(ctx, planned, order, state, statuses):
+    reps = {}  # cell id -> its repetitions in the order (the policy's, and rounds added for noise)
+    for c, r in order:
+        reps.setdefault(c.id, []).append(r)
     doc = {
         "schema_version": 1, "kind": "tunelab.run_manifest", "run_id": ctx.run_id, "state": state,
         "matrix": {"name": ctx.matrix.name, "rig": ctx.matrix.rig, "source": ctx.matrix_source,
@@ -83,9 +71,11 @@ def write_manifest(ctx, planned, order, state, statuses):
         "revisions": {name: {"commit": r.commit, "runfiles": r.runfiles} for name, r in ctx.revisions.items()},
         "cells": [{"id": p.cell.id, "params": p.cell.params, "skip_reason": p.skip_reason or None,
                    "repetitions": {str(r): statuses.get((p.cell.id, r), "pending")
-                                   for r in range(ctx.matrix.repetitions_of(p.cell))}} for p in planned],
+                                   for r in reps.get(p.cell.id, range(ctx.matrix.repetitions_of(p.cell)))}}
+                  for p in planned],
         "order": [[c.id, r] for c, r in order], "updated_at": now_iso(),
         "sequential": ctx.rounds.to_json() if ctx.rounds else None,
+        "noise_reruns": ctx.noisy.to_json() if ctx.noisy else None,
         # Set by //tools:fleet on the hosts it drives: which inventory host and fleet run this is.
         "fleet": {key: os.environ[var] for key, var in (("host", "TUNELAB_FLEET_HOST"), ("fleet_id", "TUNELAB_FLEET_ID"))
                   if os.environ.get(var)} or None,
@@ -157,7 +147,7 @@ def execute(argv=None, console=None, host_paths=None, report=None):
         if matrix.policy.sequential:
             rounds = sequential_rounds.Rounds(matrix, planned,
                                               sequential_rounds.decided_metrics(matrix.policy, workload_dir))
-        image = container_image(runfiles, runfiles_ws)
+        image = container.image_in_runfiles(runfiles, runfiles_ws)
         if any(p.cell.params.get("executor") in container.ENGINES and not p.skip_reason for p in planned) and image is None:
             raise spec.SpecError("executor=container/docker: this target's runfiles hold no container image "
                                  "(//tools/container:rig_os; rig_matrix adds it)")
@@ -187,7 +177,7 @@ def execute(argv=None, console=None, host_paths=None, report=None):
         console.print(f"[red]error:[/red] {escape(str(e))}")
         return Outcome(EXIT_BAD_INPUT)
     digest = spec_digest(args.matrix, args.profile, args.set, workload)
-    stored_reference = []
+    stored_reference, stored_reruns = [], None
     if args.resume:
         try:
             manifest = store.load_manifest(os.path.join(run_dir, "manifest.json"))
@@ -203,6 +193,7 @@ def execute(argv=None, console=None, host_paths=None, report=None):
             return Outcome(EXIT_BAD_INPUT)
         matrix.seed = manifest["matrix"]["seed"]
         stored_reference = (manifest.get("host_reference") or {}).get("measurements", [])
+        stored_reruns = manifest.get("noise_reruns")
     elif os.path.exists(run_dir):
         console.print(f"[red]error:[/red] {run_dir} exists")
         return Outcome(EXIT_BAD_INPUT)
@@ -240,6 +231,10 @@ def execute(argv=None, console=None, host_paths=None, report=None):
             host_lock=lock_file, knob_journal=os.path.join(os.path.dirname(lock_file), hoststate.JOURNAL_NAME),
             host_reference=None, manifest_host_reference=None,
             container_image=image or {}, rounds=rounds)
+        if matrix.policy.rerun_noisy_rounds:
+            band, source = ((stored_reruns["band"], stored_reruns["band_source"]) if stored_reruns
+                            else sensitivity_figures.checkout_steal_band(matrix.rig))
+            ctx.noisy = noisyrounds.NoisyRounds(matrix.policy, band, source, stored_reruns)
         try:
             recovered = knobs.recover(ctx.knob_journal, ctx.host_paths)
         except knobs.KnobError as e:
@@ -299,9 +294,11 @@ def run_cells(console, ctx, planned):
     EXIT_INTERRUPTED on Ctrl-C/SIGTERM, EXIT_BAD_INPUT on a corrupt stored result. Under a sequential policy
     (ctx.rounds), it looks at every comparison after each round and skips the repetitions of cells whose
     comparisons are all decided ("not_needed")."""
-    matrix, run_dir, rounds = ctx.matrix, ctx.run_dir, ctx.rounds
+    matrix, run_dir, rounds, noisy = ctx.matrix, ctx.run_dir, ctx.rounds, ctx.noisy
     order = schedule.interleaved_order([p.cell for p in planned], matrix.policy.repetitions, matrix.seed,
                                    matrix.repetitions_of)
+    if noisy:
+        noisy.restore(order, matrix.seed)  # a resumed run: the rounds it had added
     by_id = {p.cell.id: p for p in planned}
     done = results.stored_results(run_dir)
     statuses = {}
@@ -314,6 +311,8 @@ def run_cells(console, ctx, planned):
         statuses[(cid, rep)] = doc["status"]
         if rounds:
             rounds.record(doc)
+        if noisy:
+            noisy.record(doc)
     ctx.order, ctx.statuses = order, statuses
     looked = [0]  # complete rounds looked at
 
@@ -336,12 +335,18 @@ def run_cells(console, ctx, planned):
         statuses[(cell.id, rep)] = "not_needed"
         return False
 
+    if noisy:  # rounds a resumed run completed but had not judged yet (judging a round again changes nothing)
+        for rep in sorted({r for _, r in order}):
+            if all((c.id, r) in done for c, r in order if r == rep):
+                noisy.judge(rep, order, matrix.seed, console.print)
     todo = [(c, r) for c, r in order if (c.id, r) not in done]
     write_manifest(ctx, planned, order, "running", statuses)
     console.print(f"run {ctx.run_id}: {len(todo)} of {len(order)} cell repetitions to run"
                   + (f" at most ({matrix.policy.describe()})" if rounds else "") + f"; results in {escape(run_dir)}")
     if rounds:
         console.print(escape(f"sequential: {rounds.describe()}"))
+    if noisy:
+        console.print(escape(f"noisy rounds: {noisy.describe()}"))
 
     def on_term(signum, frame):
         raise KeyboardInterrupt
@@ -351,7 +356,10 @@ def run_cells(console, ctx, planned):
                   TextColumn("ETA"), TimeRemainingColumn(), console=console, transient=False) as progress:
         task = progress.add_task("starting", total=len(todo))
         try:
-            for index, (cell, rep) in enumerate(todo):
+            index = 0
+            while index < len(todo):  # todo grows when a noisy round is run again
+                cell, rep = todo[index]
+                index += 1
                 if not needed(cell, rep):
                     # The bar's total shrinks with the skipped repetitions, so the ETA follows the decisions.
                     progress.update(task, total=progress.tasks[0].total - 1)
@@ -363,6 +371,12 @@ def run_cells(console, ctx, planned):
                 statuses[(cell.id, rep)] = doc["status"]
                 if rounds:
                     rounds.record(doc)
+                if noisy:
+                    noisy.record(doc)
+                    if index == len(todo) or todo[index][1] != rep:  # the last cell of its round
+                        added = noisy.judge(rep, order, matrix.seed, progress.console.print)
+                        todo.extend(added)
+                        progress.update(task, total=progress.tasks[0].total + len(added))
                 write_manifest(ctx, planned, order, "running", statuses)
                 line = f"{doc['status']:>8} {cell.id} r{rep} {cell.label(ctx.varying)}"
                 if doc.get("reason"):

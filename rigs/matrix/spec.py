@@ -61,7 +61,7 @@ EXECUTORS = ("process", "container", "docker")
 # value stays out of the cell id (stored runs resume and compare as before).
 ID_NEUTRAL = {"executor": "process"}
 POLICY_KEYS = {"warmup_s": float, "measure_s": float, "repetitions": int, "cooldown_s": float, "timeout_s": float,
-               "stop": str, "decide_on": list}
+               "stop": str, "decide_on": list, "rerun_noisy_rounds": int}
 # stop = "decided": after each interleaved round from `min` on, every comparison the matrix asks about is
 # classified (analysis/sequential.py) and a cell stops being scheduled once all of its comparisons are.
 STOP_RULES = ("fixed", "decided")
@@ -99,15 +99,20 @@ class Policy:
     stop: str = "fixed"  # or "decided": sequential repetitions (analysis/sequential.py)
     min_repetitions: int = 0  # with stop = "decided": the first look (`min`)
     decide_on: tuple = ()  # metrics the sequential policy decides on; () = every metric of gate.toml
+    # The most rounds added because a round lost more CPU to steal than the rig's A/A band (noisyrounds.py).
+    rerun_noisy_rounds: int = 0
 
     @property
     def sequential(self):
         return self.stop == "decided"
 
     def describe(self):
-        """The repetitions in words: "x5" or "3..12 rounds, stop when decided"."""
+        """The repetitions in words: "x5", "x5 (+ at most 2 for noisy rounds)" or "3..12 rounds, stop when
+        decided"."""
         if self.sequential:
             return f"{self.min_repetitions}..{self.repetitions} rounds, stop when decided"
+        if self.rerun_noisy_rounds:
+            return f"x{self.repetitions} (+ at most {self.rerun_noisy_rounds} for noisy rounds)"
         return f"x{self.repetitions}"
 
 
@@ -396,6 +401,12 @@ def _parse_policy(where, table):
     policy = Policy(**values)
     if policy.measure_s <= 0:
         raise SpecError(f"{where}: [policy] measure_s must be > 0")
+    if policy.rerun_noisy_rounds and policy.sequential:
+        raise SpecError(f"{where}: [policy] rerun_noisy_rounds is for a fixed count: stop = \"decided\" already "
+                        "runs rounds until its comparisons are decided")
+    if policy.rerun_noisy_rounds > policy.repetitions:
+        raise SpecError(f"{where}: [policy] rerun_noisy_rounds = {policy.rerun_noisy_rounds} is more than the "
+                        f"{policy.repetitions} repetitions: at most one extra round per round")
     return policy
 
 
