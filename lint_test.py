@@ -33,6 +33,52 @@ BUILDIFIER_WARNINGS = ",".join("-native-" + name for name in (
     "cc-objc-library"))
 
 
+# README "Add a rig": the steps //:lint_test checks, by number (rig_layout_problems).
+RIG_MATRIX_CALL = re.compile(r"^rig_matrix\((.*?)^\)", re.S | re.M)
+
+
+def rig_layout_problems(tree):
+    """What a rig of `tree` lacks of README's "Add a rig" checklist, one line each naming the step: a
+    rigs/<rig>/rig.py with no rig_matrix call in rigs/BUILD.bazel (step 3), no rigs.<rig> in .importlinter
+    (step 4), a workload without workload.toml, gate.toml or its definition filegroup (step 2), or missing
+    from workloads/BUILD.bazel's gate_files (step 4)."""
+    def read(*parts):
+        try:
+            with open(os.path.join(tree, *parts)) as f:
+                return f.read()
+        except OSError:
+            return ""
+    calls = {}  # rig -> workload, from rigs/BUILD.bazel's rig_matrix calls
+    for body in RIG_MATRIX_CALL.findall(read("rigs", "BUILD.bazel")):
+        rig = re.search(r'^\s*rig = "//rigs/(\w+):rig",', body, re.M)
+        workload = re.search(r'^\s*workload = "//workloads/(\w+)",', body, re.M)
+        if rig:
+            calls.setdefault(rig.group(1), set()).add(workload.group(1) if workload else None)
+    linter = read(".importlinter")
+    gate_files = read("workloads", "BUILD.bazel")
+    problems = []
+    for path in sorted(glob.glob(os.path.join(tree, "rigs", "*", "rig.py"))):
+        rig = os.path.basename(os.path.dirname(path))
+        if rig in ("matrix", "host"):
+            continue
+        if rig not in calls:
+            problems.append(f"rigs/{rig}: no rig_matrix(rig = \"//rigs/{rig}:rig\", ...) in rigs/BUILD.bazel (step 3)")
+        if not re.search(rf"^\s+rigs\.{rig}$", linter, re.M):
+            problems.append(f"rigs/{rig}: .importlinter does not name rigs.{rig} (step 4)")
+        for workload in sorted(w or "" for w in calls.get(rig, ())):
+            if not workload:
+                problems.append(f"rigs/{rig}: its rig_matrix names no workload = \"//workloads/NAME\" (step 3)")
+                continue
+            for name in ("workload.toml", "gate.toml"):
+                if not os.path.isfile(os.path.join(tree, "workloads", workload, name)):
+                    problems.append(f"workloads/{workload}: no {name} (step 2)")
+            if not re.search(r'name = "definition"', read("workloads", workload, "BUILD.bazel")):
+                problems.append(f"workloads/{workload}: its BUILD.bazel has no definition filegroup (step 2)")
+            if f'"//workloads/{workload}:gate.toml"' not in gate_files:
+                problems.append(f"workloads/{workload}: not in workloads/BUILD.bazel's gate_files (step 4)")
+    return problems
+
+
 def runfile(*parts):
     for root in (os.environ.get("RUNFILES_DIR", ""), os.path.join(HERE, "..")):
         path = os.path.join(root, *parts)
@@ -80,6 +126,45 @@ class LintTest(unittest.TestCase):
         self.assertEqual(proc.returncode, 0, f"ruff check found problems (fix them, or say why in ruff.toml):\n"
                                              f"{proc.stdout}")
         print(proc.stdout.strip(), file=sys.stderr)
+
+    def test_every_rig_is_two_folders_and_one_line(self):
+        # README "Add a rig": each rig's two folders, its rig_matrix line and the two lists a test can check.
+        self.assertEqual(rig_layout_problems(checkout()), [])
+
+    def test_the_rig_layout_check_names_each_missing_step(self):
+        # A sixth rig as its two folders and one line, in a scratch tree; then each piece deleted in turn.
+        tree, r = os.path.join(os.environ.get("TEST_TMPDIR", "/tmp"), "sixth-rig"), "sixth"
+        files = {
+            f"rigs/{r}/rig.py": "RIG = None\n",
+            f"rigs/{r}/BUILD.bazel": 'py_library(name = "rig")\n',
+            "rigs/BUILD.bazel": f'rig_matrix(\n    name = "{r}_matrix",\n    rig = "//rigs/{r}:rig",\n'
+                                f'    workload = "//workloads/{r}",\n)\n',
+            ".importlinter": f"forbidden_modules =\n    rigs.{r}\n",
+            f"workloads/{r}/workload.toml": "", f"workloads/{r}/gate.toml": "",
+            f"workloads/{r}/BUILD.bazel": 'filegroup(\n    name = "definition",\n)\n',
+            "workloads/BUILD.bazel": f'srcs = ["//workloads/{r}:gate.toml"]\n',
+        }
+        cut = {"rigs/BUILD.bazel": f"no rig_matrix(rig = \"//rigs/{r}:rig\", ...) in rigs/BUILD.bazel (step 3)",
+               ".importlinter": f".importlinter does not name rigs.{r} (step 4)",
+               f"workloads/{r}/workload.toml": f"workloads/{r}: no workload.toml (step 2)",
+               f"workloads/{r}/gate.toml": f"workloads/{r}: no gate.toml (step 2)",
+               f"workloads/{r}/BUILD.bazel": f"workloads/{r}: its BUILD.bazel has no definition filegroup (step 2)",
+               "workloads/BUILD.bazel": f"workloads/{r}: not in workloads/BUILD.bazel's gate_files (step 4)"}
+        for missing in [None] + list(cut):
+            if os.path.isdir(tree):
+                for root, _, names in os.walk(tree, topdown=False):
+                    for name in names:
+                        os.remove(os.path.join(root, name))
+            for rel, text in files.items():
+                if rel != missing:
+                    os.makedirs(os.path.dirname(os.path.join(tree, rel)), exist_ok=True)
+                    with open(os.path.join(tree, rel), "w") as f:
+                        f.write(text)
+            problems = rig_layout_problems(tree)
+            if missing is None:
+                self.assertEqual(problems, [])
+            else:
+                self.assertTrue(any(p.endswith(cut[missing]) for p in problems), (missing, problems))
 
     def test_long_modules_say_why(self):
         # A module over MAX_MODULE_LINES is split by job, or its docstring says why it is one ("Why one module").

@@ -66,7 +66,8 @@ def rig_matrix(
       name: target name, e.g. "calibration_matrix".
       rig: the rig's py_library; its package must hold rig.py defining RIG.
       matrix: label of the matrix TOML file.
-      workload: label of the workload's workload.toml (its folder is the workload).
+      workload: the workload's package, e.g. "//workloads/calibration": its `definition` filegroup
+        (workload.toml and gate.toml) comes along in runfiles, and its folder is the workload.
       rig_data: {name: label} of files the rig needs at run time (e.g. {"jar": ":calibration_deploy.jar"}),
         passed to the rig as absolute paths.
       variants: {variant axis value: {name: label}}: each patched build's files, e.g.
@@ -83,10 +84,13 @@ def rig_matrix(
       aarch64_data: the aarch64 builds of the rig's native files, each named as what it stands in for plus
         `_aarch64` (//third_party/redis:stock_aarch64 for :stock); a rig of jars needs none.
     """
+    if not workload.startswith("//workloads/") or ":" in workload:
+        fail("rig_matrix %s: workload = %r: give the workload's package, e.g. \"//workloads/calibration\"" % (name, workload))
+    workload_toml = workload + ":workload.toml"
     data_args = ["--rig-data=%s=$(rootpath %s)" % (k, v) for k, v in sorted(rig_data.items())]
     args = [
         "--matrix=$(rootpath %s)" % matrix,
-        "--workload=$(rootpath %s)" % workload,
+        "--workload=$(rootpath %s)" % workload_toml,
         "--bazel-target=//%s:%s" % (native.package_name(), name),
     ] + data_args
     variant_labels = []
@@ -100,7 +104,7 @@ def rig_matrix(
 
     # The rigs' container OS image, for cells with executor = container (rigs/matrix/container.py).
     container_os = ["//tools/container:rig_os.tar", "//tools/container:rig_os.tag"]
-    data = [matrix, workload] + rig_data.values() + variant_labels + PINNED_JDK_JAVAS + ["//results:schema"] + container_os
+    data = [matrix, workload_toml, workload + ":definition"] + rig_data.values() + variant_labels + PINNED_JDK_JAVAS + ["//results:schema"] + container_os
     if probe not in rig_data.values():
         data.append(probe)
     deps = [rig, "//rigs/matrix:runner", "//analysis:summary_lib"]

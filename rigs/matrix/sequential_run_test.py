@@ -4,10 +4,11 @@ runs `min` rounds, a metric without a minimum effect is refused. The rule itself
 
 import json
 import os
+import shutil
 import unittest
 
 from rigs.matrix import runner
-from rigs.matrix.fakerig import FakeRigTestCase
+from rigs.matrix.fakerig import TESTDATA, FakeRigTestCase
 
 
 class SequentialRunTest(FakeRigTestCase):
@@ -50,6 +51,16 @@ class SequentialRunTest(FakeRigTestCase):
         self.assertIn("no minimum effect for latency", out)
         self.assertIn("latency = 0.05", out)
         self.assertEqual(self.box.run_dirs(), [])
+
+    def test_a_workload_without_its_gate_file_is_named_as_such(self):
+        folder = os.path.join(self.box.root, "workload_without_gate")
+        shutil.copytree(os.path.join(TESTDATA, "fake_workload"), folder)
+        os.remove(os.path.join(folder, "gate.toml"))
+        code, out = self.box.main("--profile", "sequential", "--workload", folder)
+        self.assertEqual(code, runner.EXIT_BAD_INPUT, out)
+        out = " ".join(out.split())  # the console wraps long paths
+        self.assertIn("gate.toml does not exist", out)
+        self.assertIn("README: Add a rig", out)
 
 
 if __name__ == "__main__":
