@@ -6,7 +6,7 @@ import datetime
 import os
 
 from results import resultfile as results
-from rigs.matrix import knobs, rig as rig_contract, spec
+from rigs.matrix import knobs, rig as rig_contract, spec, workload as workload_def
 
 
 def now_iso():
@@ -18,7 +18,7 @@ class RunContext:
     """Everything shared by the cells of one run. Set once when the run starts, but the fields under
     "while the run goes on", which the runner and the cell runner change."""
     matrix: spec.Matrix
-    workload: rig_contract.Workload
+    workload: workload_def.Workload
     rig: rig_contract.Rig
     rig_data: dict  # the rig's data files: name -> runfiles path
     revisions: dict  # revision name -> inputs.Revision (the revision axis' builds)

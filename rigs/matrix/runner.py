@@ -22,14 +22,14 @@ from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, T
 from results import resultfile as results, store
 from analysis import sensitivity_figures
 from rigs.matrix import (cell as cell_runner, container, host_reference, hoststate, inputs, knobs, noisyrounds, plan,
-                         planview, rig as rig_contract, rounds as sequential_rounds, schedule, spec)
+                         planview, rig as rig_contract, rounds as sequential_rounds, schedule, spec,
+                         workload as workload_def)
 from rigs.matrix.inputs import (check_run_id, load_revisions, load_variants, new_run_id, parse_args, spec_digest,
                                 stored_run_settings)
 from rigs.matrix.runcontext import RunContext, now_iso
 from rigs.matrix.hoststate import HostLock, LockHeld  # noqa: F401 (part of the runner's interface)
 from rigs.matrix.preflight import preflight
-from rigs.host import doctor
-from rigs.host import jdks
+from rigs.host import doctor, jdks
 
 EXIT_OK, EXIT_CELLS_FAILED, EXIT_BAD_INPUT, EXIT_LOCKED, EXIT_INTERRUPTED = 0, 1, 2, 3, 130
 
@@ -120,7 +120,7 @@ def execute(argv=None, console=None, host_paths=None, report=None):
     rig_data = {k: os.path.abspath(v) for k, v in (item.split("=", 1) for item in args.rig_data)}
     try:
         workload_dir = args.workload if os.path.isdir(args.workload) else os.path.dirname(args.workload)
-        workload = rig_contract.load_workload(workload_dir)
+        workload = workload_def.load_workload(workload_dir)
         matrix = spec.load(args.matrix, profile=args.profile, overrides=args.set,
                            rig_params=workload.parameters, policy_defaults=workload.policy)
         if args.seed is not None:
@@ -151,7 +151,7 @@ def execute(argv=None, console=None, host_paths=None, report=None):
         if any(p.cell.params.get("executor") in container.ENGINES and not p.skip_reason for p in planned) and image is None:
             raise spec.SpecError("executor=container/docker: this target's runfiles hold no container image "
                                  "(//tools/container:rig_os; rig_matrix adds it)")
-    except (spec.SpecError, rig_contract.WorkloadError, ValueError, ImportError) as e:
+    except (spec.SpecError, workload_def.WorkloadError, ValueError, ImportError) as e:
         console.print(f"[red]error:[/red] {escape(str(e))}")
         return Outcome(EXIT_BAD_INPUT)
 
