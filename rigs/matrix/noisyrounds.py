@@ -19,7 +19,7 @@ from rich.markup import escape
 
 
 class NoisyRounds:
-    """The re-run state of one run. policy: the spec.Policy; band, source: steal_band()'s; stored: the
+    """The re-run state of one run. policy: the policy.Policy; band, source: steal_band()'s; stored: the
     manifest's `noise_reruns` block of a resumed run, or None."""
 
     def __init__(self, policy, band, source, stored=None):

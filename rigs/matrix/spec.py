@@ -3,8 +3,8 @@
 A matrix file names its rig and workload and lists axis values. The cell set is the cross product of
 `[axes]`, with `[[zip]]` groups varying together instead of crossed, `[[exclude]]` patterns removed and
 `[[include]]` cells added (an include fills the axes it does not name with each axis' first value). A
-`[profiles.<name>]` table replaces axis values and the measurement policy (and, if it has its own, the zip,
-include and exclude lists); `--set axis=v1,v2` on the command line replaces axis values last.
+`[profiles.<name>]` table replaces axis values and the measurement policy (policy.py; and, if it has its own,
+the zip, include and exclude lists); `--set axis=v1,v2` on the command line replaces axis values last.
 
 Structured axis values are named in their own tables and referred to by name:
   [pinning.workers]   cpus = "0-1", threads = { "calibration-cpu-worker" = "1" }
@@ -27,9 +27,9 @@ given to the runner as `--revision NAME=RUNFILES` (e.g. the last accepted commit
 so the two are measured interleaved in one run. Unlike the other standard axes it has no default: cells
 of matrices without it do not carry it (and keep their ids).
 
-Why one module of ~500 lines: it is the matrix schema, every table and check of it, so that what a matrix
-file may say is read in one place; the knobs' value syntax is in knobvalues.py, the interleaved order in
-schedule.py, the plan against a host in plan.py.
+Why one module of ~480 lines: it is the matrix schema, every table and check of it, so that what a matrix
+file may say is read in one place; the measurement policy is in policy.py, the knobs' value syntax in
+knobvalues.py, the interleaved order in schedule.py, the plan against a host in plan.py.
 """
 
 import dataclasses
@@ -39,7 +39,7 @@ import json
 import re
 import tomllib
 
-from rigs.matrix import knobvalues
+from rigs.matrix import knobvalues, policy
 
 # Axis -> allowed scalar values (None: free-form, checked elsewhere).
 GCS = ("serial", "parallel", "g1", "cms", "zgc", "shenandoah")
@@ -60,12 +60,6 @@ EXECUTORS = ("process", "container", "docker")
 # Axes added after results were stored: at this value a cell is what it was before the axis existed, so the
 # value stays out of the cell id (stored runs resume and compare as before).
 ID_NEUTRAL = {"executor": "process"}
-POLICY_KEYS = {"warmup_s": float, "measure_s": float, "repetitions": int, "cooldown_s": float, "timeout_s": float,
-               "stop": str, "decide_on": list, "rerun_noisy_rounds": int}
-# stop = "decided": after each interleaved round from `min` on, every comparison the matrix asks about is
-# classified (analysis/sequential.py) and a cell stops being scheduled once all of its comparisons are.
-STOP_RULES = ("fixed", "decided")
-SEQUENTIAL_MIN_ROUNDS = 3
 CMS_LAST_JDK = 13
 # jdk = ["none"]: a matrix of native programs only (e.g. Redis); its cells start no JVM and need no JDK.
 NO_JDK = "none"
@@ -87,33 +81,6 @@ class Pinning:
     def cpus_for(self, role, under_test):
         """The CPU list a process of `role` is bound to ("" = not bound)."""
         return dict(self.roles).get(role, self.cpus if under_test else "")
-
-
-@dataclasses.dataclass(frozen=True)
-class Policy:
-    warmup_s: float = 10.0
-    measure_s: float = 30.0
-    repetitions: int = 3  # with stop = "decided": the most rounds (`max`)
-    cooldown_s: float = 2.0
-    timeout_s: float = 600.0
-    stop: str = "fixed"  # or "decided": sequential repetitions (analysis/sequential.py)
-    min_repetitions: int = 0  # with stop = "decided": the first look (`min`)
-    decide_on: tuple = ()  # metrics the sequential policy decides on; () = every metric of gate.toml
-    # The most rounds added because a round lost more CPU to steal than the rig's A/A band (noisyrounds.py).
-    rerun_noisy_rounds: int = 0
-
-    @property
-    def sequential(self):
-        return self.stop == "decided"
-
-    def describe(self):
-        """The repetitions in words: "x5", "x5 (+ at most 2 for noisy rounds)" or "3..12 rounds, stop when
-        decided"."""
-        if self.sequential:
-            return f"{self.min_repetitions}..{self.repetitions} rounds, stop when decided"
-        if self.rerun_noisy_rounds:
-            return f"x{self.repetitions} (+ at most {self.rerun_noisy_rounds} for noisy rounds)"
-        return f"x{self.repetitions}"
 
 
 @dataclasses.dataclass
@@ -143,7 +110,7 @@ class Matrix:
     pinnings: dict  # name -> Pinning
     gc_opts: dict  # name -> [jvm flags]
     variants: dict  # {"stock": {}}; patched:<set>[@k] values are checked against the build (runner)
-    policy: Policy
+    policy: policy.Policy
     cells: list  # [Cell]
     source: str = ""  # path of the file, for messages
     zip_groups: list = dataclasses.field(default_factory=list)  # [[axis, ...]] that vary together
@@ -258,7 +225,7 @@ def from_dict(data, source="<matrix>", profile=None, overrides=(), rig_params=No
 
     allowed_axes = set(STANDARD_AXES) | set(rig_params)
     axes = _axes_table(where, "[axes]", data.get("axes", {}), allowed_axes)
-    policy_table = _merge_policy(dict(policy_defaults or {}), data.get("policy", {}))
+    policy_table = _policy(policy.merge, dict(policy_defaults or {}), data.get("policy", {}))
 
     # The matrix's question is the default's (and smoke's); another profile asks its own or none.
     question = str(head.get("question", ""))
@@ -274,7 +241,7 @@ def from_dict(data, source="<matrix>", profile=None, overrides=(), rig_params=No
         if extra:
             raise SpecError(f"{where}: [profiles.{profile}] has unknown keys {sorted(extra)}")
         axes.update(_axes_table(where, f"[profiles.{profile}.axes]", body.get("axes", {}), allowed_axes))
-        policy_table = _merge_policy(policy_table, body.get("policy", {}))
+        policy_table = _policy(policy.merge, policy_table, body.get("policy", {}))
         # A profile's own zip/include/exclude lists replace the top-level ones (a study shape differs).
         data = dict(data, **{k: body[k] for k in ("zip", "include", "exclude", "known_answer") if k in body})
 
@@ -285,7 +252,8 @@ def from_dict(data, source="<matrix>", profile=None, overrides=(), rig_params=No
         if not sep or not values:
             raise SpecError(f"--set {item!r}: expected axis=value[,value...]")
         if axis.startswith("policy."):
-            policy_table = _merge_policy(policy_table, _policy_override(item, axis[len("policy."):], values.strip()))
+            policy_table = _policy(policy.merge, policy_table,
+                                   _policy(policy.override, item, axis[len("policy."):], values.strip()))
             continue
         if axis not in allowed_axes:
             raise SpecError(f"--set {item!r}: unknown axis {axis!r}; axes: {sorted(allowed_axes)}")
@@ -300,7 +268,7 @@ def from_dict(data, source="<matrix>", profile=None, overrides=(), rig_params=No
     axes = {k: [str(v) for v in vals] for k, vals in axes.items()}
 
     _check_values(where, axes, pinnings, gc_opts, variants)
-    policy = _parse_policy(where, policy_table)
+    measurement = _policy(policy.parse, where, policy_table)
     known_tables = data.get("known_answer", [])
     for known in known_tables:
         if not isinstance(known, dict) or not isinstance(known.get("cell"), dict):
@@ -313,13 +281,21 @@ def from_dict(data, source="<matrix>", profile=None, overrides=(), rig_params=No
     matrix = Matrix(name=head["name"], rig=head["rig"], workload=head.get("workload", ""),
                     seed=int(head.get("seed", 0)), axes=axes,
                     rig_axes=tuple(sorted(set(axes) - set(STANDARD_AXES))), pinnings=pinnings,
-                    gc_opts=gc_opts, variants=variants, policy=policy, cells=cells, source=source,
+                    gc_opts=gc_opts, variants=variants, policy=measurement, cells=cells, source=source,
                     zip_groups=[list(g["axes"]) for g in data.get("zip", [])], known_answers=known_answers,
                     question=question, not_compared=tuple(head.get("not_compared", ())))
     static_errors = [e for cell in cells for e in static_cell_errors(matrix, cell)]
     if static_errors:
         raise SpecError(f"{where}: " + "\n  ".join(["impossible cells:"] + sorted(set(static_errors))))
     return matrix
+
+
+def _policy(parse, *args):
+    """A call of policy.py's, its refusal a SpecError."""
+    try:
+        return parse(*args)
+    except policy.PolicyError as e:
+        raise SpecError(str(e)) from None
 
 
 def _known_answer(where, table, axes):
@@ -383,92 +359,6 @@ def _parse_pinning(where, name, body):
         raise SpecError(f"{where}: [pinning.{name}] roles must map a process role to a non-empty CPU list")
     return Pinning(name, cpus, tuple(sorted((p, str(c)) for p, c in threads.items())),
                    tuple(sorted((r, str(c)) for r, c in roles.items())))
-
-
-def _parse_policy(where, table):
-    extra = set(table) - set(POLICY_KEYS)
-    if extra:
-        raise SpecError(f"{where}: [policy] has unknown keys {sorted(extra)}; keys: {sorted(POLICY_KEYS)}")
-    values = _parse_sequential(where, table)
-    for key, kind in POLICY_KEYS.items():
-        if key in table and key not in values and kind is not str and kind is not list:
-            try:
-                values[key] = kind(table[key])
-            except (TypeError, ValueError):
-                raise SpecError(f"{where}: [policy] {key} must be a number") from None
-            if values[key] < 0 or (key == "repetitions" and values[key] < 1):
-                raise SpecError(f"{where}: [policy] {key} = {table[key]} is out of range")
-    policy = Policy(**values)
-    if policy.measure_s <= 0:
-        raise SpecError(f"{where}: [policy] measure_s must be > 0")
-    if policy.rerun_noisy_rounds and policy.sequential:
-        raise SpecError(f"{where}: [policy] rerun_noisy_rounds is for a fixed count: stop = \"decided\" already "
-                        "runs rounds until its comparisons are decided")
-    if policy.rerun_noisy_rounds > policy.repetitions:
-        raise SpecError(f"{where}: [policy] rerun_noisy_rounds = {policy.rerun_noisy_rounds} is more than the "
-                        f"{policy.repetitions} repetitions: at most one extra round per round")
-    return policy
-
-
-def _merge_policy(table, layer):
-    """`table` with a later [policy] layer on top. A layer that gives one number of repetitions and no `stop`
-    asks for that fixed count: the sequential keys of the layers below do not carry over."""
-    if not isinstance(layer, dict):
-        raise SpecError("[policy] must be a table")
-    merged = dict(table, **layer)
-    if isinstance(layer.get("repetitions"), int) and "stop" not in layer:
-        merged["stop"] = "fixed"
-        merged.pop("decide_on", None)
-    return merged
-
-
-def _policy_override(item, key, value):
-    """--set policy.<key>=<number>: one number of the policy. policy.repetitions=N is a fixed count of N
-    (the sequential policy's min/max and decide_on are dropped): the fixed design stays one flag away."""
-    numeric = {k for k, kind in POLICY_KEYS.items() if kind in (int, float)}
-    if key not in numeric:
-        raise SpecError(f"--set {item!r}: policy keys that --set takes: {', '.join(sorted(numeric))}")
-    try:
-        number = POLICY_KEYS[key](value)
-    except ValueError:
-        raise SpecError(f"--set {item!r}: {key} must be a number") from None
-    return {key: number}
-
-
-def _parse_sequential(where, table):
-    """The sequential keys of [policy]: `repetitions = { min = 3, max = 12 }` with `stop = "decided"`, and
-    `decide_on`, the metrics to decide on. Returns the Policy fields they set."""
-    stop = table.get("stop", "fixed")
-    repetitions = table.get("repetitions")
-    if stop not in STOP_RULES:
-        raise SpecError(f"{where}: [policy] stop = {stop!r}: expected one of {', '.join(map(repr, STOP_RULES))}")
-    if "decide_on" in table and stop != "decided":
-        raise SpecError(f"{where}: [policy] decide_on is for stop = \"decided\"; with a fixed count every run is made")
-    if stop == "fixed":
-        if isinstance(repetitions, dict):
-            raise SpecError(f"{where}: [policy] repetitions = {{ min, max }} needs stop = \"decided\" (or give one "
-                            "number for a fixed count)")
-        return {}
-    if not isinstance(repetitions, dict) or set(repetitions) != {"min", "max"}:
-        raise SpecError(f"{where}: [policy] stop = \"decided\" needs repetitions = {{ min = 3, max = 12 }} (the "
-                        "first look and the most rounds)")
-    bounds = {}
-    for key in ("min", "max"):
-        value = repetitions[key]
-        if not isinstance(value, int) or isinstance(value, bool):
-            raise SpecError(f"{where}: [policy] repetitions.{key} = {value!r}: expected a whole number")
-        bounds[key] = value
-    if bounds["min"] < SEQUENTIAL_MIN_ROUNDS:
-        raise SpecError(f"{where}: [policy] repetitions.min = {bounds['min']}: a look needs {SEQUENTIAL_MIN_ROUNDS} "
-                        f"runs a side (with fewer there is no interval); set min = {SEQUENTIAL_MIN_ROUNDS} or more")
-    if bounds["max"] < bounds["min"]:
-        raise SpecError(f"{where}: [policy] repetitions.max = {bounds['max']} is below min = {bounds['min']}; "
-                        f"set max = {bounds['min']} or more")
-    decide_on = table.get("decide_on", [])
-    if not isinstance(decide_on, list) or not all(isinstance(m, str) and m for m in decide_on):
-        raise SpecError(f"{where}: [policy] decide_on must be a list of metric names")
-    return {"stop": "decided", "repetitions": bounds["max"], "min_repetitions": bounds["min"],
-            "decide_on": tuple(decide_on)}
 
 
 def _check_values(where, axes, pinnings, gc_opts, variants):

@@ -25,7 +25,7 @@ import tomllib
 import types
 import unittest
 
-from rigs.matrix import spec
+from rigs.matrix import policy
 from rigs.yarn_cps import rig
 
 HERE = os.path.dirname(os.path.abspath(__file__))
@@ -52,7 +52,7 @@ def replay(simulator, workdir):
     params.update(trace=TRACE, simulator=simulator, nm_heartbeat_ms=str(HEARTBEAT_MS),
                   am_heartbeat_ms=str(HEARTBEAT_MS), heartbeat_threads="2", simulator_threads="10")
     launch = rig.RIG.launch(types.SimpleNamespace(params=params), types.SimpleNamespace(tables=workload),
-                            spec.Policy(), workdir,
+                            policy.Policy(), workdir,
                             {"classpath_3_4_2": os.path.join(HERE, "sls_3_4_2.classpath")}, workdir)
     process = launch.processes[0]
     args = list(process.args)

@@ -8,7 +8,7 @@ import os
 import tempfile
 import unittest
 
-from rigs.matrix import spec
+from rigs.matrix import policy
 from rigs.matrix.rig import MAIN_ROLE, Launch
 from rigs.yarn_cps import rig
 
@@ -26,7 +26,7 @@ class LeanRunParseTest(unittest.TestCase):
         self.records = rig.records(self.stdout)
 
     def test_window_queue_memory_and_clock(self):
-        parsed = rig.RIG.parse({MAIN_ROLE: self.stdout}, spec.Policy(warmup_s=8, measure_s=15), self.workdir,
+        parsed = rig.RIG.parse({MAIN_ROLE: self.stdout}, policy.Policy(warmup_s=8, measure_s=15), self.workdir,
                                self.launch)
         w = parsed.observations["window"]
         # What the matrix stored for this run (gate_cps, 20261123T231015Z-bc6a r0).
