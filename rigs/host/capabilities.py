@@ -14,9 +14,8 @@ import shutil
 import socket
 import subprocess
 
-from rigs.host.cpuid import (  # noqa: F401 (parse_cpu_list, format_cpu_list: used through this module too)
-    X86_VENDORS, emulation, format_cpu_list, hugepage_sizes_kb, page_size_kb, parse_cpu_list, parse_cpuinfo,
-    sysfs_topology)
+from rigs.host.cpuid import (X86_VENDORS, emulation, format_cpu_list, hugepage_sizes_kb, page_size_kb, parse_cpu_list,
+                              parse_cpuinfo, sysfs_topology)
 
 
 @dataclasses.dataclass

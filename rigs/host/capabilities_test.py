@@ -3,7 +3,7 @@
 import os
 import unittest
 
-from rigs.host import capabilities
+from rigs.host import capabilities, cpuid
 
 TESTDATA = os.path.join(os.path.dirname(__file__), "testdata")
 
@@ -34,9 +34,15 @@ def fixture_runner(host):
 
 class ParserTest(unittest.TestCase):
     def test_cpu_lists(self):
-        self.assertEqual(capabilities.parse_cpu_list("0-3,8,10-11\n"), [0, 1, 2, 3, 8, 10, 11])
-        self.assertEqual(capabilities.format_cpu_list([11, 0, 1, 2, 3, 8, 10]), "0-3,8,10-11")
-        self.assertEqual(capabilities.parse_cpu_list(""), [])
+        self.assertEqual(cpuid.parse_cpu_list("0-3,8,10-11\n"), [0, 1, 2, 3, 8, 10, 11])
+        self.assertEqual(cpuid.format_cpu_list([11, 0, 1, 2, 3, 8, 10]), "0-3,8,10-11")
+        self.assertEqual(cpuid.parse_cpu_list(""), [])
+        self.assertEqual(cpuid.cpu_set(" 1 , 0-1 "), {0, 1})
+        # The one parser refuses what is not a CPU list, and bounds a list before expanding it.
+        for bad in ("0-999999999", "3-1", "a", "0,,1", "-1", "0-", f"{cpuid.MAX_CPU_ID + 1}"):
+            with self.assertRaises(ValueError, msg=bad):
+                cpuid.parse_cpu_list(bad)
+        self.assertEqual(len(cpuid.parse_cpu_list(f"0-{cpuid.MAX_CPU_ID}")), cpuid.MAX_CPU_ID + 1)
 
     def test_lscpu_four_socket(self):
         cpu = capabilities.parse_lscpu(fixture("xeon_e7_4870_4node", "lscpu.txt"))
@@ -150,16 +156,16 @@ class Aarch64Test(unittest.TestCase):
         self.assertEqual(report["numa"]["nodes"][0]["cpus"], "0-1")
 
     def test_unknown_parts_and_x86_are_named_plainly(self):
-        cpu = capabilities.parse_cpuinfo("processor : 0\nCPU implementer : 0x41\nCPU part : 0xfff\n")
+        cpu = cpuid.parse_cpuinfo("processor : 0\nCPU implementer : 0x41\nCPU part : 0xfff\n")
         self.assertEqual((cpu["vendor"], cpu["model_name"]), ("ARM", "ARM part 0xfff"))
-        x86 = capabilities.parse_cpuinfo(fixture("kvm_1node", "proc/cpuinfo"))
+        x86 = cpuid.parse_cpuinfo(fixture("kvm_1node", "proc/cpuinfo"))
         self.assertEqual(x86["architecture"], "x86_64")
-        self.assertEqual(capabilities.X86_VENDORS[x86["vendor"]], "AMD")
+        self.assertEqual(cpuid.X86_VENDORS[x86["vendor"]], "AMD")
 
     def test_emulation_signals(self):
-        self.assertEqual(capabilities.emulation({"model_name": "QEMU Virtual CPU version 2.5+"}, "")[0], True)
-        self.assertEqual(capabilities.emulation({"implementer": "0x48"}, "ro quiet")[0], False)
-        emulated, why = capabilities.emulation({"implementer": "0x41"}, "console=ttyAMA0 tunelab.accel=tcg")
+        self.assertEqual(cpuid.emulation({"model_name": "QEMU Virtual CPU version 2.5+"}, "")[0], True)
+        self.assertEqual(cpuid.emulation({"implementer": "0x48"}, "ro quiet")[0], False)
+        emulated, why = cpuid.emulation({"implementer": "0x41"}, "console=ttyAMA0 tunelab.accel=tcg")
         self.assertTrue(emulated)
         self.assertIn("tunelab.accel=tcg", why)
 

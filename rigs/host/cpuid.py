@@ -81,19 +81,31 @@ def _read_text(path):
         return None
 
 
+# Linux's largest NR_CPUS (CONFIG_NR_CPUS_RANGE_END): a CPU list naming a higher CPU is no host's.
+MAX_CPU_ID = 8191
+CPU_LIST = re.compile(r"\s*(\d+(-\d+)?(\s*,\s*\d+(-\d+)?)*)?\s*")
+
+
 def parse_cpu_list(text):
-    """Kernel CPU list syntax ('0-3,8,10-11') to a sorted list of ints."""
+    """Kernel CPU list syntax ('0-3,8,10-11', as sysfs, lscpu and a matrix write it) to a sorted list of ints:
+    the one parser of CPU lists. ValueError when it is not one, a range runs backwards, or it names a CPU
+    above MAX_CPU_ID (a list from a file or a user is bounded before it is expanded)."""
+    text = str(text)
+    if not CPU_LIST.fullmatch(text):
+        raise ValueError(f"bad CPU list {text[:80]!r} (expected e.g. 0-3,8)")
     cpus = set()
-    for part in text.strip().split(","):
-        part = part.strip()
-        if not part:
-            continue
-        if "-" in part:
-            lo, hi = part.split("-", 1)
-            cpus.update(range(int(lo), int(hi) + 1))
-        else:
-            cpus.add(int(part))
+    for part in filter(None, (p.strip() for p in text.split(","))):
+        lo, _, hi = part.partition("-")
+        lo, hi = int(lo), int(hi or lo)
+        if hi > MAX_CPU_ID or lo > hi:
+            raise ValueError(f"CPU list {text[:80]!r}: {part} is not a range of CPUs 0..{MAX_CPU_ID}")
+        cpus.update(range(lo, hi + 1))
     return sorted(cpus)
+
+
+def cpu_set(text):
+    """parse_cpu_list's CPUs as a set (what placement checks compare)."""
+    return set(parse_cpu_list(text))
 
 
 def format_cpu_list(cpus):

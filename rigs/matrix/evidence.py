@@ -11,6 +11,7 @@ import re
 
 from rigs.matrix import knobvalues
 from rigs.host import capabilities
+from rigs.host.cpuid import cpu_set
 
 
 def parse_status(text):
@@ -166,8 +167,8 @@ def verify(cell, matrix, evidence, host_nodes):
             problems.append(f"executor={p['executor']}: the process under test was not seen in a {engine} container "
                             f"(its cgroups: {placed.get('cgroups', placed.get('cgroups_error', 'not read'))})")
         mems = (evidence.get("process_status") or {}).get("Mems_allowed_list")
-        if placed.get("cpuset_mems") and (mems is None or knobvalues.parse_cpu_list(mems) !=
-                                          knobvalues.parse_cpu_list(placed["cpuset_mems"])):
+        if placed.get("cpuset_mems") and (mems is None or cpu_set(mems) !=
+                                          cpu_set(placed["cpuset_mems"])):
             problems.append(f"executor={p['executor']}: --cpuset-mems {placed['cpuset_mems']} not in effect: "
                             f"Mems_allowed_list={mems}")
     flags = evidence.get("vm_flags")
@@ -203,12 +204,12 @@ def verify(cell, matrix, evidence, host_nodes):
     wanted_cpus = pinning.cpus_for(role, True)
     if wanted_cpus:
         actual = status.get("Cpus_allowed_list")
-        if actual is None or knobvalues.parse_cpu_list(actual) != knobvalues.parse_cpu_list(wanted_cpus):
+        if actual is None or cpu_set(actual) != cpu_set(wanted_cpus):
             problems.append(f"process CPU binding {wanted_cpus} not in effect: Cpus_allowed_list={actual}")
     for other_role, other in sorted(evidence.get("other_processes", {}).items()):
         wanted = other.get("cpus_wanted")
         actual = other.get("process_status", {}).get("Cpus_allowed_list")
-        if wanted and (actual is None or knobvalues.parse_cpu_list(actual) != knobvalues.parse_cpu_list(wanted)):
+        if wanted and (actual is None or cpu_set(actual) != cpu_set(wanted)):
             problems.append(f"{other_role}: CPU binding {wanted} not in effect: Cpus_allowed_list={actual}")
     for server_role, server in sorted(evidence.get("servers", {}).items()):
         held = [port for port, freed in server.get("ports_freed", {}).items() if not freed]
@@ -217,7 +218,7 @@ def verify(cell, matrix, evidence, host_nodes):
     for thread in evidence.get("threads", []):
         if thread.get("cpus_allowed") is None:
             problems.append(f"thread {thread['name']!r} (tid {thread['tid']}) vanished before it could be checked")
-        elif knobvalues.parse_cpu_list(thread["cpus_allowed"]) != knobvalues.parse_cpu_list(thread["wanted"]):
+        elif cpu_set(thread["cpus_allowed"]) != cpu_set(thread["wanted"]):
             problems.append(f"thread {thread['name']!r} (tid {thread['tid']}) allowed on {thread['cpus_allowed']}, "
                             f"wanted {thread['wanted']}")
     for pattern, _cpus in pinning.threads:

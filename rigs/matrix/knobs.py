@@ -13,6 +13,7 @@ import subprocess
 import sys
 import time
 
+from rigs.host.cpuid import cpu_set
 from rigs.matrix import evidence, hoststate, knobvalues
 
 MEMPOLICY = os.path.join(os.path.dirname(os.path.abspath(__file__)), "mempolicy.py")
@@ -239,7 +240,7 @@ def numa_nodes_for(cell, matrix, host_nodes, role=None, under_test=True):
     """
     pinning = matrix.pinnings[cell.params["pinning"]]
     cpu_text = pinning.cpus_for(role, under_test)
-    cpus = knobvalues.parse_cpu_list(cpu_text) if cpu_text else None
+    cpus = cpu_set(cpu_text) if cpu_text else None
     cpu_node = min(host_nodes)
     if cpus:
         for node, node_cpus in sorted(host_nodes.items()):
@@ -299,7 +300,7 @@ class ThreadPinner:
     def __init__(self, jcmd, pid, rules, proc="/proc", run=subprocess.run):
         self.jcmd = jcmd
         self.pid = pid
-        self.rules = [(re.compile(pattern), knobvalues.parse_cpu_list(cpus), pattern, cpus) for pattern, cpus in rules]
+        self.rules = [(re.compile(pattern), cpu_set(cpus), pattern, cpus) for pattern, cpus in rules]
         self.proc = proc
         self.run = run
         self.pinned = {}  # tid -> {"pattern", "name", "tid", "wanted"}
@@ -361,7 +362,7 @@ class ThreadPinner:
         try:
             with open(os.path.join(self.proc, str(self.pid), "task", str(tid), "status")) as f:
                 value = evidence.parse_status(f.read()).get("Cpus_allowed_list")
-            return knobvalues.parse_cpu_list(value) if value is not None else None
+            return cpu_set(value) if value is not None else None
         except OSError:
             return None
 

@@ -1,17 +1,8 @@
-"""The knobs' values as a matrix writes them: CPU lists (`0-3,8`), JVM heap sizes (`512m`), JDK names
-(`17`, `jdk21`). Read by the matrix schema (spec.py, which turns a ValueError into a SpecError), the knobs
-(knobs.py), the evidence checks (evidence.py) and the planner (plan.py)."""
+"""The knobs' values as a matrix writes them: JVM heap sizes (`512m`), JDK names (`17`, `jdk21`). Read by the
+matrix schema (spec.py, which turns a ValueError into a SpecError), the knobs (knobs.py), the evidence checks
+(evidence.py) and the planner (plan.py). CPU lists (`0-3,8`) have one parser, rigs/host/cpuid.py's."""
 
 import re
-
-from rigs.host import capabilities
-
-
-def parse_cpu_list(text):
-    """Kernel CPU list syntax to a set; ValueError when it is not one."""
-    if not re.fullmatch(r"\s*(\d+(-\d+)?(\s*,\s*\d+(-\d+)?)*)?\s*", str(text)):
-        raise ValueError(f"bad CPU list {text!r} (expected e.g. 0-3,8)")
-    return set(capabilities.parse_cpu_list(str(text)))
 
 
 def parse_heap(text):

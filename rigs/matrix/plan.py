@@ -10,6 +10,7 @@ import os
 
 from rigs.matrix import container, knobs, knobvalues, spec
 from rigs.host import jdks
+from rigs.host.cpuid import cpu_set
 
 
 @dataclasses.dataclass
@@ -38,7 +39,7 @@ def resolve_jdk(name, jdks):
 
 
 def host_nodes(report):
-    return {n["id"]: knobvalues.parse_cpu_list(n["cpus"]) for n in report["numa"]["nodes"]} or {0: set(range(os.cpu_count()))}
+    return {n["id"]: cpu_set(n["cpus"]) for n in report["numa"]["nodes"]} or {0: set(range(os.cpu_count()))}
 
 
 def plan(matrix, report):
@@ -100,9 +101,9 @@ def host_skip_reason(matrix, cell, caps, nodes, host_cpus, jdk, memory_available
         if p["numa"] == "weighted_interleave":
             return f"executor={executor} with numa=weighted_interleave is not supported (its helper is the host's Python)"
     pinning = matrix.pinnings[p["pinning"]]
-    wanted_cpus = knobvalues.parse_cpu_list(pinning.cpus) if pinning.cpus else set()
+    wanted_cpus = cpu_set(pinning.cpus) if pinning.cpus else set()
     for _, cpus in pinning.threads + pinning.roles:
-        wanted_cpus |= knobvalues.parse_cpu_list(cpus)
+        wanted_cpus |= cpu_set(cpus)
     missing = sorted(wanted_cpus - host_cpus)
     if missing:
         return f"pinning={p['pinning']} uses CPUs {missing} this host does not have (CPUs {sorted(host_cpus)})"

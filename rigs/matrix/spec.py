@@ -39,6 +39,7 @@ import json
 import re
 import tomllib
 
+from rigs.host.cpuid import cpu_set
 from rigs.matrix import knobvalues, policy
 
 # Axis -> allowed scalar values (None: free-form, checked elsewhere).
@@ -163,10 +164,10 @@ def cell_id(params):
     return hashlib.sha256(canonical.encode()).hexdigest()[:12]
 
 
-def parse_cpu_list(text):
-    """knobvalues.parse_cpu_list, its error a SpecError."""
+def _cpus(text):
+    """A matrix's CPU list as a set (rigs/host/cpuid.py parses it), its error a SpecError."""
     try:
-        return knobvalues.parse_cpu_list(text)
+        return cpu_set(text)
     except ValueError as e:
         raise SpecError(str(e)) from None
 
@@ -338,7 +339,7 @@ def _parse_pinning(where, name, body):
     if extra:
         raise SpecError(f"{where}: [pinning.{name}] has unknown keys {sorted(extra)}")
     cpus = str(body.get("cpus", ""))
-    parse_cpu_list(cpus)
+    _cpus(cpus)
     threads = body.get("threads", {})
     if not isinstance(threads, dict):
         raise SpecError(f"{where}: [pinning.{name}] threads must map a thread-name pattern to a CPU list")
@@ -347,15 +348,15 @@ def _parse_pinning(where, name, body):
             re.compile(pattern)
         except re.error as e:
             raise SpecError(f"{where}: [pinning.{name}] thread pattern {pattern!r}: {e}") from None
-        if not parse_cpu_list(cpu_list):
+        if not _cpus(cpu_list):
             raise SpecError(f"{where}: [pinning.{name}] thread {pattern!r} has an empty CPU list")
-        if cpus and not parse_cpu_list(cpu_list) <= parse_cpu_list(cpus):
+        if cpus and not _cpus(cpu_list) <= _cpus(cpus):
             raise SpecError(
                 f"{where}: [pinning.{name}] pins threads {pattern!r} to CPUs {cpu_list}, outside the process's "
                 f"CPU binding {cpus}: the kernel would refuse or silently ignore it (the study's own pitfall). "
                 "Widen `cpus` or leave the threads' CPUs outside any process binding.")
     roles = body.get("roles", {})
-    if not isinstance(roles, dict) or not all(isinstance(r, str) and parse_cpu_list(str(c)) for r, c in roles.items()):
+    if not isinstance(roles, dict) or not all(isinstance(r, str) and _cpus(str(c)) for r, c in roles.items()):
         raise SpecError(f"{where}: [pinning.{name}] roles must map a process role to a non-empty CPU list")
     return Pinning(name, cpus, tuple(sorted((p, str(c)) for p, c in threads.items())),
                    tuple(sorted((r, str(c)) for r, c in roles.items())))
