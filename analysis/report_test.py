@@ -20,7 +20,7 @@ import pypdfium2
 
 from analysis import golden, render, report, resultsets
 from analysis.testsets import write_set
-from results import resultfile as results
+from results import resultfile
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 RESULTS_ROOT = os.path.join(HERE, "..", "results")
@@ -151,7 +151,7 @@ class ReportTest(unittest.TestCase):
                                                   ("post", d["samples"], ratios[1])):
                         samples = samples + [{"metric": "local_page_ratio", "value": round(ratio * 100, 2),
                                               "unit": "%", "t": 0.0}]
-                        parts.append({"value": value, "samples": samples, "metrics": results.summarize(samples, {
+                        parts.append({"value": value, "samples": samples, "metrics": resultfile.run_metrics(samples, {
                             metric: {"unit": "requests/s", "direction": "higher_is_better"},
                             "local_page_ratio": {"unit": "%", "direction": "higher_is_better"}})})
                     d["split"] = {"axis": "locality", "parts": parts}
@@ -168,7 +168,7 @@ class ReportTest(unittest.TestCase):
         for version in (2, 1):  # as the rig writes it now, and a stored version 1 set (migrated on reading)
             with self.subTest(version=version):
                 sets = [self.locality_set(f"redis-v{version}", version)] + report.reference_sets(RESULTS_ROOT)
-                self.assertEqual({d["schema_version"] for d in sets[0].docs}, {results.SCHEMA_VERSION})
+                self.assertEqual({d["schema_version"] for d in sets[0].docs}, {resultfile.SCHEMA_VERSION})
                 blocks = self.build("memory-locality", sets)
                 text = render.to_text(blocks)
                 self.assertIn("5 result(s) not measured in parts on locality", text)  # the bind_local runs

@@ -10,7 +10,7 @@ import dataclasses
 import glob
 import os
 
-from results import resultfile as results, store
+from results import resultfile, store
 
 REFERENCE_KIND = "tunelab.published_reference"
 PUBLISHED_LABEL = "published, not measured here"
@@ -70,12 +70,12 @@ def load_reference(path):
     (and, for levels, non-negative) figures."""
     try:
         with open(path, "rb") as f:
-            doc = results.parse_json(f.read(results.MAX_RESULT_BYTES + 1))
+            doc = resultfile.parse_json(f.read(resultfile.MAX_RESULT_BYTES + 1))
     except OSError as e:
         raise ResultSetError(f"{path}: not a readable file ({e})") from None
-    except results.ResultError as e:
+    except resultfile.ResultError as e:
         raise ResultSetError(f"{path}: {e}") from None
-    problem = results.schema_problem(results.load_schema("published_reference.v1"), doc)
+    problem = resultfile.schema_problem(resultfile.load_schema("published_reference.v1"), doc)
     if problem:
         raise ResultSetError(f"{path}: not a published reference set at {problem}")
     problem = reference_problem(doc)
@@ -92,11 +92,11 @@ def load_run(folder, name=None):
     except store.StoreError as e:
         raise ResultSetError(f"{folder}: no usable manifest.json: {e}") from None
     docs = []
-    for key in sorted(results.stored_results(folder)):
-        path = results.result_path(folder, *key)
+    for key in sorted(resultfile.stored_results(folder)):
+        path = resultfile.result_path(folder, *key)
         try:
-            docs.append(results.load_result(path))
-        except (results.ResultError, OSError) as e:
+            docs.append(resultfile.load_result(path))
+        except (resultfile.ResultError, OSError) as e:
             raise ResultSetError(f"corrupt result in {folder}: {e}") from None
     if not docs:
         raise ResultSetError(f"{folder}: no cell results (cells/*.json)")

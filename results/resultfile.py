@@ -109,7 +109,7 @@ def _v1_locality_parts(doc, before, observations):
     parts = []
     for value, samples, ratio in (("pre", pre, ratios[0]), ("post", copy.deepcopy(doc["samples"]), ratios[1])):
         samples.append({"metric": "local_page_ratio", "value": ratio, "unit": "%", "t": 0.0})
-        parts.append({"value": value, "samples": samples, "metrics": summarize(samples, defs)})
+        parts.append({"value": value, "samples": samples, "metrics": run_metrics(samples, defs)})
     return parts
 
 
@@ -233,8 +233,9 @@ def load_result(path, max_bytes=MAX_RESULT_BYTES):
     return doc
 
 
-def summarize(samples, metric_defs):
-    """Median per metric over the measured samples. metric_defs: {name: {"unit", "direction"}}."""
+def run_metrics(samples, metric_defs):
+    """One run's value of each metric: the median of its measured samples (analysis/stats.summarize then
+    summarizes runs). metric_defs: {name: {"unit", "direction"}}."""
     metrics = []
     for name, d in metric_defs.items():
         values = [s["value"] for s in samples if s["metric"] == name]

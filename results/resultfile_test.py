@@ -9,7 +9,7 @@ import os
 import tempfile
 import unittest
 
-from results import resultfile as results
+from results import resultfile
 
 GOLDEN = os.path.join(os.path.dirname(__file__), "testdata", "result_v1_ok.json")
 
@@ -17,7 +17,7 @@ GOLDEN = os.path.join(os.path.dirname(__file__), "testdata", "result_v1_ok.json"
 def golden():
     """The recorded version 1 result, migrated to the current version as every reader sees it."""
     with open(GOLDEN) as f:
-        return results.migrate(json.load(f))
+        return resultfile.migrate(json.load(f))
 
 
 class ResultsTest(unittest.TestCase):
@@ -25,7 +25,7 @@ class ResultsTest(unittest.TestCase):
         self.dir = tempfile.mkdtemp(dir=os.environ.get("TEST_TMPDIR"))
 
     def test_golden_result_is_valid_and_carries_its_evidence(self):
-        doc = results.load_result(GOLDEN)
+        doc = resultfile.load_result(GOLDEN)
         self.assertEqual(doc["status"], "ok")
         (thread,) = doc["evidence"]["threads"]
         self.assertEqual(thread["cpus_allowed"], thread["wanted"])
@@ -35,53 +35,53 @@ class ResultsTest(unittest.TestCase):
     def test_schema_violations_are_named(self):
         doc = golden()
         doc["status"] = "fine"
-        with self.assertRaisesRegex(results.ResultError, "at status"):
-            results.validate(doc)
+        with self.assertRaisesRegex(resultfile.ResultError, "at status"):
+            resultfile.validate(doc)
         doc = golden()
         doc["metrics"][0]["direction"] = "up"
-        with self.assertRaisesRegex(results.ResultError, "metrics/0/direction"):
-            results.validate(doc)
+        with self.assertRaisesRegex(resultfile.ResultError, "metrics/0/direction"):
+            resultfile.validate(doc)
         doc = golden()
         del doc["provenance"]["workload"]
-        with self.assertRaisesRegex(results.ResultError, "provenance"):
-            results.validate(doc)
+        with self.assertRaisesRegex(resultfile.ResultError, "provenance"):
+            resultfile.validate(doc)
 
     def test_atomic_write_then_never_overwrite(self):
         path = os.path.join(self.dir, "cells", "abc.r0.json")
-        results.write_result(path, golden())
+        resultfile.write_result(path, golden())
         self.assertEqual(os.listdir(os.path.dirname(path)), ["abc.r0.json"])
-        with self.assertRaisesRegex(results.ResultError, "never rewritten"):
-            results.write_result(path, golden())
-        self.assertEqual(results.load_result(path), golden())
+        with self.assertRaisesRegex(resultfile.ResultError, "never rewritten"):
+            resultfile.write_result(path, golden())
+        self.assertEqual(resultfile.load_result(path), golden())
 
     def test_invalid_document_is_not_written(self):
         path = os.path.join(self.dir, "x.json")
         bad = golden()
-        bad["schema_version"] = results.SCHEMA_VERSION + 1
-        with self.assertRaises(results.ResultError):
-            results.write_result(path, bad)
+        bad["schema_version"] = resultfile.SCHEMA_VERSION + 1
+        with self.assertRaises(resultfile.ResultError):
+            resultfile.write_result(path, bad)
         self.assertFalse(os.path.exists(path))
 
     def test_version_1_results_are_migrated(self):
         with open(GOLDEN) as f:
             v1 = json.load(f)
         self.assertEqual(v1["schema_version"], 1)
-        self.assertEqual(results.migrate(copy.deepcopy(v1))["samples"], v1["samples"])  # nothing to rename
+        self.assertEqual(resultfile.migrate(copy.deepcopy(v1))["samples"], v1["samples"])  # nothing to rename
         # SYNTHETIC on the recorded document: a version 1 Redis pressured_migrated result, metric names with
         # units and the benchmark before the migration in observations, as the Redis rig wrote it.
         redis = copy.deepcopy(v1)
         redis["samples"] = [{"metric": "get_requests_per_s", "value": 129000.0, "unit": "requests/s", "t": 0.0},
                             {"metric": "get_p99_ms", "value": 0.5, "unit": "ms", "t": 0.0}]
         redis["warmup_samples"] = [dict(redis["samples"][1])]
-        redis["metrics"] = results.summarize(redis["samples"], {
+        redis["metrics"] = resultfile.run_metrics(redis["samples"], {
             "get_requests_per_s": {"unit": "requests/s", "direction": "higher_is_better"},
             "get_p99_ms": {"unit": "ms", "direction": "lower_is_better"}})
         redis["observations"] = {"migration": {"home_node": 0, "before": {"local_ratio": 0.6442},
                                                "after": {"local_ratio": 1.0}},
                                  "before_migration": {"get_requests_per_s": 122000.0, "get_p99_ms": 0.7}}
-        doc = results.migrate(redis)
-        results.validate(doc)
-        self.assertEqual(doc["schema_version"], results.SCHEMA_VERSION)
+        doc = resultfile.migrate(redis)
+        resultfile.validate(doc)
+        self.assertEqual(doc["schema_version"], resultfile.SCHEMA_VERSION)
         self.assertEqual([s["metric"] for s in doc["samples"]], ["get_rate", "get_latency_p99"])
         self.assertEqual(doc["warmup_samples"][0]["metric"], "get_latency_p99")
         self.assertEqual([(m["name"], m["unit"]) for m in doc["metrics"]],
@@ -95,27 +95,27 @@ class ResultsTest(unittest.TestCase):
                           "local_page_ratio": (64.42, "%")})
         self.assertEqual({m["name"]: m["value"] for m in post["metrics"]},
                          {"get_rate": 129000.0, "get_latency_p99": 0.5, "local_page_ratio": 100.0})
-        self.assertEqual(results.v1_metric_name("create_ops_per_s"), "create_rate")  # the NameNode's
+        self.assertEqual(resultfile.v1_metric_name("create_ops_per_s"), "create_rate")  # the NameNode's
         broken = copy.deepcopy(redis)
         broken["schema_version"] = 1
         broken["observations"]["before_migration"] = {"get_requests_per_s": 1.0, "no_such_metric": 2.0}
-        with self.assertRaisesRegex(results.ResultError, "cannot migrate"):
-            results.migrate(broken)
+        with self.assertRaisesRegex(resultfile.ResultError, "cannot migrate"):
+            resultfile.migrate(broken)
 
     def test_untrusted_input(self):
         corrupt = os.path.join(self.dir, "corrupt.json")
         with open(corrupt, "w") as f:
             f.write('{"schema_version": 1, "kind": ')
-        with self.assertRaisesRegex(results.ResultError, "not valid JSON"):
-            results.load_result(corrupt)
-        with self.assertRaisesRegex(results.ResultError, "over the 10-byte limit"):
-            results.load_result(GOLDEN, max_bytes=10)
+        with self.assertRaisesRegex(resultfile.ResultError, "not valid JSON"):
+            resultfile.load_result(corrupt)
+        with self.assertRaisesRegex(resultfile.ResultError, "over the 10-byte limit"):
+            resultfile.load_result(GOLDEN, max_bytes=10)
         future = copy.deepcopy(golden())
         future["schema_version"] = 99
         path = os.path.join(self.dir, "future.json")
-        results.atomic_write_json(path, future)
-        with self.assertRaisesRegex(results.ResultError, "newer than this harness"):
-            results.load_result(path)
+        resultfile.atomic_write_json(path, future)
+        with self.assertRaisesRegex(resultfile.ResultError, "newer than this harness"):
+            resultfile.load_result(path)
 
     def test_nan_infinite_and_negative_values_are_corrupt(self):
         for text, expected in (("NaN", "NaN, not a number"), ("Infinity", "Infinity, not a number"),
@@ -126,35 +126,35 @@ class ResultsTest(unittest.TestCase):
             path = os.path.join(self.dir, f"bad-{text}.json")
             with open(path, "w") as f:
                 f.write(raw)
-            with self.assertRaisesRegex(results.ResultError, expected):
-                results.load_result(path)
+            with self.assertRaisesRegex(resultfile.ResultError, expected):
+                resultfile.load_result(path)
             self.assertTrue(os.path.exists(path))  # refused, never deleted
         doc = golden()
         doc["metrics"][0]["value"] = float("nan")
-        with self.assertRaisesRegex(results.ResultError, "not a finite number at metrics/0/value"):
-            results.write_result(os.path.join(self.dir, "nan.json"), doc)
+        with self.assertRaisesRegex(resultfile.ResultError, "not a finite number at metrics/0/value"):
+            resultfile.write_result(os.path.join(self.dir, "nan.json"), doc)
         self.assertFalse(os.path.exists(os.path.join(self.dir, "nan.json")))
 
     def test_stored_results_ignore_partial_writes(self):
         run = self.dir
-        results.write_result(results.result_path(run, "aaaaaaaaaaaa", 0), golden())
+        resultfile.write_result(resultfile.result_path(run, "aaaaaaaaaaaa", 0), golden())
         partial = os.path.join(run, "cells", ".tmp-killed.json")
         with open(partial, "w") as f:
             f.write("{")
-        self.assertEqual(results.stored_results(run), {("aaaaaaaaaaaa", 0)})
-        self.assertEqual(results.remove_partial_files(run), [".tmp-killed.json"])
+        self.assertEqual(resultfile.stored_results(run), {("aaaaaaaaaaaa", 0)})
+        self.assertEqual(resultfile.remove_partial_files(run), [".tmp-killed.json"])
         self.assertFalse(os.path.exists(partial))
         # the manifest's own partial write, in the run folder (a run killed while writing it; the fleet's
         # archive check refuses anything but the run's files)
         manifest_partial = os.path.join(run, ".tmp-manifest.json")
         with open(manifest_partial, "w") as f:
             f.write("{")
-        self.assertEqual(results.remove_partial_files(run), [".tmp-manifest.json"])
+        self.assertEqual(resultfile.remove_partial_files(run), [".tmp-manifest.json"])
         self.assertFalse(os.path.exists(manifest_partial))
 
     def test_summary_is_the_median_per_metric(self):
         samples = [{"metric": "m", "value": v, "unit": "ops/s", "t": i} for i, v in enumerate([5.0, 1.0, 3.0, 100.0])]
-        (metric,) = results.summarize(samples, {"m": {"unit": "ops/s", "direction": "higher_is_better"},
+        (metric,) = resultfile.run_metrics(samples, {"m": {"unit": "ops/s", "direction": "higher_is_better"},
                                                  "absent": {"unit": "s", "direction": "lower_is_better"}})
         self.assertEqual((metric["value"], metric["n"], metric["statistic"]), (4.0, 4, "median"))
 

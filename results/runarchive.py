@@ -29,7 +29,7 @@ MAX_PATH_BYTES = 1024  # a path inside the run
 BLOCK = 512
 _EXTENDED_TYPES = (b"x", b"g", b"L", b"K", b"X")
 _UNSAFE_CHARS = re.compile(r"[\x00-\x1f\x7f\\]")
-# What a run folder holds (rigs/matrix/runner.py, cell.py): the manifest, cell results, logs, rig work
+# What a run folder holds (rigs/matrix/runner.py, cellrunner.py): the manifest, cell results, logs, rig work
 # folders and cached inputs.
 RUN_TOP_LEVEL = ("manifest.json", "cells", "logs", "work", "inputs")
 

@@ -7,7 +7,7 @@ import sys
 
 from analysis import summary
 from results import resultfile
-from rigs.matrix import inputs
+from rigs.matrix import cli
 from rigs.matrix import runner
 
 RUN_INFO_SCHEMA = "tunelab-run-info/1"
@@ -19,7 +19,7 @@ def main(argv=None, console=None, **runner_options):
     """Runs the matrix (runner.execute; runner_options: its host_paths and report, for tests), prints the
     summary, writes --run-info; returns the exit status."""
     argv = sys.argv[1:] if argv is None else argv
-    run_info = inputs.parse_args(argv).run_info
+    run_info = cli.parse_args(argv).run_info
     status, run_dir = runner.EXIT_BAD_INPUT, ""
     try:
         outcome = runner.execute(argv, console=console, **runner_options)

@@ -14,7 +14,7 @@ import unittest
 
 from rich.console import Console
 
-from results import resultfile as results
+from results import resultfile
 from rigs.host import jdks
 from rigs.matrix import rig as rig_contract, runner
 
@@ -151,7 +151,7 @@ class FakeRigTestCase(unittest.TestCase):
         self.box = Sandbox(tempfile.mkdtemp(dir=os.environ.get("TEST_TMPDIR")))
 
     def docs(self, run_dir):
-        return {key: results.load_result(results.result_path(run_dir, *key)) for key in results.stored_results(run_dir)}
+        return {key: resultfile.load_result(resultfile.result_path(run_dir, *key)) for key in resultfile.stored_results(run_dir)}
 
 
 def running_with_argv(argv):

@@ -11,7 +11,7 @@ import unittest
 from unittest import mock
 
 from analysis import summary
-from results import resultfile as results
+from results import resultfile
 from rigs.matrix import hostnoise, runner, spec
 from rigs.matrix.fakerig import FakeRigTestCase
 
@@ -89,7 +89,7 @@ class NoisyRoundsTest(FakeRigTestCase):
         # As if killed during the added round 3: its results gone, the manifest still "running".
         manifest = self.manifest(run_dir)
         for cell in manifest["cells"]:
-            os.remove(results.result_path(run_dir, cell["id"], 3))
+            os.remove(resultfile.result_path(run_dir, cell["id"], 3))
             cell["repetitions"]["3"] = "pending"
         manifest["state"] = "running"
         with open(os.path.join(run_dir, "manifest.json"), "w") as f:

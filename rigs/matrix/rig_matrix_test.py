@@ -21,7 +21,7 @@ import unittest
 
 from rich.console import Console
 
-from results import resultfile as results
+from results import resultfile
 from rigs import main as rig_main
 from rigs.matrix import runner
 
@@ -115,11 +115,11 @@ class RigMatrixTest(unittest.TestCase):
         self.assertEqual({m["when"] for m in manifest["host_reference"]["measurements"]}, {"before", "after"})
         self.assertIn("host reference: cpu_loop_rate", out)
         self.assertTrue(all(len(line) <= 100 for line in out.splitlines()), out)
-        stored = results.stored_results(run_dir)
+        stored = resultfile.stored_results(run_dir)
         self.assertEqual(len(stored), len(manifest["order"]))
         ok = 0
         for cell_id, rep in stored:
-            doc = results.load_result(results.result_path(run_dir, cell_id, rep))
+            doc = resultfile.load_result(resultfile.result_path(run_dir, cell_id, rep))
             params = doc["cell"]["params"]
             if doc["status"] == "skipped":
                 self.assertTrue(doc["reason"])

@@ -5,7 +5,7 @@ import dataclasses
 import datetime
 import os
 
-from results import resultfile as results
+from results import resultfile
 from rigs.matrix import knobs, rig as rig_contract, spec, workload as workload_def
 
 
@@ -21,7 +21,7 @@ class RunContext:
     workload: workload_def.Workload
     rig: rig_contract.Rig
     rig_data: dict  # the rig's data files: name -> runfiles path
-    revisions: dict  # revision name -> inputs.Revision (the revision axis' builds)
+    revisions: dict  # revision name -> cli.Revision (the revision axis' builds)
     variants: dict  # variant name -> {"manifest", "data"} (patched builds)
     run_id: str
     run_dir: str
@@ -44,17 +44,17 @@ class RunContext:
     manifest_host_reference: dict = None  # before and after, for the manifest
     # While the run goes on:
     active_knobs: object = None  # the knobs.HostKnobs a cell has applied, restored on interruption
-    cell_runner: object = None  # the cell.CellRunner of the run, killed on interruption
+    cell_runner: object = None  # the cellrunner.CellRunner of the run, killed on interruption
     order: list = dataclasses.field(default_factory=list)  # [(cell id, repetition)], interleaved
     statuses: dict = dataclasses.field(default_factory=dict)  # (cell id, repetition) -> status
-    rounds: object = None  # the rounds.Rounds of a sequential policy (stop = "decided"), else None
+    rounds: object = None  # the sequential_rounds.Rounds of a sequential policy (stop = "decided"), else None
     noisy: object = None  # the noisyrounds.NoisyRounds of a policy that re-runs noisy rounds, else None
 
     def skeleton(self, planned, repetition, logs):
         m = self.matrix
         jdk = planned.jdk
         return {
-            "schema_version": results.SCHEMA_VERSION, "kind": "tunelab.cell_result", "run_id": self.run_id,
+            "schema_version": resultfile.SCHEMA_VERSION, "kind": "tunelab.cell_result", "run_id": self.run_id,
             "matrix": {"name": m.name, "rig": m.rig, "source": self.matrix_source, "profile": self.profile,
                        "seed": m.seed, "spec_sha256": self.spec_sha256},
             "cell": {"id": planned.cell.id, "params": planned.cell.params, "repetition": repetition},

@@ -2,11 +2,11 @@
 each result with its provenance, and goes on when a cell fails. It measures and stores; summarizing is
 analysis' job (rigs/main.py, the entry point of every rig_matrix target, calls one and then the other).
 
-Parts: inputs.py (command line, builds, resumed settings), spec.py (matrix files), schedule.py (the
-interleaved order), plan.py and planview.py (what this host can run; the plan shown), cell.py (one cell
-repetition), knobs.py and evidence.py (apply and prove the knobs), preflight.py (is the host busy),
-hoststate.py (host lock, knob journal), host_reference.py (a probe before and after), rounds.py and
-noisyrounds.py (sequential rounds; rounds run again for steal).
+Parts: cli.py (command line, builds, resumed settings), spec.py (matrix files), schedule.py (the
+interleaved order), plan.py and planview.py (what this host can run; the plan shown), cellrunner.py (one
+cell repetition), knobs.py and evidence.py (apply and prove the knobs), preflight.py (is the host busy),
+hoststate.py (host lock, knob journal), host_reference.py (a probe before and after), sequential_rounds.py
+and noisyrounds.py (sequential rounds; rounds run again for steal).
 """
 
 import dataclasses
@@ -19,12 +19,12 @@ from rich.console import Console
 from rich.markup import escape
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn, TimeRemainingColumn
 
-from results import resultfile as results, store
+from results import resultfile, store
 from analysis import sensitivity_figures
-from rigs.matrix import (cell as cell_runner, container, host_reference, hoststate, inputs, knobs, noisyrounds, plan,
-                         planview, rig as rig_contract, rounds as sequential_rounds, schedule, spec,
+from rigs.matrix import (cellrunner, cli, container, host_reference, hoststate, knobs, noisyrounds, plan,
+                         planview, rig as rig_contract, sequential_rounds, schedule, spec,
                          workload as workload_def)
-from rigs.matrix.inputs import (check_run_id, load_revisions, load_variants, new_run_id, parse_args, spec_digest,
+from rigs.matrix.cli import (check_run_id, load_revisions, load_variants, new_run_id, parse_args, spec_digest,
                                 stored_run_settings)
 from rigs.matrix.runcontext import RunContext, now_iso
 from rigs.matrix.hoststate import HostLock, LockHeld  # noqa: F401 (part of the runner's interface)
@@ -125,8 +125,7 @@ def execute(argv=None, console=None, host_paths=None, report=None):
                            rig_params=workload.parameters, policy_defaults=workload.policy)
         if args.seed is not None:
             matrix.seed = args.seed
-        if workload.rig != matrix.rig:
-            raise spec.SpecError(f"{args.matrix} is for rig {matrix.rig!r}, the workload {workload.id} for {workload.rig!r}")
+        spec.check_workload(matrix, workload, workload_dir)
         revisions = load_revisions(args.revision, matrix, rig_data, runfiles_ws, args.matrix,
                                    required=not args.dry_run)
         variants = load_variants(args.variant_data, matrix)
@@ -219,7 +218,7 @@ def execute(argv=None, console=None, host_paths=None, report=None):
             return Outcome(EXIT_BAD_INPUT)
         for warning in pre["warnings"]:
             console.print(f"[yellow]warning:[/yellow] {escape(warning)} (recorded; --strict refuses)")
-        commit, dirty = inputs.harness_provenance(workspace)
+        commit, dirty = cli.harness_provenance(workspace)
         probe = None if args.no_host_reference else host_reference.find_probe(runfiles_ws, pinned)
         ctx = RunContext(
             matrix=matrix, workload=workload, rig=rig, rig_data=rig_data, revisions=revisions, variants=variants,
@@ -246,7 +245,7 @@ def execute(argv=None, console=None, host_paths=None, report=None):
         if left:
             console.print(f"[yellow]removed containers a killed run left running:[/yellow] {', '.join(left)}")
         os.makedirs(os.path.join(run_dir, "cells"), exist_ok=True)
-        removed = results.remove_partial_files(run_dir)
+        removed = resultfile.remove_partial_files(run_dir)
         if removed:
             console.print(f"removed {len(removed)} partial file(s) left by an interrupted write")
         before = [m for m in stored_reference if m["when"] == "before"]
@@ -300,12 +299,12 @@ def run_cells(console, ctx, planned):
     if noisy:
         noisy.restore(order, matrix.seed)  # a resumed run: the rounds it had added
     by_id = {p.cell.id: p for p in planned}
-    done = results.stored_results(run_dir)
+    done = resultfile.stored_results(run_dir)
     statuses = {}
     for cid, rep in done:
         try:
-            doc = results.load_result(results.result_path(run_dir, cid, rep))
-        except results.ResultError as e:
+            doc = resultfile.load_result(resultfile.result_path(run_dir, cid, rep))
+        except resultfile.ResultError as e:
             console.print(f"[red]error:[/red] stored result is corrupt, refusing to continue: {e}")
             return EXIT_BAD_INPUT
         statuses[(cid, rep)] = doc["status"]
@@ -351,7 +350,7 @@ def run_cells(console, ctx, planned):
     def on_term(signum, frame):
         raise KeyboardInterrupt
     signal.signal(signal.SIGTERM, on_term)
-    ctx.cell_runner = cell_runner.CellRunner(ctx)
+    ctx.cell_runner = cellrunner.CellRunner(ctx)
     with Progress(TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(),
                   TextColumn("ETA"), TimeRemainingColumn(), console=console, transient=False) as progress:
         task = progress.add_task("starting", total=len(todo))

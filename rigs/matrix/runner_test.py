@@ -18,7 +18,7 @@ import unittest
 
 from rich.console import Console
 
-from results import resultfile as results
+from results import resultfile
 from rigs.matrix import rig as rig_contract, runner
 from rigs.matrix.fakerig import (FakeRig, FakeRigTestCase, Sandbox, install_fake_rig, running_with_argv_containing)
 
@@ -195,7 +195,7 @@ class RunnerTest(FakeRigTestCase):
             deadline = time.monotonic() + 60
             while time.monotonic() < deadline:
                 dirs = self.box.run_dirs()
-                if dirs and results.stored_results(dirs[0]):
+                if dirs and resultfile.stored_results(dirs[0]):
                     started = [d for d in os.listdir(os.path.join(dirs[0], "work"))
                                if os.path.exists(os.path.join(dirs[0], "work", d, "started"))]
                     if len(started) >= 2:  # one stored, the next one running
@@ -207,7 +207,7 @@ class RunnerTest(FakeRigTestCase):
         finally:
             child.wait()
         (run_dir,) = self.box.run_dirs()
-        before = {k: os.stat(results.result_path(run_dir, *k)).st_mtime_ns for k in results.stored_results(run_dir)}
+        before = {k: os.stat(resultfile.result_path(run_dir, *k)).st_mtime_ns for k in resultfile.stored_results(run_dir)}
         self.assertTrue(0 < len(before) < 3, before)
         run_id = os.path.basename(run_dir)
 
@@ -224,7 +224,7 @@ class RunnerTest(FakeRigTestCase):
         self.assertEqual(sorted(os.listdir(os.path.join(run_dir, "cells"))),
                          sorted(f"{c}.r{r}.json" for c, r in docs))
         for key, mtime in before.items():  # nothing already stored was rewritten
-            self.assertEqual(os.stat(results.result_path(run_dir, *key)).st_mtime_ns, mtime)
+            self.assertEqual(os.stat(resultfile.result_path(run_dir, *key)).st_mtime_ns, mtime)
         with open(os.path.join(run_dir, "manifest.json")) as f:
             self.assertEqual(json.load(f)["state"], "complete")
 
@@ -277,7 +277,7 @@ class RunnerTest(FakeRigTestCase):
         self.assertEqual(code, runner.EXIT_OK)
         (run_dir,) = self.box.run_dirs()
         stored = {p: pathlib.Path(p).read_bytes() for p in (os.path.join(run_dir, "manifest.json"),
-                  *(results.result_path(run_dir, *k) for k in results.stored_results(run_dir)))}
+                  *(resultfile.result_path(run_dir, *k) for k in resultfile.stored_results(run_dir)))}
         code, out = self.box.main("--resume", os.path.basename(run_dir))
         self.assertEqual(code, runner.EXIT_OK, out)
         self.assertIn("is complete: nothing to resume", out)
@@ -321,8 +321,8 @@ class RunnerTest(FakeRigTestCase):
             manifest = json.load(f)
         with open(os.path.join(run_dir, "manifest.json"), "w") as f:
             json.dump(dict(manifest, state="interrupted"), f)
-        key = sorted(results.stored_results(run_dir))[0]
-        path = results.result_path(run_dir, *key)
+        key = sorted(resultfile.stored_results(run_dir))[0]
+        path = resultfile.result_path(run_dir, *key)
         with open(path, "w") as f:
             f.write("{not json")
         code, out = self.box.main("--resume", os.path.basename(run_dir))

@@ -36,6 +36,7 @@ import dataclasses
 import hashlib
 import itertools
 import json
+import os
 import re
 import tomllib
 
@@ -289,6 +290,16 @@ def from_dict(data, source="<matrix>", profile=None, overrides=(), rig_params=No
     if static_errors:
         raise SpecError(f"{where}: " + "\n  ".join(["impossible cells:"] + sorted(set(static_errors))))
     return matrix
+
+
+def check_workload(matrix, workload, folder):
+    """Refuses a workload the matrix is not for: another rig's, or another folder than `[matrix] workload`."""
+    if workload.rig != matrix.rig:
+        raise SpecError(f"{matrix.source} is for rig {matrix.rig!r}, the workload {workload.id} for {workload.rig!r}")
+    named = os.path.basename(os.path.normpath(matrix.workload)) if matrix.workload else None
+    if named and named != os.path.basename(os.path.normpath(folder)):
+        raise SpecError(f"{matrix.source} is for workload {matrix.workload}, not {folder}: give its folder "
+                        "(the rig_matrix target passes the right one)")
 
 
 def _policy(parse, *args):

@@ -5,7 +5,7 @@ import re
 import tempfile
 import unittest
 
-from rigs.matrix import schedule, spec
+from rigs.matrix import schedule, spec, workload
 
 BASE = {"matrix": {"name": "t", "rig": "calibration", "seed": 1}, "axes": {"jdk": [17]}}
 
@@ -212,6 +212,16 @@ class ValidationTest(unittest.TestCase):
             spec.load(f.name)
         with self.assertRaisesRegex(spec.SpecError, "No such file"):
             spec.load(f.name + ".missing")
+
+    def test_a_workload_the_matrix_is_not_for_is_refused(self):
+        m = build({"matrix": {"workload": "workloads/calibration"}})
+        calibration = workload.Workload("calibration/v1", "calibration", "x", {}, {}, {}, {}, "0" * 64)
+        spec.check_workload(m, calibration, "/runfiles/tunelab/workloads/calibration")  # its own: fine
+        with self.assertRaisesRegex(spec.SpecError, "is for workload workloads/calibration, not .*/redis"):
+            spec.check_workload(m, calibration, "/runfiles/tunelab/workloads/redis")
+        with self.assertRaisesRegex(spec.SpecError, "is for rig 'calibration', the workload redis/v1 for 'redis'"):
+            spec.check_workload(m, workload.Workload("redis/v1", "redis", "x", {}, {}, {}, {}, "0" * 64),
+                                "/w/calibration")
 
 
 if __name__ == "__main__":

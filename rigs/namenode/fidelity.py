@@ -22,7 +22,7 @@ from rich.console import Console
 from rich.table import Table
 
 from analysis import stats
-from results import resultfile as results
+from results import resultfile
 from rigs.matrix import runner
 from rigs.namenode import rig as nn_rig
 
@@ -80,8 +80,8 @@ def main(argv=None):
             if outcome.status != runner.EXIT_OK:
                 return outcome.status
             run_dir = outcome.run_dir
-            (key,) = results.stored_results(run_dir)
-            doc = results.load_result(results.result_path(run_dir, *key))
+            (key,) = resultfile.stored_results(run_dir)
+            doc = resultfile.load_result(resultfile.result_path(run_dir, *key))
             value = next(s["value"] for s in doc["samples"] if s["metric"] == "create_rate")
             rig_values.append(value)
             rig_runs.append(os.path.basename(run_dir))
@@ -108,7 +108,7 @@ def main(argv=None):
               "ratio_ci": [comparison.ratio_ci_low, comparison.ratio_ci_high], "welch_p": comparison.p_value,
               "faithful": faithful, "commands": commands, "verdict": verdict}
     path = os.path.join(os.path.dirname(log_dir), "fidelity.json")
-    results.atomic_write_json(path, report)
+    resultfile.atomic_write_json(path, report)
     console.print(f"{'PASS' if faithful else 'FAIL'}: written {path}")
     return 0 if faithful else 1
 

@@ -21,7 +21,7 @@ import time
 from rich.console import Console
 from rich.table import Table
 
-from results import resultfile as results
+from results import resultfile
 from rigs.matrix import runner
 
 FIDELITY_TOLERANCE = 0.02
@@ -71,7 +71,7 @@ def main(argv=None):
     if outcome.status not in (runner.EXIT_OK, runner.EXIT_CELLS_FAILED):
         return outcome.status
     run_dir = outcome.run_dir
-    docs = [results.load_result(results.result_path(run_dir, c, r)) for c, r in results.stored_results(run_dir)]
+    docs = [resultfile.load_result(resultfile.result_path(run_dir, c, r)) for c, r in resultfile.stored_results(run_dir)]
     report = {"kind": "tunelab.yarn_cps_fidelity", "run_dir": run_dir, "cells": [], "overhead": None,
               "targets": {"fidelity_tolerance": FIDELITY_TOLERANCE, "overhead_tolerance": OVERHEAD_TOLERANCE}}
     table = Table(title="Fidelity: the rig's CPS vs SLS's scheduler.commit.success.throughput (same window)")
@@ -112,7 +112,7 @@ def main(argv=None):
         console.print(f"overhead: rig {hand['duration_s']:.1f} s vs by hand {by_hand_s:.1f} s "
                       f"(exit {status}): {ratio - 1:+.1%} (target at most {OVERHEAD_TOLERANCE:+.0%})")
     report["passed"] = bool(ok)
-    results.atomic_write_json(os.path.join(run_dir, "fidelity.json"), report)
+    resultfile.atomic_write_json(os.path.join(run_dir, "fidelity.json"), report)
     console.print(f"{'PASS' if ok else 'FAIL'}: written {os.path.join(run_dir, 'fidelity.json')}")
     return 0 if ok else 1
 

@@ -38,7 +38,7 @@ from rich.markup import escape
 from rich.table import Table
 
 from results import runarchive, store
-from rigs.matrix import hoststate, inputs
+from rigs.matrix import cli, hoststate
 from tools.fleet import machines
 from tools.fleet.hostinput import REMOTE_PYTHON, FleetError, describe_failure, host_json, read_plan
 from tools.fleet.playbook import Playbook, ansible_env, load_inventory, write_cli_launchers
@@ -77,7 +77,7 @@ def shown_path(path, workspace):
 
 
 def new_fleet_id():
-    return "fleet-" + inputs.new_run_id()
+    return "fleet-" + cli.new_run_id()
 
 
 def read_args_file(path):
@@ -347,7 +347,7 @@ class Fleet:
         for host in todo:
             state = self.hosts[host]
             if not state.run_id:
-                state.run_id = inputs.new_run_id()
+                state.run_id = cli.new_run_id()
         fleet_vars = self.fleet_vars(fleet_vars["bundles"], self.matrix_args, inventory)
         for host in todo:
             plan = fleet_vars["hosts"][host]

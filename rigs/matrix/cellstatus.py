@@ -1,12 +1,13 @@
-"""The verdict on one (cell, repetition) once its processes have ended: its exit status, a timeout, a dead
-server or a failed process; otherwise the rig's parse of the output (samples finite and non-negative, its
+"""The status of one (cell, repetition) once its processes have ended (`judge`): its exit status, a timeout, a
+dead server or a failed process; otherwise the rig's parse of the output (samples finite and non-negative, its
 split in parts), the knobs proven in effect (evidence.verify, the patched classes or binary, the rig's probes)
-and the status: ok, invalid (with the first problem) or failed (with its reason)."""
+and the status: ok, invalid (with the first problem) or failed (with its reason). ("Verdict" elsewhere means
+better or worse: analysis/compare.py.)"""
 
 import math
 import time
 
-from results import resultfile as results
+from results import resultfile
 from rigs.matrix import evidence, process_evidence, rig as rig_contract
 from rigs.matrix.runcontext import now_iso
 
@@ -73,10 +74,10 @@ def judge(ctx, state, doc, failure, timed_out):
     doc["warmup_samples"], doc["samples"] = parsed.warmup_samples, measured
     if parsed.observations:
         doc["observations"] = parsed.observations
-    doc["metrics"] = results.summarize(measured, ctx.workload.metrics)
+    doc["metrics"] = resultfile.run_metrics(measured, ctx.workload.metrics)
     for axis, parts in parsed.split.items():
         doc["split"] = {"axis": axis, "parts": [
-            {"value": value, "samples": samples, "metrics": results.summarize(samples, ctx.workload.metrics)}
+            {"value": value, "samples": samples, "metrics": resultfile.run_metrics(samples, ctx.workload.metrics)}
             for value, samples in parts.items()]}
     variant = ctx.variants.get(cell.params["variant"])
     if variant and under_test.is_jvm:

@@ -1,14 +1,14 @@
 """One (cell, repetition): apply the cell's host knobs, ask the rig for its processes, start them with the
 cell's knobs (servers first, each ready before the next starts) phase by phase, and always stop them. Parts:
 supervise.py (starting, watching and stopping the processes; the per-cell state), process_evidence.py (what
-is read from the host about them), verdict.py (the result once they have ended). The runner (runner.py)
+is read from the host about them), cellstatus.py (the cell's status once they have ended). The runner (runner.py)
 owns the order of cells; runcontext.py what they share."""
 
 import os
 import subprocess
 import time
 
-from rigs.matrix import container, knobs, processes, spec, supervise, verdict
+from rigs.matrix import cellstatus, container, knobs, processes, spec, supervise
 from rigs.matrix.runcontext import now_iso
 
 
@@ -89,7 +89,7 @@ class CellRunner:
             ctx.active_knobs = None
         if state.noise is not None:
             doc["provenance"]["noise"] = state.noise
-        return verdict.judge(ctx, state, doc, failure, timed_out)
+        return cellstatus.judge(ctx, state, doc, failure, timed_out)
 
     def _prepare(self, state, doc):
         """Checks the rig's launch can run as this cell and works out each process' command and logs; the
