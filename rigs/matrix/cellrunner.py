@@ -8,7 +8,7 @@ import os
 import subprocess
 import time
 
-from rigs.matrix import cellstatus, container, knobs, processes, spec, supervise
+from rigs.matrix import cellstatus, container, hostknobs, launchargv, processes, spec, supervise
 from rigs.matrix.runcontext import now_iso
 
 
@@ -27,11 +27,11 @@ class CellRunner:
     def argv_for(self, state, process):
         """The full command of one process: placement wrapper, measuring wrapper, then java or the program."""
         ctx, planned, cell = self.ctx, state.planned, state.cell
-        argv = knobs.wrapper_argv(cell, ctx.matrix, ctx.nodes, process.role, process.under_test) + process.wrapper
+        argv = launchargv.wrapper_argv(cell, ctx.matrix, ctx.nodes, process.role, process.under_test) + process.wrapper
         if not process.is_jvm:
             return argv + process.program
         java = os.path.join(planned.jdk["java_home"], "bin", "java")
-        flags = (knobs.jvm_flags(cell, ctx.matrix, planned.gc_flags, knobs.host_hugepage_bytes(ctx.report))
+        flags = (launchargv.jvm_flags(cell, ctx.matrix, planned.gc_flags, hostknobs.host_hugepage_bytes(ctx.report))
                  if process.under_test
                  else ["-XX:-UsePerfData"])
         if process.under_test and ctx.variants.get(cell.params["variant"]):
@@ -55,8 +55,8 @@ class CellRunner:
         os.makedirs(workdir, exist_ok=True)
         state = self.state = supervise.CellState(planned, repetition, workdir, logs)
         policy = ctx.matrix.policy
-        host_knobs = knobs.HostKnobs(ctx.host_paths, journal=ctx.knob_journal,
-                                     hugepage_bytes=knobs.host_hugepage_bytes(ctx.report))
+        host_knobs = hostknobs.HostKnobs(ctx.host_paths, journal=ctx.knob_journal,
+                                     hugepage_bytes=hostknobs.host_hugepage_bytes(ctx.report))
         ctx.active_knobs = host_knobs
         failure, timed_out = None, False
 
@@ -82,7 +82,7 @@ class CellRunner:
                     return fail(refused)
                 timed_out, failure = self._run_phases(state, state.started + policy.timeout_s)
                 supervise.stop_servers(ctx, state, look_first=failure is None and not timed_out)
-        except knobs.KnobError as e:
+        except hostknobs.KnobError as e:
             return fail(f"host knob: {e}")
         finally:
             state.kill()
@@ -107,7 +107,7 @@ class CellRunner:
         state.ev["role"] = under_test.role
         if not under_test.is_jvm:
             state.ev["native_program"] = True
-        state.ev["numa_nodes"] = knobs.numa_nodes_for(cell, ctx.matrix, ctx.nodes, under_test.role, True)
+        state.ev["numa_nodes"] = launchargv.numa_nodes_for(cell, ctx.matrix, ctx.nodes, under_test.role, True)
         # A role the rig has (in other cells, e.g. another mode) is fine; any other is a typo.
         unknown = sorted(set(dict(ctx.matrix.pinnings[cell.params["pinning"]].roles))
                          - {p.role for p in launch.processes} - set(ctx.rig.roles))

@@ -16,7 +16,7 @@ from rich.console import Console
 
 from results import resultfile
 from rigs.host import jdks
-from rigs.matrix import rig as rig_contract, runner
+from rigs.matrix import hostknobs, rig as rig_contract, runner
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 TESTDATA = os.path.join(HERE, "testdata")
@@ -90,7 +90,7 @@ class Sandbox:
             link = os.path.join(self.java_home, "bin", tool)
             if not os.path.exists(link):
                 os.symlink(os.path.join(TESTDATA, "fake", tool), link)
-        self.paths = runner.knobs.HostPaths(thp_enabled=os.path.join(root, "thp_enabled"),
+        self.paths = hostknobs.HostPaths(thp_enabled=os.path.join(root, "thp_enabled"),
                                             nr_hugepages=os.path.join(root, "nr_hugepages"))
         for path, text in ((self.paths.thp_enabled, "always [madvise] never\n"), (self.paths.nr_hugepages, "0\n")):
             if not os.path.exists(path):

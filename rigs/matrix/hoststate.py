@@ -5,7 +5,7 @@ The journal holds the original host settings a cell changed, so that the next ru
 runner was killed. A root process that writes back whatever a file says must trust that file: the folder
 is refused unless it is a real directory owned by this user with mode 0700 and no ancestor another user
 could rename it through; files are created with O_EXCL|O_NOFOLLOW and read with O_NOFOLLOW, and a file
-another user owns or could write is refused. What a journal may name is checked by knobs.py (an allow-list).
+another user owns or could write is refused. What a journal may name is checked by hostknobs.py (an allow-list).
 
   default folder: $TUNELAB_STATE_DIR, else /var/lib/tunelab for root, else ~/.local/state/tunelab
 """

@@ -7,7 +7,7 @@ import os
 import tempfile
 import unittest
 
-from rigs.matrix import hoststate, knobs
+from rigs.matrix import hostknobs, hoststate
 
 NOBODY = 65534
 
@@ -16,7 +16,7 @@ class Sandbox:
     def __init__(self, root):
         self.state = os.path.join(root, "state")
         self.journal = os.path.join(self.state, hoststate.JOURNAL_NAME)
-        self.paths = knobs.HostPaths(thp_enabled=os.path.join(root, "thp_enabled"),
+        self.paths = hostknobs.HostPaths(thp_enabled=os.path.join(root, "thp_enabled"),
                                      nr_hugepages=os.path.join(root, "nr_hugepages"))
         for path, text in ((self.paths.thp_enabled, "always [madvise] never\n"), (self.paths.nr_hugepages, "0\n")):
             with open(path, "w") as f:
@@ -92,18 +92,18 @@ class JournalTest(unittest.TestCase):
             os.chown(self.box.journal, owner, owner)
 
     def test_the_runners_own_journal_is_restored(self):
-        k = knobs.HostKnobs(self.box.paths, journal=self.box.journal)
+        k = hostknobs.HostKnobs(self.box.paths, journal=self.box.journal)
         k._write(self.box.paths.thp_enabled, "always")  # and the runner is killed: no restore()
         self.assertEqual(os.stat(self.box.journal).st_mode & 0o777, 0o600)
-        self.assertEqual(knobs.recover(self.box.journal, self.box.paths), [self.box.paths.thp_enabled])
+        self.assertEqual(hostknobs.recover(self.box.journal, self.box.paths), [self.box.paths.thp_enabled])
         with open(self.box.paths.thp_enabled) as f:
             self.assertEqual(f.read(), "madvise")
         self.assertFalse(os.path.exists(self.box.journal))
 
     def test_a_journal_naming_another_file_is_refused_and_nothing_written(self):
         self.plant([[self.box.paths.thp_enabled, "never"], [self.box.victim, "ssh-ed25519 AAAA attacker\n"]])
-        with self.assertRaisesRegex(knobs.KnobError, "never changes.*nothing restored"):
-            knobs.recover(self.box.journal, self.box.paths)
+        with self.assertRaisesRegex(hostknobs.KnobError, "never changes.*nothing restored"):
+            hostknobs.recover(self.box.journal, self.box.paths)
         self.assertEqual(self.box.victim_text(), "ssh-ed25519 AAAA the-real-key\n")
         with open(self.box.paths.thp_enabled) as f:
             self.assertIn("[madvise]", f.read())  # not even the allowed entry was applied
@@ -113,26 +113,26 @@ class JournalTest(unittest.TestCase):
         for entries in ([[self.box.paths.nr_hugepages, "1; rm -rf /"]], [[self.box.paths.thp_enabled, "sometimes"]],
                         {"not": "a list"}, [[self.box.paths.nr_hugepages]]):
             self.plant(entries)
-            with self.assertRaises(knobs.KnobError, msg=str(entries)):
-                knobs.recover(self.box.journal, self.box.paths)
+            with self.assertRaises(hostknobs.KnobError, msg=str(entries)):
+                hostknobs.recover(self.box.journal, self.box.paths)
 
     def test_a_journal_of_another_user_or_open_to_others_is_refused(self):
         good = [[self.box.paths.thp_enabled, "always [madvise] never\n"]]
         self.plant(good, owner=NOBODY)
-        with self.assertRaisesRegex(knobs.KnobError, f"owned by uid {NOBODY}"):
-            knobs.recover(self.box.journal, self.box.paths)
+        with self.assertRaisesRegex(hostknobs.KnobError, f"owned by uid {NOBODY}"):
+            hostknobs.recover(self.box.journal, self.box.paths)
         os.unlink(self.box.journal)
         self.plant(good, mode=0o666)
-        with self.assertRaisesRegex(knobs.KnobError, "mode 0666"):
-            knobs.recover(self.box.journal, self.box.paths)
+        with self.assertRaisesRegex(hostknobs.KnobError, "mode 0666"):
+            hostknobs.recover(self.box.journal, self.box.paths)
         os.unlink(self.box.journal)
         os.symlink(self.box.victim, self.box.journal)
-        with self.assertRaisesRegex(knobs.KnobError, "link"):
-            knobs.recover(self.box.journal, self.box.paths)
+        with self.assertRaisesRegex(hostknobs.KnobError, "link"):
+            hostknobs.recover(self.box.journal, self.box.paths)
 
     def test_the_journal_is_never_written_through_a_planted_link(self):
         os.symlink(self.box.victim, self.box.journal + ".tmp")
-        with knobs.HostKnobs(self.box.paths, journal=self.box.journal) as k:
+        with hostknobs.HostKnobs(self.box.paths, journal=self.box.journal) as k:
             k._write(self.box.paths.nr_hugepages, "4")
         self.assertEqual(self.box.victim_text(), "ssh-ed25519 AAAA the-real-key\n")
         self.assertFalse(os.path.lexists(self.box.journal + ".tmp"))

@@ -6,7 +6,7 @@ import sys
 import tempfile
 import unittest
 
-from rigs.matrix import evidence, knobs, spec
+from rigs.matrix import evidence, hostknobs, launchargv, spec, threadpinning
 
 NODES_2 = {0: {0, 1, 2, 3}, 1: {4, 5, 6, 7}}
 
@@ -21,7 +21,7 @@ def matrix(**axes):
 class LaunchTest(unittest.TestCase):
     def test_jvm_flags(self):
         m, cell = matrix(gc="cms", gc_opts="iof80", heap="1g", hugepages="explicit", jdk=11)
-        flags = knobs.jvm_flags(cell, m, ["-XX:+UseConcMarkSweepGC"])
+        flags = launchargv.jvm_flags(cell, m, ["-XX:+UseConcMarkSweepGC"])
         self.assertEqual(flags, ["-XX:+UseConcMarkSweepGC", "-XX:CMSInitiatingOccupancyFraction=80", "-Xms1g", "-Xmx1g",
                                  "-XX:+UseLargePages", "-XX:LargePageSizeInBytes=2m", "-XX:-UsePerfData"])
 
@@ -36,34 +36,34 @@ class LaunchTest(unittest.TestCase):
             ("none", "preferred"): ["numactl", "--preferred=0", "--"],
             ("cpu5", "pressured_migrated"): ["numactl", "--physcpubind=5", "--"],
             ("none", "pressured_migrated"): ["numactl", "--cpunodebind=0", "--"],
-            ("none", "weighted_interleave"): ["numactl", "--", sys.executable, knobs.MEMPOLICY,
+            ("none", "weighted_interleave"): ["numactl", "--", sys.executable, launchargv.MEMPOLICY,
                                               "weighted-interleave", "all", "--"],
         }
         for (pinning, numa), expected in cases.items():
             m, cell = matrix(pinning=pinning, numa=numa)
-            self.assertEqual(knobs.wrapper_argv(cell, m, NODES_2), expected, (pinning, numa))
+            self.assertEqual(launchargv.wrapper_argv(cell, m, NODES_2), expected, (pinning, numa))
 
     def test_container_memory_nodes_follow_the_bind_policies_only(self):
         cases = {("cpu5", "bind_local"): "1", ("cpu5", "bind_remote"): "0", ("none", "bind_remote"): "1",
                  ("cpu5", "interleave"): None, ("cpu5", "preferred"): None, ("none", "default"): None}
         for (pinning, numa), expected in cases.items():
             m, cell = matrix(pinning=pinning, numa=numa)
-            self.assertEqual(knobs.container_mems(cell, m, NODES_2), expected, (pinning, numa))
+            self.assertEqual(launchargv.container_mems(cell, m, NODES_2), expected, (pinning, numa))
             # Other processes of the cell keep every node: the policy is the process under test's.
-            self.assertIsNone(knobs.container_mems(cell, m, NODES_2, "loadgen", False))
+            self.assertIsNone(launchargv.container_mems(cell, m, NODES_2, "loadgen", False))
 
     def test_hugepages_cover_heap_and_code_cache(self):
-        self.assertEqual(knobs.hugepages_for_heap("256m"), 256)  # (256 + 256 MiB margin) / 2 MiB
+        self.assertEqual(hostknobs.hugepages_for_heap("256m"), 256)  # (256 + 256 MiB margin) / 2 MiB
 
     def test_hugepages_of_the_hosts_size(self):
         # aarch64 with 64 KiB base pages: 512 MiB hugepages (the doctor's Hugepagesize).
         report = {"memory": {"hugepage_size_kb": 512 * 1024}}
-        self.assertEqual(knobs.host_hugepage_bytes(report), 512 << 20)
-        self.assertEqual(knobs.host_hugepage_bytes({}), 2 << 20)
-        self.assertEqual(knobs.hugepages_for_heap("256m", 512 << 20), 1)
-        self.assertEqual(knobs.hugepages_for_heap("1g", 512 << 20), 3)
+        self.assertEqual(hostknobs.host_hugepage_bytes(report), 512 << 20)
+        self.assertEqual(hostknobs.host_hugepage_bytes({}), 2 << 20)
+        self.assertEqual(hostknobs.hugepages_for_heap("256m", 512 << 20), 1)
+        self.assertEqual(hostknobs.hugepages_for_heap("1g", 512 << 20), 3)
         m, cell = matrix(hugepages="explicit")
-        self.assertIn("-XX:LargePageSizeInBytes=512m", knobs.jvm_flags(cell, m, [], 512 << 20))
+        self.assertIn("-XX:LargePageSizeInBytes=512m", launchargv.jvm_flags(cell, m, [], 512 << 20))
 
 
 class WeightedInterleaveTest(unittest.TestCase):
@@ -71,16 +71,16 @@ class WeightedInterleaveTest(unittest.TestCase):
                          "this kernel has no weighted interleave (needs 6.9)")
     def test_the_helper_sets_the_policy_the_program_inherits(self):
         # The real kernel: the exec'd program's own numa_maps carry the policy.
-        out = subprocess.run([sys.executable, knobs.MEMPOLICY, "weighted-interleave", "all", "--",
+        out = subprocess.run([sys.executable, launchargv.MEMPOLICY, "weighted-interleave", "all", "--",
                               "cat", "/proc/self/numa_maps"], capture_output=True, text=True, check=True).stdout
         policies = evidence.parse_numa_maps(out)["bytes_per_policy"]
         self.assertEqual({p.split(":")[0] for p in policies}, {"weighted interleave"}, policies)
 
     def test_bad_usage_and_bad_nodes_are_refused(self):
-        usage = subprocess.run([sys.executable, knobs.MEMPOLICY, "interleave", "all", "--", "true"],
+        usage = subprocess.run([sys.executable, launchargv.MEMPOLICY, "interleave", "all", "--", "true"],
                                capture_output=True, text=True)
         self.assertEqual(usage.returncode, 2)
-        bad = subprocess.run([sys.executable, knobs.MEMPOLICY, "weighted-interleave", "70", "--", "true"],
+        bad = subprocess.run([sys.executable, launchargv.MEMPOLICY, "weighted-interleave", "70", "--", "true"],
                              capture_output=True, text=True)
         self.assertEqual(bad.returncode, 1)
         self.assertIn("give nodes 0..63", bad.stderr)
@@ -89,7 +89,7 @@ class WeightedInterleaveTest(unittest.TestCase):
 class HostKnobsTest(unittest.TestCase):
     def setUp(self):
         self.dir = tempfile.mkdtemp(dir=os.environ.get("TEST_TMPDIR"))
-        self.paths = knobs.HostPaths(thp_enabled=os.path.join(self.dir, "enabled"),
+        self.paths = hostknobs.HostPaths(thp_enabled=os.path.join(self.dir, "enabled"),
                                      nr_hugepages=os.path.join(self.dir, "nr_hugepages"))
         with open(self.paths.thp_enabled, "w") as f:
             f.write("always [madvise] never\n")
@@ -103,7 +103,7 @@ class HostKnobsTest(unittest.TestCase):
     def test_set_then_restored_even_on_error(self):
         _, cell = matrix(hugepages="explicit", heap="256m")
         with self.assertRaises(RuntimeError):
-            with knobs.HostKnobs(self.paths) as host:
+            with hostknobs.HostKnobs(self.paths) as host:
                 self.assertEqual(host.apply(cell), {"nr_hugepages": 256, "hugepage_size_kb": 2048})
                 self.assertEqual(self.read(self.paths.nr_hugepages), "256")
                 raise RuntimeError("the cell crashed")
@@ -120,13 +120,13 @@ class HostKnobsTest(unittest.TestCase):
         self.assertEqual(self.read(self.paths.nr_hugepages), "0")  # the first original, not a retry's
 
         with FragmentedHost(self.paths, free_pages=[15, 15, 15]) as host:
-            with self.assertRaisesRegex(knobs.KnobError, "reserved 15 after 3 attempts"):
+            with self.assertRaisesRegex(hostknobs.KnobError, "reserved 15 after 3 attempts"):
                 host.apply(cell)
         self.assertEqual(self.read(self.paths.nr_hugepages), "0")
 
     def test_thp_mode_set_and_restored(self):
         _, cell = matrix(hugepages="thp_always")
-        with knobs.HostKnobs(self.paths) as host:
+        with hostknobs.HostKnobs(self.paths) as host:
             self.assertEqual(host.apply(cell), {"thp_mode": "always"})
         # The kernel file shows "[madvise]"; writing back the bare mode name restores it.
         self.assertEqual(self.read(self.paths.thp_enabled), "madvise")
@@ -135,7 +135,7 @@ class HostKnobsTest(unittest.TestCase):
         _, cell = matrix(hugepages="host")
         with open(self.paths.nr_hugepages, "w") as f:
             f.write("7\n")
-        with knobs.HostKnobs(self.paths) as host:
+        with hostknobs.HostKnobs(self.paths) as host:
             self.assertEqual(host.apply(cell), {"thp_mode": "madvise"})
             self.assertEqual(host._saved, [])  # nothing written, nothing to restore
         self.assertEqual(self.read(self.paths.thp_enabled), "always [madvise] never")
@@ -143,14 +143,14 @@ class HostKnobsTest(unittest.TestCase):
 
     def test_restore_is_idempotent(self):
         _, cell = matrix(hugepages="off")
-        host = knobs.HostKnobs(self.paths)
+        host = hostknobs.HostKnobs(self.paths)
         host.apply(cell)
         host.restore()
         host.restore()
         self.assertEqual(self.read(self.paths.thp_enabled), "madvise")
 
 
-class FragmentedHost(knobs.HostKnobs):
+class FragmentedHost(hostknobs.HostKnobs):
     """HostKnobs on a fake kernel with fragmented memory: a write to nr_hugepages reserves at most the
     pages free in 2 MiB blocks, and each compaction frees the next amount in `free_pages`."""
 
@@ -180,7 +180,7 @@ class ThreadPinnerNamespaceTest(unittest.TestCase):
             os.makedirs(folder)
             with open(os.path.join(folder, "status"), "w") as f:
                 f.write(f"Name:\tjava\nNSpid:\t{host_tid}\t{ns_tid}\nCpus_allowed_list:\t0-1\n")
-        pinner = knobs.ThreadPinner("jcmd", 13964, [], proc=proc)
+        pinner = threadpinning.ThreadPinner("jcmd", 13964, [], proc=proc)
         self.assertEqual(pinner.host_tids(), {1: 13964, 24: 13990})
         # A JVM in the host's own namespace has one id per line: no mapping.
         with open(os.path.join(proc, "13964", "task", "13990", "status"), "w") as f:

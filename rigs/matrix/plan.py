@@ -8,7 +8,7 @@ not have) are skipped with the reason; they are never run in some other form.
 import dataclasses
 import os
 
-from rigs.matrix import container, knobs, knobvalues, spec
+from rigs.matrix import container, hostknobs, knobvalues, spec
 from rigs.host import jdks
 from rigs.host.cpuid import cpu_set
 
@@ -140,7 +140,7 @@ def host_skip_reason(matrix, cell, caps, nodes, host_cpus, jdk, memory_available
         if not explicit.get("available"):
             return f"hugepages=explicit: no hugetlb support ({explicit.get('evidence')})"
         page_kb = hugepage_kb or 2048
-        needed = knobs.hugepages_for_heap(p["heap"], page_kb * 1024)
+        needed = hostknobs.hugepages_for_heap(p["heap"], page_kb * 1024)
         if not explicit.get("writable") and (explicit.get("value") or 0) < needed:
             return (f"hugepages=explicit needs {needed} {page_kb // 1024} MiB pages for heap {p['heap']}; "
                     f"nr_hugepages is {explicit.get('value')} and not writable (run as root)")

@@ -5,7 +5,7 @@ from. Parsers of what is read live in evidence.py, and checks of it against the 
 import os
 import subprocess
 
-from rigs.matrix import container, evidence, knobs
+from rigs.matrix import container, evidence, hostknobs
 
 
 def placement(ctx, running, pinning):
@@ -63,7 +63,7 @@ def collect(ctx, jcmd, pid, ev, at_s):
                                                    "VmRSS", "Threads") if k in status}
     hugetlb = status.get("HugetlbPages", "0 kB").split()[0]
     ev["hugetlb_kb"] = int(hugetlb) if hugetlb.isdigit() else 0
-    ev["thp_mode"] = knobs.HostKnobs(ctx.host_paths).thp_mode()
+    ev["thp_mode"] = hostknobs.HostKnobs(ctx.host_paths).thp_mode()
     ev["collected_at_s"] = round(at_s, 2)
 
 

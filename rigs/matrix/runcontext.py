@@ -6,7 +6,7 @@ import datetime
 import os
 
 from results import resultfile
-from rigs.matrix import knobs, rig as rig_contract, spec, workload as workload_def
+from rigs.matrix import hostknobs, rig as rig_contract, spec, workload as workload_def
 
 
 def now_iso():
@@ -35,7 +35,7 @@ class RunContext:
     bazel_target: str
     preflight: dict
     nodes: list  # the host's NUMA nodes
-    host_paths: knobs.HostPaths
+    host_paths: hostknobs.HostPaths
     varying: list  # the axes whose values differ between the planned cells
     host_lock: str  # the host lock's file (hoststate.py)
     knob_journal: str
@@ -43,7 +43,7 @@ class RunContext:
     host_reference: dict = None  # the host reference measured before the matrix, for provenance
     manifest_host_reference: dict = None  # before and after, for the manifest
     # While the run goes on:
-    active_knobs: object = None  # the knobs.HostKnobs a cell has applied, restored on interruption
+    active_knobs: object = None  # the hostknobs.HostKnobs a cell has applied, restored on interruption
     cell_runner: object = None  # the cellrunner.CellRunner of the run, killed on interruption
     order: list = dataclasses.field(default_factory=list)  # [(cell id, repetition)], interleaved
     statuses: dict = dataclasses.field(default_factory=dict)  # (cell id, repetition) -> status

@@ -2,11 +2,11 @@
 each result with its provenance, and goes on when a cell fails. It measures and stores; summarizing is
 analysis' job (rigs/main.py, the entry point of every rig_matrix target, calls one and then the other).
 
-Parts: cli.py (command line, builds, resumed settings), spec.py (matrix files), schedule.py (the
-interleaved order), plan.py and planview.py (what this host can run; the plan shown), cellrunner.py (one
-cell repetition), knobs.py and evidence.py (apply and prove the knobs), preflight.py (is the host busy),
-hoststate.py (host lock, knob journal), host_reference.py (a probe before and after), sequential_rounds.py
-and noisyrounds.py (sequential rounds; rounds run again for steal).
+Parts: cli.py (command line, builds, resumed settings), spec.py and policy.py (matrix files), schedule.py
+(the interleaved order), plan.py and planview.py (what this host can run; the plan shown), cellrunner.py (one
+cell repetition), hostknobs.py, launchargv.py, threadpinning.py and evidence.py (apply and prove the knobs),
+preflight.py (is the host busy), hoststate.py (host lock, knob journal), host_reference.py (a probe before and
+after), sequential_rounds.py and noisyrounds.py (sequential rounds; rounds run again for steal).
 """
 
 import dataclasses
@@ -21,7 +21,7 @@ from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, T
 
 from results import resultfile, store
 from analysis import sensitivity_figures
-from rigs.matrix import (cellrunner, cli, container, host_reference, hoststate, knobs, noisyrounds, plan,
+from rigs.matrix import (cellrunner, cli, container, host_reference, hoststate, hostknobs, noisyrounds, plan,
                          planview, rig as rig_contract, sequential_rounds, schedule, spec,
                          workload as workload_def)
 from rigs.matrix.cli import (check_run_id, load_revisions, load_variants, new_run_id, parse_args, spec_digest,
@@ -226,7 +226,7 @@ def execute(argv=None, console=None, host_paths=None, report=None):
             run_dir=run_dir, report=report, profile=args.profile, overrides=args.set, spec_sha256=digest,
             matrix_source=os.path.abspath(args.matrix), harness_commit=commit, harness_dirty=dirty,
             bazel_target=args.bazel_target, preflight=pre, nodes=plan.host_nodes(report),
-            host_paths=host_paths or knobs.HostPaths(), varying=spec.varying_axes([p.cell for p in planned]),
+            host_paths=host_paths or hostknobs.HostPaths(), varying=spec.varying_axes([p.cell for p in planned]),
             host_lock=lock_file, knob_journal=os.path.join(os.path.dirname(lock_file), hoststate.JOURNAL_NAME),
             host_reference=None, manifest_host_reference=None,
             container_image=image or {}, rounds=rounds)
@@ -235,8 +235,8 @@ def execute(argv=None, console=None, host_paths=None, report=None):
                             else sensitivity_figures.checkout_steal_band(matrix.rig))
             ctx.noisy = noisyrounds.NoisyRounds(matrix.policy, band, source, stored_reruns)
         try:
-            recovered = knobs.recover(ctx.knob_journal, ctx.host_paths)
-        except knobs.KnobError as e:
+            recovered = hostknobs.recover(ctx.knob_journal, ctx.host_paths)
+        except hostknobs.KnobError as e:
             console.print(f"[red]error:[/red] {escape(str(e))}")
             return Outcome(EXIT_BAD_INPUT)
         if recovered:

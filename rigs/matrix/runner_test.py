@@ -19,7 +19,7 @@ import unittest
 from rich.console import Console
 
 from results import resultfile
-from rigs.matrix import rig as rig_contract, runner
+from rigs.matrix import rig as rig_contract, runner, threadpinning
 from rigs.matrix.fakerig import (FakeRig, FakeRigTestCase, Sandbox, install_fake_rig, running_with_argv_containing)
 
 class RunnerTest(FakeRigTestCase):
@@ -106,14 +106,14 @@ class RunnerTest(FakeRigTestCase):
                                 if "listening" in words:
                                     return int(words[-1])
                     return None
-                self.assertTrue(runner.knobs.wait_for(lambda: listening() is not None, 30), "server never listened")
+                self.assertTrue(threadpinning.wait_for(lambda: listening() is not None, 30), "server never listened")
                 port = listening()
                 self.assertTrue(rig_contract.port_in_use(port))
                 child.send_signal(sig)
                 child.wait(timeout=30)
             finally:
                 child.kill()
-            self.assertTrue(runner.knobs.wait_for(lambda: not rig_contract.port_in_use(port), 10),
+            self.assertTrue(threadpinning.wait_for(lambda: not rig_contract.port_in_use(port), 10),
                             f"port {port} still in use after {sig.name}")
             self.assertFalse(running_with_argv_containing(["fake.Server", str(port)]),
                              f"the server outlived its runner ({sig.name})")
@@ -231,7 +231,7 @@ class RunnerTest(FakeRigTestCase):
     def test_sigterm_stops_cleanly_and_sigkill_leftovers_are_recovered(self):
         child = self.spawn("--profile", "slow", "--set", "hugepages=thp_always")
         try:
-            self.assertTrue(runner.knobs.wait_for(lambda: self.box.thp() == "always", 30), "knob never set")
+            self.assertTrue(threadpinning.wait_for(lambda: self.box.thp() == "always", 30), "knob never set")
             child.send_signal(signal.SIGTERM)
             self.assertEqual(child.wait(timeout=30), runner.EXIT_INTERRUPTED)
         finally:
@@ -244,7 +244,7 @@ class RunnerTest(FakeRigTestCase):
         # A SIGKILL leaves the knob changed; the next run that takes the lock restores it first.
         child = self.spawn("--profile", "slow", "--set", "hugepages=thp_always")
         try:
-            self.assertTrue(runner.knobs.wait_for(lambda: self.box.thp() == "always", 30), "knob never set")
+            self.assertTrue(threadpinning.wait_for(lambda: self.box.thp() == "always", 30), "knob never set")
             child.send_signal(signal.SIGKILL)
             child.wait(timeout=30)
         finally:

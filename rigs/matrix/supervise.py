@@ -7,7 +7,8 @@ import dataclasses
 import os
 import time
 
-from rigs.matrix import container, hostnoise, knobs, process_evidence, processes, rig as rig_contract
+from rigs.matrix import (container, hostnoise, launchargv, process_evidence, processes, rig as rig_contract,
+                         threadpinning)
 
 
 @dataclasses.dataclass
@@ -23,7 +24,7 @@ class CellState:
     commands: dict = dataclasses.field(default_factory=dict)  # role -> argv
     role_logs: dict = dataclasses.field(default_factory=dict)  # role -> {"stdout", "stderr"}
     under_test_pid: int = None
-    pinner: knobs.ThreadPinner = None
+    pinner: threadpinning.ThreadPinner = None
     started: float = dataclasses.field(default_factory=time.monotonic)
     noise: dict = None  # the measured phase's host noise (hostnoise.window), for the result's provenance
 
@@ -66,7 +67,7 @@ def start(ctx, state, process):
     if state.executor in container.ENGINES:
         name = f"{container.container_prefix(ctx.run_id)}{state.base}-{process.role}"
         cpus = ctx.matrix.pinnings[state.cell.params["pinning"]].cpus_for(process.role, process.under_test) or None
-        mems = knobs.container_mems(state.cell, ctx.matrix, ctx.nodes, process.role, process.under_test)
+        mems = launchargv.container_mems(state.cell, ctx.matrix, ctx.nodes, process.role, process.under_test)
         argv = container.run_argv(name, ctx.container_image["tag"], argv, state.workdir, env=process.env,
                                   read_only=ctx.container_image["mounts"], cpus=cpus, mems=mems,
                                   host_lock=ctx.host_lock, executor=state.executor)
@@ -154,7 +155,7 @@ def supervise(ctx, state, deadline, clients, measured=True):
             if under_test.process.is_jvm:
                 ev["jvm_pid_is_child_of_wrapper"] = pid != under_test.program_pid()
             state.under_test_pid = pid
-            state.pinner = knobs.ThreadPinner(jcmd, pid, pinning.threads, proc=proc)
+            state.pinner = threadpinning.ThreadPinner(jcmd, pid, pinning.threads, proc=proc)
         pid, pinner = state.under_test_pid, state.pinner
         if pinner and pinning.threads and now >= next_pin:
             pinner.poll()
