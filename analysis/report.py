@@ -110,7 +110,11 @@ def published_for(references, kind_name, rig):
 
 
 def build(kind_name, sets, out_dir, metrics=None, axis=None, allow_mismatch=False, command=None, generated_at=None):
-    """The report's blocks. Figures are written into out_dir."""
+    """The report's blocks. Figures are written into out_dir.
+
+    Why one function: it only puts the report's sections in page order (title, answer, how to read, each
+    metric, attribution, observations, provenance); each section is built by its own function
+    (report_sections.py and above)."""
     kind = KINDS[kind_name]
     prepared = prepare(kind_name, sets, axis, allow_mismatch)
     references = [s for s in sets if s.published]

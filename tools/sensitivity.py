@@ -253,6 +253,11 @@ def table(baselines):
 
 
 def run(args, workspace, cwd, results_root):
+    """The calibrator's work for main(): read or record the sets, refuse what cannot be calibrated, compute
+    and write the figures.
+
+    Why one function: every refusal comes before any resampling (the issue's rule), so the checks of the
+    sets, the metrics and the budget stand together in the order the inputs are read."""
     if args.table:
         print(table(os.path.join(results_root, "baselines")))
         return 0

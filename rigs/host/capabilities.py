@@ -183,7 +183,10 @@ def _error_line(text):
 
 
 def probe_host(root="/", run=run_command, which=shutil.which):
-    """The host part of the doctor report. Reads files under root; runs commands through run."""
+    """The host part of the doctor report. Reads files under root; runs commands through run.
+
+    Why one function: one pass over the host's files and tools, each answer filed with its evidence into the
+    one report, in the order the doctor prints it; the parsers it calls are cpuid.py's and this module's."""
     path = lambda p: os.path.join(root, p)  # noqa: E731
     report = {}
 

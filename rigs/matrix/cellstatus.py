@@ -13,7 +13,10 @@ from rigs.matrix.runcontext import now_iso
 
 
 def judge(ctx, state, doc, failure, timed_out):
-    """Fills `doc` from the ended cell `state`; `failure`: the reason the phase loop stopped, if any."""
+    """Fills `doc` from the ended cell `state`; `failure`: the reason the phase loop stopped, if any.
+
+    Why one function: the order of the checks is the rule (a timeout, then a failed process, then a dead
+    server, then the parse, then the evidence): the first that fails names the cell's status."""
     ev, cell, policy = state.ev, state.cell, ctx.matrix.policy
     under_test = state.launch.under_test
     # The processes that end their phases (background ones are stopped by the runner; failing early is

@@ -182,3 +182,16 @@ def harness_provenance(workspace):
         return (shipped[:-len("-dirty")], True) if shipped.endswith("-dirty") else (shipped or "unknown", False)
     dirty = bool(git("status", "--porcelain", "--untracked-files=no"))
     return commit, dirty
+
+
+def resume_as_stored(args, results_root):
+    """`--resume RUN_ID` alone continues the stored run as it was started: its profile and --set values go into
+    `args`. Returns the line saying so, or None (other arguments given, or no such run)."""
+    if not (args.resume and args.profile is None and not args.set):
+        return None
+    stored = stored_run_settings(results_root, args.resume)
+    if not stored:
+        return None
+    args.profile, args.set = stored
+    return (f"resuming {args.resume}: profile {args.profile or '(default)'}"
+            + (f", --set {' '.join(args.set)}" if args.set else ""))

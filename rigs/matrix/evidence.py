@@ -151,7 +151,8 @@ GC_FLAG_NAMES = {"serial": "UseSerialGC", "parallel": "UseParallelGC", "g1": "Us
 
 
 def verify(cell, matrix, evidence, host_nodes):
-    """Problems with the evidence for one cell: [] when every knob took effect.
+    """Problems with the evidence for one cell: [] when every knob took effect. (Why one function: one check
+    per knob, each adding to the one list of problems, so that every knob of the matrix has its check here.)
 
     evidence keys (of the process under test unless said): role, native_program, vm_flags (parsed),
     process_status (parsed), numa_maps (parsed), other_processes ({role: {cpus_wanted, process_status}}),

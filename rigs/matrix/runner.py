@@ -24,8 +24,7 @@ from analysis import sensitivity_figures
 from rigs.matrix import (cellrunner, cli, container, host_reference, hoststate, hostknobs, noisyrounds, plan,
                          planview, rig as rig_contract, sequential_rounds, schedule, spec,
                          workload as workload_def)
-from rigs.matrix.cli import (check_run_id, load_revisions, load_variants, new_run_id, parse_args, spec_digest,
-                                stored_run_settings)
+from rigs.matrix.cli import check_run_id, load_revisions, load_variants, new_run_id, parse_args, spec_digest
 from rigs.matrix.runcontext import RunContext, now_iso
 from rigs.matrix.hoststate import HostLock, LockHeld  # noqa: F401 (part of the runner's interface)
 from rigs.matrix.preflight import preflight
@@ -100,6 +99,163 @@ def main(argv=None, console=None, host_paths=None, report=None):
     return execute(argv, console, host_paths, report).status
 
 
+@dataclasses.dataclass
+class Loaded:
+    """What a run is made of, read and checked before anything runs (load)."""
+    workload: object
+    workload_dir: str
+    matrix: object
+    rig_data: dict
+    revisions: dict
+    variants: dict
+    rig: object
+    pinned: list
+    report: dict
+    planned: list
+    rounds: object
+    image: dict
+
+
+def load(args, runfiles, report):
+    """Reads the workload, the matrix, the builds and the rig, and plans the cells on this host (`report`: the
+    doctor's, asked for here when None); raises SpecError, WorkloadError, ValueError or ImportError naming the
+    first problem."""
+    runfiles_ws = os.path.join(runfiles, "tunelab")
+    rig_data = {k: os.path.abspath(v) for k, v in (item.split("=", 1) for item in args.rig_data)}
+    workload_dir = args.workload if os.path.isdir(args.workload) else os.path.dirname(args.workload)
+    workload = workload_def.load_workload(workload_dir)
+    matrix = spec.load(args.matrix, profile=args.profile, overrides=args.set,
+                       rig_params=workload.parameters, policy_defaults=workload.policy)
+    if args.seed is not None:
+        matrix.seed = args.seed
+    spec.check_workload(matrix, workload, workload_dir)
+    revisions = load_revisions(args.revision, matrix, rig_data, runfiles_ws, args.matrix,
+                               required=not args.dry_run)
+    variants = load_variants(args.variant_data, matrix)
+    for cell in matrix.cells:
+        # The patch set's content is part of a patched cell's identity: a changed patch is another cell.
+        variant = variants.get(cell.params["variant"])
+        if variant:
+            cell.identity = {"patch_set_sha256": variant["manifest"]["patch_set_sha256"]}
+    rig = rig_contract.load_rig(matrix.rig)
+    pinned = jdks.pinned_in_runfiles(runfiles)
+    if report is None:
+        report = doctor.build_report(pinned, jdks.declared_from_env() + args.jdk,
+                                     probe_gcs=not args.no_gc_probes)
+    report.setdefault("jdks_unavailable", jdks.unavailable_in_runfiles(runfiles))
+    planned = plan.plan(matrix, report)
+    check_cells(rig, planned)
+    rounds = None
+    if matrix.policy.sequential:
+        rounds = sequential_rounds.Rounds(matrix, planned,
+                                          sequential_rounds.decided_metrics(matrix.policy, workload_dir))
+    image = container.image_in_runfiles(runfiles, runfiles_ws)
+    if any(p.cell.params.get("executor") in container.ENGINES and not p.skip_reason for p in planned) and image is None:
+        raise spec.SpecError("executor=container/docker: this target's runfiles hold no container image "
+                             "(//tools/container:rig_os; rig_matrix adds it)")
+    return Loaded(workload, workload_dir, matrix, rig_data, revisions, variants, rig, pinned, report, planned,
+                  rounds, image)
+
+
+class Stop(Exception):
+    """A run that ends before it starts: what to print (markup) and its Outcome (bad input unless given)."""
+
+    def __init__(self, text, outcome=None):
+        super().__init__(text)
+        self.text, self.outcome = text, outcome or Outcome(EXIT_BAD_INPUT)
+
+
+@dataclasses.dataclass
+class RunFolder:
+    run_id: str
+    run_dir: str
+    digest: str  # of the matrix, profile, --set values and workload: a resumed run must have the same
+    stored_reference: list  # a resumed run's host reference before the matrix
+    stored_reruns: dict  # a resumed run's noise_reruns
+
+
+def open_run(args, loaded, default_results):
+    """The run's id and folder: a new one, or the stored run --resume names (its seed, host reference and
+    added rounds taken back); raises Stop when there is none to open."""
+    host_id, workload, matrix = loaded.report["host"]["host_id"], loaded.workload, loaded.matrix
+    results_root = args.results_dir or default_results
+    if args.resume and args.run_id and args.run_id != args.resume:
+        raise Stop("[red]error:[/red] --run-id and --resume name different runs")
+    try:
+        run_id = args.resume or (check_run_id(args.run_id) if args.run_id else new_run_id())
+    except spec.SpecError as e:
+        raise Stop(f"[red]error:[/red] {escape(str(e))}") from None
+    try:
+        run_dir = store.run_dir(results_root, host_id, run_id)
+    except store.StoreError as e:
+        raise Stop(f"[red]error:[/red] {escape(str(e))}") from None
+    digest = spec_digest(args.matrix, args.profile, args.set, workload)
+    stored_reference, stored_reruns = [], None
+    if args.resume:
+        try:
+            manifest = store.load_manifest(os.path.join(run_dir, "manifest.json"))
+        except store.StoreError as e:
+            raise Stop(f"[red]error:[/red] cannot resume {run_id}: {escape(str(e))}") from None
+        if manifest["state"] == "complete":
+            raise Stop(f"run {run_id} is complete: nothing to resume (a stored run is never rewritten); {run_dir}",
+                       Outcome(EXIT_OK, run_dir, workload))
+        if manifest["matrix"]["spec_sha256"] != digest:
+            raise Stop(f"[red]error:[/red] cannot resume {run_id}: the matrix, profile, --set overrides or workload "
+                       "differ from the stored run's; start a new run instead")
+        matrix.seed = manifest["matrix"]["seed"]
+        stored_reference = (manifest.get("host_reference") or {}).get("measurements", [])
+        stored_reruns = manifest.get("noise_reruns")
+    elif os.path.exists(run_dir):
+        raise Stop(f"[red]error:[/red] {run_dir} exists")
+    return RunFolder(run_id, run_dir, digest, stored_reference, stored_reruns)
+
+
+def make_context(console, args, loaded, folder, lock_file, host_paths, workspace):
+    """The RunContext of a run that holds the host lock, after the preflight (its warnings printed); raises
+    Stop when --strict refuses the host."""
+    matrix, report = loaded.matrix, loaded.report
+    try:
+        pre = preflight(report, args.strict)
+    except spec.SpecError as e:
+        raise Stop(f"[red]error:[/red] {escape(str(e))}") from None
+    for warning in pre["warnings"]:
+        console.print(f"[yellow]warning:[/yellow] {escape(warning)} (recorded; --strict refuses)")
+    commit, dirty = cli.harness_provenance(workspace)
+    ctx = RunContext(
+        matrix=matrix, workload=loaded.workload, rig=loaded.rig, rig_data=loaded.rig_data, revisions=loaded.revisions,
+        variants=loaded.variants, run_id=folder.run_id, run_dir=folder.run_dir, report=report, profile=args.profile,
+        overrides=args.set, spec_sha256=folder.digest,
+        matrix_source=os.path.abspath(args.matrix), harness_commit=commit, harness_dirty=dirty,
+        bazel_target=args.bazel_target, preflight=pre, nodes=plan.host_nodes(report),
+        host_paths=host_paths or hostknobs.HostPaths(), varying=spec.varying_axes([p.cell for p in loaded.planned]),
+        host_lock=lock_file, knob_journal=os.path.join(os.path.dirname(lock_file), hoststate.JOURNAL_NAME),
+        host_reference=None, manifest_host_reference=None,
+        container_image=loaded.image or {}, rounds=loaded.rounds)
+    if matrix.policy.rerun_noisy_rounds:
+        band, source = ((folder.stored_reruns["band"], folder.stored_reruns["band_source"]) if folder.stored_reruns
+                        else sensitivity_figures.checkout_steal_band(matrix.rig))
+        ctx.noisy = noisyrounds.NoisyRounds(matrix.policy, band, source, folder.stored_reruns)
+    return ctx
+
+
+def clean_leftovers(console, ctx):
+    """Undoes what a killed run left on this host before anything runs: host settings (the knob journal),
+    containers, and partial files in a resumed run's folder; raises Stop on a journal it refuses."""
+    try:
+        recovered = hostknobs.recover(ctx.knob_journal, ctx.host_paths)
+    except hostknobs.KnobError as e:
+        raise Stop(f"[red]error:[/red] {escape(str(e))}") from None
+    if recovered:
+        console.print(f"[yellow]restored host settings a killed run left changed:[/yellow] {', '.join(recovered)}")
+    left = container.remove_orphans(ctx.host_lock)
+    if left:
+        console.print(f"[yellow]removed containers a killed run left running:[/yellow] {', '.join(left)}")
+    os.makedirs(os.path.join(ctx.run_dir, "cells"), exist_ok=True)
+    removed = resultfile.remove_partial_files(ctx.run_dir)
+    if removed:
+        console.print(f"removed {len(removed)} partial file(s) left by an interrupted write")
+
+
 def execute(argv=None, console=None, host_paths=None, report=None):
     """Plans and runs a matrix; returns an Outcome (exit status, the run folder once there is one)."""
     args = parse_args(argv)
@@ -107,52 +263,18 @@ def execute(argv=None, console=None, host_paths=None, report=None):
     # soft_wrap: a line longer than the console overflows, never breaks (a run folder stays one piece).
     console = console or Console(highlight=False, soft_wrap=True, width=None if sys.stdout.isatty() else 160)
     workspace = os.environ.get("BUILD_WORKSPACE_DIRECTORY", os.getcwd())
-    if args.resume and args.profile is None and not args.set:
-        # `--resume RUN_ID` alone continues the stored run as it was started (its profile and --set values).
-        stored = stored_run_settings(args.results_dir or os.path.join(workspace, "results"), args.resume)
-        if stored:
-            args.profile, args.set = stored
-            console.print(f"resuming {args.resume}: profile {args.profile or '(default)'}"
-                          + (f", --set {' '.join(args.set)}" if args.set else ""))
+    resumed = cli.resume_as_stored(args, args.results_dir or os.path.join(workspace, "results"))
+    if resumed:
+        console.print(resumed)
     # This file is <runfiles>/tunelab/rigs/matrix/runner.py.
     runfiles = os.path.abspath(os.path.join(os.path.dirname(__file__), "..", "..", ".."))
     runfiles_ws = os.path.join(runfiles, "tunelab")
-    rig_data = {k: os.path.abspath(v) for k, v in (item.split("=", 1) for item in args.rig_data)}
     try:
-        workload_dir = args.workload if os.path.isdir(args.workload) else os.path.dirname(args.workload)
-        workload = workload_def.load_workload(workload_dir)
-        matrix = spec.load(args.matrix, profile=args.profile, overrides=args.set,
-                           rig_params=workload.parameters, policy_defaults=workload.policy)
-        if args.seed is not None:
-            matrix.seed = args.seed
-        spec.check_workload(matrix, workload, workload_dir)
-        revisions = load_revisions(args.revision, matrix, rig_data, runfiles_ws, args.matrix,
-                                   required=not args.dry_run)
-        variants = load_variants(args.variant_data, matrix)
-        for cell in matrix.cells:
-            # The patch set's content is part of a patched cell's identity: a changed patch is another cell.
-            variant = variants.get(cell.params["variant"])
-            if variant:
-                cell.identity = {"patch_set_sha256": variant["manifest"]["patch_set_sha256"]}
-        rig = rig_contract.load_rig(matrix.rig)
-        pinned = jdks.pinned_in_runfiles(runfiles)
-        if report is None:
-            report = doctor.build_report(pinned, jdks.declared_from_env() + args.jdk,
-                                         probe_gcs=not args.no_gc_probes)
-        report.setdefault("jdks_unavailable", jdks.unavailable_in_runfiles(runfiles))
-        planned = plan.plan(matrix, report)
-        check_cells(rig, planned)
-        rounds = None
-        if matrix.policy.sequential:
-            rounds = sequential_rounds.Rounds(matrix, planned,
-                                              sequential_rounds.decided_metrics(matrix.policy, workload_dir))
-        image = container.image_in_runfiles(runfiles, runfiles_ws)
-        if any(p.cell.params.get("executor") in container.ENGINES and not p.skip_reason for p in planned) and image is None:
-            raise spec.SpecError("executor=container/docker: this target's runfiles hold no container image "
-                                 "(//tools/container:rig_os; rig_matrix adds it)")
+        loaded = load(args, runfiles, report)
     except (spec.SpecError, workload_def.WorkloadError, ValueError, ImportError) as e:
         console.print(f"[red]error:[/red] {escape(str(e))}")
         return Outcome(EXIT_BAD_INPUT)
+    workload, matrix, rig, report, planned = loaded.workload, loaded.matrix, loaded.rig, loaded.report, loaded.planned
 
     if args.dry_run:
         planview.print_plan(console, matrix, planned, args.profile, rig)
@@ -160,42 +282,12 @@ def execute(argv=None, console=None, host_paths=None, report=None):
             planview.write_plan_json(args.plan_json, planview.plan_document(matrix, planned, args.profile, rig, report))
         return Outcome(EXIT_OK)
 
-    host_id = report["host"]["host_id"]
-    results_root = args.results_dir or os.path.join(workspace, "results")
-    if args.resume and args.run_id and args.run_id != args.resume:
-        console.print("[red]error:[/red] --run-id and --resume name different runs")
-        return Outcome(EXIT_BAD_INPUT)
     try:
-        run_id = args.resume or (check_run_id(args.run_id) if args.run_id else new_run_id())
-    except spec.SpecError as e:
-        console.print(f"[red]error:[/red] {escape(str(e))}")
-        return Outcome(EXIT_BAD_INPUT)
-    try:
-        run_dir = store.run_dir(results_root, host_id, run_id)
-    except store.StoreError as e:
-        console.print(f"[red]error:[/red] {escape(str(e))}")
-        return Outcome(EXIT_BAD_INPUT)
-    digest = spec_digest(args.matrix, args.profile, args.set, workload)
-    stored_reference, stored_reruns = [], None
-    if args.resume:
-        try:
-            manifest = store.load_manifest(os.path.join(run_dir, "manifest.json"))
-        except store.StoreError as e:
-            console.print(f"[red]error:[/red] cannot resume {run_id}: {escape(str(e))}")
-            return Outcome(EXIT_BAD_INPUT)
-        if manifest["state"] == "complete":
-            console.print(f"run {run_id} is complete: nothing to resume (a stored run is never rewritten); {run_dir}")
-            return Outcome(EXIT_OK, run_dir, workload)
-        if manifest["matrix"]["spec_sha256"] != digest:
-            console.print(f"[red]error:[/red] cannot resume {run_id}: the matrix, profile, --set overrides or workload "
-                          "differ from the stored run's; start a new run instead")
-            return Outcome(EXIT_BAD_INPUT)
-        matrix.seed = manifest["matrix"]["seed"]
-        stored_reference = (manifest.get("host_reference") or {}).get("measurements", [])
-        stored_reruns = manifest.get("noise_reruns")
-    elif os.path.exists(run_dir):
-        console.print(f"[red]error:[/red] {run_dir} exists")
-        return Outcome(EXIT_BAD_INPUT)
+        folder = open_run(args, loaded, os.path.join(workspace, "results"))
+    except Stop as stop:
+        console.print(stop.text)
+        return stop.outcome
+    run_id, run_dir, stored_reference = folder.run_id, folder.run_dir, folder.stored_reference
 
     lock_file = os.path.join(os.path.abspath(args.state_dir), hoststate.LOCK_NAME)
     lock = HostLock(lock_file)
@@ -212,42 +304,12 @@ def execute(argv=None, console=None, host_paths=None, report=None):
     ctx = None
     try:
         try:
-            pre = preflight(report, args.strict)
-        except spec.SpecError as e:
-            console.print(f"[red]error:[/red] {escape(str(e))}")
-            return Outcome(EXIT_BAD_INPUT)
-        for warning in pre["warnings"]:
-            console.print(f"[yellow]warning:[/yellow] {escape(warning)} (recorded; --strict refuses)")
-        commit, dirty = cli.harness_provenance(workspace)
-        probe = None if args.no_host_reference else host_reference.find_probe(runfiles_ws, pinned)
-        ctx = RunContext(
-            matrix=matrix, workload=workload, rig=rig, rig_data=rig_data, revisions=revisions, variants=variants,
-            run_id=run_id,
-            run_dir=run_dir, report=report, profile=args.profile, overrides=args.set, spec_sha256=digest,
-            matrix_source=os.path.abspath(args.matrix), harness_commit=commit, harness_dirty=dirty,
-            bazel_target=args.bazel_target, preflight=pre, nodes=plan.host_nodes(report),
-            host_paths=host_paths or hostknobs.HostPaths(), varying=spec.varying_axes([p.cell for p in planned]),
-            host_lock=lock_file, knob_journal=os.path.join(os.path.dirname(lock_file), hoststate.JOURNAL_NAME),
-            host_reference=None, manifest_host_reference=None,
-            container_image=image or {}, rounds=rounds)
-        if matrix.policy.rerun_noisy_rounds:
-            band, source = ((stored_reruns["band"], stored_reruns["band_source"]) if stored_reruns
-                            else sensitivity_figures.checkout_steal_band(matrix.rig))
-            ctx.noisy = noisyrounds.NoisyRounds(matrix.policy, band, source, stored_reruns)
-        try:
-            recovered = hostknobs.recover(ctx.knob_journal, ctx.host_paths)
-        except hostknobs.KnobError as e:
-            console.print(f"[red]error:[/red] {escape(str(e))}")
-            return Outcome(EXIT_BAD_INPUT)
-        if recovered:
-            console.print(f"[yellow]restored host settings a killed run left changed:[/yellow] {', '.join(recovered)}")
-        left = container.remove_orphans(ctx.host_lock)
-        if left:
-            console.print(f"[yellow]removed containers a killed run left running:[/yellow] {', '.join(left)}")
-        os.makedirs(os.path.join(run_dir, "cells"), exist_ok=True)
-        removed = resultfile.remove_partial_files(run_dir)
-        if removed:
-            console.print(f"removed {len(removed)} partial file(s) left by an interrupted write")
+            ctx = make_context(console, args, loaded, folder, lock_file, host_paths, workspace)
+            clean_leftovers(console, ctx)
+        except Stop as stop:
+            console.print(stop.text)
+            return stop.outcome
+        probe = None if args.no_host_reference else host_reference.find_probe(runfiles_ws, loaded.pinned)
         before = [m for m in stored_reference if m["when"] == "before"]
         if not before and probe is not None:
             before = measure_host_reference(console, probe, "before", reference_scale(ctx.report))
@@ -292,7 +354,11 @@ def run_cells(console, ctx, planned):
     """Runs every missing (cell, repetition) in the interleaved order; returns EXIT_OK when all ran,
     EXIT_INTERRUPTED on Ctrl-C/SIGTERM, EXIT_BAD_INPUT on a corrupt stored result. Under a sequential policy
     (ctx.rounds), it looks at every comparison after each round and skips the repetitions of cells whose
-    comparisons are all decided ("not_needed")."""
+    comparisons are all decided ("not_needed"); under one that re-runs noisy rounds (ctx.noisy), it judges each
+    round as it completes.
+
+    Why one function: the loop's state (order, what is left to run, statuses, the sequential looks, the added
+    rounds, the progress bar) is shared by every step, and an interruption must leave all of it consistent."""
     matrix, run_dir, rounds, noisy = ctx.matrix, ctx.run_dir, ctx.rounds, ctx.noisy
     order = schedule.interleaved_order([p.cell for p in planned], matrix.policy.repetitions, matrix.seed,
                                    matrix.repetitions_of)

@@ -199,6 +199,11 @@ def load(path, profile=None, overrides=(), rig_params=None, policy_defaults=None
 
 
 def from_dict(data, source="<matrix>", profile=None, overrides=(), rig_params=None, policy_defaults=None):
+    """The Matrix of a parsed matrix file (`data`), a profile of it and --set overrides; SpecError naming the
+    first problem.
+
+    Why one function: the layers (top-level tables, the profile, --set, the defaults) are applied in one order,
+    and that order decides which wins; each table's own checks are the functions below."""
     rig_params = dict(rig_params or {})
     where = source
     known = {"matrix", "axes", "zip", "include", "exclude", "profiles", "pinning", "gc_opts", "variant", "policy",
