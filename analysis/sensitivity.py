@@ -195,7 +195,7 @@ def allocation(components, budget_s, max_rounds=200, max_windows_factor=4):
 
 
 def gate_rule(baseline, candidate, floor, direction):
-    """The gate's fixed rule (tools/gate.py) on run values: "regressed", "improved" or "pass"."""
+    """The gate's fixed rule (analysis/gate_decision.py) on run values: "regressed", "improved" or "pass"."""
     comparison = stats.compare([[a] for a in baseline], [[b] for b in candidate], resamples=0)
     if math.isnan(comparison.p_value) or comparison.p_value >= stats.ALPHA or abs(comparison.change) <= floor:
         return "pass"

@@ -1,5 +1,5 @@
 """The gate's outputs: its verdict line, the Markdown summary (stdout, --markdown) and JUnit XML (--junit),
-from the checks tools/gate.py made. tools/testdata/golden_gate.txt holds both formats."""
+from the checks analysis/gate_decision.py made. tools/testdata/golden_gate.txt holds both formats."""
 
 from xml.etree import ElementTree
 

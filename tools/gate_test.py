@@ -12,7 +12,7 @@ import unittest
 from contextlib import redirect_stderr, redirect_stdout
 from xml.etree import ElementTree
 
-from analysis import golden, resultsets, sensitivity, sensitivity_figures, testsets
+from analysis import gate_decision, golden, resultsets, sensitivity, sensitivity_figures, testsets, thresholds
 from analysis.testsets import write_set
 from tools import gate, gate_confirm
 
@@ -248,7 +248,7 @@ class GateTest(unittest.TestCase):
     def test_the_confirmation_rerun_targets_the_regressed_cell_only(self):
         base, cand = self.sets(950.0)
         candidate = resultsets.load_run(cand)
-        checks = gate.gate(resultsets.load_run(base), candidate, {"cpu_loop_rate": 0.03})
+        checks = gate_decision.gate(resultsets.load_run(base), candidate, {"cpu_loop_rate": 0.03})
         argv = gate_confirm.confirm_command(candidate, checks[0], RUNFILES)
         self.assertEqual(argv[:5], ["bazel", "run", "//rigs:calibration_matrix", "--", "--profile=smoke"])
         sets = [a.split("=", 1)[1] for a in argv if a.startswith("--set=")]
@@ -260,7 +260,7 @@ class GateTest(unittest.TestCase):
         # The target comes from result data: a set naming another command is refused, nothing runs.
         base, cand = self.sets(950.0)
         candidate = resultsets.load_run(cand)
-        checks = gate.gate(resultsets.load_run(base), candidate, {"cpu_loop_rate": 0.03})
+        checks = gate_decision.gate(resultsets.load_run(base), candidate, {"cpu_loop_rate": 0.03})
         self.assertIn("//rigs:yarn_cps_matrix", gate_confirm.matrix_targets(RUNFILES))
         for target in ("//tools:fleet", "@evil//:x", "--run_under=/bin/sh"):
             candidate.docs[0]["provenance"]["bazel_target"] = target
@@ -285,12 +285,12 @@ class GateTest(unittest.TestCase):
                     code, out = e.code, ""
                 self.assertEqual(code, gate.EXIT_UNUSABLE, out)
         # An unexpected error is unusable input (2) with a traceback log, never "regressed" (1).
-        real = gate.gate
-        gate.gate = lambda *a, **kw: {}["boom"]
+        real = gate_decision.gate
+        gate_decision.gate = lambda *a, **kw: {}["boom"]
         try:
             code, out, _ = self.run_gate(base, cand)
         finally:
-            gate.gate = real
+            gate_decision.gate = real
         self.assertEqual(code, gate.EXIT_UNUSABLE, out)
         log = out.split("traceback in ")[1].split()[0]
         with open(log) as f:
@@ -354,10 +354,10 @@ class GateTest(unittest.TestCase):
         # Not part of the workload's digest: workload.toml holds no threshold, gate.toml does.
         with open(os.path.join(RUNFILES, "workloads", "yarn_cps", "gate.toml"), "rb") as f:
             declared = tomllib.load(f)["min_effect"]["container_allocation_rate"]
-        self.assertEqual(gate.min_effects([RUNFILES], [doc])["container_allocation_rate"], declared)
+        self.assertEqual(thresholds.min_effects([RUNFILES], [doc])["container_allocation_rate"], declared)
         # A workload without a gate file falls back to the gate's default, not to yarn_cps's.
         other = {"provenance": {"workload": {"id": "no_such_workload/v1"}}}
-        self.assertNotIn("container_allocation_rate", gate.min_effects([RUNFILES], [other]))
+        self.assertNotIn("container_allocation_rate", thresholds.min_effects([RUNFILES], [other]))
 
 
 if __name__ == "__main__":

@@ -11,7 +11,7 @@ both sides of an arm axis, and, where the rig has one, a known-slowdown set. For
   fixed design (--rounds a side), checked by simulation from the components, and of the sequential policy
   (simulated); the allocation (rounds x windows a run) that minimizes the MDE within --budget;
 - by resampling the recorded rounds without replacement: the gate's false-alarm rate on A/A and its detection
-  rate on the slowdown, the gate judging at max(the metric's minimum effect, the MDE), as tools/gate.py does.
+  rate on the slowdown, the gate judging at max(the metric's minimum effect, the MDE), as analysis/gate_decision.py does.
 It writes sensitivity.json ({"<rig>": {"<metric>": {...}}}) into the A/A set's folder (a promoted set under
 results/baselines/, or a fresh run to promote). The gate reads the newest committed one for each rig and metric.
 
@@ -80,7 +80,7 @@ def calibrate_metric(metric, decl, aa_pairs, slow_pairs, comps, min_effect, budg
     logs = [math.log(b / a) for a, b in aa if a > 0 and b > 0]
     paired_sd = float(np.std(logs, ddof=1)) if len(logs) > 1 else 0.0
     mde = sensitivity.mde_paired(paired_sd, rounds)
-    floor = max(min_effect, sensitivity.worse_by(mde, decl["direction"]))  # what tools/gate.py judges at
+    floor = max(min_effect, sensitivity.worse_by(mde, decl["direction"]))  # what analysis/gate_decision.py judges at
     model_mde = sensitivity.mde_paired(comps.paired_sd(), rounds)
     low, high = SEQUENTIAL
     rates = sensitivity.resampled_rates(aa, slow, rounds, floor, decl["direction"], low, high, draws, seed)
