@@ -8,6 +8,7 @@ import os
 import numpy
 
 from analysis import resultsets
+from results import store
 
 REAL_RUN = os.path.join(os.path.dirname(os.path.abspath(__file__)), "testdata", "sets", "calibration_smoke")
 
@@ -30,17 +31,11 @@ def write_set(folder, cells, host="vm-x86", cpu="AMD EPYC", rig="calibration", w
     os.makedirs(os.path.join(folder, "cells"))
     base = template()
     run_id = f"20261121T0000{len(os.listdir(os.path.dirname(folder))):02d}Z-0000"
-    manifest = {"schema_version": 1, "kind": "tunelab.run_manifest", "run_id": run_id, "state": "complete",
-                "matrix": {"name": rig, "rig": rig, "profile": "smoke", "overrides": [], "seed": 1,
-                           "spec_sha256": "0" * 64},
-                "workload": {"id": base["provenance"]["workload"]["id"],
-                             "sha256": workload_sha or base["provenance"]["workload"]["sha256"]},
-                "host_id": host, "cells": [], "order": [],
-                "fleet": {"host": fleet_host, "fleet_id": "fleet-20261124T000000Z-0000"} if fleet_host else None}
+    cells_entries, order = [], []
     for n, (overrides, level) in enumerate(cells):
-        manifest["cells"].append({"id": f"{n:012x}", "params": dict(base["cell"]["params"], **overrides),
-                                  "skip_reason": None, "repetitions": {str(r): "ok" for r in range(runs)}})
-        manifest["order"] += [[f"{n:012x}", rep] for rep in range(runs)]
+        cells_entries.append(store.manifest_cell(f"{n:012x}", dict(base["cell"]["params"], **overrides), None,
+                                                 {r: "ok" for r in range(runs)}))
+        order += [(f"{n:012x}", rep) for rep in range(runs)]
         for rep in range(runs):
             d = copy.deepcopy(base)
             d["run_id"] = run_id
@@ -67,12 +62,18 @@ def write_set(folder, cells, host="vm-x86", cpu="AMD EPYC", rig="calibration", w
                 d["provenance"]["workload"]["sha256"] = workload_sha
             with open(os.path.join(folder, "cells", f"{n:012x}.r{rep}.json"), "w") as f:
                 json.dump(d, f)
+    matrix = {"name": rig, "rig": rig, "profile": "smoke", "overrides": [], "seed": 1, "spec_sha256": "0" * 64}
     if question:
-        manifest["matrix"]["question"] = question
-    if reference:
-        manifest["host_reference"] = {"probe": "synthetic", "measurements": [
-            {"when": when, "metric": "cpu_loop_rate", "unit": "ops/s", "median": reference * k, "samples": [reference * k]}
-            for when, k in (("before", 1.0), ("after", 0.995))]}
+        matrix["question"] = question
+    host_reference = {"probe": "synthetic", "measurements": [
+        {"when": when, "metric": "cpu_loop_rate", "unit": "ops/s", "median": reference * k, "samples": [reference * k]}
+        for when, k in (("before", 1.0), ("after", 0.995))]} if reference else None
+    manifest = store.manifest_document(
+        run_id, "complete", matrix=matrix, host_id=host, cells=cells_entries, order=order,
+        workload={"id": base["provenance"]["workload"]["id"],
+                  "sha256": workload_sha or base["provenance"]["workload"]["sha256"]},
+        updated_at=base["finished_at"], host_reference=host_reference,
+        fleet={"host": fleet_host, "fleet_id": "fleet-20261124T000000Z-0000"} if fleet_host else None)
     with open(os.path.join(folder, "manifest.json"), "w") as f:
         json.dump(manifest, f)
     return resultsets.load_run(folder, name=os.path.basename(folder))

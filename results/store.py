@@ -46,6 +46,28 @@ def validate_manifest(doc):
     return doc
 
 
+def manifest_cell(cell_id, params, skip_reason, repetitions):
+    """One entry of a manifest's cells: repetitions is {repetition number: "pending" or its status}."""
+    return {"id": cell_id, "params": params, "skip_reason": skip_reason or None,
+            "repetitions": {str(r): status for r, status in repetitions.items()}}
+
+
+def manifest_document(run_id, state, *, matrix, workload, host_id, cells, order, updated_at, preflight=None,
+                      host_reference=None, revisions=None, sequential=None, noise_reruns=None, fleet=None):
+    """A run's manifest (results/schema/run_manifest.v1.schema.json), validated: raises StoreError on a field
+    the schema refuses, before anything is written.
+    matrix: the matrix block (name, rig, spec_sha256, ...); workload: {id, sha256}; cells: manifest_cell()s;
+    order: [(cell id, repetition)] as run; revisions: {name: {commit, runfiles}}; sequential and noise_reruns:
+    the policy's state blocks (rigs/matrix/sequential_rounds.py, noisyrounds.py); fleet: {host, fleet_id}."""
+    return validate_manifest({
+        "schema_version": MANIFEST_SCHEMA_VERSION, "kind": "tunelab.run_manifest", "run_id": run_id,
+        "state": state, "matrix": matrix, "workload": workload, "host_id": host_id, "preflight": preflight,
+        "host_reference": host_reference, "revisions": revisions or {}, "cells": list(cells),
+        "order": [[cell_id, r] for cell_id, r in order], "updated_at": updated_at, "sequential": sequential,
+        "noise_reruns": noise_reruns, "fleet": fleet or None,
+    })
+
+
 def parse_manifest(data, name="manifest.json"):
     """A manifest from bytes, as untrusted input."""
     try:

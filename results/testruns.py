@@ -7,7 +7,7 @@ import json
 import os
 import tarfile
 
-from results import resultfile
+from results import resultfile, store
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 RUN_ID = "20261121T062107Z-0c0b"  # the run of the recorded result
@@ -23,13 +23,12 @@ def recorded_result(repetition=0):
 def manifest_for(run_id=RUN_ID, repetitions=(0,), state="complete", fleet=None):
     """A schema-valid manifest of the recorded result's cell with these repetitions stored."""
     doc = recorded_result()
-    cell = {"id": doc["cell"]["id"], "params": doc["cell"]["params"], "skip_reason": None,
-            "repetitions": {str(r): "ok" for r in repetitions}}
-    return {"schema_version": 1, "kind": "tunelab.run_manifest", "run_id": run_id, "state": state,
-            "matrix": copy.deepcopy(doc["matrix"]), "workload": {k: doc["provenance"]["workload"][k]
-                                                                 for k in ("id", "sha256")},
-            "host_id": doc["provenance"]["host"]["host"]["host_id"], "cells": [cell],
-            "order": [[cell["id"], r] for r in repetitions], "fleet": fleet}
+    cell = store.manifest_cell(doc["cell"]["id"], doc["cell"]["params"], None, {r: "ok" for r in repetitions})
+    return store.manifest_document(
+        run_id, state, matrix=copy.deepcopy(doc["matrix"]),
+        workload={k: doc["provenance"]["workload"][k] for k in ("id", "sha256")},
+        host_id=doc["provenance"]["host"]["host"]["host_id"], cells=[cell],
+        order=[(cell["id"], r) for r in repetitions], updated_at=doc["finished_at"], fleet=fleet)
 
 
 def make_run(root, host="hostA", run_id=RUN_ID, state="complete", repetitions=(0,), fleet=None):

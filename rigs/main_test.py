@@ -10,7 +10,7 @@ import unittest
 from rich.console import Console
 
 from rigs import main as rig_main
-from rigs.matrix import runner
+from rigs.matrix import hoststate, runner
 from rigs.matrix.fakerig import FakeRigTestCase
 
 
@@ -37,7 +37,7 @@ class RunInfoTest(FakeRigTestCase):
                          (2, "bad_input", None, None))
 
     def test_a_run_refused_by_the_host_lock_says_so(self):
-        lock = runner.HostLock(os.path.join(self.box.state_dir, runner.hoststate.LOCK_NAME))
+        lock = hoststate.HostLock(os.path.join(self.box.state_dir, hoststate.LOCK_NAME))
         lock.acquire({"run_id": "20261121T000000Z-beef", "pid": 1})
         try:
             code, info = self.run_main()

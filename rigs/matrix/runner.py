@@ -26,7 +26,6 @@ from rigs.matrix import (cellrunner, cli, container, host_reference, hoststate, 
                          workload as workload_def)
 from rigs.matrix.cli import check_run_id, load_revisions, load_variants, new_run_id, parse_args, spec_digest
 from rigs.matrix.runcontext import RunContext, now_iso
-from rigs.matrix.hoststate import HostLock, LockHeld  # noqa: F401 (part of the runner's interface)
 from rigs.matrix.preflight import preflight
 from rigs.host import doctor, jdks
 
@@ -54,31 +53,30 @@ def check_cells(rig, planned):
 
 
 def write_manifest(ctx, planned, order, state, statuses):
+    """The run's manifest (results/store.py builds and validates it) as the run stands: statuses are
+    {(cell id, repetition): status} of the repetitions done."""
     reps = {}  # cell id -> its repetitions in the order (the policy's, and rounds added for noise)
     for c, r in order:
         reps.setdefault(c.id, []).append(r)
-    doc = {
-        "schema_version": 1, "kind": "tunelab.run_manifest", "run_id": ctx.run_id, "state": state,
-        "matrix": {"name": ctx.matrix.name, "rig": ctx.matrix.rig, "source": ctx.matrix_source,
-                   "profile": ctx.profile, "overrides": ctx.overrides, "seed": ctx.matrix.seed,
-                   "spec_sha256": ctx.spec_sha256, "question": ctx.matrix.question, "axes": ctx.matrix.axes,
-                   "zip_groups": ctx.matrix.zip_groups, "comparison_groups": ctx.matrix.comparison_groups(),
-                   "known_answers": [k.to_json() for k in ctx.matrix.known_answers]},
-        "workload": {"id": ctx.workload.id, "sha256": ctx.workload.sha256},
-        "host_id": ctx.report["host"]["host_id"], "preflight": ctx.preflight,
-        "host_reference": ctx.manifest_host_reference,
-        "revisions": {name: {"commit": r.commit, "runfiles": r.runfiles} for name, r in ctx.revisions.items()},
-        "cells": [{"id": p.cell.id, "params": p.cell.params, "skip_reason": p.skip_reason or None,
-                   "repetitions": {str(r): statuses.get((p.cell.id, r), "pending")
-                                   for r in reps.get(p.cell.id, range(ctx.matrix.repetitions_of(p.cell)))}}
-                  for p in planned],
-        "order": [[c.id, r] for c, r in order], "updated_at": now_iso(),
-        "sequential": ctx.rounds.to_json() if ctx.rounds else None,
-        "noise_reruns": ctx.noisy.to_json() if ctx.noisy else None,
-        # Set by //tools:fleet on the hosts it drives: which inventory host and fleet run this is.
-        "fleet": {key: os.environ[var] for key, var in (("host", "TUNELAB_FLEET_HOST"), ("fleet_id", "TUNELAB_FLEET_ID"))
-                  if os.environ.get(var)} or None,
-    }
+    m = ctx.matrix
+    matrix = {"name": m.name, "rig": m.rig, "source": ctx.matrix_source, "profile": ctx.profile,
+              "overrides": ctx.overrides, "seed": m.seed, "spec_sha256": ctx.spec_sha256, "question": m.question,
+              "axes": m.axes, "zip_groups": m.zip_groups, "comparison_groups": m.comparison_groups(),
+              "known_answers": [k.to_json() for k in m.known_answers]}
+    cells = [store.manifest_cell(p.cell.id, p.cell.params, p.skip_reason,
+                                 {r: statuses.get((p.cell.id, r), "pending")
+                                  for r in reps.get(p.cell.id, range(m.repetitions_of(p.cell)))})
+             for p in planned]
+    # Set by //tools:fleet on the hosts it drives: which inventory host and fleet run this is.
+    fleet = {key: os.environ[var] for key, var in (("host", "TUNELAB_FLEET_HOST"), ("fleet_id", "TUNELAB_FLEET_ID"))
+             if os.environ.get(var)}
+    doc = store.manifest_document(
+        ctx.run_id, state, matrix=matrix, workload={"id": ctx.workload.id, "sha256": ctx.workload.sha256},
+        host_id=ctx.report["host"]["host_id"], cells=cells, order=[(c.id, r) for c, r in order],
+        updated_at=now_iso(), preflight=ctx.preflight, host_reference=ctx.manifest_host_reference,
+        revisions={name: {"commit": r.commit, "runfiles": r.runfiles} for name, r in ctx.revisions.items()},
+        sequential=ctx.rounds.to_json() if ctx.rounds else None,
+        noise_reruns=ctx.noisy.to_json() if ctx.noisy else None, fleet=fleet)
     store.write_manifest(ctx.run_dir, doc)
 
 
@@ -290,11 +288,11 @@ def execute(argv=None, console=None, host_paths=None, report=None):
     run_id, run_dir, stored_reference = folder.run_id, folder.run_dir, folder.stored_reference
 
     lock_file = os.path.join(os.path.abspath(args.state_dir), hoststate.LOCK_NAME)
-    lock = HostLock(lock_file)
+    lock = hoststate.HostLock(lock_file)
     try:
         lock.acquire({"run_id": run_id, "pid": os.getpid(), "matrix": matrix.name, "started_at": now_iso(),
                       "run_dir": run_dir})
-    except LockHeld as e:
+    except hoststate.LockHeld as e:
         console.print(f"[red]error:[/red] another matrix run holds this host ({lock_file}): {escape(str(e))}")
         return Outcome(EXIT_LOCKED)
     except (OSError, hoststate.StateError) as e:

@@ -18,8 +18,8 @@ import unittest
 
 from rich.console import Console
 
-from results import resultfile
-from rigs.matrix import rig as rig_contract, runner, threadpinning
+from results import resultfile, store
+from rigs.matrix import hoststate, preflight, rig as rig_contract, runner, spec, threadpinning
 from rigs.matrix.fakerig import (FakeRig, FakeRigTestCase, Sandbox, install_fake_rig, running_with_argv_containing)
 
 class RunnerTest(FakeRigTestCase):
@@ -136,7 +136,7 @@ class RunnerTest(FakeRigTestCase):
             self.assertIsNone(doc["provenance"]["variant"]["patch_set_sha256"])
         for doc in by_variant["patched:fake@1"]:
             # The patch set's content is in the cell id, not among the parameters (they compare as before).
-            self.assertEqual(doc["cell"]["id"], runner.spec.cell_id(dict(doc["cell"]["params"],
+            self.assertEqual(doc["cell"]["id"], spec.cell_id(dict(doc["cell"]["params"],
                                                                         patch_set_sha256="ab" * 32)))
             self.assertEqual(doc["provenance"]["variant"]["patch_set_sha256"], "ab" * 32)
             self.assertEqual(doc["provenance"]["variant"]["applied"], ["0001-a.patch"])
@@ -146,7 +146,7 @@ class RunnerTest(FakeRigTestCase):
             self.assertIn("the patch was not exercised", doc["reason"])
 
     def test_second_run_on_the_host_is_refused(self):
-        lock = runner.HostLock(os.path.join(self.box.state_dir, runner.hoststate.LOCK_NAME))
+        lock = hoststate.HostLock(os.path.join(self.box.state_dir, hoststate.LOCK_NAME))
         lock.acquire({"run_id": "20261121T000000Z-beef", "pid": 1})
         try:
             code, out = self.box.main()
@@ -261,7 +261,7 @@ class RunnerTest(FakeRigTestCase):
         with open(victim, "w") as f:
             f.write("the real key\n")
         os.makedirs(self.box.state_dir, mode=0o700, exist_ok=True)
-        journal = os.path.join(self.box.state_dir, runner.hoststate.JOURNAL_NAME)
+        journal = os.path.join(self.box.state_dir, hoststate.JOURNAL_NAME)
         with open(journal, "w") as f:
             json.dump([[victim, "attacker key\n"]], f)
         os.chmod(journal, 0o600)
@@ -284,8 +284,8 @@ class RunnerTest(FakeRigTestCase):
         for path, body in stored.items():
             with open(path, "rb") as f:
                 self.assertEqual(f.read(), body, path)
-        with self.assertRaisesRegex(runner.store.StoreError, "complete run"):
-            runner.store.write_manifest(run_dir, json.loads(stored[os.path.join(run_dir, "manifest.json")]))
+        with self.assertRaisesRegex(store.StoreError, "complete run"):
+            store.write_manifest(run_dir, json.loads(stored[os.path.join(run_dir, "manifest.json")]))
 
     def test_a_rig_must_implement_the_contract(self):
         class Duck:  # has the methods, is not a Rig: the runner would have guessed its optional members
@@ -308,9 +308,9 @@ class RunnerTest(FakeRigTestCase):
     def test_strict_refuses_a_busy_host(self):
         report = self.box.report()
         report["host"]["load_average"] = [7.5, 7.0, 6.0]
-        with self.assertRaisesRegex(runner.spec.SpecError, "load average 7.5 is over half of 2 CPUs"):
-            runner.preflight(report, strict=True)
-        self.assertTrue(runner.preflight(report, strict=False)["warnings"])
+        with self.assertRaisesRegex(spec.SpecError, "load average 7.5 is over half of 2 CPUs"):
+            preflight.preflight(report, strict=True)
+        self.assertTrue(preflight.preflight(report, strict=False)["warnings"])
 
     def test_resume_refuses_a_corrupt_stored_result(self):
         code, _ = self.box.main()
