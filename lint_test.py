@@ -1,12 +1,14 @@
 """Lint as a test: `ruff check` (pinned in tools/python/requirements.lock, settings in ruff.toml) over this
 checkout's Python files, `buildifier` (pinned in third_party/buildifier/go.sum) over its Starlark files, the
-floors of .importlinter, and the house rules no linter knows. Fails with the findings, file and line."""
+floors of .importlinter, mypy (pinned there too, settings in mypy.ini) over the rig contract and every rig,
+and the house rules no linter knows. Fails with the findings, file and line."""
 
 import ast
 import glob
 import json
 import os
 import re
+import shutil
 import subprocess
 import sys
 import unittest
@@ -80,6 +82,30 @@ def rig_layout_problems(tree):
     return problems
 
 
+# The rig contract and the classes that satisfy its protocols; every rigs/<rig>/rig.py is added (type_checked_files).
+TYPE_CHECKED = ("rigs/matrix/rig.py", "rigs/matrix/workload.py", "rigs/matrix/spec.py", "rigs/matrix/policy.py")
+
+
+def type_checked_files(tree):
+    """The files mypy checks in `tree`: the contract (TYPE_CHECKED) and every rig module."""
+    rigs = sorted(os.path.relpath(p, tree) for p in glob.glob(os.path.join(tree, "rigs", "*", "rig.py"))
+                  if os.path.basename(os.path.dirname(p)) not in ("matrix", "host"))
+    return [f for f in TYPE_CHECKED if os.path.isfile(os.path.join(tree, f))] + rigs
+
+
+def type_check(tree, cache_dir):
+    """(exit status, report) of mypy over type_checked_files(tree), with tree's mypy.ini; module names come
+    from paths under `tree` (mypy.ini: explicit_package_bases), so it runs from there."""
+    from mypy import api
+    cwd = os.getcwd()
+    os.chdir(tree)
+    try:
+        out, err, code = api.run(["--config-file", "mypy.ini", "--cache-dir", cache_dir] + type_checked_files(tree))
+    finally:
+        os.chdir(cwd)
+    return code, out + err
+
+
 def runfile(*parts):
     for root in (os.environ.get("RUNFILES_DIR", ""), os.path.join(HERE, "..")):
         path = os.path.join(root, *parts)
@@ -127,6 +153,45 @@ class LintTest(unittest.TestCase):
         self.assertEqual(proc.returncode, 0, f"ruff check found problems (fix them, or say why in ruff.toml):\n"
                                              f"{proc.stdout}")
         print(proc.stdout.strip(), file=sys.stderr)
+
+    def test_the_contract_and_the_rigs_type_check(self):
+        tmp = os.environ.get("TEST_TMPDIR", "/tmp")
+        code, report = type_check(checkout(), os.path.join(tmp, "mypy-cache"))
+        self.assertEqual(code, 0, f"mypy (mypy.ini) over the rig contract and the rigs:\n{report}")
+
+    def test_the_type_check_fails_on_a_rig_that_breaks_the_contract(self):
+        # A sixth rig, the calibration rig's copy, in a scratch tree with the contract: as is it passes; with
+        # a member unannotated, or launch returning what parse returns, or a Policy that lost a field the
+        # rigs read, mypy fails.
+        real = checkout()
+        tree = os.path.join(os.environ.get("TEST_TMPDIR", "/tmp"), "typed-rig")
+        with open(os.path.join(real, "rigs", "calibration", "rig.py")) as f:
+            rig = f.read().replace('name = "calibration"', 'name = "sixth"')
+        with open(os.path.join(real, "rigs", "matrix", "policy.py")) as f:
+            policy = f.read()
+        broken = {
+            None: (rig, policy, None),
+            "untyped": (re.sub(r"def parse\(self, [^)]*\) -> Parsed:", "def parse(self, outputs, policy, workdir, launch):",
+                               rig), policy, "no-untyped-def"),
+            "wrong return": (rig.replace("        return Parsed(warmup, measured)", "        return launch"), policy,
+                             "return-value"),
+            "policy": (rig, policy.replace("    measure_s: float", "    measure_seconds: float"), "measure_s"),
+        }
+        for case, (rig_text, policy_text, expected) in broken.items():
+            shutil.rmtree(tree, ignore_errors=True)
+            for rel in [f for f in TYPE_CHECKED if not f.endswith("spec.py")] + ["mypy.ini"]:  # spec: the runner's
+                os.makedirs(os.path.dirname(os.path.join(tree, rel)), exist_ok=True)
+                shutil.copy(os.path.join(real, rel), os.path.join(tree, rel))
+            os.makedirs(os.path.join(tree, "rigs", "sixth"))
+            for parts, text in ((("rigs", "sixth", "rig.py"), rig_text), (("rigs", "matrix", "policy.py"), policy_text)):
+                with open(os.path.join(tree, *parts), "w") as f:
+                    f.write(text)
+            code, report = type_check(tree, os.path.join(tree, ".mypy_cache"))
+            if expected is None:
+                self.assertEqual(code, 0, report)
+            else:
+                self.assertNotEqual(code, 0, (case, report))
+                self.assertIn(expected, report, case)
 
     def test_every_rig_is_two_folders_and_one_line(self):
         # README "Add a rig": each rig's two folders, its rig_matrix line and the two lists a test can check.

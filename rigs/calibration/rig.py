@@ -1,8 +1,10 @@
 """The calibration rig: starts tunelab.rigs.calibration.Calibration and reads its per-second rates."""
 
 import json
+from typing import Mapping
 
-from rigs.matrix.rig import MAIN_ROLE, Launch, Param, Parsed, Rig
+from rigs.matrix.rig import MAIN_ROLE, CellView, Launch, Param, Parsed, PolicyView, Rig, Sample
+from rigs.matrix.workload import Workload
 
 UNITS = {"cpu_loop_rate": "ops/s", "memory_copy_rate": "MiB/s"}
 
@@ -17,7 +19,8 @@ class CalibrationRig(Rig):
         "arm": Param(doc="a label only: two arms of one configuration (A/A calibration)"),
     }
 
-    def launch(self, cell, workload, policy, workdir, data, inputs_dir):
+    def launch(self, cell: CellView, workload: Workload, policy: PolicyView, workdir: str, data: Mapping[str, str],
+               inputs_dir: str) -> Launch:
         p = cell.params
         return Launch.jvm(
             main_class="tunelab.rigs.calibration.Calibration",
@@ -27,9 +30,10 @@ class CalibrationRig(Rig):
                   "--warmup-s", str(policy.warmup_s), "--measure-s", str(policy.measure_s)],
         )
 
-    def parse(self, outputs, policy, workdir, launch):
+    def parse(self, outputs: Mapping[str, str], policy: PolicyView, workdir: str, launch: Launch) -> Parsed:
         stdout_text = outputs[MAIN_ROLE]
-        warmup, measured = [], []
+        warmup: list[Sample] = []
+        measured: list[Sample] = []
         for line in stdout_text.splitlines():
             if not line.startswith("{"):
                 continue

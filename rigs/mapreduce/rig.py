@@ -17,9 +17,12 @@ import json
 import os
 import shutil
 import tempfile
+from typing import Any, Mapping
 
 from rigs.mapreduce import joblog
-from rigs.matrix.rig import MAIN_ROLE, Launch, MeasurementInvalid, Param, Parsed, Rig, read_classpath_file
+from rigs.matrix.rig import (MAIN_ROLE, CellView, Launch, MeasurementInvalid, Param, Parsed, PolicyView, Rig,
+                             read_classpath_file)
+from rigs.matrix.workload import Workload
 from workloads.mapreduce import terarecords, textgen
 
 ENGINES = ("mr1", "mr2")
@@ -45,9 +48,9 @@ PERF_EVENTS = ("task-clock", "context-switches", "cpu-migrations", "page-faults"
                "cache-references", "cache-misses")
 
 
-def parse_perf_csv(text):
+def parse_perf_csv(text: str) -> dict[str, dict[str, Any]]:
     """{event: {"value", "unit"}} or {event: {"skipped": reason}} from `perf stat -x,` output."""
-    out = {}
+    out: dict[str, dict[str, Any]] = {}
     for line in text.splitlines():
         if not line or line.startswith("#"):
             continue
@@ -65,7 +68,7 @@ def parse_perf_csv(text):
     return out
 
 
-def text_params(params):
+def text_params(params: Mapping[str, str]) -> textgen.TextParams:
     try:
         return textgen.TextParams(words=int(params["words"]), vocabulary=int(params["vocabulary"]),
                                   zipf_s=float(params["zipf_s"]), seed=int(params["seed"]),
@@ -74,14 +77,14 @@ def text_params(params):
         raise ValueError(f"input parameters: {e}") from None
 
 
-def input_spec(params):
+def input_spec(params: Mapping[str, str]) -> tuple[str, dict[str, Any]]:
     """(job, the parameters the input depends on) of a cell."""
     if params["job"] == "terasort":
         return "terasort", {"rows": int(params["rows"]), "seed": int(params["seed"]), "splits": int(params["splits"])}
     return "wordcount", dataclasses.asdict(text_params(params))
 
 
-def ensure_input(params, cache_root):
+def ensure_input(params: Mapping[str, str], cache_root: str) -> tuple[str, dict[str, str], str]:
     """(folder, {file: sha256}, expected output sha256): generated once per parameters, atomically."""
     job, spec = input_spec(params)
     key = hashlib.sha256(json.dumps([job, spec], sort_keys=True).encode()).hexdigest()[:16]
@@ -105,7 +108,7 @@ def ensure_input(params, cache_root):
     return os.path.join(folder, "input"), expected["inputs"], expected["output_sha256"]
 
 
-def first_out_of_order(out_dir, key_bytes=10):
+def first_out_of_order(out_dir: str, key_bytes: int = 10) -> str | None:
     """Where TeraSort's output (the part files in name order, one record per line) first has a key below the
     one before it: "part-00000 line 17", or None when it is in order."""
     previous = None
@@ -121,10 +124,10 @@ def first_out_of_order(out_dir, key_bytes=10):
     return None
 
 
-def output_digest(out_dir):
+def output_digest(out_dir: str) -> str:
     """sha256 of the job's answer: every part file's lines, sorted (the form of textgen's and
     terarecords' expected digests: WordCount's "word<TAB>count" lines, TeraSort's 100-byte lines)."""
-    lines = []
+    lines: list[bytes] = []
     for name in sorted(os.listdir(out_dir)):
         if name.startswith("part-"):
             with open(os.path.join(out_dir, name), "rb") as f:
@@ -149,7 +152,7 @@ class MapReduceRig(Rig):
                                         doc="MR1's share of the sort buffer for record pointers"),
     }
 
-    def check(self, params):
+    def check(self, params: Mapping[str, str]) -> None:
         if params["mapreduce"] == "mr2" and params["io_sort_record_percent"] != "default":
             raise ValueError("io_sort_record_percent is MR1-only: MR2 removed it (MAPREDUCE-64) and ignores it; "
                              "exclude mapreduce=mr2 from that axis' other values")
@@ -158,14 +161,15 @@ class MapReduceRig(Rig):
                              "(third_party/hadoop); exclude mr1 from the patched values")
         text_params(params).check()
 
-    def estimate_seconds(self, params, policy):
+    def estimate_seconds(self, params: Mapping[str, str], policy: PolicyView) -> float | None:
         """JVM start-up, then about 1.2 M words/s through one map (measured: 3 M words in ~3 s of job time),
         or about 100 k TeraSort rows/s (measured: 100 k rows in 0.5-1.2 s)."""
         if params["job"] == "terasort":
             return 3 + int(params["rows"]) / 1e5
         return 3 + int(params["words"]) / 1.2e6
 
-    def launch(self, cell, workload, policy, workdir, data, inputs_dir):
+    def launch(self, cell: CellView, workload: Workload, policy: PolicyView, workdir: str, data: Mapping[str, str],
+               inputs_dir: str) -> Launch:
         p = cell.params
         engine = p["mapreduce"]
         cached, input_digests, expected = ensure_input(p, inputs_dir)
@@ -201,7 +205,7 @@ class MapReduceRig(Rig):
                       generated_inputs=dict(input_digests), wrapper=wrapper,
                       state={"job": p["job"], "output": out_dir, "expected_output_sha256": expected})
 
-    def parse(self, outputs, policy, workdir, launch):
+    def parse(self, outputs: Mapping[str, str], policy: PolicyView, workdir: str, launch: Launch) -> Parsed:
         stdout_text = outputs[MAIN_ROLE]
         try:
             log = joblog.parse(stdout_text)
@@ -220,6 +224,7 @@ class MapReduceRig(Rig):
         values = {"job_duration": log.job_s, "map_time": log.map_s, "reduce_time": log.reduce_s,
                   "spilled_records": float(log.counter("Spilled Records")), "map_spills": float(log.map_spills)}
         perf_path = os.path.join(workdir, "perf.csv")
+        perf: dict[str, Any]  # {event: {"value", "unit"} or {"skipped": why}}, or {"skipped": why} without perf
         if os.path.exists(perf_path):
             with open(perf_path) as f:
                 perf = parse_perf_csv(f.read())

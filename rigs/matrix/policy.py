@@ -17,6 +17,7 @@ matrix, turns a PolicyError into its SpecError.
 """
 
 import dataclasses
+import typing
 
 POLICY_KEYS = {"warmup_s": float, "measure_s": float, "repetitions": int, "cooldown_s": float, "timeout_s": float,
                "stop": str, "decide_on": list, "rerun_noisy_rounds": int}
@@ -141,3 +142,8 @@ def _parse_sequential(where, table):
         raise PolicyError(f"{where}: [policy] decide_on must be a list of metric names")
     return {"stop": "decided", "repetitions": bounds["max"], "min_repetitions": bounds["min"],
             "decide_on": tuple(decide_on)}
+
+
+if typing.TYPE_CHECKING:  # mypy (//:lint_test): a Policy is what a rig reads of the measurement policy
+    from rigs.matrix import rig as _rig
+    _POLICY_IS_A_POLICY_VIEW: _rig.PolicyView = Policy()

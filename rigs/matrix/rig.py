@@ -28,10 +28,35 @@ import math
 import os
 import re
 import socket
+from typing import Any, Iterable, Mapping, Protocol
+
+from rigs.matrix.workload import Workload
 
 
 MAIN_ROLE = "main"
 PID_REF = re.compile(r"\{pid:([^}]+)\}")
+# A sample as a rig reports it: {"metric": str, "value": float, "unit": str, "t": seconds since the start}.
+Sample = dict[str, Any]
+
+
+class CellView(Protocol):
+    """What a rig reads of a cell (rigs/matrix/spec.Cell is one): its id and parameters, each value as text."""
+
+    @property
+    def id(self) -> str: ...
+
+    @property
+    def params(self) -> Mapping[str, str]: ...
+
+
+class PolicyView(Protocol):
+    """What a rig reads of the measurement policy (rigs/matrix/policy.Policy is one)."""
+
+    @property
+    def warmup_s(self) -> float: ...
+
+    @property
+    def measure_s(self) -> float: ...
 
 
 @dataclasses.dataclass
@@ -40,15 +65,15 @@ class Process:
     (`program`, a full argument list)."""
     role: str
     main_class: str = ""
-    classpath: list = dataclasses.field(default_factory=list)
-    args: list = dataclasses.field(default_factory=list)
-    program: list = dataclasses.field(default_factory=list)
-    jvm_flags: list = dataclasses.field(default_factory=list)
-    env: dict = dataclasses.field(default_factory=dict)
+    classpath: list[str] = dataclasses.field(default_factory=list)
+    args: list[str] = dataclasses.field(default_factory=list)
+    program: list[str] = dataclasses.field(default_factory=list)
+    jvm_flags: list[str] = dataclasses.field(default_factory=list)
+    env: dict[str, str] = dataclasses.field(default_factory=dict)
     # A measuring tool the process runs under (e.g. ["perf", "stat", ..., "--"]), placed after the runner's own
     # placement wrapper (numactl/taskset), so it inherits the role's CPU and memory binding. Never for
     # placement. The runner finds the JVM among its children for evidence and pinning.
-    wrapper: list = dataclasses.field(default_factory=list)
+    wrapper: list[str] = dataclasses.field(default_factory=list)
     # The system under test: the matrix's JVM and memory knobs apply to it. Other JVMs get only the rig's
     # own jvm_flags (set their heap there), on the cell's JDK.
     under_test: bool = True
@@ -61,7 +86,7 @@ class Process:
     fail_pattern: str = ""
     # Loopback ports the process listens on (from free_loopback_port): checked free before it starts and
     # after it is stopped, so no server outlives its cell.
-    ports: list = dataclasses.field(default_factory=list)
+    ports: list[int] = dataclasses.field(default_factory=list)
     # Not a server: when it runs. Phases run in ascending order, each after the previous one has exited.
     phase: int = 0
     # Runs beside its phase instead of ending it (e.g. memory pressure while the data loads): started first
@@ -74,32 +99,34 @@ class Process:
     # (e.g. `migratepages {pid:server} 1 0`); the resolved command is stored in the evidence.
 
     @property
-    def is_jvm(self):
+    def is_jvm(self) -> bool:
         return bool(self.main_class)
 
 
 @dataclasses.dataclass
 class Launch:
-    processes: list  # [Process], servers first in start order
+    processes: list[Process]  # servers first in start order
     # Inputs the rig generated for this cell (e.g. a trace): file name -> sha256, stored in provenance.
-    generated_inputs: dict = dataclasses.field(default_factory=dict)
+    generated_inputs: dict[str, str] = dataclasses.field(default_factory=dict)
     # Names of generated inputs that hold the host itself (e.g. a hosts file naming this machine): two hosts
     # differ in them by nature, so a cross-host comparison lets them differ (nothing else may).
-    host_specific_inputs: tuple = ()
+    host_specific_inputs: tuple[str, ...] = ()
     # The rig's own settings of this cell (e.g. the port it chose), handed back to its probe and parse
     # with the Launch: nothing to write aside and read again.
-    state: dict = dataclasses.field(default_factory=dict)
+    state: dict[str, Any] = dataclasses.field(default_factory=dict)
 
     @classmethod
-    def jvm(cls, main_class, classpath, args, jvm_flags=(), env=None, wrapper=(), generated_inputs=None,
-            state=None, host_specific_inputs=()):
+    def jvm(cls, main_class: str, classpath: Iterable[str], args: Iterable[str], jvm_flags: Iterable[str] = (),
+            env: Mapping[str, str] | None = None, wrapper: Iterable[str] = (),
+            generated_inputs: Mapping[str, str] | None = None, state: Mapping[str, Any] | None = None,
+            host_specific_inputs: Iterable[str] = ()) -> "Launch":
         """The common case: one JVM under test, role "main"."""
         return cls([Process(MAIN_ROLE, main_class=main_class, classpath=list(classpath), args=list(args),
                             jvm_flags=list(jvm_flags), env=dict(env or {}), wrapper=list(wrapper))],
                    generated_inputs=dict(generated_inputs or {}), state=dict(state or {}),
                    host_specific_inputs=tuple(host_specific_inputs))
 
-    def validate(self):
+    def validate(self) -> None:
         """Raises ValueError when the processes cannot be run as a cell."""
         roles = [p.role for p in self.processes]
         if not self.processes:
@@ -133,10 +160,10 @@ class Launch:
         self.phases()
 
     @property
-    def under_test(self):
+    def under_test(self) -> Process:
         return next(p for p in self.processes if p.under_test)
 
-    def phases(self):
+    def phases(self) -> list[list[Process]]:
         """[[Process]] of the processes that are not servers, one list per phase, in running order."""
         numbers = sorted({p.phase for p in self.processes if not p.server})
         phases = [[p for p in self.processes if not p.server and p.phase == n] for n in numbers]
@@ -146,7 +173,7 @@ class Launch:
         return phases
 
 
-def free_loopback_port():
+def free_loopback_port() -> int:
     """A TCP port on 127.0.0.1 nobody listens on now (the kernel picks it). Another process could take it
     before the server binds it; the server then fails to start and the cell is recorded as failed."""
     with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
@@ -154,7 +181,7 @@ def free_loopback_port():
         return s.getsockname()[1]
 
 
-def port_in_use(port):
+def port_in_use(port: int) -> bool:
     """True when something listens on 127.0.0.1:port (a bind without SO_REUSEADDR fails on a LISTEN
     socket; TIME_WAIT leftovers of a stopped server do not count, SO_REUSEADDR is set as servers do)."""
     with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
@@ -168,21 +195,21 @@ def port_in_use(port):
 
 @dataclasses.dataclass
 class Parsed:
-    warmup_samples: list  # {"metric", "value", "unit", "t"}
-    samples: list
+    warmup_samples: list[Sample]
+    samples: list[Sample]
     # Rig-specific facts for the reader, stored as the result's `observations` (e.g. a per-second series).
-    observations: dict = dataclasses.field(default_factory=dict)
+    observations: dict[str, Any] = dataclasses.field(default_factory=dict)
     # The cell measured in parts within one run, each a value of an axis the matrix does not vary (e.g.
     # {"locality": {"pre": [samples before a page migration], "post": [after]}}): stored as the result's
     # `split`, each part summarized as the samples are, and compared by a report on that axis.
-    split: dict = dataclasses.field(default_factory=dict)
+    split: dict[str, dict[str, list[Sample]]] = dataclasses.field(default_factory=dict)
 
 
 class MeasurementInvalid(ValueError):
     """The rig ran to completion but its output holds no valid measurement (e.g. no steady window)."""
 
 
-def read_classpath_file(path):
+def read_classpath_file(path: str) -> list[str]:
     """Jar paths of a java_classpath file (rigs/defs.bzl), each relative to the file's folder: a rig that
     starts a JVM on a Maven set's jars gets the file as rig data and turns it into a classpath."""
     folder = os.path.dirname(os.path.abspath(path))
@@ -196,14 +223,14 @@ class Param:
     values (`choices`) or the range (`low`, `high`, inclusive) it allows. The core checks every cell against
     the declarations before anything runs; the rig reads the values through `Rig.typed`."""
     type: type = str  # int, float or str
-    choices: tuple = ()
-    low: float = None
-    high: float = None
+    choices: tuple[Any, ...] = ()
+    low: float | None = None
+    high: float | None = None
     doc: str = ""
     # A value outside the type and the range that the rig takes as is (e.g. "default" for Hadoop's own).
-    special: tuple = ()
+    special: tuple[str, ...] = ()
 
-    def read(self, name, text):
+    def read(self, name: str, text: str) -> Any:
         """The value of `text`, typed; ValueError naming the parameter and what it allows otherwise."""
         if text in self.special:
             return text
@@ -222,7 +249,7 @@ class Param:
             raise ValueError(f"{name}={text}: at most {self.high}{self._also()}")
         return value
 
-    def _also(self):
+    def _also(self) -> str:
         return f" (or {', '.join(self.special)})" if self.special else ""
 
 
@@ -230,15 +257,15 @@ class Rig(abc.ABC):
     """What the matrix runner calls on a rig. Subclass it, set `name`, implement `launch` and `parse`, and
     override the optional members a rig needs."""
 
-    name = ""  # the rig's unique name, the folder rigs/<name>/ its module lives in
+    name: str = ""  # the rig's unique name, the folder rigs/<name>/ its module lives in
     # The roles its launches use (in any cell), so a matrix's per-role pinning is checked before anything
     # runs; a single-JVM rig has only MAIN_ROLE.
-    roles = (MAIN_ROLE,)
+    roles: tuple[str, ...] = (MAIN_ROLE,)
     # The parameters it takes, {name: Param}: every cell must give each, with a value its Param allows (the
     # workload's [parameters] hold the defaults). Parameters not declared reach the rig as text.
-    parameters = {}
+    parameters: Mapping[str, Param] = {}
 
-    def typed(self, params):
+    def typed(self, params: Mapping[str, str]) -> dict[str, Any]:
         """The declared parameters of `params` as their types ({name: value}); ValueError for the first a
         declaration refuses. The core calls it for every cell before anything runs."""
         values = {}
@@ -249,32 +276,33 @@ class Rig(abc.ABC):
         return values
 
     @abc.abstractmethod
-    def launch(self, cell, workload, policy, workdir, data, inputs_dir):
+    def launch(self, cell: CellView, workload: Workload, policy: PolicyView, workdir: str, data: Mapping[str, str],
+               inputs_dir: str) -> Launch:
         """The processes of one cell (a Launch), each with a role. `data` maps the names the rig's Bazel macro
         passed to runfiles paths; `workdir` is the cell's own folder (configs and per-cell files go there);
         `inputs_dir` is the run's inputs folder, shared by its cells (a data set generated once per run)."""
 
     @abc.abstractmethod
-    def parse(self, outputs, policy, workdir, launch):
+    def parse(self, outputs: Mapping[str, str], policy: PolicyView, workdir: str, launch: Launch) -> Parsed:
         """The cell's samples (a Parsed), warm-up kept apart; `outputs` maps each role to its stdout text,
         `launch` is what launch returned for this cell (its `state`). Raises MeasurementInvalid when the run
         completed but measured nothing valid."""
 
-    def check(self, params):
+    def check(self, params: Mapping[str, str]) -> None:
         """Raises ValueError for a cell this rig cannot run (checked for every cell before anything runs)."""
 
-    def probe(self, role, when, launch, workdir, output):
+    def probe(self, role: str, when: str, launch: Launch, workdir: str, output: str) -> dict[str, Any] | None:
         """The rig's own look at a running server when "ready" and when "clients_done" (`launch`: the cell's
         Launch, its `state`): a dict stored as evidence (its "problems" make the cell invalid), or None."""
         return None
 
-    def estimate_seconds(self, params, policy):
+    def estimate_seconds(self, params: Mapping[str, str], policy: PolicyView) -> float | None:
         """One repetition's wall time for the plan's ETA, or None for the runner's own estimate (warm-up +
         measurement + JVM start): a trace-driven rig knows better."""
         return None
 
 
-def load_rig(name):
+def load_rig(name: str) -> Rig:
     module = importlib.import_module(f"rigs.{name}.rig")
     rig = vars(module).get("RIG")
     if not isinstance(rig, Rig) or rig.name != name:

@@ -39,6 +39,7 @@ import json
 import os
 import re
 import tomllib
+import typing
 
 from rigs.host.cpuid import cpu_set
 from rigs.matrix import knobvalues, policy
@@ -87,13 +88,13 @@ class Pinning:
 
 @dataclasses.dataclass
 class Cell:
-    params: dict  # axis -> scalar, sorted keys
+    params: dict[str, str]  # axis -> its value as text, sorted keys
     # What else makes the cell what it is without being a parameter: a patched variant's patch set hash
     # (the runner sets it), so a changed patch is another cell id while the parameters compare as before.
-    identity: dict = dataclasses.field(default_factory=dict)
+    identity: dict[str, str] = dataclasses.field(default_factory=dict)
 
     @property
-    def id(self):
+    def id(self) -> str:
         return cell_id(dict(self.params, **self.identity) if self.identity else self.params)
 
     def label(self, axes=None):
@@ -492,3 +493,8 @@ def static_cell_errors(matrix, cell):
     if any("CMS" in f for f in flags) and p["gc"] != "cms":
         errors.append(f"gc_opts={p['gc_opts']} has CMS flags but gc={p['gc']}")
     return errors
+
+
+if typing.TYPE_CHECKING:  # mypy (//:lint_test): a Cell is what a rig reads of a cell
+    from rigs.matrix import rig as _rig
+    _CELL_IS_A_CELL_VIEW: _rig.CellView = Cell({})

@@ -7,6 +7,7 @@ import dataclasses
 import hashlib
 import os
 import tomllib
+from typing import Any
 
 
 @dataclasses.dataclass
@@ -14,19 +15,19 @@ class Workload:
     id: str
     rig: str
     folder: str
-    parameters: dict
-    metrics: dict  # name -> {"unit", "direction"}
-    policy: dict
-    inputs: dict  # relative path -> sha256
+    parameters: dict[str, str]
+    metrics: dict[str, dict[str, str]]  # name -> {"unit", "direction"}
+    policy: dict[str, Any]
+    inputs: dict[str, str]  # relative path -> sha256
     sha256: str  # of workload.toml and every input, in path order
-    tables: dict = dataclasses.field(default_factory=dict)  # the rig's own tables of workload.toml
+    tables: dict[str, Any] = dataclasses.field(default_factory=dict)  # the rig's own tables of workload.toml
 
 
 class WorkloadError(ValueError):
     pass
 
 
-def load_workload(folder):
+def load_workload(folder: str) -> Workload:
     path = os.path.join(folder, "workload.toml")
     try:
         with open(path, "rb") as f:

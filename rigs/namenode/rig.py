@@ -23,10 +23,12 @@ operation (dfs.namenode.lock.detailed-metrics.enabled).
 """
 
 import os
+from typing import Any, Mapping
 from xml.sax.saxutils import escape
 
-from rigs.matrix.rig import (MAIN_ROLE, Launch, MeasurementInvalid, Param, Parsed, Process, Rig, free_loopback_port,
-                             read_classpath_file)
+from rigs.matrix.rig import (MAIN_ROLE, CellView, Launch, MeasurementInvalid, Param, Parsed, PolicyView, Process, Rig,
+                             Sample, free_loopback_port, read_classpath_file)
+from rigs.matrix.workload import Workload
 from rigs.namenode.hadoop_output import call_queue_from_log, jmx, parse_file_sink, parse_report, wait_for_calls, window_metrics
 
 OPS = ("create", "mkdirs", "open", "delete", "append", "fileStatus", "rename", "blockReport", "replication")
@@ -48,7 +50,7 @@ log4j.appender.console.target=System.out
 log4j.appender.console.layout=org.apache.log4j.PatternLayout
 log4j.appender.console.layout.ConversionPattern=%d{ISO8601} %p %c{2}: %m%n
 """
-def metric_name(op):
+def metric_name(op: str) -> str:
     """The metric of one operation's throughput; its unit (ops/s) is in the sample's unit field."""
     return f"{op}_rate"
 
@@ -72,7 +74,7 @@ class NameNodeRig(Rig):
         "call_queue": Param(choices=tuple(CALL_QUEUES)),
     }
 
-    def check(self, params):
+    def check(self, params: Mapping[str, str]) -> None:
         ops = OPS + (ADD_BLOCK,) if params["mode"] == "inprocess" else RPC_OPS
         if params["op"] != "all" and params["op"] not in ops:
             raise ValueError(f"op={params['op']}: one of all, {', '.join(ops)} (mode={params['mode']})")
@@ -86,7 +88,7 @@ class NameNodeRig(Rig):
                              "operation that keeps to its own directory (create, mkdirs, open, delete, append, "
                              "fileStatus, rename)")
 
-    def estimate_seconds(self, params, policy):
+    def estimate_seconds(self, params: Mapping[str, str], policy: PolicyView) -> float | None:
         """JVM start and format ~2 s; measured here: op=all over 2,000 files 8.7 s, create of 20,000 3 s.
         Over RPC the NameNode starts in ~4 s and every call crosses loopback (about 3x slower here)."""
         files = int(params["files"])
@@ -95,7 +97,8 @@ class NameNodeRig(Rig):
             return 6 + 3 * seconds * int(params["clients"])
         return 3 + seconds
 
-    def launch(self, cell, workload, policy, workdir, data, inputs_dir):
+    def launch(self, cell: CellView, workload: Workload, policy: PolicyView, workdir: str, data: Mapping[str, str],
+               inputs_dir: str) -> Launch:
         if cell.params["mode"] == "rpc":
             return self.launch_rpc(cell.params, workdir, data)
         p = cell.params
@@ -118,7 +121,7 @@ class NameNodeRig(Rig):
                  "-filesPerDir", p["files_per_dir"], "-blockSize", p["block_size"]]
         return Launch.jvm(main_class="tunelab.rigs.namenode.NnBenchDriver", classpath=classpath, args=args)
 
-    def launch_rpc(self, p, workdir, data):
+    def launch_rpc(self, p: Mapping[str, str], workdir: str, data: Mapping[str, str]) -> Launch:
         rpc_port, http_port = free_loopback_port(), free_loopback_port()
         jars = read_classpath_file(data["classpath"])
         server_conf = os.path.join(workdir, "namenode-conf")
@@ -154,14 +157,14 @@ class NameNodeRig(Rig):
                 fail_pattern=r"StatsDaemon \d+ failed"))
         return Launch(processes, state={"rpc_port": rpc_port, "http_port": http_port, "call_queue": p["call_queue"]})
 
-    def probe(self, role, when, launch, workdir, output):
+    def probe(self, role: str, when: str, launch: Launch, workdir: str, output: str) -> dict[str, Any] | None:
         """The NameNode's call queue, from its start-up log and its /jmx (after it is ready, and again after
         the clients are done, with its RPC metrics then)."""
         if role != NAMENODE_ROLE:
             return None
         launched = launch.state
         port, kind = launched["rpc_port"], launched["call_queue"]
-        found = {"problems": []}
+        found: dict[str, Any] = {"problems": []}
         if when == "ready":
             logged = call_queue_from_log(output, port)
             found["call_queue_logged"] = logged
@@ -185,11 +188,11 @@ class NameNodeRig(Rig):
             found["metrics_file_complete"] = wait_for_calls(os.path.join(workdir, METRICS_FILE), served)
         return found
 
-    def parse(self, outputs, policy, workdir, launch):
+    def parse(self, outputs: Mapping[str, str], policy: PolicyView, workdir: str, launch: Launch) -> Parsed:
         clients = sorted(role for role in outputs if role.startswith("client-"))
         if not clients:
             return self.parse_inprocess(outputs[MAIN_ROLE], workdir)
-        reports = {}
+        reports: dict[str, dict[str, Any]] = {}
         for role in clients:
             report = parse_report(outputs[role])
             report.pop("clean", None)
@@ -200,23 +203,23 @@ class NameNodeRig(Rig):
         if not ops:
             raise MeasurementInvalid("the clients reported no operation in common")
         # The clients run side by side: the NameNode's throughput is the sum of theirs.
-        samples = [{"metric": metric_name(op), "value": sum(r[op]["ops_per_s"] for r in reports.values()),
+        samples: list[Sample] = [{"metric": metric_name(op), "value": sum(r[op]["ops_per_s"] for r in reports.values()),
                     "unit": "ops/s", "t": 0.0} for op in ops]
-        observations = {"reports": reports}
+        observations: dict[str, Any] = {"reports": reports}
         metrics_path = os.path.join(workdir, METRICS_FILE)
         if os.path.exists(metrics_path):
             with open(metrics_path) as f:
                 observations["namenode_metrics"] = window_metrics(parse_file_sink(f.read()))
         return Parsed([], samples, observations)
 
-    def parse_inprocess(self, stdout_text, workdir):
+    def parse_inprocess(self, stdout_text: str, workdir: str) -> Parsed:
         report = parse_report(stdout_text)
         report.pop("clean", None)  # the benchmark's own clean-up pass, not an operation under test
         if not report:
             raise MeasurementInvalid("the benchmark printed no stats block")
-        samples = [{"metric": metric_name(op), "value": v["ops_per_s"], "unit": "ops/s", "t": 0.0}
+        samples: list[Sample] = [{"metric": metric_name(op), "value": v["ops_per_s"], "unit": "ops/s", "t": 0.0}
                    for op, v in report.items() if op in OPS + (ADD_BLOCK,)]
-        observations = {"report": report}
+        observations: dict[str, Any] = {"report": report}
         metrics_path = os.path.join(workdir, METRICS_FILE) if workdir else None
         if metrics_path and os.path.exists(metrics_path):
             with open(metrics_path) as f:
@@ -227,7 +230,7 @@ class NameNodeRig(Rig):
 METRICS_FILE = "namenode-metrics.out"
 
 
-def write_site(path, properties):
+def write_site(path: str, properties: Mapping[str, object]) -> None:
     """A Hadoop *-site.xml with `properties` (name -> value)."""
     with open(path, "w") as f:
         f.write('<?xml version="1.0"?>\n<!-- Written by the namenode rig for one cell. -->\n<configuration>\n')
@@ -236,7 +239,7 @@ def write_site(path, properties):
         f.write("</configuration>\n")
 
 
-def namenode_site(p, rpc_port, http_port):
+def namenode_site(p: Mapping[str, str], rpc_port: int, http_port: int) -> dict[str, str]:
     """The NameNode's hdfs-site.xml for an RPC cell."""
     site = {
         "dfs.namenode.rpc-address": f"127.0.0.1:{rpc_port}",
@@ -261,7 +264,7 @@ def namenode_site(p, rpc_port, http_port):
     return site
 
 
-def metrics2_properties(path):
+def metrics2_properties(path: str) -> str:
     """Hadoop's FileSink writes every metrics record of the NameNode once a second to `path`."""
     return ("# Written by the namenode rig: the NameNode's own metrics, once a second, for the window averages.\n"
             "*.period=1\n"

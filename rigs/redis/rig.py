@@ -27,9 +27,12 @@ import os
 import random
 import re
 import subprocess
+from typing import Any, Mapping
 
 from rigs.matrix import evidence
 from rigs.matrix import rig as rig_contract
+from rigs.matrix.rig import Sample
+from rigs.matrix.workload import Workload
 
 TESTS = ("get", "set")
 NODE_SYSFS = "/sys/devices/system/node"
@@ -38,7 +41,7 @@ READY = r"Ready to accept connections"
 _PERCENTILE = re.compile(r"^\s*([\d.]+)% <= ([\d.]+) milliseconds \(cumulative count (\d+)\)")
 
 
-def tests_of(params):
+def tests_of(params: Mapping[str, str]) -> list[str]:
     tests = [t.strip().lower() for t in params["tests"].split("+") if t.strip()]
     unknown = [t for t in tests if t not in TESTS]
     if not tests or unknown:
@@ -46,7 +49,7 @@ def tests_of(params):
     return tests
 
 
-def resp(*args):
+def resp(*args: bytes) -> bytes:
     """One command in the Redis protocol (what `redis-cli --pipe` sends as is)."""
     out = [b"*%d\r\n" % len(args)]
     for a in args:
@@ -54,7 +57,7 @@ def resp(*args):
     return b"".join(out)
 
 
-def write_dataset(path, keys, value_size, seed):
+def write_dataset(path: str, keys: int, value_size: int, seed: int) -> str:
     """SET key:%012d <value> for key 0..keys-1 (the names redis-benchmark -r reads); returns the sha256."""
     rng = random.Random(seed)
     alphabet = b"abcdefghijklmnopqrstuvwxyz0123456789ABCDEFGHIJKLMNOPQRSTUVWXYZ"
@@ -69,7 +72,7 @@ def write_dataset(path, keys, value_size, seed):
     return digest.hexdigest()
 
 
-def ensure_dataset(cache_root, keys, value_size, seed):
+def ensure_dataset(cache_root: str, keys: int, value_size: int, seed: int) -> tuple[str, str]:
     """(path, sha256) of the data set for these parameters, written once per run under its inputs/ folder
     (atomically: a temporary name, then a rename), so cells do not each store their own copy."""
     path = os.path.join(cache_root, f"redis-{keys}x{value_size}-seed{seed}.resp")
@@ -86,10 +89,11 @@ def ensure_dataset(cache_root, keys, value_size, seed):
         return path, f.read().strip()
 
 
-def parse_benchmark(text):
+def parse_benchmark(text: str) -> dict[str, dict[str, Any]]:
     """redis-benchmark 7.0's plain output -> {test: {"requests_per_s", "requests", "seconds",
     "percentiles": [(percent, ms)], "summary": {avg, min, p50, p95, p99, max}}}."""
-    tests, current = {}, None
+    tests: dict[str, dict[str, Any]] = {}
+    current: dict[str, Any] | None = None
     # Progress lines end in \r, not \n: they run into the next section's header.
     for line in re.split(r"[\r\n]", text):
         m = re.search(r"====== (.+?) ======", line)
@@ -120,7 +124,7 @@ def parse_benchmark(text):
     return tests
 
 
-def parse_csv(text):
+def parse_csv(text: str) -> dict[str, dict[str, float]]:
     """redis-benchmark --csv -> {test: {"requests_per_s", "avg", "min", "p50", "p95", "p99", "max"}} (ms)."""
     rows = [line.strip().strip('"').split('","') for line in text.splitlines() if line.strip()]
     if not rows or rows[0][:2] != ["test", "rps"]:
@@ -129,7 +133,7 @@ def parse_csv(text):
     return {r[0].lower(): dict(zip(names, map(float, r[1:]))) for r in rows[1:]}
 
 
-def percentile_at_or_above(percentiles, wanted):
+def percentile_at_or_above(percentiles: list[tuple[float, float]], wanted: float) -> tuple[float, float]:
     """(printed percent, ms) of the first printed percentile >= wanted (redis-benchmark prints halving
     steps: 99.976, 99.988, 99.994 ...), or the last one if none reaches it."""
     for percent, ms in percentiles:
@@ -138,27 +142,27 @@ def percentile_at_or_above(percentiles, wanted):
     return percentiles[-1]
 
 
-def parse_info(text):
+def parse_info(text: str) -> dict[str, str]:
     return dict(line.split(":", 1) for line in text.replace("\r", "").splitlines()
                 if ":" in line and not line.startswith("#"))
 
 
-def samples_of(tests, t):
-    samples = []
+def samples_of(tests: Mapping[str, Mapping[str, Any]], t: float) -> list[Sample]:
+    samples: list[Sample] = []
     for name, result in sorted(tests.items()):
         p9999_at, p9999 = percentile_at_or_above(result["percentiles"], 99.99)
         for metric, value, unit in ((f"{name}_rate", result["requests_per_s"], "requests/s"),
                                     (f"{name}_latency_p50", result["summary"]["p50"], "ms"),
                                     (f"{name}_latency_p99", result["summary"]["p99"], "ms"),
                                     (f"{name}_latency_p99_99", p9999, "ms")):
-            sample = {"metric": metric, "value": value, "unit": unit, "t": t}
+            sample: Sample = {"metric": metric, "value": value, "unit": unit, "t": t}
             if metric.endswith("_latency_p99_99"):
                 sample["metadata"] = {"printed_percentile": p9999_at}
             samples.append(sample)
     return samples
 
 
-def node_free_mb(node):
+def node_free_mb(node: int) -> int:
     with open(os.path.join(NODE_SYSFS, f"node{node}", "meminfo")) as f:
         for line in f:
             if "MemFree:" in line:
@@ -166,7 +170,7 @@ def node_free_mb(node):
     raise ValueError(f"node {node}: no MemFree in its meminfo")
 
 
-def migration_observations(outputs, home):
+def migration_observations(outputs: Mapping[str, str], home: int) -> dict[str, Any]:
     """The pressured-then-migrated phases: local ratio and bytes per node before and after the migration, and
     the bytes moved home."""
     before = evidence.parse_numa_maps(outputs["numa_before"])
@@ -183,10 +187,11 @@ def migration_observations(outputs, home):
         "moved_home_bytes": after["bytes_per_node"].get(home, 0) - before["bytes_per_node"].get(home, 0)}}
 
 
-def locality_split(outputs, measured, migration):
+def locality_split(outputs: Mapping[str, str], measured: list[Sample], migration: Mapping[str, Any]
+                   ) -> dict[str, dict[str, list[Sample]]]:
     """The cell's two parts for a pre/post comparison: the benchmark before the migration and the one after
     (the cell's samples), each with the server's local-page ratio (%) at that time."""
-    parts = {}
+    parts: dict[str, list[Sample]] = {}
     for label, samples, when in (("pre", samples_of(parse_benchmark(outputs["benchmark_before"]), t=0.0), "before"),
                                  ("post", [dict(s) for s in measured], "after")):
         ratio = migration[when]["local_ratio"]
@@ -215,17 +220,18 @@ class RedisRig(rig_contract.Rig):
         "pressure_leave_mb": rig_contract.Param(int, low=1),
     }
 
-    def check(self, params):
+    def check(self, params: Mapping[str, str]) -> None:
         tests_of(params)
 
-    def estimate_seconds(self, params, policy):
+    def estimate_seconds(self, params: Mapping[str, str], policy: rig_contract.PolicyView) -> float | None:
         """Measured here (2 cores, 50 connections, 100-byte values): the data set written and piped at about
         100,000 keys/s, redis-benchmark at about 80,000 requests/s per test."""
         t = self.typed(params)
         requests = (t["warmup_requests"] + t["requests"]) * len(tests_of(params))
         return 1 + t["keys"] / 100_000 + requests / 80_000
 
-    def launch(self, cell, workload, policy, workdir, data, inputs_dir):
+    def launch(self, cell: rig_contract.CellView, workload: Workload, policy: rig_contract.PolicyView, workdir: str,
+               data: Mapping[str, str], inputs_dir: str) -> rig_contract.Launch:
         p = cell.params
         t = self.typed(p)
         self.check(p)
@@ -242,7 +248,7 @@ class RedisRig(rig_contract.Rig):
             server += ["--io-threads-do-reads", "yes"]
         cli = [data["cli"], "-h", "127.0.0.1", "-p", str(port)]
 
-        def bench(requests):
+        def bench(requests: int) -> list[str]:
             argv = [data["benchmark"], "-h", "127.0.0.1", "-p", str(port), "-t", ",".join(tests_of(p)),
                     "-n", str(requests), "-r", str(keys), "-d", str(value_size), "-c", str(t["clients"]),
                     "-P", str(t["pipeline"])]
@@ -285,7 +291,8 @@ class RedisRig(rig_contract.Rig):
                                    state={"port": port, "cli": data["cli"], "io_threads": t["io_threads"],
                                           "home_node": home})
 
-    def parse(self, outputs, policy, workdir, launch):
+    def parse(self, outputs: Mapping[str, str], policy: rig_contract.PolicyView, workdir: str,
+              launch: rig_contract.Launch) -> rig_contract.Parsed:
         loaded = re.search(r"errors: (\d+), replies: (\d+)", outputs.get("loader", ""))
         if not loaded:
             raise ValueError("redis-cli --pipe printed no 'errors: N, replies: N' line")
@@ -296,7 +303,8 @@ class RedisRig(rig_contract.Rig):
         measured.append({"metric": "used_memory_after_load", "value": int(memory["used_memory"]) / 2**20,
                          "unit": "MiB", "t": 0.0})
         warmup = samples_of(parse_benchmark(outputs["warmup"]), t=0.0) if outputs.get("warmup") else []
-        observations, split = {}, {}
+        observations: dict[str, Any] = {}
+        split: dict[str, dict[str, list[Sample]]] = {}
         if "numa_before" in outputs:
             observations.update(migration_observations(outputs, launch.state["home_node"]))
             split = locality_split(outputs, measured, observations["migration"])
@@ -306,7 +314,8 @@ class RedisRig(rig_contract.Rig):
             "latency_percentiles_ms": {name: t["percentiles"]
                                        for name, t in parse_benchmark(outputs["benchmark"]).items()}})
 
-    def probe(self, role, when, launch, workdir, output):
+    def probe(self, role: str, when: str, launch: rig_contract.Launch, workdir: str,
+              output: str) -> dict[str, Any] | None:
         """The running server as it describes itself: version, allocator, I/O threads, its executable."""
         if role != "server":
             return None
@@ -316,7 +325,7 @@ class RedisRig(rig_contract.Rig):
                                          timeout=10).stdout)
         threads = subprocess.run(base + ["config", "get", "io-threads"], capture_output=True, text=True,
                                  timeout=10).stdout.split()
-        found = {"redis_version": info.get("redis_version"), "executable": info.get("executable"),
+        found: dict[str, Any] = {"redis_version": info.get("redis_version"), "executable": info.get("executable"),
                  "io_threads": int(threads[1]) if len(threads) == 2 and threads[1].isdigit() else None,
                  "problems": []}
         if when == "clients_done":

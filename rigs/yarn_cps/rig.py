@@ -10,8 +10,11 @@ plus observations: the full series, the window, CPU per thread group, GC, heap, 
 import json
 import os
 import socket
+from typing import Any, Mapping
 
-from rigs.matrix.rig import MAIN_ROLE, Launch, MeasurementInvalid, Param, Parsed, Rig, read_classpath_file
+from rigs.matrix.rig import (MAIN_ROLE, CellView, Launch, MeasurementInvalid, Param, Parsed, PolicyView, Rig, Sample,
+                             read_classpath_file)
+from rigs.matrix.workload import Workload
 from rigs.yarn_cps import configs, window
 from workloads.yarn_cps import trace
 
@@ -27,12 +30,12 @@ SERIES_KEYS = ("t", "allocated", "released", "pending_containers", "running_cont
                "apps_completed", "apps_failed", "heap_used_bytes", "gc_time_ms", "rss_kb", "scheduler_event_queue")
 
 
-def trace_format(params):
+def trace_format(params: Mapping[str, str]) -> str:
     fmt = params["trace_format"]
     return DEFAULT_FORMAT.get(params["hadoop"], "synth") if fmt == "auto" else fmt
 
 
-def records(stdout_text):
+def records(stdout_text: str) -> list[dict[str, Any]]:
     out = []
     for line in stdout_text.splitlines():
         if line.startswith("{"):
@@ -59,7 +62,7 @@ class YarnCpsRig(Rig):
         "sls_metrics": Param(choices=("on", "off"), doc="SLS's metrics web app"),
     }
 
-    def check(self, params):
+    def check(self, params: Mapping[str, str]) -> None:
         """Refuses cells that cannot run, with the reason, before the matrix starts."""
         hadoop = params["hadoop"]
         fmt = trace_format(params)
@@ -82,7 +85,7 @@ class YarnCpsRig(Rig):
             trace.TraceParams.from_strings(params)
         configs.render(params, "/check")
 
-    def estimate_seconds(self, params, policy):
+    def estimate_seconds(self, params: Mapping[str, str], policy: PolicyView) -> float | None:
         """Rough wall time of one run: RM start-up and node registration, then the trace at the heartbeat cap
         or at 7k containers/s (about what a 2-core host schedules: 7.0k/s measured in the smoke matrix's
         CPU-bound cell), then the last containers."""
@@ -94,7 +97,8 @@ class YarnCpsRig(Rig):
         startup = 5 + p.nodes / 600
         return startup + (p.containers + p.jobs) / min(cap, 7000) + p.container_duration_s + 3
 
-    def launch(self, cell, workload, policy, workdir, data, inputs_dir):
+    def launch(self, cell: CellView, workload: Workload, policy: PolicyView, workdir: str, data: Mapping[str, str],
+               inputs_dir: str) -> Launch:
         p = cell.params
         self.check(p)
         fmt = trace_format(p)
@@ -146,7 +150,7 @@ class YarnCpsRig(Rig):
             state=launched,
         )
 
-    def parse(self, outputs, policy, workdir, launch):
+    def parse(self, outputs: Mapping[str, str], policy: PolicyView, workdir: str, launch: Launch) -> Parsed:
         stdout_text = outputs[MAIN_ROLE]
         recs = records(stdout_text)
         launched = launch.state
@@ -159,7 +163,7 @@ class YarnCpsRig(Rig):
         errors = [r["error"] for r in recs if r.get("event") == "sampler_error"]
         end = next((r for r in recs if r.get("event") in ("done", "exit")), None)
         samples = window.counter_samples(recs)
-        observations = {
+        observations: dict[str, Any] = {
             "t0_epoch_ms": start.get("epoch_ms"),
             "trace": launched,
             "end": end,
@@ -208,8 +212,8 @@ class YarnCpsRig(Rig):
         if end.get("lean"):
             observations["lean"] = end["lean"]
 
-        def rate_samples(lo_i, hi_i):
-            out = []
+        def rate_samples(lo_i: int, hi_i: int) -> list[Sample]:
+            out: list[Sample] = []
             for metric, key in (("container_allocation_rate", "allocated"), ("container_release_rate", "released")):
                 out += [{"metric": metric, "value": round(v, 3), "unit": RATE_UNIT, "t": t}
                         for t, v in window.per_interval_rates(samples, key, lo_i, hi_i)]
