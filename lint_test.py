@@ -43,7 +43,7 @@ RIG_MATRIX_CALL = re.compile(r"^rig_matrix\((.*?)^\)", re.S | re.M)
 def rig_layout_problems(tree):
     """What a rig of `tree` lacks of README's "Add a rig" checklist, one line each naming the step: a
     rigs/<rig>/rig.py with no rig_matrix call in rigs/BUILD.bazel (step 3), no rigs.<rig> in .importlinter
-    (step 4), a workload without workload.toml, gate.toml or its definition filegroup (step 2), or missing
+    (step 4), a workload without workload.toml, gate.toml or its workload_definition() (step 2), or missing
     from workloads/BUILD.bazel's gate_files (step 4)."""
     def read(*parts):
         try:
@@ -75,8 +75,9 @@ def rig_layout_problems(tree):
             for name in ("workload.toml", "gate.toml"):
                 if not os.path.isfile(os.path.join(tree, "workloads", workload, name)):
                     problems.append(f"workloads/{workload}: no {name} (step 2)")
-            if not re.search(r'name = "definition"', read("workloads", workload, "BUILD.bazel")):
-                problems.append(f"workloads/{workload}: its BUILD.bazel has no definition filegroup (step 2)")
+            build = read("workloads", workload, "BUILD.bazel")
+            if not re.search(r'^workload_definition\(name = "definition"\)|name = "definition"', build, re.M):
+                problems.append(f"workloads/{workload}: its BUILD.bazel has no workload_definition() (step 2)")
             if f'"//workloads/{workload}:gate.toml"' not in gate_files:
                 problems.append(f"workloads/{workload}: not in workloads/BUILD.bazel's gate_files (step 4)")
     return problems
@@ -207,14 +208,15 @@ class LintTest(unittest.TestCase):
                                 f'    workload = "//workloads/{r}",\n)\n',
             ".importlinter": f"forbidden_modules =\n    rigs.{r}\n",
             f"workloads/{r}/workload.toml": "", f"workloads/{r}/gate.toml": "",
-            f"workloads/{r}/BUILD.bazel": 'filegroup(\n    name = "definition",\n)\n',
+            f"workloads/{r}/BUILD.bazel": 'load("//workloads:defs.bzl", "workload_definition")\n\n'
+                                          'workload_definition(name = "definition")\n',
             "workloads/BUILD.bazel": f'srcs = ["//workloads/{r}:gate.toml"]\n',
         }
         cut = {"rigs/BUILD.bazel": f"no rig_matrix(rig = \"//rigs/{r}:rig\", ...) in rigs/BUILD.bazel (step 3)",
                ".importlinter": f".importlinter does not name rigs.{r} (step 4)",
                f"workloads/{r}/workload.toml": f"workloads/{r}: no workload.toml (step 2)",
                f"workloads/{r}/gate.toml": f"workloads/{r}: no gate.toml (step 2)",
-               f"workloads/{r}/BUILD.bazel": f"workloads/{r}: its BUILD.bazel has no definition filegroup (step 2)",
+               f"workloads/{r}/BUILD.bazel": f"workloads/{r}: its BUILD.bazel has no workload_definition() (step 2)",
                "workloads/BUILD.bazel": f"workloads/{r}: not in workloads/BUILD.bazel's gate_files (step 4)"}
         for missing in [None] + list(cut):
             if os.path.isdir(tree):
