@@ -8,7 +8,7 @@ import math
 import time
 
 from results import resultfile
-from rigs.matrix import evidence, process_evidence, rig as rig_contract
+from rigs.matrix import evidence, process_evidence, rig as rig_contract, steadystate
 from rigs.matrix.runcontext import now_iso
 
 
@@ -94,9 +94,21 @@ def judge(ctx, state, doc, failure, timed_out):
                  for problem in probe.get("problems", [])]
     if not measured:
         problems.append("the rig reported no measured samples")
+    unsteady = []
+    if policy.iterating:
+        steadiness = steadystate.check(measured, policy.steady_band)
+        doc["steady_state"] = {"band": policy.steady_band, "metrics": {s.metric: s.to_json() for s in steadiness}}
+        counts = {s.iterations for s in steadiness}
+        if counts != {policy.iterations}:
+            problems.append(f"the policy asks for {policy.iterations} measured iterations a launch; the rig reported "
+                            f"{', '.join(map(str, sorted(counts))) or 'none'} (samples tagged with their iteration)")
+        unsteady = [s for s in steadiness if not s.steady]
     doc["problems"] = problems
     if problems:
         doc.update(status="invalid", reason="knob not in effect: " + problems[0])
+    elif unsteady:
+        doc.update(status="invalid", reason=f"no steady state: {unsteady[0].describe()}; warm up longer "
+                                            "(policy.warmup_iterations) or widen policy.steady_band")
     else:
         doc["status"] = "ok"
     return doc

@@ -49,9 +49,13 @@ class FakeRig(rig_contract.Rig):
                     "pressure", program=[os.path.join(TESTDATA, "fake", "holder"), p["pressure"]],
                     under_test=False, background=True, ready_pattern="holding"))
             return rig_contract.Launch(processes)
+        iterations = ["--iterations", str(policy.warmup_iterations), str(policy.iterations)] if policy.iterating else []
         return rig_contract.Launch.jvm("fake.Main", ["/nonexistent.jar"],
-                                   [p["behaviour"], p["seconds"], os.path.join(workdir, "started")],
+                                   [p["behaviour"], p["seconds"], os.path.join(workdir, "started")] + iterations,
                                    generated_inputs={"input.txt": "0" * 64}, state={"seconds": p["seconds"]})
+
+    def can_iterate(self, params):
+        return params["server"] == "none"  # the fake JVM runs the policy's iterations (testdata/fake/java)
 
     def parse(self, outputs, policy, workdir, launch):
         stdout_text = outputs.get(rig_contract.MAIN_ROLE) or outputs["loadgen"]
@@ -59,6 +63,8 @@ class FakeRig(rig_contract.Rig):
         for line in stdout_text.splitlines():
             rec = json.loads(line)
             sample = {"metric": "rate", "value": rec["value"], "unit": "ops/s", "t": rec["t"]}
+            if "iteration" in rec:
+                sample["metadata"] = {"iteration": rec["iteration"]}
             (warmup if rec["phase"] == "warmup" else measured).append(sample)
         if not measured:
             raise rig_contract.MeasurementInvalid(f"only {len(warmup)} warm-up samples")

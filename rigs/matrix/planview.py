@@ -59,8 +59,9 @@ def print_plan(console, matrix, planned, profile, rig=None):
                 f"{datetime.timedelta(seconds=round(longest))}")
     else:
         counted, when = f"{pol.repetitions} repetitions", f"estimated time {datetime.timedelta(seconds=round(est))}"
+    iterations = f"{pol.describe_iterations()}, " if pol.iterating else ""
     console.print(f"{len(planned)} cells, {runnable} to run x {counted} "
-                  f"(warm-up {pol.warmup_s:g} s, measure {pol.measure_s:g} s, cool-down {pol.cooldown_s:g} s, "
+                  f"({iterations}warm-up {pol.warmup_s:g} s, measure {pol.measure_s:g} s, cool-down {pol.cooldown_s:g} s, "
                   f"timeout {pol.timeout_s:g} s), {len(planned) - runnable} skipped; {when}")
 
 

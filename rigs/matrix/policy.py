@@ -10,6 +10,14 @@ they stop, what a cell may take before it is killed.
     cooldown_s = 2         # between cells
     timeout_s = 600        # a cell still running then is killed and recorded as failed
     rerun_noisy_rounds = 2 # rounds added for rounds that lost CPU to steal (noisyrounds.py)
+    warmup_iterations = 3  # timed units of work inside one launch (for cells that can: Rig.can_iterate),
+    iterations = 8         # each on fresh state: warm-up ones kept apart, measured ones checked steady
+    steady_band = 0.05     # measured iterations are steady when their halves' medians differ by <= this
+
+Levels (JMH's forks x iterations): a repetition is one launch of the cell's processes (a JVM fork) in its own
+interleaved round; `iterations` are the timed units of work inside that launch. With iterations > 1 the
+measured iterations must reach a steady state (rigs/matrix/steadystate.py), or the repetition is invalid:
+a warm-up that never ended is never averaged as if it had.
 
 Each layer (workload, matrix, profile, --set) is merged over the one below (`merge`); `parse` checks the
 result and returns a `Policy`, or raises PolicyError naming the key and the fix. spec.py, which reads the
@@ -20,7 +28,10 @@ import dataclasses
 import typing
 
 POLICY_KEYS = {"warmup_s": float, "measure_s": float, "repetitions": int, "cooldown_s": float, "timeout_s": float,
-               "stop": str, "decide_on": list, "rerun_noisy_rounds": int}
+               "stop": str, "decide_on": list, "rerun_noisy_rounds": int, "warmup_iterations": int, "iterations": int,
+               "steady_band": float}
+# The fewest measured iterations the steady-state check can judge (two halves of two).
+MIN_STEADY_ITERATIONS = 4
 # stop = "decided": after each interleaved round from `min` on, every comparison the matrix asks about is
 # classified (analysis/sequential.py) and a cell stops being scheduled once all of its comparisons are.
 STOP_RULES = ("fixed", "decided")
@@ -43,6 +54,15 @@ class Policy:
     decide_on: tuple = ()  # metrics the sequential policy decides on; () = every metric of gate.toml
     # The most rounds added because a round lost more CPU to steal than the rig's A/A band (noisyrounds.py).
     rerun_noisy_rounds: int = 0
+    # Timed units of work inside one launch (rigs that iterate): warm-up ones, then measured ones, checked steady.
+    warmup_iterations: int = 0
+    iterations: int = 1
+    steady_band: float = 0.05
+
+    @property
+    def iterating(self) -> bool:
+        """The policy asks the rig for timed iterations inside each launch."""
+        return self.iterations > 1 or self.warmup_iterations > 0
 
     @property
     def sequential(self):
@@ -56,6 +76,13 @@ class Policy:
         if self.rerun_noisy_rounds:
             return f"x{self.repetitions} (+ at most {self.rerun_noisy_rounds} for noisy rounds)"
         return f"x{self.repetitions}"
+
+    def describe_iterations(self):
+        """The iterations in words, "" for a policy without them: "3 + 8 iterations a launch (steady within 5 %)"."""
+        if not self.iterating:
+            return ""
+        return (f"{self.warmup_iterations} + {self.iterations} iterations a launch (steady within "
+                f"{self.steady_band:.0%})")
 
 
 def parse(where, table):
@@ -74,6 +101,17 @@ def parse(where, table):
     policy = Policy(**values)
     if policy.measure_s <= 0:
         raise PolicyError(f"{where}: [policy] measure_s must be > 0")
+    if policy.timeout_s and policy.warmup_s >= policy.timeout_s:
+        raise PolicyError(f"{where}: [policy] warmup_s = {policy.warmup_s:g} is not shorter than timeout_s = "
+                          f"{policy.timeout_s:g}: every cell would be killed while it warms up")
+    if policy.iterations < 1:
+        raise PolicyError(f"{where}: [policy] iterations = {policy.iterations}: at least 1 (the measured units of "
+                          "work in one launch)")
+    if 1 < policy.iterations < MIN_STEADY_ITERATIONS:
+        raise PolicyError(f"{where}: [policy] iterations = {policy.iterations}: the steady-state check compares two "
+                          f"halves, so give 1 or at least {MIN_STEADY_ITERATIONS}")
+    if not 0 < policy.steady_band < 1:
+        raise PolicyError(f"{where}: [policy] steady_band = {policy.steady_band:g}: a fraction in (0, 1), e.g. 0.05")
     if policy.rerun_noisy_rounds and policy.sequential:
         raise PolicyError(f"{where}: [policy] rerun_noisy_rounds is for a fixed count: stop = \"decided\" already "
                         "runs rounds until its comparisons are decided")

@@ -58,6 +58,12 @@ class PolicyView(Protocol):
     @property
     def measure_s(self) -> float: ...
 
+    @property
+    def warmup_iterations(self) -> int: ...
+
+    @property
+    def iterations(self) -> int: ...
+
 
 @dataclasses.dataclass
 class Process:
@@ -290,6 +296,13 @@ class Rig(abc.ABC):
 
     def check(self, params: Mapping[str, str]) -> None:
         """Raises ValueError for a cell this rig cannot run (checked for every cell before anything runs)."""
+
+    def can_iterate(self, params: Mapping[str, str]) -> bool:
+        """Whether this cell runs the policy's `warmup_iterations` + `iterations` timed units of work inside one
+        launch, each on fresh state, tagging each sample with metadata {"iteration": k} (warm-up ones as
+        warm-up samples); the runner checks the measured ones steady (rigs/matrix/steadystate.py). A policy
+        with iterations is refused, before anything runs, for a cell that cannot."""
+        return False
 
     def probe(self, role: str, when: str, launch: Launch, workdir: str, output: str) -> dict[str, Any] | None:
         """The rig's own look at a running server when "ready" and when "clients_done" (`launch`: the cell's

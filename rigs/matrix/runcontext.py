@@ -61,7 +61,9 @@ class RunContext:
             "status": "failed", "exit_status": None,
             "policy": {"warmup_s": m.policy.warmup_s, "measure_s": m.policy.measure_s,
                        "repetitions": m.policy.repetitions, "cooldown_s": m.policy.cooldown_s,
-                       "timeout_s": m.policy.timeout_s},
+                       "timeout_s": m.policy.timeout_s,
+                       **({"warmup_iterations": m.policy.warmup_iterations, "iterations": m.policy.iterations,
+                           "steady_band": m.policy.steady_band} if m.policy.iterating else {})},
             "metrics": [], "samples": [], "warmup_samples": [], "evidence": {}, "problems": [],
             "provenance": {
                 "host": self.report, "jdk": jdk, "command": [], "harness_commit": self.harness_commit,

@@ -39,15 +39,20 @@ class Outcome:
     workload: object = None
 
 
-def check_cells(rig, planned):
+def check_cells(rig, planned, policy):
     """Checks every cell's parameters against the rig's declarations, then lets the rig refuse impossible
-    combinations (e.g. a trace format its Hadoop cannot read), before anything runs."""
+    combinations (e.g. a trace format its Hadoop cannot read) and a policy with iterations it cannot run,
+    before anything runs."""
     for p in planned:
         if p.skip_reason:
             continue
         try:
             rig.typed(p.cell.params)
             rig.check(p.cell.params)
+            if policy.iterating and not rig.can_iterate(p.cell.params):
+                raise ValueError(f"[policy] asks for {policy.describe_iterations()}; the {rig.name} rig runs one "
+                                 "unit of work per launch for this cell: use iterations = 1 and warmup_iterations "
+                                 "= 0 (repetitions launch it again)")
         except ValueError as e:
             raise spec.SpecError(f"cell {p.cell.id} ({p.cell.label()}): {e}") from None
 
@@ -142,7 +147,7 @@ def load(args, runfiles, report):
                                      probe_gcs=not args.no_gc_probes)
     report.setdefault("jdks_unavailable", jdks.unavailable_in_runfiles(runfiles))
     planned = plan.plan(matrix, report)
-    check_cells(rig, planned)
+    check_cells(rig, planned, matrix.policy)
     rounds = None
     if matrix.policy.sequential:
         rounds = sequential_rounds.Rounds(matrix, planned,

@@ -168,6 +168,24 @@ class ValidationTest(unittest.TestCase):
         with self.assertRaisesRegex(spec.SpecError, "policy keys that --set takes"):
             build(overrides=["policy.stop=decided"])
 
+    def test_iterations_and_their_bad_input(self):
+        m = build({"policy": {"warmup_iterations": 3, "iterations": 8, "steady_band": 0.04}})
+        self.assertEqual((m.policy.warmup_iterations, m.policy.iterations, m.policy.steady_band), (3, 8, 0.04))
+        self.assertTrue(m.policy.iterating)
+        self.assertEqual(m.policy.describe_iterations(), "3 + 8 iterations a launch (steady within 4%)")
+        self.assertFalse(build().policy.iterating)
+        self.assertEqual(build(overrides=["policy.iterations=6"]).policy.iterations, 6)
+        for policy, message in (
+                ({"iterations": 0}, "iterations = 0: at least 1"),
+                ({"iterations": 3}, "give 1 or at least 4"),
+                ({"iterations": -2}, "iterations = -2 is out of range"),
+                ({"warmup_iterations": -1}, "warmup_iterations = -1 is out of range"),
+                ({"iterations": 8, "steady_band": 1.5}, "steady_band = 1.5: a fraction in (0, 1)"),
+                ({"iterations": 8, "steady_band": 0}, "steady_band = 0: a fraction in (0, 1)"),
+                ({"warmup_s": 700, "timeout_s": 600}, "warmup_s = 700 is not shorter than timeout_s = 600")):
+            with self.assertRaisesRegex(spec.SpecError, re.escape(message)):
+                build({"policy": policy})
+
     def test_unknown_axis(self):
         self.assertSpecError("unknown axis 'gcc'", {"axes": {"gcc": ["g1"]}})
 

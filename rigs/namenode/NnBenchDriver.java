@@ -12,11 +12,16 @@ import org.apache.hadoop.metrics2.lib.DefaultMetricsSystem;
 /**
  * Runs NNThroughputBenchmark in-process (no RPC) against a freshly formatted name directory.
  *
- * <p>Usage: NnBenchDriver --name-dir DIR [--skip-fsync] -- BENCHMARK_ARGS...
+ * <p>Usage: NnBenchDriver --name-dir DIR [--skip-fsync] [--iterations WARMUP MEASURED] --
+ * BENCHMARK_ARGS...
  *
  * <p>Why a driver: the name directory must be formatted first, and taking the disk out of write
  * operations needs the test hook EditLogFileOutputStream.setShouldSkipFsyncForTesting, which only code
  * in the same JVM can call.
+ *
+ * <p>With --iterations the benchmark runs WARMUP + MEASURED times in this JVM, each on a freshly
+ * formatted name directory (a new, empty namespace), so the JIT's warm-up falls in the first ones. Each
+ * iteration's report follows a line {"event":"iteration","index":K,"warmup":true|false}.
  */
 public final class NnBenchDriver {
   private NnBenchDriver() {}
@@ -40,9 +45,24 @@ public final class NnBenchDriver {
     return conf;
   }
 
+  /** Deletes `dir` and everything under it (a previous iteration's namespace); absent is fine. */
+  static void deleteTree(File dir) throws java.io.IOException {
+    File[] children = dir.listFiles();
+    if (children != null) {
+      for (File child : children) {
+        deleteTree(child);
+      }
+    }
+    if (dir.exists() && !dir.delete()) {
+      throw new java.io.IOException("cannot delete " + dir);
+    }
+  }
+
   public static void main(String[] args) throws Exception {
     String nameDir = null;
     boolean skipFsync = false;
+    int warmupIterations = 0;
+    int iterations = 0;
     int i = 0;
     for (; i < args.length; i++) {
       if (args[i].equals("--")) {
@@ -52,13 +72,18 @@ public final class NnBenchDriver {
       switch (args[i]) {
         case "--name-dir": nameDir = args[++i]; break;
         case "--skip-fsync": skipFsync = true; break;
+        case "--iterations":
+          warmupIterations = Integer.parseInt(args[++i]);
+          iterations = Integer.parseInt(args[++i]);
+          break;
         default:
           System.err.println("NnBenchDriver: unknown argument " + args[i]);
           System.exit(2);
       }
     }
     if (nameDir == null) {
-      System.err.println("usage: NnBenchDriver --name-dir DIR [--skip-fsync] -- BENCHMARK_ARGS...");
+      System.err.println(
+          "usage: NnBenchDriver --name-dir DIR [--skip-fsync] [--iterations WARMUP MEASURED] -- BENCHMARK_ARGS...");
       System.exit(2);
     }
     String[] benchArgs = java.util.Arrays.copyOfRange(args, i, args.length);
@@ -66,8 +91,19 @@ public final class NnBenchDriver {
     System.out.println("{\"event\":\"start\",\"skip_fsync\":" + skipFsync + "}");
     int status = 1;
     try {
-      NameNode.format(conf);
-      NNThroughputBenchmark.runBenchmark(conf, benchArgs);
+      if (iterations == 0) {
+        NameNode.format(conf);
+        NNThroughputBenchmark.runBenchmark(conf, benchArgs);
+      } else {
+        for (int k = 0; k < warmupIterations + iterations; k++) {
+          deleteTree(new File(nameDir));
+          System.out.println("{\"event\":\"iteration\",\"index\":" + k + ",\"warmup\":"
+              + (k < warmupIterations) + "}");
+          System.out.flush();
+          NameNode.format(conf);
+          NNThroughputBenchmark.runBenchmark(conf, benchArgs);
+        }
+      }
       System.out.println("{\"event\":\"end\"}");
       status = 0;
     } catch (Throwable t) {

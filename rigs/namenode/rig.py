@@ -23,6 +23,7 @@ operation (dfs.namenode.lock.detailed-metrics.enabled).
 """
 
 import os
+import re
 from typing import Any, Mapping
 from xml.sax.saxutils import escape
 
@@ -89,13 +90,19 @@ class NameNodeRig(Rig):
                              "fileStatus, rename)")
 
     def estimate_seconds(self, params: Mapping[str, str], policy: PolicyView) -> float | None:
-        """JVM start and format ~2 s; measured here: op=all over 2,000 files 8.7 s, create of 20,000 3 s.
-        Over RPC the NameNode starts in ~4 s and every call crosses loopback (about 3x slower here)."""
+        """JVM start and format ~2 s; measured here: op=all over 2,000 files 8.7 s, create of 20,000 3 s (a
+        cold JVM: iterations after the first are faster, so this errs long). Over RPC the NameNode starts in
+        ~4 s and every call crosses loopback (about 3x slower here)."""
         files = int(params["files"])
         seconds = files / 300 if params["op"] == "all" else files / 7000
         if params["mode"] == "rpc":
             return 6 + 3 * seconds * int(params["clients"])
-        return 3 + seconds
+        return 3 + seconds * max(1, policy.warmup_iterations + policy.iterations)
+
+    def can_iterate(self, params: Mapping[str, str]) -> bool:
+        """In-process NNThroughputBenchmark runs again in its JVM on a fresh namespace (NnBenchDriver); the
+        RPC clients and AddBlockBench run once per launch."""
+        return params["mode"] == "inprocess" and params["op"] != ADD_BLOCK
 
     def launch(self, cell: CellView, workload: Workload, policy: PolicyView, workdir: str, data: Mapping[str, str],
                inputs_dir: str) -> Launch:
@@ -113,6 +120,8 @@ class NameNodeRig(Rig):
         args = ["--name-dir", os.path.join(workdir, "name")]
         if p["fsync"] == "off":
             args.append("--skip-fsync")
+        if policy.iterations > 1 or policy.warmup_iterations > 0:
+            args += ["--iterations", str(policy.warmup_iterations), str(policy.iterations)]
         classpath = [conf] + read_classpath_file(data["classpath"])
         if p["op"] == ADD_BLOCK:
             return Launch.jvm(main_class="tunelab.rigs.namenode.AddBlockBench", classpath=classpath,
@@ -213,21 +222,48 @@ class NameNodeRig(Rig):
         return Parsed([], samples, observations)
 
     def parse_inprocess(self, stdout_text: str, workdir: str) -> Parsed:
-        report = parse_report(stdout_text)
-        report.pop("clean", None)  # the benchmark's own clean-up pass, not an operation under test
-        if not report:
-            raise MeasurementInvalid("the benchmark printed no stats block")
-        samples: list[Sample] = [{"metric": metric_name(op), "value": v["ops_per_s"], "unit": "ops/s", "t": 0.0}
-                   for op, v in report.items() if op in OPS + (ADD_BLOCK,)]
-        observations: dict[str, Any] = {"report": report}
+        """One report, or one per iteration (NnBenchDriver --iterations): each sample then carries its
+        iteration, warm-up iterations' as warm-up samples."""
+        chunks = ITERATION_MARK.split(stdout_text)
+        if len(chunks) == 1:
+            samples, report = report_samples(stdout_text, None)
+            observations: dict[str, Any] = {"report": report}
+            warmup: list[Sample] = []
+        else:
+            warmup, samples, reports = [], [], []
+            for index, is_warmup, text in zip(chunks[1::3], chunks[2::3], chunks[3::3]):
+                found, report = report_samples(text, int(index))
+                (warmup if is_warmup == "true" else samples).extend(found)
+                reports.append({"iteration": int(index), "warmup": is_warmup == "true", "report": report})
+            observations = {"iterations": reports}
         metrics_path = os.path.join(workdir, METRICS_FILE) if workdir else None
         if metrics_path and os.path.exists(metrics_path):
             with open(metrics_path) as f:
                 observations["namenode_metrics"] = window_metrics(parse_file_sink(f.read()))
-        return Parsed([], samples, observations)
+        return Parsed(warmup, samples, observations)
 
 
 METRICS_FILE = "namenode-metrics.out"
+# NnBenchDriver's line before each iteration's report.
+ITERATION_MARK = re.compile(r'^\{"event":"iteration","index":(\d+),"warmup":(true|false)\}$', re.M)
+
+
+def report_samples(text: str, iteration: int | None) -> tuple[list[Sample], dict[str, Any]]:
+    """(samples, report): the ops/s of every operation in one benchmark report (its own clean-up pass left
+    out), tagged with the iteration when there is one; MeasurementInvalid when it has no stats block."""
+    report = parse_report(text)
+    report.pop("clean", None)  # the benchmark's own clean-up pass, not an operation under test
+    if not report:
+        where = "" if iteration is None else f" in iteration {iteration}"
+        raise MeasurementInvalid(f"the benchmark printed no stats block{where}")
+    samples: list[Sample] = []
+    for op, v in report.items():
+        if op in OPS + (ADD_BLOCK,):
+            sample: Sample = {"metric": metric_name(op), "value": v["ops_per_s"], "unit": "ops/s", "t": 0.0}
+            if iteration is not None:
+                sample["metadata"] = {"iteration": iteration}
+            samples.append(sample)
+    return samples, report
 
 
 def write_site(path: str, properties: Mapping[str, object]) -> None:

@@ -1,6 +1,8 @@
 """The NameNode rig's parser on recorded real NNThroughputBenchmark output (testdata/README.md)."""
 
 import os
+import tempfile
+import types
 import unittest
 
 from rigs.matrix.rig import MeasurementInvalid
@@ -34,6 +36,46 @@ class ParseTest(unittest.TestCase):
         report = hadoop_output.parse_report(recorded("inprocess_create_20000.log"))
         self.assertEqual(report["create"], {"operations": 20000, "elapsed_ms": 2801, "ops_per_s": 7140.307033202428,
                                             "average_ms": 0})
+
+    def test_iterations_in_one_jvm(self):
+        # NnBenchDriver --iterations 2 4: six reports, each after its iteration line (testdata/README.md).
+        parsed = rig.RIG.parse({"main": recorded("inprocess_create_iterations.log")}, None, "", None)
+        self.assertEqual([s["metadata"]["iteration"] for s in parsed.warmup_samples], [0, 1])
+        self.assertEqual([s["metadata"]["iteration"] for s in parsed.samples], [2, 3, 4, 5])
+        self.assertEqual({s["metric"] for s in parsed.samples + parsed.warmup_samples}, {"create_rate"})
+        reports = parsed.observations["iterations"]
+        self.assertEqual([(r["iteration"], r["warmup"]) for r in reports],
+                         [(0, True), (1, True), (2, False), (3, False), (4, False), (5, False)])
+        self.assertTrue(all(r["report"]["create"]["operations"] == 2000 for r in reports))
+        self.assertEqual([s["value"] for s in parsed.samples], [r["report"]["create"]["ops_per_s"] for r in reports[2:]])
+
+    def test_an_iteration_without_its_report_is_invalid(self):
+        text = recorded("inprocess_create_iterations.log")
+        cut = text[:text.index('{"event":"iteration","index":3')] + '{"event":"iteration","index":3,"warmup":false}\n'
+        with self.assertRaisesRegex(MeasurementInvalid, "no stats block in iteration 3"):
+            rig.RIG.parse({"main": cut}, None, "", None)
+
+    def test_the_driver_is_asked_for_the_iterations(self):
+        work = tempfile.mkdtemp(dir=os.environ.get("TEST_TMPDIR"))
+        classpath = os.path.join(work, "classpath.txt")
+        with open(classpath, "w") as f:
+            f.write("hadoop.jar\n")
+        params = {"mode": "inprocess", "op": "create", "fsync": "off", "threads": "2", "files": "2000",
+                  "files_per_dir": "4", "block_size": "16"}
+        cell = types.SimpleNamespace(id="0" * 12, params=params)
+
+        def args(**policy):
+            policy = types.SimpleNamespace(**dict({"warmup_s": 0, "measure_s": 1, "warmup_iterations": 0,
+                                                   "iterations": 1}, **policy))
+            return rig.RIG.launch(cell, None, policy, work, {"classpath": classpath}, work).under_test.args
+        self.assertNotIn("--iterations", args())
+        self.assertEqual(args(warmup_iterations=2, iterations=4)[3:6], ["--iterations", "2", "4"])
+
+    def test_which_cells_iterate(self):
+        params = {"mode": "inprocess", "op": "create"}
+        self.assertTrue(rig.RIG.can_iterate(params))
+        self.assertFalse(rig.RIG.can_iterate(dict(params, mode="rpc")))
+        self.assertFalse(rig.RIG.can_iterate(dict(params, op="addBlock")))
 
     def test_no_report_is_invalid(self):
         with self.assertRaisesRegex(MeasurementInvalid, "no stats block"):

@@ -1,0 +1,109 @@
+"""The steady-state check (steadystate.py) on known answers, then end to end with the fake rig's timed
+iterations (testdata/fake/java: `ok` warms up over its warm-up iterations and is flat after them, `drifting`
+gets 3 % faster every iteration): the flat launch is ok, the drifting one invalid and said so, every
+iteration's sample stored raw with its iteration, and a rig that cannot iterate refuses the policy."""
+
+import unittest
+from unittest import mock
+
+from rigs.matrix import runner, steadystate
+from rigs.matrix.fakerig import FakeRig, FakeRigTestCase
+
+
+def samples(values, metric="rate", first=0):
+    return [{"metric": metric, "value": v, "unit": "ops/s", "t": float(k), "metadata": {"iteration": first + k}}
+            for k, v in enumerate(values)]
+
+
+class SteadinessTest(unittest.TestCase):
+    def test_flat_iterations_are_steady(self):
+        (s,) = steadystate.check(samples([100, 101, 99, 100, 102, 100]), band=0.05)
+        self.assertEqual((s.metric, s.iterations, s.first_half_median, s.second_half_median), ("rate", 6, 100, 100))
+        self.assertTrue(s.steady)
+
+    def test_a_drift_over_the_iterations_is_not_steady(self):
+        # 100 * 1.03^k for k = 0..7: the halves' medians are 1.03^1.5 and 1.03^5.5 apart, 12.6 %.
+        (s,) = steadystate.check(samples([100 * 1.03 ** k for k in range(8)]), band=0.05)
+        self.assertFalse(s.steady)
+        self.assertAlmostEqual(s.change, 1.03 ** 4 - 1, places=9)
+        self.assertEqual(s.describe(), "rate: the second half of its 8 measured iterations is 12.6% above the first "
+                                       "(band 5%)")
+
+    def test_one_outlier_iteration_is_resisted(self):
+        self.assertTrue(steadystate.check(samples([100, 100, 160, 100, 100, 100]), band=0.05)[0].steady)
+
+    def test_an_odd_count_leaves_the_middle_out_and_a_slowdown_is_seen_too(self):
+        (s,) = steadystate.check(samples([100, 100, 70, 90, 90]), band=0.05)
+        self.assertEqual((s.first_half_median, s.second_half_median), (100, 90))
+        self.assertFalse(s.steady)
+        self.assertIn("10.0% below the first", s.describe())
+
+    def test_several_samples_an_iteration_and_several_metrics(self):
+        per_iteration = [dict(x, metadata={"iteration": k // 2}) for k, x in enumerate(samples([1, 3] * 4))]
+        found = steadystate.check(per_iteration + samples([5, 5, 5, 5], metric="latency"), band=0.05)
+        self.assertEqual([(s.metric, s.iterations, s.first_half_median) for s in found],
+                         [("latency", 4, 5), ("rate", 4, 2)])
+
+    def test_untagged_samples_and_too_few_iterations_are_not_judged(self):
+        untagged = [dict(x, metadata={}) for x in samples([1, 2, 3, 4])]
+        self.assertEqual(steadystate.check(untagged + samples([1, 2, 3]), band=0.05), [])
+
+    def test_a_zero_first_half(self):
+        (s,) = steadystate.check(samples([0, 0, 5, 5]), band=0.05)
+        self.assertFalse(s.steady)
+        self.assertIsNone(s.to_json()["change"])  # JSON holds no infinity
+
+
+class IteratingRunTest(FakeRigTestCase):
+    def test_a_steady_launch_is_ok_and_a_drifting_one_is_invalid(self):
+        code, out = self.box.main("--profile", "iterating")
+        (run_dir,) = self.box.run_dirs()
+        docs = {d["cell"]["params"]["behaviour"]: d for d in self.docs(run_dir).values()}
+        ok, drifting = docs["ok"], docs["drifting"]
+        self.assertEqual(ok["status"], "ok", ok.get("reason"))
+        self.assertEqual(ok["policy"]["iterations"], 6)
+        self.assertEqual(ok["policy"]["warmup_iterations"], 3)
+        # Every iteration stored raw with its number: the warm-up ones apart.
+        self.assertEqual([s["metadata"]["iteration"] for s in ok["warmup_samples"]], [0, 1, 2])
+        self.assertEqual([s["metadata"]["iteration"] for s in ok["samples"]], [3, 4, 5, 6, 7, 8])
+        self.assertEqual([s["value"] for s in ok["warmup_samples"]], [50.0, 60.0, 70.0])
+        self.assertTrue(ok["steady_state"]["metrics"]["rate"]["steady"])
+        self.assertEqual(ok["steady_state"]["band"], 0.05)
+        self.assertEqual(drifting["status"], "invalid")
+        self.assertEqual(drifting["reason"], "no steady state: rate: the second half of its 6 measured iterations is "
+                                             "9.3% above the first (band 5%); warm up longer "
+                                             "(policy.warmup_iterations) or widen policy.steady_band")
+        self.assertFalse(drifting["steady_state"]["metrics"]["rate"]["steady"])
+        self.assertEqual(len(drifting["samples"]), 6)  # kept, raw, for whoever looks
+        self.assertEqual(code, runner.EXIT_CELLS_FAILED, out)
+
+    def test_the_plan_says_the_iterations(self):
+        code, out = self.box.main("--profile", "iterating", "--dry-run")
+        self.assertEqual(code, runner.EXIT_OK, out)
+        self.assertIn("x 1 repetitions (3 + 6 iterations a launch (steady within 5%), warm-up 0.5 s", out)
+
+    def test_fewer_iterations_than_asked_is_a_problem(self):
+        real_parse = FakeRig.parse
+
+        def four_of_six(rig, *args):
+            parsed = real_parse(rig, *args)
+            parsed.samples = parsed.samples[:4]
+            return parsed
+        with mock.patch.object(FakeRig, "parse", four_of_six):
+            code, out = self.box.main("--profile", "iterating", "--set", "behaviour=ok")
+        self.assertEqual(code, runner.EXIT_CELLS_FAILED, out)
+        (run_dir,) = self.box.run_dirs()
+        (doc,) = self.docs(run_dir).values()
+        self.assertEqual(doc["status"], "invalid")
+        self.assertIn("the policy asks for 6 measured iterations a launch; the rig reported 4", doc["reason"])
+
+    def test_a_rig_that_cannot_iterate_refuses_the_policy(self):
+        code, out = self.box.main("--profile", "iterating", "--set", "server=serve")
+        self.assertEqual(code, runner.EXIT_BAD_INPUT, out)
+        self.assertIn("asks for 3 + 6 iterations a launch (steady within 5%); the fake rig runs one unit of work "
+                      "per launch for this cell", out)
+        self.assertEqual(self.box.run_dirs(), [])
+
+
+if __name__ == "__main__":
+    unittest.main()
