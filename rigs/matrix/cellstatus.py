@@ -98,7 +98,7 @@ def judge(ctx, state, doc, failure, timed_out):
     if policy.iterating:
         steadiness = steadystate.check(measured, policy.steady_band)
         doc["steady_state"] = {"band": policy.steady_band, "metrics": {s.metric: s.to_json() for s in steadiness}}
-        counts = {s.iterations for s in steadiness}
+        counts = {len(values) for values in steadystate.iteration_values(measured).values()}
         if counts != {policy.iterations}:
             problems.append(f"the policy asks for {policy.iterations} measured iterations a launch; the rig reported "
                             f"{', '.join(map(str, sorted(counts))) or 'none'} (samples tagged with their iteration)")

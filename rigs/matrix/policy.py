@@ -12,7 +12,7 @@ they stop, what a cell may take before it is killed.
     rerun_noisy_rounds = 2 # rounds added for rounds that lost CPU to steal (noisyrounds.py)
     warmup_iterations = 3  # timed units of work inside one launch (for cells that can: Rig.can_iterate),
     iterations = 8         # each on fresh state: warm-up ones kept apart, measured ones checked steady
-    steady_band = 0.05     # measured iterations are steady when their halves' medians differ by <= this
+    steady_band = 0.05     # not steady: halves' medians further apart than this, and a trend (steadystate.py)
 
 Levels (JMH's forks x iterations): a repetition is one launch of the cell's processes (a JVM fork) in its own
 interleaved round; `iterations` are the timed units of work inside that launch. With iterations > 1 the
@@ -30,8 +30,9 @@ import typing
 POLICY_KEYS = {"warmup_s": float, "measure_s": float, "repetitions": int, "cooldown_s": float, "timeout_s": float,
                "stop": str, "decide_on": list, "rerun_noisy_rounds": int, "warmup_iterations": int, "iterations": int,
                "steady_band": float}
-# The fewest measured iterations the steady-state check can judge (two halves of two).
-MIN_STEADY_ITERATIONS = 4
+# The fewest measured iterations the steady-state check can judge (steadystate.py: its trend test reaches
+# p < 0.05 from 5 values on).
+MIN_STEADY_ITERATIONS = 5
 # stop = "decided": after each interleaved round from `min` on, every comparison the matrix asks about is
 # classified (analysis/sequential.py) and a cell stops being scheduled once all of its comparisons are.
 STOP_RULES = ("fixed", "decided")
@@ -108,8 +109,8 @@ def parse(where, table):
         raise PolicyError(f"{where}: [policy] iterations = {policy.iterations}: at least 1 (the measured units of "
                           "work in one launch)")
     if 1 < policy.iterations < MIN_STEADY_ITERATIONS:
-        raise PolicyError(f"{where}: [policy] iterations = {policy.iterations}: the steady-state check compares two "
-                          f"halves, so give 1 or at least {MIN_STEADY_ITERATIONS}")
+        raise PolicyError(f"{where}: [policy] iterations = {policy.iterations}: the steady-state check needs at least "
+                          f"{MIN_STEADY_ITERATIONS} to see a trend; give 1 or at least {MIN_STEADY_ITERATIONS}")
     if not 0 < policy.steady_band < 1:
         raise PolicyError(f"{where}: [policy] steady_band = {policy.steady_band:g}: a fraction in (0, 1), e.g. 0.05")
     if policy.rerun_noisy_rounds and policy.sequential:

@@ -177,7 +177,7 @@ class ValidationTest(unittest.TestCase):
         self.assertEqual(build(overrides=["policy.iterations=6"]).policy.iterations, 6)
         for policy, message in (
                 ({"iterations": 0}, "iterations = 0: at least 1"),
-                ({"iterations": 3}, "give 1 or at least 4"),
+                ({"iterations": 4}, "give 1 or at least 5"),
                 ({"iterations": -2}, "iterations = -2 is out of range"),
                 ({"warmup_iterations": -1}, "warmup_iterations = -1 is out of range"),
                 ({"iterations": 8, "steady_band": 1.5}, "steady_band = 1.5: a fraction in (0, 1)"),

@@ -3,16 +3,29 @@ cold", OOPSLA 2017: a steady state must be checked, not assumed.)
 
 A rig that iterates (Rig.can_iterate) tags each measured sample with metadata {"iteration": k}. For each
 metric, the iterations' values (the median of a metric's samples within one iteration, in iteration order)
-are split into a first and a second half (the middle one left out when their count is odd); the metric is
-steady when the halves' medians differ by at most the policy's `steady_band` (a fraction of the first
-half's). Assumptions, stated: a warm-up still under way shows as a difference between the halves (a drift
-up or down over the iterations); a change confined to one iteration is noise the medians resist. A launch
-whose metric is not steady is invalid: its value would average a transient.
+are judged two ways:
+- the size of a change: the medians of the first and the second half (the middle one left out when their
+  count is odd), relative to the first's;
+- whether the change is a trend rather than noise: Kendall's tau of the values against their order, two-sided
+  p < TREND_ALPHA (scipy's exact test without ties; with at least MIN_ITERATIONS values it can reach it).
+A metric is NOT steady when both hold: its halves differ by more than the policy's `steady_band` and the
+values trend. Assumptions, stated: iterations are independent but for a warm-up still under way, which shows
+as a monotone drift (up or down); a single slow iteration (a GC pause) moves neither the medians nor the rank
+trend much. Measured on the NameNode (2026-11-26): iterations of 20,000 creates scatter ~10 % around their
+level, so a band alone, without the trend test, called two launches in three unsteady. A launch whose metric
+is not steady is invalid: its value would average a transient.
 """
 
 import dataclasses
 import math
 import statistics
+
+from scipy import stats
+
+from rigs.matrix.policy import MIN_STEADY_ITERATIONS as MIN_ITERATIONS
+
+# Two-sided p of Kendall's trend test below which the iterations drift; 5 values are the fewest that can reach it.
+TREND_ALPHA = 0.05
 
 
 @dataclasses.dataclass(frozen=True)
@@ -22,6 +35,7 @@ class Steadiness:
     first_half_median: float
     second_half_median: float
     band: float
+    trend_p: float  # Kendall's tau of the values against their order, two-sided p (1.0 for constant values)
 
     @property
     def change(self) -> float:
@@ -31,19 +45,25 @@ class Steadiness:
         return self.second_half_median / self.first_half_median - 1
 
     @property
+    def trends(self) -> bool:
+        return self.trend_p < TREND_ALPHA
+
+    @property
     def steady(self) -> bool:
-        return abs(self.change) <= self.band
+        return abs(self.change) <= self.band or not self.trends
 
     def to_json(self) -> dict:
         change = self.change
         return {"iterations": self.iterations, "first_half_median": self.first_half_median,
                 "second_half_median": self.second_half_median,
-                "change": round(change, 6) if math.isfinite(change) else None, "steady": self.steady}
+                "change": round(change, 6) if math.isfinite(change) else None,
+                "trend_p": round(self.trend_p, 6), "steady": self.steady}
 
     def describe(self) -> str:
         direction = "above" if self.change > 0 else "below"
         return (f"{self.metric}: the second half of its {self.iterations} measured iterations is "
-                f"{abs(self.change):.1%} {direction} the first (band {self.band:.0%})")
+                f"{abs(self.change):.1%} {direction} the first (band {self.band:.0%}), a trend (Kendall p = "
+                f"{self.trend_p:.3f})")
 
 
 def iteration_values(samples: list[dict]) -> dict[str, list[float]]:
@@ -58,12 +78,15 @@ def iteration_values(samples: list[dict]) -> dict[str, list[float]]:
 
 
 def check(samples: list[dict], band: float) -> list[Steadiness]:
-    """The steadiness of every metric whose measured samples carry iteration tags, by metric name."""
+    """The steadiness of every metric whose measured samples carry iteration tags, by metric name; metrics with
+    fewer than MIN_ITERATIONS iterations are not judged (the policy refuses 1 < iterations < MIN_ITERATIONS)."""
     out = []
     for metric, values in sorted(iteration_values(samples).items()):
+        if len(values) < MIN_ITERATIONS:
+            continue
         half = len(values) // 2
-        if half < 2:
-            continue  # too few iterations to judge: the policy refuses 1 < iterations < 4 beforehand
+        trend = stats.kendalltau(range(len(values)), values)
+        p = float(trend.pvalue) if math.isfinite(trend.pvalue) else 1.0  # constant values: no trend
         out.append(Steadiness(metric, len(values), statistics.median(values[:half]),
-                              statistics.median(values[-half:]), band))
+                              statistics.median(values[-half:]), band, p))
     return out

@@ -1,4 +1,4 @@
-"""The steady-state check (steadystate.py) on known answers, then end to end with the fake rig's timed
+"""The steady-state check (steadystate.py) on known answers and on recorded NameNode iterations, then end to end with the fake rig's timed
 iterations (testdata/fake/java: `ok` warms up over its warm-up iterations and is flat after them, `drifting`
 gets 3 % faster every iteration): the flat launch is ok, the drifting one invalid and said so, every
 iteration's sample stored raw with its iteration, and a rig that cannot iterate refuses the policy."""
@@ -26,30 +26,50 @@ class SteadinessTest(unittest.TestCase):
         (s,) = steadystate.check(samples([100 * 1.03 ** k for k in range(8)]), band=0.05)
         self.assertFalse(s.steady)
         self.assertAlmostEqual(s.change, 1.03 ** 4 - 1, places=9)
+        self.assertAlmostEqual(s.trend_p, 2 / 40320)  # Kendall's exact test: 2 of 8! orders are as monotone
         self.assertEqual(s.describe(), "rate: the second half of its 8 measured iterations is 12.6% above the first "
-                                       "(band 5%)")
+                                       "(band 5%), a trend (Kendall p = 0.000)")
 
     def test_one_outlier_iteration_is_resisted(self):
         self.assertTrue(steadystate.check(samples([100, 100, 160, 100, 100, 100]), band=0.05)[0].steady)
 
     def test_an_odd_count_leaves_the_middle_out_and_a_slowdown_is_seen_too(self):
-        (s,) = steadystate.check(samples([100, 100, 70, 90, 90]), band=0.05)
-        self.assertEqual((s.first_half_median, s.second_half_median), (100, 90))
+        (s,) = steadystate.check(samples([100, 98, 95, 92, 90]), band=0.05)
+        self.assertEqual((s.first_half_median, s.second_half_median), (99, 91))
+        self.assertAlmostEqual(s.trend_p, 2 / 120)
         self.assertFalse(s.steady)
-        self.assertIn("10.0% below the first", s.describe())
+        self.assertIn("8.1% below the first", s.describe())
+
+    def test_a_large_difference_without_a_trend_is_noise(self):
+        # Halves 100 vs 80 (-20 %), but the values alternate: no trend, so no warm-up under way.
+        (s,) = steadystate.check(samples([100, 80, 100, 80, 100, 80]), band=0.05)
+        self.assertAlmostEqual(s.change, -0.2)
+        self.assertGreater(s.trend_p, 0.5)
+        self.assertTrue(s.steady)
+
+    def test_recorded_namenode_iterations(self):
+        # Two launches of the steady_aa profile (run 20261126T085118Z-629b, create x 20,000, ops/s): one still
+        # warming up (34.6k -> 43.8k), one at its level with the ~10 % scatter of 0.5 s iterations.
+        warming = [34602, 36232, 37807, 35778, 43764, 40900, 38911, 43764]
+        level = [47506, 32895, 40486, 37951, 43573, 40323, 41152, 44643]
+        (w,) = steadystate.check(samples(warming), band=0.05)
+        (s,) = steadystate.check(samples(level), band=0.05)
+        self.assertFalse(w.steady)
+        self.assertTrue(s.steady)
+        self.assertGreater(abs(s.change), 0.05)  # the band alone would have called it unsteady
 
     def test_several_samples_an_iteration_and_several_metrics(self):
-        per_iteration = [dict(x, metadata={"iteration": k // 2}) for k, x in enumerate(samples([1, 3] * 4))]
-        found = steadystate.check(per_iteration + samples([5, 5, 5, 5], metric="latency"), band=0.05)
-        self.assertEqual([(s.metric, s.iterations, s.first_half_median) for s in found],
-                         [("latency", 4, 5), ("rate", 4, 2)])
+        per_iteration = [dict(x, metadata={"iteration": k // 2}) for k, x in enumerate(samples([1, 3] * 5))]
+        found = steadystate.check(per_iteration + samples([5, 5, 5, 5, 5], metric="latency"), band=0.05)
+        self.assertEqual([(s.metric, s.iterations, s.first_half_median, s.trend_p) for s in found],
+                         [("latency", 5, 5, 1.0), ("rate", 5, 2, 1.0)])  # constant values: no trend
 
     def test_untagged_samples_and_too_few_iterations_are_not_judged(self):
-        untagged = [dict(x, metadata={}) for x in samples([1, 2, 3, 4])]
-        self.assertEqual(steadystate.check(untagged + samples([1, 2, 3]), band=0.05), [])
+        untagged = [dict(x, metadata={}) for x in samples([1, 2, 3, 4, 5])]
+        self.assertEqual(steadystate.check(untagged + samples([1, 2, 3, 4]), band=0.05), [])
 
-    def test_a_zero_first_half(self):
-        (s,) = steadystate.check(samples([0, 0, 5, 5]), band=0.05)
+    def test_a_zero_first_half(self):  # a rate of 0 becoming 5: infinitely above
+        (s,) = steadystate.check(samples([0, 0, 0, 0, 5, 5, 5, 5]), band=0.05)
         self.assertFalse(s.steady)
         self.assertIsNone(s.to_json()["change"])  # JSON holds no infinity
 
@@ -71,8 +91,8 @@ class IteratingRunTest(FakeRigTestCase):
         self.assertEqual(ok["steady_state"]["band"], 0.05)
         self.assertEqual(drifting["status"], "invalid")
         self.assertEqual(drifting["reason"], "no steady state: rate: the second half of its 6 measured iterations is "
-                                             "9.3% above the first (band 5%); warm up longer "
-                                             "(policy.warmup_iterations) or widen policy.steady_band")
+                                             "9.3% above the first (band 5%), a trend (Kendall p = 0.003); warm up "
+                                             "longer (policy.warmup_iterations) or widen policy.steady_band")
         self.assertFalse(drifting["steady_state"]["metrics"]["rate"]["steady"])
         self.assertEqual(len(drifting["samples"]), 6)  # kept, raw, for whoever looks
         self.assertEqual(code, runner.EXIT_CELLS_FAILED, out)
