@@ -84,7 +84,8 @@ def rig_layout_problems(tree):
 
 
 # The rig contract and the classes that satisfy its protocols; every rigs/<rig>/rig.py is added (type_checked_files).
-TYPE_CHECKED = ("rigs/matrix/rig.py", "rigs/matrix/workload.py", "rigs/matrix/spec.py", "rigs/matrix/policy.py")
+TYPE_CHECKED = ("rigs/matrix/rig.py", "rigs/matrix/workload.py", "rigs/matrix/spec.py", "rigs/matrix/policy.py",
+                "rigs/matrix/iterations.py")
 
 
 def type_checked_files(tree):

@@ -17,6 +17,7 @@ class Run:
     windows: list  # the run's measured samples of one metric
     duration_s: float  # the run's wall time, launch to end
     noise: dict = None  # its provenance's host noise (rigs/matrix/hostnoise.py), where recorded
+    iteration_s: float = 0.0  # a measured iteration's own time (iterations inside a launch), where recorded
 
     @property
     def median(self):
@@ -84,7 +85,7 @@ def rounds_of(result_set, axis, values, metric):
         samples = [s["value"] for s in d.get("samples", []) if s["metric"] == metric]
         if v in by_arm and d["status"] == "ok" and samples:
             by_arm[v][d["cell"]["repetition"]] = Run(samples, float(d.get("duration_s") or 0.0),
-                                                     (d.get("provenance") or {}).get("noise"))
+                                                     (d.get("provenance") or {}).get("noise"), iteration_seconds(d))
     a, b = (by_arm[v] for v in values)
     return [(a[r], b[r]) for r in sorted(set(a) & set(b))]
 
@@ -98,14 +99,32 @@ def noise_band(runs):
             "runs_with_noise": len(steal)}
 
 
+def iteration_seconds(doc):
+    """The median wall time of a run's measured iterations, from the cost lines its rig stores
+    (observations.iterations[].cost.wall_ns: rigs/matrix/java/IterationCost.java); 0.0 where there are none.
+    It is the iteration's own work: the fresh state and the two collections around it are left out."""
+    walls = []
+    for it in (doc.get("observations") or {}).get("iterations") or []:
+        cost = it.get("cost") if isinstance(it, dict) else None
+        wall = cost.get("wall_ns") if isinstance(cost, dict) else None
+        if not it.get("warmup") and isinstance(wall, (int, float)) and not isinstance(wall, bool) and wall > 0:
+            walls.append(wall / 1e9)
+    return float(statistics.median(walls)) if walls else 0.0
+
+
 def components_of(result_set, pairs):
-    """Variance components of the A/A rounds, with each level's cost in seconds."""
+    """Variance components of the A/A rounds, with each level's cost in seconds. A window is a time window
+    of the measure phase, or an iteration inside a launch where the runs record their iterations' time (the
+    warm-up iterations then count as the run's overhead)."""
     policy = result_set.first_ok().get("policy") or {}
     cooldown = float(policy.get("cooldown_s") or 0.0)
     n_windows = float(np.mean([len(r.windows) for pair in pairs for r in pair]))
     run_s = float(np.mean([r.duration_s for pair in pairs for r in pair]))
     measure_s = float(policy.get("measure_s") or 0.0)
     window_s = measure_s / n_windows if n_windows > 1 and measure_s else 0.0
+    iterations = [r.iteration_s for pair in pairs for r in pair if r.iteration_s > 0]
+    if iterations and n_windows > 1:
+        window_s = float(np.mean(iterations))
     return sensitivity.estimate_components([[a.windows, b.windows] for a, b in pairs],
                                            round_s=2 * (run_s + cooldown),
                                            run_overhead_s=max(0.0, run_s - n_windows * window_s), window_s=window_s)

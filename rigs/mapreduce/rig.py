@@ -9,6 +9,13 @@ comparison settings: reduce slow-start 0.99, one reducer, the local runner (one 
 parse() reads the job's log (rigs/mapreduce/joblog.py): one sample per run of the job, map and reduce
 phase times, Spilled Records and the map spill count, all job counters as observations; and checks the
 job's output against the expected answer: a mismatch makes the cell invalid.
+
+With iterations (policy warmup_iterations / iterations), the launch runs MrJobLoop.java instead of the
+examples' ExampleDriver: the same job again and again in one JVM, each into a fresh output folder, so the
+measured jobs time the engine and not JVM start-up and the JIT's warm-up. Every iteration gives its samples
+(tagged with it) and its cost: heap allocated and CPU time of the whole JVM but its JIT compiler threads
+per map input record (alloc_per_record, cpu_per_record). Every iteration's counters must agree with the first's (the same work);
+the last iteration's output is checked against the expected answer.
 """
 
 import dataclasses
@@ -20,7 +27,8 @@ import tempfile
 from typing import Any, Mapping
 
 from rigs.mapreduce import joblog
-from rigs.matrix.rig import (MAIN_ROLE, CellView, Launch, MeasurementInvalid, Param, Parsed, PolicyView, Rig,
+from rigs.matrix import iterations
+from rigs.matrix.rig import (MAIN_ROLE, CellView, Launch, MeasurementInvalid, Param, Parsed, PolicyView, Rig, Sample,
                              read_classpath_file)
 from rigs.matrix.workload import Workload
 from workloads.mapreduce import terarecords, textgen
@@ -41,7 +49,9 @@ log4j.appender.console.layout=org.apache.log4j.PatternLayout
 log4j.appender.console.layout.ConversionPattern=%d{ISO8601} %p %c{2}: %m%n
 """
 UNITS = {"job_duration": "s", "map_time": "s", "reduce_time": "s", "spilled_records": "records", "map_spills": "spills",
-         "cpu_time": "s"}
+         "cpu_time": "s", "alloc_per_record": "B/record", "cpu_per_record": "us/record"}
+# Counters every iteration of a launch must share with the first: the same input, the same answer.
+SAME_WORK_COUNTERS = ("Map input records", "Map output records", "Reduce output records")
 # perf stat on the JVM: software events work in this VM; the hardware ones need a PMU, which this guest
 # lacks (perf prints "<not supported>"): they are recorded as skipped with that reason, never invented.
 PERF_EVENTS = ("task-clock", "context-switches", "cpu-migrations", "page-faults", "cycles", "instructions",
@@ -163,10 +173,15 @@ class MapReduceRig(Rig):
 
     def estimate_seconds(self, params: Mapping[str, str], policy: PolicyView) -> float | None:
         """JVM start-up, then about 1.2 M words/s through one map (measured: 3 M words in ~3 s of job time),
-        or about 100 k TeraSort rows/s (measured: 100 k rows in 0.5-1.2 s)."""
-        if params["job"] == "terasort":
-            return 3 + int(params["rows"]) / 1e5
-        return 3 + int(params["words"]) / 1.2e6
+        or about 100 k TeraSort rows/s (measured: 100 k rows in 0.5-1.2 s); each job after the first of a
+        launch with iterations, guessed a third faster, + two full collections for its cost line."""
+        job_s = int(params["rows"]) / 1e5 if params["job"] == "terasort" else int(params["words"]) / 1.2e6
+        later = max(0, policy.warmup_iterations + policy.iterations - 1)
+        return 3 + job_s + later * (job_s * 2 / 3 + 0.2)
+
+    def can_iterate(self, params: Mapping[str, str]) -> bool:
+        """MrJobLoop runs either job on either engine again in its JVM."""
+        return True
 
     def launch(self, cell: CellView, workload: Workload, policy: PolicyView, workdir: str, data: Mapping[str, str],
                inputs_dir: str) -> Launch:
@@ -197,20 +212,23 @@ class MapReduceRig(Rig):
         if p["io_sort_record_percent"] != "default":
             options["io.sort.record.percent"] = p["io_sort_record_percent"]
         args = [p["job"]] + [f"-D{k}={v}" for k, v in sorted(options.items())] + [input_dir, out_dir]
+        main_class = "org.apache.hadoop.examples.ExampleDriver"
+        if policy.iterations > 1 or policy.warmup_iterations > 0:
+            main_class = "tunelab.rigs.mapreduce.MrJobLoop"
+            args = ["--iterations", str(policy.warmup_iterations), str(policy.iterations), "--"] + args
         perf = shutil.which("perf")
         wrapper = ([perf, "stat", "-x,", "-o", os.path.join(workdir, "perf.csv"), "-e", ",".join(PERF_EVENTS), "--"]
                    if perf else [])
-        return Launch.jvm(main_class="org.apache.hadoop.examples.ExampleDriver",
+        return Launch.jvm(main_class=main_class,
                       classpath=[conf] + read_classpath_file(data[CLASSPATHS[engine]]), args=args,
                       generated_inputs=dict(input_digests), wrapper=wrapper,
                       state={"job": p["job"], "output": out_dir, "expected_output_sha256": expected})
 
     def parse(self, outputs: Mapping[str, str], policy: PolicyView, workdir: str, launch: Launch) -> Parsed:
         stdout_text = outputs[MAIN_ROLE]
-        try:
-            log = joblog.parse(stdout_text)
-        except joblog.JobLogError as e:
-            raise MeasurementInvalid(str(e)) from None
+        found = iterations.split(stdout_text)
+        logs = [(it, job_log(it.text, f" in iteration {it.index}")) for it in found]
+        single = None if found else job_log(stdout_text)
         state = launch.state
         actual = output_digest(state["output"])
         if actual != state["expected_output_sha256"]:
@@ -221,19 +239,58 @@ class MapReduceRig(Rig):
             disorder = first_out_of_order(state["output"])
             if disorder:
                 raise MeasurementInvalid(f"the job's output is not sorted: {disorder}: wrong result, not measured")
-        values = {"job_duration": log.job_s, "map_time": log.map_s, "reduce_time": log.reduce_s,
-                  "spilled_records": float(log.counter("Spilled Records")), "map_spills": float(log.map_spills)}
         perf_path = os.path.join(workdir, "perf.csv")
         perf: dict[str, Any]  # {event: {"value", "unit"} or {"skipped": why}}, or {"skipped": why} without perf
         if os.path.exists(perf_path):
             with open(perf_path) as f:
                 perf = parse_perf_csv(f.read())
-            if "value" in perf.get("task-clock", {}):
-                values["cpu_time"] = perf["task-clock"]["value"] / 1000.0  # msec -> s, the whole JVM
         else:
             perf = {"skipped": "perf is not installed on this host (Debian: linux-perf)"}
-        samples = [{"metric": m, "value": v, "unit": UNITS[m], "t": log.job_s} for m, v in values.items()]
-        return Parsed([], samples, {"counters": log.counters, "output_sha256": actual, "perf_stat": perf})
+        if single is not None:
+            log = single
+            values = job_values(log)
+            if "value" in perf.get("task-clock", {}):
+                values["cpu_time"] = perf["task-clock"]["value"] / 1000.0  # msec -> s, the whole JVM
+            samples = [{"metric": m, "value": v, "unit": UNITS[m], "t": log.job_s} for m, v in values.items()]
+            return Parsed([], samples, {"counters": log.counters, "output_sha256": actual, "perf_stat": perf})
+        first = logs[0][1]
+        warmup: list[Sample] = []
+        measured: list[Sample] = []
+        per_iteration = []
+        for it, log in logs:
+            for name in SAME_WORK_COUNTERS:
+                if log.counter(name) != first.counter(name):
+                    raise MeasurementInvalid(f"iteration {it.index}: {name} = {log.counter(name)}, iteration "
+                                             f"{logs[0][0].index} had {first.counter(name)}: not the same work")
+            cost = iterations.cost(it)
+            records = log.counter("Map input records")
+            values = job_values(log)
+            if records > 0:
+                # The whole JVM: the job client's thread submits and polls, the local runner's run the tasks;
+                # the JIT compiler's CPU apart (it goes on after the job times settle).
+                values["alloc_per_record"] = (cost["allocated_bytes"] + cost["driver_allocated_bytes"]) / records
+                cpu_ns = iterations.cpu_without_jit_ns(cost, with_driver=True)
+                if cpu_ns is not None:
+                    values["cpu_per_record"] = cpu_ns / 1000 / records
+            (warmup if it.warmup else measured).extend(
+                {"metric": m, "value": v, "unit": UNITS[m], "t": log.job_s, "metadata": {"iteration": it.index}}
+                for m, v in values.items())
+            per_iteration.append({"iteration": it.index, "warmup": it.warmup, "counters": log.counters, "cost": cost})
+        # perf stat covers the whole launch (every iteration): kept for the reader, not a sample.
+        return Parsed(warmup, measured, {"iterations": per_iteration, "output_sha256": actual, "perf_stat": perf})
+
+
+def job_log(text: str, where: str = "") -> joblog.JobLog:
+    try:
+        return joblog.parse(text)
+    except joblog.JobLogError as e:
+        raise MeasurementInvalid(f"{e}{where}") from None
+
+
+def job_values(log: joblog.JobLog) -> dict[str, float]:
+    """The samples' values of one job: its phase times, Spilled Records and the map spill count."""
+    return {"job_duration": log.job_s, "map_time": log.map_s, "reduce_time": log.reduce_s,
+            "spilled_records": float(log.counter("Spilled Records")), "map_spills": float(log.map_spills)}
 
 
 RIG = MapReduceRig()

@@ -1,7 +1,10 @@
 """The MR rig on recorded real logs of both engines (testdata/README.md), its output check, its refusals."""
 
+import json
 import os
+import re
 import tempfile
+import types
 import unittest
 
 from rigs.mapreduce import joblog, rig
@@ -10,9 +13,13 @@ from rigs.matrix.rig import Launch, MeasurementInvalid
 HERE = os.path.join(os.path.dirname(__file__), "testdata")
 
 
-def recorded(engine):
-    with open(os.path.join(HERE, f"{engine}_wordcount_3m.log")) as f:
+def recorded_file(name):
+    with open(os.path.join(HERE, name)) as f:
         return f.read()
+
+
+def recorded(engine):
+    return recorded_file(f"{engine}_wordcount_3m.log")
 
 
 PARAMS = {"mapreduce": "mr1", "job": "wordcount", "words": "3000", "rows": "500", "vocabulary": "50", "zipf_s": "1.0",
@@ -108,6 +115,85 @@ class OutputCheckTest(unittest.TestCase):
         self.assertEqual(len(os.listdir(os.path.join(self.dir, "inputs"))), 1)
         c = rig.ensure_input(dict(PARAMS, seed="8"), os.path.join(self.dir, "inputs"))
         self.assertNotEqual(a[2], c[2])
+
+
+class IterationsTest(unittest.TestCase):
+    """MrJobLoop's output: one job per iteration in one JVM (testdata/README.md)."""
+
+    def setUp(self):
+        self.dir = tempfile.mkdtemp(dir=os.environ.get("TEST_TMPDIR"))
+        out = os.path.join(self.dir, "output")
+        os.makedirs(out)
+        with open(os.path.join(out, "part-r-00000"), "w") as f:
+            f.write("a\t1\n")
+        digest = rig.output_digest(out)
+        self.launch = Launch([], state={"job": "wordcount", "output": out, "expected_output_sha256": digest})
+
+    def parse(self, text):
+        return rig.RIG.parse({"main": text}, None, self.dir, self.launch)
+
+    def test_every_job_is_an_iteration_with_its_cost(self):
+        for engine in ("mr1", "mr2"):
+            text = recorded_file(f"{engine}_wordcount_iterations.log")
+            costs = [json.loads(line) for line in text.splitlines() if line.startswith('{"event":"cost"')]
+            parsed = self.parse(text)
+            by_metric = {}
+            for s in parsed.warmup_samples + parsed.samples:
+                by_metric.setdefault(s["metric"], []).append(s)
+            self.assertEqual([s["metadata"]["iteration"] for s in by_metric["job_duration"]], list(range(6)), engine)
+            self.assertEqual([s["metadata"]["iteration"] for s in parsed.warmup_samples if s["metric"] == "job_duration"],
+                             [0], engine)
+            # 20,000 input lines (200,000 words) a job: bytes and CPU per map input record from each job's cost
+            # line, the whole JVM (job client and local runner) without the JIT compiler threads.
+            self.assertEqual([s["value"] for s in by_metric["alloc_per_record"]],
+                             [(c["allocated_bytes"] + c["driver_allocated_bytes"]) / 20000 for c in costs], engine)
+            self.assertEqual([s["value"] for s in by_metric["cpu_per_record"]],
+                             [(c["cpu_ns"] + c["driver_cpu_ns"] - c["jit_cpu_ns"]) / 1000 / 20000 for c in costs], engine)
+            self.assertEqual({s["unit"] for s in by_metric["alloc_per_record"]}, {"B/record"})
+            self.assertNotIn("cpu_time", by_metric)  # perf stat spans every job: an observation only
+            # Every job read the whole input and gave the same answer (checked by parse against the first).
+            framework = [it["counters"]["Map-Reduce Framework"] for it in parsed.observations["iterations"]]
+            self.assertEqual({f["Map input records"] for f in framework}, {20000}, engine)  # the input's lines
+            self.assertEqual(len({f["Reduce output records"] for f in framework}), 1, engine)
+
+    def test_a_job_that_did_other_work_is_invalid(self):
+        text = recorded_file("mr2_wordcount_iterations.log")
+        marks = [m.start() for m in re.finditer(r'^\{"event":"iteration"', text, re.M)]
+        third = text[marks[2]:marks[3]]
+        changed = text[:marks[2]] + re.sub(r"Map input records=\d+", "Map input records=19999", third) + text[marks[3]:]
+        with self.assertRaisesRegex(MeasurementInvalid, "iteration 2: Map input records = 19999, iteration 0 had 20000"):
+            self.parse(changed)
+
+    def test_a_job_without_its_cost_or_its_end_is_invalid(self):
+        text = recorded_file("mr1_wordcount_iterations.log")
+        without_cost = re.sub(r'^\{"event":"cost","index":3,.*\n', "", text, flags=re.M)
+        with self.assertRaisesRegex(MeasurementInvalid, "iteration 3: 0 cost lines"):
+            self.parse(without_cost)
+        marks = [m.start() for m in re.finditer(r'^\{"event":"iteration"', text, re.M)]
+        with self.assertRaisesRegex(MeasurementInvalid, "did not complete in iteration 5"):
+            self.parse(text[:marks[5] + 200])
+
+    def test_the_loop_is_launched_for_iterations(self):
+        work = tempfile.mkdtemp(dir=os.environ.get("TEST_TMPDIR"))
+        classpath = os.path.join(work, "classpath.txt")
+        with open(classpath, "w") as f:
+            f.write("hadoop.jar\n")
+        cell = types.SimpleNamespace(id="0" * 12, params=PARAMS)
+
+        def launch(name, **policy):
+            policy = types.SimpleNamespace(**dict({"warmup_s": 0, "measure_s": 1, "warmup_iterations": 0,
+                                                   "iterations": 1}, **policy))
+            workdir = os.path.join(work, name)
+            os.makedirs(workdir)
+            return rig.RIG.launch(cell, None, policy, workdir, {"classpath_mr1": classpath},
+                                  os.path.join(work, "inputs")).under_test
+        once = launch("once")
+        self.assertEqual(once.main_class, "org.apache.hadoop.examples.ExampleDriver")
+        looped = launch("looped", warmup_iterations=2, iterations=6)
+        self.assertEqual(looped.main_class, "tunelab.rigs.mapreduce.MrJobLoop")
+        self.assertEqual(looped.args[:5], ["--iterations", "2", "6", "--", "wordcount"])
+        self.assertEqual([a.replace("/looped/", "/once/") for a in looped.args[5:]], once.args[1:])
+        self.assertTrue(rig.RIG.can_iterate(PARAMS))
 
 
 class PerfTest(unittest.TestCase):

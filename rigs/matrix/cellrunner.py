@@ -8,7 +8,7 @@ import os
 import subprocess
 import time
 
-from rigs.matrix import cellstatus, container, hostknobs, launchargv, processes, spec, supervise
+from rigs.matrix import cellstatus, container, hostknobs, launchargv, memorydirs, processes, spec, supervise
 from rigs.matrix.runcontext import now_iso
 
 
@@ -59,6 +59,7 @@ class CellRunner:
                                      hugepage_bytes=hostknobs.host_hugepage_bytes(ctx.report))
         ctx.active_knobs = host_knobs
         failure, timed_out = None, False
+        memory_folders = []
 
         def fail(reason):
             doc.update(status="failed", reason=reason, evidence=state.ev, finished_at=now_iso(),
@@ -80,12 +81,21 @@ class CellRunner:
                 refused = self._prepare(state, doc)
                 if refused:
                     return fail(refused)
+                if state.launch.memory_dirs:
+                    if state.executor != "process":
+                        return fail(f"the rig asks for {', '.join(state.launch.memory_dirs)} in memory: only "
+                                    f"with executor=process (not {state.executor})")
+                    try:
+                        state.ev["memory_dirs"], memory_folders = memorydirs.place(workdir, state.launch.memory_dirs)
+                    except memorydirs.MemoryDirError as e:
+                        return fail(str(e))
                 timed_out, failure = self._run_phases(state, state.started + policy.timeout_s)
                 supervise.stop_servers(ctx, state, look_first=failure is None and not timed_out)
         except hostknobs.KnobError as e:
             return fail(f"host knob: {e}")
         finally:
             state.kill()
+            memorydirs.remove(memory_folders)
             ctx.active_knobs = None
         if state.noise is not None:
             doc["provenance"]["noise"] = state.noise

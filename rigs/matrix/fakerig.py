@@ -52,7 +52,8 @@ class FakeRig(rig_contract.Rig):
         iterations = ["--iterations", str(policy.warmup_iterations), str(policy.iterations)] if policy.iterating else []
         return rig_contract.Launch.jvm("fake.Main", ["/nonexistent.jar"],
                                    [p["behaviour"], p["seconds"], os.path.join(workdir, "started")] + iterations,
-                                   generated_inputs={"input.txt": "0" * 64}, state={"seconds": p["seconds"]})
+                                   generated_inputs={"input.txt": "0" * 64}, state={"seconds": p["seconds"]},
+                                   memory_dirs=("scratch",) if p["behaviour"] == "scratch" else ())
 
     def can_iterate(self, params):
         return params["server"] == "none"  # the fake JVM runs the policy's iterations (testdata/fake/java)

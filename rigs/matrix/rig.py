@@ -2,8 +2,9 @@
 
 A rig module `rigs/<name>/rig.py` exposes `RIG`, an instance of a `Rig` subclass (the loader refuses
 anything else, and a RIG whose name differs from the module's folder). `Rig` declares every member the
-runner calls: `name`, `launch` and `parse` are required; `check`, `probe`, `roles` and `estimate_seconds`
-have defaults that do nothing, and a rig overrides those it needs. The runner calls them through `Rig`,
+runner calls: `name`, `launch` and `parse` are required; `check`, `probe`, `roles`, `estimate_seconds` and
+`can_iterate` (False: one unit of work a launch) have defaults that do nothing, and a rig overrides those it
+needs. The runner calls them through `Rig`,
 never by looking for attributes.
 The matrix runner owns everything else: JVM selection and flags, placement and pinning, host knobs, evidence,
 timeouts, starting and always stopping servers, results. `data` maps the names the rig's Bazel macro passed
@@ -117,6 +118,10 @@ class Launch:
     # Names of generated inputs that hold the host itself (e.g. a hosts file naming this machine): two hosts
     # differ in them by nature, so a cross-host comparison lets them differ (nothing else may).
     host_specific_inputs: tuple[str, ...] = ()
+    # Folders of the workdir (plain names) the runner puts in memory before the processes start: links to
+    # private folders on the host's tmpfs, removed when the cell ends (rigs/matrix/memorydirs.py); the
+    # evidence says where. A host without tmpfs fails the cell with that reason.
+    memory_dirs: tuple[str, ...] = ()
     # The rig's own settings of this cell (e.g. the port it chose), handed back to its probe and parse
     # with the Launch: nothing to write aside and read again.
     state: dict[str, Any] = dataclasses.field(default_factory=dict)
@@ -125,12 +130,12 @@ class Launch:
     def jvm(cls, main_class: str, classpath: Iterable[str], args: Iterable[str], jvm_flags: Iterable[str] = (),
             env: Mapping[str, str] | None = None, wrapper: Iterable[str] = (),
             generated_inputs: Mapping[str, str] | None = None, state: Mapping[str, Any] | None = None,
-            host_specific_inputs: Iterable[str] = ()) -> "Launch":
+            host_specific_inputs: Iterable[str] = (), memory_dirs: Iterable[str] = ()) -> "Launch":
         """The common case: one JVM under test, role "main"."""
         return cls([Process(MAIN_ROLE, main_class=main_class, classpath=list(classpath), args=list(args),
                             jvm_flags=list(jvm_flags), env=dict(env or {}), wrapper=list(wrapper))],
                    generated_inputs=dict(generated_inputs or {}), state=dict(state or {}),
-                   host_specific_inputs=tuple(host_specific_inputs))
+                   host_specific_inputs=tuple(host_specific_inputs), memory_dirs=tuple(memory_dirs))
 
     def validate(self) -> None:
         """Raises ValueError when the processes cannot be run as a cell."""

@@ -21,7 +21,8 @@ import org.apache.hadoop.metrics2.lib.DefaultMetricsSystem;
  *
  * <p>With --iterations the benchmark runs WARMUP + MEASURED times in this JVM, each on a freshly
  * formatted name directory (a new, empty namespace), so the JIT's warm-up falls in the first ones. Each
- * iteration's report follows a line {"event":"iteration","index":K,"warmup":true|false}.
+ * iteration's report follows a line {"event":"iteration","index":K,"warmup":true|false} and is followed by
+ * the iteration's cost ({"event":"cost",...}: see tunelab.rigs.matrix.IterationCost).
  */
 public final class NnBenchDriver {
   private NnBenchDriver() {}
@@ -45,16 +46,20 @@ public final class NnBenchDriver {
     return conf;
   }
 
-  /** Deletes `dir` and everything under it (a previous iteration's namespace); absent is fine. */
-  static void deleteTree(File dir) throws java.io.IOException {
+  /**
+   * Deletes everything under `dir` (a previous iteration's namespace) and keeps `dir` itself: it may be the
+   * runner's link to a folder in memory. Absent is fine.
+   */
+  static void clearTree(File dir) throws java.io.IOException {
     File[] children = dir.listFiles();
-    if (children != null) {
-      for (File child : children) {
-        deleteTree(child);
-      }
+    if (children == null) {
+      return;
     }
-    if (dir.exists() && !dir.delete()) {
-      throw new java.io.IOException("cannot delete " + dir);
+    for (File child : children) {
+      clearTree(child);
+      if (!child.delete()) {
+        throw new java.io.IOException("cannot delete " + child);
+      }
     }
   }
 
@@ -95,13 +100,16 @@ public final class NnBenchDriver {
         NameNode.format(conf);
         NNThroughputBenchmark.runBenchmark(conf, benchArgs);
       } else {
+        tunelab.rigs.matrix.IterationCost cost = new tunelab.rigs.matrix.IterationCost();
         for (int k = 0; k < warmupIterations + iterations; k++) {
-          deleteTree(new File(nameDir));
+          clearTree(new File(nameDir));
           System.out.println("{\"event\":\"iteration\",\"index\":" + k + ",\"warmup\":"
               + (k < warmupIterations) + "}");
           System.out.flush();
           NameNode.format(conf);
+          cost.start();
           NNThroughputBenchmark.runBenchmark(conf, benchArgs);
+          System.out.println(cost.stop(k));
         }
       }
       System.out.println("{\"event\":\"end\"}");

@@ -23,10 +23,10 @@ operation (dfs.namenode.lock.detailed-metrics.enabled).
 """
 
 import os
-import re
 from typing import Any, Mapping
 from xml.sax.saxutils import escape
 
+from rigs.matrix import iterations
 from rigs.matrix.rig import (MAIN_ROLE, CellView, Launch, MeasurementInvalid, Param, Parsed, PolicyView, Process, Rig,
                              Sample, free_loopback_port, read_classpath_file)
 from rigs.matrix.workload import Workload
@@ -68,6 +68,7 @@ class NameNodeRig(Rig):
         "files_per_dir": Param(int, low=1),
         "block_size": Param(int, low=1),
         "fsync": Param(choices=("on", "off"), doc="the edit log's fsync"),
+        "name_dir": Param(choices=("disk", "tmpfs"), doc="where the name and edits directories are"),
         "clients": Param(int, low=1, high=8, doc="client JVMs over RPC"),
         "handlers": Param(int, low=1),
         "readers": Param(int, low=1),
@@ -82,6 +83,9 @@ class NameNodeRig(Rig):
         if params["mode"] == "inprocess" and (params["clients"] != "1" or params["call_queue"] != "default"):
             raise ValueError(f"clients={params['clients']} call_queue={params['call_queue']}: the in-process mode "
                              "has no RPC clients or call queue (mode=rpc has)")
+        if params["name_dir"] == "tmpfs" and params["fsync"] == "on":
+            raise ValueError("name_dir=tmpfs with fsync=on: an fsync on tmpfs costs nothing, so the cell would not "
+                             "measure it (fsync studies keep name_dir=disk)")
         if params["mode"] == "rpc" and int(params["clients"]) > 1 and params["op"] in ("all", "blockReport"):
             # Measured: side by side, one client's blockReport pass puts the NameNode in safe mode under the
             # other's writes, and op=all runs different operations at once, so their ops/s do not add up.
@@ -90,14 +94,15 @@ class NameNodeRig(Rig):
                              "fileStatus, rename)")
 
     def estimate_seconds(self, params: Mapping[str, str], policy: PolicyView) -> float | None:
-        """JVM start and format ~2 s; measured here: op=all over 2,000 files 8.7 s, create of 20,000 3 s (a
-        cold JVM: iterations after the first are faster, so this errs long). Over RPC the NameNode starts in
-        ~4 s and every call crosses loopback (about 3x slower here)."""
+        """JVM start and format ~2 s; measured here: op=all over 2,000 files 8.7 s, create of 20,000 3 s in a
+        cold JVM, ~0.6 s in a warm one (+ its two full collections for the cost line, ~0.1 s). Over RPC the
+        NameNode starts in ~4 s and every call crosses loopback (about 3x slower here)."""
         files = int(params["files"])
         seconds = files / 300 if params["op"] == "all" else files / 7000
         if params["mode"] == "rpc":
             return 6 + 3 * seconds * int(params["clients"])
-        return 3 + seconds * max(1, policy.warmup_iterations + policy.iterations)
+        later = max(0, policy.warmup_iterations + policy.iterations - 1)
+        return 3 + seconds + later * (seconds / 4 + 0.1)
 
     def can_iterate(self, params: Mapping[str, str]) -> bool:
         """In-process NNThroughputBenchmark runs again in its JVM on a fresh namespace (NnBenchDriver); the
@@ -117,18 +122,21 @@ class NameNodeRig(Rig):
         write_site(os.path.join(conf, "hdfs-site.xml"), {"dfs.namenode.lock.detailed-metrics.enabled": "true"})
         with open(os.path.join(conf, "hadoop-metrics2.properties"), "w") as f:
             f.write(metrics2_properties(os.path.join(workdir, METRICS_FILE)))
-        args = ["--name-dir", os.path.join(workdir, "name")]
+        args = ["--name-dir", os.path.join(workdir, NAME_DIR)]
         if p["fsync"] == "off":
             args.append("--skip-fsync")
+        memory_dirs = (NAME_DIR,) if p["name_dir"] == "tmpfs" else ()
         if policy.iterations > 1 or policy.warmup_iterations > 0:
             args += ["--iterations", str(policy.warmup_iterations), str(policy.iterations)]
         classpath = [conf] + read_classpath_file(data["classpath"])
         if p["op"] == ADD_BLOCK:
             return Launch.jvm(main_class="tunelab.rigs.namenode.AddBlockBench", classpath=classpath,
-                              args=args + ["-threads", p["threads"], "-files", p["files"], "-datanodes", "3"])
+                              args=args + ["-threads", p["threads"], "-files", p["files"], "-datanodes", "3"],
+                              memory_dirs=memory_dirs)
         args += ["--", "-fs", "file:///", "-op", p["op"], "-threads", p["threads"], "-files", p["files"],
                  "-filesPerDir", p["files_per_dir"], "-blockSize", p["block_size"]]
-        return Launch.jvm(main_class="tunelab.rigs.namenode.NnBenchDriver", classpath=classpath, args=args)
+        return Launch.jvm(main_class="tunelab.rigs.namenode.NnBenchDriver", classpath=classpath, args=args,
+                          memory_dirs=memory_dirs)
 
     def launch_rpc(self, p: Mapping[str, str], workdir: str, data: Mapping[str, str]) -> Launch:
         rpc_port, http_port = free_loopback_port(), free_loopback_port()
@@ -142,7 +150,7 @@ class NameNodeRig(Rig):
         write_site(os.path.join(server_conf, "hdfs-site.xml"), namenode_site(p, rpc_port, http_port))
         with open(os.path.join(server_conf, "hadoop-metrics2.properties"), "w") as f:
             f.write(metrics2_properties(os.path.join(workdir, METRICS_FILE)))
-        server_args = ["--name-dir", os.path.join(workdir, "name")]
+        server_args = ["--name-dir", os.path.join(workdir, NAME_DIR)]
         if p["fsync"] == "off":
             server_args.append("--skip-fsync")
         processes = [Process(NAMENODE_ROLE, main_class="tunelab.rigs.namenode.NnServer", classpath=[server_conf] + jars,
@@ -164,7 +172,8 @@ class NameNodeRig(Rig):
                       "-baseDirName", f"/bench-{role}"],
                 # A failed benchmark thread leaves the main thread spinning forever: stop the cell at once.
                 fail_pattern=r"StatsDaemon \d+ failed"))
-        return Launch(processes, state={"rpc_port": rpc_port, "http_port": http_port, "call_queue": p["call_queue"]})
+        return Launch(processes, state={"rpc_port": rpc_port, "http_port": http_port, "call_queue": p["call_queue"]},
+                      memory_dirs=(NAME_DIR,) if p["name_dir"] == "tmpfs" else ())
 
     def probe(self, role: str, when: str, launch: Launch, workdir: str, output: str) -> dict[str, Any] | None:
         """The NameNode's call queue, from its start-up log and its /jmx (after it is ready, and again after
@@ -223,18 +232,20 @@ class NameNodeRig(Rig):
 
     def parse_inprocess(self, stdout_text: str, workdir: str) -> Parsed:
         """One report, or one per iteration (NnBenchDriver --iterations): each sample then carries its
-        iteration, warm-up iterations' as warm-up samples."""
-        chunks = ITERATION_MARK.split(stdout_text)
-        if len(chunks) == 1:
+        iteration, warm-up iterations' as warm-up samples, with the iteration's cost per create."""
+        found_iterations = iterations.split(stdout_text)
+        if not found_iterations:
             samples, report = report_samples(stdout_text, None)
             observations: dict[str, Any] = {"report": report}
             warmup: list[Sample] = []
         else:
             warmup, samples, reports = [], [], []
-            for index, is_warmup, text in zip(chunks[1::3], chunks[2::3], chunks[3::3]):
-                found, report = report_samples(text, int(index))
-                (warmup if is_warmup == "true" else samples).extend(found)
-                reports.append({"iteration": int(index), "warmup": is_warmup == "true", "report": report})
+            for it in found_iterations:
+                found, report = report_samples(it.text, it.index)
+                cost = iterations.cost(it)
+                found += cost_samples(report, cost, it.index)
+                (warmup if it.warmup else samples).extend(found)
+                reports.append({"iteration": it.index, "warmup": it.warmup, "report": report, "cost": cost})
             observations = {"iterations": reports}
         metrics_path = os.path.join(workdir, METRICS_FILE) if workdir else None
         if metrics_path and os.path.exists(metrics_path):
@@ -244,8 +255,10 @@ class NameNodeRig(Rig):
 
 
 METRICS_FILE = "namenode-metrics.out"
-# NnBenchDriver's line before each iteration's report.
-ITERATION_MARK = re.compile(r'^\{"event":"iteration","index":(\d+),"warmup":(true|false)\}$', re.M)
+NAME_DIR = "name"
+# The operations whose cost per operation is a metric (declared in workloads/namenode/workload.toml); any
+# other's cost stays in the observations.
+COMPANION_OPS = ("create",)
 
 
 def report_samples(text: str, iteration: int | None) -> tuple[list[Sample], dict[str, Any]]:
@@ -264,6 +277,26 @@ def report_samples(text: str, iteration: int | None) -> tuple[list[Sample], dict
                 sample["metadata"] = {"iteration": iteration}
             samples.append(sample)
     return samples, report
+
+
+def cost_samples(report: Mapping[str, Any], cost: dict[str, int], iteration: int) -> list[Sample]:
+    """Heap bytes and CPU time (of every thread but the benchmark's driving one and the JIT compiler's) per
+    operation of an iteration that ran one operation in COMPANION_OPS: deterministic companions of its rate.
+    The CPU one is left out where the compiler threads' share is unknown (not Linux)."""
+    if len(report) != 1:
+        return []
+    op, stats = next(iter(report.items()))
+    if op not in COMPANION_OPS or not stats.get("operations"):
+        return []
+    ops = stats["operations"]
+    meta = {"iteration": iteration}
+    samples: list[Sample] = [{"metric": f"{op}_alloc_per_op", "value": cost["allocated_bytes"] / ops, "unit": "B/op",
+                              "t": 0.0, "metadata": dict(meta)}]
+    cpu_ns = iterations.cpu_without_jit_ns(cost)
+    if cpu_ns is not None:
+        samples.append({"metric": f"{op}_cpu_per_op", "value": cpu_ns / 1000 / ops, "unit": "us/op", "t": 0.0,
+                        "metadata": dict(meta)})
+    return samples
 
 
 def write_site(path: str, properties: Mapping[str, object]) -> None:

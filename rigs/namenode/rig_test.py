@@ -1,6 +1,8 @@
 """The NameNode rig's parser on recorded real NNThroughputBenchmark output (testdata/README.md)."""
 
+import json
 import os
+import re
 import tempfile
 import types
 import unittest
@@ -38,16 +40,54 @@ class ParseTest(unittest.TestCase):
                                             "average_ms": 0})
 
     def test_iterations_in_one_jvm(self):
-        # NnBenchDriver --iterations 2 4: six reports, each after its iteration line (testdata/README.md).
+        # NnBenchDriver --iterations 2 5: seven reports, each after its iteration line and before its cost line
+        # (testdata/README.md).
         parsed = rig.RIG.parse({"main": recorded("inprocess_create_iterations.log")}, None, "", None)
-        self.assertEqual([s["metadata"]["iteration"] for s in parsed.warmup_samples], [0, 1])
-        self.assertEqual([s["metadata"]["iteration"] for s in parsed.samples], [2, 3, 4, 5])
-        self.assertEqual({s["metric"] for s in parsed.samples + parsed.warmup_samples}, {"create_rate"})
+        rates = [s for s in parsed.samples if s["metric"] == "create_rate"]
+        self.assertEqual([s["metadata"]["iteration"] for s in parsed.warmup_samples if s["metric"] == "create_rate"],
+                         [0, 1])
+        self.assertEqual([s["metadata"]["iteration"] for s in rates], [2, 3, 4, 5, 6])
         reports = parsed.observations["iterations"]
         self.assertEqual([(r["iteration"], r["warmup"]) for r in reports],
-                         [(0, True), (1, True), (2, False), (3, False), (4, False), (5, False)])
+                         [(0, True), (1, True), (2, False), (3, False), (4, False), (5, False), (6, False)])
         self.assertTrue(all(r["report"]["create"]["operations"] == 2000 for r in reports))
-        self.assertEqual([s["value"] for s in parsed.samples], [r["report"]["create"]["ops_per_s"] for r in reports[2:]])
+        self.assertEqual([s["value"] for s in rates], [r["report"]["create"]["ops_per_s"] for r in reports[2:]])
+
+    def test_cost_per_create_of_each_iteration(self):
+        text = recorded("inprocess_create_iterations.log")
+        costs = [json.loads(line) for line in text.splitlines() if line.startswith('{"event":"cost"')]
+        self.assertEqual([c["index"] for c in costs], list(range(7)))
+        parsed = rig.RIG.parse({"main": text}, None, "", None)
+        by_metric = {}
+        for s in parsed.warmup_samples + parsed.samples:
+            by_metric.setdefault(s["metric"], []).append(s)
+        self.assertEqual(set(by_metric), {"create_rate", "create_alloc_per_op", "create_cpu_per_op"})
+        # Each iteration's cost line divided by its 2,000 creates, in the units the workload declares.
+        self.assertEqual([s["value"] for s in by_metric["create_alloc_per_op"]],
+                         [c["allocated_bytes"] / 2000 for c in costs])
+        # CPU without the JIT compiler threads' share (it goes on after the rate settles).
+        self.assertEqual([s["value"] for s in by_metric["create_cpu_per_op"]],
+                         [(c["cpu_ns"] - c["jit_cpu_ns"]) / 1000 / 2000 for c in costs])
+        self.assertEqual({s["unit"] for s in by_metric["create_alloc_per_op"]}, {"B/op"})
+        self.assertEqual({s["unit"] for s in by_metric["create_cpu_per_op"]}, {"us/op"})
+        self.assertEqual([s["metadata"]["iteration"] for s in parsed.samples if s["metric"] == "create_alloc_per_op"],
+                         [2, 3, 4, 5, 6])
+        # The heap a create allocates on this recording: thousands of bytes, not a counter's garbage.
+        self.assertTrue(all(5_000 < s["value"] < 50_000 for s in by_metric["create_alloc_per_op"]))
+        self.assertEqual(parsed.observations["iterations"][3]["cost"]["allocated_bytes"], costs[3]["allocated_bytes"])
+
+    def test_an_iteration_without_its_cost_is_invalid(self):
+        text = recorded("inprocess_create_iterations.log")
+        cut = re.sub(r'^\{"event":"cost","index":4,.*\n', "", text, flags=re.M)
+        self.assertNotEqual(cut, text)
+        with self.assertRaisesRegex(MeasurementInvalid, "iteration 4: 0 cost lines"):
+            rig.RIG.parse({"main": cut}, None, "", None)
+        broken = re.sub(r'"allocated_bytes":\d+', '"allocated_bytes":"x"', text, count=1)
+        with self.assertRaisesRegex(MeasurementInvalid, "iteration 0: malformed cost line"):
+            rig.RIG.parse({"main": broken}, None, "", None)
+        negative = re.sub(r'"cpu_ns":\d+', '"cpu_ns":-5', text, count=1)
+        with self.assertRaisesRegex(MeasurementInvalid, "iteration 0: impossible cost"):
+            rig.RIG.parse({"main": negative}, None, "", None)
 
     def test_an_iteration_without_its_report_is_invalid(self):
         text = recorded("inprocess_create_iterations.log")
@@ -61,7 +101,7 @@ class ParseTest(unittest.TestCase):
         with open(classpath, "w") as f:
             f.write("hadoop.jar\n")
         params = {"mode": "inprocess", "op": "create", "fsync": "off", "threads": "2", "files": "2000",
-                  "files_per_dir": "4", "block_size": "16"}
+                  "files_per_dir": "4", "block_size": "16", "name_dir": "disk"}
         cell = types.SimpleNamespace(id="0" * 12, params=params)
 
         def args(**policy):
@@ -70,6 +110,14 @@ class ParseTest(unittest.TestCase):
             return rig.RIG.launch(cell, None, policy, work, {"classpath": classpath}, work).under_test.args
         self.assertNotIn("--iterations", args())
         self.assertEqual(args(warmup_iterations=2, iterations=4)[3:6], ["--iterations", "2", "4"])
+        policy = types.SimpleNamespace(warmup_s=0, measure_s=1, warmup_iterations=0, iterations=1)
+        on_disk = rig.RIG.launch(cell, None, policy, work, {"classpath": classpath}, work)
+        self.assertEqual(on_disk.memory_dirs, ())
+        in_memory = rig.RIG.launch(types.SimpleNamespace(id=cell.id, params=dict(params, name_dir="tmpfs")), None, policy,
+                                   work, {"classpath": classpath}, work)
+        # The name directory the driver is given is the one the runner puts on tmpfs.
+        self.assertEqual(in_memory.memory_dirs, ("name",))
+        self.assertEqual(in_memory.under_test.args[:2], ["--name-dir", os.path.join(work, "name")])
 
     def test_which_cells_iterate(self):
         params = {"mode": "inprocess", "op": "create"}
@@ -84,8 +132,12 @@ class ParseTest(unittest.TestCase):
     def test_impossible_cells_are_refused(self):
         params = {"mode": "inprocess", "op": "all", "fsync": "off", "threads": "2", "files": "10",
                   "files_per_dir": "4", "block_size": "16", "clients": "1", "handlers": "10", "readers": "1",
-                  "queue_per_handler": "100", "call_queue": "default"}
+                  "queue_per_handler": "100", "call_queue": "default", "name_dir": "disk"}
         check_cell(params)
+        check_cell(dict(params, name_dir="tmpfs"))
+        check_cell(dict(params, fsync="on"))
+        with self.assertRaisesRegex(ValueError, "name_dir=tmpfs with fsync=on: an fsync on tmpfs costs nothing"):
+            check_cell(dict(params, name_dir="tmpfs", fsync="on"))
         check_cell(dict(params, mode="rpc", call_queue="multi"))
         check_cell(dict(params, mode="rpc", op="create", clients="3"))
         with self.assertRaisesRegex(ValueError, "the in-process mode has no RPC clients or call queue"):
