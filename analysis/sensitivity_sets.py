@@ -105,9 +105,11 @@ def iteration_seconds(doc):
     It is the iteration's own work: the fresh state and the two collections around it are left out."""
     walls = []
     for it in (doc.get("observations") or {}).get("iterations") or []:
-        cost = it.get("cost") if isinstance(it, dict) else None
+        if not isinstance(it, dict) or it.get("warmup"):
+            continue
+        cost = it.get("cost")
         wall = cost.get("wall_ns") if isinstance(cost, dict) else None
-        if not it.get("warmup") and isinstance(wall, (int, float)) and not isinstance(wall, bool) and wall > 0:
+        if isinstance(wall, (int, float)) and not isinstance(wall, bool) and wall > 0:
             walls.append(wall / 1e9)
     return float(statistics.median(walls)) if walls else 0.0
 

@@ -9,7 +9,7 @@ import unittest
 
 import numpy as np
 
-from analysis import sensitivity, sensitivity_figures
+from analysis import sensitivity, sensitivity_figures, sensitivity_sets
 
 
 def synthetic_rounds(rng, rounds, round_sd, run_sd, window_sd, windows, level=1000.0):
@@ -159,6 +159,36 @@ class CommittedTest(unittest.TestCase):
             write("foreign", "2026-11-26", 0.1, doc={"kind": "something else"})
             with self.assertRaisesRegex(sensitivity.SensitivityError, "not a tunelab.sensitivity file"):
                 sensitivity_figures.committed(baselines, "yarn_cps")
+
+
+class IterationCostTest(unittest.TestCase):
+    """A window is an iteration where the runs record their iterations' time (their cost lines)."""
+
+    def doc(self, walls_s, warmup_s=(9.0,)):
+        its = [{"iteration": i, "warmup": True, "cost": {"wall_ns": int(w * 1e9)}} for i, w in enumerate(warmup_s)]
+        its += [{"iteration": len(warmup_s) + i, "warmup": False, "cost": {"wall_ns": int(w * 1e9)}}
+                for i, w in enumerate(walls_s)]
+        return {"observations": {"iterations": its}}
+
+    def test_the_measured_iterations_median_is_a_window(self):
+        self.assertAlmostEqual(sensitivity_sets.iteration_seconds(self.doc([0.5, 0.6, 0.7])), 0.6)
+        self.assertEqual(sensitivity_sets.iteration_seconds({"observations": {}}), 0.0)
+        # Untrusted fields: a wall time that is not a positive number is not a time.
+        bad = {"observations": {"iterations": [{"warmup": False, "cost": {"wall_ns": "x"}}, "junk",
+                                               {"warmup": False, "cost": {"wall_ns": -5}}]}}
+        self.assertEqual(sensitivity_sets.iteration_seconds(bad), 0.0)
+
+    def test_components_price_an_iteration_not_the_measure_phase(self):
+        class Set:
+            def first_ok(self):
+                return {"policy": {"measure_s": 1, "cooldown_s": 1, "iterations": 4}}
+        rng = np.random.default_rng(3)
+
+        def run():
+            return sensitivity_sets.Run(list(1000 * np.exp(rng.normal(0, 0.01, 4))), 10.0, None, 0.5)
+        comps = sensitivity_sets.components_of(Set(), [(run(), run()) for _ in range(8)])
+        self.assertAlmostEqual(comps.window_s, 0.5)  # not measure_s / 4
+        self.assertAlmostEqual(comps.run_overhead_s, 10.0 - 4 * 0.5)
 
 
 if __name__ == "__main__":

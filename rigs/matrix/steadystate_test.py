@@ -28,7 +28,7 @@ class SteadinessTest(unittest.TestCase):
         self.assertAlmostEqual(s.change, 1.03 ** 4 - 1, places=9)
         self.assertAlmostEqual(s.trend_p, 2 / 40320)  # Kendall's exact test: 2 of 8! orders are as monotone
         self.assertEqual(s.describe(), "rate: the second half of its 8 measured iterations is 12.6% above the first "
-                                       "(band 5%), a trend (Kendall p = 0.000)")
+                                       "(band 5%), a trend (Kendall p = 0.000 < 0.05)")
 
     def test_one_outlier_iteration_is_resisted(self):
         self.assertTrue(steadystate.check(samples([100, 100, 160, 100, 100, 100]), band=0.05)[0].steady)
@@ -64,6 +64,18 @@ class SteadinessTest(unittest.TestCase):
         self.assertEqual([(s.metric, s.iterations, s.first_half_median, s.trend_p) for s in found],
                          [("latency", 5, 5, 1.0), ("rate", 5, 2, 1.0)])  # constant values: no trend
 
+    def test_a_trend_is_judged_over_every_metric_of_the_launch(self):
+        # Kendall p = 0.031 and halves 6.8 % apart: a trend alone, not beside a second metric (0.05 / 2).
+        drifting = [100, 101, 109, 104, 103, 111, 108, 112]
+        (alone,) = steadystate.check(samples(drifting), band=0.05)
+        self.assertAlmostEqual(alone.trend_p, 0.0312, places=4)
+        self.assertFalse(alone.steady)
+        self.assertEqual(alone.to_json()["trend_alpha"], 0.05)
+        with_other = steadystate.check(samples(drifting) + samples([7] * 8, metric="latency"), band=0.05)
+        rate = next(s for s in with_other if s.metric == "rate")
+        self.assertEqual(rate.alpha, 0.025)
+        self.assertTrue(rate.steady)
+
     def test_untagged_samples_and_too_few_iterations_are_not_judged(self):
         untagged = [dict(x, metadata={}) for x in samples([1, 2, 3, 4, 5])]
         self.assertEqual(steadystate.check(untagged + samples([1, 2, 3, 4]), band=0.05), [])
@@ -91,7 +103,7 @@ class IteratingRunTest(FakeRigTestCase):
         self.assertEqual(ok["steady_state"]["band"], 0.05)
         self.assertEqual(drifting["status"], "invalid")
         self.assertEqual(drifting["reason"], "no steady state: rate: the second half of its 6 measured iterations is "
-                                             "9.3% above the first (band 5%), a trend (Kendall p = 0.003); warm up "
+                                             "9.3% above the first (band 5%), a trend (Kendall p = 0.003 < 0.05); warm up "
                                              "longer (policy.warmup_iterations) or widen policy.steady_band")
         self.assertFalse(drifting["steady_state"]["metrics"]["rate"]["steady"])
         self.assertEqual(len(drifting["samples"]), 6)  # kept, raw, for whoever looks
