@@ -150,6 +150,34 @@ def comparison_table(cells, metrics, declared, question="", axes=None, effects=N
     return t
 
 
+def companion_lines(cells, metrics, declared, axes, effects, companion_of):
+    """One line per comparison where a deterministic companion (heap or CPU per operation, gate.toml's
+    `[companion_of]`) moved beyond its minimum effect while the metric it explains did not: the clock may be
+    too noisy to see what the companion shows. Comparisons are matched by axis, values and other axes."""
+    defaults = {a: str(v[0]) for a, v in axes.items()} if axes else None
+    lines = []
+    for companion, of in companion_of.items():
+        if companion not in metrics or of not in metrics:
+            continue
+        explained = {(r.axis, r.value, r.baseline_value, r.others): r
+                     for r in compare.axis_rows(cells, of, declared=declared, defaults=defaults)}
+        for r in compare.axis_rows(cells, companion, declared=declared, defaults=defaults):
+            verdict = r.comparison.verdict(metrics[companion]["direction"],
+                                           min_effect=effects.get(companion, thresholds.DEFAULT_MIN_EFFECT))
+            rate = explained.get((r.axis, r.value, r.baseline_value, r.others))
+            if verdict not in ("better", "worse") or rate is None:
+                continue
+            rate_verdict = rate.comparison.verdict(metrics[of]["direction"],
+                                                   min_effect=effects.get(of, thresholds.DEFAULT_MIN_EFFECT))
+            if rate_verdict in ("better", "worse"):
+                continue
+            where = f"{r.axis}: {r.value} vs {r.baseline_value}" + (f" ({r.others})" if r.others else "")
+            lines.append(f"{where}: {companion} moved, {r.comparison.change:+.1%} ({_short_ci(r.comparison)}, "
+                         f"{verdict}), while {of} did not ({rate.comparison.change:+.1%}, {rate_verdict}): "
+                         f"the companion sees a change the clock may be too noisy to show.")
+    return lines
+
+
 def precision_line(resolved, unresolved):
     """Whether the comparisons' intervals are narrow enough for the effect the question cares about (the
     metric's minimum effect): a 95 % CI wider than ± that effect cannot tell it from no change."""
@@ -205,12 +233,16 @@ def render(console, result_set, metrics=None):
     if others:
         console.print(escape(f"also measured: {', '.join(others)} (every metric: bazel run //analysis:report -- "
                              f"{os.path.basename(result_set.path) or result_set.name} --kind axis --out r.pdf)"))
+    effects = thresholds.min_effects(None, result_set.docs)
     table = comparison_table(compared, metrics, matrix.get("comparison_groups"), matrix.get("question", ""),
-                             matrix.get("axes"), thresholds.min_effects(None, result_set.docs))
+                             matrix.get("axes"), effects)
     if table is None:
         console.print("no cell was measured: nothing to compare")
         return False
     console.print(table)
+    for line in companion_lines(compared, metrics, matrix.get("comparison_groups"), matrix.get("axes"), effects,
+                                thresholds.companions(None, result_set.docs)):
+        console.print(escape(line))
     if manifest.get("sequential"):
         console.print(stop_table(manifest["sequential"]))
     return True

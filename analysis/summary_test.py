@@ -12,7 +12,7 @@ import unittest
 
 from rich.console import Console
 
-from analysis import golden, resultsets, summary
+from analysis import compare, golden, resultsets, summary
 
 METRICS = {"container_allocation_rate": {"unit": "containers/s", "direction": "higher_is_better",
                                          "label": "CPS (containers allocated per second)"}}
@@ -114,6 +114,32 @@ class SummaryTest(unittest.TestCase):
         line = summary.precision_line(0, ["parallel vs g1 (-16.9..+75.0%, ±5%)"])
         self.assertIn("0 of 1", line)
         self.assertIn("Too wide to answer: parallel vs g1 (-16.9..+75.0%, ±5%)", line)
+
+    def test_a_companion_that_moves_where_its_rate_does_not_is_named(self):
+        # Five runs a side: the rate scatters (no significant change), heap per create is 4 % higher in
+        # every run of the candidate; CPU per create does not move.
+        metrics = {"create_rate": {"unit": "ops/s", "direction": "higher_is_better"},
+                   "create_alloc_per_op": {"unit": "B/op", "direction": "lower_is_better"},
+                   "create_cpu_per_op": {"unit": "us/op", "direction": "lower_is_better"}}
+        rates = {"stock": [40.0, 44.0, 38.0, 42.0, 41.0], "patched": [43.0, 37.0, 41.0, 44.0, 39.0]}
+        docs = []
+        for rep in range(5):
+            for variant, alloc in (("stock", 13900.0), ("patched", 13900.0 * 1.04)):
+                values = {"create_rate": rates[variant][rep], "create_alloc_per_op": alloc + rep,
+                          "create_cpu_per_op": 27.5 + 0.1 * rep}
+                docs.append({"cell": {"id": variant, "params": {"variant": variant}, "repetition": rep},
+                             "status": "ok", "samples": [{"metric": m, "value": v, "unit": metrics[m]["unit"],
+                                                          "t": 0.0} for m, v in values.items()]})
+        cells = compare.collect(docs, ["stock", "patched"])
+        companion_of = {"create_alloc_per_op": "create_rate", "create_cpu_per_op": "create_rate"}
+        lines = summary.companion_lines(cells, metrics, [["variant"]], {"variant": ["stock", "patched"]},
+                                        {"create_alloc_per_op": 0.016}, companion_of)
+        self.assertEqual(len(lines), 1, lines)
+        self.assertTrue(lines[0].startswith("variant: patched vs stock: create_alloc_per_op moved, +4.0% ("), lines)
+        self.assertIn("worse), while create_rate did not (", lines[0])
+        # A companion change smaller than its minimum effect is not named.
+        self.assertEqual(summary.companion_lines(cells, metrics, [["variant"]], {"variant": ["stock", "patched"]},
+                                                 {"create_alloc_per_op": 0.05}, companion_of), [])
 
 
 if __name__ == "__main__":

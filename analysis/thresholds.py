@@ -40,21 +40,54 @@ def default_roots():
     return [here] + ([os.environ["BUILD_WORKSPACE_DIRECTORY"]] if os.environ.get("BUILD_WORKSPACE_DIRECTORY") else [])
 
 
-def for_workload(workload_id, workspace_roots=None):
-    """{metric: min_effect} of one workload's gate.toml ({} when it has none); the first root that has the
-    workload's folder wins (workspace_roots None: default_roots())."""
+def read_companions(path):
+    """{companion metric: the metric it explains} of one gate.toml's `[companion_of]` (e.g. heap allocated
+    per create is a deterministic companion of create_rate); both names strings."""
+    with open(path, "rb") as f:
+        try:
+            table = tomllib.load(f).get("companion_of", {})
+        except tomllib.TOMLDecodeError as e:
+            raise ThresholdError(f"{path}: {e}") from None
+    for name, of in table.items():
+        if not isinstance(of, str) or not of or of == name:
+            raise ThresholdError(f"{path}: companion_of.{name} = {of!r}: expected another metric's name")
+    return dict(table)
+
+
+def _gate_toml(workload_id, workspace_roots):
     folder = workload_id.split("/")[0]
     for root in default_roots() if workspace_roots is None else workspace_roots:
         path = os.path.join(root, "workloads", folder, "gate.toml")
         if os.path.exists(path):
-            return read_gate_toml(path)
-    return {}
+            return path
+    return None
+
+
+def for_workload(workload_id, workspace_roots=None):
+    """{metric: min_effect} of one workload's gate.toml ({} when it has none); the first root that has the
+    workload's folder wins (workspace_roots None: default_roots())."""
+    path = _gate_toml(workload_id, workspace_roots)
+    return read_gate_toml(path) if path else {}
+
+
+def companions(workspace_roots, docs):
+    """{companion metric: the metric it explains} from the gate.toml of each workload the documents ran."""
+    out = {}
+    for workload_id in _workload_ids(docs):
+        path = _gate_toml(workload_id, workspace_roots)
+        if path:
+            out.update(read_companions(path))
+    return out
+
+
+def _workload_ids(docs):
+    ids = {((d.get("provenance") or {}).get("workload") or {}).get("id") for d in docs}
+    return sorted(i for i in ids if isinstance(i, str))
 
 
 def min_effects(workspace_roots, docs):
     """{metric: min_effect} from the gate.toml of each workload the documents ran (for_workload)."""
     out = {}
-    ids = {((d.get("provenance") or {}).get("workload") or {}).get("id") for d in docs}
-    for workload_id in sorted(i for i in ids if isinstance(i, str)):
+    for workload_id in _workload_ids(docs):
         out.update(for_workload(workload_id, workspace_roots))
     return out

@@ -9,7 +9,7 @@ import unittest
 from contextlib import redirect_stderr, redirect_stdout
 
 from analysis import sensitivity as model
-from analysis import sensitivity_figures
+from analysis import sensitivity_figures, thresholds
 from analysis.testsets import write_set
 from tools import sensitivity
 
@@ -145,6 +145,18 @@ class RegistryTest(unittest.TestCase):
                 for set_name in re.findall(r"sensitivity set ([\w.-]+)", text):
                     self.assertTrue(os.path.isfile(os.path.join(here, "results", "baselines", set_name,
                                                                 "sensitivity.json")), set_name)
+            # Companions name metrics the workload declares (the summary pairs them by name).
+            with open(os.path.join(here, "workloads", name, "workload.toml"), "rb") as f:
+                declared = set(tomllib.load(f)["metrics"])
+            companions = thresholds.read_companions(os.path.join(here, "workloads", name, "gate.toml"))
+            for companion, of in companions.items():
+                self.assertLessEqual({companion, of}, declared, name)
+        with tempfile.TemporaryDirectory() as tmp:
+            bad = os.path.join(tmp, "gate.toml")
+            with open(bad, "w") as f:
+                f.write('[companion_of]\nalloc = 3\n')
+            with self.assertRaisesRegex(thresholds.ThresholdError, "companion_of.alloc = 3: expected another metric"):
+                thresholds.read_companions(bad)
 
 
 if __name__ == "__main__":

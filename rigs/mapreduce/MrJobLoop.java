@@ -14,6 +14,7 @@ import org.apache.hadoop.mapreduce.lib.input.FileInputFormat;
 import org.apache.hadoop.mapreduce.lib.output.FileOutputFormat;
 import org.apache.hadoop.util.GenericOptionsParser;
 import org.apache.hadoop.util.ToolRunner;
+import tunelab.rigs.matrix.DriverMain;
 import tunelab.rigs.matrix.IterationCost;
 
 /**
@@ -62,8 +63,7 @@ public final class MrJobLoop {
     String[] jobArgs = java.util.Arrays.copyOfRange(args, 5, args.length);
     File output = new File(jobArgs[jobArgs.length - 1]);
     IterationCost cost = new IterationCost();
-    int status = 1;
-    try {
+    DriverMain.runAndHalt(() -> {
       for (int k = 0; k < warmupIterations + iterations; k++) {
         FileUtil.fullyDelete(output);
         System.out.println("{\"event\":\"iteration\",\"index\":" + k + ",\"warmup\":" + (k < warmupIterations) + "}");
@@ -84,13 +84,6 @@ public final class MrJobLoop {
         }
       }
       System.out.println("{\"event\":\"end\"}");
-      status = 0;
-    } catch (Throwable t) {
-      t.printStackTrace();
-    } finally {
-      System.out.flush();
-      // The local runner's threads would keep a failed run alive until the runner's timeout.
-      Runtime.getRuntime().halt(status);
-    }
+    });
   }
 }

@@ -73,6 +73,29 @@ def parse_vm_flags(text):
     return flags
 
 
+def declared_flag_problems(declared, reported):
+    """How the JVM's flags (parse_vm_flags) differ from a declared set's -XX options: [] when each took effect.
+    A size (-XX:NewSize=256m) is compared in bytes, as the JVM reports it. Options other than -XX (-Xss1m)
+    have no entry in VM.flags: the recorded command is their only evidence."""
+    problems = []
+    for option in declared:
+        m = re.fullmatch(r"-XX:([+-])(\w+)", option)
+        if m:
+            if reported.get(m.group(2)) is not (m.group(1) == "+"):
+                problems.append(f"asked for {option}, the JVM reports {m.group(2)}={reported.get(m.group(2), 'unset')}")
+            continue
+        m = re.fullmatch(r"-XX:(\w+)=(\S+)", option)
+        if m:
+            name, wanted = m.groups()
+            try:
+                wanted = str(knobvalues.parse_heap(wanted))
+            except ValueError:
+                pass
+            if str(reported.get(name)) != wanted:
+                problems.append(f"asked for {option}, the JVM reports {name}={reported.get(name, 'unset')}")
+    return problems
+
+
 def parse_thread_print(text):
     """`jcmd PID Thread.print` to [(java thread name, native tid)]."""
     threads = []
@@ -184,6 +207,8 @@ def verify(cell, matrix, evidence, host_nodes):
         heap = knobvalues.parse_heap(p["heap"])
         if str(flags.get("MaxHeapSize")) != str(heap):
             problems.append(f"asked for heap={p['heap']} ({heap} bytes), JVM reports MaxHeapSize={flags.get('MaxHeapSize')}")
+        problems += [f"gc_opts={p['gc_opts']}: {problem}"
+                     for problem in declared_flag_problems(matrix.gc_opts.get(p["gc_opts"], []), flags)]
         if p["hugepages"] == "explicit" and flags.get("UseLargePages") is not True:
             problems.append("asked for explicit hugepages but the JVM reports UseLargePages off")
         if p["hugepages"] in ("thp_madvise",) and flags.get("UseTransparentHugePages") is not True:

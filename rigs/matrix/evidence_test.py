@@ -103,6 +103,27 @@ class VerifyTest(unittest.TestCase):
         self.assertTrue(any("-XX:+UseG1GC" in p for p in problems), problems)
         self.assertTrue(any("MaxHeapSize" in p for p in problems), problems)
 
+    def test_declared_options_must_take_effect(self):
+        fixed = ["-XX:+AlwaysPreTouch", "-XX:NewSize=256m", "-XX:MaxNewSize=256m", "-XX:CICompilerCount=2",
+                 "-XX:ParallelGCThreads=2", "-XX:ConcGCThreads=1", "-XX:-UseDynamicNumberOfGCThreads", "-Xss1m"]
+        flags = evidence.parse_vm_flags(capture("vm_flags_fixed_launch.txt"))
+        self.assertEqual(evidence.declared_flag_problems(fixed, flags), [])
+        self.assertEqual(evidence.declared_flag_problems(
+            ["-XX:NewSize=128m", "-XX:-AlwaysPreTouch", "-XX:+UseLargePages", "-XX:ParallelGCThreads=1"], flags),
+            ["asked for -XX:NewSize=128m, the JVM reports NewSize=268435456",
+             "asked for -XX:-AlwaysPreTouch, the JVM reports AlwaysPreTouch=True",
+             "asked for -XX:+UseLargePages, the JVM reports UseLargePages=unset",
+             "asked for -XX:ParallelGCThreads=1, the JVM reports ParallelGCThreads=2"])
+        # Through verify: the cell's declared set is checked, and named in the problem.
+        data = {"matrix": {"name": "t", "rig": "r"}, "axes": {"jdk": [17], "gc": ["g1"], "heap": ["1g"],
+                                                              "gc_opts": ["fixed", "young128"]},
+                "gc_opts": {"fixed": {"flags": fixed}, "young128": {"flags": ["-XX:NewSize=128m"]}}}
+        m = spec.from_dict(data)
+        ev = dict(self.good_evidence(), vm_flags=flags)
+        by_opts = {c.params["gc_opts"]: evidence.verify(c, m, ev, {0: {0, 1}}) for c in m.cells}
+        self.assertEqual(by_opts, {"fixed": [], "young128": [
+            "gc_opts=young128: asked for -XX:NewSize=128m, the JVM reports NewSize=268435456"]})
+
     def test_large_pages_that_fell_back_are_invalid(self):
         m = matrix(gc="g1", heap="256m", hugepages="explicit")
         ev = self.good_evidence()

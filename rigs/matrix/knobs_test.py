@@ -7,6 +7,7 @@ import tempfile
 import unittest
 
 from rigs.matrix import evidence, hostknobs, launchargv, spec, threadpinning
+from rigs.matrix import rig as rig_contract
 
 NODES_2 = {0: {0, 1, 2, 3}, 1: {4, 5, 6, 7}}
 
@@ -24,6 +25,17 @@ class LaunchTest(unittest.TestCase):
         flags = launchargv.jvm_flags(cell, m, ["-XX:+UseConcMarkSweepGC"])
         self.assertEqual(flags, ["-XX:+UseConcMarkSweepGC", "-XX:CMSInitiatingOccupancyFraction=80", "-Xms1g", "-Xmx1g",
                                  "-XX:+UseLargePages", "-XX:LargePageSizeInBytes=2m", "-XX:-UsePerfData"])
+
+    def test_spare_cpus_only_when_every_process_is_bound(self):
+        m, cell = matrix(pinning="cpu5")
+        server = rig_contract.Process("server", main_class="S", classpath=["x.jar"])
+        client = rig_contract.Process("client", program=["c"], under_test=False)
+        self.assertEqual(launchargv.spare_cpus(cell, m, [server], {4, 5, 6}), {4, 6})
+        # The client (not under test) has no CPUs of its own here: it may run anywhere.
+        self.assertEqual(launchargv.spare_cpus(cell, m, [server, client], {4, 5, 6}), set())
+        self.assertEqual(launchargv.spare_cpus(cell, m, [server], {5}), set())
+        m, cell = matrix()
+        self.assertEqual(launchargv.spare_cpus(cell, m, [server], {4, 5, 6}), set())
 
     def test_wrappers(self):
         cases = {

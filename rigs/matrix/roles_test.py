@@ -38,6 +38,25 @@ class RolesTest(FakeRigTestCase):
             else:
                 self.assertEqual(ev["other_processes"]["loadgen"]["cpus_wanted"], "")
 
+    def test_the_runner_keeps_off_the_cpus_of_a_bound_cell_and_gets_its_own_back(self):
+        mine = os.sched_getaffinity(0)
+        if not {1} < mine:
+            self.skipTest(f"the runner may use CPUs {sorted(mine)}: with no CPU besides 1, none is spare")
+        code, out = self.box.main("--set", "pinning=one_cpu,none")
+        self.assertEqual(code, runner.EXIT_OK, out)
+        (run_dir,) = self.box.run_dirs()
+        docs = list(self.docs(run_dir).values())
+        self.assertEqual({d["cell"]["params"]["pinning"] for d in docs}, {"one_cpu", "none"})
+        for doc in docs:
+            self.assertEqual(doc["status"], "ok", doc.get("reason"))
+            ev = doc["evidence"]
+            if doc["cell"]["params"]["pinning"] == "one_cpu":
+                self.assertEqual(ev["process_status"]["Cpus_allowed_list"], "1")
+                self.assertEqual(ev["harness_cpus"], ",".join(str(c) for c in sorted(mine - {1})))
+            else:  # an unbound process may run on every CPU: none is spare, the runner stays where it was
+                self.assertNotIn("harness_cpus", ev)
+        self.assertEqual(os.sched_getaffinity(0), mine)
+
     def test_a_server_that_dies_or_never_gets_ready_fails_the_cell_and_is_stopped(self):
         code, out = self.box.main("--profile", "served_failing")
         self.assertEqual(code, runner.EXIT_CELLS_FAILED, out)

@@ -1,5 +1,6 @@
 package tunelab.rigs.namenode;
 
+import java.io.File;
 import java.util.ArrayList;
 import java.util.EnumSet;
 import java.util.List;
@@ -28,6 +29,8 @@ import org.apache.hadoop.hdfs.server.protocol.StorageBlockReport;
 import org.apache.hadoop.hdfs.server.protocol.StorageReport;
 import org.apache.hadoop.io.EnumSetWritable;
 import org.apache.hadoop.util.VersionInfo;
+import tunelab.rigs.matrix.DriverMain;
+import tunelab.rigs.matrix.IterationCost;
 
 /**
  * The operation NNThroughputBenchmark 3.4.2 does not time: block allocation. In-process, like the
@@ -37,7 +40,14 @@ import org.apache.hadoop.util.VersionInfo;
  * allocate" under the namesystem write lock). Prints a stats block laid out like NNThroughputBenchmark's
  * ("--- addBlock stats ---", under its own name), so the rig parses both alike.
  *
- * <p>Usage: AddBlockBench --name-dir DIR [--skip-fsync] [-threads T] [-files N] [-datanodes D]
+ * <p>Usage: AddBlockBench --name-dir DIR [--skip-fsync] [--iterations WARMUP MEASURED] [-threads T]
+ * [-files N] [-datanodes D]
+ *
+ * <p>With --iterations all of it runs WARMUP + MEASURED times in this JVM, each on a freshly formatted name
+ * directory with a new NameNode (the previous one stopped), so the JIT's warm-up falls in the first ones.
+ * Each iteration's stats block follows {"event":"iteration","index":K,"warmup":true|false} and is followed
+ * by its cost line (tunelab.rigs.matrix.IterationCost), which covers the timed part only: the threads that
+ * create files and allocate their blocks, not the NameNode's start.
  */
 public final class AddBlockBench {
   private AddBlockBench() {}
@@ -50,10 +60,16 @@ public final class AddBlockBench {
     int threads = 2;
     int files = 10000;
     int datanodes = 3;
+    int warmupIterations = 0;
+    int iterations = 0;
     for (int i = 0; i < args.length; i++) {
       switch (args[i]) {
         case "--name-dir": nameDir = args[++i]; break;
         case "--skip-fsync": skipFsync = true; break;
+        case "--iterations":
+          warmupIterations = Integer.parseInt(args[++i]);
+          iterations = Integer.parseInt(args[++i]);
+          break;
         case "-threads": threads = Integer.parseInt(args[++i]); break;
         case "-files": files = Integer.parseInt(args[++i]); break;
         case "-datanodes": datanodes = Integer.parseInt(args[++i]); break;
@@ -62,32 +78,55 @@ public final class AddBlockBench {
           System.exit(2);
       }
     }
-    if (nameDir == null || threads < 1 || files < threads || datanodes < 1) {
-      System.err.println("usage: AddBlockBench --name-dir DIR [--skip-fsync] [-threads T] [-files N>=T] "
-          + "[-datanodes D]");
+    if (nameDir == null || threads < 1 || files < threads || datanodes < 1 || warmupIterations < 0
+        || iterations < 0) {
+      System.err.println("usage: AddBlockBench --name-dir DIR [--skip-fsync] [--iterations WARMUP MEASURED] "
+          + "[-threads T] [-files N>=T] [-datanodes D]");
       System.exit(2);
     }
-    int status = 1;
-    try {
-      run(nameDir, skipFsync, threads, files, datanodes);
-      status = 0;
-    } catch (Throwable t) {
-      t.printStackTrace();
-    } finally {
-      System.out.flush();
-      Runtime.getRuntime().halt(status);
-    }
+    final String dir = nameDir;
+    final boolean noFsync = skipFsync;
+    final int threadCount = threads;
+    final int fileCount = files;
+    final int datanodeCount = datanodes;
+    final int warmup = warmupIterations;
+    final int measured = iterations;
+    DriverMain.runAndHalt(() -> {
+      Configuration conf = conf(dir, noFsync);
+      if (measured == 0) {
+        NameNode.format(conf);
+        allocate(start(conf, datanodeCount), threadCount, fileCount, datanodeCount);
+        return;
+      }
+      IterationCost cost = new IterationCost();
+      for (int k = 0; k < warmup + measured; k++) {
+        NnBenchDriver.clearTree(new File(dir));
+        System.out.println("{\"event\":\"iteration\",\"index\":" + k + ",\"warmup\":" + (k < warmup) + "}");
+        System.out.flush();
+        NameNode.format(conf);
+        NameNode nameNode = start(conf, datanodeCount);
+        cost.start();
+        allocate(nameNode, threadCount, fileCount, datanodeCount);
+        System.out.println(cost.stop(k));
+        nameNode.stop();
+        nameNode.join();
+      }
+      System.out.println("{\"event\":\"end\"}");
+    });
   }
 
-  private static void run(String nameDir, boolean skipFsync, int threads, int files, int datanodes)
-      throws Exception {
+  private static Configuration conf(String nameDir, boolean skipFsync) {
     Configuration conf = NnBenchDriver.inProcessConf(nameDir, skipFsync);
     conf.setLong(DFSConfigKeys.DFS_NAMENODE_MIN_BLOCK_SIZE_KEY, 0);
     conf.setInt(DFSConfigKeys.DFS_NAMENODE_SAFEMODE_MIN_DATANODES_KEY, 0);
     conf.setInt(DFSConfigKeys.DFS_NAMENODE_SAFEMODE_EXTENSION_KEY, 0);
     // Simulated datanodes never heartbeat again: keep them live for the whole run.
     conf.setLong(DFSConfigKeys.DFS_HEARTBEAT_INTERVAL_KEY, 3 * 60);
-    NameNode.format(conf);
+    return conf;
+  }
+
+  /** A NameNode on the formatted name directory, with `datanodes` simulated datanodes registered. */
+  private static NameNode start(Configuration conf, int datanodes) throws Exception {
     NameNode nameNode = NameNode.createNameNode(new String[0], conf);
     NamenodeProtocols rpc = nameNode.getRpcServer();
     NamespaceInfo ns = rpc.versionRequest();
@@ -106,6 +145,12 @@ public final class AddBlockBench {
       rpc.sendHeartbeat(reg, new StorageReport[] {new StorageReport(storage, false, CAPACITY, 0L, CAPACITY, 0L, 0L)},
           0L, 0L, 0, 0, 0, null, true, SlowPeerReports.EMPTY_REPORT, SlowDiskReports.EMPTY_REPORT);
     }
+    return nameNode;
+  }
+
+  /** T threads create `files` files and allocate each one's first block; prints the stats block. */
+  private static void allocate(NameNode nameNode, int threads, int files, int datanodes) throws Exception {
+    NamenodeProtocols rpc = nameNode.getRpcServer();
     short replication = (short) Math.min(3, datanodes);
     AtomicLong opNanos = new AtomicLong();
     List<Thread> workers = new ArrayList<>();
@@ -152,6 +197,6 @@ public final class AddBlockBench {
     System.out.println("AddBlockBench: Elapsed Time: " + elapsed);
     System.out.println("AddBlockBench:  Ops per sec: " + (elapsed == 0 ? 0 : 1000.0 * ops / elapsed));
     System.out.println("AddBlockBench: Average Time: " + opNanos.get() / ops / 1_000_000);
-    System.out.println("{\"event\":\"end\",\"add_block_mean_us\":" + opNanos.get() / ops / 1000.0 + "}");
+    System.out.println("{\"event\":\"add_block_stats\",\"mean_us\":" + opNanos.get() / ops / 1000.0 + "}");
   }
 }

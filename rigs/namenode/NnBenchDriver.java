@@ -8,6 +8,8 @@ import org.apache.hadoop.hdfs.server.namenode.EditLogFileOutputStream;
 import org.apache.hadoop.hdfs.server.namenode.NNThroughputBenchmark;
 import org.apache.hadoop.hdfs.server.namenode.NameNode;
 import org.apache.hadoop.metrics2.lib.DefaultMetricsSystem;
+import tunelab.rigs.matrix.DriverMain;
+import tunelab.rigs.matrix.IterationCost;
 
 /**
  * Runs NNThroughputBenchmark in-process (no RPC) against a freshly formatted name directory.
@@ -94,17 +96,18 @@ public final class NnBenchDriver {
     String[] benchArgs = java.util.Arrays.copyOfRange(args, i, args.length);
     Configuration conf = inProcessConf(nameDir, skipFsync);
     System.out.println("{\"event\":\"start\",\"skip_fsync\":" + skipFsync + "}");
-    int status = 1;
-    try {
-      if (iterations == 0) {
+    final int warmup = warmupIterations;
+    final int measured = iterations;
+    final String dir = nameDir;
+    DriverMain.runAndHalt(() -> {
+      if (measured == 0) {
         NameNode.format(conf);
         NNThroughputBenchmark.runBenchmark(conf, benchArgs);
       } else {
-        tunelab.rigs.matrix.IterationCost cost = new tunelab.rigs.matrix.IterationCost();
-        for (int k = 0; k < warmupIterations + iterations; k++) {
-          clearTree(new File(nameDir));
-          System.out.println("{\"event\":\"iteration\",\"index\":" + k + ",\"warmup\":"
-              + (k < warmupIterations) + "}");
+        IterationCost cost = new IterationCost();
+        for (int k = 0; k < warmup + measured; k++) {
+          clearTree(new File(dir));
+          System.out.println("{\"event\":\"iteration\",\"index\":" + k + ",\"warmup\":" + (k < warmup) + "}");
           System.out.flush();
           NameNode.format(conf);
           cost.start();
@@ -113,13 +116,6 @@ public final class NnBenchDriver {
         }
       }
       System.out.println("{\"event\":\"end\"}");
-      status = 0;
-    } catch (Throwable t) {
-      t.printStackTrace();
-    } finally {
-      System.out.flush();
-      // Non-daemon threads of the NameNode would keep a failed run alive until the runner's timeout.
-      Runtime.getRuntime().halt(status);
-    }
+    });
   }
 }

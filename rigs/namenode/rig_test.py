@@ -53,6 +53,18 @@ class ParseTest(unittest.TestCase):
         self.assertTrue(all(r["report"]["create"]["operations"] == 2000 for r in reports))
         self.assertEqual([s["value"] for s in rates], [r["report"]["create"]["ops_per_s"] for r in reports[2:]])
 
+    def test_add_block_iterations_in_one_jvm(self):
+        # AddBlockBench --iterations 2 5, a new NameNode each iteration (testdata/README.md).
+        parsed = rig.RIG.parse({"main": recorded("inprocess_addblock_iterations.log")}, None, "", None)
+        self.assertEqual([s["metadata"]["iteration"] for s in parsed.warmup_samples], [0, 1])
+        self.assertEqual([(s["metric"], s["metadata"]["iteration"]) for s in parsed.samples],
+                         [("addBlock_rate", k) for k in range(2, 7)])
+        reports = parsed.observations["iterations"]
+        self.assertTrue(all(r["report"]["addBlock"]["operations"] == 500 for r in reports))
+        self.assertEqual([s["value"] for s in parsed.samples], [r["report"]["addBlock"]["ops_per_s"] for r in reports[2:]])
+        # Its cost is kept for the reader; no companion metric is declared for addBlock.
+        self.assertTrue(all(r["cost"]["allocated_bytes"] > 0 for r in reports))
+
     def test_cost_per_create_of_each_iteration(self):
         text = recorded("inprocess_create_iterations.log")
         costs = [json.loads(line) for line in text.splitlines() if line.startswith('{"event":"cost"')]
@@ -123,7 +135,7 @@ class ParseTest(unittest.TestCase):
         params = {"mode": "inprocess", "op": "create"}
         self.assertTrue(rig.RIG.can_iterate(params))
         self.assertFalse(rig.RIG.can_iterate(dict(params, mode="rpc")))
-        self.assertFalse(rig.RIG.can_iterate(dict(params, op="addBlock")))
+        self.assertTrue(rig.RIG.can_iterate(dict(params, op="addBlock")))
 
     def test_no_report_is_invalid(self):
         with self.assertRaisesRegex(MeasurementInvalid, "no stats block"):
