@@ -95,6 +95,7 @@ class CellRunner:
                 spare = launchargv.spare_cpus(cell, ctx.matrix, state.launch.processes, os.sched_getaffinity(0))
                 if spare:
                     harness_was = launchargv.move_harness(spare)
+                    processes.set_child_cpus(harness_was["calling"])
                     state.ev["harness_cpus"] = ",".join(str(c) for c in sorted(os.sched_getaffinity(0)))
                 timed_out, failure = self._run_phases(state, state.started + policy.timeout_s)
                 supervise.stop_servers(ctx, state, look_first=failure is None and not timed_out)
@@ -102,6 +103,7 @@ class CellRunner:
             return fail(f"host knob: {e}")
         finally:
             if harness_was is not None:
+                processes.set_child_cpus(None)
                 launchargv.restore_harness(harness_was)
             state.kill()
             memorydirs.remove(memory_folders)

@@ -19,9 +19,24 @@ _PR_SET_PDEATHSIG = 1
 STOP_GRACE_S = 10.0
 
 
-def _die_with_parent():
-    """Runs in the child before exec: the kernel kills it if the runner dies (even by SIGKILL), so no
-    orphaned process keeps running into the next cell's measurement. Survives numactl/taskset's exec."""
+# The CPUs a started process begins on while the runner keeps off a cell's CPUs (cellrunner, launchargv.
+# move_harness): the runner's own from before, not the spare ones it moved to, so a placement wrapper can
+# bind the process where the cell says (numactl refuses CPUs outside its own affinity). None: inherit.
+_child_cpus = None
+
+
+def set_child_cpus(cpus):
+    """Processes started from now on begin on `cpus` (None: on the runner's own CPUs)."""
+    global _child_cpus
+    _child_cpus = set(cpus) if cpus else None
+
+
+def _before_exec():
+    """Runs in the child before exec: back on the CPUs it should start from (set_child_cpus), and the kernel
+    kills it if the runner dies (even by SIGKILL), so no orphaned process keeps running into the next cell's
+    measurement. Survives numactl/taskset's exec."""
+    if _child_cpus:
+        os.sched_setaffinity(0, _child_cpus)
     ctypes.CDLL(None, use_errno=True).prctl(_PR_SET_PDEATHSIG, signal.SIGKILL)
 
 
@@ -49,7 +64,7 @@ class Running:
         try:
             self._in = open(process.stdin, "rb") if process.stdin else subprocess.DEVNULL
             self.popen = subprocess.Popen(argv, stdin=self._in, stdout=self._out, stderr=self._err, cwd=workdir,
-                                          env=env, start_new_session=True, preexec_fn=_die_with_parent)
+                                          env=env, start_new_session=True, preexec_fn=_before_exec)
         except OSError as e:
             self._close()
             raise StartError(f"{process.role}: could not start {argv[0]}: {e}") from None

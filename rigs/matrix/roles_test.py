@@ -4,9 +4,13 @@ always stopped and its port freed, also when it dies, never gets ready or a phas
 
 import json
 import os
+import shutil
+import sys
+import tempfile
 import unittest
 
-from rigs.matrix import runner
+from rigs.matrix import launchargv, processes, runner
+from rigs.matrix import rig as rig_contract
 from rigs.matrix.fakerig import FakeRigTestCase, running_with_argv
 
 
@@ -55,6 +59,31 @@ class RolesTest(FakeRigTestCase):
                 self.assertEqual(ev["harness_cpus"], ",".join(str(c) for c in sorted(mine - {1})))
             else:  # an unbound process may run on every CPU: none is spare, the runner stays where it was
                 self.assertNotIn("harness_cpus", ev)
+        self.assertEqual(os.sched_getaffinity(0), mine)
+
+    def test_a_process_started_while_the_runner_keeps_off_can_be_bound_anywhere(self):
+        # numactl refuses CPUs outside its own affinity ("<length> can have g (GB)..."): a process the runner
+        # starts while it sits on the spare CPUs must begin on the runner's own CPUs from before.
+        mine = os.sched_getaffinity(0)
+        if not {0, 1} <= mine or not shutil.which("numactl"):
+            self.skipTest("needs CPUs 0 and 1 and numactl")
+        work = tempfile.mkdtemp(dir=os.environ.get("TEST_TMPDIR"))
+        logs = {"stdout": os.path.join(work, "out"), "stderr": os.path.join(work, "err")}
+        show = [sys.executable, "-c", "import os; print(sorted(os.sched_getaffinity(0)))"]
+        before = launchargv.move_harness({1})
+        processes.set_child_cpus(before["calling"])
+        try:
+            self.assertEqual(os.sched_getaffinity(0), {1})
+            started = processes.Running(rig_contract.Process("main", program=show), ["numactl", "--physcpubind=0", "--"]
+                                        + show, logs, work, dict(os.environ))
+            started.popen.wait(timeout=30)
+            started.stop()
+        finally:
+            processes.set_child_cpus(None)
+            launchargv.restore_harness(before)
+        out, err = started.output()
+        self.assertEqual(started.popen.returncode, 0, err)
+        self.assertEqual(out.strip(), "[0]")
         self.assertEqual(os.sched_getaffinity(0), mine)
 
     def test_a_server_that_dies_or_never_gets_ready_fails_the_cell_and_is_stopped(self):
