@@ -229,7 +229,9 @@ class RunnerTest(FakeRigTestCase):
             self.assertEqual(json.load(f)["state"], "complete")
 
     def test_sigterm_stops_cleanly_and_sigkill_leftovers_are_recovered(self):
-        child = self.spawn("--profile", "slow", "--set", "hugepages=thp_always")
+        # Cells of 30 s: the signal lands inside the first, however slowly a loaded host starts the child (with
+        # 3 s cells a CI room under load saw the knob only in the last cell, and the signal after the run).
+        child = self.spawn("--profile", "slow", "--set", "hugepages=thp_always", "--set", "seconds=30")
         try:
             self.assertTrue(threadpinning.wait_for(lambda: self.box.thp() == "always", 30), "knob never set")
             child.send_signal(signal.SIGTERM)
@@ -242,7 +244,7 @@ class RunnerTest(FakeRigTestCase):
             self.assertEqual(json.load(f)["state"], "interrupted")
 
         # A SIGKILL leaves the knob changed; the next run that takes the lock restores it first.
-        child = self.spawn("--profile", "slow", "--set", "hugepages=thp_always")
+        child = self.spawn("--profile", "slow", "--set", "hugepages=thp_always", "--set", "seconds=30")
         try:
             self.assertTrue(threadpinning.wait_for(lambda: self.box.thp() == "always", 30), "knob never set")
             child.send_signal(signal.SIGKILL)
