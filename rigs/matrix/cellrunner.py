@@ -60,7 +60,6 @@ class CellRunner:
         ctx.active_knobs = host_knobs
         failure, timed_out = None, False
         memory_folders = []
-        harness_was = None  # the runner's CPUs while it keeps off the cell's
 
         def fail(reason):
             doc.update(status="failed", reason=reason, evidence=state.ev, finished_at=now_iso(),
@@ -93,18 +92,14 @@ class CellRunner:
                 # The runner (it polls, samples and reads evidence while the load runs) keeps off the CPUs
                 # the cell's processes are bound to, when the host has one to spare.
                 spare = launchargv.spare_cpus(cell, ctx.matrix, state.launch.processes, os.sched_getaffinity(0))
-                if spare:
-                    harness_was = launchargv.move_harness(spare)
-                    processes.set_child_cpus(harness_was["calling"])
-                    state.ev["harness_cpus"] = ",".join(str(c) for c in sorted(os.sched_getaffinity(0)))
-                timed_out, failure = self._run_phases(state, state.started + policy.timeout_s)
-                supervise.stop_servers(ctx, state, look_first=failure is None and not timed_out)
+                with processes.runner_kept_off(spare):
+                    if spare:
+                        state.ev["harness_cpus"] = ",".join(str(c) for c in sorted(os.sched_getaffinity(0)))
+                    timed_out, failure = self._run_phases(state, state.started + policy.timeout_s)
+                    supervise.stop_servers(ctx, state, look_first=failure is None and not timed_out)
         except hostknobs.KnobError as e:
             return fail(f"host knob: {e}")
         finally:
-            if harness_was is not None:
-                processes.set_child_cpus(None)
-                launchargv.restore_harness(harness_was)
             state.kill()
             memorydirs.remove(memory_folders)
             ctx.active_knobs = None

@@ -107,8 +107,10 @@ def judge(ctx, state, doc, failure, timed_out):
     if problems:
         doc.update(status="invalid", reason="knob not in effect: " + problems[0])
     elif unsteady:
+        # A rig that warms up in time (warmup_iterations 0: the YARN rig's sub-windows) is told warmup_s.
+        knob = "policy.warmup_iterations" if policy.warmup_iterations else "policy.warmup_s"
         doc.update(status="invalid", reason=f"no steady state: {unsteady[0].describe()}; warm up longer "
-                                            "(policy.warmup_iterations) or widen policy.steady_band")
+                                            f"({knob}) or widen policy.steady_band")
     else:
         doc["status"] = "ok"
     return doc

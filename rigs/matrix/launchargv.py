@@ -88,33 +88,6 @@ def spare_cpus(cell, matrix, processes, allowed):
     return set(allowed) - bound
 
 
-def move_harness(cpus):
-    """Binds every thread of this process (the runner) to `cpus`; returns what they had, for restore_harness.
-    Threads started later inherit it from the thread that starts them."""
-    before = {"calling": os.sched_getaffinity(0), "threads": {}}
-    for tid in _threads():
-        try:
-            before["threads"][tid] = os.sched_getaffinity(tid)
-            os.sched_setaffinity(tid, cpus)
-        except OSError:
-            pass  # a thread that ended meanwhile
-    return before
-
-
-def restore_harness(before):
-    """Gives this process' threads their CPUs back (move_harness's result); threads started since then get
-    what the calling thread had."""
-    for tid in _threads():
-        try:
-            os.sched_setaffinity(tid, before["threads"].get(tid, before["calling"]))
-        except OSError:
-            pass
-
-
-def _threads():
-    return [int(tid) for tid in os.listdir("/proc/self/task")]
-
-
 def container_mems(cell, matrix, host_nodes, role=None, under_test=True):
     """--cpuset-mems for a process's container: the bound memory node under numa=bind_local/bind_remote (the
     cgroup then enforces what numactl's --membind asks inside), else None (every node, as the policy needs)."""

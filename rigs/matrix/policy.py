@@ -82,8 +82,8 @@ class Policy:
         """The iterations in words, "" for a policy without them: "3 + 8 iterations a launch (steady within 5 %)"."""
         if not self.iterating:
             return ""
-        return (f"{self.warmup_iterations} + {self.iterations} iterations a launch (steady within "
-                f"{self.steady_band:.0%})")
+        warmup = f"{self.warmup_iterations} + " if self.warmup_iterations else ""
+        return f"{warmup}{self.iterations} iterations a launch (steady within {self.steady_band:.0%})"
 
 
 def parse(where, table):

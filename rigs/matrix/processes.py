@@ -19,20 +19,48 @@ _PR_SET_PDEATHSIG = 1
 STOP_GRACE_S = 10.0
 
 
-# The CPUs a started process begins on while the runner keeps off a cell's CPUs (cellrunner, launchargv.
-# move_harness): the runner's own from before, not the spare ones it moved to, so a placement wrapper can
-# bind the process where the cell says (numactl refuses CPUs outside its own affinity). None: inherit.
+# The CPUs a started process begins on while the runner keeps off a cell's CPUs (runner_kept_off): the
+# runner's own from before, not the spare ones it moved to, so a placement wrapper can bind the process where
+# the cell says (numactl refuses CPUs outside its own affinity). None: inherit.
 _child_cpus = None
 
 
-def set_child_cpus(cpus):
-    """Processes started from now on begin on `cpus` (None: on the runner's own CPUs)."""
+@contextlib.contextmanager
+def runner_kept_off(spare_cpus):
+    """Every thread of this process (the runner) on `spare_cpus` for the block, while the processes it starts
+    meanwhile begin on its CPUs from before; all back afterwards (threads started meanwhile get what the
+    calling thread had). Empty `spare_cpus`: nothing moves. Threads started later inherit the affinity of the
+    thread that starts them."""
     global _child_cpus
-    _child_cpus = set(cpus) if cpus else None
+    if not spare_cpus:
+        yield
+        return
+    calling = os.sched_getaffinity(0)
+    before = {}
+    for tid in _threads():
+        try:
+            before[tid] = os.sched_getaffinity(tid)
+            os.sched_setaffinity(tid, spare_cpus)
+        except OSError:
+            pass  # a thread that ended meanwhile
+    _child_cpus = set(calling)
+    try:
+        yield
+    finally:
+        _child_cpus = None
+        for tid in _threads():
+            try:
+                os.sched_setaffinity(tid, before.get(tid, calling))
+            except OSError:
+                pass
+
+
+def _threads():
+    return [int(tid) for tid in os.listdir("/proc/self/task")]
 
 
 def _before_exec():
-    """Runs in the child before exec: back on the CPUs it should start from (set_child_cpus), and the kernel
+    """Runs in the child before exec: back on the CPUs it should start from (runner_kept_off), and the kernel
     kills it if the runner dies (even by SIGKILL), so no orphaned process keeps running into the next cell's
     measurement. Survives numactl/taskset's exec."""
     if _child_cpus:

@@ -2,10 +2,9 @@
 
 A rig module `rigs/<name>/rig.py` exposes `RIG`, an instance of a `Rig` subclass (the loader refuses
 anything else, and a RIG whose name differs from the module's folder). `Rig` declares every member the
-runner calls: `name`, `launch` and `parse` are required; `check`, `probe`, `roles`, `estimate_seconds` and
-`can_iterate` (False: one unit of work a launch) have defaults that do nothing, and a rig overrides those it
-needs. The runner calls them through `Rig`,
-never by looking for attributes.
+runner calls: `name`, `launch` and `parse` are required; `check`, `check_policy`, `probe`, `roles`,
+`estimate_seconds` and `can_iterate` (False: one unit of work a launch) have defaults that do nothing, and a
+rig overrides those it needs. The runner calls them through `Rig`, never by looking for attributes.
 The matrix runner owns everything else: JVM selection and flags, placement and pinning, host knobs, evidence,
 timeouts, starting and always stopping servers, results. `data` maps the names the rig's Bazel macro passed
 (e.g. "jar") to runfiles paths. `workdir` is the cell's own folder: launch may write generated inputs and
@@ -308,6 +307,10 @@ class Rig(abc.ABC):
         warm-up samples); the runner checks the measured ones steady (rigs/matrix/steadystate.py). A policy
         with iterations is refused, before anything runs, for a cell that cannot."""
         return False
+
+    def check_policy(self, params: Mapping[str, str], policy: PolicyView) -> None:
+        """Raises ValueError for a measurement policy this cell cannot honour as declared (e.g. iterations
+        that would be shorter than the rig's sampling), checked before anything runs, after can_iterate."""
 
     def probe(self, role: str, when: str, launch: Launch, workdir: str, output: str) -> dict[str, Any] | None:
         """The rig's own look at a running server when "ready" and when "clients_done" (`launch`: the cell's

@@ -9,7 +9,7 @@ import sys
 import tempfile
 import unittest
 
-from rigs.matrix import launchargv, processes, runner
+from rigs.matrix import processes, runner
 from rigs.matrix import rig as rig_contract
 from rigs.matrix.fakerig import FakeRigTestCase, running_with_argv
 
@@ -70,17 +70,12 @@ class RolesTest(FakeRigTestCase):
         work = tempfile.mkdtemp(dir=os.environ.get("TEST_TMPDIR"))
         logs = {"stdout": os.path.join(work, "out"), "stderr": os.path.join(work, "err")}
         show = [sys.executable, "-c", "import os; print(sorted(os.sched_getaffinity(0)))"]
-        before = launchargv.move_harness({1})
-        processes.set_child_cpus(before["calling"])
-        try:
+        with processes.runner_kept_off({1}):
             self.assertEqual(os.sched_getaffinity(0), {1})
             started = processes.Running(rig_contract.Process("main", program=show), ["numactl", "--physcpubind=0", "--"]
                                         + show, logs, work, dict(os.environ))
             started.popen.wait(timeout=30)
             started.stop()
-        finally:
-            processes.set_child_cpus(None)
-            launchargv.restore_harness(before)
         out, err = started.output()
         self.assertEqual(started.popen.returncode, 0, err)
         self.assertEqual(out.strip(), "[0]")

@@ -53,6 +53,7 @@ def check_cells(rig, planned, policy):
                 raise ValueError(f"[policy] asks for {policy.describe_iterations()}; the {rig.name} rig runs one "
                                  "unit of work per launch for this cell: use iterations = 1 and warmup_iterations "
                                  "= 0 (repetitions launch it again)")
+            rig.check_policy(p.cell.params, policy)
         except ValueError as e:
             raise spec.SpecError(f"cell {p.cell.id} ({p.cell.label()}): {e}") from None
 

@@ -136,6 +136,15 @@ class IteratingRunTest(FakeRigTestCase):
                       "per launch for this cell", out)
         self.assertEqual(self.box.run_dirs(), [])
 
+    def test_a_policy_the_rig_cannot_honour_is_refused_before_anything_runs(self):
+        def too_short(rig, params, policy):
+            raise ValueError(f"iterations = {policy.iterations} are too short here")
+        with mock.patch.object(FakeRig, "check_policy", too_short):
+            code, out = self.box.main("--profile", "iterating")
+        self.assertEqual(code, runner.EXIT_BAD_INPUT, out)
+        self.assertIn("iterations = 6 are too short here", out)
+        self.assertEqual(self.box.run_dirs(), [])
+
 
 if __name__ == "__main__":
     unittest.main()

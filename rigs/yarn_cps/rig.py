@@ -26,6 +26,8 @@ SLS_TRACE_TYPE = {"synth": "SYNTH", "sls": "SLS", "rumen": "RUMEN"}
 RATE_UNIT = "containers/s"
 # stock: SLS as shipped; lean: SLS's runners with the rig's NodeManagers (LeanSimulation.java).
 SIMULATORS = ("stock", "lean")
+# The shortest sub-window of the measured window an iteration may be (policy.iterations > 1): two samples.
+MIN_SUB_WINDOW_S = 2.0
 SERIES_KEYS = ("t", "allocated", "released", "pending_containers", "running_containers", "apps_submitted",
                "apps_completed", "apps_failed", "heap_used_bytes", "gc_time_ms", "rss_kb", "scheduler_event_queue")
 
@@ -84,6 +86,22 @@ class YarnCpsRig(Rig):
         if not params["trace"]:
             trace.TraceParams.from_strings(params)
         configs.render(params, "/check")
+
+    def can_iterate(self, params: Mapping[str, str]) -> bool:
+        """Yes, in time: the measured window is cut into `iterations` consecutive sub-windows of equal length
+        (one simulation a launch: a fresh ResourceManager per iteration is not how SLS runs), so the runner's
+        steady-state check sees a window whose rate still climbs (the JIT's warm-up: see matrix.toml)."""
+        return True
+
+    def check_policy(self, params: Mapping[str, str], policy: PolicyView) -> None:
+        if policy.warmup_iterations:
+            raise ValueError(f"warmup_iterations = {policy.warmup_iterations}: this rig warms up for warmup_s "
+                             "seconds after the first allocation (one simulation a launch); use warmup_iterations "
+                             "= 0 and a longer warmup_s")
+        if policy.iterations > 1 and policy.measure_s / policy.iterations < MIN_SUB_WINDOW_S:
+            raise ValueError(f"iterations = {policy.iterations} cut measure_s = {policy.measure_s:g} s into sub-windows "
+                             f"under {MIN_SUB_WINDOW_S:g} s (the RM's counters are sampled once a second); use "
+                             f"at most {int(policy.measure_s // MIN_SUB_WINDOW_S)} iterations or a longer measure_s")
 
     def estimate_seconds(self, params: Mapping[str, str], policy: PolicyView) -> float | None:
         """Rough wall time of one run: RM start-up and node registration, then the trace at the heartbeat cap
@@ -220,6 +238,8 @@ class YarnCpsRig(Rig):
             return out
 
         measured = rate_samples(lo, hi)
+        if policy.iterations > 1:
+            tag_sub_windows(measured, a["t"], b["t"], policy.iterations)
         scheduler_cores = observations["window"]["cpu_cores_by_thread_group"].get("scheduler")
         if scheduler_cores is not None and w.allocation_rate > 0:
             # The scheduler thread's CPU per allocated container over the window: what a scheduler change
@@ -227,6 +247,15 @@ class YarnCpsRig(Rig):
             measured.append({"metric": "scheduler_cpu_per_container", "unit": "us/container", "t": b["t"],
                              "value": round(scheduler_cores / w.allocation_rate * 1e6, 3)})
         return Parsed(warmup_samples=rate_samples(first, lo), samples=measured, observations=observations)
+
+
+def tag_sub_windows(measured: list[Sample], start_t: float, end_t: float, count: int) -> None:
+    """Tags each per-second sample of the window (start_t, end_t] with metadata {"iteration": k}: the k-th of
+    `count` sub-windows of equal length, by the time its interval ends."""
+    span = (end_t - start_t) / count
+    for s in measured:
+        k = min(count - 1, max(0, int((s["t"] - start_t - 1e-9) // span)))
+        s["metadata"] = {"iteration": k}
 
 
 RIG = YarnCpsRig()

@@ -8,7 +8,7 @@ import os
 import tempfile
 import unittest
 
-from rigs.matrix import policy
+from rigs.matrix import policy, steadystate
 from rigs.matrix.rig import MAIN_ROLE, Launch
 from rigs.yarn_cps import rig
 
@@ -47,6 +47,67 @@ class LeanRunParseTest(unittest.TestCase):
         metrics = {s["metric"] for s in parsed.samples}
         self.assertEqual(metrics, {"container_allocation_rate", "container_release_rate",
                                    "scheduler_cpu_per_container"})
+
+
+def parse_recorded(name, pol):
+    """rig.parse on a recorded run (testdata/<name>.jsonl and the rig's launch record of it)."""
+    with open(os.path.join(TESTDATA, name + ".launch.json")) as f:
+        launch = Launch([], state=json.load(f))
+    with open(os.path.join(TESTDATA, name + ".jsonl")) as f:
+        stdout = f.read()
+    return rig.RIG.parse({MAIN_ROLE: stdout}, pol, tempfile.mkdtemp(dir=os.environ.get("TEST_TMPDIR")), launch)
+
+
+class SubWindowIterationsTest(unittest.TestCase):
+    """policy.iterations on this rig cuts the measured window into sub-windows, which the runner's steady-state
+    check judges (cellstatus: steadystate.check on the measured samples). Known answers from two real runs of
+    the nightly's CPU-bound cell with an 8 s warm-up: one on 2026-11-23 at ~8k/s from its window's start
+    (steady), one on 2026-11-26 whose JIT threads still took 0.6-0.9 cores through the window while CPS
+    climbed from ~4.5k to ~8-9k/s through the window (testdata/README.md)."""
+
+    POLICY = policy.Policy(warmup_s=8, measure_s=16, iterations=8)
+
+    def test_every_per_second_sample_is_in_one_of_the_sub_windows(self):
+        parsed = parse_recorded(NAME, self.POLICY)
+        w = parsed.observations["window"]
+        rates = [s for s in parsed.samples if s["metric"] == "container_allocation_rate"]
+        span = (w["end_t"] - w["start_t"]) / 8
+        for s in rates:
+            k = s["metadata"]["iteration"]
+            self.assertTrue(w["start_t"] + k * span < s["t"] <= w["start_t"] + (k + 1) * span + 1e-6, s)
+        self.assertEqual(steadystate.iteration_values(parsed.samples).keys(),
+                         {"container_allocation_rate", "container_release_rate"})
+        self.assertEqual({len(v) for v in steadystate.iteration_values(parsed.samples).values()}, {8})
+        # One value a run, not a sub-window's: left out of the check.
+        cpu = [s for s in parsed.samples if s["metric"] == "scheduler_cpu_per_container"]
+        self.assertEqual(len(cpu), 1)
+        self.assertNotIn("metadata", cpu[0])
+
+    def test_a_window_at_steady_rate_is_steady(self):
+        parsed = parse_recorded(NAME, self.POLICY)
+        self.assertTrue(all(s.steady for s in steadystate.check(parsed.samples, self.POLICY.steady_band)))
+
+    def test_a_window_inside_the_jits_warm_up_is_not_steady(self):
+        parsed = parse_recorded(NAME + "_jit_warmup", self.POLICY)
+        verdict = {s.metric: s for s in steadystate.check(parsed.samples, self.POLICY.steady_band)}
+        # Releases follow allocations by a container's life: they climb steadily through the window (+70 %
+        # between its halves, Kendall p 0.014); allocations climb +20 % between the halves, but in bursts as
+        # the JIT's threads come and go, too unevenly for the trend test over 8 sub-windows.
+        self.assertFalse(verdict["container_release_rate"].steady)
+        self.assertGreater(verdict["container_release_rate"].change, 0.5)
+        self.assertGreater(verdict["container_allocation_rate"].change, 0.15)
+        # Without sub-windows the same run gives one rate and nothing to judge: what the rig did before.
+        plain = parse_recorded(NAME + "_jit_warmup", policy.Policy(warmup_s=8, measure_s=16))
+        self.assertEqual(steadystate.iteration_values(plain.samples), {})
+
+    def test_policies_it_cannot_honour_are_refused_before_anything_runs(self):
+        params = {}
+        rig.RIG.check_policy(params, self.POLICY)
+        with self.assertRaisesRegex(ValueError, "warmup_iterations = 2: this rig warms up for warmup_s"):
+            rig.RIG.check_policy(params, policy.Policy(warmup_iterations=2, iterations=6))
+        with self.assertRaisesRegex(ValueError, "under 2 s .* use at most 6 iterations"):
+            rig.RIG.check_policy(params, policy.Policy(measure_s=12, iterations=8))
+        rig.RIG.check_policy(params, policy.Policy(measure_s=12, iterations=6))
 
 
 if __name__ == "__main__":

@@ -3,10 +3,11 @@
 # measured in ONE interleaved run on this host, so that host drift between days cancels out.
 #
 #   tools/nightly/nightly.sh [OUT_DIR]      (default OUT_DIR: results/nightly-out/<UTC date>)
-#   NIGHTLY_MATRICES="calibration yarn_cps namenode"  the matrices (default: these three); each has a `nightly` profile
+#   NIGHTLY_MATRICES="calibration yarn_cps namenode mr_compare"  the matrices (default: these four); each has a `nightly` profile
 #                                            whose `revision` axis is ["accepted", "candidate"]
 #   NIGHTLY_FIXED=1                          run the fixed 5 rounds instead of stopping once decided (the
-#                                            sequential nightlies; namenode's runs its fixed 19 rounds anyway)
+#                                            sequential nightlies; namenode's and mr_compare's run their fixed
+#                                            19 and 26 rounds anyway)
 #   NIGHTLY_ACCEPTED=<commit>                the accepted revision (default: the one recorded by the last
 #                                            passing night in results/nightly-out/accepted-revision, or
 #                                            HEAD on the first night: an A/A run)
@@ -86,7 +87,7 @@ if [[ -z "$prebuilt" && ! -d "$worktree" ]]; then
   git worktree add --detach "$worktree" "$accepted" >/dev/null || { echo "error: git worktree add failed" >&2; exit 2; }
 fi
 
-for matrix in ${NIGHTLY_MATRICES:-calibration yarn_cps namenode}; do
+for matrix in ${NIGHTLY_MATRICES:-calibration yarn_cps namenode mr_compare}; do
   target="//rigs:${matrix}_matrix"
   if [[ -n "$prebuilt" ]]; then
     runfiles=$NIGHTLY_ACCEPTED_RUNFILES
@@ -106,8 +107,9 @@ for matrix in ${NIGHTLY_MATRICES:-calibration yarn_cps namenode}; do
   run_info="$out/$matrix-run-info.json"
   rm -f "$run_info"
   fixed=()
-  # namenode's nightly is a fixed design already (19 rounds: its MDE needs them; rigs/namenode/matrix.toml).
-  [[ "${NIGHTLY_FIXED:-0}" == 1 && "$matrix" != namenode ]] && fixed=(--set policy.repetitions=5)
+  # namenode's and mr_compare's nightlies are fixed designs already (19 and 26 rounds: their MDEs need them;
+  # rigs/namenode/matrix.toml, rigs/mapreduce/matrix.toml).
+  [[ "${NIGHTLY_FIXED:-0}" == 1 && "$matrix" != namenode && "$matrix" != mr_compare ]] && fixed=(--set policy.repetitions=5)
   started=$SECONDS
   run_target "$target" --profile nightly --revision "accepted=$runfiles" "${fixed[@]}" --no-next-steps \
     --run-info "$run_info" 2>&1 | tee "$log"
