@@ -18,7 +18,7 @@ from rich.console import Console
 from rich.markup import escape
 from rich.table import Table
 
-from analysis import compare, resultsets, sensitivity_figures, sequential, stats, thresholds
+from analysis import compare, distributions, resultsets, sensitivity_figures, sequential, stats, thresholds
 
 WIDTH = 100
 FOOTNOTE = ("Runs are the unit: a cell is the median of its run medians, its CI a bootstrap over runs. Verdict: "
@@ -243,9 +243,60 @@ def render(console, result_set, metrics=None):
     for line in companion_lines(compared, metrics, matrix.get("comparison_groups"), matrix.get("axes"), effects,
                                 thresholds.companions(None, result_set.docs)):
         console.print(escape(line))
+    tails = tail_table(compared, result_set.docs)
+    if tails is not None:
+        console.print(tails)
     if manifest.get("sequential"):
         console.print(stop_table(manifest["sequential"]))
     return True
+
+
+def _fmt_tail(tail):
+    if tail.value is None:
+        return f"- ({tail.requests_beyond:.0f} beyond)"
+    if tail.ci_low != tail.ci_low:
+        return f"{tail.value:.3g}"
+    return f"{tail.value:.3g} ({tail.ci_low:.2g}..{tail.ci_high:.2g})"
+
+
+def tail_table(cells, docs):
+    """Latency tails per cell and test from the runs' merged distributions (analysis/distributions.py), ms
+    with a 95 % bootstrap interval over runs; None when no run kept a distribution. A cell's label is a row
+    of its own, its tests below it (four tails with intervals fill the 100 columns)."""
+    by_cell = {}
+    for d in docs:
+        by_cell.setdefault(d["cell"]["id"], []).append(d)
+    varying = list(compare.varying_axes(cells))
+    rows, percents_seen = [], []
+    for c in cells:
+        try:
+            percents = [float(x) for x in c.params.get("tail_percentiles", "").split("+") if x.strip()]
+        except ValueError:
+            percents = []
+        percents = percents or list(distributions.TAILS)
+        found = distributions.cell_tails(by_cell.get(c.id, []), percents)
+        if not found:
+            continue
+        runs = max(tails[0].runs for tails in found.values())
+        label = " ".join(c.params[a] for a in varying) if varying else c.id
+        rows.append((f"{label} ({runs} run{'s' if runs != 1 else ''})", None))
+        for test, tails in found.items():
+            rows.append(("  " + test.upper(), {t.percent: t for t in tails}))
+            percents_seen += [p for p in percents if p not in percents_seen]
+    if not rows:
+        return None
+    t = _table("Latency tails, ms, from each cell's merged runs (95 % CI: bootstrap over runs)")
+    t.add_column("cell, test", ratio=1, min_width=14, overflow="fold")
+    for p in percents_seen:
+        t.add_column(distributions.tail_label(p), justify="right", no_wrap=True)
+    for label, by_percent in rows:
+        if by_percent is None:
+            t.add_row(escape(label), *([""] * len(percents_seen)))
+            continue
+        t.add_row(escape(label), *(_fmt_tail(by_percent[p]) if p in by_percent else "" for p in percents_seen))
+    t.caption = (f"counts added over runs, never percentiles averaged; a tail with fewer than "
+                 f"{distributions.MIN_TAIL_REQUESTS} requests beyond it is not read")
+    return t
 
 
 def stop_table(block):

@@ -314,7 +314,7 @@ def probe_host(root="/", run=run_command, which=shutil.which):
         os.path.isdir(weights), f"{weights}: " + ("present (kernel >= 6.9)" if os.path.isdir(weights) else
                                                  "missing: this kernel has no weighted interleave (needs 6.9)"))
 
-    for tool in ("numactl", "taskset", "migratepages", "numastat", "memhog", "jcmd"):
+    for tool in ("numactl", "taskset", "migratepages", "numastat", "memhog", "jcmd", "valgrind", "callgrind_control"):
         found = which(tool)
         caps[tool] = Capability(bool(found), f"which {tool}: {found or 'not found'}", value=found)
 

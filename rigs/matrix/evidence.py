@@ -136,17 +136,32 @@ def local_memory_ratio(numa_summary, cpu_node):
     return round(per_node.get(cpu_node, per_node.get(str(cpu_node), 0)) / total, 4)
 
 
-def executable(proc_dir):
-    """The program a native process runs, as the kernel has it: {"path", "sha256"} of /proc/PID/exe."""
+def executable(proc_dir, program=None):
+    """The program a native process runs, as the kernel has it: {"path", "sha256"} of /proc/PID/exe. When that
+    is not `program` (the path it was launched with) but `program` is mapped into the process (a wrapper that
+    loads it into its own executable, as Valgrind does), that file, with "runs_under": the executable."""
     try:
         path = os.readlink(os.path.join(proc_dir, "exe"))
-        digest = hashlib.sha256()
-        with open(os.path.join(proc_dir, "exe"), "rb") as f:
-            for block in iter(lambda: f.read(1 << 20), b""):
-                digest.update(block)
-        return {"path": path, "sha256": digest.hexdigest()}
+        wanted = os.path.realpath(program) if program else None
+        if wanted and wanted != path and wanted in mapped_files(proc_dir):
+            return {"path": wanted, "sha256": file_sha256(wanted), "runs_under": path}
+        return {"path": path, "sha256": file_sha256(os.path.join(proc_dir, "exe"))}
     except OSError as e:
         return {"error": str(e)}
+
+
+def file_sha256(path):
+    digest = hashlib.sha256()
+    with open(path, "rb") as f:
+        for block in iter(lambda: f.read(1 << 20), b""):
+            digest.update(block)
+    return digest.hexdigest()
+
+
+def mapped_files(proc_dir):
+    """The files mapped into a process (/proc/PID/maps' paths)."""
+    with open(os.path.join(proc_dir, "maps")) as f:
+        return {line.split(None, 5)[5].strip() for line in f if len(line.split(None, 5)) == 6}
 
 
 def patched_binary_problems(executable, manifest):

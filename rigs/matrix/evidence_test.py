@@ -2,7 +2,10 @@
 
 import hashlib
 import os
+import shutil
+import subprocess
 import sys
+import time
 import unittest
 
 from rigs.matrix import evidence, spec
@@ -204,3 +207,23 @@ class PatchedBinaryTest(unittest.TestCase):
         self.assertIn("none of the patched build's binaries (redis-server)", problem)
         self.assertIn("could not read", evidence.patched_binary_problems(evidence.executable("/proc/0"), stock)[0])
         self.assertEqual(evidence.patched_binary_problems(exe, {"classes": ["a.B"]}), [])  # a JVM patch set
+
+    def test_a_program_loaded_by_a_wrapper_is_found_among_its_mappings(self):
+        # The dynamic loader run as a program maps `sleep` into its own executable, as Valgrind maps the
+        # server: /proc/PID/exe is the loader, the program is among the mappings.
+        loader, sleep = os.path.realpath("/lib64/ld-linux-x86-64.so.2"), shutil.which("sleep")
+        if not os.path.exists(loader) or not sleep:
+            self.skipTest("no x86-64 dynamic loader or sleep here")
+        child = subprocess.Popen([loader, sleep, "30"])
+        try:
+            time.sleep(0.5)
+            exe = evidence.executable(f"/proc/{child.pid}", sleep)
+            self.assertEqual((exe["path"], exe["runs_under"]), (os.path.realpath(sleep), loader))
+            with open(sleep, "rb") as f:
+                self.assertEqual(exe["sha256"], hashlib.sha256(f.read()).hexdigest())
+            plain = evidence.executable(f"/proc/{child.pid}")  # without the launched path: the kernel's view
+            self.assertEqual(plain["path"], loader)
+            self.assertNotIn("runs_under", evidence.executable(f"/proc/{child.pid}", loader))
+        finally:
+            child.kill()
+            child.wait()

@@ -100,6 +100,10 @@ def host_skip_reason(matrix, cell, caps, nodes, host_cpus, jdk, memory_available
             return f"executor={executor}: {reason}"
         if p["numa"] == "weighted_interleave":
             return f"executor={executor} with numa=weighted_interleave is not supported (its helper is the host's Python)"
+    if p.get("measure") == "instructions":
+        missing = [t for t in ("valgrind", "callgrind_control") if not caps.get(t, {}).get("available")]
+        if missing:
+            return f"measure=instructions needs {' and '.join(missing)} (Debian's valgrind package)"
     pinning = matrix.pinnings[p["pinning"]]
     wanted_cpus = cpu_set(pinning.cpus) if pinning.cpus else set()
     for _, cpus in pinning.threads + pinning.roles:

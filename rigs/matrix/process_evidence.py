@@ -22,9 +22,11 @@ def placement(ctx, running, pinning):
                                                       "Threads") if k in status}}
 
 
-def collect(ctx, jcmd, pid, ev, at_s):
+def collect(ctx, jcmd, pid, ev, at_s, program=()):
     """The evidence of the process under test `pid` at `at_s` into `ev`: its JVM flags (jcmd), its status,
-    NUMA maps and smaps, its container's cgroup, the host's THP mode."""
+    NUMA maps and smaps, its container's cgroup, the host's THP mode; for a native process, the program it
+    runs (`program`: [its path] as launched, found among its mappings when a wrapper such as Valgrind runs it
+    inside its own executable)."""
     proc_dir = os.path.join(ctx.host_paths.proc, str(pid))
     role = ev.get("role")
     if role in ev.get("containers", {}):
@@ -57,7 +59,7 @@ def collect(ctx, jcmd, pid, ev, at_s):
     if "numa_maps" in ev and "numa_nodes" in ev:
         ev["local_memory_ratio"] = evidence.local_memory_ratio(ev["numa_maps"], ev["numa_nodes"]["cpu_node"])
     if not jcmd and "executable" not in ev:
-        ev["executable"] = evidence.executable(proc_dir)
+        ev["executable"] = evidence.executable(proc_dir, program[0] if program else None)
     status = ev.get("process_status", {})
     ev["process_status"] = {k: status[k] for k in ("Cpus_allowed_list", "Mems_allowed_list", "HugetlbPages",
                                                    "VmRSS", "Threads") if k in status}

@@ -64,6 +64,9 @@ class PolicyView(Protocol):
     @property
     def iterations(self) -> int: ...
 
+    @property
+    def repetitions(self) -> int: ...
+
 
 @dataclasses.dataclass
 class Process:
@@ -271,6 +274,9 @@ class Rig(abc.ABC):
     # The roles its launches use (in any cell), so a matrix's per-role pinning is checked before anything
     # runs; a single-JVM rig has only MAIN_ROLE.
     roles: tuple[str, ...] = (MAIN_ROLE,)
+    # Roles under test whose CPU list no other role's list may overlap (a closed-loop client on the server's
+    # CPU measures their contention): refused before anything runs unless the pinning says share_cpus = true.
+    apart_roles: tuple[str, ...] = ()
     # The parameters it takes, {name: Param}: every cell must give each, with a value its Param allows (the
     # workload's [parameters] hold the defaults). Parameters not declared reach the rig as text.
     parameters: Mapping[str, Param] = {}

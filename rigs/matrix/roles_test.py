@@ -8,10 +8,11 @@ import shutil
 import sys
 import tempfile
 import unittest
+from unittest import mock
 
 from rigs.matrix import processes, runner
 from rigs.matrix import rig as rig_contract
-from rigs.matrix.fakerig import FakeRigTestCase, running_with_argv
+from rigs.matrix.fakerig import FakeRig, FakeRigTestCase, running_with_argv
 
 
 class RolesTest(FakeRigTestCase):
@@ -41,6 +42,22 @@ class RolesTest(FakeRigTestCase):
                 self.assertEqual(ev["other_processes"]["loadgen"]["process_status"]["Cpus_allowed_list"], "0")
             else:
                 self.assertEqual(ev["other_processes"]["loadgen"]["cpus_wanted"], "")
+
+    def test_a_role_on_the_cpus_of_a_role_the_rig_wants_apart_is_refused_unless_shared_on_purpose(self):
+        if not {0, 1} <= os.sched_getaffinity(0):
+            self.skipTest("the pinnings name CPUs 0 and 1")
+        with mock.patch.object(FakeRig, "apart_roles", ("server",)):
+            code, out = self.box.main("--profile", "served", "--set", "pinning=crowded", "--dry-run")
+            self.assertEqual(code, runner.EXIT_BAD_INPUT, out)
+            self.assertIn("[pinning.crowded] puts loadgen on CPU(s) 1 of server, which the fake rig measures "
+                          "apart", out)
+            self.assertIn("share_cpus = true", out)
+            code, out = self.box.main("--profile", "served", "--set", "pinning=crowded_on_purpose", "--dry-run")
+            self.assertEqual(code, runner.EXIT_OK, out)
+        # A rig that declares no role apart takes the crowded pinning as written.
+        code, out = self.box.main("--profile", "served", "--set", "pinning=crowded", "--dry-run")
+        self.assertEqual(code, runner.EXIT_OK, out)
+        self.assertEqual(self.box.run_dirs(), [])
 
     def test_the_runner_keeps_off_the_cpus_of_a_bound_cell_and_gets_its_own_back(self):
         mine = os.sched_getaffinity(0)

@@ -39,13 +39,23 @@ class Outcome:
     workload: object = None
 
 
-def check_cells(rig, planned, policy):
+def check_cells(rig, planned, policy, pinnings=None):
     """Checks every cell's parameters against the rig's declarations, then lets the rig refuse impossible
-    combinations (e.g. a trace format its Hadoop cannot read) and a policy with iterations it cannot run,
-    before anything runs."""
+    combinations (e.g. a trace format its Hadoop cannot read), a policy with iterations it cannot run and a
+    pinning that puts another role on the CPUs of a role it wants apart, before anything runs."""
     for p in planned:
         if p.skip_reason:
             continue
+        pinning = (pinnings or {}).get(p.cell.params.get("pinning"))
+        if pinning is not None and not pinning.share_cpus:
+            shared = pinning.shared_cpus(rig.apart_roles)
+            if shared:
+                role, other, cpus = shared[0]
+                raise spec.SpecError(
+                    f"cell {p.cell.id} ({p.cell.label()}): [pinning.{pinning.name}] puts {other} on CPU(s) "
+                    f"{','.join(map(str, cpus))} of {role}, which the {rig.name} rig measures apart (a client on "
+                    f"its CPUs measures their contention): give them disjoint CPUs, or say share_cpus = true in "
+                    f"[pinning.{pinning.name}] to study the contention")
         try:
             rig.typed(p.cell.params)
             rig.check(p.cell.params)
@@ -148,7 +158,7 @@ def load(args, runfiles, report):
                                      probe_gcs=not args.no_gc_probes)
     report.setdefault("jdks_unavailable", jdks.unavailable_in_runfiles(runfiles))
     planned = plan.plan(matrix, report)
-    check_cells(rig, planned, matrix.policy)
+    check_cells(rig, planned, matrix.policy, matrix.pinnings)
     rounds = None
     if matrix.policy.sequential:
         rounds = sequential_rounds.Rounds(matrix, planned,

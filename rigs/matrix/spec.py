@@ -80,10 +80,24 @@ class Pinning:
     cpus: str = ""  # the CPU binding of the process under test, kernel list syntax; "" = not bound
     threads: tuple = ()  # ((java thread name regex, cpu list), ...) in the process under test
     roles: tuple = ()  # ((process role, cpu list), ...): overrides `cpus` for the roles it names
+    # The matrix's word that roles may share CPUs the rig wants apart (its `apart_roles`): a study of contention.
+    share_cpus: bool = False
 
     def cpus_for(self, role, under_test):
         """The CPU list a process of `role` is bound to ("" = not bound)."""
         return dict(self.roles).get(role, self.cpus if under_test else "")
+
+    def shared_cpus(self, apart_roles):
+        """[(apart role, other role, [shared CPUs])] for each role in `apart_roles` whose CPU list overlaps
+        another role's list (roles without a list are not bound, so not compared)."""
+        lists = {role: _cpus(cpus) for role, cpus in self.roles}
+        found = []
+        for role in apart_roles:
+            for other, cpus in sorted(lists.items()):
+                common = lists.get(role, set()) & cpus
+                if other != role and common:
+                    found.append((role, other, sorted(common)))
+        return found
 
 
 @dataclasses.dataclass
@@ -352,7 +366,7 @@ def _axes_table(where, table_name, table, allowed):
 def _parse_pinning(where, name, body):
     if not isinstance(body, dict):
         raise SpecError(f"{where}: [pinning.{name}] must be a table")
-    extra = set(body) - {"cpus", "threads", "roles", "description"}
+    extra = set(body) - {"cpus", "threads", "roles", "description", "share_cpus"}
     if extra:
         raise SpecError(f"{where}: [pinning.{name}] has unknown keys {sorted(extra)}")
     cpus = str(body.get("cpus", ""))
@@ -375,8 +389,11 @@ def _parse_pinning(where, name, body):
     roles = body.get("roles", {})
     if not isinstance(roles, dict) or not all(isinstance(r, str) and _cpus(str(c)) for r, c in roles.items()):
         raise SpecError(f"{where}: [pinning.{name}] roles must map a process role to a non-empty CPU list")
+    share_cpus = body.get("share_cpus", False)
+    if not isinstance(share_cpus, bool):
+        raise SpecError(f"{where}: [pinning.{name}] share_cpus must be true or false")
     return Pinning(name, cpus, tuple(sorted((p, str(c)) for p, c in threads.items())),
-                   tuple(sorted((r, str(c)) for r, c in roles.items())))
+                   tuple(sorted((r, str(c)) for r, c in roles.items())), share_cpus)
 
 
 def _check_values(where, axes, pinnings, gc_opts, variants):

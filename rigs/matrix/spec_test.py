@@ -204,6 +204,16 @@ class ValidationTest(unittest.TestCase):
         self.assertSpecError("outside the process's CPU binding",
                              {"pinning": {"p": {"cpus": "4-63", "threads": {"Scheduler": "1"}}}})
 
+    def test_roles_sharing_cpus(self):
+        self.assertSpecError("share_cpus must be true or false",
+                             {"pinning": {"p": {"roles": {"server": "1"}, "share_cpus": "yes"}}})
+        pinning = spec._parse_pinning("m.toml", "p", {"roles": {"server": "1", "client": "0-1", "loader": "0"}})
+        self.assertFalse(pinning.share_cpus)
+        self.assertEqual(pinning.shared_cpus(("server",)), [("server", "client", [1])])
+        self.assertEqual(pinning.shared_cpus(("loader",)), [("loader", "client", [0])])
+        self.assertEqual(pinning.shared_cpus(()), [])
+        self.assertEqual(pinning.shared_cpus(("absent",)), [])
+
     def test_bad_heap_and_cpu_list(self):
         self.assertSpecError("is not a JVM size", {"axes": {"heap": ["lots"]}})
         self.assertSpecError("bad CPU list", {"pinning": {"p": {"cpus": "one"}}})

@@ -163,7 +163,8 @@ def supervise(ctx, state, deadline, clients, measured=True):
             next_pin = now + (2.0 if all_found else 0.3)
         if pid is not None and collect_at and now >= collect_at[0]:
             collect_at.pop(0)
-            process_evidence.collect(ctx, jcmd if under_test.process.is_jvm else None, pid, ev, now - t0)
+            process_evidence.collect(ctx, jcmd if under_test.process.is_jvm else None, pid, ev, now - t0,
+                                     program=under_test.process.program[:1])
             if pinning.threads:
                 ev["threads"] = pinner.evidence()
                 ev["thread_repins"] = pinner.repins
@@ -177,5 +178,6 @@ def supervise(ctx, state, deadline, clients, measured=True):
     pid = state.under_test_pid
     if measured and "collected_at_s" not in ev and pid is not None and under_test.running():
         # A measured phase shorter than a second: a server under test is still there to be looked at.
-        process_evidence.collect(ctx, jcmd if under_test.process.is_jvm else None, pid, ev, time.monotonic() - t0)
+        process_evidence.collect(ctx, jcmd if under_test.process.is_jvm else None, pid, ev, time.monotonic() - t0,
+                                 program=under_test.process.program[:1])
     return False, None

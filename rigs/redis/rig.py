@@ -18,8 +18,13 @@ With numa=pressured_migrated (case study 001's before/after; needs two nodes) th
   migrate           phase 4: `migratepages PID all <home_node>`, Redis running
   numa_after        phase 5, then benchmark (phase 6): the cell's samples, after the migration (part post)
 redis-benchmark is closed loop (`clients` connections, each waits for its reply). Its plain output holds the
-whole latency distribution: percentiles at halving steps, so the p99.99 reported is the first printed
-percentile at or above 99.99, and the sample says which one it was.
+whole latency distribution as cumulative counts (two tables: by percentile, dense in the tail, and by
+latency); the rig keeps it with its counts, a run's tails are read from it, and a cell's from its runs'
+merged distributions (analysis/distributions.py: counts added, never percentiles averaged).
+With iterations (policy warmup_iterations / iterations) the benchmark role is bench_iterations.py, running
+redis-benchmark that many times against the same loaded server: each measured iteration's rate is a sample
+tagged with its iteration (the runner's steady-state check judges them), the run's tails come from the
+iterations' merged distribution.
 """
 
 import hashlib
@@ -27,14 +32,17 @@ import os
 import random
 import re
 import subprocess
+import sys
 from typing import Any, Mapping
 
-from rigs.matrix import evidence
+from analysis import distributions
+from rigs.matrix import evidence, iterations
 from rigs.matrix import rig as rig_contract
 from rigs.matrix.rig import Sample
 from rigs.matrix.workload import Workload
 
 TESTS = ("get", "set")
+BENCH_ITERATIONS = os.path.join(os.path.dirname(os.path.abspath(__file__)), "bench_iterations.py")
 NODE_SYSFS = "/sys/devices/system/node"
 READY = r"Ready to accept connections"
 # The per-percentile lines of redis-benchmark's "Latency by percentile distribution" (7.0).
@@ -60,27 +68,47 @@ def resp(*args: bytes) -> bytes:
 def write_dataset(path: str, keys: int, value_size: int, seed: int) -> str:
     """SET key:%012d <value> for key 0..keys-1 (the names redis-benchmark -r reads); returns the sha256."""
     rng = random.Random(seed)
-    alphabet = b"abcdefghijklmnopqrstuvwxyz0123456789ABCDEFGHIJKLMNOPQRSTUVWXYZ"
-    printable = bytes(alphabet[b % len(alphabet)] for b in range(256))  # random bytes -> letters, digits
     digest = hashlib.sha256()
     with open(path, "wb") as f:
         for i in range(keys):
-            value = rng.randbytes(value_size).translate(printable)
-            chunk = resp(b"SET", b"key:%012d" % i, value)
+            chunk = resp(b"SET", b"key:%012d" % i, random_value(rng, value_size))
             digest.update(chunk)
             f.write(chunk)
     return digest.hexdigest()
 
 
-def ensure_dataset(cache_root: str, keys: int, value_size: int, seed: int) -> tuple[str, str]:
-    """(path, sha256) of the data set for these parameters, written once per run under its inputs/ folder
-    (atomically: a temporary name, then a rename), so cells do not each store their own copy."""
-    path = os.path.join(cache_root, f"redis-{keys}x{value_size}-seed{seed}.resp")
+_PRINTABLE = bytes(b"abcdefghijklmnopqrstuvwxyz0123456789ABCDEFGHIJKLMNOPQRSTUVWXYZ"[b % 62] for b in range(256))
+
+
+def random_value(rng: random.Random, size: int) -> bytes:
+    return rng.randbytes(size).translate(_PRINTABLE)  # random bytes -> letters, digits
+
+
+def write_request_script(path: str, test: str, requests: int, keys: int, value_size: int, seed: int) -> str:
+    """`requests` GETs (or SETs of fresh values) of loaded keys drawn with `seed`, one command a line: the fixed
+    request script a measure=instructions cell feeds redis-cli, which sends each and waits for its reply (one
+    connection, closed loop: every request one read and one write, so the count does not depend on how a
+    pipe's bytes happened to be batched); returns the sha256."""
+    rng = random.Random(f"{seed}:{test}")
+    digest = hashlib.sha256()
+    with open(path, "wb") as f:
+        for _ in range(requests):
+            key = b"key:%012d" % rng.randrange(keys)
+            line = (b"GET " + key if test == "get" else b"SET " + key + b" " + random_value(rng, value_size)) + b"\n"
+            digest.update(line)
+            f.write(line)
+    return digest.hexdigest()
+
+
+def ensure_input(cache_root: str, name: str, write) -> tuple[str, str]:
+    """(path, sha256) of a generated input, written once per run under its inputs/ folder by write(path) ->
+    sha256 (atomically: a temporary name, then a rename), so cells do not each store their own copy."""
+    path = os.path.join(cache_root, name)
     digest_path = path + ".sha256"
     if not os.path.exists(digest_path):
         os.makedirs(cache_root, exist_ok=True)
         tmp = f"{path}.tmp{os.getpid()}"
-        digest = write_dataset(tmp, keys, value_size, seed)
+        digest = write(tmp)
         os.replace(tmp, path)
         with open(digest_path + ".tmp", "w") as f:
             f.write(digest)
@@ -89,16 +117,24 @@ def ensure_dataset(cache_root: str, keys: int, value_size: int, seed: int) -> tu
         return path, f.read().strip()
 
 
+def ensure_dataset(cache_root: str, keys: int, value_size: int, seed: int) -> tuple[str, str]:
+    """(path, sha256) of the data set for these parameters (ensure_input)."""
+    return ensure_input(cache_root, f"redis-{keys}x{value_size}-seed{seed}.resp",
+                        lambda path: write_dataset(path, keys, value_size, seed))
+
+
 def parse_benchmark(text: str) -> dict[str, dict[str, Any]]:
     """redis-benchmark 7.0's plain output -> {test: {"requests_per_s", "requests", "seconds",
-    "percentiles": [(percent, ms)], "summary": {avg, min, p50, p95, p99, max}}}."""
+    "percentiles": [(percent, ms)], "summary": {avg, min, p50, p95, p99, max},
+    "distribution": Distribution}}. The distribution holds both printed tables' (ms, cumulative count)
+    points: the by-percentile one (dense in the tail) and the by-latency one (dense in the body)."""
     tests: dict[str, dict[str, Any]] = {}
     current: dict[str, Any] | None = None
     # Progress lines end in \r, not \n: they run into the next section's header.
     for line in re.split(r"[\r\n]", text):
         m = re.search(r"====== (.+?) ======", line)
         if m:
-            current = tests.setdefault(m.group(1).strip().lower(), {"percentiles": []})
+            current = tests.setdefault(m.group(1).strip().lower(), {"percentiles": [], "points": []})
             continue
         if current is None:
             continue
@@ -106,8 +142,10 @@ def parse_benchmark(text: str) -> dict[str, dict[str, Any]]:
         if m:
             current["requests"], current["seconds"] = int(m.group(1)), float(m.group(2))
         m = _PERCENTILE.match(line)
-        if m and "cumulative" not in current:
-            current["percentiles"].append((float(m.group(1)), float(m.group(2))))
+        if m:
+            current["points"].append((float(m.group(2)), int(m.group(3))))
+            if "cumulative" not in current:
+                current["percentiles"].append((float(m.group(1)), float(m.group(2))))
         if line.startswith("Cumulative distribution of latencies"):
             current["cumulative"] = True  # the second table: by latency, not by percentile
         m = re.match(r"\s*throughput summary: ([\d.]+) requests per second", line)
@@ -121,6 +159,10 @@ def parse_benchmark(text: str) -> dict[str, dict[str, Any]]:
         missing = [k for k in ("requests_per_s", "summary", "requests") if k not in t]
         if missing or not t["percentiles"]:
             raise ValueError(f"redis-benchmark output for {name.upper()} lacks {missing or ['its percentiles']}")
+        try:
+            t["distribution"] = distributions.Distribution.from_points(t.pop("points"), total=t["requests"])
+        except distributions.DistributionError as e:
+            raise ValueError(f"redis-benchmark output for {name.upper()}: {e}") from None
     return tests
 
 
@@ -133,33 +175,189 @@ def parse_csv(text: str) -> dict[str, dict[str, float]]:
     return {r[0].lower(): dict(zip(names, map(float, r[1:]))) for r in rows[1:]}
 
 
-def percentile_at_or_above(percentiles: list[tuple[float, float]], wanted: float) -> tuple[float, float]:
-    """(printed percent, ms) of the first printed percentile >= wanted (redis-benchmark prints halving
-    steps: 99.976, 99.988, 99.994 ...), or the last one if none reaches it."""
-    for percent, ms in percentiles:
-        if percent >= wanted:
-            return percent, ms
-    return percentiles[-1]
-
-
 def parse_info(text: str) -> dict[str, str]:
     return dict(line.split(":", 1) for line in text.replace("\r", "").splitlines()
                 if ":" in line and not line.startswith("#"))
 
 
-def samples_of(tests: Mapping[str, Mapping[str, Any]], t: float) -> list[Sample]:
+PER_RUN_TAILS = ((50.0, "p50"), (99.0, "p99"), (99.9, "p99_9"), (99.99, "p99_99"))
+
+
+def tail_samples(dists: Mapping[str, distributions.Distribution], t: float) -> list[Sample]:
+    """A run's own tails, read from its distribution as a cell's are (analysis/distributions.py: the first
+    printed bound with the percentile's share of requests at or below it). A tail with fewer than
+    distributions.MIN_TAIL_REQUESTS requests beyond it is left out (the "p99.99" of 20,000 requests is their
+    two slowest); the cell's tails come from its runs' merged distributions."""
     samples: list[Sample] = []
-    for name, result in sorted(tests.items()):
-        p9999_at, p9999 = percentile_at_or_above(result["percentiles"], 99.99)
-        for metric, value, unit in ((f"{name}_rate", result["requests_per_s"], "requests/s"),
-                                    (f"{name}_latency_p50", result["summary"]["p50"], "ms"),
-                                    (f"{name}_latency_p99", result["summary"]["p99"], "ms"),
-                                    (f"{name}_latency_p99_99", p9999, "ms")):
-            sample: Sample = {"metric": metric, "value": value, "unit": unit, "t": t}
-            if metric.endswith("_latency_p99_99"):
-                sample["metadata"] = {"printed_percentile": p9999_at}
-            samples.append(sample)
+    for name, dist in sorted(dists.items()):
+        for percent, suffix in PER_RUN_TAILS:
+            value = distributions.percentile(dist, percent)
+            if value is not None:
+                beyond = round(distributions.requests_beyond(dist.total, percent), 1)
+                samples.append({"metric": f"{name}_latency_{suffix}", "value": value, "unit": "ms", "t": t,
+                                "metadata": {"requests_beyond": beyond}})
     return samples
+
+
+def samples_of(tests: Mapping[str, Mapping[str, Any]], t: float) -> list[Sample]:
+    """One redis-benchmark run's samples: its rate per test, and its tails."""
+    rates: list[Sample] = [{"metric": f"{name}_rate", "value": r["requests_per_s"], "unit": "requests/s", "t": t}
+                           for name, r in sorted(tests.items())]
+    return rates + tail_samples({name: r["distribution"] for name, r in tests.items()}, t)
+
+
+def parse_runs(text: str) -> tuple[list[dict[str, dict[str, Any]]], list[dict[str, dict[str, Any]]]]:
+    """(warm-up runs, measured runs) of a benchmark role's output: one run, or the iterations of
+    bench_iterations.py, each behind its mark."""
+    found = iterations.split(text)
+    if not found:
+        return [], [parse_benchmark(text)]
+    runs: tuple[list, list] = ([], [])
+    for it in found:
+        try:
+            runs[0 if it.warmup else 1].append(parse_benchmark(it.text))
+        except ValueError as e:
+            raise ValueError(f"iteration {it.index}: {e}") from None
+    if not runs[1]:
+        raise ValueError("the benchmark's iterations hold no measured one")
+    return runs
+
+
+def measured_samples(runs: list[dict[str, dict[str, Any]]], t: float
+                     ) -> tuple[list[Sample], dict[str, distributions.Distribution]]:
+    """The samples of a launch's measured runs and their merged distribution per test: one run gives its own;
+    iterations give a rate each (tagged with the iteration: the runner's steady-state check) and the tails of
+    their merged distribution (counts added)."""
+    if len(runs) == 1:
+        return samples_of(runs[0], t), {name: r["distribution"] for name, r in runs[0].items()}
+    merged = {name: distributions.merge([r[name]["distribution"] for r in runs]) for name in runs[0]}
+    rates: list[Sample] = [{"metric": f"{name}_rate", "value": r["requests_per_s"], "unit": "requests/s", "t": t,
+                            "metadata": {"iteration": k}}
+                           for k, tests in enumerate(runs) for name, r in sorted(tests.items())]
+    return rates + tail_samples(merged, t), merged
+
+
+def tail_percentiles_of(params: Mapping[str, str]) -> list[float]:
+    """`tail_percentiles` ("50+99+99.9+99.99") as numbers, each in (0, 100)."""
+    try:
+        percents = [float(x) for x in params["tail_percentiles"].split("+") if x.strip()]
+    except ValueError:
+        percents = []
+    if not percents or not all(0 < p < 100 for p in percents):
+        raise ValueError(f"tail_percentiles={params['tail_percentiles']!r}: give percentiles in (0, 100) joined "
+                         "by +, e.g. 50+99+99.9")
+    return percents
+
+
+def counted_scripts(params: Mapping[str, str], cli: list[str], inputs_dir: str
+                    ) -> tuple[list[rig_contract.Process], dict[str, str]]:
+    """measure=instructions: per test, callgrind_control --zero, its request script through redis-cli,
+    callgrind_control --dump=<test>, in phases after the load (2, 3, 4, then 5, 6, 7); and the scripts'
+    sha256 by input name."""
+    requests, keys, value_size, seed = (int(params[k]) for k in ("requests", "keys", "value_size", "seed"))
+    processes, inputs = [], {}
+    control = ["callgrind_control"]
+    for k, test in enumerate(tests_of(params)):
+        script, inputs[f"{test}_script.txt"] = ensure_input(
+            inputs_dir, f"redis-{test}-{requests}of{keys}x{value_size}-seed{seed}.txt",
+            lambda path, test=test: write_request_script(path, test, requests, keys, value_size, seed))
+        processes += [
+            rig_contract.Process(f"zero_{test}", program=control + ["--zero", "{pid:server}"], under_test=False,
+                                 phase=2 + 3 * k),
+            rig_contract.Process(f"script_{test}", program=cli, stdin=script, under_test=False, phase=3 + 3 * k),
+            rig_contract.Process(f"dump_{test}", program=control + [f"--dump={test}", "{pid:server}"],
+                                 under_test=False, phase=4 + 3 * k)]
+    return processes, inputs
+
+
+# callgrind_control --dump=NAME writes "desc: Trigger: dump NAME" (Valgrind 3.19) and the dump's cost in its
+# header's "summary:" line (its "totals:" at the end also counts costs carried in open calls).
+# measure=instructions: jemalloc's time-based purging off (dirty and muzzy pages kept), so what is counted
+# does not depend on how long the counted run took under Callgrind (with it, a GET's count varied ~5 %
+# between runs, in memset and the allocator's own functions).
+COUNTED_ENV = {"MALLOC_CONF": "dirty_decay_ms:-1,muzzy_decay_ms:-1"}
+CALLGRIND_DESC = re.compile(r"^desc: Trigger: dump (\w+)$", re.M)
+CALLGRIND_TOTAL = re.compile(r"^summary: (\d+)$", re.M)
+
+
+# Functions whose calls are taken out of a dump's count, with all they call: serverCron is the server's timer
+# work and runs by the clock (10 times a second; its memory statistics alone cost ~1.5 M instructions a call),
+# so a run that took longer under Callgrind would count more. Measured 2026-11-27: with it, one build's GET
+# count varied ~5 % between launches. (Callgrind's --toggle-collect=serverCron collected only inside it here,
+# whatever --collect-atstart said, so the dump is read whole and the calls are subtracted.)
+TIMER_FUNCTIONS = ("serverCron",)
+_NAMED = re.compile(r"^(c?fn)=\((\d+)\)(?: (.*))?$")
+
+
+def callgrind_cost(text: str) -> dict[str, int]:
+    """A dump's "summary" (every instruction between the zero and the dump), "timer" (the inclusive cost of the
+    calls to TIMER_FUNCTIONS in it) and "counted" (summary - timer). Reads Callgrind's format with name
+    compression: fn=(id) name / cfn=(id) name, a calls= line, then the line holding the call's inclusive cost."""
+    summary = CALLGRIND_TOTAL.search(text)
+    if not summary:
+        raise ValueError("a Callgrind dump without its summary: line")
+    names: dict[str, str] = {}
+    callee, after_calls, timer = "", False, 0
+    for line in text.splitlines():
+        named = _NAMED.match(line)
+        if named:
+            if named.group(3):
+                names[named.group(2)] = named.group(3)
+            if named.group(1) == "cfn":
+                callee = names.get(named.group(2), "")
+            continue
+        if line.startswith("calls="):
+            after_calls = True
+        elif after_calls and line[:1] in "0123456789+-*":
+            after_calls = False
+            if callee in TIMER_FUNCTIONS:
+                timer += int(line.split()[1])
+    return {"summary": int(summary.group(1)), "timer": timer, "counted": int(summary.group(1)) - timer}
+
+
+def callgrind_dumps(workdir: str) -> dict[str, dict[str, int]]:
+    """{dump name: callgrind_cost} of the Callgrind dumps in `workdir` made by `callgrind_control --dump=NAME`
+    (the server's own dump at its exit has no such trigger and is left out)."""
+    found: dict[str, dict[str, int]] = {}
+    for name in sorted(os.listdir(workdir)):
+        if not name.startswith("callgrind.out."):
+            continue
+        with open(os.path.join(workdir, name), errors="replace") as f:
+            text = f.read()
+        desc = CALLGRIND_DESC.search(text)
+        if desc:
+            if desc.group(1) in found:
+                raise ValueError(f"two Callgrind dumps named {desc.group(1)!r} in {workdir}")
+            found[desc.group(1)] = callgrind_cost(text)
+    return found
+
+
+def instruction_samples(outputs: Mapping[str, str], workdir: str, requests: int
+                        ) -> tuple[list[Sample], dict[str, Any]]:
+    """measure=instructions: each test's instructions between its zero and its dump over its script's requests
+    (every script must have been answered without an error)."""
+    dumps = callgrind_dumps(workdir)
+    samples: list[Sample] = []
+    counted: dict[str, Any] = {}
+    for role in sorted(r for r in outputs if r.startswith("script_")):
+        test = role.removeprefix("script_")
+        # redis-cli prints one line per reply (GET: the value, SET: OK); an error reply is a word and a space
+        # (ERR ..., WRONGTYPE ...), which no value (letters and digits) has.
+        replies = outputs[role].splitlines()
+        errors = [line for line in replies if " " in line or line.startswith("Could not connect")]
+        if len(replies) != requests or errors:
+            raise rig_contract.MeasurementInvalid(
+                f"the {test.upper()} script: expected {requests} replies and no errors, redis-cli printed "
+                f"{len(replies)} lines, {len(errors)} errors ({(errors or [''])[0][:80]})")
+        if test not in dumps:
+            raise ValueError(f"no Callgrind dump {test!r} in {workdir} (callgrind_control --dump={test} failed?)")
+        samples.append({"metric": f"{test}_instructions_per_request", "value": dumps[test]["counted"] / requests,
+                        "unit": "instructions/request", "t": 0.0})
+        counted[test] = {"instructions": dumps[test]["counted"], "timer_instructions": dumps[test]["timer"],
+                         "requests": requests}
+    if not samples:
+        raise ValueError("measure=instructions: no request script ran")
+    return samples, {"instructions": counted}
 
 
 def node_free_mb(node: int) -> int:
@@ -203,7 +401,8 @@ def locality_split(outputs: Mapping[str, str], measured: list[Sample], migration
 class RedisRig(rig_contract.Rig):
     name = "redis"
     roles = ("server", "pressure", "loader", "memory", "numa_before", "warmup", "benchmark_before", "migrate",
-             "numa_after", "benchmark")
+             "numa_after", "benchmark", "zero_get", "script_get", "dump_get", "zero_set", "script_set", "dump_set")
+    apart_roles = ("server",)
 
     parameters = {
         "keys": rig_contract.Param(int, low=1),
@@ -218,16 +417,47 @@ class RedisRig(rig_contract.Rig):
         "io_threads": rig_contract.Param(int, low=1),
         "home_node": rig_contract.Param(int, low=0),
         "pressure_leave_mb": rig_contract.Param(int, low=1),
+        "measure": rig_contract.Param(choices=("wall", "instructions"),
+                                      doc="wall: redis-benchmark's rates and latencies; instructions: the server "
+                                          "under Callgrind serving a fixed request script"),
+        "tail_percentiles": rig_contract.Param(doc="the tails read from a cell's merged distributions, joined by "
+                                               "+ (each needs 10 requests beyond it over the cell's runs)"),
     }
 
     def check(self, params: Mapping[str, str]) -> None:
         tests_of(params)
+        tail_percentiles_of(params)
+        if params.get("measure") == "instructions" and params.get("numa") == "pressured_migrated":
+            raise ValueError("measure=instructions counts a fixed request script's instructions; "
+                             "numa=pressured_migrated measures where pages are (use measure=wall)")
+
+    def check_policy(self, params: Mapping[str, str], policy: rig_contract.PolicyView) -> None:
+        """A tail the cell's runs cannot support is refused before anything runs: p99.99 needs 100,000
+        requests over the runs of a cell (10 beyond it), with the count it needs."""
+        if params.get("measure") == "instructions":
+            return  # no latencies: counted instructions
+        requests = int(params["requests"]) * policy.iterations * policy.repetitions
+        for percent in tail_percentiles_of(params):
+            needed = distributions.requests_needed(percent)
+            if requests < needed:
+                raise ValueError(
+                    f"tail_percentiles asks for p{percent:g}, but {params['requests']} requests x "
+                    f"{policy.iterations} iteration(s) x {policy.repetitions} runs = {requests:,} put fewer than "
+                    f"{distributions.MIN_TAIL_REQUESTS} "
+                    f"beyond it: it needs {needed:,} requests over the cell's runs (raise `requests` or "
+                    "`repetitions`, or drop the percentile)")
+
+    def can_iterate(self, params: Mapping[str, str]) -> bool:
+        """Yes, redis-benchmark again against the same loaded server (bench_iterations.py), but not in a
+        pressured_migrated cell, whose one measured run follows the migration."""
+        return params.get("numa") != "pressured_migrated" and params.get("measure") != "instructions"
 
     def estimate_seconds(self, params: Mapping[str, str], policy: rig_contract.PolicyView) -> float | None:
         """Measured here (2 cores, 50 connections, 100-byte values): the data set written and piped at about
         100,000 keys/s, redis-benchmark at about 80,000 requests/s per test."""
         t = self.typed(params)
-        requests = (t["warmup_requests"] + t["requests"]) * len(tests_of(params))
+        runs = (policy.warmup_iterations + policy.iterations) if policy is not None else 1
+        requests = (t["warmup_requests"] + t["requests"] * runs) * len(tests_of(params))
         return 1 + t["keys"] / 100_000 + requests / 80_000
 
     def launch(self, cell: rig_contract.CellView, workload: Workload, policy: rig_contract.PolicyView, workdir: str,
@@ -256,12 +486,23 @@ class RedisRig(rig_contract.Rig):
                 argv += ["--threads", str(t["bench_threads"])]
             return argv
 
+        counted = p["measure"] == "instructions"
+        # measure=instructions: the same binary under Callgrind (a measuring wrapper, inside the placement),
+        # its instructions (user space) counted between each zero and dump.
+        callgrind = ["valgrind", "--tool=callgrind", f"--callgrind-out-file={workdir}/callgrind.out.%p", "--"]
         processes = [
             rig_contract.Process("server", program=server, server=True, ready_pattern=READY,
-                                 ready_timeout_s=30, ports=[port], fail_pattern=r"# (OOM|Can't|Fatal)"),
+                                 ready_timeout_s=300 if counted else 30, ports=[port],
+                                 fail_pattern=r"# (OOM|Can't|Fatal)", wrapper=callgrind if counted else [],
+                                 env=COUNTED_ENV if counted else {}),
             rig_contract.Process("loader", program=cli + ["--pipe"], stdin=dataset, under_test=False, phase=0),
             rig_contract.Process("memory", program=cli + ["info", "memory"], under_test=False, phase=1),
         ]
+        state = {"port": port, "cli": data["cli"], "io_threads": t["io_threads"], "home_node": home}
+        if counted:
+            scripts, inputs = counted_scripts(p, cli, inputs_dir)
+            return rig_contract.Launch(processes + scripts, generated_inputs={"dataset.resp": digest, **inputs},
+                                       state=dict(state, requests=t["requests"]))
         if t["warmup_requests"]:
             processes.append(rig_contract.Process("warmup", program=bench(t["warmup_requests"]),
                                                   under_test=False, phase=2))
@@ -285,11 +526,13 @@ class RedisRig(rig_contract.Rig):
                 rig_contract.Process("migrate", program=["migratepages", "{pid:server}", "all", str(home)],
                                      under_test=False, phase=4),
                 rig_contract.Process("numa_after", program=numa_maps, under_test=False, phase=5)]
-        processes.append(rig_contract.Process("benchmark", program=bench(t["requests"]), under_test=False,
+        measured = bench(t["requests"])
+        if policy is not None and (policy.iterations > 1 or policy.warmup_iterations > 0):
+            measured = [sys.executable, BENCH_ITERATIONS, str(policy.warmup_iterations), str(policy.iterations),
+                        "--"] + measured
+        processes.append(rig_contract.Process("benchmark", program=measured, under_test=False,
                                               phase=6 if pressured else 3))
-        return rig_contract.Launch(processes, generated_inputs={"dataset.resp": digest},
-                                   state={"port": port, "cli": data["cli"], "io_threads": t["io_threads"],
-                                          "home_node": home})
+        return rig_contract.Launch(processes, generated_inputs={"dataset.resp": digest}, state=state)
 
     def parse(self, outputs: Mapping[str, str], policy: rig_contract.PolicyView, workdir: str,
               launch: rig_contract.Launch) -> rig_contract.Parsed:
@@ -299,20 +542,28 @@ class RedisRig(rig_contract.Rig):
         if int(loaded.group(1)):
             raise rig_contract.MeasurementInvalid(f"loading the data set: {loaded.group(1)} errors")
         memory = parse_info(outputs["memory"])
-        measured = samples_of(parse_benchmark(outputs["benchmark"]), t=0.0)
-        measured.append({"metric": "used_memory_after_load", "value": int(memory["used_memory"]) / 2**20,
-                         "unit": "MiB", "t": 0.0})
+        common = {"keys_loaded": int(loaded.group(2)), "mem_allocator": memory.get("mem_allocator"),
+                  "used_memory_rss_after_load_bytes": int(memory.get("used_memory_rss", 0))}
+        memory_sample: Sample = {"metric": "used_memory_after_load", "value": int(memory["used_memory"]) / 2**20,
+                                 "unit": "MiB", "t": 0.0}
+        if "benchmark" not in outputs:
+            samples, counted = instruction_samples(outputs, workdir, launch.state["requests"])
+            return rig_contract.Parsed([], samples + [memory_sample], observations={**common, **counted})
+        warmup_runs, runs = parse_runs(outputs["benchmark"])
+        measured, dists = measured_samples(runs, t=0.0)
+        measured.append(memory_sample)
         warmup = samples_of(parse_benchmark(outputs["warmup"]), t=0.0) if outputs.get("warmup") else []
+        for k, tests in enumerate(warmup_runs):
+            warmup += [dict(s, metadata=dict(s.get("metadata", {}), iteration=k)) for s in samples_of(tests, t=0.0)]
         observations: dict[str, Any] = {}
         split: dict[str, dict[str, list[Sample]]] = {}
         if "numa_before" in outputs:
             observations.update(migration_observations(outputs, launch.state["home_node"]))
             split = locality_split(outputs, measured, observations["migration"])
-        return rig_contract.Parsed(warmup, measured, split=split, observations={**observations,
-            "keys_loaded": int(loaded.group(2)), "mem_allocator": memory.get("mem_allocator"),
-            "used_memory_rss_after_load_bytes": int(memory.get("used_memory_rss", 0)),
-            "latency_percentiles_ms": {name: t["percentiles"]
-                                       for name, t in parse_benchmark(outputs["benchmark"]).items()}})
+        return rig_contract.Parsed(warmup, measured, split=split, observations={**observations, **common,
+            # The whole printed distribution with its counts (the measured iterations' merged): what a cell's
+            # tails are merged from (results before 2026-11-27 kept latency_percentiles_ms, percents only).
+            "latency_distributions": {name: d.to_json() for name, d in dists.items()}})
 
     def probe(self, role: str, when: str, launch: rig_contract.Launch, workdir: str,
               output: str) -> dict[str, Any] | None:

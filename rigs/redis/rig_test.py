@@ -1,9 +1,13 @@
 """The Redis rig on recorded real output (testdata/README.md) and its launch, without starting Redis."""
 
 import os
+import subprocess
+import sys
 import tempfile
+import types
 import unittest
 
+from analysis import distributions
 from rigs.matrix import rig as rig_contract
 from rigs.matrix import spec
 from rigs.redis import rig
@@ -18,7 +22,8 @@ def recorded(name):
 
 PARAMS = {"keys": "1000", "value_size": "100", "seed": "1", "tests": "get+set", "requests": "20000",
           "warmup_requests": "5000", "clients": "50", "pipeline": "1", "bench_threads": "1", "io_threads": "2",
-          "home_node": "0", "pressure_leave_mb": "64", "numa": "bind_local"}
+          "home_node": "0", "pressure_leave_mb": "64", "numa": "bind_local", "tail_percentiles": "50+99",
+          "measure": "wall"}
 CAPTURES = os.path.join(os.path.dirname(TESTDATA), "..", "matrix", "testdata", "captures")
 
 
@@ -35,8 +40,45 @@ class ParseTest(unittest.TestCase):
         self.assertEqual(s["percentiles"][0], (0.0, 0.095))
         self.assertEqual(s["percentiles"][-1], (100.0, 2.551))
         self.assertEqual(len(s["percentiles"]), 17)
-        self.assertEqual(rig.percentile_at_or_above(s["percentiles"], 99.99), (99.994, 2.527))
-        self.assertEqual(rig.percentile_at_or_above(s["percentiles"], 99.0), (99.219, 1.063))
+
+    def test_two_recorded_distributions_merge_to_known_percentiles(self):
+        # The recorded SET and GET runs as two runs of one cell (20,000 requests each), read by hand from the
+        # file: both tables' points, each run's count at its own largest bound at or below a merged bound.
+        tests = rig.parse_benchmark(recorded("redis-benchmark-7.0.15-get-set.txt"))
+        get, set_ = tests["get"]["distribution"], tests["set"]["distribution"]
+        self.assertEqual((get.total, set_.total), (20000, 20000))
+        self.assertEqual(set_.count_at(0.303), 9239)  # from the by-latency table
+        self.assertEqual(set_.count_at(0.311), 10163)  # from the by-percentile table
+        merged = distributions.merge([get, set_])
+        # p50, rank 20,000: at 0.351 ms SET 10,163 (its 0.311) + GET 10,156 = 20,319; at 0.311 only 14,796.
+        self.assertEqual(distributions.percentile(merged, 50), 0.351)
+        # p99, rank 39,600: 0.903 ms (19,734 + 19,896); 0.839 ms falls short (19,689 + 19,872). The runs' own
+        # p99s are 0.999 and 0.671 ms: their mean, 0.835 ms, is no tail of this cell.
+        self.assertEqual(distributions.percentile(merged, 99), 0.903)
+        self.assertEqual(distributions.percentile(merged, 99.9), 2.183)  # 19,961 + 20,000 >= 39,960
+        self.assertIsNone(distributions.percentile(merged, 99.99))  # 4 requests beyond it: not read
+
+    def test_a_recorded_callgrind_dump_without_the_timer_work(self):
+        cost = rig.callgrind_cost(recorded("callgrind-3.19.0-redis-7.0.15-dump-get-5000.out"))
+        self.assertEqual(cost, {"summary": 32270479, "timer": 3073337, "counted": 29197142})
+        self.assertAlmostEqual(cost["counted"] / 5000, 5839.43, places=2)  # instructions per GET
+        workdir = tempfile.mkdtemp()
+        with open(os.path.join(workdir, "callgrind.out.19518.1"), "w") as f:
+            f.write(recorded("callgrind-3.19.0-redis-7.0.15-dump-get-5000.out"))
+        with open(os.path.join(workdir, "callgrind.out.19518"), "w") as f:
+            f.write("# callgrind format\nsummary: 5\n")  # the dump at exit: no trigger, left out
+        self.assertEqual(rig.callgrind_dumps(workdir), {"get": cost})
+        with self.assertRaisesRegex(ValueError, "without its summary"):
+            rig.callgrind_cost("# callgrind format\ndesc: Trigger: dump get\n")
+        replies = {"script_get": "v\n" * 5000, "script_set": "OK\n" * 5000}
+        with self.assertRaisesRegex(ValueError, "no Callgrind dump 'set'"):
+            rig.instruction_samples(replies, workdir, 5000)
+        with self.assertRaisesRegex(rig_contract.MeasurementInvalid, "4999 lines, 1 errors \\(ERR unknown"):
+            rig.instruction_samples({"script_get": "v\n" * 4998 + "ERR unknown command\n"}, workdir, 5000)
+        samples, counted = rig.instruction_samples({"script_get": "v\n" * 5000}, workdir, 5000)
+        self.assertEqual([(s["metric"], s["unit"]) for s in samples],
+                         [("get_instructions_per_request", "instructions/request")])
+        self.assertEqual(counted["instructions"]["get"]["timer_instructions"], 3073337)
 
     def test_csv_output(self):
         tests = rig.parse_csv(recorded("redis-benchmark-7.0.15-get-set.csv"))
@@ -60,18 +102,58 @@ class ParseTest(unittest.TestCase):
         by_metric = {s["metric"]: s for s in parsed.samples}
         self.assertEqual(by_metric["set_rate"]["value"], 76628.35)
         self.assertEqual(by_metric["set_rate"]["unit"], "requests/s")
-        self.assertEqual(by_metric["set_latency_p99_99"]["value"], 2.527)
-        self.assertEqual(by_metric["set_latency_p99_99"]["unit"], "ms")
-        self.assertEqual(by_metric["set_latency_p99_99"]["metadata"], {"printed_percentile": 99.994})
+        # From the distribution: the first printed bound with 99 % of the 20,000 requests at or below it
+        # (19,808 at 1.007 ms); redis-benchmark's own summary line says 0.999 (HdrHistogram's value within it).
+        self.assertEqual(by_metric["set_latency_p99"]["value"], 1.007)
+        self.assertEqual(by_metric["set_latency_p99"]["unit"], "ms")
+        self.assertEqual(by_metric["set_latency_p99"]["metadata"], {"requests_beyond": 200.0})
+        self.assertEqual(by_metric["set_latency_p50"]["value"], 0.311)  # the summary's p50 too
+        # 20,000 requests put 2 beyond p99.99: a run this short reports no p99.99 of its own.
+        self.assertNotIn("set_latency_p99_99", by_metric)
         self.assertAlmostEqual(by_metric["used_memory_after_load"]["value"], 1185176 / 2**20)
         self.assertEqual(by_metric["used_memory_after_load"]["unit"], "MiB")
         self.assertEqual(parsed.split, {})  # one placement, no migration: nothing to split
-        self.assertEqual(len(parsed.warmup_samples), 8)
+        self.assertEqual(len(parsed.warmup_samples), 8)  # rate, p50, p99, p99.9 (20 beyond it) per test
+        kept = parsed.observations["latency_distributions"]["get"]
+        self.assertEqual((kept["requests"], kept["points"][-1]), (20000, [3.103, 20000]))
         self.assertEqual(parsed.observations["keys_loaded"], 1000)
         self.assertEqual(parsed.observations["mem_allocator"], "jemalloc-5.3.0")  # Debian's, as in its binary
         outputs["loader"] = "errors: 3, replies: 1000\n"
         with self.assertRaisesRegex(rig_contract.MeasurementInvalid, "3 errors"):
             rig.RIG.parse(outputs, None, None, launch)
+
+    def test_iterations_give_tagged_rates_and_tails_of_their_merged_distribution(self):
+        # bench_iterations.py's marks around the recorded run (the driver's own output is only its marks).
+        bench = recorded("redis-benchmark-7.0.15-get-set.txt")
+        mark = '{"event":"iteration","index":%d,"warmup":%s}\n'
+        text = mark % (0, "true") + bench + mark % (1, "false") + bench + mark % (2, "false") + bench
+        outputs = {"loader": "errors: 0, replies: 1000\n", "memory": recorded("redis-cli-info-memory.txt"),
+                   "benchmark": text}
+        parsed = rig.RIG.parse(outputs, None, None, rig_contract.Launch([], state={"home_node": 0}))
+        rates = [s for s in parsed.samples if s["metric"] == "set_rate"]
+        self.assertEqual([(s["value"], s["metadata"]) for s in rates],
+                         [(76628.35, {"iteration": 0}), (76628.35, {"iteration": 1})])
+        self.assertEqual([s["metadata"]["iteration"] for s in parsed.warmup_samples if s["metric"] == "set_rate"], [0])
+        by_metric = {s["metric"]: s for s in parsed.samples}
+        # Two runs of 20,000: 40 requests beyond p99.9, so the run reads it; p99.99 (4 beyond) it does not.
+        self.assertEqual(by_metric["set_latency_p99_9"]["metadata"], {"requests_beyond": 40.0})
+        self.assertNotIn("set_latency_p99_99", by_metric)
+        self.assertEqual(parsed.observations["latency_distributions"]["set"]["requests"], 40000)
+        with self.assertRaisesRegex(ValueError, "iteration 2: redis-benchmark output for GET lacks"):
+            rig.RIG.parse(dict(outputs, benchmark=text[:text.index("throughput summary", text.rindex("== GET"))]),
+                          None, None, rig_contract.Launch([], state={"home_node": 0}))
+
+    def test_the_iterations_driver_marks_each_run_and_stops_at_a_failing_one(self):
+        driver = [sys.executable, rig.BENCH_ITERATIONS]
+        done = subprocess.run(driver + ["1", "2", "--", sys.executable, "-c", "print('run')"], capture_output=True,
+                              text=True, check=True)
+        self.assertEqual(done.stdout.splitlines(), [
+            '{"event":"iteration","index":0,"warmup":true}', "run", '{"event":"iteration","index":1,"warmup":false}',
+            "run", '{"event":"iteration","index":2,"warmup":false}', "run"])
+        failed = subprocess.run(driver + ["0", "3", "--", sys.executable, "-c", "raise SystemExit(3)"],
+                                capture_output=True, text=True)
+        self.assertEqual((failed.returncode, failed.stdout.count("iteration")), (3, 1))
+        self.assertEqual(subprocess.run(driver + ["x"], capture_output=True).returncode, 2)
 
 
 def cell_workdir(run_dir=None):
@@ -169,14 +251,66 @@ class LaunchTest(unittest.TestCase):
         with self.assertRaisesRegex(rig_contract.MeasurementInvalid, "did not push the server's pages off node 0"):
             rig.migration_observations({"numa_before": after, "numa_after": after, "benchmark_before": bench}, 0)
 
+    def test_instructions_run_the_server_under_callgrind_between_zero_and_dump(self):
+        run_dir = tempfile.mkdtemp()
+        workdir = cell_workdir(run_dir)
+        data = {"server": "/b/redis-server", "benchmark": "/b/redis-benchmark", "cli": "/b/redis-cli"}
+        params = dict(PARAMS, measure="instructions", requests="300")
+        launch = rig.RIG.launch(spec.Cell(params), None, None, workdir, data, os.path.join(run_dir, "inputs"))
+        launch.validate()
+        server = launch.processes[0]
+        self.assertEqual(server.wrapper, ["valgrind", "--tool=callgrind",
+                                          f"--callgrind-out-file={workdir}/callgrind.out.%p", "--"])
+        self.assertEqual(server.program[0], "/b/redis-server")
+        self.assertEqual([[p.role for p in phase] for phase in launch.phases()],
+                         [["loader"], ["memory"], ["zero_get"], ["script_get"], ["dump_get"], ["zero_set"],
+                          ["script_set"], ["dump_set"]])
+        self.assertLessEqual({p.role for p in launch.processes}, set(rig.RIG.roles))
+        by_role = {p.role: p for p in launch.processes}
+        self.assertEqual(by_role["dump_get"].program, ["callgrind_control", "--dump=get", "{pid:server}"])
+        with open(by_role["script_get"].stdin, "rb") as f:
+            script = f.read().splitlines()
+        self.assertEqual(len(script), 300)
+        self.assertTrue(all(line.startswith(b"GET key:0000000") and len(line) == 20 for line in script))  # 1,000 keys
+        with open(by_role["script_set"].stdin, "rb") as f:
+            self.assertEqual({len(line.split()[2]) for line in f.read().splitlines()}, {100})  # value_size
+        # One command a line, each sent when the last one's reply came (closed loop, no --pipe).
+        self.assertEqual(by_role["script_get"].program, ["/b/redis-cli", "-h", "127.0.0.1", "-p", str(server.ports[0])])
+        self.assertEqual(set(launch.generated_inputs), {"dataset.resp", "get_script.txt", "set_script.txt"})
+        again = rig.RIG.launch(spec.Cell(params), None, None, cell_workdir(run_dir), data,
+                               os.path.join(run_dir, "inputs"))
+        self.assertEqual(launch.generated_inputs, again.generated_inputs)  # seeded: the same script
+        self.assertFalse(rig.RIG.can_iterate(params))
+        with self.assertRaisesRegex(ValueError, "use measure=wall"):
+            rig.RIG.check(dict(params, numa="pressured_migrated"))
+
+    def test_with_iterations_the_benchmark_role_runs_the_driver(self):
+        run_dir = tempfile.mkdtemp()
+        data = {"server": "/b/redis-server", "benchmark": "/b/redis-benchmark", "cli": "/b/redis-cli"}
+        policy = types.SimpleNamespace(repetitions=3, warmup_iterations=2, iterations=6)
+        launch = rig.RIG.launch(spec.Cell(dict(PARAMS)), None, policy, cell_workdir(run_dir), data,
+                                os.path.join(run_dir, "inputs"))
+        bench = launch.processes[-1]
+        self.assertEqual((bench.role, bench.program[1:6]), ("benchmark", [rig.BENCH_ITERATIONS, "2", "6", "--",
+                                                                         "/b/redis-benchmark"]))
+        self.assertTrue(rig.RIG.can_iterate(PARAMS))
+        self.assertFalse(rig.RIG.can_iterate(dict(PARAMS, numa="pressured_migrated")))
+
     def test_bad_parameters_are_refused(self):
         for key, value, message in (("tests", "get+lpush", "tests="), ("clients", "0", "clients=0"),
-                                    ("keys", "many", "keys='many'")):
+                                    ("keys", "many", "keys='many'"), ("tail_percentiles", "99+100", "in \\(0, 100\\)"),
+                                    ("tail_percentiles", "p99", "tail_percentiles=")):
             with self.subTest(key):
                 params = dict(PARAMS, **{key: value})
                 with self.assertRaisesRegex(ValueError, message):  # as the core checks a cell: declarations first
                     rig.RIG.typed(params)
                     rig.RIG.check(params)
+
+    def test_a_tail_the_requests_cannot_support_is_refused_with_the_count_needed(self):
+        policy = types.SimpleNamespace(repetitions=3, warmup_iterations=0, iterations=1)
+        rig.RIG.check_policy(dict(PARAMS, tail_percentiles="50+99+99.9", requests="4000"), policy)  # 12,000
+        with self.assertRaisesRegex(ValueError, r"p99\.99.*1 iteration\(s\) x 3 runs = 12,000.*needs 100,000 requests"):
+            rig.RIG.check_policy(dict(PARAMS, tail_percentiles="50+99.99", requests="4000"), policy)
 
 
 if __name__ == "__main__":

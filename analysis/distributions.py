@@ -1,0 +1,176 @@
+"""Latency tails from merged distributions: counts added over a cell's runs, never percentiles averaged.
+
+A run's distribution is what its load generator printed: cumulative counts at latency bounds ("N requests
+took <= x ms"), e.g. redis-benchmark 7's two HdrHistogram tables. A cell's tail is read from the sum of its
+runs' step functions: at every bound printed by any run, each run contributes the count at its own largest
+bound not above it. Between printed bounds a run's count is not known, so the merged count is a lower bound
+and a percentile read from it an upper bound, exact to the coarsest print resolution near that percentile.
+
+Assumptions, stated: the runs of a cell are independent and alike (the unit of the bootstrap over runs); a
+percentile needs at least MIN_TAIL_REQUESTS requests beyond it in the merged distribution, else it is not
+reported (a p99.99 of 20,000 requests is two requests).
+"""
+
+import dataclasses
+import math
+
+import numpy as np
+
+MIN_TAIL_REQUESTS = 10
+TAILS = (50.0, 99.0, 99.9, 99.99)
+BOOTSTRAP_RESAMPLES = 2000
+BOOTSTRAP_SEED = 20261126  # fixed: the same runs give the same interval
+
+
+class DistributionError(ValueError):
+    pass
+
+
+@dataclasses.dataclass(frozen=True)
+class Distribution:
+    """Cumulative counts at latency bounds: bounds ascending, counts non-decreasing, the last one = total."""
+    bounds: tuple
+    counts: tuple
+
+    @property
+    def total(self):
+        return self.counts[-1] if self.counts else 0
+
+    @classmethod
+    def from_points(cls, points, total=None):
+        """From (bound, cumulative count) pairs in any order; duplicates keep the largest count. `total`, if
+        given, must equal the largest count (the run's request count)."""
+        merged = {}
+        for bound, count in points:
+            bound, count = float(bound), int(count)
+            if not math.isfinite(bound) or bound < 0 or count < 0:
+                raise DistributionError(f"bad point ({bound}, {count}): bounds and counts must be >= 0")
+            merged[bound] = max(count, merged.get(bound, 0))
+        if not merged:
+            raise DistributionError("a distribution needs at least one point")
+        bounds = tuple(sorted(merged))
+        counts = tuple(merged[b] for b in bounds)
+        if any(b < a for a, b in zip(counts, counts[1:])):
+            raise DistributionError("cumulative counts fall as the latency bound rises: not one distribution")
+        if total is not None and counts[-1] != total:
+            raise DistributionError(f"the distribution counts {counts[-1]} requests, the run made {total}")
+        return cls(bounds, counts)
+
+    @classmethod
+    def from_percentiles(cls, percentiles, total):
+        """From (percent, bound) pairs and the request count (result files written before the counts were
+        kept): counts are percent x total, as the tool computed its percent from them."""
+        if total < 1:
+            raise DistributionError("a distribution from percentiles needs the request count")
+        return cls.from_points([(ms, round(p / 100 * total)) for p, ms in percentiles], total=total)
+
+    def count_at(self, bound):
+        """Requests known to have taken <= bound (the count at the largest printed bound not above it)."""
+        i = np.searchsorted(self.bounds, bound, side="right")
+        return self.counts[i - 1] if i else 0
+
+    def to_json(self):
+        return {"requests": self.total, "points": [[b, c] for b, c in zip(self.bounds, self.counts)]}
+
+    @classmethod
+    def from_json(cls, obj):
+        try:
+            return cls.from_points(obj["points"], total=obj["requests"])
+        except (KeyError, TypeError, ValueError) as e:
+            raise DistributionError(f"not a stored distribution: {e}") from None
+
+
+def merge(distributions):
+    """The sum of the runs' step functions, at every bound any of them printed."""
+    if not distributions:
+        raise DistributionError("nothing to merge")
+    bounds = np.unique(np.concatenate([d.bounds for d in distributions]))
+    counts = np.zeros(len(bounds), dtype=np.int64)
+    for d in distributions:
+        # Each run's count at its own largest bound at or below every merged bound (0 below its first).
+        counts += np.concatenate(([0], d.counts))[np.searchsorted(d.bounds, bounds, side="right")]
+    return Distribution(tuple(float(b) for b in bounds), tuple(int(c) for c in counts))
+
+
+def requests_beyond(total, percent):
+    """How many requests lie beyond `percent` in a distribution of `total` requests."""
+    return total * (100.0 - percent) / 100.0
+
+
+def requests_needed(percent, beyond=MIN_TAIL_REQUESTS):
+    """The smallest request count with `beyond` requests past `percent` (p99.99 and 10: 100,000)."""
+    return math.ceil(beyond * 100.0 / (100.0 - percent) - 1e-9)
+
+
+def percentile(dist, percent):
+    """The smallest printed bound with at least percent % of the requests at or below it; None when fewer than
+    MIN_TAIL_REQUESTS lie beyond the percentile."""
+    if not 0 < percent < 100:
+        raise DistributionError(f"percentile {percent} is not in (0, 100)")
+    if requests_beyond(dist.total, percent) < MIN_TAIL_REQUESTS:
+        return None
+    rank = math.ceil(percent / 100.0 * dist.total - 1e-9)
+    i = int(np.searchsorted(dist.counts, rank, side="left"))
+    return dist.bounds[min(i, len(dist.bounds) - 1)]
+
+
+@dataclasses.dataclass
+class Tail:
+    percent: float
+    value: float | None  # ms from the merged distribution; None: too few requests behind it
+    ci_low: float  # bootstrap over runs; nan under 3 runs
+    ci_high: float
+    requests_beyond: float  # in the merged distribution
+    runs: int
+
+
+def tails(distributions, percents=TAILS, seed=BOOTSTRAP_SEED, resamples=BOOTSTRAP_RESAMPLES):
+    """Each percentile of the merged runs with a 95 % percentile-bootstrap interval over runs (resampled with
+    replacement, merged again); no interval under 3 runs."""
+    merged = merge(distributions)
+    n = len(distributions)
+    boot = None
+    if n >= 3:
+        rng = np.random.default_rng(seed)
+        boot = [merge([distributions[i] for i in rng.integers(0, n, n)]) for _ in range(resamples)]
+    out = []
+    for p in percents:
+        value = percentile(merged, p)
+        low = high = float("nan")
+        if value is not None and boot is not None:
+            values = [percentile(b, p) for b in boot]
+            values = np.array([v for v in values if v is not None])
+            if len(values):
+                low, high = np.percentile(values, [2.5, 97.5])
+        out.append(Tail(p, value, float(low), float(high), requests_beyond(merged.total, p), n))
+    return out
+
+
+def tail_label(percent):
+    """99.99 -> "p99.99", 50 -> "p50"."""
+    return "p" + f"{percent:g}"
+
+
+def run_distributions(doc):
+    """{test: Distribution} of one stored run: its kept counts, or (result files written before they were
+    kept) its printed percentiles with the cell's `requests`. {} for a run without a latency distribution."""
+    observations = doc.get("observations") or {}
+    kept = observations.get("latency_distributions")
+    if kept:
+        return {test: Distribution.from_json(obj) for test, obj in sorted(kept.items())}
+    printed = observations.get("latency_percentiles_ms")
+    requests = (doc.get("cell") or {}).get("params", {}).get("requests", "")
+    if printed and str(requests).isdigit():
+        return {test: Distribution.from_percentiles(points, int(requests)) for test, points in sorted(printed.items())}
+    return {}
+
+
+def cell_tails(docs, percents=TAILS):
+    """{test: [Tail]} over the ok runs among `docs` (one cell's)."""
+    per_test = {}
+    for d in docs:
+        if d.get("status") != "ok":
+            continue
+        for test, dist in run_distributions(d).items():
+            per_test.setdefault(test, []).append(dist)
+    return {test: tails(dists, percents) for test, dists in sorted(per_test.items())}
