@@ -184,7 +184,7 @@ def gate(baseline, candidate, min_effect, min_runs=3, overrides=None, resamples=
     blind = [c for c in checks if c.judged_at_mde]
     if strict and blind:
         raise GateError("--strict: the gate cannot see the asked minimum effect: " + "; ".join(
-            f"{c.cell} {c.metric}: asked {c.asked_min_effect:.0%}, can see {c.mde:.1%} with {min(c.runs)} rounds "
+            f"{c.cell} {c.metric}: asked {c.asked_min_effect * 100:g}%, can see {c.mde:.1%} with {min(c.runs)} rounds "
             f"(set {c.figure.set_name})" for c in blind) + ". Quiet the rig (README: Sensitivity), run more rounds, "
             "or raise the minimum effect in the workload's gate.toml")
     stats.adjust([c.comparison for c in checks])

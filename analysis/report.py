@@ -27,7 +27,7 @@ from analysis import compare, crosshost, plots, render, resultsets, stats, thres
 from analysis.kinds import KINDS, Kind, Prepared, ReportError, prepare, split_parts  # noqa: F401
 # The report's sections after its comparison tables (attribution, threads, observations, provenance).
 from analysis.report_sections import (attribution_blocks, observation_tables, provenance_appendix, rerun_commands,
-                                      sequential_blocks, thread_cpu_blocks, verdict)
+                                      sequential_blocks, tail_blocks, thread_cpu_blocks, verdict)
 
 EXIT_OK, EXIT_BAD_INPUT = 0, 2
 
@@ -241,6 +241,7 @@ def build(kind_name, sets, out_dir, metrics=None, axis=None, allow_mismatch=Fals
             caption="Reference rows: the authors' numbers, not measured by tunelab; their setups differ from ours"))
 
     blocks += thread_cpu_blocks(prepared.docs, out_dir)
+    blocks += tail_blocks(prepared.docs)
     blocks += observation_tables(prepared.docs)
 
     missing = compare.not_measured_rows(cells)

@@ -7,7 +7,7 @@ import os
 import shlex
 import statistics
 
-from analysis import compare, plots, render, resultsets, sequential, summary
+from analysis import compare, distributions, plots, render, resultsets, sequential, summary
 
 JVM_FLAG_PREFIXES = ("-X", "--add-opens", "-Dsun.", "-Djdk.net")
 
@@ -97,6 +97,45 @@ def thread_cpu_blocks(docs, out_dir):
         blocks.append(render.TableBlock(["thread group"] + [label for label, _ in part], table,
                                         caption="CPUs busy per thread group"))
     return blocks
+
+
+def tail_blocks(docs):
+    """Latency tails per cell from its runs' merged distributions (analysis/distributions.py), ms with a 95 %
+    bootstrap interval over runs; nothing for results that kept no distribution."""
+    cells = _ok_cells(docs, distributions.run_distributions)
+    if not cells:
+        return []
+    rows, percents = [], []
+    for label, cell_docs in cells:
+        try:
+            wanted = [float(x) for x in cell_docs[0]["cell"]["params"].get("tail_percentiles", "").split("+") if x]
+        except ValueError:
+            wanted = []
+        wanted = wanted or list(distributions.TAILS)
+        percents += [p for p in wanted if p not in percents]
+        for test, tails in distributions.cell_tails(cell_docs, wanted).items():
+            rows.append((label, test.upper(), tails))
+    header = ["cell", "test", "runs"] + [distributions.tail_label(p) for p in percents]
+    table = []
+    for label, test, tails in rows:
+        by_percent = {t.percent: t for t in tails}
+        cells_text = []
+        for p in percents:
+            t = by_percent.get(p)
+            if t is None:
+                cells_text.append("")
+            elif t.value is None:
+                cells_text.append(f"- ({t.requests_beyond:.0f} beyond)")
+            elif t.ci_low != t.ci_low:
+                cells_text.append(f"{t.value:.3g}")
+            else:
+                cells_text.append(f"{t.value:.3g} ({t.ci_low:.2g}..{t.ci_high:.2g})")
+        table.append([label, test, str(tails[0].runs)] + cells_text)
+    return [render.Heading("Latency tails"),
+            render.Para("Each cell's tails read from its runs' latency distributions merged (counts added, never "
+                        "percentiles averaged), in ms, with a 95 % bootstrap interval over runs; a tail with "
+                        f"fewer than {distributions.MIN_TAIL_REQUESTS} requests beyond it is not read."),
+            render.TableBlock(header, table)]
 
 
 def observation_tables(docs, per_table=6):

@@ -200,6 +200,26 @@ class ReportTest(unittest.TestCase):
                                 "sum": ["0.94", "0.73"]})
         self.assertEqual(report.thread_cpu_blocks([d for d in docs if d["status"] != "ok"], self.dir), [])
 
+    def test_latency_tails_come_from_each_cells_merged_runs(self):
+        def doc(variant, rep, slow, status="ok"):
+            # 1,000 requests a run: 990 at or below 0.2 ms, the rest at `slow` ms.
+            dist = {"requests": 1000, "points": [[0.1, 500], [0.2, 990], [slow, 1000]]}
+            return {"status": status, "cell": {"id": f"c-{variant}", "params": {"variant": variant,
+                                                                               "tail_percentiles": "50+99.5"}},
+                    "repetition": rep, "observations": {"latency_distributions": {"get": dist}}}
+        docs = [doc("stock", r, slow) for r, slow in enumerate((1.0, 2.0, 3.0))] + \
+            [doc("patched", r, 0.4) for r in range(3)] + [doc("patched", 3, 99.0, status="failed")]
+        heading, _, table = report.tail_blocks(docs)
+        self.assertEqual(heading.text, "Latency tails")
+        self.assertEqual(table.columns, ["cell", "test", "runs", "p50", "p99.5"])
+        rows = {r[0]: r[1:] for r in table.rows}
+        # p99.5 of 3,000 requests: rank 2,985; 2,970 at or below 0.2 ms, then the 30 slowest, 10 each at 1, 2
+        # and 3 ms: 2,990 at or below 2 ms. A run alone (5 requests beyond its p99.5) could not say it.
+        self.assertEqual(rows["variant=stock"][:3], ["GET", "3", "0.1 (0.1..0.1)"])  # rank 1,500: 1,500 at 0.1
+        self.assertTrue(rows["variant=stock"][3].startswith("2 ("), rows)
+        self.assertTrue(rows["variant=patched"][3].startswith("0.4 ("), rows)  # the failed run not counted
+        self.assertEqual(report.tail_blocks([d for d in docs if d["status"] != "ok"]), [])
+
     def test_answers_name_the_change_or_say_not_significant(self):
         stock = [({"variant": "stock"}, 1000.0)]
         slower = write_set(os.path.join(self.dir, "slow"), [({"variant": "patched"}, 950.0)])

@@ -14,7 +14,7 @@ def sensitivity_text(check):
     text = (f"{check.metric}: catches >= {check.mde:.1%} at 95 % with {min(check.runs)} rounds a side "
             f"(set {f.set_name}, {f.measured_at})")
     if check.judged_at_mde:
-        text += (f"; asked {check.asked_min_effect:.0%}, can see {check.mde:.1%}: judged at {check.mde:.1%}; quiet "
+        text += (f"; asked {check.asked_min_effect * 100:g}%, can see {check.mde:.1%}: judged at {check.mde:.1%}; quiet "
                  "the rig or raise the minimum effect")
     if f.stale:
         text += f"; the set is older than the workload's digest (measured on {f.workload_sha256[:12]})"
@@ -31,7 +31,7 @@ def headline(checks):
     verdict = f"REGRESSED ({len(regressed)} of {len(checks)})" if regressed else f"PASS ({len(checks)} checks)"
     blind = sorted({(c.metric, c.asked_min_effect, c.mde) for c in checks if c.judged_at_mde})
     if blind:
-        verdict += "; judged at the MDE: " + ", ".join(f"{m} asked {a:.0%}, can see {d:.1%}" for m, a, d in blind)
+        verdict += "; judged at the MDE: " + ", ".join(f"{m} asked {a * 100:g}%, can see {d:.1%}" for m, a, d in blind)
     return verdict
 
 
@@ -76,7 +76,7 @@ def markdown(checks, baseline, candidate, confirmed=None, warnings=()):
 def _effect(c):
     """The minimum effect a check was judged at: "5%", or "12.7% (MDE; asked 5%)"."""
     if c.judged_at_mde:
-        return f"{c.min_effect:.1%} (MDE; asked {c.asked_min_effect:.0%})"
+        return f"{c.min_effect:.1%} (MDE; asked {c.asked_min_effect * 100:g}%)"
     return f"{c.min_effect:.0%}"
 
 

@@ -127,7 +127,7 @@ def describe(rig, metric, e):
     s = e["design"]["sequential"]
     seq_mde = "-" if s["mde"] is None else f"{s['mde']:.1%}"
     lines.append(f"  sequential {s['min']}..{s['max']}: MDE {seq_mde}; gate judged at {f['judged_at']:.1%} "
-                 f"(asked {f['asked_min_effect']:.0%}): false alarms {_pct(e['false_alarm_rate'])}, "
+                 f"(asked {f['asked_min_effect'] * 100:g}%): false alarms {_pct(e['false_alarm_rate'])}, "
                  f"detection of {_pct(e['slowdown'], signed=True)} {_pct(e['detection_rate'])}")
     a = e["design"]["allocation"]
     if a:

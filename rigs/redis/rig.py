@@ -27,13 +27,14 @@ tagged with its iteration (the runner's steady-state check judges them), the run
 iterations' merged distribution.
 """
 
+import functools
 import hashlib
 import os
 import random
 import re
 import subprocess
 import sys
-from typing import Any, Mapping
+from typing import Any, Callable, Mapping
 
 from analysis import distributions
 from rigs.matrix import evidence, iterations
@@ -100,7 +101,7 @@ def write_request_script(path: str, test: str, requests: int, keys: int, value_s
     return digest.hexdigest()
 
 
-def ensure_input(cache_root: str, name: str, write) -> tuple[str, str]:
+def ensure_input(cache_root: str, name: str, write: Callable[[str], str]) -> tuple[str, str]:
     """(path, sha256) of a generated input, written once per run under its inputs/ folder by write(path) ->
     sha256 (atomically: a temporary name, then a rename), so cells do not each store their own copy."""
     path = os.path.join(cache_root, name)
@@ -251,7 +252,8 @@ def tail_percentiles_of(params: Mapping[str, str]) -> list[float]:
 
 def counted_scripts(params: Mapping[str, str], cli: list[str], inputs_dir: str
                     ) -> tuple[list[rig_contract.Process], dict[str, str]]:
-    """measure=instructions: per test, callgrind_control --zero, its request script through redis-cli,
+    """measure=instructions: per test, callgrind_control --zero, its request script through redis-cli (one
+    connection: `clients`, `pipeline`, `bench_threads` and `warmup_requests` are redis-benchmark's and not used),
     callgrind_control --dump=<test>, in phases after the load (2, 3, 4, then 5, 6, 7); and the scripts'
     sha256 by input name."""
     requests, keys, value_size, seed = (int(params[k]) for k in ("requests", "keys", "value_size", "seed"))
@@ -260,7 +262,8 @@ def counted_scripts(params: Mapping[str, str], cli: list[str], inputs_dir: str
     for k, test in enumerate(tests_of(params)):
         script, inputs[f"{test}_script.txt"] = ensure_input(
             inputs_dir, f"redis-{test}-{requests}of{keys}x{value_size}-seed{seed}.txt",
-            lambda path, test=test: write_request_script(path, test, requests, keys, value_size, seed))
+            functools.partial(write_request_script, test=test, requests=requests, keys=keys, value_size=value_size,
+                              seed=seed))
         processes += [
             rig_contract.Process(f"zero_{test}", program=control + ["--zero", "{pid:server}"], under_test=False,
                                  phase=2 + 3 * k),
@@ -272,9 +275,8 @@ def counted_scripts(params: Mapping[str, str], cli: list[str], inputs_dir: str
 
 # callgrind_control --dump=NAME writes "desc: Trigger: dump NAME" (Valgrind 3.19) and the dump's cost in its
 # header's "summary:" line (its "totals:" at the end also counts costs carried in open calls).
-# measure=instructions: jemalloc's time-based purging off (dirty and muzzy pages kept), so what is counted
-# does not depend on how long the counted run took under Callgrind (with it, a GET's count varied ~5 %
-# between runs, in memset and the allocator's own functions).
+# measure=instructions: jemalloc's time-based purging off (dirty and muzzy pages kept): its decay runs inside
+# allocation calls when enough time has passed, so with it the request path itself would count by the clock.
 COUNTED_ENV = {"MALLOC_CONF": "dirty_decay_ms:-1,muzzy_decay_ms:-1"}
 CALLGRIND_DESC = re.compile(r"^desc: Trigger: dump (\w+)$", re.M)
 CALLGRIND_TOTAL = re.compile(r"^summary: (\d+)$", re.M)
@@ -357,7 +359,9 @@ def instruction_samples(outputs: Mapping[str, str], workdir: str, requests: int
                          "requests": requests}
     if not samples:
         raise ValueError("measure=instructions: no request script ran")
-    return samples, {"instructions": counted}
+    # Said in every such result: what the script does not use (it is one connection, one request at a time).
+    return samples, {"instructions": counted,
+                     "parameters_not_used": ["clients", "pipeline", "bench_threads", "warmup_requests"]}
 
 
 def node_free_mb(node: int) -> int:
