@@ -174,3 +174,21 @@ def cell_tails(docs, percents=TAILS):
         for test, dist in run_distributions(d).items():
             per_test.setdefault(test, []).append(dist)
     return {test: tails(dists, percents) for test, dists in sorted(per_test.items())}
+
+
+def percents_of(params):
+    """A cell's `tail_percentiles` ("50+99+99.9") as numbers; TAILS when it has none (or none readable)."""
+    try:
+        percents = [float(x) for x in str(params.get("tail_percentiles", "")).split("+") if x.strip()]
+    except ValueError:
+        percents = []
+    return percents or list(TAILS)
+
+
+def tail_text(tail):
+    """A tail for tables: "0.311 (0.29..0.34)" ms, without an interval under 3 runs, "- (N beyond)" unread."""
+    if tail.value is None:
+        return f"- ({tail.requests_beyond:.0f} beyond)"
+    if tail.ci_low != tail.ci_low:
+        return f"{tail.value:.3g}"
+    return f"{tail.value:.3g} ({tail.ci_low:.2g}..{tail.ci_high:.2g})"

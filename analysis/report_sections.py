@@ -107,11 +107,7 @@ def tail_blocks(docs):
         return []
     rows, percents = [], []
     for label, cell_docs in cells:
-        try:
-            wanted = [float(x) for x in cell_docs[0]["cell"]["params"].get("tail_percentiles", "").split("+") if x]
-        except ValueError:
-            wanted = []
-        wanted = wanted or list(distributions.TAILS)
+        wanted = distributions.percents_of(cell_docs[0]["cell"]["params"])
         percents += [p for p in wanted if p not in percents]
         for test, tails in distributions.cell_tails(cell_docs, wanted).items():
             rows.append((label, test.upper(), tails))
@@ -119,18 +115,8 @@ def tail_blocks(docs):
     table = []
     for label, test, tails in rows:
         by_percent = {t.percent: t for t in tails}
-        cells_text = []
-        for p in percents:
-            t = by_percent.get(p)
-            if t is None:
-                cells_text.append("")
-            elif t.value is None:
-                cells_text.append(f"- ({t.requests_beyond:.0f} beyond)")
-            elif t.ci_low != t.ci_low:
-                cells_text.append(f"{t.value:.3g}")
-            else:
-                cells_text.append(f"{t.value:.3g} ({t.ci_low:.2g}..{t.ci_high:.2g})")
-        table.append([label, test, str(tails[0].runs)] + cells_text)
+        table.append([label, test, str(tails[0].runs)]
+                     + [distributions.tail_text(by_percent[p]) if p in by_percent else "" for p in percents])
     return [render.Heading("Latency tails"),
             render.Para("Each cell's tails read from its runs' latency distributions merged (counts added, never "
                         "percentiles averaged), in ms, with a 95 % bootstrap interval over runs; a tail with "

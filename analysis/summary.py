@@ -251,14 +251,6 @@ def render(console, result_set, metrics=None):
     return True
 
 
-def _fmt_tail(tail):
-    if tail.value is None:
-        return f"- ({tail.requests_beyond:.0f} beyond)"
-    if tail.ci_low != tail.ci_low:
-        return f"{tail.value:.3g}"
-    return f"{tail.value:.3g} ({tail.ci_low:.2g}..{tail.ci_high:.2g})"
-
-
 def tail_table(cells, docs):
     """Latency tails per cell and test from the runs' merged distributions (analysis/distributions.py), ms
     with a 95 % bootstrap interval over runs; None when no run kept a distribution. A cell's label is a row
@@ -269,11 +261,7 @@ def tail_table(cells, docs):
     varying = list(compare.varying_axes(cells))
     rows, percents_seen = [], []
     for c in cells:
-        try:
-            percents = [float(x) for x in c.params.get("tail_percentiles", "").split("+") if x.strip()]
-        except ValueError:
-            percents = []
-        percents = percents or list(distributions.TAILS)
+        percents = distributions.percents_of(c.params)
         found = distributions.cell_tails(by_cell.get(c.id, []), percents)
         if not found:
             continue
@@ -293,7 +281,7 @@ def tail_table(cells, docs):
         if by_percent is None:
             t.add_row(escape(label), *([""] * len(percents_seen)))
             continue
-        t.add_row(escape(label), *(_fmt_tail(by_percent[p]) if p in by_percent else "" for p in percents_seen))
+        t.add_row(escape(label), *(distributions.tail_text(by_percent[p]) if p in by_percent else "" for p in percents_seen))
     t.caption = (f"counts added over runs, never percentiles averaged; a tail with fewer than "
                  f"{distributions.MIN_TAIL_REQUESTS} requests beyond it is not read")
     return t

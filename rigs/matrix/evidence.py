@@ -151,11 +151,8 @@ def executable(proc_dir, program=None):
 
 
 def file_sha256(path):
-    digest = hashlib.sha256()
     with open(path, "rb") as f:
-        for block in iter(lambda: f.read(1 << 20), b""):
-            digest.update(block)
-    return digest.hexdigest()
+        return hashlib.file_digest(f, "sha256").hexdigest()
 
 
 def mapped_files(proc_dir):
