@@ -40,6 +40,32 @@ BUILDIFIER_WARNINGS = ",".join("-native-" + name for name in (
 RIG_MATRIX_CALL = re.compile(r"^rig_matrix\((.*?)^\)", re.S | re.M)
 
 
+def dollar_anchored_matches(path, text):
+    """`re.match("...$", s)` and `X.match(s)` with X = re.compile("...$") in one module: `$` also matches before
+    a final newline, so such a check passes a name with a newline after it (issue 39); use fullmatch."""
+    tree = ast.parse(text, path)
+    compiled = {}
+    for node in ast.walk(tree):
+        if (isinstance(node, ast.Assign) and isinstance(node.value, ast.Call)
+                and isinstance(node.value.func, ast.Attribute) and node.value.func.attr == "compile"
+                and node.value.args and isinstance(node.value.args[0], ast.Constant)
+                and isinstance(node.value.args[0].value, str)):
+            compiled.update({t.id: node.value.args[0].value for t in node.targets if isinstance(t, ast.Name)})
+    found = []
+    for node in ast.walk(tree):
+        if not (isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and node.func.attr == "match"
+                and isinstance(node.func.value, ast.Name)):
+            continue
+        owner, pattern = node.func.value.id, None
+        if owner == "re" and node.args and isinstance(node.args[0], ast.Constant) and isinstance(node.args[0].value, str):
+            pattern = node.args[0].value
+        elif owner in compiled:
+            pattern = compiled[owner]
+        if pattern is not None and pattern.endswith("$") and not pattern.endswith("\\$"):
+            found.append(f"{path}:{node.lineno}: match with a $-anchored pattern")
+    return found
+
+
 def rig_layout_problems(tree):
     """What a rig of `tree` lacks of README's "Add a rig" checklist, one line each naming the step: a
     rigs/<rig>/rig.py with no rig_matrix call in rigs/BUILD.bazel (step 3), no rigs.<rig> in .importlinter
@@ -253,6 +279,24 @@ class LintTest(unittest.TestCase):
                         if lines > MAX_FUNCTION_LINES and "Why one function" not in (ast.get_docstring(node) or ""):
                             found.append(f"{os.path.relpath(path, checkout())}:{node.lineno}: {node.name}, {lines} lines")
         self.assertEqual(found, [], "split these by job, or say in the docstring why each is one function")
+
+    def test_no_check_matches_a_pattern_anchored_with_dollar(self):
+        # Issue 39: re.match(r"^name$", "name\n") matches. Every module of ours uses fullmatch instead.
+        found = []
+        for root, dirs, files in os.walk(checkout()):
+            dirs[:] = [d for d in dirs if not d.startswith((".", "bazel-")) and d not in ("third_party", "nightly-out")]
+            for name in files:
+                if name.endswith(".py"):
+                    path = os.path.join(root, name)
+                    with open(path) as f:
+                        found += dollar_anchored_matches(os.path.relpath(path, checkout()), f.read())
+        self.assertEqual(found, [], "use fullmatch: `$` matches before a trailing newline")
+
+    def test_the_dollar_rule_finds_both_forms(self):
+        text = ('import re\nNAME = re.compile(r"^[a-z]+$")\nNAME.match(x)\nNAME.fullmatch(x)\n'
+                're.match(r"^[0-9]+$", y)\nre.match(r"cost \\$", z)\n')
+        self.assertEqual(dollar_anchored_matches("m.py", text), ["m.py:3: match with a $-anchored pattern",
+                                                                 "m.py:5: match with a $-anchored pattern"])
 
     def test_every_run_cited_in_the_documentation_is_a_committed_set(self):
         # Every figure we publish can be rebuilt: a run id a tracked Markdown file cites is the run of a set

@@ -199,7 +199,7 @@ def patch_attribution(cells, metric, applied_by_variant):
     applied_by_variant: {variant value: [applied patch names]} (from the results' provenance), which says
     how many patches `patched:<set>` (the whole series) applied. Holm-adjusted as one family."""
     def step_of(variant):
-        m = _PATCHED.match(variant)
+        m = _PATCHED.fullmatch(variant)
         if not m:
             return None, 0
         applied = applied_by_variant.get(variant) or []

@@ -90,14 +90,14 @@ def load_manifest(path):
 
 
 def check_run_id(run_id):
-    if not isinstance(run_id, str) or not RUN_ID_RE.match(run_id):
+    if not isinstance(run_id, str) or not RUN_ID_RE.fullmatch(run_id):
         raise StoreError(f"run id {str(run_id)[:80]!r}: expected YYYYMMDDTHHMMSSZ-xxxx, as the runner makes them")
     return run_id
 
 
 def check_host_folder(results_root, name):
     """Refuses a host folder name that is unsafe, reserved, or names a folder that holds anything but runs."""
-    if not isinstance(name, str) or not HOST_FOLDER_RE.match(name):
+    if not isinstance(name, str) or not HOST_FOLDER_RE.fullmatch(name):
         raise StoreError(f"host folder {str(name)[:80]!r}: use 1-64 letters, digits, '.', '_' and '-', starting "
                          "with a letter or digit")
     if name.lower() in RESERVED_FOLDERS:
@@ -106,7 +106,7 @@ def check_host_folder(results_root, name):
     if os.path.islink(path) or (os.path.exists(path) and not os.path.isdir(path)):
         raise StoreError(f"host folder {path} is a link or a file, not a host's folder of runs")
     if os.path.isdir(path):
-        strays = sorted(e for e in os.listdir(path) if not RUN_ID_RE.match(e) and not e.startswith(".staging-"))
+        strays = sorted(e for e in os.listdir(path) if not RUN_ID_RE.fullmatch(e) and not e.startswith(".staging-"))
         if strays:
             raise StoreError(f"{path} holds {', '.join(strays[:3])}: not a host's folder of runs; refused")
     return name
@@ -144,7 +144,7 @@ def write_result(folder, cell_id, repetition, doc):
 
 def write_fleet_state(results_root, fleet_id, doc):
     """The fleet controller's state file, results/.fleet/<fleet id>/fleet.json."""
-    if not re.match(r"^fleet-[0-9]{8}T[0-9]{6}Z-[0-9a-f]{4}$", fleet_id):
+    if not re.fullmatch(r"^fleet-[0-9]{8}T[0-9]{6}Z-[0-9a-f]{4}$", fleet_id):
         raise StoreError(f"fleet id {fleet_id[:80]!r}: not a fleet id")
     resultfile.atomic_write_json(os.path.join(results_root, ".fleet", fleet_id, "fleet.json"), doc)
 
@@ -238,7 +238,7 @@ def promote(run_folder, baselines, name, replace=False, load_run=None):
     """Copies a run's manifest and cell results to baselines/<name> (staged, then renamed into place);
     an existing baseline only with `replace`, swapped whole. load_run validates the run first (every
     result; analysis.resultsets.load_run)."""
-    if not BASELINE_NAME_RE.match(name or ""):
+    if not BASELINE_NAME_RE.fullmatch(name or ""):
         raise StoreError(f"baseline name {name!r}: use letters, digits, - and _")
     result_set = load_run(run_folder) if load_run else None
     load_manifest(os.path.join(run_folder, "manifest.json"))

@@ -40,7 +40,7 @@ def confirm_command(candidate, check, workspace):
                         f"checkout ({', '.join(sorted(known)) or 'none found in rigs/BUILD.bazel'}); not run")
     argv = ["bazel", "run", target, "--"]
     values = ([m["profile"]] if m.get("profile") else []) + [f"{k}={v}" for k, v in check.params.items()]
-    bad = [v for v in values if not SAFE_VALUE.match(str(v))]
+    bad = [v for v in values if not SAFE_VALUE.fullmatch(str(v))]
     if bad:
         raise ConfirmError(f"{candidate.name}: {bad[0][:100]!r} is not a profile or axis value the runner takes; not run")
     if m.get("profile"):

@@ -34,7 +34,7 @@ from analysis import resultsets
 from analysis.testsets import write_set
 from results import resultfile, runarchive, store
 from results.testruns import RUN_ID, make_run, manifest_for, recorded_result
-from tools import gate
+from tools import gate, gate_confirm
 
 EXAMPLES = int(os.environ.get("TUNELAB_FUZZ_EXAMPLES", "60"))
 FUZZ = settings(max_examples=EXAMPLES, deadline=None, database=None, derandomize=not os.environ.get("TUNELAB_FUZZ_RANDOM"),
@@ -367,3 +367,41 @@ def _fraction(text):
 
 if __name__ == "__main__":
     unittest.main()
+
+
+class NameFuzzTest(unittest.TestCase):
+    """Issue 39, finding 6: a name with a trailing newline passed every name check (re.match with `$`, which
+    also matches before a final newline). Every check now takes the whole string (fullmatch; the lint test
+    forbids `$`-anchored match)."""
+
+    def checks(self, tmp):
+        os.makedirs(os.path.join(tmp, "baselines"), exist_ok=True)
+        return {
+            "run id": lambda name: store.check_run_id(name),
+            "host folder": lambda name: store.check_host_folder(tmp, name),
+            "baseline name": lambda name: store.promote(os.path.join(tmp, "nowhere"), os.path.join(tmp, "baselines"),
+                                                        name),
+            "fleet id": lambda name: store.write_fleet_state(tmp, name, {}),
+        }
+
+    def test_the_findings_names_with_a_trailing_newline_are_refused(self):
+        tmp = tempfile.mkdtemp()
+        for what, check in self.checks(tmp).items():
+            good = {"run id": RUN_ID, "host folder": "kunpeng", "baseline name": "b",
+                    "fleet id": "fleet-20261127T000000Z-abcd"}[what]
+            with self.subTest(what):
+                with self.assertRaises(store.StoreError):
+                    check(good + "\n")
+        self.assertIsNone(gate_confirm.SAFE_VALUE.fullmatch("gc=g1\n"))  # --confirm's --set values
+        self.assertEqual(os.listdir(os.path.join(tmp, "baselines")), [])  # nothing written under a bad name
+
+    @FUZZ
+    @given(st.sampled_from(["run id", "host folder", "baseline name", "fleet id"]),
+           st.text(min_size=0, max_size=12), st.sampled_from(["\n", "\r", "\x00", "/", " ", "\n\n"]))
+    def test_a_name_with_any_control_or_separator_character_is_refused(self, what, stem, bad):
+        tmp = tempfile.mkdtemp()
+        try:
+            with self.assertRaises(store.StoreError):
+                self.checks(tmp)[what](stem + bad)
+        finally:
+            shutil.rmtree(tmp, ignore_errors=True)

@@ -72,7 +72,7 @@ def parse_numactl_hardware(text):
     header = None
     in_distances = False
     for line in text.splitlines():
-        m = re.match(r"node (\d+) (cpus|size|free):\s*(.*)$", line)
+        m = re.fullmatch(r"node (\d+) (cpus|size|free):\s*(.*)$", line)
         if m:
             node = nodes.setdefault(int(m.group(1)), {"cpus": [], "size_mb": None, "free_mb": None})
             if m.group(2) == "cpus":

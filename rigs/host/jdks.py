@@ -84,7 +84,7 @@ def parse_settings_properties(text):
         if not line.strip():
             in_block = False
             continue
-        m = re.match(r"^\s{4}(\S[^=]*?) = (.*)$", line)
+        m = re.fullmatch(r"^\s{4}(\S[^=]*?) = (.*)$", line)
         if m:
             key = m.group(1).strip()
             props[key] = m.group(2)

@@ -50,7 +50,7 @@ def parse(text):
     lines = text.splitlines()
     events = []  # (time, logger, message)
     for line in lines:
-        m = _STAMP.match(line)
+        m = _STAMP.fullmatch(line)
         if m:
             events.append((_time(m.group(1)), m.group(3), m.group(4)))
 
@@ -82,7 +82,7 @@ def _job_counters(lines):
         raise JobLogError("no job counters in the log")
     counters, group = {}, None
     for line in lines[heads[-1] + 1:]:
-        m = _STAMP.match(line)
+        m = _STAMP.fullmatch(line)
         if m:
             if not m.group(3).endswith("JobClient"):
                 break  # MR1: the block ends with the next line of another logger
@@ -91,7 +91,7 @@ def _job_counters(lines):
             text = line
         else:
             break
-        c = _COUNTER.match(text)
+        c = _COUNTER.fullmatch(text)
         if c and group is not None:
             counters[group][c.group(1).strip()] = int(c.group(2))
         elif text.strip() and "=" not in text:

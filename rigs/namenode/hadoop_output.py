@@ -69,7 +69,7 @@ def parse_file_sink(text):
     whatever parses as a number goes to "values" (a numeric tag such as the RPC port too), the rest to "tags"."""
     records = []
     for line in text.splitlines():
-        m = re.match(r"(\d+) (\S+?): (.*)$", line)
+        m = re.fullmatch(r"(\d+) (\S+?): (.*)$", line)
         if not m:
             continue
         tags, values = {}, {}

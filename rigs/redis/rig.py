@@ -152,7 +152,7 @@ def parse_benchmark(text: str) -> dict[str, dict[str, Any]]:
         m = re.match(r"\s*throughput summary: ([\d.]+) requests per second", line)
         if m:
             current["requests_per_s"] = float(m.group(1))
-        m = re.match(r"\s*([\d.]+)\s+([\d.]+)\s+([\d.]+)\s+([\d.]+)\s+([\d.]+)\s+([\d.]+)\s*$", line)
+        m = re.fullmatch(r"\s*([\d.]+)\s+([\d.]+)\s+([\d.]+)\s+([\d.]+)\s+([\d.]+)\s+([\d.]+)\s*$", line)
         if m and "requests_per_s" in current:
             current["summary"] = dict(zip(("avg", "min", "p50", "p95", "p99", "max"), map(float, m.groups())))
     for name, t in tests.items():
@@ -301,7 +301,7 @@ def callgrind_cost(text: str) -> dict[str, int]:
     names: dict[str, str] = {}
     callee, after_calls, timer = "", False, 0
     for line in text.splitlines():
-        named = _NAMED.match(line)
+        named = _NAMED.fullmatch(line)
         if named:
             if named.group(3):
                 names[named.group(2)] = named.group(3)

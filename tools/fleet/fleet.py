@@ -170,7 +170,7 @@ class Fleet:
     def load_or_create(self, inventory_hosts):
         a = self.args
         if a.resume:
-            if not FLEET_ID_RE.match(a.resume):
+            if not FLEET_ID_RE.fullmatch(a.resume):
                 raise FleetError(f"--resume {a.resume!r}: expected a fleet id such as fleet-20261124T101500Z-1a2b")
             path = self.state_path(a.resume)
             try:

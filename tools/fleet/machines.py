@@ -47,7 +47,7 @@ def parse_bundle_option(values):
 
 def build_bundle(workspace, target, machine):
     """Builds the target's bundle for `machine` with Bazel; returns (bundle path, args file path)."""
-    m = TARGET_RE.match(target)
+    m = TARGET_RE.fullmatch(target)
     if not m:
         raise FleetError(f"{target!r}: expected a label like //rigs:calibration_matrix")
     package, name = m.groups()

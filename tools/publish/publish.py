@@ -111,7 +111,7 @@ def nightly_series(studies_sets):
     """{series: [ResultSet in date order]} of the sets named nightly-<series>[-<date>...]."""
     series = {}
     for result_set in studies_sets:
-        m = NIGHTLY.match(result_set.name)
+        m = NIGHTLY.fullmatch(result_set.name)
         if m:
             series.setdefault(m.group("series"), []).append(result_set)
     return {name: sorted(sets, key=set_date) for name, sets in sorted(series.items())}
@@ -153,7 +153,7 @@ def load_sets(baselines):
         path = os.path.join(baselines, name)
         if not os.path.isdir(path):
             continue
-        if not SAFE_NAME.match(name):
+        if not SAFE_NAME.fullmatch(name):
             failed.append(Study(name=name[:60], failed="not a set name tunelab writes"))
             continue
         try:

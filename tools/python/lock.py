@@ -34,7 +34,7 @@ def normalize(name):
 
 
 def parse_wheel_filename(filename):
-    m = WHEEL_RE.match(filename)
+    m = WHEEL_RE.fullmatch(filename)
     if not m:
         raise ValueError(f"not a wheel file name: {filename}")
     return normalize(m.group("name")), m.group("version")
@@ -62,7 +62,7 @@ def parse_lock(text):
     for number, line in enumerate(text.splitlines(), 1):
         if not line.strip() or line.startswith("#"):
             continue
-        m = LOCK_LINE_RE.match(line)
+        m = LOCK_LINE_RE.fullmatch(line)
         if not m:
             raise ValueError(f"lock line {number} is not `name==version --hash=sha256:... # file.whl`: {line!r}")
         entries.append((normalize(m.group("name")), m.group("version"), m.group("sha256"), m.group("wheel")))
