@@ -25,6 +25,7 @@ matrix, turns a PolicyError into its SpecError.
 """
 
 import dataclasses
+import math
 import typing
 
 POLICY_KEYS = {"warmup_s": float, "measure_s": float, "repetitions": int, "cooldown_s": float, "timeout_s": float,
@@ -37,6 +38,13 @@ MIN_STEADY_ITERATIONS = 5
 # classified (analysis/sequential.py) and a cell stops being scheduled once all of its comparisons are.
 STOP_RULES = ("fixed", "decided")
 SEQUENTIAL_MIN_ROUNDS = 3
+# Bounds a matrix file or --set cannot pass (issue 39: repetitions = 10**9 and a sequential max of 10**6 were
+# accepted, and a gate replaying such a design allocates by max). A round takes seconds to minutes: 1,000 fixed
+# rounds are days, 100 sequential looks are more than any stopping rule here needs (the nightlies use 8-20).
+MAX_REPETITIONS = 1000
+MAX_SEQUENTIAL_ROUNDS = 100
+MAX_ITERATIONS = 1000
+MAX_SECONDS = 7 * 24 * 3600  # any one duration of the policy: a week
 
 
 class PolicyError(ValueError):
@@ -95,10 +103,16 @@ def parse(where, table):
         if key in table and key not in values and kind is not str and kind is not list:
             try:
                 values[key] = kind(table[key])
-            except (TypeError, ValueError):
+            except (TypeError, ValueError, OverflowError):
                 raise PolicyError(f"{where}: [policy] {key} must be a number") from None
+            if not math.isfinite(values[key]):
+                raise PolicyError(f"{where}: [policy] {key} = {table[key]} is not a finite number")
             if values[key] < 0 or (key == "repetitions" and values[key] < 1):
                 raise PolicyError(f"{where}: [policy] {key} = {table[key]} is out of range")
+            bound = {"repetitions": MAX_REPETITIONS, "rerun_noisy_rounds": MAX_REPETITIONS,
+                     "iterations": MAX_ITERATIONS, "warmup_iterations": MAX_ITERATIONS}.get(key, MAX_SECONDS)
+            if key != "steady_band" and values[key] > bound:
+                raise PolicyError(f"{where}: [policy] {key} = {table[key]} is above its bound, {bound:,}")
     policy = Policy(**values)
     if policy.measure_s <= 0:
         raise PolicyError(f"{where}: [policy] measure_s must be > 0")
@@ -173,6 +187,9 @@ def _parse_sequential(where, table):
     if bounds["min"] < SEQUENTIAL_MIN_ROUNDS:
         raise PolicyError(f"{where}: [policy] repetitions.min = {bounds['min']}: a look needs {SEQUENTIAL_MIN_ROUNDS} "
                         f"runs a side (with fewer there is no interval); set min = {SEQUENTIAL_MIN_ROUNDS} or more")
+    if bounds["max"] > MAX_SEQUENTIAL_ROUNDS:
+        raise PolicyError(f"{where}: [policy] repetitions.max = {bounds['max']} is above its bound, "
+                          f"{MAX_SEQUENTIAL_ROUNDS} (a replay of the design allocates by max)")
     if bounds["max"] < bounds["min"]:
         raise PolicyError(f"{where}: [policy] repetitions.max = {bounds['max']} is below min = {bounds['min']}; "
                         f"set max = {bounds['min']} or more")

@@ -180,6 +180,13 @@ def cell_id(params):
     return hashlib.sha256(canonical.encode()).hexdigest()[:12]
 
 
+def _seed(where, value):
+    """[matrix] seed: a whole number (it seeds the interleaving order and the rigs' generated inputs)."""
+    if isinstance(value, bool) or not isinstance(value, int) or not 0 <= value < 2**63:
+        raise SpecError(f"{where}: [matrix] seed = {str(value)[:40]!r}: a whole number from 0 to 2**63 - 1")
+    return value
+
+
 def _cpus(text):
     """A matrix's CPU list as a set (rigs/host/cpuid.py parses it), its error a SpecError."""
     try:
@@ -207,6 +214,8 @@ def load(path, profile=None, overrides=(), rig_params=None, policy_defaults=None
             data = tomllib.load(f)
     except tomllib.TOMLDecodeError as e:
         raise SpecError(f"{path}: not valid TOML: {e}") from None
+    except RecursionError:
+        raise SpecError(f"{path}: tables nested too deep to read") from None
     except OSError as e:
         raise SpecError(f"{path}: {e.strerror}") from None
     return from_dict(data, source=path, profile=profile, overrides=overrides, rig_params=rig_params,
@@ -301,7 +310,7 @@ def from_dict(data, source="<matrix>", profile=None, overrides=(), rig_params=No
     for cell in cells:
         _check_values(where, {k: [v] for k, v in cell.params.items()}, pinnings, gc_opts, variants)
     matrix = Matrix(name=head["name"], rig=head["rig"], workload=head.get("workload", ""),
-                    seed=int(head.get("seed", 0)), axes=axes,
+                    seed=_seed(where, head.get("seed", 0)), axes=axes,
                     rig_axes=tuple(sorted(set(axes) - set(STANDARD_AXES))), pinnings=pinnings,
                     gc_opts=gc_opts, variants=variants, policy=measurement, cells=cells, source=source,
                     zip_groups=[list(g["axes"]) for g in data.get("zip", [])], known_answers=known_answers,

@@ -204,6 +204,27 @@ class ValidationTest(unittest.TestCase):
         self.assertSpecError("outside the process's CPU binding",
                              {"pinning": {"p": {"cpus": "4-63", "threads": {"Scheduler": "1"}}}})
 
+    def test_input_that_would_exhaust_the_host_or_crash_the_planner_is_a_spec_error(self):
+        # Issue 39, finding 7: each of these was accepted (or raised something else) on 2026-11-25.
+        for extra, message in (
+                ({"policy": {"measure_s": float("nan")}}, "measure_s = nan is not a finite number"),
+                ({"policy": {"timeout_s": float("inf")}}, "timeout_s = inf is not a finite number"),
+                ({"policy": {"warmup_s": float("nan")}}, "warmup_s = nan is not a finite number"),
+                ({"policy": {"repetitions": 10**9}}, "repetitions = 1000000000 is above its bound, 1,000"),
+                ({"policy": {"iterations": 10**6}}, "iterations = 1000000 is above its bound, 1,000"),
+                ({"policy": {"repetitions": {"min": 3, "max": 10**6}, "stop": "decided"}},
+                 "repetitions.max = 1000000 is above its bound, 100"),
+                ({"matrix": {"seed": "abc"}}, "seed = 'abc': a whole number"),
+                ({"pinning": {"p": {"cpus": "0-999999999"}}}, "is not a range of CPUs 0..8191")):
+            with self.subTest(message):
+                self.assertSpecError(message, extra)
+        self.assertSpecError("repetitions = 1000000000 is above its bound", overrides=["policy.repetitions=1000000000"])
+        deep = os.path.join(tempfile.mkdtemp(), "deep.toml")
+        with open(deep, "w") as f:
+            f.write("a = " + "{b = " * 5000 + "1" + "}" * 5000 + "\n")
+        with self.assertRaisesRegex(spec.SpecError, "nested too deep"):
+            spec.load(deep)
+
     def test_roles_sharing_cpus(self):
         self.assertSpecError("share_cpus must be true or false",
                              {"pinning": {"p": {"roles": {"server": "1"}, "share_cpus": "yes"}}})
