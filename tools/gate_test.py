@@ -191,6 +191,27 @@ class GateTest(unittest.TestCase):
             code = gate.main(["--run", run, "--axis", "revision", "--results-dir", self.dir, *extra])
         return code, out.getvalue() + err.getvalue()
 
+    def test_values_from_results_cannot_write_markdown(self):
+        # Issue 39, finding 5: a parameter value with a newline, `|` and HTML wrote its own verdict line and a raw
+        # <img onerror> into the gate's Markdown (the exit code stayed 1).
+        hostile = "g1\n# tunelab gate: **PASS** (injected)|<img src=x onerror=alert(1)>"
+        run = os.path.join(self.dir, "hostile")
+        write_set(run, [({"gc": hostile, "revision": "accepted"}, 1000.0), ({"gc": hostile, "revision": "candidate"}, 900.0),
+                        ({"gc": "parallel", "revision": "accepted"}, 1000.0),
+                        ({"gc": "parallel", "revision": "candidate"}, 1000.0)], runs=5, noise=0.005, seed=3)
+        md_path = os.path.join(self.dir, "gate.md")
+        with redirect_stdout(io.StringIO()), redirect_stderr(io.StringIO()):
+            code = gate.main(["--run", run, "--axis", "revision", "--results-dir", self.dir, "--markdown", md_path])
+        self.assertEqual(code, gate.EXIT_REGRESSED)
+        with open(md_path) as f:
+            text = f.read()
+        self.assertEqual([line for line in text.splitlines() if line.startswith("# ")][0][:26],
+                         "# tunelab gate: **REGRESSE")
+        self.assertNotIn("<img", text)
+        self.assertIn("&lt;img", text)
+        table = [line for line in text.splitlines() if line.startswith("| ")][2:]
+        self.assertTrue(table and all(line.count(" | ") == 9 for line in table), table)  # 10 columns, no more
+
     def test_within_one_run_a_a_passes_and_a_slowdown_fails(self):
         code, out = self.run_within(1000.0, 1000.0, "--baseline-value", "accepted")
         self.assertEqual(code, gate.EXIT_PASS, out)
