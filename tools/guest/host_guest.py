@@ -23,6 +23,8 @@ import sys
 import tempfile
 import time
 
+from tools.guest import run_guest
+
 # Per Debian architecture: QEMU's program and machine, the serial console, the network device.
 MACHINES = {
     "arm64": {"qemu": "qemu-system-aarch64", "machine": ["-M", "virt", "-cpu", "max"], "console": "ttyAMA0",
@@ -43,6 +45,10 @@ def free_loopback_port():
 
 
 def qemu_argv(arch, qemu, kernel, initramfs, port, authorized_key, cpus=2, memory_mib=6144, hostname="guest"):
+    try:
+        run_guest.kernel_word("--name", hostname)
+    except run_guest.GuestError as e:
+        raise GuestError(str(e)) from None
     m = MACHINES[arch]
     key = base64.b64encode(authorized_key.strip().encode()).decode()
     append = (f"console={m['console']} rdinit=/init panic=-1 quiet tunelab.mode=host tunelab.accel=tcg "

@@ -13,6 +13,7 @@ emulation: the numbers are functional evidence (pages moving between nodes), nev
 import argparse
 import base64
 import os
+import re
 import shutil
 import subprocess
 import sys
@@ -27,7 +28,20 @@ class GuestError(RuntimeError):
     pass
 
 
+# A value put on the guest kernel's command line (a profile, a hostname): one word of safe characters, so it
+# cannot add parameters of its own (issue 39: `--profile "guest init=/bin/sh"` did).
+KERNEL_WORD = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.-]{0,63}")
+
+
+def kernel_word(what, value):
+    if not KERNEL_WORD.fullmatch(str(value)):
+        raise GuestError(f"{what} {str(value)[:80]!r}: 1-64 letters, digits, '.', '_' and '-' (it goes on the guest "
+                         "kernel's command line)")
+    return value
+
+
 def qemu_argv(qemu, kernel, initramfs, profile, node_mib, cpus_per_node=1):
+    kernel_word("--profile", profile)
     argv = [qemu, "-accel", "tcg", "-m", str(2 * node_mib), "-smp", str(2 * cpus_per_node),
             "-nographic", "-no-reboot", "-nic", "none",
             "-kernel", kernel, "-initrd", initramfs,
@@ -69,8 +83,12 @@ def main(argv=None):
         print(f"run_guest: error: {args.qemu} is not installed (Debian: apt-get install --no-install-recommends "
               "qemu-system-x86)", file=sys.stderr)
         return 2
+    try:
+        command = qemu_argv(qemu, args.kernel, args.initramfs, args.profile, args.node_mib)
+    except GuestError as e:
+        print(f"run_guest: error: {e}", file=sys.stderr)
+        return 2
     os.makedirs(args.results_dir, exist_ok=True)
-    command = qemu_argv(qemu, args.kernel, args.initramfs, args.profile, args.node_mib)
     console_path = os.path.join(tempfile.mkdtemp(prefix="numa-guest-"), "guest-console.log")
     print(f"run_guest: booting the two-node guest (TCG emulation, {args.node_mib} MiB per node); console: "
           f"{console_path}", flush=True)
