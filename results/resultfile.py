@@ -55,11 +55,14 @@ def schema_problem(schema_doc, doc):
 
 
 MAX_DEPTH = 64  # far deeper than any document tunelab writes; deeper ones exhaust recursion in readers
+# The largest integer a document may hold: far above any count, byte size or nanosecond total tunelab writes
+# (2**63, a signed 64-bit counter), far below what a float can hold exactly enough to compare.
+MAX_INTEGER = 2**63
 
 
 def check_shape(doc, max_depth=MAX_DEPTH):
-    """Raises ResultError for a document nested deeper than max_depth or holding a NaN or infinite number
-    (walked without recursion, so a hostile document cannot exhaust the stack)."""
+    """Raises ResultError for a document nested deeper than max_depth or holding a NaN or infinite number or an
+    integer beyond MAX_INTEGER (walked without recursion, so a hostile document cannot exhaust the stack)."""
     stack = [(doc, ())]
     while stack:
         value, path = stack.pop()
@@ -67,6 +70,10 @@ def check_shape(doc, max_depth=MAX_DEPTH):
             raise ResultError(f"nested deeper than {max_depth} levels at {'/'.join(map(str, path[:8]))}/...")
         if isinstance(value, float) and not math.isfinite(value):
             raise ResultError(f"holds a value that is not a finite number at {'/'.join(map(str, path)) or '(top)'}")
+        # A JSON integer beyond a float's range passes as "finite" but breaks every reader that computes with it
+        # (issue 39: a 400-digit sample crashed the site build with OverflowError).
+        if isinstance(value, int) and not isinstance(value, bool) and abs(value) > MAX_INTEGER:
+            raise ResultError(f"holds an integer beyond {MAX_INTEGER:.0e} at {'/'.join(map(str, path)) or '(top)'}")
         if isinstance(value, dict):
             stack.extend((child, path + (key,)) for key, child in value.items())
         elif isinstance(value, list):

@@ -119,11 +119,13 @@ class ResultsTest(unittest.TestCase):
 
     def test_nan_infinite_and_negative_values_are_corrupt(self):
         for text, expected in (("NaN", "NaN, not a number"), ("Infinity", "Infinity, not a number"),
-                               ("-12.5", "less than the minimum")):
+                               ("-12.5", "less than the minimum"),
+                               # Issue 39: a JSON integer beyond a float's range passed the finiteness check.
+                               ("9" * 400, "integer beyond 9e\\+18 at samples/0/value")):
             raw = json.dumps(golden(), indent=1)
             first = golden()["samples"][0]["value"]
             raw = raw.replace(f'"value": {json.dumps(first)}', f'"value": {text}', 1)
-            path = os.path.join(self.dir, f"bad-{text}.json")
+            path = os.path.join(self.dir, f"bad-{text[:20]}.json")
             with open(path, "w") as f:
                 f.write(raw)
             with self.assertRaisesRegex(resultfile.ResultError, expected):
