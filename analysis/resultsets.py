@@ -8,7 +8,10 @@ results/schema/published_reference.v1.schema.json): figures from the case studie
 import collections
 import dataclasses
 import glob
+import hashlib
+import json
 import os
+import stat
 
 from results import resultfile, store
 
@@ -84,20 +87,61 @@ def load_reference(path):
     return ResultSet(name=f"reference/{doc['id']}", path=path, manifest={}, docs=[], reference=doc)
 
 
+def _regular_files_only(folder):
+    """Refuses a set whose folder, manifest, cells/ folder or any file in cells/ is a link or not a regular
+    file (issue 39: linked cells and set folders were followed, and a FIFO hung the site build)."""
+    for path in (folder, os.path.join(folder, "cells")):
+        if os.path.islink(path):
+            raise ResultSetError(f"{path} is a symbolic link: a result set holds its own files")
+    manifest = os.path.join(folder, "manifest.json")
+    if os.path.lexists(manifest) and not stat.S_ISREG(os.lstat(manifest).st_mode):
+        raise ResultSetError(f"{manifest} is not a regular file (a link, a FIFO or a device): refused")
+    cells = os.path.join(folder, "cells")
+    if os.path.isdir(cells):
+        with os.scandir(cells) as entries:
+            for entry in entries:
+                if not entry.is_file(follow_symlinks=False):
+                    raise ResultSetError(f"{entry.path} is not a regular file (a link, a FIFO or a device): refused")
+
+
+def _same_run_problem(doc, cell_id, repetition, run_id):
+    """Why a result file does not belong where it lies, or '': its name must be its cell id and repetition,
+    its run id the manifest's (issue 39: one run copied to r0..r4 counted as five)."""
+    cell = doc.get("cell") or {}
+    if cell.get("id") != cell_id or cell.get("repetition") != repetition:
+        return (f"holds cell {str(cell.get('id'))[:20]} repetition {cell.get('repetition')} under the name "
+                f"{cell_id}.r{repetition}")
+    if run_id and doc.get("run_id") != run_id:
+        return f"is of run {str(doc.get('run_id'))[:30]}, the manifest's run is {run_id}"
+    return ""
+
+
 def load_run(folder, name=None):
     """A measured set: its manifest and every cell result of the folder, validated; a corrupt file is an
-    error, never skipped."""
+    error, never skipped. Only regular files; each result where its name says (cell id, repetition, the
+    manifest's run id), and no measurement twice (the same samples and start time under two names)."""
+    _regular_files_only(folder)
     try:
         manifest = store.load_manifest(os.path.join(folder, "manifest.json"))
     except store.StoreError as e:
         raise ResultSetError(f"{folder}: no usable manifest.json: {e}") from None
-    docs = []
+    docs, seen = [], {}
     for key in sorted(resultfile.stored_results(folder)):
         path = resultfile.result_path(folder, *key)
         try:
-            docs.append(resultfile.load_result(path))
+            doc = resultfile.load_result(path)
         except (resultfile.ResultError, OSError) as e:
             raise ResultSetError(f"corrupt result in {folder}: {e}") from None
+        problem = _same_run_problem(doc, key[0], key[1], manifest.get("run_id"))
+        if problem:
+            raise ResultSetError(f"foreign result in {folder}: {os.path.basename(path)} {problem}")
+        fingerprint = hashlib.sha256(json.dumps([doc.get("started_at"), doc.get("samples")], sort_keys=True)
+                                     .encode()).hexdigest()
+        if doc.get("status") == "ok" and fingerprint in seen:
+            raise ResultSetError(f"duplicated result in {folder}: {os.path.basename(path)} holds the same measurement "
+                                 f"as {seen[fingerprint]} (same samples, same start)")
+        seen[fingerprint] = os.path.basename(path)
+        docs.append(doc)
     if not docs:
         raise ResultSetError(f"{folder}: no cell results (cells/*.json)")
     return ResultSet(name=name or os.path.relpath(folder, os.path.dirname(os.path.dirname(folder))),

@@ -2,6 +2,7 @@
 with chosen sample values and rewritten provenance. They test mechanics; they are not measurements."""
 
 import copy
+import datetime
 import json
 import os
 
@@ -43,6 +44,9 @@ def write_set(folder, cells, host="vm-x86", cpu="AMD EPYC", rig="calibration", w
             d["cell"] = {"id": f"{n:012x}", "params": dict(base["cell"]["params"], **overrides), "repetition": rep}
             d["status"] = "ok"
             d.pop("reason", None)
+            # Every launch starts at its own time, as on a real host (a reader refuses one measurement stored twice).
+            d["started_at"] = (datetime.datetime(2026, 11, 21, tzinfo=datetime.timezone.utc)
+                               + datetime.timedelta(seconds=10 * (n * runs + rep))).isoformat(timespec="milliseconds")
             jitter = float(rng.normal(0, noise)) if noise else (-0.002, 0.001, 0.0, 0.002, -0.001)[rep % 5]
             d["samples"] = [{"metric": metric, "value": level * (1 + jitter + 0.001 * (k - 2)), "unit": unit,
                              "t": float(k + 1)} for k in range(5)]
