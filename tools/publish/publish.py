@@ -17,6 +17,7 @@ on the index with the reason, never left out.
 import argparse
 import dataclasses
 import datetime
+import hashlib
 import json
 import os
 import re
@@ -213,16 +214,53 @@ def build_site(results_root, out, built_at, console=None):
                 with open(os.path.join(staging, "sets", study.name, "index.html"), "w") as f:
                     f.write(env.get_template("set.html.j2").render(root="../..", study=study, **page))
         shutil.copy(os.path.join(TEMPLATES, "style.css"), os.path.join(staging, "style.css"))
+        with open(os.path.join(staging, MARKER), "w") as f:
+            f.write(tree_digest(staging) + "\n")
+        os.chmod(staging, 0o755)  # a static site: readable by the web server's user (mkdtemp made it 0700)
         if os.path.lexists(out):
-            if not os.path.isfile(os.path.join(out, "index.html")) and os.listdir(out):
-                raise PublishError(f"{out} exists and is not a site this tool built (no index.html): "
-                                   "choose another --out")
+            problem = not_our_site(out)
+            if problem:
+                raise PublishError(f"{out}: {problem}; not replaced (choose another --out, or remove it yourself)")
             shutil.rmtree(out)
         os.rename(staging, out)
     except BaseException:
         shutil.rmtree(staging, ignore_errors=True)
         raise
     return studies
+
+
+MARKER = ".tunelab-site"  # written last into a site this tool built: the digest of every other file in it
+
+
+def tree_digest(folder):
+    """sha256 over every file under `folder` but the marker (relative path and content, in order)."""
+    digest = hashlib.sha256()
+    for root, dirs, files in os.walk(folder):
+        dirs.sort()
+        for name in sorted(files):
+            path = os.path.join(root, name)
+            rel = os.path.relpath(path, folder)
+            if rel == MARKER:
+                continue
+            digest.update(rel.encode() + b"\0")
+            with open(path, "rb") as f:
+                digest.update(hashlib.sha256(f.read()).digest())
+    return digest.hexdigest()
+
+
+def not_our_site(out):
+    """Why `out` may not be replaced, or '': only a folder this tool built (its marker holds the digest of
+    everything in it) and nobody changed since (issue 39: any folder with an index.html was deleted whole)."""
+    marker = os.path.join(out, MARKER)
+    if os.path.islink(out) or not os.path.isdir(out):
+        return "exists and is not a folder"
+    if not os.path.isfile(marker) or os.path.islink(marker):
+        return f"not a site this tool built (no {MARKER})" if os.listdir(out) else ""
+    with open(marker) as f:
+        recorded = f.read().strip()
+    if recorded != tree_digest(out):
+        return "changed since this tool built it (its files differ from the digest it recorded)"
+    return ""
 
 
 def site_bytes(out):

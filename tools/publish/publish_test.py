@@ -7,6 +7,7 @@ import html.parser
 import io
 import os
 import shutil
+import stat
 import tempfile
 import unittest
 import urllib.parse
@@ -138,6 +139,20 @@ class PublishTest(unittest.TestCase):
         with self.assertRaisesRegex(publish.PublishError, "not a site this tool built"):
             publish.build_site(root, foreign, BUILT_AT, quiet())
         self.assertTrue(os.path.exists(os.path.join(foreign, "notes.txt")))
+        # Issue 39, finding 4: a folder with an index.html of someone else's was deleted whole; and the site was
+        # mode 0700, which a web server's user cannot read.
+        with open(os.path.join(foreign, "index.html"), "w") as f:
+            f.write("<p>my page</p>\n")
+        with self.assertRaisesRegex(publish.PublishError, "not a site this tool built"):
+            publish.build_site(root, foreign, BUILT_AT, quiet())
+        self.assertEqual(sorted(os.listdir(foreign)), ["index.html", "notes.txt"])
+        with open(os.path.join(first, "extra.txt"), "w") as f:
+            f.write("added by hand\n")  # a site changed since it was built is someone's now
+        with self.assertRaisesRegex(publish.PublishError, "changed since this tool built it"):
+            publish.build_site(root, first, BUILT_AT, quiet())
+        self.assertTrue(os.path.exists(os.path.join(first, "extra.txt")))
+        self.assertEqual(stat.S_IMODE(os.stat(second).st_mode), 0o755)
+        self.assertEqual(stat.S_IMODE(os.stat(os.path.join(second, "index.html")).st_mode) & 0o444, 0o444)
         self.assertEqual(sorted(n for n in os.listdir(self.dir) if n.startswith(".publish-")), [])
 
     def test_the_command_line(self):
