@@ -188,9 +188,15 @@ def gate(baseline, candidate, min_effect, min_runs=3, overrides=None, resamples=
             f"(set {c.figure.set_name})" for c in blind) + ". Quiet the rig (README: Sensitivity), run more rounds, "
             "or raise the minimum effect in the workload's gate.toml")
     stats.adjust([c.comparison for c in checks])
+    cells = collections.Counter(cand_docs[0]["cell"]["id"] for _, _, cand_docs in replay)
     for check, base_docs, cand_docs in replay:
         # Judged at an MDE over 100 % (a tail latency): the looks classify against just under it.
         check.stop = design.stopped_at(base_docs, cand_docs, check.metric, min(check.min_effect, 0.999), len(replay))
+        as_run = design.stopped_at(base_docs, cand_docs, check.metric,
+                                   design.run_min_effect(cand_docs, check.metric, check.asked_min_effect or check.min_effect), len(replay))
+        problem = design.disagreement(cand_docs, check.metric, as_run, cells[cand_docs[0]["cell"]["id"]] > 1)
+        if problem:
+            raise GateError(f"unusable sequential run: {problem}")
     return checks
 
 

@@ -44,6 +44,9 @@ FIRST_LOOK_SHARE = 0.5
 SIMULATIONS = 200_000
 SEED = 20261124
 MIN_ROUNDS = 3  # a look needs 3 pairs: a t interval with fewer has no useful width
+# The most rounds a design may have: a reader replays every look, so a stored `max` is a cost it pays (issue 39:
+# max = 1000 made the gate's replay allocate ~13 GB). rigs/matrix/policy.py refuses more at the source.
+MAX_ROUNDS = 100
 
 DIFFERENT, EQUIVALENT, UNDECIDED = "different", "equivalent", "undecided"
 
@@ -196,6 +199,9 @@ class Design:
     max_rounds: int
     family: int  # comparisons the run decided together (alpha split between them)
     metrics: frozenset
+    # ((candidate cell id, metric), (the rounds it says the comparison stopped at, the minimum effect it
+    # decided against)): claims the reader checks against a replay of the stored results
+    recorded: tuple = ()
 
     @classmethod
     def of(cls, manifest):
@@ -206,12 +212,38 @@ class Design:
         try:
             low, high, family = block["min"], block["max"], block["family"]
             metrics = frozenset(str(q["metric"]) for q in block["comparisons"])
-        except (KeyError, TypeError):
+            recorded = tuple(sorted(
+                ((str(q.get("candidate")), str(q["metric"])), ((q.get("look") or {}).get("rounds"), q.get("min_effect")))
+                for q in block["comparisons"] if isinstance((q.get("look") or {}).get("rounds"), int)
+                and isinstance(q.get("min_effect"), (int, float)) and 0 < q["min_effect"] < 1))
+        except (KeyError, TypeError, AttributeError):
             raise ValueError("the run's sequential block is malformed: min, max, family and comparisons needed") from None
         if not all(isinstance(v, int) and not isinstance(v, bool) for v in (low, high, family)) or not (
-                MIN_ROUNDS <= low <= high <= 1000 and 1 <= family <= 100000):
-            raise ValueError(f"the run's sequential design is out of range: min {low!r}, max {high!r}, family {family!r}")
-        return cls(low, high, family, metrics)
+                MIN_ROUNDS <= low <= high <= MAX_ROUNDS and 1 <= family <= 100000):
+            raise ValueError(f"the run's sequential design is out of range: min {low!r}, max {high!r} (at most "
+                             f"{MAX_ROUNDS}), family {family!r}")
+        return cls(low, high, family, metrics, recorded)
+
+    def run_min_effect(self, candidate_docs, metric, asked):
+        """The minimum effect the run decided this comparison against: what it recorded, else `asked`."""
+        said = dict(self.recorded).get((candidate_docs[0]["cell"]["id"], metric))
+        return said[1] if said else asked
+
+    def disagreement(self, candidate_docs, metric, stop, shared):
+        """Why a comparison's stop, replayed as the run decided it (run_min_effect), contradicts what the run
+        stored or says, or '' (the design is a claim: replayed from the results with this module's constants,
+        never taken on trust). `shared`: the candidate cell is in other replayed comparisons too (it may have
+        run on for them)."""
+        cell = candidate_docs[0]["cell"]["id"]
+        stored = 1 + max(d["cell"]["repetition"] for d in candidate_docs)
+        said = (dict(self.recorded).get((cell, metric)) or (None, None))[0]
+        if said is not None and said != stop.rounds:
+            return (f"the run's manifest says {cell} {metric} stopped at round {said}; its results replay to a stop "
+                    f"at round {stop.rounds} ({stop.reason()})")
+        if stop.state != UNDECIDED and stored > stop.rounds and not shared:
+            return (f"{cell} holds {stored} rounds, but its design stops {metric} at round {stop.rounds} "
+                    f"({stop.reason()}): the rounds after it were measured and the design would hide them")
+        return ""
 
     def stopped_at(self, baseline_docs, candidate_docs, metric, min_effect, comparisons):
         """The look at which the run stopped this comparison, replayed from its result documents (each

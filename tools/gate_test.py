@@ -261,6 +261,44 @@ class GateTest(unittest.TestCase):
                                                        "comparisons": []})
         self.assertEqual(code, gate.EXIT_UNUSABLE, out)
 
+    def test_a_sequential_block_written_over_a_fixed_run_cannot_hide_its_later_rounds(self):
+        # Issue 39, finding 2: ten rounds, the candidate 20 % slower from round 4 on. Without a sequential block the
+        # gate exits 1; with {min 3, max 10} written into the manifest it said "decided at round 3: equivalent".
+        run = os.path.join(self.dir, "forged")
+        write_set(run, [({"gc": "g1", "revision": "accepted"}, 1000.0), ({"gc": "g1", "revision": "candidate"},
+                                                                         1000.0)], runs=10, noise=0.003, seed=4)
+        for name in os.listdir(os.path.join(run, "cells")):
+            path = os.path.join(run, "cells", name)
+            with open(path) as f:
+                doc = json.load(f)
+            if doc["cell"]["params"]["revision"] == "candidate" and doc["cell"]["repetition"] >= 3:
+                for sample in doc["samples"]:
+                    sample["value"] *= 0.8
+                with open(path, "w") as f:
+                    json.dump(doc, f)
+        argv = ["--run", run, "--axis", "revision", "--results-dir", self.dir]
+        with redirect_stdout(io.StringIO()), redirect_stderr(io.StringIO()):
+            self.assertEqual(gate.main(argv), gate.EXIT_REGRESSED)
+        with open(os.path.join(run, "manifest.json")) as f:
+            manifest = json.load(f)
+        for rounds in (3, None):  # the stop it claims, and none at all
+            manifest["sequential"] = {"min": 3, "max": 10, "family": 1, "rounds": 10, "comparisons": [
+                {"axis": "revision", "baseline_value": "accepted", "value": "candidate", "baseline": "0" * 12,
+                 "candidate": "0" * 11 + "1", "metric": "cpu_loop_rate", "min_effect": 0.03,
+                 "look": {"rounds": rounds} if rounds else None, "reason": "forged"}]}
+            with open(os.path.join(run, "manifest.json"), "w") as f:
+                json.dump(manifest, f)
+            out, err = io.StringIO(), io.StringIO()
+            with redirect_stdout(out), redirect_stderr(err):
+                code = gate.main(argv)
+            self.assertEqual(code, gate.EXIT_UNUSABLE, out.getvalue())
+            self.assertIn("000000000001 holds 10 rounds, but its design stops cpu_loop_rate at round 3", err.getvalue())
+        manifest["sequential"]["max"] = 1000  # a replay that allocates by max: refused before it starts
+        with open(os.path.join(run, "manifest.json"), "w") as f:
+            json.dump(manifest, f)
+        with redirect_stdout(io.StringIO()), redirect_stderr(io.StringIO()):
+            self.assertEqual(gate.main(argv), gate.EXIT_UNUSABLE)
+
     def test_within_one_run_refuses_a_missing_value(self):
         code, out = self.run_within(1000.0, 950.0, "--baseline-value", "nightly-7")
         self.assertEqual(code, gate.EXIT_UNUSABLE)

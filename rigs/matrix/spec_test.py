@@ -5,7 +5,8 @@ import re
 import tempfile
 import unittest
 
-from rigs.matrix import schedule, spec, workload
+from analysis import sequential
+from rigs.matrix import policy, schedule, spec, workload
 
 BASE = {"matrix": {"name": "t", "rig": "calibration", "seed": 1}, "axes": {"jdk": [17]}}
 
@@ -219,6 +220,8 @@ class ValidationTest(unittest.TestCase):
             with self.subTest(message):
                 self.assertSpecError(message, extra)
         self.assertSpecError("repetitions = 1000000000 is above its bound", overrides=["policy.repetitions=1000000000"])
+        # What a run may record, a reader replays: the same bound on both sides.
+        self.assertEqual(policy.MAX_SEQUENTIAL_ROUNDS, sequential.MAX_ROUNDS)
         deep = os.path.join(tempfile.mkdtemp(), "deep.toml")
         with open(deep, "w") as f:
             f.write("a = " + "{b = " * 5000 + "1" + "}" * 5000 + "\n")
