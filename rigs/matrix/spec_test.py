@@ -6,7 +6,8 @@ import tempfile
 import unittest
 
 from analysis import sequential
-from rigs.matrix import policy, schedule, spec, workload
+from rigs.matrix import policy as policy_module
+from rigs.matrix import schedule, spec, workload
 
 BASE = {"matrix": {"name": "t", "rig": "calibration", "seed": 1}, "axes": {"jdk": [17]}}
 
@@ -221,7 +222,7 @@ class ValidationTest(unittest.TestCase):
                 self.assertSpecError(message, extra)
         self.assertSpecError("repetitions = 1000000000 is above its bound", overrides=["policy.repetitions=1000000000"])
         # What a run may record, a reader replays: the same bound on both sides.
-        self.assertEqual(policy.MAX_SEQUENTIAL_ROUNDS, sequential.MAX_ROUNDS)
+        self.assertEqual(policy_module.MAX_SEQUENTIAL_ROUNDS, sequential.MAX_ROUNDS)
         deep = os.path.join(tempfile.mkdtemp(), "deep.toml")
         with open(deep, "w") as f:
             f.write("a = " + "{b = " * 5000 + "1" + "}" * 5000 + "\n")
