@@ -46,9 +46,21 @@ def schema():
     return load_schema(f"cell_result.v{SCHEMA_VERSION}")
 
 
+def _whole_pattern(validator, pattern, instance, schema_doc):
+    """JSON Schema's `pattern`, with its `$` meaning the end of the string as in ECMA-262 (Python's `$` also
+    matches before a final newline, so a run id with a newline after it passed: issue 39)."""
+    yield from _PATTERN(validator, pattern, instance, schema_doc)
+    if isinstance(instance, str) and pattern.endswith("$") and instance.endswith("\n"):
+        yield jsonschema.ValidationError(f"{instance[:80]!r} ends in a newline, which {pattern!r} does not allow")
+
+
+_PATTERN = jsonschema.Draft202012Validator.VALIDATORS["pattern"]
+_VALIDATOR = jsonschema.validators.extend(jsonschema.Draft202012Validator, {"pattern": _whole_pattern})
+
+
 def schema_problem(schema_doc, doc):
     """"<path>: <message>" of the first violation of a JSON schema (by path), or ''."""
-    errors = sorted(jsonschema.Draft202012Validator(schema_doc).iter_errors(doc), key=lambda e: list(e.absolute_path))
+    errors = sorted(_VALIDATOR(schema_doc).iter_errors(doc), key=lambda e: list(e.absolute_path))
     if not errors:
         return ""
     return f"{'/'.join(str(p) for p in errors[0].absolute_path) or '(top)'}: {errors[0].message[:300]}"

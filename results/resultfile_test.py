@@ -137,6 +137,16 @@ class ResultsTest(unittest.TestCase):
             resultfile.write_result(os.path.join(self.dir, "nan.json"), doc)
         self.assertFalse(os.path.exists(os.path.join(self.dir, "nan.json")))
 
+    def test_a_pattern_anchored_with_dollar_takes_the_whole_string(self):
+        # Issue 39, finding 6: Python's `$` matches before a final newline, so a run id with one passed the schema.
+        doc = golden()
+        doc["run_id"] += "\n"
+        with self.assertRaisesRegex(resultfile.ResultError, "run_id: .* ends in a newline"):
+            resultfile.validate(doc)
+        doc["run_id"] = doc["run_id"].strip() + "x"
+        with self.assertRaisesRegex(resultfile.ResultError, "does not match"):
+            resultfile.validate(doc)
+
     def test_stored_results_ignore_partial_writes(self):
         run = self.dir
         resultfile.write_result(resultfile.result_path(run, "aaaaaaaaaaaa", 0), golden())
