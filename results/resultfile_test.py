@@ -147,6 +147,19 @@ class ResultsTest(unittest.TestCase):
         with self.assertRaisesRegex(resultfile.ResultError, "does not match"):
             resultfile.validate(doc)
 
+    def test_a_cell_is_bounded_like_its_manifest(self):
+        # Issue 39, finding 3: a 60,000-character axis value in a cell file (the manifest caps it at 2,000) broke
+        # the PDF layout, and 850,000 samples (63 MiB) were read whole.
+        doc = golden()
+        doc["cell"]["params"]["gc"] = "g" * 60000
+        with self.assertRaisesRegex(resultfile.ResultError, "cell/params/gc: .* is too long"):
+            resultfile.validate(doc)
+        doc = golden()
+        doc["samples"] = doc["samples"][:1] * 200001
+        with self.assertRaisesRegex(resultfile.ResultError, "samples: .* is too long"):
+            resultfile.validate(doc)
+        self.assertLessEqual(resultfile.MAX_RESULT_BYTES, 16 << 20)
+
     def test_stored_results_ignore_partial_writes(self):
         run = self.dir
         resultfile.write_result(resultfile.result_path(run, "aaaaaaaaaaaa", 0), golden())
