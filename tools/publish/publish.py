@@ -17,6 +17,7 @@ on the index with the reason, never left out.
 import argparse
 import dataclasses
 import datetime
+import glob
 import hashlib
 import json
 import os
@@ -171,8 +172,14 @@ def build_site(results_root, out, built_at, console=None):
     baselines = os.path.join(results_root, "baselines")
     if not os.path.isdir(baselines):
         raise PublishError(f"{baselines} does not exist: nothing to publish")
-    references = report.reference_sets(results_root)
+    references, unreadable = [], []
+    for path in sorted(glob.glob(os.path.join(glob.escape(results_root), "reference", "*.json"))):
+        try:  # one bad reference file is listed, never the end of the site (issue 39)
+            references.append(resultsets.load_reference(path))
+        except resultsets.ResultSetError as e:
+            unreadable.append(Study(name="reference/" + os.path.basename(path)[:60], failed=f"cannot be read: {e}"))
     sets, studies = load_sets(baselines)
+    studies += unreadable
     parent = os.path.dirname(os.path.abspath(out)) or "."
     os.makedirs(parent, exist_ok=True)
     staging = tempfile.mkdtemp(prefix=".publish-", dir=parent)
@@ -189,10 +196,12 @@ def build_site(results_root, out, built_at, console=None):
                 os.makedirs(folder)
                 try:
                     studies.append(render_study(result_set, references, folder))
-                except (report.ReportError, resultsets.ResultSetError, ValueError) as e:
+                except Exception as e:  # noqa: BLE001 -- each set in isolation: listed with its reason (issue 39)
                     shutil.rmtree(folder)
+                    reason = str(e) if isinstance(e, (report.ReportError, resultsets.ResultSetError, ValueError)) \
+                        else f"{type(e).__name__}: {e}"
                     studies.append(Study(name=result_set.name, rig=result_set.manifest.get("matrix", {}).get("rig", ""),
-                                         date=set_date(result_set), failed=f"no report: {e}"))
+                                         date=set_date(result_set), failed=f"no report: {reason[:300]}"))
                 progress.advance(task)
         # Newest first, then by name; those that could not be rendered last.
         studies.sort(key=lambda s: s.name)

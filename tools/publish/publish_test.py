@@ -10,6 +10,7 @@ import shutil
 import stat
 import tempfile
 import unittest
+from unittest import mock
 import urllib.parse
 
 from rich.console import Console
@@ -154,6 +155,29 @@ class PublishTest(unittest.TestCase):
         self.assertEqual(stat.S_IMODE(os.stat(second).st_mode), 0o755)
         self.assertEqual(stat.S_IMODE(os.stat(os.path.join(second, "index.html")).st_mode) & 0o444, 0o444)
         self.assertEqual(sorted(n for n in os.listdir(self.dir) if n.startswith(".publish-")), [])
+
+    def test_one_bad_set_or_reference_never_stops_the_site(self):
+        # Issue 39, finding 3: one NaN reference file raised an uncaught error, and a report that failed in a way
+        # the builder did not expect (reportlab's LayoutError, OverflowError) took the whole site down.
+        root = self.small_results(["nightly-calibration", "calibration-gate-slowdown-2vcpu"])
+        with open(os.path.join(root, "reference", "zz-broken.json"), "w") as f:
+            f.write('{"schema_version": 1, "figures": [{"value": NaN}]}')
+        real = publish.render_study
+
+        def fails_for_one(result_set, references, folder):
+            if result_set.name == "calibration-gate-slowdown-2vcpu":
+                raise OverflowError("int too large to convert to float")
+            return real(result_set, references, folder)
+        out = os.path.join(self.dir, "isolated")
+        with mock.patch.object(publish, "render_study", fails_for_one):
+            studies = publish.build_site(root, out, BUILT_AT, quiet())
+        failed = {s.name: s.failed for s in studies if s.failed}
+        self.assertEqual(set(failed), {"calibration-gate-slowdown-2vcpu", "reference/zz-broken.json"})
+        self.assertIn("OverflowError: int too large", failed["calibration-gate-slowdown-2vcpu"])
+        self.assertTrue(os.path.isfile(os.path.join(out, "sets", "nightly-calibration", "index.html")))
+        with open(os.path.join(out, "index.html")) as f:
+            index = f.read()
+        self.assertIn("zz-broken.json", index)
 
     def test_the_command_line(self):
         root = self.small_results(["nightly-calibration"])
