@@ -379,7 +379,8 @@ def main(argv=None):
         with tempfile.TemporaryDirectory(prefix="tunelab-report-") as tmp:
             blocks = build(args.kind, sets, tmp, args.metric, args.axis, args.allow_provenance_mismatch, command)
             write(blocks, out_pdf, out_html, os.path.join(cwd, args.text) if args.text else None)
-    except (resultsets.ResultSetError, ReportError) as e:
+    except (resultsets.ResultSetError, ReportError, ValueError) as e:
+        # ValueError: what the statistics refuse, e.g. a zero baseline has no ratio (issue 39: a traceback, exit 1).
         print(f"error: {e}", file=sys.stderr)
         return EXIT_BAD_INPUT
     print(f"wrote {out_pdf}\nwrote {out_html}")

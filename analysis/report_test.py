@@ -9,7 +9,9 @@ chosen sample values and rewritten host/variant/workload provenance: they test t
 (pairing, refusals, rendering), they are not measurements.
 """
 
+import contextlib
 import glob
+import io
 import json
 import os
 import tempfile
@@ -397,6 +399,18 @@ class ReportTest(unittest.TestCase):
         self.assertEqual(code, report.EXIT_BAD_INPUT)
         self.assertFalse(os.path.exists(out))
         self.assertTrue(os.path.exists(corrupt))
+
+    def test_cli_says_a_zero_baseline_is_unusable_input(self):
+        # Issue 39, finding 3: exit 1 with a traceback; the documented answer is 2 with the reason.
+        folder = os.path.join(self.dir, "zero")
+        write_set(folder, [({"variant": "stock"}, 0.0), ({"variant": "patched"}, 10.0)], runs=3)
+        err = io.StringIO()
+        with contextlib.redirect_stderr(err), contextlib.redirect_stdout(io.StringIO()):
+            code = report.main([folder, "--kind", "axis", "--out", os.path.join(self.dir, "z.pdf"),
+                                "--results-dir", RESULTS_ROOT])
+        self.assertEqual(code, report.EXIT_BAD_INPUT)
+        self.assertIn("error:", err.getvalue())
+        self.assertNotIn("Traceback", err.getvalue())
 
     def test_reference_sets_are_valid_and_labelled(self):
         refs = report.reference_sets(RESULTS_ROOT)
