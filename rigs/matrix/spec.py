@@ -36,6 +36,7 @@ import dataclasses
 import hashlib
 import itertools
 import json
+import math
 import os
 import re
 import tomllib
@@ -446,6 +447,10 @@ def _select_zipped_rows(where, axes, zips, set_axes):
             set_axes[n] = [r[i] for r in kept]
 
 
+# Cells a matrix may have: 10,000 cells of one repetition of seconds each is already a day of this host.
+MAX_CELLS = 10_000
+
+
 def expand(where, axes, zips, includes, excludes):
     """Cross product of the axes, with zipped groups paired, excludes removed, includes added."""
     zipped = []
@@ -470,6 +475,11 @@ def expand(where, axes, zips, includes, excludes):
             raise SpecError(f"{where}: axis {n!r} lists a value twice")
     groups = [[n] for n in sorted(axes) if n not in seen] + zipped
     choices = [[dict(zip(g, combo)) for combo in zip(*(axes[n] for n in g))] for g in groups]
+    combinations = math.prod(len(c) for c in choices) + len(includes)
+    if combinations > MAX_CELLS:
+        # Counted before anything is enumerated: a few long free-form axes cross into millions of cells.
+        raise SpecError(f"{where}: the axes cross into {combinations:,} cells (before [[exclude]]), above the "
+                        f"bound of {MAX_CELLS:,} a matrix may have")
     cells = {}
     for combo in itertools.product(*choices):
         params = {}

@@ -217,7 +217,9 @@ class ValidationTest(unittest.TestCase):
                 ({"policy": {"repetitions": {"min": 3, "max": 10**6}, "stop": "decided"}},
                  "repetitions.max = 1000000 is above its bound, 100"),
                 ({"matrix": {"seed": "abc"}}, "seed = 'abc': a whole number"),
-                ({"pinning": {"p": {"cpus": "0-999999999"}}}, "is not a range of CPUs 0..8191")):
+                ({"pinning": {"p": {"cpus": "0-999999999"}}}, "is not a range of CPUs 0..8191"),
+                ({"axes": {"mode": [str(n) for n in range(200)], "revision": [f"r{n}" for n in range(100)]}},
+                 "cross into 20,000 cells (before [[exclude]]), above the bound of 10,000")):
             with self.subTest(message):
                 self.assertSpecError(message, extra)
         self.assertSpecError("repetitions = 1000000000 is above its bound", overrides=["policy.repetitions=1000000000"])
