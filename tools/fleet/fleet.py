@@ -11,7 +11,7 @@ start the matrix detached with the host's lock, wait on its marker file, pack th
 results/<inventory host>/<run>/ after checking it (tools/fleet/README.md). A host that drops out is
 reported with its reason; `--resume FLEET_ID` continues it (the matrix resumes its stored run there) and
 leaves hosts whose runs are home alone. Host variables: tunelab_root (default /var/tmp/tunelab: bundles,
-runs and markers), tunelab_state_dir (default: the runner's, /var/lib/tunelab: the host lock, one matrix
+runs and markers; root's own, mode 0700, checked by work_root.py before anything is written there), tunelab_state_dir (default: the runner's, /var/lib/tunelab: the host lock, one matrix
 per host, and the knob journal; only root may write it). Exit: 0 every host's run is home and complete; 1
 some host failed or dropped out (resume it); 2 bad input. What a host sends is read by hostinput.py, Ansible
 is driven by playbook.py.
@@ -30,6 +30,7 @@ import re
 import shutil
 import subprocess
 import sys
+import tarfile
 import tempfile
 import time
 
@@ -39,7 +40,7 @@ from rich.table import Table
 
 from results import runarchive, store
 from rigs.matrix import cli, hoststate
-from tools.fleet import machines
+from tools.fleet import machines, make_bundle
 from tools.fleet.hostinput import REMOTE_PYTHON, FleetError, describe_failure, host_json, read_plan
 from tools.fleet.playbook import Playbook, ansible_env, load_inventory, write_cli_launchers
 
@@ -85,8 +86,15 @@ def read_args_file(path):
         return [line.rstrip("\n") for line in f if line.strip()]
 
 
-def host_plan(host, hostvars, fleet_id, bundle_sha, matrix_args, run_args, commit, state):
-    """Every path and argument list the playbooks use for one host (they hold no logic of their own)."""
+# The controller's copy of the work root check, run on the host with `python3 -c` (never the host's copy).
+with open(os.path.join(os.path.dirname(os.path.abspath(__file__)), "work_root.py")) as _f:
+    WORK_ROOT_SOURCE = _f.read()
+
+
+def host_plan(host, hostvars, fleet_id, bundle_sha, manifest_sha, matrix_args, run_args, commit, state):
+    """Every path and argument list the playbooks use for one host (they hold no logic of their own).
+    bundle_sha names the bundle's folder; manifest_sha is its BUNDLE.sha256's digest, what the host's copy
+    is checked against."""
     root = hostvars.get("tunelab_root", DEFAULT_ROOT)
     if not os.path.isabs(root):
         raise FleetError(f"{host}: tunelab_root {root!r} must be an absolute path")
@@ -122,7 +130,12 @@ def host_plan(host, hostvars, fleet_id, bundle_sha, matrix_args, run_args, commi
         # Ansible's own modules need 3.8; a runner on the host needs the wheels' CPython, in the image its own.
         "python_needed": "3.8" if in_image else f"{sys.version_info.major}.{sys.version_info.minor}",
         "python_argv": [REMOTE_PYTHON, "-c", "import sys; print('%d.%d' % sys.version_info[:2])"],
-        "folders": [root, f"{root}/bundles", state_dir, results],
+        # root's own, mode 0700, made or checked before anything is written there (tools/fleet/work_root.py)
+        "work_root_argv": [REMOTE_PYTHON, "-c", WORK_ROOT_SOURCE, "check", "--root", root,
+                           *[f"--folder={f}" for f in (f"{root}/bundles", state_dir, results)],
+                           "--bundle-dir", bundle_dir, "--manifest-sha256", manifest_sha],
+        "verify_argv": [REMOTE_PYTHON, "-c", WORK_ROOT_SOURCE, "verify", "--bundle-dir", bundle_dir,
+                        "--manifest-sha256", manifest_sha],
         "host_state_dir": host_state,  # created 0700 before the runner (or its image's mount) needs it
         "bundle_dir": bundle_dir, "cwd": cwd, "env": env,
         "image_argv": [*remote_run, "image", "--cwd", cwd] if in_image else [],
@@ -277,12 +290,17 @@ class Fleet:
         run_args = (["--profile", self.meta["profile"]] if self.meta["profile"] else []) + [
             f"--set={s}" for s in self.meta["overrides"] or []]
         commit = self.meta.setdefault("commit", self.commit())
+        try:
+            manifests = {machine: make_bundle.manifest_sha256(path) for machine, path in bundles.items()}
+        except (OSError, ValueError, tarfile.TarError) as e:
+            raise FleetError(f"a bundle without its manifest: {e}") from None
         hosts = {}
         for h, s in self.hosts.items():
             if s.machine not in bundles:
                 continue
             sha = self.meta["bundles"][s.machine]
-            hosts[h] = dict(host_plan(h, inventory[h], self.fleet_id, sha, matrix_args, run_args, commit, s),
+            hosts[h] = dict(host_plan(h, inventory[h], self.fleet_id, sha, manifests[s.machine], matrix_args, run_args,
+                                      commit, s),
                             bundle=bundles[s.machine], bundle_sha256=sha, machine=s.machine)
         return {"bundles": bundles, "hosts": hosts,
                 "staging": os.path.join(os.path.dirname(self.state_path(self.fleet_id)), "incoming"),

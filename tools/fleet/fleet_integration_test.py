@@ -10,7 +10,9 @@ runner's place is flagged as a provenance difference). A plan-only fleet run ask
 declares (tunelab_jdks): b is reported with a clear error. Two hostile hosts (127.0.0.5, .6) beside a: one
 answers the plan with a document that crashed the controller before, one sends back a tiny archive whose
 pax header declares 2^80 bytes; each fails alone with its reason while a's run comes home complete, and the
-controller exits 1 without a traceback. Nothing listens beyond loopback; every process,
+controller exits 1 without a traceback. Host f's work root was made first by a local user (nobody), with
+links where root writes and a planted bundle: f is refused with the reason, nothing is written through the
+links and nothing planted runs. Nothing listens beyond loopback; every process,
 container and folder the test made is removed at the end.
 
   args: FLEET_BINARY REPORT_BINARY BUNDLE ARGS_FILE JAVA
@@ -23,7 +25,6 @@ import os
 import shutil
 import subprocess
 import sys
-import tarfile
 import tempfile
 import time
 import unittest
@@ -34,6 +35,7 @@ FLEET, REPORT, BUNDLE, ARGS_FILE, JAVA = (os.path.abspath(p) for p in sys.argv[1
 del sys.argv[1:6]
 PODMAN = ["podman", "--cgroup-manager=cgroupfs", "--events-backend=file"]
 PROFILE = "fleet_smoke"
+NOBODY = 65534  # Debian's nobody: the local user who is not root
 
 
 def read_thp():
@@ -41,51 +43,37 @@ def read_thp():
         return f.read()
 
 
-def write_script(path, text):
-    with open(path, "w") as f:
-        f.write(text)
-    os.chmod(path, 0o755)
-
-
-# What the hostile hosts run in place of the bundle's programs (the fleet ships nothing: their bundle folder
-# says it is complete). d: a plan no controller should believe. e: an honest-looking plan and run, then a
-# tiny archive whose pax header declares 2^80 bytes.
-HOSTILE_MATRIX = {
-    "d": """#!/usr/bin/python3
-import json, sys
-out = sys.argv[sys.argv.index("--plan-json") + 1]
-json.dump({"estimated_s": 1, "cells": "all of them", "doctor": {"host": {"host_id": "[/red] boom [link=x]"},
-           "cpu": {}}}, open(out, "w"))
-""",
-    "e": """#!/usr/bin/python3
-import json, sys
-if "--plan-json" in sys.argv:
+# What makes hosts d and e hostile: a sitecustomize.py their sshd puts on every session's PYTHONPATH, so
+# the host's Python answers in place of the bundle's programs (which the fleet now ships and verifies
+# itself: a planted bundle is not run). d: a plan no controller should believe. e: an honest-looking plan and
+# a run that does nothing, then a tiny archive whose pax header declares 2^80 bytes. Anything else (Ansible's
+# own modules, the rest of remote_run) runs as on an honest host.
+HOSTILE_SITECUSTOMIZE = {
+    "d": """import json, os, sys
+if os.path.basename(sys.argv[0]) == "matrix" and "--plan-json" in sys.argv:
     out = sys.argv[sys.argv.index("--plan-json") + 1]
-    json.dump({"estimated_s": 5, "cells": [{"id": "2c0b5e67fcfd", "skip_reason": None}],
-               "doctor": {"host": {"host_id": "vm-e"}, "cpu": {"online_cpus": 2}}}, open(out, "w"))
+    json.dump({"estimated_s": 1, "cells": "all of them", "doctor": {"host": {"host_id": "[/red] boom [link=x]"},
+               "cpu": {}}}, open(out, "w"))
+    sys.exit(0)
 """,
-}
-_PASS_THROUGH = """#!/usr/bin/python3
-import os, sys
-here = os.path.dirname(os.path.abspath(__file__))
-os.execv(sys.executable, [sys.executable, os.path.join(here, "remote_run_real.py")] + sys.argv[1:])
-"""
-HOSTILE_REMOTE_RUN = {
-    "d": _PASS_THROUGH,
-    "e": """#!/usr/bin/python3
-import gzip, json, os, sys, tarfile
-here = os.path.dirname(os.path.abspath(__file__))
-if sys.argv[1] != "pack":
-    os.execv(sys.executable, [sys.executable, os.path.join(here, "remote_run_real.py")] + sys.argv[1:])
-out = sys.argv[sys.argv.index("--out") + 1]
-info = tarfile.TarInfo("././@PaxHeader")
-info.type = tarfile.XHDTYPE
-block = bytearray(info.tobuf(tarfile.USTAR_FORMAT))
-block[124:136] = b"\\x80" + (1 << 80).to_bytes(11, "big")
-block[148:156] = b" " * 8
-block[148:156] = ("%06o" % sum(block)).encode() + b"\\0 "
-open(out, "wb").write(gzip.compress(bytes(block) + bytes(1024)))
-print(json.dumps({"archive": out, "bytes": 3}))
+    "e": """import gzip, json, os, sys, tarfile
+if os.path.basename(sys.argv[0]) == "matrix":
+    if "--plan-json" in sys.argv:
+        out = sys.argv[sys.argv.index("--plan-json") + 1]
+        json.dump({"estimated_s": 5, "cells": [{"id": "2c0b5e67fcfd", "skip_reason": None}],
+                   "doctor": {"host": {"host_id": "vm-e"}, "cpu": {"online_cpus": 2}}}, open(out, "w"))
+    sys.exit(0)
+if os.path.basename(sys.argv[0]) == "remote_run.py" and sys.argv[1:2] == ["pack"]:
+    out = sys.argv[sys.argv.index("--out") + 1]
+    info = tarfile.TarInfo("././@PaxHeader")
+    info.type = tarfile.XHDTYPE
+    block = bytearray(info.tobuf(tarfile.USTAR_FORMAT))
+    block[124:136] = b"\\x80" + (1 << 80).to_bytes(11, "big")
+    block[148:156] = b" " * 8
+    block[148:156] = ("%06o" % sum(block)).encode() + b"\\0 "
+    open(out, "wb").write(gzip.compress(bytes(block) + bytes(1024)))
+    print(json.dumps({"archive": out, "bytes": 3}))
+    sys.exit(0)
 """,
 }
 
@@ -230,21 +218,14 @@ class FleetIntegrationTest(unittest.TestCase):
         # d answers the plan with a document that crashed the controller before (rich markup in its host id,
         # cells that are not a list); e plans and "runs" as asked but sends back a 200-byte archive whose pax
         # header declares 2^80 bytes (MemoryError in tarfile before). a is an honest host.
-        hostile = {"d": Host(self.base, "d", "127.0.0.5"), "e": Host(self.base, "e", "127.0.0.6")}
-        with tarfile.open(BUNDLE) as bundle:
-            real_remote_run = bundle.extractfile("remote_run.py").read()
-        with open(BUNDLE, "rb") as f:
-            sha = hashlib.sha256(f.read()).hexdigest()
-        for host in hostile.values():
-            bundle_dir = os.path.join(host.root, "bundles", sha[:16])  # "shipped" already: fleet leaves it
-            os.makedirs(os.path.join(bundle_dir, "matrix.runfiles", "tunelab"))
-            with open(os.path.join(bundle_dir, ".complete"), "w") as f:
-                f.write(sha + "\n")
-            write_script(os.path.join(bundle_dir, "matrix"), HOSTILE_MATRIX[host.name])
-            with open(os.path.join(bundle_dir, "remote_run_real.py"), "wb") as f:
-                f.write(real_remote_run)
-            write_script(os.path.join(bundle_dir, "remote_run.py"), HOSTILE_REMOTE_RUN[host.name])
-            host.start()
+        hostile = {}
+        for name, address in (("d", "127.0.0.5"), ("e", "127.0.0.6")):
+            site = os.path.join(self.base, f"hostile-{name}")
+            os.makedirs(site)
+            with open(os.path.join(site, "sitecustomize.py"), "w") as f:
+                f.write(HOSTILE_SITECUSTOMIZE[name])
+            hostile[name] = Host(self.base, name, address, env={"PYTHONPATH": site})
+            hostile[name].start()
         inventory = os.path.join(self.base, "hostile-hosts.ini")
         with open(self.inventory) as f, open(inventory, "w") as out:
             for line in f:
@@ -277,6 +258,62 @@ class FleetIntegrationTest(unittest.TestCase):
         self.assertEqual(len(glob.glob(os.path.join(run_a, "cells", "*.json"))), 6)
         self.assertFalse(os.path.exists(os.path.join(self.results, "d")))
         self.assertFalse(os.path.exists(os.path.join(self.results, "e")))
+
+    def test_a_work_root_another_user_made_first_is_refused_and_nothing_is_written_through_it(self):
+        # Issue 39, finding 1: a local user (nobody, uid 65534) makes the work root first, as anyone can in
+        # /var/tmp (here: a sticky folder like it), with links where root writes its markers, log and archive,
+        # and a planted bundle that says it is complete and would run their code as root. The fleet refuses
+        # the host with the reason; nothing is written through the links, nothing of the bundle runs.
+        host = Host(self.base, "f", "127.0.0.7")
+        sticky = os.path.join(host.dir, "var-tmp")
+        os.mkdir(sticky)
+        os.chmod(sticky, 0o1777)
+        root = os.path.join(sticky, "tunelab")
+        victim = os.path.join(self.base, "victim")
+        with open(victim, "w") as f:
+            f.write("precious\n")
+        ran = os.path.join(self.base, "planted-code-ran")
+        with open(BUNDLE, "rb") as f:  # where the fleet would look for it: named by the bundle's sha256
+            bundle_dir = os.path.join(root, "bundles", hashlib.file_digest(f, "sha256").hexdigest()[:16])
+        os.makedirs(bundle_dir)
+        os.makedirs(os.path.join(root, "fleet"))
+        with open(os.path.join(bundle_dir, ".complete"), "w") as f:
+            f.write("yes\n")
+        for name in ("remote_run.py", "matrix"):
+            with open(os.path.join(bundle_dir, name), "w") as f:
+                f.write(f"#!/usr/bin/python3\nopen({ran!r}, 'w').write('as root')\n")
+            os.chmod(os.path.join(bundle_dir, name), 0o755)
+        for name in ("run.pid.tmp", "run.log", "run.tar.gz.tmp"):
+            os.symlink(victim, os.path.join(root, "fleet", name))
+        for folder, dirs, files in os.walk(root):
+            for path in [folder] + [os.path.join(folder, n) for n in dirs + files]:
+                os.lchown(path, NOBODY, NOBODY)
+        os.chmod(root, 0o777)
+        host.start()
+        inventory = os.path.join(self.base, "squatted-hosts.ini")
+        with open(self.inventory) as f, open(inventory, "w") as out:
+            for line in f:
+                if not line.startswith(("a ", "b ", "c ")):
+                    out.write(line)
+                    if line.startswith("[fleet]"):
+                        out.write(f"f ansible_host={host.address} ansible_port={host.port} tunelab_root={root} "
+                                  f"tunelab_state_dir={host.root}/state\n")
+        try:
+            code, out = self.fleet("//rigs:calibration_matrix", "--profile", PROFILE, inventory=inventory)
+        finally:
+            host.drop_out()
+        print(out)
+        self.assertEqual(code, 1, out)
+        fleet_id = next(line.split()[2].rstrip(":") for line in out.splitlines() if line.startswith("fleet run fleet-"))
+        state = self.state(fleet_id)["hosts"]["f"]
+        self.assertEqual(state["status"], "failed", out)
+        self.assertIn(f"work root {root} is owned by uid {NOBODY}", state["error"])
+        with open(victim) as f:
+            self.assertEqual(f.read(), "precious\n")
+        self.assertFalse(os.path.exists(ran), "root ran the planted bundle's code")
+        self.assertEqual(sorted(os.listdir(os.path.join(root, "fleet"))),
+                         ["run.log", "run.pid.tmp", "run.tar.gz.tmp"])
+        self.assertEqual(os.stat(root).st_uid, NOBODY)  # refused, not taken over
 
     def cell_provenance(self, run_dir):
         runner_images = set()

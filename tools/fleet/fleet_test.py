@@ -18,12 +18,13 @@ from results import runarchive, testruns
 from tools.fleet import fleet, hostinput, playbook
 
 SHA = "ab" * 32
+MANIFEST_SHA = "cd" * 32
 RUN = "20261124T101500Z-1a2b"
 
 
 def plan_for(hostvars=None, run_id=RUN):
     state = fleet.HostState(run_id=run_id)
-    return fleet.host_plan("h1", hostvars or {}, "fleet-20261124T101500Z-0000", SHA,
+    return fleet.host_plan("h1", hostvars or {}, "fleet-20261124T101500Z-0000", SHA, MANIFEST_SHA,
                            ["--matrix=rigs/calibration/matrix.toml", "--workload=workloads/calibration/workload.toml"],
                            ["--profile", "smoke"], "c0ffee", state)
 
@@ -42,6 +43,15 @@ class HostPlanTest(unittest.TestCase):
                                                "/srv/tl/fleet/fleet-20261124T101500Z-0000.plan.json"])
         self.assertEqual(p["pack_argv"][-2:], ["--out", f"/srv/tl/fleet/{RUN}.tar.gz"])
         self.assertEqual(p["wait_argv"][:3], ["/usr/bin/python3", bundle + "/remote_run.py", "wait"])
+        # The work root and the bundle are checked by the controller's copy of work_root.py, not the host's.
+        with open(os.path.join(os.path.dirname(fleet.__file__), "work_root.py")) as f:
+            source = f.read()
+        self.assertEqual(p["work_root_argv"], ["/usr/bin/python3", "-c", source, "check", "--root", "/srv/tl",
+                                               "--folder=/srv/tl/bundles", "--folder=/srv/tl/fleet",
+                                               "--folder=/srv/tl/results", "--bundle-dir", bundle,
+                                               "--manifest-sha256", MANIFEST_SHA])
+        self.assertEqual(p["verify_argv"], ["/usr/bin/python3", "-c", source, "verify", "--bundle-dir", bundle,
+                                            "--manifest-sha256", MANIFEST_SHA])
         # The runner's command comes after `--`, whole, with the host's environment given to remote_run.
         base = p["start_base"]
         self.assertIn("--env=TUNELAB_STATE_DIR=/srv/tl/state", base)

@@ -4,6 +4,10 @@ contents followed through Bazel's symlinks, modes kept (launchers and JDK binari
   make_bundle.py --listing LISTING --out BUNDLE.tar.gz [--machine aarch64]
 LISTING lines: `file DEST SOURCE` or `empty DEST` (DEST relative to the bundle's root).
 
+The bundle's first member, BUNDLE.sha256, lists every file's sha256, mode and path: a fleet host checks the
+unpacked bundle against it (tools/fleet/work_root.py), and the controller checks that manifest's own digest,
+before root runs anything from the bundle.
+
 With --machine, every ELF file in the bundle (programs, shared libraries: JDKs, wheels, Redis) must be built
 for that machine; a bundle for aarch64 hosts holding an x86-64 library is refused, naming the files.
 """
@@ -11,6 +15,7 @@ for that machine; a bundle for aarch64 hosts holding an x86-64 library is refuse
 import argparse
 import fnmatch
 import gzip
+import hashlib
 import io
 import os
 import sys
@@ -31,6 +36,8 @@ def read_listing(path):
                 source = None
             else:
                 raise ValueError(f"{path}:{number}: expected `file DEST SOURCE` or `empty DEST`: {line!r}")
+            if dest == MANIFEST_NAME:
+                raise ValueError(f"{path}:{number}: {MANIFEST_NAME} is the bundle's own manifest")
             if os.path.isabs(dest) or os.path.normpath(dest).startswith(".."):
                 raise ValueError(f"{path}:{number}: destination leaves the bundle: {dest}")
             if entries.get(dest, source) != source:
@@ -79,6 +86,41 @@ def folders_of(paths):
     return out
 
 
+MANIFEST_NAME = "BUNDLE.sha256"  # tools/fleet/work_root.py reads it by this name
+
+
+def file_sha256(path):
+    digest = hashlib.sha256()
+    with open(path, "rb") as f:
+        for block in iter(lambda: f.read(1 << 20), b""):
+            digest.update(block)
+    return digest.hexdigest()
+
+
+def mode_of(source):
+    return 0o644 if source is None or not os.stat(source).st_mode & 0o111 else 0o755
+
+
+def manifest(entries):
+    """BUNDLE.sha256's text: a line per file, '<sha256> <mode> <path>', sorted by path."""
+    lines = ["# every file of this bundle: sha256, mode, path (written by tools/fleet/make_bundle.py)"]
+    for dest in sorted(entries):
+        source = entries[dest]
+        sha = hashlib.sha256(b"").hexdigest() if source is None else file_sha256(source)
+        lines.append(f"{sha} {mode_of(source):04o} {dest}")
+    return "\n".join(lines) + "\n"
+
+
+def manifest_sha256(bundle):
+    """The sha256 of a bundle's BUNDLE.sha256 (its first member): what a host's unpacked copy must match."""
+    with tarfile.open(bundle, "r:gz") as tar:
+        first = tar.next()
+        if first is None or first.name != MANIFEST_NAME or not first.isfile() or first.size > 1 << 26:
+            raise ValueError(f"{bundle} does not start with its {MANIFEST_NAME} (a bundle of an older "
+                             "tunelab: build it again)")
+        return hashlib.sha256(tar.extractfile(first).read()).hexdigest()
+
+
 def pack(entries, out):
     def info(name, kind, mode, size=0):
         ti = tarfile.TarInfo(name)
@@ -90,6 +132,8 @@ def pack(entries, out):
     # gzip's header carries a time and a file name; both are fixed so the same inputs give the same bytes.
     with open(out, "wb") as raw, gzip.GzipFile(filename="", mode="wb", fileobj=raw, mtime=0, compresslevel=1) as gz, \
             tarfile.open(fileobj=gz, mode="w", format=tarfile.PAX_FORMAT) as tar:
+        listed = manifest(entries).encode()
+        tar.addfile(info(MANIFEST_NAME, tarfile.REGTYPE, 0o644, len(listed)), io.BytesIO(listed))
         for folder in sorted(folders_of(entries)):
             tar.addfile(info(folder, tarfile.DIRTYPE, 0o755))
         for dest in sorted(entries):
@@ -98,9 +142,8 @@ def pack(entries, out):
                 tar.addfile(info(dest, tarfile.REGTYPE, 0o644), io.BytesIO(b""))
                 continue
             st = os.stat(source)  # follows the symlink to the real file
-            mode = 0o755 if st.st_mode & 0o111 else 0o644
             with open(source, "rb") as f:
-                tar.addfile(info(dest, tarfile.REGTYPE, mode, st.st_size), f)
+                tar.addfile(info(dest, tarfile.REGTYPE, mode_of(source), st.st_size), f)
 
 
 def main(argv=None):

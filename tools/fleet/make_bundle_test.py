@@ -44,7 +44,7 @@ class MakeBundleTest(unittest.TestCase):
         self.assertEqual(sha1, sha2)
         with tarfile.open(first) as tar:
             members = {m.name: m for m in tar.getmembers()}
-            self.assertEqual(sorted(members), ["matrix", "matrix.runfiles", "matrix.runfiles/ws",
+            self.assertEqual(sorted(members), ["BUNDLE.sha256", "matrix", "matrix.runfiles", "matrix.runfiles/ws",
                                                "matrix.runfiles/ws/pkg", "matrix.runfiles/ws/pkg/__init__.py",
                                                "matrix.runfiles/ws/pkg/data.txt"])
             self.assertTrue(members["matrix.runfiles/ws/pkg/data.txt"].isfile())  # the link's content
@@ -52,9 +52,18 @@ class MakeBundleTest(unittest.TestCase):
             self.assertEqual(members["matrix"].mode, 0o755)
             self.assertEqual(members["matrix.runfiles/ws/pkg/data.txt"].mode, 0o644)
             self.assertEqual({m.mtime for m in members.values()}, {0})
+            # The manifest comes first (the controller reads its digest without reading the rest) and lists
+            # every file with the digest and mode it is packed with.
+            self.assertEqual(tar.getmembers()[0].name, "BUNDLE.sha256")
+            listed = tar.extractfile("BUNDLE.sha256").read().decode().splitlines()
+        launcher, empty, data = (hashlib.sha256(text).hexdigest() for text in (b"#!/bin/sh\n", b"", b"data\n"))
+        self.assertEqual(listed[1:], [f"{launcher} 0755 matrix", f"{empty} 0644 matrix.runfiles/ws/pkg/__init__.py",
+                                      f"{data} 0644 matrix.runfiles/ws/pkg/data.txt"])
+        self.assertEqual(make_bundle.manifest_sha256(first),
+                         hashlib.sha256(("\n".join(listed) + "\n").encode()).hexdigest())
 
     def test_bad_listings_are_refused(self):
-        for line in ("file ../escape /etc/passwd", "copy a b", "file a"):
+        for line in ("file ../escape /etc/passwd", "copy a b", "file a", "empty BUNDLE.sha256"):
             with open(self.listing, "w") as f:
                 f.write(line + "\n")
             with self.subTest(line=line):

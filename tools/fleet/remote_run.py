@@ -25,6 +25,7 @@ import glob
 import json
 import os
 import signal
+import stat
 import subprocess
 import sys
 import tarfile
@@ -36,13 +37,39 @@ def paths(state, run_id):
     return base + ".pid", base + ".done", base + ".log"
 
 
+# Every file this writes into the work root is created new (O_EXCL) and never through a link (O_NOFOLLOW):
+# the root is root's own (tools/fleet/work_root.py checks it first), and these keep a planted link harmless.
+NEW_FILE = os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | getattr(os, "O_CLOEXEC", 0)
+
+
+def open_new(path, mode=0o600):
+    """A new file at `path` for writing; whatever was there (a leftover, a link) is removed first, unfollowed."""
+    try:
+        os.unlink(path)
+    except FileNotFoundError:
+        pass
+    return os.open(path, NEW_FILE, mode)
+
+
 def write_atomic(path, text):
     tmp = path + ".tmp"
-    with open(tmp, "w") as f:
+    with os.fdopen(open_new(tmp), "w") as f:
         f.write(text)
         f.flush()
         os.fsync(f.fileno())
     os.replace(tmp, path)
+
+
+def open_log(path):
+    """The run's log, appended to across resumes: never through a link, only a regular file."""
+    try:
+        fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_APPEND | os.O_NOFOLLOW | getattr(os, "O_CLOEXEC", 0), 0o600)
+    except OSError as e:
+        raise OSError(f"the run's log {path} cannot be opened as a file of its own ({e.strerror}): refused") from None
+    if not stat.S_ISREG(os.fstat(fd).st_mode):
+        os.close(fd)
+        raise OSError(f"the run's log {path} is not a regular file: refused")
+    return fd
 
 
 def process_start_ticks(pid):
@@ -158,7 +185,7 @@ def run_exec(args):
 def supervise(argv, cwd, env, pid_path, done_path, log_path):
     """The detached supervisor: runs argv, records how it ended. SIGTERM is passed on to the matrix (it
     stores what it has, restores the host and exits 130)."""
-    with open(log_path, "ab") as log:
+    with os.fdopen(open_log(log_path), "ab") as log:
         child = subprocess.Popen(argv, cwd=cwd, env=env, stdin=subprocess.DEVNULL, stdout=log, stderr=subprocess.STDOUT)
     signal.signal(signal.SIGTERM, lambda signum, frame: child.send_signal(signal.SIGTERM))
     code = child.wait()
@@ -178,7 +205,8 @@ def start(args):
             os.remove(stale)
     try:
         argv, env = command(args, runner_container_name(args.run_id))
-    except (ValueError, RuntimeError) as e:
+        os.close(open_log(log_path))
+    except (ValueError, RuntimeError, OSError) as e:
         return {"error": str(e)}
     read_end, write_end = os.pipe()
     first = os.fork()
@@ -225,7 +253,7 @@ def pack(args):
         return {"error": f"expected one folder {args.results}/<host>/{args.run_id} with a manifest, found {len(runs)}"}
     run_dir = os.path.dirname(runs[0])
     arcname = os.path.join(os.path.basename(os.path.dirname(run_dir)), args.run_id)
-    with tarfile.open(args.out + ".tmp", "w:gz") as tar:
+    with os.fdopen(open_new(args.out + ".tmp"), "wb") as raw, tarfile.open(fileobj=raw, mode="w:gz") as tar:
         tar.add(run_dir, arcname=arcname, filter=lambda ti: ti if (ti.isfile() or ti.isdir()) else None)
     os.replace(args.out + ".tmp", args.out)
     return {"archive": args.out, "bytes": os.path.getsize(args.out)}

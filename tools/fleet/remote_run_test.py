@@ -81,6 +81,35 @@ class RemoteRunTest(unittest.TestCase):
         self.assertEqual(code, 1)
         self.assertIn("found 0", doc["error"])
 
+    def test_links_planted_where_the_run_writes_are_never_written_through(self):
+        # Issue 39, finding 1: root's remote_run followed a local user's links from <run>.pid.tmp, <run>.log
+        # and <run>.tar.gz.tmp and overwrote or appended to their targets.
+        victim = os.path.join(tempfile.mkdtemp(), "victim")
+        with open(victim, "w") as f:
+            f.write("precious\n")
+        os.symlink(victim, os.path.join(self.state, "r5.pid.tmp"))
+        os.symlink(victim, os.path.join(self.state, "r5.done.tmp"))
+        code, doc = self.start("r5", "true")
+        self.assertEqual(code, 0, doc)
+        remote_run("wait", "--state", self.state, "--run-id", "r5", "--interval-s", "0.2", "--timeout-s", "20")
+        self.assertFalse(os.path.islink(os.path.join(self.state, "r5.pid")))
+        os.symlink(victim, os.path.join(self.state, "r6.log"))
+        code, doc = self.start("r6", "echo", "appended")
+        self.assertEqual(code, 1)
+        self.assertIn("r6.log cannot be opened as a file of its own", doc["error"])
+        results = tempfile.mkdtemp()
+        os.makedirs(os.path.join(results, "vm-1", "20261124T000000Z-abcd"))
+        with open(os.path.join(results, "vm-1", "20261124T000000Z-abcd", "manifest.json"), "w") as f:
+            f.write("{}")
+        out = os.path.join(self.state, "run.tar.gz")
+        os.symlink(victim, out + ".tmp")
+        code, doc = remote_run("pack", "--results", results, "--run-id", "20261124T000000Z-abcd", "--out", out)
+        self.assertEqual(code, 0, doc)
+        with open(victim) as f:
+            self.assertEqual(f.read(), "precious\n")
+        with tarfile.open(out) as tar:
+            self.assertIn("vm-1/20261124T000000Z-abcd/manifest.json", tar.getnames())
+
     def test_exec_runs_in_the_foreground_and_passes_the_exit_status_on(self):
         out = subprocess.run([sys.executable, SCRIPT, "exec", "--env", "GREETING=hi", "--", sys.executable, "-c",
                               "import os; print(os.environ['GREETING']); raise SystemExit(2)"],

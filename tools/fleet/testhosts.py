@@ -65,11 +65,14 @@ def kill_all(pids):
 
 
 class Host:
-    def __init__(self, base, name, address):
+    """env: variables sshd sets in every session (SetEnv), e.g. a PYTHONPATH that makes the host hostile."""
+
+    def __init__(self, base, name, address, env=None):
         self.name, self.address, self.port = name, address, free_port(address)
         self.dir = os.path.join(base, name)
         self.root = os.path.join(self.dir, "root")
-        os.makedirs(self.root)
+        os.makedirs(self.dir)
+        os.mkdir(self.root, 0o700)  # a work root as root makes it (tools/fleet/work_root.py)
         self.config = os.path.join(self.dir, "sshd_config")
         self.proc = None
         subprocess.run(["ssh-keygen", "-q", "-t", "ed25519", "-N", "", "-f", os.path.join(self.dir, "host_key")],
@@ -81,7 +84,8 @@ class Host:
                 f"PidFile {self.dir}/sshd.pid",
                 f"AuthorizedKeysFile {base}/authorized_keys",
                 "StrictModes no", "UsePAM no", "PasswordAuthentication no", "KbdInteractiveAuthentication no",
-                "PermitRootLogin prohibit-password", "Subsystem sftp internal-sftp", "LogLevel ERROR", ""]))
+                "PermitRootLogin prohibit-password", "Subsystem sftp internal-sftp", "LogLevel ERROR",
+                *[f"SetEnv {key}={value}" for key, value in sorted((env or {}).items())], ""]))
 
     def start(self):
         with open(self.config + ".log", "ab") as log:
