@@ -154,17 +154,25 @@ def committed(baselines, rig):
     return best
 
 
-def history(baselines):
+def history(baselines, unreadable=None):
     """Every committed figure, oldest first: [{rig, metric, set, measured_at, mde, worse_by, paired_sd,
     components (sd by level), rounds, false_alarm_rate, detection_rate, slowdown, judged_at, sequential_mde,
-    unit}] for the site's Sensitivity page. Files are checked as the gate checks them (read_file)."""
+    unit}] for the site's Sensitivity page. Files are checked as the gate checks them (read_file); with
+    `unreadable` (a list), a file that fails is appended to it as (set name, reason) and skipped, else
+    SensitivityError."""
     rows = []
     names = sorted(os.listdir(baselines)) if os.path.isdir(baselines) else []
     for name in names:
         path = os.path.join(baselines, name, FILE_NAME)
         if not os.path.isfile(path):
             continue
-        figures = read_file(path)
+        try:
+            figures = read_file(path)
+        except SensitivityError as e:
+            if unreadable is None:
+                raise
+            unreadable.append((name, str(e)))
+            continue
         with open(path) as f:
             doc = json.load(f)
         for rig, metrics in figures.items():

@@ -29,12 +29,15 @@ import tempfile
 import unittest
 
 from hypothesis import HealthCheck, given, settings, strategies as st
+from rich.console import Console
 
 from analysis import resultsets
 from analysis.testsets import write_set
 from results import resultfile, runarchive, store
 from results.testruns import RUN_ID, make_run, manifest_for, recorded_result
+from rigs.matrix import spec
 from tools import gate, gate_confirm
+from tools.publish import publish
 
 EXAMPLES = int(os.environ.get("TUNELAB_FUZZ_EXAMPLES", "60"))
 FUZZ = settings(max_examples=EXAMPLES, deadline=None, database=None, derandomize=not os.environ.get("TUNELAB_FUZZ_RANDOM"),
@@ -365,9 +368,6 @@ def _fraction(text):
     return math.isfinite(x) and 0 < x < 1
 
 
-if __name__ == "__main__":
-    unittest.main()
-
 
 class NameFuzzTest(unittest.TestCase):
     """Issue 39, finding 6: a name with a trailing newline passed every name check (re.match with `$`, which
@@ -405,3 +405,154 @@ class NameFuzzTest(unittest.TestCase):
                 self.checks(tmp)[what](stem + bad)
         finally:
             shutil.rmtree(tmp, ignore_errors=True)
+
+
+class ReaderFuzzTest(unittest.TestCase):
+    """Issue 39, finding 2: a set whose cell files do not say what their names say (one run copied to five
+    names, a cell under another cell's id, another run's cell) counted as more runs. The reader takes a cell
+    only where its name, its content and the manifest agree, and never one measurement twice."""
+
+    @classmethod
+    def setUpClass(cls):
+        cls.template = os.path.join(tempfile.mkdtemp(dir=os.environ.get("TEST_TMPDIR")), "sets", "s")
+        write_set(cls.template, [({"gc": "g1"}, 1000.0), ({"gc": "parallel"}, 900.0)], runs=3, seed=1)
+
+    @FUZZ
+    @given(how=st.sampled_from(["copy", "copy", "rename", "other run", "link"]), rep=st.integers(min_value=0, max_value=9),
+           cell_id=st.sampled_from(["same", "other", "ffffffffffff"]))
+    def test_a_cell_file_is_read_only_where_its_name_says(self, how, rep, cell_id):
+        tmp = tempfile.mkdtemp(dir=os.environ.get("TEST_TMPDIR"))
+        try:
+            folder = os.path.join(tmp, "s")
+            shutil.copytree(self.template, folder)
+            cells = os.path.join(folder, "cells")
+            names = sorted(os.listdir(cells))
+            source = os.path.join(cells, names[0])
+            with open(source) as f:
+                doc = json.load(f)
+            ids = sorted({n.split(".")[0] for n in names})
+            target_id = {"same": doc["cell"]["id"], "other": next(i for i in ids if i != doc["cell"]["id"]),
+                         "ffffffffffff": "ffffffffffff"}[cell_id]
+            target = os.path.join(cells, f"{target_id}.r{rep}.json")
+            before = resultsets.load_run(folder)
+            if os.path.exists(target) and how != "rename":
+                return  # the name is taken by a real cell: nothing to plant
+            if how == "link":
+                os.symlink(source, target + ".tmp")
+                os.replace(target + ".tmp", target)
+            elif how == "other run":
+                doc["run_id"] = "20250101T000000Z-dead"
+                with open(target, "w") as f:
+                    json.dump(doc, f)
+            else:
+                shutil.copy(source, target)
+                if how == "rename" and target != source:
+                    os.unlink(source)
+            if os.path.realpath(target) == os.path.realpath(source) and how == "rename":
+                return  # renamed onto itself: the set is unchanged
+            try:
+                after = resultsets.load_run(folder)
+            except resultsets.ResultSetError:
+                return  # refused: the property holds
+            # Accepted only when the planted file is a genuine result where its name says: never more runs
+            # than were measured.
+            self.assertLessEqual(sum(len(c.runs) for c in after.cells), sum(len(c.runs) for c in before.cells))
+        finally:
+            shutil.rmtree(tmp, ignore_errors=True)
+
+
+class SiteFuzzTest(unittest.TestCase):
+    """Issue 39, finding 3: one set took the whole site down (a huge integer, a long axis value, a NaN
+    reference, a FIFO). Whatever one set or reference file holds, the build finishes, that set is listed
+    with its reason or rendered, and the other set is rendered. Fewer examples: each builds a site (~1 s)."""
+
+    @settings(FUZZ, max_examples=max(4, EXAMPLES // 6))
+    @given(where=st.sampled_from(["cell", "cell", "manifest", "sensitivity", "reference", "fifo"]), data=st.data())
+    def test_one_bad_set_never_stops_the_site(self, where, data):
+        tmp = tempfile.mkdtemp(dir=os.environ.get("TEST_TMPDIR"))
+        try:
+            baselines = os.path.join(tmp, "results", "baselines")
+            os.makedirs(os.path.join(tmp, "results", "reference"))
+            for name, seed in (("good-set", 1), ("bad-set", 2)):
+                write_set(os.path.join(baselines, name), [({"gc": "g1"}, 1000.0), ({"gc": "parallel"}, 950.0)],
+                          runs=3, seed=seed, reference=5e8)
+            bad = os.path.join(baselines, "bad-set")
+            if where == "fifo":  # where a cell file belongs: reading it would hang the build
+                first = os.path.join(bad, "cells", sorted(os.listdir(os.path.join(bad, "cells")))[0])
+                os.unlink(first)
+                os.mkfifo(first)
+            elif where in ("cell", "manifest"):
+                path = (os.path.join(bad, "cells", sorted(os.listdir(os.path.join(bad, "cells")))[0]) if where == "cell"
+                        else os.path.join(bad, "manifest.json"))
+                with open(path) as f:
+                    doc = json.load(f)
+                with open(path, "wb") as f:
+                    f.write(dumps(data.draw(mutated_document(doc))))
+            else:
+                path = (os.path.join(bad, "sensitivity.json") if where == "sensitivity"
+                        else os.path.join(tmp, "results", "reference", "bad.json"))
+                with open(path, "wb") as f:
+                    f.write(dumps(data.draw(json_value)))
+            out = os.path.join(tmp, "site")
+            studies = publish.build_site(os.path.join(tmp, "results"), out, "2026-11-27T00:00:00Z",
+                                         Console(file=io.StringIO()))
+            by_name = {s.name: s for s in studies}
+            self.assertFalse(by_name["good-set"].failed, by_name["good-set"].failed)
+            self.assertTrue(os.path.isfile(os.path.join(out, "sets", "good-set", "index.html")))
+            self.assertTrue(os.path.isfile(os.path.join(out, "index.html")))
+        finally:
+            shutil.rmtree(tmp, ignore_errors=True)
+
+
+# A real matrix file (the calibration rig's) with values replaced by anything TOML or a caller could give.
+def _calibration_matrix():
+    import tomllib
+    with open(os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "rigs", "calibration",
+                           "matrix.toml"), "rb") as f:
+        return tomllib.load(f)
+
+
+spec_value = st.one_of(json_value, st.integers(min_value=-(1 << 70), max_value=1 << 70).map(str),
+                       st.sampled_from(["0-999999999", "nan", "inf", "1e309", "-1", "0", "g1", "17", "x" * 3000]))
+
+
+class SpecFuzzTest(unittest.TestCase):
+    """Issue 39, finding 7: matrix input exhausted the host or crashed the planner (ValueError,
+    OverflowError, RecursionError). Whatever the file or --set says, the answer is a matrix or the spec error."""
+
+    def test_the_unchanged_matrix_plans(self):  # else every fuzzed one would be refused for the same reason
+        self.assertGreater(len(spec.from_dict(_calibration_matrix(), rig_params={"mode": "cpu"}).cells), 0)
+
+    @FUZZ
+    @given(data=st.data(), overrides=st.lists(st.text(max_size=30), max_size=3))
+    def test_a_matrix_is_planned_or_refused_with_the_spec_error(self, data, overrides):
+        base = _calibration_matrix()
+        doc = copy.deepcopy(base)
+        for _ in range(data.draw(st.integers(min_value=1, max_value=3))):
+            path = data.draw(st.sampled_from(list(leaf_paths(doc))))
+            doc = replaced(doc, path, data.draw(spec_value))
+        try:
+            matrix = spec.from_dict(doc, source="fuzz.toml", overrides=overrides, rig_params={"mode": "cpu"})
+        except spec.SpecError:
+            return
+        self.assertLessEqual(len(matrix.cells), spec.MAX_CELLS)
+
+    @FUZZ
+    @given(text=st.one_of(st.text(max_size=200), st.binary(max_size=200).map(lambda b: b.decode("latin-1")),
+                          st.integers(min_value=1, max_value=3000).map(lambda n: "a = " + "[" * n + "]" * n)))
+    def test_any_file_is_a_matrix_or_the_spec_error(self, text):
+        folder = tempfile.mkdtemp(dir=os.environ.get("TEST_TMPDIR"))
+        try:
+            path = os.path.join(folder, "m.toml")
+            with open(path, "w", encoding="utf-8", errors="surrogatepass") as f:
+                f.write(text)
+            try:
+                spec.load(path)
+            except spec.SpecError:
+                pass
+        finally:
+            shutil.rmtree(folder, ignore_errors=True)
+
+
+if __name__ == "__main__":
+    unittest.main()

@@ -223,6 +223,24 @@ def load(path, profile=None, overrides=(), rig_params=None, policy_defaults=None
                      policy_defaults=policy_defaults)
 
 
+TABLES = ("matrix", "axes", "profiles", "pinning", "gc_opts", "policy")
+ARRAYS_OF_TABLES = ("zip", "include", "exclude", "known_answer")
+
+
+def _check_shape(where, data, prefix):
+    """Tables where tables belong, arrays of tables where those do (a TOML file can put any value anywhere:
+    `matrix = 5` must be the spec error, not an AttributeError)."""
+    if not isinstance(data, dict) or not all(isinstance(k, str) for k in data):
+        raise SpecError(f"{where}: {'[' + prefix.rstrip('.') + ']' if prefix else 'a matrix file'} must be a "
+                        f"table, not {type(data).__name__}")
+    for key in TABLES:
+        if key in data and not isinstance(data[key], dict):
+            raise SpecError(f"{where}: [{prefix}{key}] must be a table, not {type(data[key]).__name__}")
+    for key in ARRAYS_OF_TABLES:
+        if key in data and not (isinstance(data[key], list) and all(isinstance(x, dict) for x in data[key])):
+            raise SpecError(f"{where}: [[{prefix}{key}]] must be an array of tables")
+
+
 def from_dict(data, source="<matrix>", profile=None, overrides=(), rig_params=None, policy_defaults=None):
     """The Matrix of a parsed matrix file (`data`), a profile of it and --set overrides; SpecError naming the
     first problem.
@@ -231,6 +249,7 @@ def from_dict(data, source="<matrix>", profile=None, overrides=(), rig_params=No
     and that order decides which wins; each table's own checks are the functions below."""
     rig_params = dict(rig_params or {})
     where = source
+    _check_shape(where, data, "")
     known = {"matrix", "axes", "zip", "include", "exclude", "profiles", "pinning", "gc_opts", "variant", "policy",
              "known_answer"}
     unknown = set(data) - known
@@ -240,6 +259,11 @@ def from_dict(data, source="<matrix>", profile=None, overrides=(), rig_params=No
     for key in ("name", "rig"):
         if not isinstance(head.get(key), str) or not head[key]:
             raise SpecError(f"{where}: [matrix] needs a string `{key}`")
+    if not isinstance(head.get("workload", ""), str) or not isinstance(head.get("question", ""), str):
+        raise SpecError(f"{where}: [matrix] `workload` and `question` are strings")
+    not_compared = head.get("not_compared", [])
+    if not isinstance(not_compared, list) or not all(isinstance(a, str) for a in not_compared):
+        raise SpecError(f"{where}: [matrix] `not_compared` is a list of axis names")
 
     pinnings = {"none": Pinning("none")}
     for name, body in data.get("pinning", {}).items():
@@ -266,6 +290,7 @@ def from_dict(data, source="<matrix>", profile=None, overrides=(), rig_params=No
         if profile not in profiles:
             raise SpecError(f"{where}: no profile {profile!r}; profiles: {sorted(profiles) or 'none'}")
         body = profiles[profile]
+        _check_shape(where, body, f"profiles.{profile}.")
         if profile != "smoke":
             question = str(body.get("question", ""))
         extra = set(body) - {"axes", "policy", "description", "zip", "include", "exclude", "known_answer",

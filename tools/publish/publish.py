@@ -129,12 +129,12 @@ def write_history(name, sets, out_dir):
 
 
 def write_sensitivity(baselines, out_dir):
-    """(rows, [(rig, plot file)]) of the Sensitivity page: every committed figure, and per rig its metrics'
-    MDE over the committed sensitivity sets."""
-    try:
-        rows = sensitivity_figures.history(baselines)
-    except sensitivity_figures.SensitivityError as e:
-        raise PublishError(f"a committed sensitivity file is unusable: {e}") from None
+    """(rows, [(rig, plot file)], [Study of each unusable sensitivity file]) of the Sensitivity page: every
+    committed figure, and per rig its metrics' MDE over the committed sensitivity sets."""
+    unreadable = []
+    rows = sensitivity_figures.history(baselines, unreadable)
+    failed = [Study(name=f"{name}/{sensitivity_figures.FILE_NAME}"[:80], failed=f"cannot be read: {reason[:300]}")
+              for name, reason in unreadable]
     out = []
     for rig in sorted({r["rig"] for r in rows}):
         series = {}
@@ -145,7 +145,7 @@ def write_sensitivity(baselines, out_dir):
         plots.sensitivity_history(os.path.join(out_dir, name), f"{rig}: the smallest regression the gate can catch",
                                   series)
         out.append((rig, name))
-    return rows, out
+    return rows, out, failed
 
 
 def load_sets(baselines):
@@ -211,7 +211,8 @@ def build_site(results_root, out, built_at, console=None):
         for name, series_sets in nightly_series(sets).items():
             histories.append({"name": name, "sets": [s.name for s in series_sets],
                               "plot": write_history(name, series_sets, staging)})
-        rows, sensitivity_plots = write_sensitivity(baselines, staging)
+        rows, sensitivity_plots, unusable = write_sensitivity(baselines, staging)
+        studies += unusable  # listed last with their reasons, as a set that cannot be read
         page = dict(built_at=built_at, studies=studies, histories=histories,
                     references=[r.reference for r in references], rows=rows, plots=sensitivity_plots)
         for template, target in (("index.html.j2", "index.html"), ("reference.html.j2", "reference.html"),
