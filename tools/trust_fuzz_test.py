@@ -9,9 +9,15 @@ properties:
 - the result and manifest readers return a valid document or raise their own error (ResultError,
   StoreError), nothing else;
 - the gate decides (0 pass, 1 regressed) only on usable input, exits 2 on anything unusable, and never
-  reaches its catch-all for unexpected errors (gate.run is called directly: any exception fails the test).
+  reaches its catch-all for unexpected errors (gate.run is called directly: any exception fails the test);
+- names: a run id, host folder, baseline or fleet id with a control or separator character is refused;
+- the set reader takes a cell file only where its name, its content and the manifest agree (a copy, a
+  rename, a link or another run's cell never counts as one more run);
+- the site build finishes whatever one set or reference file holds, the other set rendered;
+- a matrix file or --set with any value anywhere is a matrix or the spec error, nothing else.
 
-Budget: TUNELAB_FUZZ_EXAMPLES examples per property (60 in CI, ~15 s here), the same examples on every run;
+Budget: TUNELAB_FUZZ_EXAMPLES examples per property (60 in CI; the site's a sixth of that: each builds a
+site), the same examples on every run, ~45 s here;
 the manual target //tools:trust_fuzz_long runs 2,000 new ones per property (TUNELAB_FUZZ_RANDOM).
 """
 
