@@ -52,6 +52,8 @@ class HostPlanTest(unittest.TestCase):
                                                "--manifest-sha256", MANIFEST_SHA])
         self.assertEqual(p["verify_argv"], ["/usr/bin/python3", "-c", source, "verify", "--bundle-dir", bundle,
                                             "--manifest-sha256", MANIFEST_SHA])
+        # Ansible templates the strings of its variables again: the source must hold no Jinja delimiter.
+        self.assertEqual([d for d in ("{{", "{%", "{#") if d in source], [])
         # The runner's command comes after `--`, whole, with the host's environment given to remote_run.
         base = p["start_base"]
         self.assertIn("--env=TUNELAB_STATE_DIR=/srv/tl/state", base)
