@@ -87,20 +87,32 @@ def load_reference(path):
     return ResultSet(name=f"reference/{doc['id']}", path=path, manifest={}, docs=[], reference=doc)
 
 
+def in_bazel_runfiles(path):
+    """True for a path inside this process' Bazel runfiles tree (a test's or a `bazel run` tool's own data):
+    Bazel makes every file there a link to its source, so links there are Bazel's, not a set's."""
+    for var in ("TEST_SRCDIR", "RUNFILES_DIR"):
+        root = os.environ.get(var)
+        if root and os.path.abspath(path).startswith(os.path.abspath(root).rstrip(os.sep) + os.sep):
+            return True
+    return False
+
+
 def _regular_files_only(folder):
     """Refuses a set whose folder, manifest, cells/ folder or any file in cells/ is a link or not a regular
-    file (issue 39: linked cells and set folders were followed, and a FIFO hung the site build)."""
+    file (issue 39: linked cells and set folders were followed, and a FIFO hung the site build). Inside a
+    Bazel runfiles tree the links are Bazel's: what they point at must still be a regular file."""
+    bazels = in_bazel_runfiles(folder)
     for path in (folder, os.path.join(folder, "cells")):
-        if os.path.islink(path):
+        if os.path.islink(path) and not bazels:
             raise ResultSetError(f"{path} is a symbolic link: a result set holds its own files")
     manifest = os.path.join(folder, "manifest.json")
-    if os.path.lexists(manifest) and not stat.S_ISREG(os.lstat(manifest).st_mode):
+    if os.path.lexists(manifest) and not stat.S_ISREG((os.stat if bazels else os.lstat)(manifest).st_mode):
         raise ResultSetError(f"{manifest} is not a regular file (a link, a FIFO or a device): refused")
     cells = os.path.join(folder, "cells")
     if os.path.isdir(cells):
         with os.scandir(cells) as entries:
             for entry in entries:
-                if not entry.is_file(follow_symlinks=False):
+                if not entry.is_file(follow_symlinks=bazels):
                     raise ResultSetError(f"{entry.path} is not a regular file (a link, a FIFO or a device): refused")
 
 

@@ -6,6 +6,7 @@ import os
 import shutil
 import tempfile
 import unittest
+from unittest import mock
 
 from analysis import resultsets
 from analysis.testsets import write_set
@@ -67,6 +68,21 @@ class LyingSetTest(unittest.TestCase):
         with self.assertRaisesRegex(resultsets.ResultSetError, "is a symbolic link"):
             resultsets.load_run(linked)
         self.assertEqual(len(resultsets.load_run(self.folder).docs), 6)  # nothing was changed by refusing
+
+    def test_inside_a_bazel_runfiles_tree_links_are_bazels_and_lead_to_regular_files(self):
+        # Bazel makes every file of a test's or tool's runfiles a link to its source; a link elsewhere is not
+        # a set's own file (above).
+        target = os.path.join(self.cells, "000000000000.r0.json")
+        outside = os.path.join(self.dir, "outside.json")
+        shutil.move(target, outside)
+        os.symlink(outside, target)
+        with mock.patch.dict(os.environ, {"TEST_SRCDIR": os.path.dirname(self.folder)}):
+            self.assertEqual(len(resultsets.load_run(self.folder).docs), 6)
+            os.unlink(outside)
+            os.mkfifo(outside)  # a link to a FIFO is still no result file
+            self.refused(r"000000000000\.r0\.json is not a regular file")
+        with mock.patch.dict(os.environ, {"TEST_SRCDIR": "/nonexistent", "RUNFILES_DIR": ""}):
+            self.refused(r"000000000000\.r0\.json is not a regular file")
 
 
 if __name__ == "__main__":

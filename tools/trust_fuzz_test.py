@@ -413,7 +413,7 @@ class NameFuzzTest(unittest.TestCase):
             shutil.rmtree(tmp, ignore_errors=True)
 
 
-class ReaderFuzzTest(unittest.TestCase):
+class SetReaderFuzzTest(unittest.TestCase):
     """Issue 39, finding 2: a set whose cell files do not say what their names say (one run copied to five
     names, a cell under another cell's id, another run's cell) counted as more runs. The reader takes a cell
     only where its name, its content and the manifest agree, and never one measurement twice."""

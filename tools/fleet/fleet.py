@@ -11,8 +11,9 @@ start the matrix detached with the host's lock, wait on its marker file, pack th
 results/<inventory host>/<run>/ after checking it (tools/fleet/README.md). A host that drops out is
 reported with its reason; `--resume FLEET_ID` continues it (the matrix resumes its stored run there) and
 leaves hosts whose runs are home alone. Host variables: tunelab_root (default /var/tmp/tunelab: bundles,
-runs and markers; root's own, mode 0700, checked by work_root.py before anything is written there), tunelab_state_dir (default: the runner's, /var/lib/tunelab: the host lock, one matrix
-per host, and the knob journal; only root may write it). Exit: 0 every host's run is home and complete; 1
+runs and markers; root's own, mode 0700, checked by work_root.py before anything is written there),
+tunelab_state_dir (default: the runner's, /var/lib/tunelab: the host lock, one matrix per host, and the
+knob journal; only root may write it). Exit: 0 every host's run is home and complete; 1
 some host failed or dropped out (resume it); 2 bad input. What a host sends is read by hostinput.py, Ansible
 is driven by playbook.py.
 
