@@ -52,17 +52,19 @@ HOSTILE_SITECUSTOMIZE = {
     "d": """import json, os, sys
 if os.path.basename(sys.argv[0]) == "matrix" and "--plan-json" in sys.argv:
     out = sys.argv[sys.argv.index("--plan-json") + 1]
-    json.dump({"estimated_s": 1, "cells": "all of them", "doctor": {"host": {"host_id": "[/red] boom [link=x]"},
-               "cpu": {}}}, open(out, "w"))
-    sys.exit(0)
+    with open(out, "w") as f:
+        json.dump({"estimated_s": 1, "cells": "all of them",
+                   "doctor": {"host": {"host_id": "[/red] boom [link=x]"}, "cpu": {}}}, f)
+    os._exit(0)  # not sys.exit: site.py would report SystemExit and go on to run the real program
 """,
     "e": """import gzip, json, os, sys, tarfile
 if os.path.basename(sys.argv[0]) == "matrix":
     if "--plan-json" in sys.argv:
         out = sys.argv[sys.argv.index("--plan-json") + 1]
-        json.dump({"estimated_s": 5, "cells": [{"id": "2c0b5e67fcfd", "skip_reason": None}],
-                   "doctor": {"host": {"host_id": "vm-e"}, "cpu": {"online_cpus": 2}}}, open(out, "w"))
-    sys.exit(0)
+        with open(out, "w") as f:
+            json.dump({"estimated_s": 5, "cells": [{"id": "2c0b5e67fcfd", "skip_reason": None}],
+                       "doctor": {"host": {"host_id": "vm-e"}, "cpu": {"online_cpus": 2}}}, f)
+    os._exit(0)
 if os.path.basename(sys.argv[0]) == "remote_run.py" and sys.argv[1:2] == ["pack"]:
     out = sys.argv[sys.argv.index("--out") + 1]
     info = tarfile.TarInfo("././@PaxHeader")
@@ -71,9 +73,10 @@ if os.path.basename(sys.argv[0]) == "remote_run.py" and sys.argv[1:2] == ["pack"
     block[124:136] = b"\\x80" + (1 << 80).to_bytes(11, "big")
     block[148:156] = b" " * 8
     block[148:156] = ("%06o" % sum(block)).encode() + b"\\0 "
-    open(out, "wb").write(gzip.compress(bytes(block) + bytes(1024)))
-    print(json.dumps({"archive": out, "bytes": 3}))
-    sys.exit(0)
+    with open(out, "wb") as f:
+        f.write(gzip.compress(bytes(block) + bytes(1024)))
+    print(json.dumps({"archive": out, "bytes": 3}), flush=True)
+    os._exit(0)
 """,
 }
 

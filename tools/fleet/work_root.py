@@ -2,7 +2,8 @@
 
 The controller's own copy of this file runs on the host (the check playbook passes its text to `python3 -c`),
 so a bundle planted on the host cannot vouch for itself. Standard library only, Python 3.8-clean. Prints one
-JSON object; exit 1 with {"error": ...} when the root or the bundle is refused.
+JSON object; exit 1 with {"error": ...} (the reason also on stderr, one line) when the root or the bundle is
+refused.
 
   check  --root DIR [--folder DIR ...] --bundle-dir DIR --manifest-sha256 HEX
          the work root and its folders made (mode 0700) or checked, and the bundle's state:
@@ -176,7 +177,10 @@ def main(argv=None):
     except (Refused, OSError, UnicodeDecodeError) as e:
         doc = {"error": str(e)}
     print(json.dumps(doc))
-    return 1 if "error" in doc else 0
+    if "error" in doc:
+        print(doc["error"], file=sys.stderr)  # the line the controller reports for the host
+        return 1
+    return 0
 
 
 if __name__ == "__main__":
