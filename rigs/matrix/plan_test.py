@@ -2,7 +2,7 @@
 
 import unittest
 
-from rigs.matrix import plan, spec
+from rigs.matrix import plan, planview, spec
 
 ONE_NODE = {0: {0, 1}}
 TWO_NODES = {0: {0}, 1: {1}}
@@ -89,3 +89,15 @@ class ArchitectureTest(unittest.TestCase):
 
 if __name__ == "__main__":
     unittest.main()
+
+
+class PlanViewTest(unittest.TestCase):
+    def test_a_known_answer_cell_shows_its_own_count_in_a_sequential_design(self):
+        # Issue 41, item 5: the YARN smoke plan printed its known-answer cell as "run 3..1".
+        m = spec.from_dict({"matrix": {"name": "t", "rig": "r"}, "axes": {"jdk": [17], "gc": ["g1", "parallel"]},
+                            "policy": {"repetitions": {"min": 3, "max": 10}, "stop": "decided"},
+                            "known_answer": [{"cell": {"gc": "serial"}, "metric": "m", "expect": 1,
+                                              "tolerance": 0.1, "repetitions": 1}]})
+        known = next(c for c in m.cells if c.params["gc"] == "serial")
+        self.assertEqual(planview.run_status(m, known), "run x1 (known answer)")
+        self.assertEqual(planview.run_status(m, next(c for c in m.cells if c.params["gc"] == "g1")), "run 3..10")

@@ -30,6 +30,15 @@ def estimate_seconds(planned, policy, rig=None, repetitions_of=None):
     return total
 
 
+def run_status(matrix, cell):
+    """How often a cell runs, as the plan shows it: a known answer its own fixed count (a sequential design
+    stops the comparisons, never the self-check), any other cell the policy's count or min..max."""
+    if any(k.cell_id == cell.id for k in matrix.known_answers):
+        return f"run x{matrix.repetitions_of(cell)} (known answer)"
+    pol = matrix.policy
+    return f"run {pol.min_repetitions}..{pol.repetitions}" if pol.sequential else f"run x{pol.repetitions}"
+
+
 def print_plan(console, matrix, planned, profile, rig=None):
     varying = spec.varying_axes([p.cell for p in planned])
     pol = matrix.policy
@@ -37,10 +46,7 @@ def print_plan(console, matrix, planned, profile, rig=None):
     for col in ("cell", "parameters", "JDK", "status"):
         t.add_column(col, overflow="fold")
     for p in planned:
-        status = (f"[yellow]skip[/yellow]: {escape(p.skip_reason)}" if p.skip_reason else
-                  (f"run {pol.min_repetitions}..{matrix.repetitions_of(p.cell)}" if pol.sequential
-                   else f"run x{matrix.repetitions_of(p.cell)}")
-                  + (" (known answer)" if any(k.cell_id == p.cell.id for k in matrix.known_answers) else ""))
+        status = f"[yellow]skip[/yellow]: {escape(p.skip_reason)}" if p.skip_reason else run_status(matrix, p.cell)
         jdk = f"{p.jdk['name']} {p.jdk.get('version', '')}" if p.jdk else spec.NO_JDK
         t.add_row(p.cell.id, escape(p.cell.label(varying)), jdk, status)
     console.print(t)
