@@ -178,8 +178,9 @@ def resolve(spec, results_root):
         return load_run(folder, name=os.path.relpath(folder, results_root))
     if len(runs) > 1:
         raise ResultSetError(f"run id {spec} exists for several hosts: {', '.join(os.path.dirname(r) for r in runs)}")
+    hint = store.stored_runs_hint(results_root)
     raise ResultSetError(f"no result set {spec!r}: not a folder with manifest.json, a reference .json file, or a "
-                         f"run id under {results_root}")
+                         f"run id under {results_root}" + (f" ({hint})" if hint else ""))
 
 
 def provenance(doc):

@@ -85,5 +85,26 @@ class LyingSetTest(unittest.TestCase):
             self.refused(r"000000000000\.r0\.json is not a regular file")
 
 
+class UnknownSetTest(unittest.TestCase):
+    def test_a_set_that_is_not_there_names_what_is(self):
+        # Issue 41, item 5: a mistyped run id said only "no result set", not which runs there are.
+        root = tempfile.mkdtemp()
+        try:
+            for host, run in (("vm-1", "20261120T000000Z-aaaa"), ("vm-1", "20261127T010000Z-bbbb"),
+                              ("kunpeng", "20261125T000000Z-cccc")):
+                os.makedirs(os.path.join(root, host, run))
+            os.makedirs(os.path.join(root, "baselines", "calibration-gate-aa-2vcpu"))
+            with self.assertRaises(resultsets.ResultSetError) as refused:
+                resultsets.resolve("20261127T010000Z-bbbx", root)
+            self.assertIn("runs here, newest first: 20261127T010000Z-bbbb (vm-1), 20261125T000000Z-cccc (kunpeng), "
+                          "20261120T000000Z-aaaa (vm-1); 1 committed sets under baselines/ "
+                          "(e.g. baselines/calibration-gate-aa-2vcpu)", str(refused.exception))
+            empty = tempfile.mkdtemp()
+            with self.assertRaisesRegex(resultsets.ResultSetError, r"run id under \S+$"):
+                resultsets.resolve("x", empty)
+        finally:
+            shutil.rmtree(root, ignore_errors=True)
+
+
 if __name__ == "__main__":
     unittest.main()

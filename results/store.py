@@ -117,6 +117,29 @@ def run_dir(results_root, host_folder, run_id):
     return os.path.join(results_root, check_host_folder(results_root, host_folder), check_run_id(run_id))
 
 
+def stored_runs_hint(results_root, limit=5):
+    """What a user could have meant, for an error about a run or set that is not there: the newest run ids
+    (with their host folders) and the count of committed sets, one line; '' when there is nothing."""
+    runs = []
+    if os.path.isdir(results_root):
+        for host in sorted(os.listdir(results_root)):
+            folder = os.path.join(results_root, host)
+            if host.lower() in RESERVED_FOLDERS or not os.path.isdir(folder) or os.path.islink(folder):
+                continue
+            runs += [(run, host) for run in os.listdir(folder) if RUN_ID_RE.fullmatch(run)]
+    runs.sort(reverse=True)  # run ids start with their UTC start time
+    baselines = os.path.join(results_root, "baselines")
+    sets = sorted(n for n in os.listdir(baselines) if os.path.isdir(os.path.join(baselines, n))) \
+        if os.path.isdir(baselines) else []
+    parts = []
+    if runs:
+        parts.append(f"runs here, newest first: {', '.join(f'{r} ({h})' for r, h in runs[:limit])}"
+                     + (f" and {len(runs) - limit} more" if len(runs) > limit else ""))
+    if sets:
+        parts.append(f"{len(sets)} committed sets under baselines/ (e.g. baselines/{sets[-1]})")
+    return "; ".join(parts)
+
+
 def stored_state(folder):
     """The state of the run stored in `folder` ('absent' when it has no manifest)."""
     path = os.path.join(folder, "manifest.json")

@@ -41,6 +41,15 @@ from analysis.gate_decision import GateError
 from tools import gate_confirm, gate_output
 
 EXIT_PASS, EXIT_REGRESSED, EXIT_UNUSABLE = 0, 1, 2
+def swapped(axis, resolve):
+    """True when what was given as --axis resolves as a result set (the user swapped --run and --axis)."""
+    try:
+        resolve(axis)
+    except (resultsets.ResultSetError, OSError, ValueError):
+        return False
+    return True
+
+
 def parse_args(argv):
     parser = argparse.ArgumentParser(
         description="Gate a candidate against a baseline: two values of an axis inside one run (--run, --axis), "
@@ -123,7 +132,13 @@ def run(args):
         overrides = parse_min_effects(args.min_effect)
         here = lambda s: os.path.join(cwd, s) if os.path.exists(os.path.join(cwd, s)) else s  # noqa: E731
         if args.run:
-            run = resultsets.resolve(here(args.run), results_root)
+            try:
+                run = resultsets.resolve(here(args.run), results_root)
+            except resultsets.ResultSetError as e:
+                if swapped(args.axis, lambda a: resultsets.resolve(here(a), results_root)):
+                    raise GateError(f"--run {args.run!r} is not a run, but --axis {args.axis!r} is one: the two are "
+                                    f"swapped (--run {args.axis} --axis {args.run})") from None
+                raise e
             baseline, candidate = gate_decision.split_run(run, args.axis, args.baseline_value, args.candidate_value)
             try:
                 design = sequential.Design.of(run.manifest)

@@ -191,6 +191,18 @@ class GateTest(unittest.TestCase):
             code = gate.main(["--run", run, "--axis", "revision", "--results-dir", self.dir, *extra])
         return code, out.getvalue() + err.getvalue()
 
+    def test_run_and_axis_swapped_are_named_as_such(self):
+        # Issue 41, item 5: `--run revision --axis SET` said only "no result set 'revision'".
+        run = os.path.join(self.dir, "swapped-run")
+        write_set(run, [({"gc": "g1", "revision": "accepted"}, 1000.0), ({"gc": "g1", "revision": "candidate"}, 990.0)],
+                  runs=3, seed=4)
+        out, err = io.StringIO(), io.StringIO()
+        with redirect_stdout(out), redirect_stderr(err):
+            code = gate.main(["--run", "revision", "--axis", run, "--results-dir", self.dir])
+        self.assertEqual(code, gate.EXIT_UNUSABLE)
+        self.assertIn(f"--run 'revision' is not a run, but --axis '{run}' is one: the two are swapped "
+                      f"(--run {run} --axis revision)", " ".join((out.getvalue() + err.getvalue()).split()))
+
     def test_values_from_results_cannot_write_markdown(self):
         # Issue 39, finding 5: a parameter value with a newline, `|` and HTML wrote its own verdict line and a raw
         # <img onerror> into the gate's Markdown (the exit code stayed 1).

@@ -206,6 +206,10 @@ def open_run(args, loaded, default_results):
     digest = spec_digest(args.matrix, args.profile, args.set, workload)
     stored_reference, stored_reruns = [], None
     if args.resume:
+        if not os.path.isdir(run_dir):
+            hint = store.stored_runs_hint(results_root)
+            raise Stop(f"[red]error:[/red] cannot resume {run_id}: no such run of this host in {results_root}"
+                       + (f" ({escape(hint)})" if hint else ""))
         try:
             manifest = store.load_manifest(os.path.join(run_dir, "manifest.json"))
         except store.StoreError as e:

@@ -283,6 +283,11 @@ class RunnerTest(FakeRigTestCase):
         code, out = self.box.main("--resume", os.path.basename(run_dir))
         self.assertEqual(code, runner.EXIT_OK, out)
         self.assertIn("is complete: nothing to resume", out)
+        # A run id that is not there names the runs that are (issue 41, item 5).
+        code, out = self.box.main("--resume", "20200101T000000Z-0000")
+        self.assertEqual(code, runner.EXIT_BAD_INPUT, out)
+        self.assertIn("cannot resume 20200101T000000Z-0000: no such run of this host", out)
+        self.assertIn(f"runs here, newest first: {os.path.basename(run_dir)}", " ".join(out.split()))
         for path, body in stored.items():
             with open(path, "rb") as f:
                 self.assertEqual(f.read(), body, path)
