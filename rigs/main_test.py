@@ -2,6 +2,7 @@
 the run id and the run folder as JSON (nightly.sh and the gate's --confirm read it, never the console), for a
 run that completed, one refused before it started, and one refused by the host lock."""
 
+import contextlib
 import io
 import json
 import os
@@ -44,6 +45,25 @@ class RunInfoTest(FakeRigTestCase):
         finally:
             lock.release()
         self.assertEqual((code, info["status_name"], info["run_dir"]), (runner.EXIT_LOCKED, "locked", None))
+
+
+class HelpTest(unittest.TestCase):
+    def test_a_matrix_targets_help_names_the_target_and_not_what_it_passes_itself(self):
+        # Issue 41, item 5: `bazel run //rigs:X -- --help` showed --matrix and --workload as required.
+        from rigs.matrix import cli
+        out = io.StringIO()
+        with contextlib.redirect_stdout(out), self.assertRaises(SystemExit) as done:
+            cli.parse_args(["--matrix=rigs/calibration/matrix.toml", "--workload=workloads/calibration",
+                            "--bazel-target=//rigs:calibration_matrix", "--help"])
+        self.assertEqual(done.exception.code, 0)
+        text = out.getvalue()
+        self.assertTrue(text.startswith("usage: bazel run //rigs:calibration_matrix -- [-h]"), text[:200])
+        self.assertNotIn("--matrix", text)
+        self.assertNotIn("--workload", text)
+        out = io.StringIO()
+        with contextlib.redirect_stdout(out), self.assertRaises(SystemExit):
+            cli.parse_args(["--help"])  # run as a program, not through a target: both are asked for
+        self.assertIn("--matrix MATRIX", out.getvalue())
 
 
 if __name__ == "__main__":

@@ -9,6 +9,7 @@ import json
 import os
 import secrets
 import subprocess
+import sys
 import time
 
 from results import store
@@ -39,12 +40,19 @@ class Revision:
 
 
 def parse_args(argv):
+    argv = list(sys.argv[1:] if argv is None else argv)
+    # A matrix target (rigs/defs.bzl) passes --matrix, --workload and --bazel-target itself: its --help then
+    # names the target and leaves out what the user cannot and need not give.
+    target = next((a.split("=", 1)[1] for a in argv if a.startswith("--bazel-target=")), "")
     parser = argparse.ArgumentParser(
+        prog=f"bazel run {target} --" if target else None,
         description="Run a benchmark matrix: plan, apply and prove every knob, store results with provenance.",
         epilog="Exit status: 0 all cells ok or skipped; 1 some cells failed or were invalid; 2 bad input; "
                "3 another matrix holds the host lock; 130 interrupted (resume with --resume RUN_ID).")
-    parser.add_argument("--matrix", required=True, help="the matrix TOML file")
-    parser.add_argument("--workload", required=True, help="the workload folder (holds workload.toml)")
+    parser.add_argument("--matrix", required=True,
+                        help=argparse.SUPPRESS if target else "the matrix TOML file")
+    parser.add_argument("--workload", required=True,
+                        help=argparse.SUPPRESS if target else "the workload folder (holds workload.toml)")
     parser.add_argument("--rig-data", action="append", default=[], metavar="NAME=PATH", help=argparse.SUPPRESS)
     parser.add_argument("--bazel-target", default="", help=argparse.SUPPRESS)
     parser.add_argument("--profile", help="a named profile of the matrix file (e.g. smoke, full)")
