@@ -7,7 +7,7 @@
 #                                            whose `revision` axis is ["accepted", "candidate"]
 #   NIGHTLY_FIXED=1                          run the fixed 5 rounds instead of stopping once decided (the
 #                                            sequential nightlies; namenode's and mr_compare's run their fixed
-#                                            19 and 26 rounds anyway)
+#                                            19 and 20 rounds anyway)
 #   NIGHTLY_ACCEPTED=<commit>                the accepted revision (default: the one recorded by the last
 #                                            passing night in results/nightly-out/accepted-revision, or
 #                                            HEAD on the first night: an A/A run)
