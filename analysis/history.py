@@ -57,21 +57,28 @@ def change_points(values, direction, min_segment=5, min_effect=0.0):
 
 
 def series(sets):
-    """{(cell label, metric): [(set name, median of run medians)]} in the order of `sets` (oldest first)."""
-    out = collections.OrderedDict()
+    """{(cell label, metric): [(set name, median of run medians)]} in the order of `sets` (oldest first).
+
+    A cell is followed by its id, not its parameters: an axis added later appears in newer results at its
+    default value, which leaves the id as it was (rigs/matrix/spec.cell_id), so the nightly history does not
+    split at the version that added it. The label shows the parameters every point's results share."""
+    points = collections.OrderedDict()
+    shared = {}
     for s in sets:
         by_cell = collections.defaultdict(list)
         for d in s.docs:
             if d["status"] == "ok":
-                key = " ".join(f"{k}={v}" for k, v in sorted(d["cell"]["params"].items()))
+                cell_id, params = d["cell"]["id"], d["cell"]["params"]
+                shared[cell_id] = shared[cell_id] & params.items() if cell_id in shared else set(params.items())
                 per_metric = collections.defaultdict(list)
                 for sample in d["samples"]:
                     per_metric[sample["metric"]].append(sample["value"])
                 for metric, values in per_metric.items():
-                    by_cell[(key, metric)].append(values)
+                    by_cell[(cell_id, metric)].append(values)
         for key, runs in by_cell.items():
-            out.setdefault(key, []).append((s.name, stats.summarize(runs).median))
-    return out
+            points.setdefault(key, []).append((s.name, stats.summarize(runs).median))
+    return collections.OrderedDict(((" ".join(f"{k}={v}" for k, v in sorted(shared[cell_id])), metric), found)
+                                   for (cell_id, metric), found in points.items())
 
 
 def reference_series(sets, metric=drift.PRIMARY_REFERENCE):
@@ -101,7 +108,8 @@ def main(argv=None):
     parser.add_argument("sets", nargs="+", metavar="RESULT_SET")
     parser.add_argument("--metric", help="only this metric")
     parser.add_argument("--min-segment", type=int, default=5, help="points a segment needs (default 5)")
-    parser.add_argument("--out", required=True, help="the plot to write (PNG); one per series gets a suffix")
+    parser.add_argument("--out", required=True,
+                        help="the plot to write (PNG); with several series (cells x metrics) one each, OUT-0.png, ...")
     parser.add_argument("--results-dir")
     args = parser.parse_args(argv)
     workspace = os.environ.get("BUILD_WORKSPACE_DIRECTORY", os.getcwd())
@@ -118,15 +126,16 @@ def main(argv=None):
         declared.update(s.metrics())
     regressions = 0
     stem, ext = os.path.splitext(os.path.join(cwd, args.out))
-    for n, ((cell, metric), points) in enumerate(series(sets).items()):
-        if args.metric and metric != args.metric:
-            continue
+    chosen = [(key, points) for key, points in series(sets).items() if not args.metric or key[1] == args.metric]
+    for n, ((cell, metric), points) in enumerate(chosen):
         decl = declared.get(metric, {"unit": "?", "direction": "higher_is_better"})
         names = [name for name, _ in points]
         reference = reference_series([s for s in sets if s.name in names])
         cps = change_points([v for _, v in points], decl["direction"], args.min_segment)
         drifted = {c.index for c in cps if drift_explains(c, reference[2], args.min_segment)}
-        path = plots.history(f"{stem}-{n}{ext or '.png'}", f"{metric}: {cell}"[:110], decl["unit"], points,
+        # One series: the file asked for; more: one file each, numbered.
+        target = f"{stem}{ext or '.png'}" if len(chosen) == 1 else f"{stem}-{n}{ext or '.png'}"
+        path = plots.history(target, f"{metric}: {cell}"[:110], decl["unit"], points,
                              [c.index for c in cps], reference, drifted)
         print(f"{metric} [{cell}]: {len(points)} points, {len(cps)} change point(s); plot {path}")
         for c in cps:

@@ -8,7 +8,7 @@ import unittest
 
 import numpy as np
 
-from analysis import history
+from analysis import history, resultsets
 from analysis.testsets import write_set
 
 
@@ -51,7 +51,24 @@ class ChangePointTest(unittest.TestCase):
             code = history.main([os.path.join(d, f"night{n:02d}") for n in range(len(levels))] + ["--out", out,
                                                                                                    "--results-dir", d])
             self.assertEqual(code, 1)
-            self.assertTrue(os.path.getsize(os.path.join(d, "history-0.png")) > 1000)
+            self.assertTrue(os.path.getsize(os.path.join(d, "history.png")) > 1000)  # one series: the file asked for
+
+    def test_an_axis_added_later_at_its_default_does_not_split_the_history(self):
+        # Issue 41, item 3: newer sets carry executor=process (an axis added later, at its default: the cell id
+        # stays); the history made two one-point series of one cell and never found the drop.
+        with tempfile.TemporaryDirectory() as d:
+            levels = [1000.0] * 8 + [940.0] * 8
+            for n, level in enumerate(levels):
+                params = {"gc": "g1"} if n < 8 else {"gc": "g1", "executor": "process"}
+                write_set(os.path.join(d, f"night{n:02d}"), [(params, level)], runs=1, noise=0.003, seed=n)
+            keys = [k for k in history.series([resultsets.load_run(os.path.join(d, f"night{n:02d}"))
+                                               for n in range(len(levels))]) if k[1] == "cpu_loop_rate"]
+            self.assertEqual(len(keys), 1, keys)
+            self.assertNotIn("executor", keys[0][0])  # the label: what every point shares
+            code = history.main([os.path.join(d, f"night{n:02d}") for n in range(len(levels))]
+                                + ["--out", os.path.join(d, "h.png"), "--metric", "cpu_loop_rate", "--results-dir", d])
+            self.assertEqual(code, 1)
+            self.assertTrue(os.path.isfile(os.path.join(d, "h.png")))
 
     def test_host_drift_is_not_reported_as_a_regression(self):
         # The metric drops 8 % where the host reference drops 9 %: the host got slower, not the code.

@@ -15,10 +15,12 @@ on the index with the reason, never left out.
 """
 
 import argparse
+import contextlib
 import dataclasses
 import datetime
 import glob
 import hashlib
+import io
 import json
 import os
 import re
@@ -120,12 +122,19 @@ def nightly_series(studies_sets):
 
 
 def write_history(name, sets, out_dir):
-    """The series' history plot (two or more sets), or None with fewer."""
+    """The series' history plots (two or more sets: one per cell and metric, change points marked), [] with
+    fewer. A change point found (history's exit 1) still has its plot."""
     if len(sets) < 2:
-        return None
+        return []
     path = os.path.join(out_dir, f"history-{name}.png")
-    code = history.main([s.path for s in sets] + ["--out", path])
-    return os.path.basename(path) if code == 0 and os.path.exists(path) else None
+    with contextlib.redirect_stdout(io.StringIO()):
+        code = history.main([s.path for s in sets] + ["--out", path])
+    if code not in (0, 1):
+        return []
+    stem = os.path.splitext(path)[0]
+    return sorted((os.path.basename(p) for p in glob.glob(glob.escape(stem) + "*.png")
+                   if p == path or re.fullmatch(r"-[0-9]+\.png", p[len(stem):])),
+                  key=lambda n: (len(n), n))
 
 
 def write_sensitivity(baselines, out_dir):
@@ -210,7 +219,7 @@ def build_site(results_root, out, built_at, console=None):
         histories = []
         for name, series_sets in nightly_series(sets).items():
             histories.append({"name": name, "sets": [s.name for s in series_sets],
-                              "plot": write_history(name, series_sets, staging)})
+                              "plots": write_history(name, series_sets, staging)})
         rows, sensitivity_plots, unusable = write_sensitivity(baselines, staging)
         studies += unusable  # listed last with their reasons, as a set that cannot be read
         page = dict(built_at=built_at, studies=studies, histories=histories,

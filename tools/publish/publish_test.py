@@ -15,7 +15,8 @@ import urllib.parse
 
 from rich.console import Console
 
-from analysis import sensitivity_figures
+from analysis import resultsets, sensitivity_figures
+from analysis.testsets import write_set
 from tools.publish import publish
 
 RESULTS = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "results")
@@ -178,6 +179,23 @@ class PublishTest(unittest.TestCase):
         with open(os.path.join(out, "index.html")) as f:
             index = f.read()
         self.assertIn("zz-broken.json", index)
+
+    def test_a_nightly_series_gets_its_history_plots(self):
+        # Issue 41, item 3: history wrote OUT-0.png.. while the site looked for OUT itself: no nightly history
+        # was ever shown; a change point (history's exit 1) dropped the plot too.
+        folder = os.path.join(self.dir, "nightly")
+        sets = []
+        for n, level in enumerate([1000.0, 990.0, 1005.0]):
+            path = os.path.join(folder, f"nightly-calibration-2026112{n}")
+            write_set(path, [({"gc": "g1"}, level), ({"gc": "parallel"}, level * 0.9)], runs=2, seed=n)
+            sets.append(resultsets.load_run(path))
+        out = os.path.join(self.dir, "plots")
+        os.makedirs(out)
+        plots = publish.write_history("calibration", sets, out)
+        self.assertGreaterEqual(len(plots), 2, plots)  # two cells: one plot each
+        for name in plots:
+            self.assertGreater(os.path.getsize(os.path.join(out, name)), 1000)
+        self.assertEqual(publish.write_history("calibration", sets[:1], out), [])
 
     def test_the_command_line(self):
         root = self.small_results(["nightly-calibration"])
