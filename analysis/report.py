@@ -89,7 +89,7 @@ def answer(rows, metric_label, decl, kind=KINDS["axis"], axis=None, levels=()):
     if not significant:
         return (f"No significant change in {metric_label}: none of the {len(rows)} comparison(s) passed "
                 "Holm-adjusted p < 0.05, a 95% CI of the ratio excluding 1 and a change of at least the metric's "
-                f"minimum effect ({decl.get('min_effect', 0.0):.0%}).")
+                f"minimum effect ({stats.fmt_effect(decl.get('min_effect', 0.0))}).")
     top = max(significant, key=lambda r: abs(r.comparison.change))
     c = top.comparison
     verb = "raises" if c.change > 0 else "lowers"
@@ -212,7 +212,7 @@ def build(kind_name, sets, out_dir, metrics=None, axis=None, allow_mismatch=Fals
                                  decl["unit"], bars)
             blocks.append(render.Figure(path, f"Figure {figure_index}: {metric} by {ax}, median and 95% CI per "
                                               "cell; green better, red worse, grey baseline, not significant or within the minimum effect "
-                                              f"({decl['min_effect']:.0%})."))
+                                              f"({stats.fmt_effect(decl['min_effect'])})."))
             blocks.append(render.TableBlock(
                 [ax, "other parameters", "median", "95% CI", "runs", "change", "change 95% CI", "p (Holm)",
                  "verdict"],

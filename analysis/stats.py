@@ -33,6 +33,12 @@ import warnings
 import numpy as np
 from scipy import stats as sps
 
+def fmt_effect(fraction):
+    """A minimum effect as people write it: 0.05 -> "5%", 0.005 -> "0.5%", 0.119 -> "11.9%" (a format with
+    no decimals printed an instruction count's 0.5 % as "0%" and its 1.3 % MDE as "1%")."""
+    return f"{round(fraction * 100, 2):g}%"
+
+
 CONFIDENCE = 0.95
 RESAMPLES = 4000
 SEED = 20261121
@@ -104,7 +110,7 @@ class Comparison:
         if not self.significant(alpha):
             return "not significant"
         if abs(self.change) < min_effect:
-            return f"within ±{min_effect:.0%}"
+            return f"within ±{fmt_effect(min_effect)}"
         higher = self.ratio > 1.0
         return "better" if higher == (direction == "higher_is_better") else "worse"
 

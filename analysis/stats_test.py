@@ -107,5 +107,13 @@ class HolmTest(unittest.TestCase):
 
 
 
+
+class EffectTextTest(unittest.TestCase):
+    def test_a_minimum_effect_is_printed_to_its_own_precision(self):
+        # Issue 38's instruction counts are gated at 0.5 %: printed without decimals it read "±0%".
+        self.assertEqual([stats.fmt_effect(x) for x in (0.05, 0.005, 0.119, 0.0123456, 0.03)],
+                         ["5%", "0.5%", "11.9%", "1.23%", "3%"])
+
+
 if __name__ == "__main__":
     unittest.main()

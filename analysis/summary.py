@@ -117,7 +117,7 @@ def comparison_table(cells, metrics, declared, question="", axes=None, effects=N
                     if (c.ratio_ci_high - c.ratio_ci_low) / 2 <= effect:
                         resolved += 1
                     else:
-                        unresolved.append(f"{r.value} vs {r.baseline_value} ({_short_ci(c)}, ±{effect * 100:g}%)")
+                        unresolved.append(f"{r.value} vs {r.baseline_value} ({_short_ci(c)}, ±{stats.fmt_effect(effect)})")
                 what = escape((f"{metric}, " if several else "") + f"{r.axis}: {r.value} vs {r.baseline_value}")
                 if r.others:
                     what += f" [dim]({escape(r.others)})[/dim]"

@@ -3,7 +3,7 @@ from the checks analysis/gate_decision.py made. tools/testdata/golden_gate.txt h
 
 from xml.etree import ElementTree
 
-from analysis import compare
+from analysis import compare, stats
 
 
 def sensitivity_text(check):
@@ -85,8 +85,8 @@ def markdown(checks, baseline, candidate, confirmed=None, warnings=()):
 def _effect(c):
     """The minimum effect a check was judged at: "5%", or "12.7% (MDE; asked 5%)"."""
     if c.judged_at_mde:
-        return f"{c.min_effect:.1%} (MDE; asked {c.asked_min_effect * 100:g}%)"
-    return f"{c.min_effect:.0%}"
+        return f"{c.min_effect:.1%} (MDE; asked {stats.fmt_effect(c.asked_min_effect)})"
+    return stats.fmt_effect(c.min_effect)
 
 
 def junit(checks, baseline, candidate):

@@ -20,7 +20,7 @@ from rich.markup import escape
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn, TimeRemainingColumn
 
 from results import resultfile, store
-from analysis import sensitivity_figures
+from analysis import sensitivity_figures, stats
 from rigs.matrix import (cellrunner, cli, container, host_reference, hoststate, hostknobs, noisyrounds, plan,
                          planview, rig as rig_contract, sequential_rounds, schedule, spec,
                          workload as workload_def)
@@ -408,7 +408,7 @@ def run_cells(console, ctx, planned):
                 line = (f"{q.look.reason()}: {q.axis}={q.value} vs {q.baseline_value}, {q.metric} "
                         f"{q.look.change:+.1%}")
                 if q.look.ci_low == q.look.ci_low:
-                    line += f" (CI {q.look.ci_low - 1:+.1%}..{q.look.ci_high - 1:+.1%}, ±{q.min_effect:.0%} decides)"
+                    line += f" (CI {q.look.ci_low - 1:+.1%}..{q.look.ci_high - 1:+.1%}, ±{stats.fmt_effect(q.min_effect)} decides)"
                 console.print(escape(line))
 
     def needed(cell, rep):
