@@ -8,6 +8,7 @@ A README command for a program the test does not have in its data fails with the
 Values written as placeholders (RUN, SET, RUN_ID, <run-id>, X86_RUN) are not checked, only flags.
 """
 
+import io
 import os
 import re
 import shlex
@@ -15,6 +16,9 @@ import subprocess
 import sys
 import unittest
 
+from rich.console import Console
+
+from analysis import resultsets, summary
 from rigs.matrix import cli, spec, workload
 
 HERE = os.path.dirname(os.path.abspath(__file__))
@@ -179,6 +183,33 @@ class ReadmeCommandsTest(unittest.TestCase):
                 self.assertGreater(len(m.cells), 0)
                 checked += 1
         self.assertGreaterEqual(checked, 15)
+
+
+# Figures the README quotes from committed sets: the README's words, and what the summary of that set must
+# print for them to be true (issue 41: figures that went stale). A figure the README quotes and the set no
+# longer gives fails here; so does a README that no longer says it (then update or drop the entry).
+FIGURES = [
+    ("mapreduce-mr1-vs-mr2-smoke-2vcpu", "job_duration 3.07 vs 2.64 s, +16.5 % (95 % CI +11.1..+29.6 %)",
+     ["2.64", "3.07", "+16.5%", "+11.1..+29.6%"]),
+    ("redis-quiet-slowdown-20261127-2vcpu", "read -0.9 % (95 % CI -17.6..+18.9 %)", ["-0.9%", "-17.6..+18.9%"]),
+    ("redis-embstr-instructions-20261127-2vcpu", "GET -0.0 % (-2.3..+0.6 %)", ["-0.0%", "-2.3..+0.6%"]),
+]
+
+
+class ReadmeFiguresTest(unittest.TestCase):
+    def test_quoted_figures_are_what_their_sets_give(self):
+        with open(README) as f:
+            readme = f.read()
+        with open(os.path.join(ROOT, "results", "baselines", "README.md")) as f:
+            readmes = " ".join((readme + f.read()).split())  # words compared across the README's line breaks
+        for name, words, printed in FIGURES:
+            with self.subTest(set=name):
+                self.assertIn(words.replace("\\n", "\n"), readmes, f"the README no longer says {words!r} of {name}")
+                result_set = resultsets.resolve(f"baselines/{name}", os.path.join(ROOT, "results"))
+                out = io.StringIO()
+                summary.render(Console(file=out, width=200, highlight=False, soft_wrap=True), result_set)
+                for figure in printed:
+                    self.assertTrue(figure in out.getvalue(), f"{name}: the README's {figure} is not what the set gives")
 
 
 if __name__ == "__main__":
