@@ -106,7 +106,7 @@ def comparison_table(cells, metrics, declared, question="", axes=None, effects=N
         for col in ("baseline", "candidate", "change", "change CI"):
             t.add_column(col, justify="right", no_wrap=True)
         t.add_column("runs", justify="right", no_wrap=True)
-        t.add_column("verdict", min_width=21, no_wrap=True)
+        t.add_column("verdict", min_width=15, overflow="fold")  # a long verdict wraps, the comparison keeps its room
         resolved, unresolved = 0, []
         for metric, rows in rows_by_metric.items():
             decl = metrics[metric]
