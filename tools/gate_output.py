@@ -1,6 +1,7 @@
 """The gate's outputs: its verdict line, the Markdown summary (stdout, --markdown) and JUnit XML (--junit),
 from the checks analysis/gate_decision.py made. tools/testdata/golden_gate.txt holds both formats."""
 
+import textwrap
 from xml.etree import ElementTree
 
 from analysis import compare, stats
@@ -14,7 +15,7 @@ def sensitivity_text(check):
     text = (f"{check.metric}: catches >= {check.mde:.1%} at 95 % with {min(check.runs)} rounds a side "
             f"(set {f.set_name}, {f.measured_at})")
     if check.judged_at_mde:
-        text += (f"; asked {check.asked_min_effect * 100:g}%, can see {check.mde:.1%}: judged at {check.mde:.1%}; quiet "
+        text += (f"; asked {stats.fmt_effect(check.asked_min_effect)}, can see {check.mde:.1%}: judged at {check.mde:.1%}; quiet "
                  "the rig or raise the minimum effect")
     if f.stale:
         text += f"; the set is older than the workload's digest (measured on {f.workload_sha256[:12]})"
@@ -31,7 +32,8 @@ def headline(checks):
     verdict = f"REGRESSED ({len(regressed)} of {len(checks)})" if regressed else f"PASS ({len(checks)} checks)"
     blind = sorted({(c.metric, c.asked_min_effect, c.mde) for c in checks if c.judged_at_mde})
     if blind:
-        verdict += "; judged at the MDE: " + ", ".join(f"{m} asked {a * 100:g}%, can see {d:.1%}" for m, a, d in blind)
+        verdict += "; judged at the MDE: " + ", ".join(f"{m} asked {stats.fmt_effect(a)}, can see {d:.1%}"
+                                                       for m, a, d in blind)
     return verdict
 
 
@@ -79,7 +81,19 @@ def markdown(checks, baseline, candidate, confirmed=None, warnings=()):
                      f"{compare.fmt_p(k.p_adjusted)} | {c.runs[0]}/{c.runs[1]} | {c.status} |")
     if confirmed is not None:
         lines += ["", f"Confirmation rerun: {md(confirmed)}"]
-    return "\n".join(lines) + "\n"
+    return "\n".join(wrap_prose(line) for line in lines) + "\n"
+
+
+MARKDOWN_WIDTH = 100
+
+
+def wrap_prose(line):
+    """A prose line of the Markdown at MARKDOWN_WIDTH (a paragraph or list item may span lines; a table row
+    and a heading may not): CI systems' logs and diffs show it whole (issue 41: lines of 595 characters)."""
+    if len(line) <= MARKDOWN_WIDTH or line.startswith(("|", "#")):
+        return line
+    return textwrap.fill(line, MARKDOWN_WIDTH, subsequent_indent="  " if line.startswith("- ") else "",
+                         break_long_words=False, break_on_hyphens=False)
 
 
 def _effect(c):
