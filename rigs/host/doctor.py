@@ -18,6 +18,7 @@ from rich.table import Table
 
 from rigs.host import capabilities
 from rigs.host import jdks
+from rigs.host import terminal
 
 REPORT_SCHEMA = "tunelab.doctor/1"
 
@@ -132,7 +133,7 @@ def main(argv=None):
                 f.write(text)
             print(f"wrote {out}", file=sys.stderr)
         return
-    render(report, Console(soft_wrap=True, width=None if sys.stdout.isatty() else 160))
+    render(report, Console(soft_wrap=True, width=terminal.width()))
 
 
 def _runfile_spec(spec):

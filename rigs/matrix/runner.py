@@ -27,7 +27,7 @@ from rigs.matrix import (cellrunner, cli, container, host_reference, hoststate, 
 from rigs.matrix.cli import check_run_id, load_revisions, load_variants, new_run_id, parse_args, spec_digest
 from rigs.matrix.runcontext import RunContext, now_iso
 from rigs.matrix.preflight import preflight
-from rigs.host import doctor, jdks
+from rigs.host import doctor, jdks, terminal
 
 EXIT_OK, EXIT_CELLS_FAILED, EXIT_BAD_INPUT, EXIT_LOCKED, EXIT_INTERRUPTED = 0, 1, 2, 3, 130
 
@@ -279,7 +279,7 @@ def execute(argv=None, console=None, host_paths=None, report=None):
     args = parse_args(argv)
     # Logs and CI capture output without a terminal: print tables wide rather than wrapped at 80 columns.
     # soft_wrap: a line longer than the console overflows, never breaks (a run folder stays one piece).
-    console = console or Console(highlight=False, soft_wrap=True, width=None if sys.stdout.isatty() else 160)
+    console = console or Console(highlight=False, soft_wrap=True, width=terminal.width())
     workspace = os.environ.get("BUILD_WORKSPACE_DIRECTORY", os.getcwd())
     resumed = cli.resume_as_stored(args, args.results_dir or os.path.join(workspace, "results"))
     if resumed:

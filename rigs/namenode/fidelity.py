@@ -31,6 +31,7 @@ from rich.table import Table
 
 from analysis import stats
 from results import resultfile
+from rigs.host import terminal
 from rigs.matrix import runner
 from rigs.namenode import rig as nn_rig
 
@@ -104,7 +105,7 @@ def main(argv=None):
     args, runner_args = parser.parse_known_args(sys.argv[1:] if argv is None else argv)
     if args.pairs < stats.MIN_RUNS:
         parser.error(f"--pairs {args.pairs}: a verdict needs {stats.MIN_RUNS} runs a side (analysis/stats.py)")
-    console = Console(highlight=False, soft_wrap=True, width=None if sys.stdout.isatty() else 160)
+    console = Console(highlight=False, soft_wrap=True, width=terminal.width())
     profile = "fidelity_steady" if args.steady else "fidelity"
     rig_values, hand_values, rig_runs, commands = [], [], [], {}
     log_dir = None

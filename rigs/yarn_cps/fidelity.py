@@ -22,6 +22,7 @@ from rich.console import Console
 from rich.table import Table
 
 from results import resultfile
+from rigs.host import terminal
 from rigs.matrix import runner
 
 FIDELITY_TOLERANCE = 0.02
@@ -66,7 +67,7 @@ def by_hand_argv(command, workdir):
 
 def main(argv=None):
     argv = list(sys.argv[1:] if argv is None else argv)
-    console = Console(highlight=False, soft_wrap=True, width=None if sys.stdout.isatty() else 160)
+    console = Console(highlight=False, soft_wrap=True, width=terminal.width())
     outcome = runner.execute(argv + ["--profile", "fidelity", "--no-next-steps"], console=console)
     if outcome.status not in (runner.EXIT_OK, runner.EXIT_CELLS_FAILED):
         return outcome.status

@@ -40,6 +40,7 @@ from rich.markup import escape
 from rich.table import Table
 
 from results import runarchive, store
+from rigs.host import terminal
 from rigs.matrix import cli, hoststate
 from tools.fleet import machines, make_bundle
 from tools.fleet.hostinput import REMOTE_PYTHON, FleetError, describe_failure, host_json, read_plan
@@ -491,7 +492,7 @@ def parse_args(argv):
 
 def main(argv=None, console=None):
     args = parse_args(argv)
-    console = console or Console(highlight=False, soft_wrap=True, width=None if sys.stdout.isatty() else 160)
+    console = console or Console(highlight=False, soft_wrap=True, width=terminal.width())
     workspace = os.environ.get("BUILD_WORKSPACE_DIRECTORY", os.getcwd())
     fleet = Fleet(args, console, workspace)
     work = tempfile.mkdtemp(prefix="tl-fleet-")  # short: SSH's control sockets live here

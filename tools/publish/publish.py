@@ -34,6 +34,7 @@ from rich.console import Console
 from rich.progress import BarColumn, Progress, TextColumn, TimeRemainingColumn
 
 from analysis import history, plots, render, report, resultsets, sensitivity_figures
+from rigs.host import terminal
 
 EXIT_OK, EXIT_SOME_SETS_FAILED, EXIT_BAD_INPUT = 0, 1, 2
 TEMPLATES = os.path.join(os.path.dirname(os.path.abspath(__file__)), "templates")
@@ -300,7 +301,7 @@ def parse_args(argv):
 
 def main(argv=None, console=None):
     args = parse_args(sys.argv[1:] if argv is None else argv)
-    console = console or Console(highlight=False, soft_wrap=True, width=None if sys.stdout.isatty() else 160)
+    console = console or Console(highlight=False, soft_wrap=True, width=terminal.width())
     workspace = os.environ.get("BUILD_WORKSPACE_DIRECTORY", os.getcwd())
     results_root = args.results or os.path.join(workspace, "results")
     out = args.out if os.path.isabs(args.out) else os.path.join(workspace, args.out)
