@@ -198,6 +198,9 @@ FIGURES = [
      "+1.8 % as every table shows a change, the ratio of the median run medians, CI −32.2..+24.6 %; −1.8 % as "
      "the stopping rule's paired change", ["+1.8%", "-32.2..+24.6%", "paired change", "-1.8%"]),
     ("redis-embstr-instructions-20261127-2vcpu", "GET -0.0 % (-2.3..+0.6 %)", ["-0.0%", "-2.3..+0.6%"]),
+    ("calibration-container-overhead-2vcpu", "CPU loop +0.0 % (−0.8..+0.9 %)", ["+0.0%", "-0.8..+0.9%"]),
+    ("namenode-gate-slowdown-fixed-20261126-2vcpu", "read -8.6 % (-10.1..-5.3 %), worse",
+     ["36,748", "33,585", "-8.6%", "-10.1..-5.3%", "worse"]),
 ]
 
 
