@@ -21,6 +21,8 @@ import os
 import sys
 import tarfile
 
+from tools.digest import sha256_of
+
 
 def read_listing(path):
     entries = {}
@@ -89,14 +91,6 @@ def folders_of(paths):
 MANIFEST_NAME = "BUNDLE.sha256"  # tools/fleet/work_root.py reads it by this name
 
 
-def file_sha256(path):
-    digest = hashlib.sha256()
-    with open(path, "rb") as f:
-        for block in iter(lambda: f.read(1 << 20), b""):
-            digest.update(block)
-    return digest.hexdigest()
-
-
 def mode_of(source):
     return 0o644 if source is None or not os.stat(source).st_mode & 0o111 else 0o755
 
@@ -106,7 +100,7 @@ def manifest(entries):
     lines = ["# every file of this bundle: sha256, mode, path (written by tools/fleet/make_bundle.py)"]
     for dest in sorted(entries):
         source = entries[dest]
-        sha = hashlib.sha256(b"").hexdigest() if source is None else file_sha256(source)
+        sha = hashlib.sha256(b"").hexdigest() if source is None else sha256_of(source)
         lines.append(f"{sha} {mode_of(source):04o} {dest}")
     return "\n".join(lines) + "\n"
 

@@ -31,6 +31,8 @@ class Refused(Exception):
     pass
 
 
+# Kept apart from rigs/matrix/hoststate.py's same rule on purpose: this file runs alone on a fleet host
+# (`python3 -c`, standard library only, 3.8), where no tunelab module can be imported.
 def check_ancestors(path):
     me = os.geteuid()
     parent = os.path.dirname(path)
