@@ -2,6 +2,10 @@
 
   bazel run //tools/guest:run_redis_guest [-- --profile guest --results-dir DIR --timeout-s 3600]
 
+The image (--image, a guest_image target) is built when the guest is about to boot, not before the program
+starts (it is ~150 MB of packages): `--help` and a bad argument answer at once. --kernel and --initramfs boot
+files built already (numa_guest_test passes its own).
+
 The guest (//tools/guest:redis_guest) is Debian's kernel with two emulated NUMA nodes, one CPU and
 `--node-mib` MiB each; its init runs the matrix profile and prints the results folder on the serial console
 between two marker lines. This takes the archive from there, refuses anything but result documents that
@@ -65,10 +69,35 @@ def archive_from_console(text):
     return data
 
 
+# A guest_image target's label: it goes on a `bazel build` command line.
+IMAGE_LABEL = re.compile(r"//([A-Za-z0-9_/.-]*):([A-Za-z0-9_.-]+)")
+
+
+def image_files(label, workspace, bazel="bazel"):
+    """Builds the guest_image `label` in `workspace` (Bazel's progress on this console) and returns (its
+    vmlinuz, its initramfs)."""
+    m = IMAGE_LABEL.fullmatch(label)
+    if not m or ".." in m.group(1).split("/"):
+        raise GuestError(f"--image {label[:80]!r}: a target label //package:name")
+    if not workspace:
+        raise GuestError("--image needs the checkout: run this with `bazel run`, or give --kernel and --initramfs")
+    print(f"run_guest: building the guest image {label} (the first build fetches ~150 MB of packages)", flush=True)
+    built = subprocess.run([bazel, "build", label], cwd=workspace)
+    if built.returncode != 0:
+        raise GuestError(f"`bazel build {label}` exited {built.returncode}")
+    bin_dir = subprocess.run([bazel, "info", "bazel-bin"], cwd=workspace, stdout=subprocess.PIPE,
+                             stderr=subprocess.DEVNULL, text=True, check=True).stdout.strip()
+    folder = os.path.join(bin_dir, m.group(1), m.group(2))
+    return os.path.join(folder, "vmlinuz"), os.path.join(folder, "initramfs.cpio.gz")
+
+
 def main(argv=None):
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--kernel", required=True)
-    parser.add_argument("--initramfs", required=True)
+    boot = parser.add_argument_group("the guest to boot (--image, or --kernel with --initramfs)")
+    boot.add_argument("--image", help="a guest_image target, built before it boots (default of "
+                                      "run_redis_guest: //tools/guest:redis_guest)")
+    boot.add_argument("--kernel", help="a vmlinuz built already")
+    boot.add_argument("--initramfs", help="its initramfs.cpio.gz")
     parser.add_argument("--profile", default="guest")
     parser.add_argument("--node-mib", type=int, default=1536)
     parser.add_argument("--timeout-s", type=float, default=3600)
@@ -76,6 +105,8 @@ def main(argv=None):
                                                               "results"))
     parser.add_argument("--qemu", default="qemu-system-x86_64")
     args = parser.parse_args(argv)
+    if bool(args.kernel) != bool(args.initramfs) or bool(args.kernel) == bool(args.image):
+        parser.error("give --image, or --kernel with --initramfs")
     from results import runarchive  # the checks of every brought-home run
 
     qemu = shutil.which(args.qemu)
@@ -84,7 +115,10 @@ def main(argv=None):
               "qemu-system-x86)", file=sys.stderr)
         return 2
     try:
-        command = qemu_argv(qemu, args.kernel, args.initramfs, args.profile, args.node_mib)
+        kernel_word("--profile", args.profile)
+        kernel, initramfs = ((args.kernel, args.initramfs) if args.kernel else
+                             image_files(args.image, os.environ.get("BUILD_WORKSPACE_DIRECTORY")))
+        command = qemu_argv(qemu, kernel, initramfs, args.profile, args.node_mib)
     except GuestError as e:
         print(f"run_guest: error: {e}", file=sys.stderr)
         return 2
