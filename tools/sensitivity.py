@@ -352,6 +352,13 @@ def run(args, workspace, cwd, results_root):
     if args.dry_run:
         print(f"(dry run: {out} not written)")
         return 0
+    committed_root = os.path.join(os.path.realpath(results_root), "baselines") + os.sep
+    if os.path.realpath(out).startswith(committed_root) and not args.from_set:
+        # A committed set is written only when asked to by name (issue 41: a documented recompute rewrote a
+        # committed file it was only reading).
+        print(f"not written: {set_name(aa_set)} is a committed set; to replace its figures, name it: "
+              f"--from-set baselines/{set_name(aa_set)}")
+        return 0
     existing = read_existing(out)
     existing.setdefault(args.rig, {}).update(doc)
     tmp = out + ".tmp"

@@ -61,6 +61,25 @@ class SensitivityToolTest(unittest.TestCase):
         self.assertIn(f"| calibration `cpu_loop_rate` | 12 | {100 * e['paired_sd']:.2f} % | "
                       f"{100 * e['mde_worse_by']:.1f} % |", out)
 
+    def test_a_committed_set_is_written_only_when_named(self):
+        # The registry's own sets (tools/sensitivity.toml) read by default: figures printed, the committed
+        # folder untouched (issue 41, item 1); named with --from-set, written.
+        aa = write_set(os.path.join(self.baselines, "calibration-gate-aa-20261124-2vcpu"),
+                       [({"arm": "a"}, 1000.0), ({"arm": "b"}, 1000.0)], runs=10, noise=0.01, seed=3)
+        write_set(os.path.join(self.baselines, "calibration-gate-slowdown-20261124-2vcpu"),
+                  [({"injected_slowdown_pct": "0"}, 1000.0), ({"injected_slowdown_pct": "5"}, 800.0)],
+                  runs=10, noise=0.01, seed=4)
+        before = sorted(os.listdir(aa.path))
+        status, out, err = calibrate("--rig", "calibration", "--draws", "100", "--budget", "10m")
+        self.assertEqual(status, 0, err)
+        self.assertIn("MDE", out)
+        self.assertIn("not written: calibration-gate-aa-20261124-2vcpu is a committed set", out)
+        self.assertEqual(sorted(os.listdir(aa.path)), before)
+        status, out, err = calibrate("--rig", "calibration", "--draws", "100", "--budget", "10m",
+                                     "--from-set", "baselines/calibration-gate-aa-20261124-2vcpu")
+        self.assertEqual(status, 0, err)
+        self.assertTrue(os.path.exists(os.path.join(aa.path, "sensitivity.json")))
+
     def refused(self, *argv, pattern):
         status, _, err = calibrate("--rig", "calibration", "--draws", "100", *argv)
         self.assertEqual(status, 2)
