@@ -54,6 +54,8 @@ Options:
   --timeout S    seconds the room may run, all steps together (default 3600); then it is stopped: exit 1
   --no-repo-cache  do not share the host's Bazel repository cache (every pinned download is fetched again)
   --keep         keep the room's folder afterwards (printed at the end) instead of removing it
+  --excluded-tags  print the tags of the tests the room leaves out, comma-separated (what .ci/run runs on
+                 the host), and exit
   -h, --help     this text
 EOF
 }
@@ -100,6 +102,8 @@ while [[ $# -gt 0 ]]; do
     --timeout) [[ "${2:-}" =~ ^[0-9]+$ ]] || die "--timeout needs whole seconds"; timeout_s=$2; shift 2 ;;
     --no-repo-cache) share_repo_cache=0; shift ;;
     --keep) keep=1; shift ;;
+    --excluded-tags) tags=(); for pair in "${EXCLUDED[@]}"; do tags+=("${pair%%=*}"); done
+                     (IFS=,; echo "${tags[*]}"); exit 0 ;;
     -h|--help) usage; exit 0 ;;
     *) usage >&2; die "unknown argument: $1" ;;
   esac

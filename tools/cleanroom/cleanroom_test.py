@@ -39,6 +39,11 @@ class CleanroomTest(unittest.TestCase):
         self.assertIn("--steps LIST", proc.stdout)
         self.assertIn("needs-podman", open(self.script).read())
 
+    def test_the_excluded_tags_are_what_ci_runs_on_the_host(self):
+        proc = self.run_script("--excluded-tags")
+        self.assertEqual(proc.returncode, 0, proc.stdout)
+        self.assertEqual(proc.stdout.strip(), "needs-podman,needs-dockerd")
+
     def test_unknown_step_is_refused(self):
         proc = self.run_script("--steps", "build,bogus")
         self.assertEqual(proc.returncode, 2, proc.stdout)
