@@ -22,7 +22,7 @@ import shlex
 import sys
 import tempfile
 
-from analysis import compare, crosshost, plots, render, resultsets, stats, thresholds
+from analysis import ceilings, compare, crosshost, oneline, plots, render, resultsets, stats, thresholds
 # The kinds and the preparation of their documents (analysis/kinds.py; report.KINDS etc. stay importable).
 from analysis.kinds import KINDS, Kind, Prepared, ReportError, prepare, split_parts  # noqa: F401
 # The report's sections after its comparison tables (attribution, threads, observations, provenance).
@@ -109,8 +109,10 @@ def published_for(references, kind_name, rig):
     return out
 
 
-def build(kind_name, sets, out_dir, metrics=None, axis=None, allow_mismatch=False, command=None, generated_at=None):
-    """The report's blocks. Figures are written into out_dir.
+def build(kind_name, sets, out_dir, metrics=None, axis=None, allow_mismatch=False, command=None, generated_at=None,
+          question=None):
+    """The report's blocks. Figures are written into out_dir. question: the study's own (the site's
+    studies.toml), else the run's matrix's, else the kind's in words.
 
     Why one function: it only puts the report's sections in page order (title, answer, how to read, each
     metric, attribution, observations, provenance); each section is built by its own function
@@ -149,20 +151,30 @@ def build(kind_name, sets, out_dir, metrics=None, axis=None, allow_mismatch=Fals
     hosts = sorted({h for s in measured for h in s.host_ids()})
     # One run answers the question its matrix asks; two sets the kind's.
     asked = (measured[0].manifest.get("matrix") or {}).get("question") if len(measured) == 1 else None
-    question = asked or kind.question.format(metric=headline, a=names[0], b=names[-1])
+    # Two sets are named by what the comparison calls them (x86 and arm64), never by their paths.
+    side_a, side_b = prepared.labels if len(prepared.labels) == 2 else (names[0], names[-1])
+    question = question or asked or kind.question.format(metric=headline, a=side_a, b=side_b)
     axis_asked = prepared.axes[0] if kind.axis and prepared.axes else None
     title = kind.title
     if kind_name == "cross-host" and len(set(crosshost.architectures(measured))) > 1:
         title += f" ({' vs '.join(crosshost.architectures(measured))})"
+    caps = ceilings.of_docs(prepared.docs)
+    asked_rows = main_rows(rows_by_metric[headline], kind, axis_asked)
+    in_one_line = oneline.answer(asked_rows or rows_by_metric[headline], headline, declared[headline], caps)
+    notes = [oneline.ceiling_note(r, headline, caps) for r in asked_rows or rows_by_metric[headline]]
+    capped = list(dict.fromkeys(n.removeprefix("; ") for n in notes if n))
     blocks = [render.Title(f"{title}: {question}",
                            f"{' vs '.join(names)} | host(s) {', '.join(hosts)} | rig {rig} | generated "
                            f"{generated_at or datetime.datetime.now(datetime.timezone.utc).strftime('%Y-%m-%d %H:%M UTC')}",
                            banner=prepared.banner),
               render.Para("Answer: " + answer(rows_by_metric[headline], headline, declared[headline], kind,
-                                              axis_asked, _levels(cells, headline)), strong=True)]
+                                              axis_asked, _levels(cells, headline)), strong=True),
+              render.Para("In one line: " + in_one_line)]
+    for note in capped:
+        blocks.append(render.Para(f"AT CEILING: {note} (analysis/ceilings.py: the rig's declared ceiling of "
+                                  f"{headline} for that cell, reached within {1 - ceilings.AT_CEILING:.0%})", strong=True))
     for w in prepared.warnings:
         blocks.append(render.Para("WARNING: " + w, strong=True))
-    asked_rows = main_rows(rows_by_metric[headline], kind, axis_asked)
     if asked_rows:  # the comparison the question names, on the title page
         blocks.append(render.TableBlock(
             [axis_asked, "other parameters", "median", "95% CI", "runs", "change", "change 95% CI", "p (Holm)",

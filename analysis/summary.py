@@ -18,7 +18,7 @@ from rich.console import Console
 from rich.markup import escape
 from rich.table import Table
 
-from analysis import compare, distributions, resultsets, sensitivity_figures, sequential, stats, thresholds
+from analysis import ceilings, compare, distributions, resultsets, sensitivity_figures, sequential, stats, thresholds
 
 WIDTH = 100
 FOOTNOTE = ("Runs are the unit: a cell is the median of its run medians, its CI a bootstrap over runs. Verdict: "
@@ -178,6 +178,23 @@ def companion_lines(cells, metrics, declared, axes, effects, companion_of):
     return lines
 
 
+def ceiling_lines(cells, metric, caps):
+    """'at ceiling: <cell>: <metric> <median> of its heartbeat cap 100 containers/s ...' for each measured cell
+    whose median of `metric` is at the rig's declared ceiling (analysis/ceilings.py)."""
+    varying = list(compare.varying_axes(cells))
+    lines = []
+    for c in cells:
+        ceiling = caps.get((c.id, metric))
+        if ceiling is None or not c.groups.get(metric):
+            continue
+        median = stats.summarize(c.groups[metric]).median
+        if ceiling.reached_by(median):
+            label = " ".join(f"{a}={c.params[a]}" for a in varying) or c.id
+            lines.append(f"at ceiling: {label}: {metric} {fmt_short(median)}, its {ceiling.figure()}: the cell "
+                         "measured the cap; a change against it is a lower bound")
+    return lines
+
+
 def precision_line(resolved, unresolved):
     """Whether the comparisons' intervals are narrow enough for the effect the question cares about (the
     metric's minimum effect): a 95 % CI wider than ± that effect cannot tell it from no change."""
@@ -240,6 +257,8 @@ def render(console, result_set, metrics=None):
         console.print("no cell was measured: nothing to compare")
         return False
     console.print(table)
+    for line in ceiling_lines(compared, headline, ceilings.of_docs(result_set.docs)):
+        console.print(escape(line))
     for line in companion_lines(compared, metrics, matrix.get("comparison_groups"), matrix.get("axes"), effects,
                                 thresholds.companions(None, result_set.docs)):
         console.print(escape(line))

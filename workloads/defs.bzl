@@ -13,15 +13,16 @@ def workload_definition(name):
     """
     if name != "definition":
         fail("workload_definition(name = %r): rig_matrix takes //workloads/<workload>:definition; name it so" % name)
+    # ceilings.toml (a workload's metric ceilings, analysis/ceilings.py) where the workload declares any.
     native.exports_files([
         "gate.toml",
         "workload.toml",
-    ])
+    ] + native.glob(["ceilings.toml"]))
     native.filegroup(
         name = name,
         srcs = [
             "gate.toml",
             "workload.toml",
-        ],
+        ] + native.glob(["ceilings.toml"]),
         visibility = ["//rigs:__pkg__"],
     )
