@@ -13,6 +13,7 @@ def workload_definition(name):
     """
     if name != "definition":
         fail("workload_definition(name = %r): rig_matrix takes //workloads/<workload>:definition; name it so" % name)
+
     # ceilings.toml (a workload's metric ceilings, analysis/ceilings.py) where the workload declares any.
     native.exports_files([
         "gate.toml",
