@@ -14,7 +14,7 @@ is a lower bound" (the capped side could have done more, so the difference is at
 decision rule behind the words (Holm-adjusted p, the CI, the minimum effect) is the report's "how to read".
 """
 
-from analysis import stats
+from analysis import compare, stats
 
 MAX_CHARS = 120
 
@@ -50,11 +50,17 @@ def ceiling_note(r, metric, ceilings, figure=True):
     return f"; {label} at its {ceiling.name}{value}: the gap is a lower bound"
 
 
-def answer(rows, metric, decl, ceilings=None):
+def answer(rows, metric, decl, ceilings=None, levels=()):
     """The one line for `rows` (compare.Row of `metric`, the comparisons the question names); decl: the
-    metric's unit, direction and min_effect; ceilings: {(cell id, metric): ceilings.Ceiling}."""
+    metric's unit, direction and min_effect; ceilings: {(cell id, metric): ceilings.Ceiling}; levels:
+    [(cell label, stats.Summary)] of the metric, said when there is nothing to compare."""
     ceilings = ceilings or {}
     if not rows:
+        if levels:
+            label, s = levels[0]
+            line = (f"{metric} {compare.fmt_value(s.median)} {decl.get('unit', '')}{' with ' + label if label else ''} "
+                    f"({s.runs} run{'s' if s.runs != 1 else ''}): nothing to compare")
+            return line if len(line) <= MAX_CHARS else f"{metric} {compare.fmt_value(s.median)} {decl.get('unit', '')}: nothing to compare"
         return "nothing to compare: no cell has a measured partner"
     min_effect = decl.get("min_effect", 0.0)
     tested = [r for r in rows if r.comparison.tested]

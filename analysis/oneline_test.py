@@ -48,11 +48,13 @@ CASES = [
                          row("jdk", "17", "21", runs(1000, 0.02, 6), runs(1001, 0.02, 6))], {}),
     ("nothing", [], {}),
 ]
+LEVELS = [("numa=bind_local", stats.summarize(runs(76365, 0.01, 3)))]
 
 
 class OneLineTest(unittest.TestCase):
     def test_the_shapes(self):
         lines = [f"{name:26} {oneline.answer(rows, METRIC, DECL, caps)}" for name, rows, caps in CASES]
+        lines.append(f"{'one cell measured':26} {oneline.answer([], 'get_rate', {'unit': 'requests/s'}, None, LEVELS)}")
         golden.check(self, "\n".join(lines) + "\n", "analysis/testdata/golden/oneline.txt")
 
     def test_every_line_fits_an_index_row(self):

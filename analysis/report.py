@@ -160,7 +160,8 @@ def build(kind_name, sets, out_dir, metrics=None, axis=None, allow_mismatch=Fals
         title += f" ({' vs '.join(crosshost.architectures(measured))})"
     caps = ceilings.of_docs(prepared.docs)
     asked_rows = main_rows(rows_by_metric[headline], kind, axis_asked)
-    in_one_line = oneline.answer(asked_rows or rows_by_metric[headline], headline, declared[headline], caps)
+    in_one_line = oneline.answer(asked_rows or rows_by_metric[headline], headline, declared[headline], caps,
+                                 _levels(cells, headline))
     notes = [oneline.ceiling_note(r, headline, caps) for r in asked_rows or rows_by_metric[headline]]
     capped = list(dict.fromkeys(n.removeprefix("; ") for n in notes if n))
     blocks = [render.Title(f"{title}: {question}",
@@ -374,7 +375,11 @@ def main(argv=None):
                         help="report two sets whose provenance differs beyond the kind's allowance, with a warning")
     parser.add_argument("--no-reference", action="store_true", help="leave out the published reference figures")
     parser.add_argument("--results-dir", help="the results folder (default: <workspace>/results)")
+    parser.add_argument("--question", help="the report's question, in words (default: the run's matrix's, else "
+                                           "the kind's); the site passes a study's (results/baselines/studies.toml)")
     args = parser.parse_args(argv)
+    if args.question is not None and (not args.question.strip() or len(args.question) > 200 or "\n" in args.question):
+        parser.error("--question: one line of 1-200 characters")
     workspace = os.environ.get("BUILD_WORKSPACE_DIRECTORY", os.getcwd())
     cwd = os.environ.get("BUILD_WORKING_DIRECTORY", os.getcwd())
     results_root = args.results_dir or os.path.join(workspace, "results")
@@ -389,7 +394,8 @@ def main(argv=None):
             os.makedirs(os.path.dirname(path) or ".", exist_ok=True)
         command = shlex.join(["bazel", "run", "//analysis:report", "--"] + (argv if argv is not None else sys.argv[1:]))
         with tempfile.TemporaryDirectory(prefix="tunelab-report-") as tmp:
-            blocks = build(args.kind, sets, tmp, args.metric, args.axis, args.allow_provenance_mismatch, command)
+            blocks = build(args.kind, sets, tmp, args.metric, args.axis, args.allow_provenance_mismatch, command,
+                           question=args.question)
             write(blocks, out_pdf, out_html, os.path.join(cwd, args.text) if args.text else None)
     except (resultsets.ResultSetError, ReportError, ValueError) as e:
         # ValueError: what the statistics refuse, e.g. a zero baseline has no ratio (issue 39: a traceback, exit 1).

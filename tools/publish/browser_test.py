@@ -113,6 +113,28 @@ class BrowserTest(unittest.TestCase):
         self.driver.get(self.base + "sets/yarn_cps-gate-cps-lean-2vcpu/report.html")
         self.assertTrue(self.driver.save_screenshot(os.path.join(outputs, "report.png")))
 
+    def test_the_kunpeng_vs_x86_study_from_the_index(self):
+        # Issue 40: the study is reached from the index, says what it is, that a host was emulated and that the
+        # x86 side sits at its heartbeat cap; every index answer is one line.
+        self.driver.get(self.base + "index.html")
+        answers = [e.text for e in self.driver.find_elements(By.CSS_SELECTOR, "td.one-line")]
+        self.assertGreater(len(answers), 10)
+        for answer in answers:
+            self.assertNotIn("\n", answer)
+            self.assertLessEqual(len(answer), 120, answer)
+        row = self.driver.find_element(By.XPATH, "//tr[td/a[text()='Kunpeng vs x86: YARN scheduling throughput']]")
+        self.assertIn("EMULATED HOST: mechanics, not speed", row.text)
+        self.assertIn("heartbeat cap", row.text)
+        row.find_element(By.LINK_TEXT, "Kunpeng vs x86: YARN scheduling throughput").click()
+        self.assertTrue(self.driver.current_url.endswith("/studies/kunpeng-vs-x86-yarn/index.html"))
+        self.assertEqual(self.driver.find_element(By.TAG_NAME, "h1").text, "Kunpeng vs x86: YARN scheduling throughput")
+        body = self.driver.find_element(By.TAG_NAME, "body").text
+        self.assertIn("EMULATED HOST: mechanics, not speed", body)
+        self.assertIn("x86 at its heartbeat cap (100 containers/s): the gap is a lower bound", body)
+        self.assertNotIn("baselines/yarn_cps", self.driver.find_element(By.CLASS_NAME, "question").text)
+        outputs = os.environ.get("TEST_UNDECLARED_OUTPUTS_DIR", self.dir)
+        self.assertTrue(self.driver.save_screenshot(os.path.join(outputs, "kunpeng-vs-x86.png")))
+
 
 if __name__ == "__main__":
     unittest.main()

@@ -12,6 +12,12 @@ plotted with its change points (analysis/history.py) once there are two or more.
 can be copied to any web server or bucket, or opened from disk. The same sets give the same bytes but for
 the build time, stated once at the foot of each page (--built-at). A set that cannot be rendered is listed
 on the index with the reason, never left out.
+
+Studies (results/baselines/studies.toml, tools/publish/studies.py) are what the index lists, grouped by rig and
+case study: one set, or two with the report kind that compares them (Kunpeng vs x86 is two sets, cross-host),
+each with its title, its answer in one line (analysis/oneline.py), a small picture of its main figure, the
+emulated-host banner and the ceiling note where they apply; its page (studies/<id>/) says how to regenerate
+its report and links the sets it reads. A set in no study is listed under its rig with its own page.
 """
 
 import argparse
@@ -24,17 +30,23 @@ import io
 import json
 import os
 import re
+import shlex
 import shutil
 import sys
 import tempfile
 import time
 
 import jinja2
+import matplotlib
 from rich.console import Console
 from rich.progress import BarColumn, Progress, TextColumn, TimeRemainingColumn
 
 from analysis import history, plots, render, report, resultsets, sensitivity_figures
 from rigs.host import terminal
+from tools.publish import studies as studies_toml
+
+matplotlib.use("Agg")
+from matplotlib import image as mpimage  # noqa: E402 -- after the backend is chosen
 
 EXIT_OK, EXIT_SOME_SETS_FAILED, EXIT_BAD_INPUT = 0, 1, 2
 TEMPLATES = os.path.join(os.path.dirname(os.path.abspath(__file__)), "templates")
@@ -48,16 +60,29 @@ class PublishError(ValueError):
 
 @dataclasses.dataclass
 class Study:
-    """One committed set as the index shows it."""
-    name: str
+    """One entry of the index: a committed set (its own page under sets/) or a declared study (studies/)."""
+    name: str  # the set's name, or the study's id
     kind: str = ""
     rig: str = ""
     question: str = ""
-    answer: str = ""
+    answer: str = ""  # the report's answer paragraph
     hosts: list = dataclasses.field(default_factory=list)
     date: str = ""
     runs: int = 0
     failed: str = ""  # why it could not be rendered, if it could not
+    title: str = ""  # a declared study's heading
+    one_line: str = ""  # the answer in one line (analysis/oneline.py)
+    banner: str = ""  # "EMULATED HOST: mechanics, not speed", on the index row as on every page
+    ceiling: list = dataclasses.field(default_factory=list)  # the report's AT CEILING notes
+    picture: str = ""  # its main figure, small: a file in the entry's folder
+    sets: list = dataclasses.field(default_factory=list)  # the sets a declared study reads
+    case_study: str = ""
+    command: str = ""  # how to regenerate its report
+    declared: bool = False
+
+    @property
+    def folder(self):
+        return f"{'studies' if self.declared else 'sets'}/{self.name}"
 
 
 def kind_for(result_set):
@@ -83,31 +108,58 @@ def set_date(result_set):
 
 def answer_of(blocks):
     """The answer paragraph of a report's title page, without its label."""
-    para = next((b for b in blocks if isinstance(b, render.Para) and b.text.startswith("Answer: ")), None)
-    return para.text[len("Answer: "):] if para else ""
+    return _para(blocks, "Answer: ")
+
+
+def _para(blocks, label):
+    para = next((b for b in blocks if isinstance(b, render.Para) and b.text.startswith(label)), None)
+    return para.text[len(label):] if para else ""
 
 
 def question_of(blocks, kind):
     title = blocks[0].text if blocks and isinstance(blocks[0], render.Title) else ""
-    prefix = report.KINDS[kind].title + ": "
-    return title[len(prefix):] if title.startswith(prefix) else title
+    prefix = report.KINDS[kind].title
+    if title.startswith(prefix):  # "Cross-host (x86_64 vs aarch64): <question>"
+        rest = title[len(prefix):]
+        return rest.split(": ", 1)[1] if ": " in rest else rest
+    return title
 
 
-def render_study(result_set, references, out_dir):
-    """Writes the set's report (PDF, HTML), provenance and figures into out_dir; returns its Study."""
-    study = Study(name=result_set.name, rig=result_set.manifest.get("matrix", {}).get("rig", ""),
-                  hosts=result_set.host_ids(), date=set_date(result_set),
-                  runs=sum(d["status"] == "ok" for d in result_set.docs))
-    study.kind = kind_for(result_set)
+THUMB_SCALE = 0.35  # of the report's figure (about 7.5 x 3 in at 100 dpi): an index row's picture
+
+
+def render_study(result_set, references, out_dir, declared=None, sets=None):
+    """Writes a report (PDF, HTML), provenance and a small picture of the main figure into out_dir; returns
+    its Study. Without `declared`, the report of one committed set; with it, the declared study's report of
+    `sets` (its kind and question)."""
+    sets = sets or [result_set]
+    study = Study(name=declared.id if declared else result_set.name,
+                  rig=result_set.manifest.get("matrix", {}).get("rig", ""),
+                  hosts=sorted({h for s in sets for h in s.host_ids()}), date=max(set_date(s) for s in sets),
+                  runs=sum(d["status"] == "ok" for s in sets for d in s.docs), declared=declared is not None,
+                  sets=[s.name for s in sets])
+    study.kind = (declared.kind if declared else "") or kind_for(result_set)
+    if declared:
+        study.title, study.case_study = declared.title, declared.case_study
+    paths = " ".join(f"results/baselines/{s.name}" for s in sets)
+    asked = f" --question {shlex.quote(declared.question)}" if declared else ""
+    study.command = f"bazel run //analysis:report -- {paths} --kind {study.kind}{asked} --out report.pdf"
     with tempfile.TemporaryDirectory() as figures:
-        blocks = report.build(study.kind, [result_set] + references, figures,
-                              generated_at=study.date or "unknown date",
-                              command=f"bazel run //analysis:report -- results/baselines/{result_set.name} "
-                                      f"--kind {study.kind}")
+        blocks = report.build(study.kind, sets + references, figures, generated_at=study.date or "unknown date",
+                              command=study.command, question=declared.question if declared else None)
         report.write(blocks, os.path.join(out_dir, "report.pdf"), os.path.join(out_dir, "report.html"))
+        main_figure = next((b.path for b in blocks if isinstance(b, render.Figure)), None)
+        if main_figure:
+            mpimage.thumbnail(main_figure, os.path.join(out_dir, "figure.png"), scale=THUMB_SCALE)
+            study.picture = "figure.png"
     study.question, study.answer = question_of(blocks, study.kind), answer_of(blocks)
+    study.one_line = _para(blocks, "In one line: ")
+    study.ceiling = [b.text.removeprefix("AT CEILING: ").split(" (analysis/ceilings.py", 1)[0] for b in blocks
+                     if isinstance(b, render.Para) and b.text.startswith("AT CEILING: ")]
+    study.banner = blocks[0].banner if blocks and isinstance(blocks[0], render.Title) else ""
     with open(os.path.join(out_dir, "manifest.json"), "w") as f:
-        json.dump(result_set.manifest, f, indent=1, sort_keys=True)
+        json.dump(result_set.manifest if not declared else {s.name: s.manifest for s in sets}, f, indent=1,
+                  sort_keys=True)
         f.write("\n")
     return study
 
@@ -175,9 +227,52 @@ def load_sets(baselines):
     return loaded, failed
 
 
+def read_studies(baselines, sets):
+    """([studies_toml.Declared], [Study of each entry that cannot be published]) of the set folder's
+    studies.toml (none: no declared studies)."""
+    path = os.path.join(baselines, studies_toml.FILE_NAME)
+    if not os.path.isfile(path) or os.path.islink(path):
+        return [], []
+    try:
+        with open(path, encoding="utf-8") as f:
+            declared, problems = studies_toml.parse(f.read(), {s.name for s in sets})
+    except (studies_toml.StudiesError, OSError, UnicodeDecodeError) as e:
+        return [], [Study(name=studies_toml.FILE_NAME, failed=f"not read: {str(e)[:300]}")]
+    return declared, [Study(name=f"{studies_toml.FILE_NAME}: {where}"[:80], failed=reason[:300])
+                      for where, reason in problems]
+
+
+RIG_TITLES = {"yarn_cps": "YARN scheduling throughput", "redis": "Redis and NUMA memory locality",
+              "mapreduce": "MapReduce 2 vs MapReduce 1", "namenode": "HDFS NameNode throughput",
+              "calibration": "The harness' own calibration"}
+
+
+def index_groups(entries, references):
+    """The index's groups, one per rig: its case study (from the published references), its declared studies,
+    then its sets that no study reads. Rigs in the order of their case studies, the harness' own last."""
+    cases = {}
+    for ref in references:
+        doc = ref.reference
+        cases.setdefault(doc["rig"], (doc["source"]["case_study"], doc["source"]["title"]))
+    in_studies = {name for e in entries if e.declared and not e.failed for name in e.sets}
+    rigs = sorted({e.rig for e in entries if not e.failed and e.rig},
+                  key=lambda r: (r not in cases, cases.get(r, ("",))[0], r))
+    groups = []
+    for rig in rigs:
+        case = cases.get(rig)
+        groups.append({
+            "rig": rig, "title": RIG_TITLES.get(rig, rig),
+            "case": f"case study {case[0]}: {case[1]}" if case else "",
+            "studies": [e for e in entries if e.declared and not e.failed and e.rig == rig],
+            "sets": [e for e in entries if not e.declared and not e.failed and e.rig == rig
+                     and e.name not in in_studies],
+        })
+    return groups
+
+
 def build_site(results_root, out, built_at, console=None):
     """Builds the site into `out` (replaced whole, through a temporary folder beside it); returns the
-    studies, failed ones included."""
+    entries (sets and declared studies), failed ones included."""
     console = console or Console(highlight=False, soft_wrap=True)
     baselines = os.path.join(results_root, "baselines")
     if not os.path.isdir(baselines):
@@ -190,6 +285,9 @@ def build_site(results_root, out, built_at, console=None):
             unreadable.append(Study(name="reference/" + os.path.basename(path)[:60], failed=f"cannot be read: {e}"))
     sets, studies = load_sets(baselines)
     studies += unreadable
+    declared, problems = read_studies(baselines, sets)
+    studies += problems
+    by_name = {s.name: s for s in sets}
     parent = os.path.dirname(os.path.abspath(out)) or "."
     os.makedirs(parent, exist_ok=True)
     staging = tempfile.mkdtemp(prefix=".publish-", dir=parent)
@@ -198,20 +296,24 @@ def build_site(results_root, out, built_at, console=None):
                                  undefined=jinja2.StrictUndefined, keep_trailing_newline=True)
         columns = [TextColumn("{task.description}"), BarColumn(), TextColumn("{task.completed}/{task.total}"),
                    TimeRemainingColumn()]
+        work = [(s, None) for s in sets] + [(by_name[d.sets[0]], d) for d in declared]
         with Progress(*columns, console=console, transient=True) as progress:
-            task = progress.add_task("reports", total=len(sets))
-            for result_set in sets:
-                progress.update(task, description=f"report {result_set.name[:40]}")
-                folder = os.path.join(staging, "sets", result_set.name)
+            task = progress.add_task("reports", total=len(work))
+            for result_set, study in work:
+                name = study.id if study else result_set.name
+                progress.update(task, description=f"report {name[:40]}")
+                folder = os.path.join(staging, "studies" if study else "sets", name)
                 os.makedirs(folder)
                 try:
-                    studies.append(render_study(result_set, references, folder))
+                    studies.append(render_study(result_set, references, folder, study,
+                                                [by_name[n] for n in study.sets] if study else None))
                 except Exception as e:  # noqa: BLE001 -- each set in isolation: listed with its reason (issue 39)
                     shutil.rmtree(folder)
                     reason = str(e) if isinstance(e, (report.ReportError, resultsets.ResultSetError, ValueError)) \
                         else f"{type(e).__name__}: {e}"
-                    studies.append(Study(name=result_set.name, rig=result_set.manifest.get("matrix", {}).get("rig", ""),
-                                         date=set_date(result_set), failed=f"no report: {reason[:300]}"))
+                    studies.append(Study(name=name, rig=result_set.manifest.get("matrix", {}).get("rig", ""),
+                                         date=set_date(result_set), failed=f"no report: {reason[:300]}",
+                                         declared=study is not None))
                 progress.advance(task)
         # Newest first, then by name; those that could not be rendered last.
         studies.sort(key=lambda s: s.name)
@@ -223,7 +325,7 @@ def build_site(results_root, out, built_at, console=None):
                               "plots": write_history(name, series_sets, staging)})
         rows, sensitivity_plots, unusable = write_sensitivity(baselines, staging)
         studies += unusable  # listed last with their reasons, as a set that cannot be read
-        page = dict(built_at=built_at, studies=studies, histories=histories,
+        page = dict(built_at=built_at, studies=studies, histories=histories, groups=index_groups(studies, references),
                     references=[r.reference for r in references], rows=rows, plots=sensitivity_plots)
         for template, target in (("index.html.j2", "index.html"), ("reference.html.j2", "reference.html"),
                                  ("sensitivity.html.j2", "sensitivity.html")):
@@ -231,7 +333,7 @@ def build_site(results_root, out, built_at, console=None):
                 f.write(env.get_template(template).render(root=".", **page))
         for study in studies:
             if not study.failed:
-                with open(os.path.join(staging, "sets", study.name, "index.html"), "w") as f:
+                with open(os.path.join(staging, study.folder, "index.html"), "w") as f:
                     f.write(env.get_template("set.html.j2").render(root="../..", study=study, **page))
         shutil.copy(os.path.join(TEMPLATES, "style.css"), os.path.join(staging, "style.css"))
         with open(os.path.join(staging, MARKER), "w") as f:
@@ -316,7 +418,9 @@ def main(argv=None, console=None):
         console.print(f"[red]error:[/red] {e}")
         return EXIT_BAD_INPUT
     failed = [s for s in studies if s.failed]
-    console.print(f"site: {out} ({len(studies) - len(failed)} set(s) published, {site_bytes(out) / 2**20:.1f} MiB, "
+    published = [s for s in studies if not s.failed]
+    console.print(f"site: {out} ({sum(not s.declared for s in published)} sets and "
+                  f"{sum(s.declared for s in published)} studies published, {site_bytes(out) / 2**20:.1f} MiB, "
                   f"{time.monotonic() - started:.0f} s); open {os.path.join(out, 'index.html')}")
     for s in failed:
         console.print(f"[yellow]not published:[/yellow] {s.name}: {s.failed}")

@@ -6,6 +6,7 @@ import hashlib
 import html.parser
 import io
 import os
+import re
 import shutil
 import stat
 import tempfile
@@ -18,6 +19,7 @@ from rich.console import Console
 from analysis import resultsets, sensitivity_figures
 from analysis.testsets import write_set
 from tools.publish import publish
+from tools.publish import studies as studies_toml
 
 RESULTS = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "results")
 BUILT_AT = "2026-11-24T00:00:00Z"
@@ -75,9 +77,29 @@ class PublishTest(unittest.TestCase):
         studies = publish.build_site(RESULTS, out, BUILT_AT, quiet())
         committed = sorted(n for n in os.listdir(os.path.join(RESULTS, "baselines"))
                            if os.path.isdir(os.path.join(RESULTS, "baselines", n)))
-        self.assertEqual(sorted(s.name for s in studies), committed)  # every set: published or listed
+        self.assertEqual(sorted(s.name for s in studies if not s.declared), committed)  # every set: published or listed
+        with open(os.path.join(RESULTS, "baselines", "studies.toml")) as f:
+            declared, _ = studies_toml.parse(f.read(), set(committed))
+        self.assertEqual(sorted(s.name for s in studies if s.declared), sorted(d.id for d in declared))
         with open(os.path.join(out, "index.html")) as f:
             index = f.read()
+        # Issue 40: every answer on the index is one line of at most ~120 characters.
+        answers = re.findall(r'<td class="one-line">(.*?)</td>', index, re.S)
+        self.assertEqual(len(answers), sum(not s.failed for s in studies))
+        for answer in answers:
+            self.assertNotIn("\n", answer)
+            self.assertLessEqual(len(html.unescape(answer)), 120, answer)
+        # The Kunpeng vs x86 study: two sets, its own title, the emulated banner, the heartbeat cap said.
+        kunpeng = next(s for s in studies if s.name == "kunpeng-vs-x86-yarn")
+        self.assertEqual((kunpeng.kind, len(kunpeng.sets), kunpeng.failed), ("cross-host", 2, ""))
+        with open(os.path.join(out, "studies", "kunpeng-vs-x86-yarn", "index.html")) as f:
+            page = f.read()
+        for text in ("Kunpeng vs x86: YARN scheduling throughput", "EMULATED HOST: mechanics, not speed",
+                     "x86 at its heartbeat cap (100 containers/s): the gap is a lower bound",
+                     "bazel run //analysis:report -- results/baselines/yarn_cps-cross-arch-x86-20261125-2vcpu",
+                     '<a href="../../sets/yarn_cps-cross-arch-arm64-emulated-20261125/index.html">'):
+            self.assertIn(html.escape(text, quote=False), page)
+        self.assertNotIn("baselines/", kunpeng.question)  # a question in words, never a path
         for study in studies:
             self.assertIn(study.name, index)
             if study.failed:
@@ -165,20 +187,38 @@ class PublishTest(unittest.TestCase):
             f.write('{"schema_version": 1, "figures": [{"value": NaN}]}')
         real = publish.render_study
 
-        def fails_for_one(result_set, references, folder):
+        def fails_for_one(result_set, references, folder, *declared):
             if result_set.name == "calibration-gate-slowdown-2vcpu":
                 raise OverflowError("int too large to convert to float")
-            return real(result_set, references, folder)
+            return real(result_set, references, folder, *declared)
+        with open(os.path.join(root, "baselines", "studies.toml"), "w") as f:  # one study good, one wrong
+            f.write('[[study]]\nid = "nightly"\ntitle = "The nightly"\nquestion = "Did it change?"\n'
+                    'sets = ["nightly-calibration"]\n\n[[study]]\nid = "gone"\ntitle = "T"\nquestion = "Q?"\n'
+                    'sets = ["no-such-set"]\n')
         out = os.path.join(self.dir, "isolated")
         with mock.patch.object(publish, "render_study", fails_for_one):
             studies = publish.build_site(root, out, BUILT_AT, quiet())
         failed = {s.name: s.failed for s in studies if s.failed}
-        self.assertEqual(set(failed), {"calibration-gate-slowdown-2vcpu", "reference/zz-broken.json"})
+        self.assertEqual(set(failed), {"calibration-gate-slowdown-2vcpu", "reference/zz-broken.json",
+                                       "studies.toml: study 'gone'"})
+        self.assertEqual(failed["studies.toml: study 'gone'"], "no committed set 'no-such-set'")
+        self.assertTrue(os.path.isfile(os.path.join(out, "studies", "nightly", "index.html")))
         self.assertIn("OverflowError: int too large", failed["calibration-gate-slowdown-2vcpu"])
         self.assertTrue(os.path.isfile(os.path.join(out, "sets", "nightly-calibration", "index.html")))
         with open(os.path.join(out, "index.html")) as f:
             index = f.read()
         self.assertIn("zz-broken.json", index)
+
+    def test_every_reference_names_a_rig_the_committed_sets_measure(self):
+        # case004 named rig "hdfs_namenode" (the rig is "namenode"): its published figures never reached a
+        # NameNode report, and the site could not group case study 004 with its rig (issue 40).
+        sets, _ = publish.load_sets(os.path.join(RESULTS, "baselines"))
+        rigs = {s.manifest["matrix"]["rig"] for s in sets}
+        for path in sorted(os.listdir(os.path.join(RESULTS, "reference"))):
+            if path.endswith(".json"):
+                with self.subTest(path):
+                    ref = resultsets.load_reference(os.path.join(RESULTS, "reference", path))
+                    self.assertIn(ref.reference["rig"], rigs)
 
     def test_a_nightly_series_gets_its_history_plots(self):
         # Issue 41, item 3: history wrote OUT-0.png.. while the site looked for OUT itself: no nightly history

@@ -1,0 +1,95 @@
+"""The studies the site publishes: results/baselines/studies.toml, read and checked (issue 40).
+
+A study is one committed set, or two with the report kind that compares them, with its title, question and
+case study. Every entry is checked before anything is rendered; an entry that cannot be published (a set that
+is not committed, an unknown kind) comes back as a problem with its reason, for the index to list: one wrong
+entry never takes the site down.
+"""
+
+import dataclasses
+import re
+import tomllib
+
+from analysis import kinds
+
+FILE_NAME = "studies.toml"
+STUDY_ID = re.compile(r"[a-z0-9][a-z0-9_-]{0,63}")
+CASE_STUDY = re.compile(r"|\d{3}")
+KEYS = {"id", "title", "question", "case_study", "sets", "kind"}
+TWO_SET_KINDS = ("cross-host", "stock-vs-patched", "mr1-vs-mr2", "memory-locality")
+MAX_STUDIES = 200
+
+
+class StudiesError(ValueError):
+    pass
+
+
+@dataclasses.dataclass(frozen=True)
+class Declared:
+    id: str
+    title: str
+    question: str
+    case_study: str
+    sets: tuple
+    kind: str  # "" for one set: the kind its contents call for
+
+
+def _text(entry, key, limit, where):
+    value = entry.get(key)
+    if not isinstance(value, str) or not value.strip() or len(value) > limit or "\n" in value:
+        raise StudiesError(f"{where}: {key} must be one line of 1-{limit} characters")
+    return value.strip()
+
+
+def parse(text, set_names):
+    """([Declared], [(where, reason)]) of a studies.toml's text; set_names: the committed sets. A file that
+    is not TOML, or not a list of [[study]] tables, is a StudiesError (the whole file is wrong)."""
+    try:
+        doc = tomllib.loads(text)
+    except tomllib.TOMLDecodeError as e:
+        raise StudiesError(f"{FILE_NAME}: {e}") from None
+    unknown = set(doc) - {"study"}
+    if unknown:
+        raise StudiesError(f"{FILE_NAME}: unknown table(s) {', '.join(sorted(unknown))}: studies are [[study]] tables")
+    entries = doc.get("study", [])
+    if not isinstance(entries, list) or not all(isinstance(e, dict) for e in entries):
+        raise StudiesError(f"{FILE_NAME}: study must be a list of [[study]] tables")
+    if len(entries) > MAX_STUDIES:
+        raise StudiesError(f"{FILE_NAME}: {len(entries)} studies, at most {MAX_STUDIES}")
+    studies, problems, seen = [], [], set()
+    for number, entry in enumerate(entries, 1):
+        sid = entry.get("id")
+        where = f"study {sid!r}" if isinstance(sid, str) and STUDY_ID.fullmatch(sid) else f"study #{number}"
+        try:
+            if not isinstance(sid, str) or not STUDY_ID.fullmatch(sid):
+                raise StudiesError(f"{where}: id must be 1-64 of a-z, 0-9, '-' and '_'")
+            if sid in seen:
+                raise StudiesError(f"{where}: a second study with this id")
+            seen.add(sid)
+            extra = set(entry) - KEYS
+            if extra:
+                raise StudiesError(f"{where}: unknown key(s) {', '.join(sorted(extra))} (known: {', '.join(sorted(KEYS))})")
+            title = _text(entry, "title", 100, where)
+            question = _text(entry, "question", 200, where)
+            case = entry.get("case_study", "")
+            if not isinstance(case, str) or not CASE_STUDY.fullmatch(case):
+                raise StudiesError(f"{where}: case_study must be three digits (results/reference/README.md) or \"\"")
+            sets = entry.get("sets")
+            if not isinstance(sets, list) or not 1 <= len(sets) <= 2 or not all(isinstance(s, str) for s in sets):
+                raise StudiesError(f"{where}: sets must list one or two committed sets")
+            missing = [s[:80] for s in sets if s not in set_names]
+            if missing:
+                raise StudiesError(f"{where}: no committed set {', '.join(map(repr, missing))}")
+            if len(set(sets)) != len(sets):
+                raise StudiesError(f"{where}: the same set twice")
+            kind = entry.get("kind", "")
+            if not isinstance(kind, str) or (kind and kind not in kinds.KINDS):
+                raise StudiesError(f"{where}: kind {str(kind)[:40]!r} is not a report kind ({', '.join(kinds.KINDS)})")
+            if len(sets) == 2 and kind not in TWO_SET_KINDS:
+                raise StudiesError(f"{where}: two sets need the kind that compares them ({', '.join(TWO_SET_KINDS)})")
+            if len(sets) == 1 and kind == "cross-host":
+                raise StudiesError(f"{where}: cross-host compares two sets, one per host")
+            studies.append(Declared(sid, title, question, case, tuple(sets), kind))
+        except StudiesError as e:
+            problems.append((where, str(e).removeprefix(where + ": ")))
+    return studies, problems

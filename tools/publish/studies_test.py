@@ -1,0 +1,75 @@
+"""results/baselines/studies.toml as the site reads it (tools/publish/studies.py): the committed file is
+valid, every wrong entry is a problem with its reason (the rest still published), a wrong file an error."""
+
+import os
+import unittest
+
+from tools.publish import studies
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+BASELINES = os.path.join(HERE, "..", "..", "results", "baselines")
+SETS = {"a-x86", "a-arm64", "b"}
+GOOD = '''
+[[study]]
+id = "kunpeng-vs-x86"
+title = "Kunpeng vs x86"
+question = "How does arm64 compare with x86?"
+case_study = "000"
+sets = ["a-x86", "a-arm64"]
+kind = "cross-host"
+'''
+
+
+def entry(**changes):
+    fields = {"id": '"s"', "title": '"T"', "question": '"Q?"', "case_study": '""', "sets": '["b"]'}
+    fields.update(changes)
+    return "[[study]]\n" + "".join(f"{k} = {v}\n" for k, v in fields.items() if v is not None)
+
+
+class StudiesTest(unittest.TestCase):
+    def test_the_committed_file_is_valid(self):
+        names = {n for n in os.listdir(BASELINES) if os.path.isdir(os.path.join(BASELINES, n))}
+        with open(os.path.join(BASELINES, studies.FILE_NAME)) as f:
+            declared, problems = studies.parse(f.read(), names)
+        self.assertEqual(problems, [])
+        kunpeng = [d for d in declared if d.kind == "cross-host"]
+        self.assertGreaterEqual(len(kunpeng), 2)  # YARN and calibration (issue 40)
+
+    def test_a_good_entry(self):
+        declared, problems = studies.parse(GOOD, SETS)
+        self.assertEqual(problems, [])
+        self.assertEqual(declared[0], studies.Declared("kunpeng-vs-x86", "Kunpeng vs x86", "How does arm64 compare "
+                                                       "with x86?", "000", ("a-x86", "a-arm64"), "cross-host"))
+
+    def test_each_wrong_entry_is_named_and_the_rest_kept(self):
+        cases = [
+            (entry(id='"Bad Id"'), "id must be"),
+            (entry(title='"' + "x" * 101 + '"'), "title must be one line"),
+            (entry(question=None), "question must be"),
+            (entry(case_study='"7"'), "case_study must be three digits"),
+            (entry(sets='["gone"]'), "no committed set 'gone'"),
+            (entry(sets='["b", "b"]'), "the same set twice"),
+            (entry(sets='[]'), "sets must list one or two"),
+            (entry(sets='["a-x86", "a-arm64"]'), "two sets need the kind"),
+            (entry(kind='"cross-host"'), "cross-host compares two sets"),
+            (entry(kind='"fastest"'), "kind 'fastest' is not a report kind"),
+            (entry(colour='"red"'), "unknown key.*colour"),
+        ]
+        for text, pattern in cases:
+            with self.subTest(pattern):
+                declared, problems = studies.parse(GOOD + text, SETS)
+                self.assertEqual([d.id for d in declared], ["kunpeng-vs-x86"])
+                self.assertEqual(len(problems), 1, problems)
+                self.assertRegex(problems[0][1], pattern)
+        declared, problems = studies.parse(GOOD + GOOD, SETS)
+        self.assertRegex(problems[0][1], "a second study with this id")
+
+    def test_a_wrong_file_is_an_error(self):
+        for text, pattern in (("[[study]\n", "studies.toml"), ("study = 3\n", "list of"),
+                              ("[other]\nx = 1\n", "unknown table")):
+            with self.subTest(text), self.assertRaisesRegex(studies.StudiesError, pattern):
+                studies.parse(text, SETS)
+
+
+if __name__ == "__main__":
+    unittest.main()
