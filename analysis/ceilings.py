@@ -13,8 +13,9 @@ orphans no stored set):
     times = 1000                                # ceiling = times x multiply... / divide...
     when = { trace = "" }                       # only cells whose parameters are these
 
-Stored results are read as they are: the ceiling follows from a cell's parameters, so every stored set gets
-it, those measured before it was declared too.
+The runner marks each result's metric with its cell's ceiling when it stores it (`ceiling`: name, value,
+at_ceiling; results/schema/cell_result.v2.schema.json); results stored before a ceiling was declared get it
+from their cell's parameters when they are read, so every stored set has it.
 """
 
 import dataclasses
@@ -126,18 +127,40 @@ def for_workload(workload_id, workspace_roots=None):
     return {}
 
 
+def for_folder(folder):
+    """{metric: Rule} of the ceilings.toml in a workload's folder ({} without one)."""
+    path = os.path.join(folder, FILE_NAME)
+    return read(path) if os.path.exists(path) else {}
+
+
+def mark(metrics, rules, params):
+    """Adds `ceiling` {name, value, at_ceiling} to each metric entry (results/resultfile.run_metrics) that has
+    one for a cell of these parameters; returns `metrics`."""
+    for m in metrics:
+        rule = rules.get(m["name"])
+        value = rule.value(params) if rule else None
+        if value is not None:
+            ceiling = Ceiling(m["name"], rule.name, value, m.get("unit", ""))
+            m["ceiling"] = {"name": rule.name, "value": value, "at_ceiling": ceiling.reached_by(m["value"])}
+    return metrics
+
+
 def of_docs(docs, workspace_roots=None):
     """{(cell id, metric): Ceiling} of the cells of these result documents that have one."""
     rules_by_workload, out = {}, {}
     for d in docs:
         workload_id = ((d.get("provenance") or {}).get("workload") or {}).get("id")
         if not isinstance(workload_id, str):
-            continue
+            workload_id = ""
         if workload_id not in rules_by_workload:
-            rules_by_workload[workload_id] = for_workload(workload_id, workspace_roots)
-        units = {m.get("name"): m.get("unit", "") for m in d.get("metrics") or [] if isinstance(m, dict)}
+            rules_by_workload[workload_id] = for_workload(workload_id, workspace_roots) if workload_id else {}
+        entries = {m.get("name"): m for m in d.get("metrics") or [] if isinstance(m, dict)}
         for metric, rule in rules_by_workload[workload_id].items():
             value = rule.value(d["cell"]["params"])
             if value is not None:
-                out[(d["cell"]["id"], metric)] = Ceiling(metric, rule.name, value, units.get(metric, ""))
+                out[(d["cell"]["id"], metric)] = Ceiling(metric, rule.name, value, entries.get(metric, {}).get("unit", ""))
+        for metric, m in entries.items():  # the ceiling the runner stored stands over today's declaration
+            stored = m.get("ceiling")
+            if isinstance(stored, dict):
+                out[(d["cell"]["id"], metric)] = Ceiling(metric, stored["name"], stored["value"], m.get("unit", ""))
     return out

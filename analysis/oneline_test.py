@@ -85,6 +85,24 @@ class CeilingRulesTest(unittest.TestCase):
         self.assertEqual(ceilings.for_workload("redis/v1"), {})  # no ceilings.toml
         self.assertEqual(ceilings.for_workload("../etc/x"), {})
 
+    def test_a_result_is_marked_and_a_stored_mark_stands(self):
+        rules = ceilings.for_workload("yarn_cps/v1")
+        params = {"nodes": "100", "offswitch_per_heartbeat": "1", "nm_heartbeat_ms": "1000", "trace": ""}
+        metrics = [{"name": "container_allocation_rate", "unit": "containers/s", "value": 99.0},
+                   {"name": "container_release_rate", "unit": "containers/s", "value": 50.0},
+                   {"name": "scheduler_cpu_per_container", "unit": "us/container", "value": 340.0}]
+        ceilings.mark(metrics, rules, params)
+        self.assertEqual(metrics[0]["ceiling"], {"name": "heartbeat cap", "value": 100.0, "at_ceiling": True})
+        self.assertEqual(metrics[1]["ceiling"], {"name": "heartbeat cap", "value": 100.0, "at_ceiling": False})
+        self.assertNotIn("ceiling", metrics[2])
+        doc = {"cell": {"id": "c1", "params": params}, "provenance": {"workload": {"id": "yarn_cps/v1"}},
+               "metrics": metrics}
+        self.assertEqual(ceilings.of_docs([doc])[("c1", "container_allocation_rate")].value, 100.0)
+        metrics[0]["ceiling"] = {"name": "older cap", "value": 80.0, "at_ceiling": True}  # as it was stored
+        self.assertEqual(ceilings.of_docs([doc])[("c1", "container_allocation_rate")].figure(), "older cap, 80 containers/s")
+        doc["provenance"] = {}  # a foreign document: no workload, only what it stored
+        self.assertEqual(set(ceilings.of_docs([doc])), {("c1", "container_allocation_rate"), ("c1", "container_release_rate")})
+
     def test_reached_within_three_percent(self):
         self.assertTrue(CAP.reached_by(100.0))
         self.assertTrue(CAP.reached_by(97.0))

@@ -7,6 +7,7 @@ better or worse: analysis/compare.py.)"""
 import math
 import time
 
+from analysis import ceilings
 from results import resultfile
 from rigs.matrix import evidence, process_evidence, rig as rig_contract, steadystate
 from rigs.matrix.runcontext import now_iso
@@ -77,10 +78,11 @@ def judge(ctx, state, doc, failure, timed_out):
     doc["warmup_samples"], doc["samples"] = parsed.warmup_samples, measured
     if parsed.observations:
         doc["observations"] = parsed.observations
-    doc["metrics"] = resultfile.run_metrics(measured, ctx.workload.metrics)
+    doc["metrics"] = ceilings.mark(resultfile.run_metrics(measured, ctx.workload.metrics), ctx.ceilings, cell.params)
     for axis, parts in parsed.split.items():
         doc["split"] = {"axis": axis, "parts": [
-            {"value": value, "samples": samples, "metrics": resultfile.run_metrics(samples, ctx.workload.metrics)}
+            {"value": value, "samples": samples,
+             "metrics": ceilings.mark(resultfile.run_metrics(samples, ctx.workload.metrics), ctx.ceilings, cell.params)}
             for value, samples in parts.items()]}
     variant = ctx.variants.get(cell.params["variant"])
     if variant and under_test.is_jvm:

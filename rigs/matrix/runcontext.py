@@ -42,6 +42,7 @@ class RunContext:
     container_image: dict  # {tar, tag, mounts, id once loaded} for executor=container, or empty
     host_reference: dict = None  # the host reference measured before the matrix, for provenance
     manifest_host_reference: dict = None  # before and after, for the manifest
+    ceilings: dict = dataclasses.field(default_factory=dict)  # metric -> analysis.ceilings.Rule (ceilings.toml)
     # While the run goes on:
     active_knobs: object = None  # the hostknobs.HostKnobs a cell has applied, restored on interruption
     cell_runner: object = None  # the cellrunner.CellRunner of the run, killed on interruption

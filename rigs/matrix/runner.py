@@ -20,7 +20,7 @@ from rich.markup import escape
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn, TimeRemainingColumn
 
 from results import resultfile, store
-from analysis import sensitivity_figures, stats
+from analysis import ceilings, sensitivity_figures, stats
 from rigs.matrix import (cellrunner, cli, container, host_reference, hoststate, hostknobs, noisyrounds, plan,
                          planview, rig as rig_contract, sequential_rounds, schedule, spec,
                          workload as workload_def)
@@ -128,6 +128,7 @@ class Loaded:
     planned: list
     rounds: object
     image: dict
+    ceilings: dict = dataclasses.field(default_factory=dict)  # metric -> analysis.ceilings.Rule of the workload
 
 
 def load(args, runfiles, report):
@@ -167,8 +168,9 @@ def load(args, runfiles, report):
     if any(p.cell.params.get("executor") in container.ENGINES and not p.skip_reason for p in planned) and image is None:
         raise spec.SpecError("executor=container/docker: this target's runfiles hold no container image "
                              "(//tools/container:rig_os; rig_matrix adds it)")
+    # The workload's metric ceilings (ceilings.toml): a wrong declaration is an error before anything runs.
     return Loaded(workload, workload_dir, matrix, rig_data, revisions, variants, rig, pinned, report, planned,
-                  rounds, image)
+                  rounds, image, ceilings.for_folder(workload_dir))
 
 
 class Stop(Exception):
@@ -248,7 +250,7 @@ def make_context(console, args, loaded, folder, lock_file, host_paths, workspace
         host_paths=host_paths or hostknobs.HostPaths(), varying=spec.varying_axes([p.cell for p in loaded.planned]),
         host_lock=lock_file, knob_journal=os.path.join(os.path.dirname(lock_file), hoststate.JOURNAL_NAME),
         host_reference=None, manifest_host_reference=None,
-        container_image=loaded.image or {}, rounds=loaded.rounds)
+        container_image=loaded.image or {}, rounds=loaded.rounds, ceilings=loaded.ceilings)
     if matrix.policy.rerun_noisy_rounds:
         band, source = ((folder.stored_reruns["band"], folder.stored_reruns["band_source"]) if folder.stored_reruns
                         else sensitivity_figures.checkout_steal_band(matrix.rig))

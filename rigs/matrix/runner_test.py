@@ -45,6 +45,10 @@ class RunnerTest(FakeRigTestCase):
                                                                                             "seconds"]))
             self.assertEqual(sum(p["metrics"][0]["n"] for p in split["parts"][:2]), len(doc["samples"]))
             self.assertEqual(split["parts"][2]["samples"][0]["value"], float(doc["cell"]["params"]["seconds"]))
+            # The workload's ceiling (testdata/fake_workload/ceilings.toml: 2 x seconds), marked as stored.
+            rate = doc["metrics"][0]
+            cap = 2 * float(doc["cell"]["params"]["seconds"])
+            self.assertEqual(rate["ceiling"], {"name": "fake cap", "value": cap, "at_ceiling": rate["value"] >= 0.97 * cap})
             if doc["cell"]["params"]["pinning"] == "workers":
                 (thread,) = doc["evidence"]["threads"]
                 self.assertEqual((thread["wanted"], thread["cpus_allowed"]), ("1", "1"))
