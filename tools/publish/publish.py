@@ -74,7 +74,7 @@ class Study:
     one_line: str = ""  # the answer in one line (analysis/oneline.py)
     banner: str = ""  # "EMULATED HOST: mechanics, not speed", on the index row as on every page
     ceiling: list = dataclasses.field(default_factory=list)  # the report's AT CEILING notes
-    picture: str = ""  # its main figure, small: a file in the entry's folder
+    picture: str = ""  # its main figure, a file in the entry's folder (thumb.png beside it: the index's)
     sets: list = dataclasses.field(default_factory=list)  # the sets a declared study reads
     case_study: str = ""
     command: str = ""  # how to regenerate its report
@@ -149,8 +149,9 @@ def render_study(result_set, references, out_dir, declared=None, sets=None):
                               command=study.command, question=declared.question if declared else None)
         report.write(blocks, os.path.join(out_dir, "report.pdf"), os.path.join(out_dir, "report.html"))
         main_figure = next((b.path for b in blocks if isinstance(b, render.Figure)), None)
-        if main_figure:
-            mpimage.thumbnail(main_figure, os.path.join(out_dir, "figure.png"), scale=THUMB_SCALE)
+        if main_figure:  # the page shows it whole, the index small
+            shutil.copyfile(main_figure, os.path.join(out_dir, "figure.png"))
+            mpimage.thumbnail(main_figure, os.path.join(out_dir, "thumb.png"), scale=THUMB_SCALE)
             study.picture = "figure.png"
     study.question, study.answer = question_of(blocks, study.kind), answer_of(blocks)
     study.one_line = _para(blocks, "In one line: ")
