@@ -1,14 +1,16 @@
 """Every command in the README's code blocks still does what it says it does, at least as far as a test can
 afford (issue 41): the Bazel target exists; a matrix target's profile and --set overrides plan (the matrix
 spec with its workload's parameters, as the runner reads them) and its flags are the runner's; every other
-command's flags are in its program's --help, which the test runs (the programs are this test's data). The
-dry runs themselves are each rig's //rigs:<rig>_matrix_dry_run_test; the long runs are the smoke tests'.
+command's flags are in its program's --help, which the test runs (the programs are this test's data); the
+doctor's commands run as written. The dry runs themselves are each rig's //rigs:<rig>_matrix_dry_run_test;
+the long runs are the smoke tests'.
 
 A README command for a program the test does not have in its data fails with the line to add to BUILD.bazel.
 Values written as placeholders (RUN, SET, RUN_ID, <run-id>, X86_RUN) are not checked, only flags.
 """
 
 import io
+import json
 import os
 import re
 import shlex
@@ -146,6 +148,24 @@ class ReadmeCommandsTest(unittest.TestCase):
         for target in PROGRAMS:
             with self.subTest(target=target):
                 self.assertIn("usage:", self.help_of(target))
+
+    def test_the_doctor_runs_as_written(self):
+        # The cheapest commands are run whole (issue 41): the doctor, and its --json read back as JSON.
+        ran = 0
+        for number, argv in self.commands:
+            parts = bazel_parts(argv)
+            if parts is None or parts[:2] != ("run", "//tools:doctor"):
+                continue
+            with self.subTest(line=number):
+                done = subprocess.run([sys.executable, os.path.join(RUNFILES, PROGRAMS["//tools:doctor"]), *parts[2]],
+                                      stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, timeout=300)
+                self.assertEqual(done.returncode, 0, f"README.md:{number}: {done.stderr[-800:]}")
+                if "--json" in parts[2]:
+                    self.assertIn("capabilities", json.loads(done.stdout))
+                else:
+                    self.assertIn("tunelab doctor", done.stdout)
+                ran += 1
+        self.assertGreaterEqual(ran, 2)
 
     def test_every_flag_is_the_programs(self):
         matrices = rig_matrices()
