@@ -232,8 +232,11 @@ def read_studies(baselines, sets):
     """([studies_toml.Declared], [Study of each entry that cannot be published]) of the set folder's
     studies.toml (none: no declared studies)."""
     path = os.path.join(baselines, studies_toml.FILE_NAME)
-    if not os.path.isfile(path) or os.path.islink(path):
+    if not os.path.lexists(path):
         return [], []
+    # A link is followed only where Bazel made it (a test's or a tool's runfiles), as for the sets (issue 39).
+    if (os.path.islink(path) and not resultsets.in_bazel_runfiles(path)) or not os.path.isfile(path):
+        return [], [Study(name=studies_toml.FILE_NAME, failed="not read: a link or not a regular file")]
     try:
         with open(path, encoding="utf-8") as f:
             declared, problems = studies_toml.parse(f.read(), {s.name for s in sets})

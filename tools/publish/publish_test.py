@@ -209,6 +209,19 @@ class PublishTest(unittest.TestCase):
             index = f.read()
         self.assertIn("zz-broken.json", index)
 
+    def test_a_linked_studies_file_is_listed_not_followed(self):
+        root = self.small_results([])
+        target = os.path.join(self.dir, "elsewhere.toml")
+        with open(target, "w") as f:
+            f.write('[[study]]\nid = "x"\ntitle = "T"\nquestion = "Q?"\nsets = ["a"]\n')
+        os.symlink(target, os.path.join(root, "baselines", "studies.toml"))
+        sets, _ = publish.load_sets(os.path.join(root, "baselines"))
+        with mock.patch.dict(os.environ, {"TEST_SRCDIR": "/nonexistent", "RUNFILES_DIR": "/nonexistent"}):
+            declared, problems = publish.read_studies(os.path.join(root, "baselines"), sets)
+        self.assertEqual(declared, [])
+        self.assertEqual([(p.name, p.failed) for p in problems],
+                         [("studies.toml", "not read: a link or not a regular file")])
+
     def test_every_reference_names_a_rig_the_committed_sets_measure(self):
         # case004 named rig "hdfs_namenode" (the rig is "namenode"): its published figures never reached a
         # NameNode report, and the site could not group case study 004 with its rig (issue 40).
