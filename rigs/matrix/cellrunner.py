@@ -181,7 +181,15 @@ class CellRunner:
                     r.stop()
                 if timed_out or failure:
                     break
-                bad = early or next((r for r in started_now if r.popen.returncode != 0), None)
+                unkilled = next((r for r in started_now if r.process.kill_pattern and r.killed_on_purpose is None),
+                                 None)
+                if unkilled is not None:
+                    failure = (f"{unkilled.role} (phase {unkilled.process.phase}) was to be killed on its line "
+                               f"/{unkilled.process.kill_pattern}/ but exited by itself with status "
+                               f"{unkilled.popen.returncode}: {unkilled.stderr_tail()}")
+                    break
+                bad = early or next((r for r in started_now
+                                     if r.popen.returncode != 0 and r.killed_on_purpose is None), None)
                 if bad is not None and (not last or bad is early):
                     failure = (f"{bad.role} (phase {bad.process.phase}) exited with status "
                                f"{bad.popen.returncode}: {bad.stderr_tail()}")

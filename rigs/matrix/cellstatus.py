@@ -22,7 +22,9 @@ def judge(ctx, state, doc, failure, timed_out):
     under_test = state.launch.under_test
     # The processes that end their phases (background ones are stopped by the runner; failing early is
     # handled in the phase loop).
-    clients = [r for r in state.running if not r.process.server and not r.process.background]
+    # A process the rig killed on purpose (its kill_pattern line: a failover) ended as it was meant to.
+    clients = [r for r in state.running if not r.process.server and not r.process.background
+               and r.killed_on_purpose is None]
     exit_statuses = {r.role: r.popen.returncode for r in state.running}
     # The cell's exit status: the first non-zero one of its load generators, else 0.
     doc["exit_status"] = next((r.popen.returncode for r in clients if r.popen.returncode), 0) if clients else None

@@ -44,6 +44,10 @@ class FakeRig(rig_contract.Rig):
                 processes.insert(1, rig_contract.Process(
                     "loader", program=[os.path.join(TESTDATA, "fake", "loader"), p["loader"], "{pid:server}"],
                     under_test=False, stdin=data))
+            if p["victim"] != "none":
+                processes.insert(1, rig_contract.Process(
+                    "victim", program=[os.path.join(TESTDATA, "fake", "holder"), p["victim"]], under_test=False,
+                    kill_pattern=r"kill me now"))
             if p["pressure"] != "none":
                 processes.insert(1, rig_contract.Process(
                     "pressure", program=[os.path.join(TESTDATA, "fake", "holder"), p["pressure"]],
@@ -159,18 +163,6 @@ class FakeRigTestCase(unittest.TestCase):
 
     def docs(self, run_dir):
         return {key: resultfile.load_result(resultfile.result_path(run_dir, *key)) for key in resultfile.stored_results(run_dir)}
-
-
-def running_with_argv(argv):
-    wanted = "\0".join(argv).encode()
-    for pid in filter(str.isdigit, os.listdir("/proc")):
-        try:
-            with open(f"/proc/{pid}/cmdline", "rb") as f:
-                if f.read().rstrip(b"\0") == wanted:
-                    return True
-        except OSError:
-            continue
-    return False
 
 
 def running_with_argv_containing(words):

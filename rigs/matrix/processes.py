@@ -85,6 +85,8 @@ class Running:
         self.started = time.monotonic()
         self.ready_after_s = None
         self.stopped_by = None  # None (exited by itself), "SIGTERM" or "SIGKILL"
+        self.killed_on_purpose = None  # {"line", "after_s", "signal"} once killed at its kill_pattern line
+        self._scanned = {"stdout": 0, "stderr": 0}  # bytes of each log already searched for the kill line
         self.cpu = None  # {"cpu_s", "wall_s"} at the last sample_cpu()
         self._out = open(logs["stdout"], "w")
         self._err = open(logs["stderr"], "w")
@@ -163,6 +165,32 @@ class Running:
                     return line.strip()[:300]
         return None
 
+    def kill_if_due(self):
+        """Kills the process group with SIGKILL when a new line of its output matches its kill_pattern (the
+        rig's failover); True when it did. Reads only what was written since the last call, whole lines."""
+        if not self.process.kill_pattern or self.killed_on_purpose is not None or not self.running():
+            return False
+        pattern = re.compile(self.process.kill_pattern)
+        for key in ("stdout", "stderr"):
+            try:
+                with open(self.logs[key], "rb") as f:
+                    f.seek(self._scanned[key])
+                    chunk = f.read()
+            except OSError:
+                continue
+            complete = chunk[:chunk.rfind(b"\n") + 1]
+            self._scanned[key] += len(complete)
+            for line in complete.decode(errors="replace").splitlines():
+                if pattern.search(line):
+                    with contextlib.suppress(ProcessLookupError):
+                        os.killpg(self.popen.pid, signal.SIGKILL)
+                    self.killed_on_purpose = {"line": line.strip()[:300], "signal": "SIGKILL",
+                                              "after_s": round(time.monotonic() - self.started, 3)}
+                    self.popen.wait()
+                    self.killed_on_purpose["exit_status"] = self.popen.returncode
+                    return True
+        return False
+
     def wait_ready(self, deadline_monotonic):
         """Waits until a line of the server's output matches its ready pattern. Raises StartError when it
         exits first or the time runs out."""
@@ -207,6 +235,19 @@ class Running:
             if hasattr(f, "close"):
                 with contextlib.suppress(OSError):
                     f.close()
+
+
+def running_with_argv(argv, proc="/proc"):
+    """True when a process with exactly this command line runs (a server that outlived its cell)."""
+    wanted = "\0".join(argv).encode()
+    for pid in filter(str.isdigit, os.listdir(proc)):
+        try:
+            with open(os.path.join(proc, pid, "cmdline"), "rb") as f:
+                if f.read().rstrip(b"\0") == wanted:
+                    return True
+        except OSError:
+            continue
+    return False
 
 
 def ports_busy(processes):

@@ -14,7 +14,8 @@ measured nothing valid (the reason is stored).
 A cell is one or more processes (`Process`), each with a role: servers (e.g. a NameNode, redis-server) start
 first, in order, and the runner waits until each is ready; then the other processes run in phases (`phase`,
 ascending; e.g. 0 loads the data, 1 warms up, 2 measures): a phase's processes start together, and the next
-phase starts when they have all exited with status 0; the cell ends with the last phase; then the servers are
+phase starts when they have all exited with status 0 (or, for a process the rig kills on purpose, by the
+runner's SIGKILL on its `kill_pattern` line); the cell ends with the last phase; then the servers are
 stopped (always, also on failure,
 timeout or interrupt) and their ports checked free. The process `under_test` gets the matrix's JVM and memory
 knobs (jdk, gc, gc_opts, heap, hugepages, numa, thread pinning); every process is placed on its role's CPUs
@@ -104,6 +105,11 @@ class Process:
     background: bool = False
     # A file fed to its standard input (e.g. a data set for `redis-cli --pipe`); none by default.
     stdin: str = ""
+    # Killed on purpose (a failover rig's crash): when a line of its output matches this regex, the runner sends
+    # SIGKILL to its process group and its phase ends when it has died. That death is the expected exit; the
+    # evidence (`killed_on_purpose`) holds the line, when the signal was sent and the exit status. Exiting by
+    # itself before the line fails the cell. Only for a process of a phase (not a server, not background).
+    kill_pattern: str = ""
     # `{pid:<role>}` in `program` or `args` becomes the process id of that role's process, started earlier
     # (e.g. `migratepages {pid:server} 1 0`); the resolved command is stored in the evidence.
 
@@ -157,7 +163,10 @@ class Launch:
             for ref in PID_REF.findall(" ".join(map(str, p.program + p.args))):
                 if ref not in {q.role for q in self.processes} or ref == p.role:
                     raise ValueError(f"process {p.role!r} refers to {{pid:{ref}}}: no other process has that role")
-            for pattern in (p.ready_pattern, p.fail_pattern):
+            if p.kill_pattern and (p.server or p.background):
+                raise ValueError(f"process {p.role!r}: kill_pattern is for a process of a phase, not a server "
+                                 "or a background process")
+            for pattern in (p.ready_pattern, p.fail_pattern, p.kill_pattern):
                 re.compile(pattern)
         if all(p.server for p in self.processes):
             raise ValueError("a cell needs at least one process that is not a server (it ends the cell)")

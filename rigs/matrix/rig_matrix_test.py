@@ -23,7 +23,7 @@ from rich.console import Console
 
 from results import resultfile
 from rigs import main as rig_main
-from rigs.matrix import runner
+from rigs.matrix import processes, runner
 
 MODE_ARGS, RIG_ARGS = sys.argv[1:sys.argv.index("--")], sys.argv[sys.argv.index("--") + 1:]
 MODE = next(a.split("=", 1)[1] for a in MODE_ARGS if a.startswith("--mode="))
@@ -145,6 +145,10 @@ class RigMatrixTest(unittest.TestCase):
                 if placed["cpuset_cpus"]:
                     self.assertEqual(ev["process_status"]["Cpus_allowed_list"], placed["cpuset_cpus"])
             self.assertEqual(doc["provenance"]["host"]["host"]["host_id"], host)
+            # Every server the cell started (a ZooKeeper, a NameNode, redis-server) is gone, its ports free.
+            for role, server in ev.get("servers", {}).items():
+                self.assertTrue(all(server["ports_freed"].values()), (role, server))
+                self.assertFalse(processes.running_with_argv(doc["provenance"]["commands"][role]), role)
         self.assertGreater(ok, 0)
 
 

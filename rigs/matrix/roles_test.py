@@ -12,7 +12,8 @@ from unittest import mock
 
 from rigs.matrix import processes, runner
 from rigs.matrix import rig as rig_contract
-from rigs.matrix.fakerig import FakeRig, FakeRigTestCase, running_with_argv
+from rigs.matrix.fakerig import FakeRig, FakeRigTestCase
+from rigs.matrix.processes import running_with_argv
 
 
 class RolesTest(FakeRigTestCase):
@@ -157,6 +158,24 @@ class RolesTest(FakeRigTestCase):
         self.assertEqual(dies["status"], "failed")
         self.assertIn("pressure (phase 0) exited with status 5: fake holder: lost its memory", dies["reason"])
         self.assertNotIn("loadgen", dies["evidence"]["exit_statuses"])
+
+    def test_a_process_killed_on_purpose_ends_its_phase_as_expected(self):
+        code, out = self.box.main("--profile", "killed_on_purpose")
+        self.assertEqual(code, runner.EXIT_CELLS_FAILED, out)
+        (run_dir,) = self.box.run_dirs()
+        by_victim = {d["cell"]["params"]["victim"]: d for d in self.docs(run_dir).values()}
+        killed, quits = by_victim["victim"], by_victim["quits"]
+        self.assertEqual(killed["status"], "ok", killed.get("reason"))
+        evidence = killed["evidence"]["killed_on_purpose"]["victim"]
+        self.assertEqual((evidence["line"], evidence["signal"], evidence["exit_status"]),
+                         ("state written, kill me now", "SIGKILL", -9))
+        self.assertEqual(killed["evidence"]["exit_statuses"]["victim"], -9)
+        self.assertEqual(killed["evidence"]["exit_statuses"]["loadgen"], 0)  # the next phase ran
+        self.assertFalse(running_with_argv(killed["provenance"]["commands"]["victim"]))
+        self.assertEqual(quits["status"], "failed")
+        self.assertIn("victim (phase 0) was to be killed on its line /kill me now/ but exited by itself with "
+                      "status 0: fake victim: done before its kill line", quits["reason"])
+        self.assertNotIn("loadgen", quits["evidence"]["exit_statuses"])
 
 
 if __name__ == "__main__":

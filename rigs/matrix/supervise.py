@@ -130,6 +130,9 @@ def supervise(ctx, state, deadline, clients, measured=True):
         now = time.monotonic()
         if now > deadline:
             return True, None
+        for r in clients:
+            if r.kill_if_due():
+                ev.setdefault("killed_on_purpose", {})[r.role] = r.killed_on_purpose
         if window_at is not None and now >= window_at:
             window_at, noise_start = None, hostnoise.snapshot(proc)  # the warm-up is over
         if now >= next_output_check:

@@ -1,0 +1,134 @@
+"""The failover rig's refusals, its cell's processes, and parse() on the two RMs' output recorded from a real
+tiny cell (testdata/: see its README.md)."""
+
+import json
+import os
+import tempfile
+import tomllib
+import unittest
+
+from rigs.matrix import policy
+from rigs.matrix.rig import Launch, MeasurementInvalid
+from rigs.yarn_failover import rig
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+TESTDATA = os.path.join(HERE, "testdata")
+WORKLOAD = os.path.join(HERE, "..", "..", "workloads", "yarn_failover", "workload.toml")
+
+
+def defaults(**changes):
+    with open(WORKLOAD, "rb") as f:
+        params = dict(tomllib.load(f)["parameters"])
+    params.update(heap="2g", jdk="17", pinning="none")
+    params.update({k: str(v) for k, v in changes.items()})
+    return params
+
+
+class Cell:
+    def __init__(self, params):
+        self.id = "c0"
+        self.params = params
+
+
+class CheckTest(unittest.TestCase):
+    def test_the_defaults_pass(self):
+        rig.RIG.check(defaults())
+
+    def test_a_heap_that_cannot_hold_the_applications_is_refused_with_what_it_needs(self):
+        with self.assertRaisesRegex(ValueError, r"heap=512m cannot hold 20,000 applications: the rig's estimate is "
+                                                r"[\d,]+ MiB .* give heap=\dg or fewer apps"):
+            rig.RIG.check(defaults(apps=20000, nodes=2000, heap="512m"))
+        with self.assertRaisesRegex(ValueError, r"populate_heap=256m cannot hold"):
+            rig.RIG.check(defaults(apps=10000, nodes=1000, populate_heap="256m", heap="8g"))
+
+    def test_containers_that_do_not_fit_the_nodes_are_refused(self):
+        with self.assertRaisesRegex(ValueError, r"3,000 containers \(1,000 applications x 3\) do not fit 10 nodes "
+                                                r"of 64 containers"):
+            rig.RIG.check(defaults(apps=1000, nodes=10))
+
+    def test_a_store_it_does_not_know_is_refused(self):
+        with self.assertRaisesRegex(ValueError, r"state_store='etcd': one of zookeeper, leveldb, filesystem"):
+            rig.RIG.check(defaults(state_store="etcd"))
+
+
+class LaunchTest(unittest.TestCase):
+    def launch(self, **changes):
+        workdir = tempfile.mkdtemp(dir=os.environ.get("TEST_TMPDIR"))
+        classpath = os.path.join(workdir, "cp.classpath")
+        with open(classpath, "w") as f:
+            f.write("a.jar\n")
+        return workdir, rig.RIG.launch(Cell(defaults(**changes)), None, policy.Policy(timeout_s=600), workdir,
+                                       {"classpath_3_4_2": classpath}, workdir)
+
+    def test_zookeeper_is_a_loopback_server_and_the_first_rm_is_killed_on_its_line(self):
+        workdir, launch = self.launch()
+        launch.validate()
+        zk, killed, recovering = launch.processes
+        self.assertEqual([p.role for p in launch.processes], ["zookeeper", "rm_killed", "rm"])
+        self.assertTrue(zk.server and not zk.under_test)
+        with open(os.path.join(workdir, "zoo.cfg")) as f:
+            cfg = f.read()
+        self.assertIn("clientPortAddress=127.0.0.1\n", cfg)
+        self.assertIn(f"clientPort={zk.ports[0]}\n", cfg)
+        self.assertIn(f"dataDir={workdir}/zookeeper-data\n", cfg)
+        self.assertEqual(killed.kill_pattern, "^" + rig.KILL_LINE + "$")
+        self.assertEqual((killed.phase, recovering.phase), (0, 1))
+        self.assertTrue(recovering.under_test)
+        self.assertIn("-Xmx2g", killed.jvm_flags)  # populate_heap; the recovering RM gets the matrix's heap
+        self.assertFalse(any(f.startswith("-Xmx") for f in recovering.jvm_flags))
+        args = dict(zip(recovering.args[::2], recovering.args[1::2]))
+        self.assertEqual(args["--zk"], f"127.0.0.1:{zk.ports[0]}")
+        self.assertEqual(args["--mode"], "recover")
+        self.assertIn("--conf", recovering.args)
+        self.assertIn("hadoop.zk.timeout-ms=10000", recovering.args)
+
+    def test_other_stores_start_no_zookeeper(self):
+        for store in ("leveldb", "filesystem"):
+            _, launch = self.launch(state_store=store)
+            self.assertEqual([p.role for p in launch.processes], ["rm_killed", "rm"])
+
+
+class ParseTest(unittest.TestCase):
+    """testdata/tiny_zookeeper.*: both RMs' stdout of one real cell (20 applications, 2 attempts, 2 containers)."""
+
+    def parse(self, killed_text=None, rm_text=None, **state_changes):
+        with open(os.path.join(TESTDATA, "tiny_zookeeper.launch.json")) as f:
+            state = dict(json.load(f), **state_changes)
+        with open(os.path.join(TESTDATA, "tiny_zookeeper.rm_killed.jsonl")) as f:
+            killed = f.read() if killed_text is None else killed_text
+        with open(os.path.join(TESTDATA, "tiny_zookeeper.rm.jsonl")) as f:
+            recovering = f.read() if rm_text is None else rm_text
+        return rig.RIG.parse({"rm_killed": killed, "rm": recovering}, policy.Policy(), "/nonexistent",
+                             Launch([], state=state))
+
+    def test_the_recorded_cell(self):
+        parsed = self.parse()
+        values = {s["metric"]: s["value"] for s in parsed.samples}
+        with open(os.path.join(TESTDATA, "tiny_zookeeper.rm.jsonl")) as f:
+            recovered = next(r for r in rig.records(f.read()) if r["event"] == "recovered")
+        self.assertEqual(values["recovery_time"], recovered["recovery_s"])
+        self.assertEqual(values["store_load_time"], recovered["store_load_s"])
+        self.assertEqual(values["store_read_bytes"], recovered["store_read_bytes"])
+        self.assertGreater(values["recovery_time"], values["store_load_time"] + values["app_recovery_time"])
+        with open(os.path.join(TESTDATA, "tiny_zookeeper.rm_killed.jsonl")) as f:
+            populated = next(r for r in rig.records(f.read()) if r["event"] == "populated")
+        writes = sorted(ns / 1e6 for ns in populated["store_write_ns"])
+        self.assertEqual(len(writes), 20)
+        self.assertEqual(values["store_write_latency_p50"], writes[9])  # nearest rank: the 10th of 20
+        self.assertEqual(values["store_write_latency_p99"], writes[19])
+        self.assertEqual(parsed.observations["store_writes"], 20)
+
+    def test_a_store_that_gave_back_less_than_was_written_is_invalid(self):
+        with self.assertRaisesRegex(MeasurementInvalid, r"the store gave back 20 applications and 40 attempts; the "
+                                                        r"first RM wrote 30 and 60"):
+            self.parse(apps=30)
+
+    def test_a_missing_record_is_invalid(self):
+        with self.assertRaisesRegex(MeasurementInvalid, "the second RM printed no recovered record"):
+            self.parse(rm_text="")
+        with self.assertRaisesRegex(MeasurementInvalid, "the first RM printed no populated record"):
+            self.parse(killed_text='{"event": "start"}\n')
+
+
+if __name__ == "__main__":
+    unittest.main()
