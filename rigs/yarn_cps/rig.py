@@ -29,7 +29,8 @@ SIMULATORS = ("stock", "lean")
 # The shortest sub-window of the measured window an iteration may be (policy.iterations > 1): two samples.
 MIN_SUB_WINDOW_S = 2.0
 SERIES_KEYS = ("t", "allocated", "released", "pending_containers", "running_containers", "apps_submitted",
-               "apps_completed", "apps_failed", "heap_used_bytes", "gc_time_ms", "rss_kb", "scheduler_event_queue")
+               "apps_completed", "apps_failed", "heap_used_bytes", "gc_time_ms", "rss_kb", "scheduler_event_queue",
+               "rm_event_queue")
 
 
 def trace_format(params: Mapping[str, str]) -> str:
@@ -215,12 +216,14 @@ class YarnCpsRig(Rig):
             "heap_used_bytes_max": max(s["heap_used_bytes"] for s in samples[lo:hi + 1]),
             "cpu_cores_by_thread_group": window.thread_cpu_shares(samples, lo, hi),
         }
-        queues = [s.get("scheduler_event_queue") for s in samples[lo:hi + 1]]
-        if all(q is not None for q in queues):
-            # The RM's gauge of events waiting for the scheduler thread, once a second: near 0, the scheduler
-            # waited for work (heartbeats bound the rate); growing, the scheduler was the limit.
-            observations["window"]["scheduler_event_queue_mean"] = round(sum(queues) / len(queues), 1)
-            observations["window"]["scheduler_event_queue_max"] = max(queues)
+        # The RM's gauges of events waiting, once a second: for the scheduler thread (near 0, the scheduler
+        # waited for work: heartbeats bound the rate; growing, the scheduler was the limit) and for the RM's
+        # central dispatcher (node and application events: the backlog a heartbeat storm builds).
+        for key in ("scheduler_event_queue", "rm_event_queue"):
+            queues = [s.get(key) for s in samples[lo:hi + 1]]
+            if queues and all(q is not None for q in queues):
+                observations["window"][key + "_mean"] = round(sum(queues) / len(queues), 1)
+                observations["window"][key + "_max"] = max(queues)
         if launched.get("nodes") and observations.get("peak_rss_kb"):
             # Memory per simulated node, RM and simulator together: the process' peak RSS and the window's
             # largest heap in use, over the nodes simulated.

@@ -36,6 +36,9 @@ class LeanRunParseTest(unittest.TestCase):
         queues = [r["scheduler_event_queue"] for r in samples]
         self.assertEqual(w["scheduler_event_queue_mean"], round(sum(queues) / len(queues), 1))
         self.assertEqual(w["scheduler_event_queue_max"], max(queues))
+        rm_queues = [r["rm_event_queue"] for r in samples]
+        self.assertEqual((w["rm_event_queue_mean"], w["rm_event_queue_max"]),
+                         (round(sum(rm_queues) / len(rm_queues), 1), max(rm_queues)))
         heap = max(r["heap_used_bytes"] for r in samples)
         peak = max(r["peak_rss_kb"] for r in self.records if r.get("event") == "sample")
         self.assertEqual(parsed.observations["memory_per_node"],
