@@ -3,7 +3,9 @@ tiny cell (testdata/: see its README.md)."""
 
 import json
 import os
+import socket
 import tempfile
+import threading
 import tomllib
 import unittest
 
@@ -49,6 +51,36 @@ class CheckTest(unittest.TestCase):
     def test_a_store_it_does_not_know_is_refused(self):
         with self.assertRaisesRegex(ValueError, r"state_store='etcd': one of zookeeper, leveldb, filesystem"):
             rig.RIG.check(defaults(state_store="etcd"))
+
+    def test_the_zookeeper_patch_with_another_store_is_refused(self):
+        rig.RIG.check(defaults(variant="patched:zk-pipelined-recovery"))
+        with self.assertRaisesRegex(ValueError, r"variant=patched:zk-pipelined-recovery changes the ZooKeeper "
+                                                r"store only; this cell's state_store is leveldb"):
+            rig.RIG.check(defaults(variant="patched:zk-pipelined-recovery", state_store="leveldb"))
+
+
+class ZookeeperStatsTest(unittest.TestCase):
+    def test_mntr_lines_are_read(self):
+        # testdata/zookeeper_mntr.txt: ZooKeeper 3.8.4's answer to mntr, recorded from the rig's server.
+        with open(os.path.join(TESTDATA, "zookeeper_mntr.txt"), "rb") as f:
+            answer = f.read()
+        server = socket.create_server(("127.0.0.1", 0))
+        port = server.getsockname()[1]
+
+        def serve():
+            conn, _ = server.accept()
+            with conn:
+                conn.recv(16)
+                conn.sendall(answer)
+            server.close()
+
+        thread = threading.Thread(target=serve)
+        thread.start()
+        stats = rig.zookeeper_stats("127.0.0.1", port)
+        thread.join()
+        self.assertEqual(stats["zk_version"].split("-")[0], "3.8.4")
+        self.assertIsInstance(stats["zk_znode_count"], int)
+        self.assertGreater(stats["zk_znode_count"], 20)
 
 
 class LaunchTest(unittest.TestCase):
