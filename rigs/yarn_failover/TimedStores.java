@@ -1,8 +1,8 @@
 package tunelab.rigs.yarn_failover;
 
 import java.io.IOException;
-import java.util.ArrayList;
-import java.util.List;
+import java.util.LinkedHashMap;
+import java.util.Map;
 import org.apache.hadoop.yarn.api.records.ApplicationId;
 import org.apache.hadoop.yarn.server.resourcemanager.recovery.FileSystemRMStateStore;
 import org.apache.hadoop.yarn.server.resourcemanager.recovery.LeveldbRMStateStore;
@@ -29,16 +29,19 @@ public final class TimedStores {
     static volatile long readBytes = -1;
     static volatile int appsLoaded = -1;
     static volatile int attemptsLoaded = -1;
-    private static final List<Long> WRITE_NANOS = new ArrayList<>();
+    // The first write of each application: its submission's (LevelDB's update of an application calls the
+    // same method again; those are not submissions).
+    private static final Map<ApplicationId, Long> WRITE_NANOS = new LinkedHashMap<>();
 
-    static synchronized void write(long nanos) {
-      WRITE_NANOS.add(nanos);
+    static synchronized void write(ApplicationId app, long nanos) {
+      WRITE_NANOS.putIfAbsent(app, nanos);
     }
 
     static synchronized long[] writes() {
       long[] out = new long[WRITE_NANOS.size()];
-      for (int i = 0; i < out.length; i++) {
-        out[i] = WRITE_NANOS.get(i);
+      int i = 0;
+      for (long nanos : WRITE_NANOS.values()) {
+        out[i++] = nanos;
       }
       return out;
     }
@@ -76,7 +79,7 @@ public final class TimedStores {
         throws Exception {
       long start = System.nanoTime();
       super.storeApplicationStateInternal(appId, app);
-      Timing.write(System.nanoTime() - start);
+      Timing.write(appId, System.nanoTime() - start);
     }
   }
 
@@ -94,7 +97,7 @@ public final class TimedStores {
     protected void storeApplicationStateInternal(ApplicationId appId, ApplicationStateData app) throws IOException {
       long start = System.nanoTime();
       super.storeApplicationStateInternal(appId, app);
-      Timing.write(System.nanoTime() - start);
+      Timing.write(appId, System.nanoTime() - start);
     }
   }
 
@@ -113,7 +116,7 @@ public final class TimedStores {
         throws Exception {
       long start = System.nanoTime();
       super.storeApplicationStateInternal(appId, app);
-      Timing.write(System.nanoTime() - start);
+      Timing.write(appId, System.nanoTime() - start);
     }
   }
 }

@@ -10,16 +10,19 @@ and AMs re-register). Both RMs run tunelab.rigs.yarn_failover.FailoverDriver (it
 does); the first hands the second what real NodeManagers and AMs keep across a restart (handoff.json).
 """
 
+import hashlib
 import json
 import math
 import os
 import socket
+import time
 from typing import Any, Mapping
 
 from rigs.matrix import knobvalues
 from rigs.matrix.rig import (CellView, Launch, MeasurementInvalid, Param, Parsed, PolicyView, Process, Rig, Sample,
                              free_loopback_port, read_classpath_file)
 from rigs.matrix.workload import Workload
+from workloads.yarn_cps import trace
 
 STORES = ("zookeeper", "leveldb", "filesystem")
 KILL_LINE = "tunelab-failover: state written, kill me now"  # FailoverDriver.KILL_LINE
@@ -123,6 +126,14 @@ class YarnFailoverRig(Rig):
         store_dir = os.path.join(workdir, "store")
         tmp_dir = os.path.join(workdir, "tmp")  # leveldbjni unpacks its library here, not in /tmp
         os.makedirs(tmp_dir, exist_ok=True)
+        # The simulated nodes resolve to loopback through the JVMs' own hosts file (as in the YARN CPS rig): an
+        # unresolvable name cost each node registration ~100 ms of failed lookups.
+        hosts = os.path.join(workdir, "hosts")
+        local_names = sorted({socket.gethostname(), socket.getfqdn()})
+        node_names = [f"sim-node-{i:05d}" for i in range(p["nodes"])]  # FailoverDriver's names
+        content = trace.hosts_file(node_names, local_names)
+        with open(hosts, "wb") as f:
+            f.write(content)
         processes = []
         zk = ""
         if p["state_store"] == "zookeeper":
@@ -148,7 +159,8 @@ class YarnFailoverRig(Rig):
                 "--timeout-s", str(int(policy_timeout(policy)))]
         for name, key in RM_SETTINGS.items():
             args += ["--conf", f"{key}={p[name]}"]
-        flags = [f"-Djava.io.tmpdir={tmp_dir}", "--add-opens=java.base/java.lang=ALL-UNNAMED"]
+        flags = [f"-Djava.io.tmpdir={tmp_dir}", "--add-opens=java.base/java.lang=ALL-UNNAMED",
+                 f"-Djdk.net.hosts.file={hosts}", "-Dsun.net.inetaddr.ttl=-1", "-Dsun.net.inetaddr.negative.ttl=-1"]
         processes.append(Process(
             "rm_killed", main_class=DRIVER, classpath=classpath, args=["--mode", "populate"] + args,
             jvm_flags=flags + [f"-Xmx{p['populate_heap']}"], under_test=False, phase=0,
@@ -156,9 +168,10 @@ class YarnFailoverRig(Rig):
         processes.append(Process(
             "rm", main_class=DRIVER, classpath=classpath, args=["--mode", "recover"] + args, jvm_flags=flags,
             under_test=True, phase=1, fail_pattern=DRIVER_FAILED))
-        return Launch(processes, state={"store": p["state_store"], "apps": p["apps"], "attempts": p["attempts"],
-                                        "containers_per_app": p["containers_per_app"], "nodes": p["nodes"],
-                                        "zookeeper": zk})
+        state = {"store": p["state_store"], "apps": p["apps"], "attempts": p["attempts"],
+                 "containers_per_app": p["containers_per_app"], "nodes": p["nodes"], "zookeeper": zk}
+        return Launch(processes, generated_inputs={"hosts": hashlib.sha256(content).hexdigest()},
+                      host_specific_inputs=("hosts",), state=state)
 
     def check_variant(self, params: Mapping[str, str]) -> None:
         if params.get("variant", "stock").startswith("patched:zk-") and params["state_store"] != "zookeeper":
@@ -216,21 +229,33 @@ ZOOKEEPER_STATS = ("zk_version", "zk_znode_count", "zk_approximate_data_size", "
                    "zk_packets_sent", "zk_num_alive_connections", "zk_avg_latency", "zk_max_latency")
 
 
-def zookeeper_stats(host: str, port: int, timeout_s: float = 5.0) -> dict[str, Any]:
-    """The server's `mntr` answer (tab-separated name and value per line), the keys of ZOOKEEPER_STATS."""
-    with socket.create_connection((host, port), timeout=timeout_s) as conn:
-        conn.sendall(b"mntr")
-        chunks = []
-        while chunk := conn.recv(65536):
-            chunks.append(chunk)
-    stats: dict[str, Any] = {}
-    for line in b"".join(chunks).decode(errors="replace").splitlines():
-        name, _, value = line.partition("\t")
-        if name in ZOOKEEPER_STATS:
-            stats[name] = int(value) if value.isdigit() else value
-    if not stats:
-        return {"problems": ["ZooKeeper answered mntr with nothing this rig reads"]}
-    return stats
+def zookeeper_stats(host: str, port: int, timeout_s: float = 10.0) -> dict[str, Any]:
+    """The server's `mntr` answer (tab-separated name and value per line), the keys of ZOOKEEPER_STATS. The
+    server logs its port before it serves (the rig's ready line), so an empty answer or a refused connection is
+    asked again until `timeout_s`."""
+    deadline = time.monotonic() + timeout_s
+    answer = ""
+    while True:
+        try:
+            with socket.create_connection((host, port), timeout=timeout_s) as conn:
+                conn.sendall(b"mntr")
+                chunks = []
+                while chunk := conn.recv(65536):
+                    chunks.append(chunk)
+            answer = b"".join(chunks).decode(errors="replace")
+        except OSError as e:
+            answer = f"({e})"
+        stats: dict[str, Any] = {}
+        for line in answer.splitlines():
+            name, _, value = line.partition("\t")
+            if name in ZOOKEEPER_STATS:
+                stats[name] = int(value) if value.isdigit() else value
+        if stats:
+            return stats
+        if time.monotonic() > deadline:
+            return {"problems": [f"ZooKeeper answered mntr with nothing this rig reads within {timeout_s:g} s: "
+                                 f"{answer.strip()[:200]!r}"]}
+        time.sleep(0.2)
 
 
 def policy_timeout(policy: PolicyView) -> float:

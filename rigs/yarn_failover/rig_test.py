@@ -113,6 +113,15 @@ class LaunchTest(unittest.TestCase):
         self.assertEqual(args["--mode"], "recover")
         self.assertIn("--conf", recovering.args)
         self.assertIn("hadoop.zk.timeout-ms=10000", recovering.args)
+        # The simulated nodes' names resolve to loopback in both RMs (FailoverDriver names them sim-node-%05d).
+        with open(os.path.join(workdir, "hosts")) as f:
+            hosts = f.read()
+        self.assertIn("sim-node-00000", hosts)
+        self.assertIn("sim-node-00049", hosts)
+        self.assertNotIn("sim-node-00050", hosts)
+        for p in (killed, recovering):
+            self.assertIn(f"-Djdk.net.hosts.file={workdir}/hosts", p.jvm_flags)
+        self.assertEqual(launch.host_specific_inputs, ("hosts",))
 
     def test_other_stores_start_no_zookeeper(self):
         for store in ("leveldb", "filesystem"):
