@@ -216,9 +216,8 @@ class YarnCpsRig(Rig):
             "heap_used_bytes_max": max(s["heap_used_bytes"] for s in samples[lo:hi + 1]),
             "cpu_cores_by_thread_group": window.thread_cpu_shares(samples, lo, hi),
         }
-        # The RM's gauges of events waiting, once a second: for the scheduler thread (near 0, the scheduler
-        # waited for work: heartbeats bound the rate; growing, the scheduler was the limit) and for the RM's
-        # central dispatcher (node and application events: the backlog a heartbeat storm builds).
+        # The RM's event queues once a second: the scheduler's (near 0: heartbeats bound the rate; growing: the
+        # scheduler was the limit) and the central dispatcher's (the backlog a heartbeat storm builds).
         for key in ("scheduler_event_queue", "rm_event_queue"):
             queues = [s.get(key) for s in samples[lo:hi + 1]]
             if queues and all(q is not None for q in queues):

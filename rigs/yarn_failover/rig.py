@@ -229,15 +229,15 @@ ZOOKEEPER_STATS = ("zk_version", "zk_znode_count", "zk_approximate_data_size", "
                    "zk_packets_sent", "zk_num_alive_connections", "zk_avg_latency", "zk_max_latency")
 
 
-def zookeeper_stats(host: str, port: int, timeout_s: float = 10.0) -> dict[str, Any]:
+def zookeeper_stats(host: str, port: int, timeout_s: float = 30.0) -> dict[str, Any]:
     """The server's `mntr` answer (tab-separated name and value per line), the keys of ZOOKEEPER_STATS. The
-    server logs its port before it serves (the rig's ready line), so an empty answer or a refused connection is
-    asked again until `timeout_s`."""
+    server logs its port before it serves (the rig's ready line): an empty answer, a refused connection or one
+    that stays silent for 2 s is asked again, until `timeout_s`."""
     deadline = time.monotonic() + timeout_s
     answer = ""
     while True:
         try:
-            with socket.create_connection((host, port), timeout=timeout_s) as conn:
+            with socket.create_connection((host, port), timeout=2.0) as conn:
                 conn.sendall(b"mntr")
                 chunks = []
                 while chunk := conn.recv(65536):
