@@ -414,7 +414,9 @@ class ReportTest(unittest.TestCase):
 
     def test_reference_sets_are_valid_and_labelled(self):
         refs = report.reference_sets(RESULTS_ROOT)
-        self.assertEqual(sorted(r.reference["source"]["case_study"] for r in refs), ["000", "001", "002", "004"])
+        self.assertEqual(sorted(r.reference["source"]["case_study"] for r in refs), ["000", "001", "002", "003", "004"])
+        failover = [f["value"] for r in refs for f in r.reference["figures"] if f["metric"] == "recovery_time"]
+        self.assertEqual(sorted(failover), [18, 70])  # case study 003's failover, before and after
         kunpeng = [f for r in refs for f in r.reference["figures"] if f["label"] == "Kunpeng 920 7265F, before tuning"]
         self.assertEqual(kunpeng[0]["value"], 5100)
         for r in refs:
