@@ -9,11 +9,9 @@ import java.lang.management.GarbageCollectorMXBean;
 import java.lang.management.ManagementFactory;
 import java.nio.file.Files;
 import java.nio.file.StandardCopyOption;
-import java.security.PrivilegedExceptionAction;
 import java.util.ArrayList;
 import java.util.Arrays;
 import java.util.Collections;
-import java.util.HashMap;
 import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Map;
@@ -22,13 +20,9 @@ import java.util.concurrent.ConcurrentLinkedQueue;
 import java.util.concurrent.atomic.AtomicInteger;
 import org.apache.hadoop.conf.Configuration;
 import org.apache.hadoop.security.SecurityUtil;
-import org.apache.hadoop.security.UserGroupInformation;
 import org.apache.hadoop.security.token.Token;
 import org.apache.hadoop.util.VersionInfo;
-import org.apache.hadoop.yarn.api.protocolrecords.AllocateRequest;
-import org.apache.hadoop.yarn.api.protocolrecords.AllocateResponse;
 import org.apache.hadoop.yarn.api.protocolrecords.GetNewApplicationRequest;
-import org.apache.hadoop.yarn.api.protocolrecords.RegisterApplicationMasterRequest;
 import org.apache.hadoop.yarn.api.protocolrecords.SubmitApplicationRequest;
 import org.apache.hadoop.yarn.api.records.ApplicationAttemptId;
 import org.apache.hadoop.yarn.api.records.ApplicationId;
@@ -38,23 +32,13 @@ import org.apache.hadoop.yarn.api.records.ContainerExitStatus;
 import org.apache.hadoop.yarn.api.records.ContainerId;
 import org.apache.hadoop.yarn.api.records.ContainerLaunchContext;
 import org.apache.hadoop.yarn.api.records.ContainerState;
-import org.apache.hadoop.yarn.api.records.ContainerStatus;
 import org.apache.hadoop.yarn.api.records.NodeId;
 import org.apache.hadoop.yarn.api.records.Priority;
 import org.apache.hadoop.yarn.api.records.Resource;
-import org.apache.hadoop.yarn.api.records.ResourceRequest;
 import org.apache.hadoop.yarn.conf.YarnConfiguration;
 import org.apache.hadoop.yarn.event.EventHandler;
 import org.apache.hadoop.yarn.security.AMRMTokenIdentifier;
 import org.apache.hadoop.yarn.server.api.protocolrecords.NMContainerStatus;
-import org.apache.hadoop.yarn.server.api.protocolrecords.NodeHeartbeatRequest;
-import org.apache.hadoop.yarn.server.api.protocolrecords.NodeHeartbeatResponse;
-import org.apache.hadoop.yarn.server.api.protocolrecords.RegisterNodeManagerRequest;
-import org.apache.hadoop.yarn.server.api.protocolrecords.RegisterNodeManagerResponse;
-import org.apache.hadoop.yarn.server.api.records.MasterKey;
-import org.apache.hadoop.yarn.server.api.records.NodeAction;
-import org.apache.hadoop.yarn.server.api.records.NodeHealthStatus;
-import org.apache.hadoop.yarn.server.api.records.NodeStatus;
 import org.apache.hadoop.yarn.server.resourcemanager.ClusterMetrics;
 import org.apache.hadoop.yarn.server.resourcemanager.RMContext;
 import org.apache.hadoop.yarn.server.resourcemanager.ResourceManager;
@@ -67,7 +51,6 @@ import org.apache.hadoop.yarn.server.resourcemanager.rmapp.attempt.RMAppAttempt;
 import org.apache.hadoop.yarn.server.resourcemanager.rmapp.attempt.RMAppAttemptEvent;
 import org.apache.hadoop.yarn.server.resourcemanager.rmapp.attempt.RMAppAttemptEventType;
 import org.apache.hadoop.yarn.server.resourcemanager.rmapp.attempt.RMAppAttemptImpl;
-import org.apache.hadoop.yarn.util.YarnVersionInfo;
 
 /**
  * The ResourceManager failover rig's driver: one JVM per ResourceManager, run twice per cell.
@@ -191,6 +174,10 @@ public final class FailoverDriver {
       case "filesystem":
         conf.set(YarnConfiguration.RM_STORE, TimedStores.FileSystem.class.getName());
         conf.set(YarnConfiguration.FS_RM_STATE_STORE_URI, new File(dir).toURI().toString());
+        // chmod in this process, not a process per file written (NioLocalFileSystem says why); uncached, so
+        // the store gets this class even if another part of the RM opened file:// first.
+        conf.set("fs.file.impl", NioLocalFileSystem.class.getName());
+        conf.setBoolean("fs.file.impl.disable.cache", true);
         break;
       default:
         throw new IllegalArgumentException("--store zookeeper|leveldb|filesystem, got " + store);
@@ -215,6 +202,14 @@ public final class FailoverDriver {
     conf.set("yarn.scheduler.capacity.maximum-am-resource-percent", "1.0");
     conf.set("yarn.scheduler.capacity.maximum-applications", String.valueOf(Math.max(10000, apps * 2)));
     conf.set("yarn.scheduler.capacity.per-node-heartbeat.maximum-offswitch-assignments", "1000");
+    if (need("mode").equals("populate")) {
+      // The first RM is not under test; only its store is. With the default FIFO ordering every container
+      // assignment walks past every satisfied application first (O(N) per container: 5,000 applications had
+      // 7 % of their second attempts after 4.5 minutes); fair ordering puts the applications still asking
+      // first (10,000 populate in 1.5-4 minutes, the store's writes included). The RM
+      // under test keeps the default: the ordering policy is configuration, not stored state.
+      conf.set("yarn.scheduler.capacity.root.default.ordering-policy", "fair");
+    }
     for (String kv : confs) {
       int eq = kv.indexOf('=');
       if (eq <= 0) {
@@ -281,124 +276,12 @@ public final class FailoverDriver {
     }
   }
 
-  /** A simulated NodeManager: registers, heartbeats its containers' statuses, obeys clean-ups. */
-  private final class SimNode {
-    final NodeId id;
-    final Resource capability;
-    final Map<ContainerId, ContainerStatus> running = new LinkedHashMap<>();
-    final Map<ContainerId, Container> containers = new HashMap<>();
-    final List<ContainerStatus> finished = new ArrayList<>();
-    MasterKey nmKey;
-    MasterKey containerKey;
-    int responseId = 0;
-
-    SimNode(NodeId id) {
-      this.id = id;
-      this.capability = Resource.newInstance(nodeMb, nodeVcores);
-    }
-
-    void register(List<NMContainerStatus> reports, List<ApplicationId> apps) throws Exception {
-      RegisterNodeManagerRequest request = RegisterNodeManagerRequest.newInstance(id, 8042, capability,
-          YarnVersionInfo.getVersion(), reports, apps);
-      RegisterNodeManagerResponse response = rm.getResourceTrackerService().registerNodeManager(request);
-      if (response.getNodeAction() != NodeAction.NORMAL) {
-        throw new IllegalStateException(id + " registration: " + response.getNodeAction() + " "
-            + response.getDiagnosticsMessage());
-      }
-      nmKey = response.getNMTokenMasterKey();
-      containerKey = response.getContainerTokenMasterKey();
-    }
-
-    synchronized void start(Container c) {
-      running.put(c.getId(), ContainerStatus.newInstance(c.getId(), ContainerState.RUNNING, "",
-          ContainerExitStatus.INVALID));
-      containers.put(c.getId(), c);
-    }
-
-    synchronized void exit(ContainerId c, int exitStatus) {
-      if (running.remove(c) != null) {
-        containers.remove(c);
-        finished.add(ContainerStatus.newInstance(c, ContainerState.COMPLETE, "exited", exitStatus));
-      }
-    }
-
-    synchronized void forget(ContainerId c) {
-      if (running.remove(c) != null) {
-        containers.remove(c);
-        finished.add(ContainerStatus.newInstance(c, ContainerState.COMPLETE, "killed by the RM",
-            ContainerExitStatus.KILLED_BY_RESOURCEMANAGER));
-      }
-    }
-
-    void heartbeat() throws Exception {
-      List<ContainerStatus> statuses;
-      synchronized (this) {
-        statuses = new ArrayList<>(running.values());
-        statuses.addAll(finished);
-        finished.clear();
-      }
-      NodeStatus status = NodeStatus.newInstance(id, responseId, statuses, Collections.emptyList(),
-          NodeHealthStatus.newInstance(true, "", 0), null, null, null);
-      NodeHeartbeatRequest request = NodeHeartbeatRequest.newInstance(status, containerKey, nmKey, null);
-      NodeHeartbeatResponse response = rm.getResourceTrackerService().nodeHeartbeat(request);
-      if (response.getNodeAction() != NodeAction.NORMAL) {
-        throw new IllegalStateException(id + " heartbeat: " + response.getNodeAction() + " "
-            + response.getDiagnosticsMessage());
-      }
-      responseId = response.getResponseId();
-      if (response.getContainerTokenMasterKey() != null) {
-        containerKey = response.getContainerTokenMasterKey();
-      }
-      if (response.getNMTokenMasterKey() != null) {
-        nmKey = response.getNMTokenMasterKey();
-      }
-      for (ContainerId c : response.getContainersToCleanup()) {
-        forget(c);
-      }
-    }
-
-    synchronized int runningCount() {
-      return running.size();
-    }
+  private Resource nodeCapability() {
+    return Resource.newInstance(nodeMb, nodeVcores);
   }
 
-  /** A simulated AM: registers with the attempt's token, asks for K containers, starts them on their nodes. */
-  private final class SimAm {
-    final ApplicationAttemptId attempt;
-    final UserGroupInformation ugi;
-    int responseId = 0;
-    int granted = 0;
-    boolean asked = false;
-
-    SimAm(ApplicationAttemptId attempt, AMRMTokenIdentifier identifier) {
-      this.attempt = attempt;
-      this.ugi = UserGroupInformation.createRemoteUser(attempt.toString());
-      ugi.addTokenIdentifier(identifier);
-    }
-
-    void register() throws Exception {
-      ugi.doAs((PrivilegedExceptionAction<Object>) () -> rm.getApplicationMasterService()
-          .registerApplicationMaster(RegisterApplicationMasterRequest.newInstance("sim-am", 0, "")));
-    }
-
-    /** One allocate call; true once all K containers are granted and started. */
-    boolean allocate() throws Exception {
-      List<ResourceRequest> asks = new ArrayList<>();
-      if (!asked && containersPerApp > 0) {
-        asks.add(ResourceRequest.newInstance(Priority.newInstance(1), ResourceRequest.ANY,
-            Resource.newInstance(containerMb, 1), containersPerApp));
-        asked = true;
-      }
-      AllocateRequest request = AllocateRequest.newInstance(responseId, 0f, asks, Collections.emptyList(), null);
-      AllocateResponse response = ugi.doAs(
-          (PrivilegedExceptionAction<AllocateResponse>) () -> rm.getApplicationMasterService().allocate(request));
-      responseId = response.getResponseId();
-      for (Container c : response.getAllocatedContainers()) {
-        nodes.get(c.getNodeId()).start(c);
-        granted++;
-      }
-      return granted >= containersPerApp;
-    }
+  private Resource containerAsk() {
+    return Resource.newInstance(containerMb, 1);
   }
 
   private AMRMTokenIdentifier identifier(ApplicationAttemptId id) throws Exception {
@@ -452,7 +335,8 @@ public final class FailoverDriver {
     rm.init(conf);
     rm.start();
     for (int i = 0; i < nodeCount; i++) {
-      SimNode node = new SimNode(NodeId.newInstance(String.format("sim-node-%05d", i), 8041));
+      SimNode node =
+          new SimNode(NodeId.newInstance(String.format("sim-node-%05d", i), 8041), nodeCapability(), rm);
       nodes.put(node.id, node);
       node.register(Collections.emptyList(), Collections.emptyList());
     }
@@ -485,7 +369,7 @@ public final class FailoverDriver {
         if (id.getAttemptId() < attempts) {
           nodes.get(a.getMasterContainer().getNodeId()).exit(a.getMasterContainer().getId(), 1);
         } else {
-          SimAm am = new SimAm(id, identifier(id));
+          SimAm am = new SimAm(id, identifier(id), rm, containerAsk(), containersPerApp, nodes);
           am.register();
           ams.put(id.getApplicationId(), am);
           asking.add(am);
@@ -577,7 +461,7 @@ public final class FailoverDriver {
     int expectedContainers = handoff.get("containers").asInt();
     for (JsonNode n : handoff.get("nodes")) {
       NodeId id = NodeId.fromString(n.get("id").asText());
-      SimNode node = new SimNode(id);
+      SimNode node = new SimNode(id, nodeCapability(), rm);
       List<NMContainerStatus> reports = new ArrayList<>();
       List<ApplicationId> running = new ArrayList<>();
       for (JsonNode c : n.get("containers")) {
@@ -608,7 +492,7 @@ public final class FailoverDriver {
       List<ApplicationAttemptId> again = new ArrayList<>();
       for (ApplicationAttemptId id : pending) {
         try {
-          new SimAm(id, identifier(id)).register();
+          new SimAm(id, identifier(id), rm, containerAsk(), containersPerApp, nodes).register();
         } catch (Exception e) { // the attempt not recovered yet: its events are still in the dispatcher
           again.add(id);
         }

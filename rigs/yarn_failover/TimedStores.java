@@ -22,6 +22,10 @@ import org.apache.hadoop.yarn.server.resourcemanager.recovery.records.impl.pb.Ap
 public final class TimedStores {
   private TimedStores() {}
 
+  // The three subclasses below repeat the same two overrides: each extends a different store class of the RM
+  // (a store is chosen by class name), and the overridden methods differ in their `synchronized`, visibility
+  // and `throws` between the stores, so one shared base class cannot hold them.
+
   /** What the timed calls saw in this JVM. */
   static final class Timing {
     static volatile long loadStartNanos = -1;
@@ -101,7 +105,11 @@ public final class TimedStores {
     }
   }
 
-  /** Hadoop's FileSystem store on the local file system, in the cell's work folder. */
+  /**
+   * Hadoop's FileSystem store on the local file system, in the cell's work folder. Without Hadoop's native
+   * library (not in the Maven set) the local file system sets each new file's permission by running chmod: a
+   * process start per file written, which is in this store's write latency here and not on HDFS.
+   */
   public static final class FileSystem extends FileSystemRMStateStore {
     @Override
     public synchronized RMState loadState() throws Exception {

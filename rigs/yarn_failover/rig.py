@@ -28,9 +28,12 @@ STORES = ("zookeeper", "leveldb", "filesystem")
 KILL_LINE = "tunelab-failover: state written, kill me now"  # FailoverDriver.KILL_LINE
 DRIVER = "tunelab.rigs.yarn_failover.FailoverDriver"
 DRIVER_FAILED = r"^tunelab-failover: \w+ failed:|^Exception in thread \"main\""  # the driver's failure lines
-# RM heap per application held after recovery, measured (heap used after recovery / N at N = 1,000 and 5,000,
-# attempts 1, containers 2): the estimate that refuses a cell whose N the heap cannot hold.
-HEAP_BYTES_PER_APP = 40_000
+# The estimate that refuses a cell whose N the heap cannot hold: RM heap per application (2 attempts, 2
+# containers) after recovery. Measured at 10,000 applications: 745 MB (ZooKeeper), 765 MB (LevelDB) and
+# 1,074 MB (file system) in use after recovery (runs 20261127T163939Z-ea7a, 20261127T164508Z-1a47; no full
+# collection before the reading, so garbage counts: an upper bound), i.e. up to 86 KB per application over
+# the base; the first RM held 1.35-1.76 GB at the end of populating them (4g heap).
+HEAP_BYTES_PER_APP = 90_000
 HEAP_BASE_BYTES = 200 * 2**20
 ZOO_CFG = """# Written by the YARN failover rig for one cell: a standalone server on loopback, its data here.
 tickTime={tick_ms}
@@ -107,11 +110,17 @@ class YarnFailoverRig(Rig):
                              f"{p['container_memory_mb']} MB: give more nodes or node_memory_mb")
 
     def estimate_seconds(self, params: Mapping[str, str], policy: PolicyView) -> float | None:
-        """Two RM starts, the populate at ~1,000 containers/s (attempt cycles included), the steady period,
-        recovery at a few thousand applications a second."""
+        """Two RM starts, the populate (~430 container and attempt cycles a second, plus each store write's
+        ~2.5 ms on ZooKeeper and the file system), the steady period and the recovery (~3.4 ms an application,
+        ~5.4 ms on ZooKeeper): fitted to the 10,000-application probes (runs 20261127T163939Z-ea7a and
+        20261127T164508Z-1a47: 284, 133 and 251 s for ZooKeeper, LevelDB and the file system)."""
         p = self.typed(params)
         cycles = p["apps"] * (p["attempts"] + p["containers_per_app"])
-        return 15 + cycles / 1000 + p["steady_s"] + p["apps"] / 2000 + 2 * p["nodes"] * p["nm_heartbeat_ms"] / 1e6
+        writes = p["apps"] * (1 + 2 * p["attempts"])  # the application, then each attempt stored and updated
+        write_s = {"zookeeper": 0.0025, "filesystem": 0.0023}.get(p["state_store"], 0.0)
+        recovery_s = p["apps"] * (0.0054 if p["state_store"] == "zookeeper" else 0.0034)
+        return (15 + cycles / 430 + writes * write_s + p["steady_s"] + recovery_s
+                + 2 * p["nodes"] * p["nm_heartbeat_ms"] / 1e6)
 
     def launch(self, cell: CellView, workload: Workload, policy: PolicyView, workdir: str, data: Mapping[str, str],
                inputs_dir: str) -> Launch:
