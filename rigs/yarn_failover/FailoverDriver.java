@@ -204,10 +204,10 @@ public final class FailoverDriver {
     conf.set("yarn.scheduler.capacity.per-node-heartbeat.maximum-offswitch-assignments", "1000");
     if (need("mode").equals("populate")) {
       // The first RM is not under test; only its store is. With the default FIFO ordering every container
-      // assignment walks past every satisfied application first (O(N) per container: 5,000 applications had
-      // 7 % of their second attempts after 4.5 minutes); fair ordering puts the applications still asking
-      // first (10,000 populate in 1.5-4 minutes, the store's writes included). The RM
-      // under test keeps the default: the ordering policy is configuration, not stored state.
+      // assignment walks past every satisfied application first (O(N) per container; with the file-system
+      // store's chmod processes, 5,000 applications had 7 % of their second attempts after 4.5 minutes);
+      // fair ordering puts the applications still asking first (10,000 now populate in 1.5-4 minutes, the
+      // store's writes included). The RM under test keeps the default: ordering is configuration, not state.
       conf.set("yarn.scheduler.capacity.root.default.ordering-policy", "fair");
     }
     for (String kv : confs) {

@@ -14,9 +14,9 @@ import org.apache.hadoop.fs.permission.FsPermission;
  * The local file system the rig gives the FileSystem state store ({@code fs.file.impl}), Hadoop's own with one
  * change: a file's permission is set in this process through java.nio (chmod(2)), as Hadoop does it with its
  * native library, instead of by starting a chmod process per file, which is what RawLocalFileSystem does
- * without libhadoop.so (not in the Maven set). With the process per file the store wrote ~55 files a second
- * here: 10,000 applications took over ten minutes to populate, and each submission's write timed a process
- * start rather than the store. Checksums, renames and reads are Hadoop's.
+ * without libhadoop.so (not in the Maven set). With a process per file the store wrote ~55 records (a file
+ * and its checksum file each) a second here, so each submission's write timed process starts rather than
+ * the store. Checksums, renames and reads are Hadoop's.
  */
 public final class NioLocalFileSystem extends LocalFileSystem {
   private static final PosixFilePermission[] BITS = {  // from the mode's highest bit (owner read) down
