@@ -1,13 +1,19 @@
 """The regression gate's decision: a candidate against a baseline, per cell and metric (tools/gate.py is its
 command line, tools/gate_output.py its output formats).
 
-A (cell, metric) regresses when the change is in the metric's bad direction, larger than the metric's minimum
-effect (`workloads/<workload>/gate.toml`, analysis/thresholds.py), and significant: Welch's t-test on the
-per-run medians, Holm-adjusted over every (cell, metric) gated together, p < alpha (analysis/stats.py states
-the assumptions). Where the rig's committed sensitivity figure (analysis/sensitivity_figures.py) says the
-gate cannot see the asked minimum effect at the comparison's rounds, the check is judged at the MDE. A run
-that stopped by a sequential design (analysis/sequential.py) is judged by the look it stopped at.
-Input that cannot be gated raises GateError.
+One rule (analysis/stats.py states it; analysis/gate_power.py measures what it can see by running it): each
+(cell, metric) is PASS where its interval rules out a regression of the effect judged at, REGRESSED where it
+is significantly worse and not shown smaller than that effect, INCONCLUSIVE otherwise. Inside one run the
+interval is the paired t interval over interleaved rounds; two stored sets are compared unpaired.
+
+What it judges at: the asked minimum effect (`workloads/<workload>/gate.toml`, analysis/thresholds.py): a PASS
+rules it out. What it can see: the rig's stated D, the shift the rule flags in 95 % of designs resampled from
+the rig's committed A/A rounds at this comparison's rounds and policy (analysis/sensitivity_figures.py,
+analysis/gate_power.py), and what this run could see, the same search on normal rounds with the run's own sd.
+A PASS whose run could see less than max(asked, D) by more than NOISE_MARGIN is INCONCLUSIVE: the night was
+too noisy to promise what a calm one does. A sequential run (analysis/sequential.py) is read at the rounds it
+stopped at, and its stops are replayed from the results (a claim, never trusted). Input that cannot be gated
+raises GateError.
 """
 
 import collections
@@ -15,10 +21,15 @@ import dataclasses
 import math
 import os
 
-from analysis import drift, resultsets, sensitivity, sensitivity_figures, sequential, stats, thresholds
+from analysis import drift, gate_power, resultsets, sensitivity_figures, sequential, stats, thresholds
 
 DEFAULT_MIN_EFFECT = thresholds.DEFAULT_MIN_EFFECT
 ALLOWED_DIFFERENCES = frozenset({"harness"})  # the candidate is usually new code; everything else must match
+# A PASS needs this run to see what the gate judges at, within half again: the sd of 5 rounds (4 degrees of
+# freedom) exceeds the true sd by 50 % on ~6 % of nights by chance (chi-square), so a calm night rarely loses
+# its PASS to this, and a night with twice the noise (MapReduce, 2026-11-26: 15.9 % against 7.6 %) does.
+NOISE_MARGIN = 0.5
+PASS, REGRESSED, INCONCLUSIVE = "PASS", "REGRESSED", "INCONCLUSIVE"
 
 
 class GateError(ValueError):
@@ -27,65 +38,122 @@ class GateError(ValueError):
 
 @dataclasses.dataclass
 class Check:
+    """One (cell, metric) judged. Effects are fractions worse (0.05: 5 % worse in the metric's bad direction)
+    where a reader sees them; logs stay inside."""
     cell: str  # the cell's parameters that vary, as text
     params: dict
     metric: str
     unit: str
     direction: str
-    min_effect: float
-    comparison: stats.Comparison
+    min_effect: float  # asked: gate.toml's (or --min-effect's)
+    comparison: stats.Comparison  # the medians, for the table
     runs: tuple  # (baseline, candidate) ok runs
+    evidence: stats.GateEvidence = None
     unconfirmed: bool = False  # regressed, but a confirmation rerun did not
-    stop: sequential.Look = None  # a sequential run's look at which this comparison stopped (sequential.Design)
-    asked_min_effect: float = None  # gate.toml's (or --min-effect's), where the MDE raised min_effect above it
-    figure: sensitivity_figures.Figure = None  # the committed sensitivity figure of this rig and metric, if any
-    mde: float = None  # the figure's MDE at this comparison's rounds
+    stop: sequential.Look = None  # a sequential run's look at which this comparison stopped
+    figure: sensitivity_figures.Figure = None  # the rig's committed figure of this metric, if any
+    design: gate_power.Design = None  # the rounds and policy this comparison had
+    stated: gate_power.Power = None  # the figure's D at `design` (None: no usable figure)
+    tonight: gate_power.Power = None  # this run's own D at `design`
+    state: str = INCONCLUSIVE
+    reasons: list = dataclasses.field(default_factory=list)  # why INCONCLUSIVE (or what a PASS did not say)
+
+    @property
+    def stated_d(self):
+        """The stated D as a fraction worse (inf: the rig cannot see any regression), or None."""
+        return None if self.stated is None else self.stated.d_fraction(self.direction)
+
+    @property
+    def tonight_d(self):
+        return None if self.tonight is None else self.tonight.d_fraction(self.direction)
+
+    @property
+    def judged_at(self):
+        """The asked effect: what a PASS rules out and a REGRESSED is not shown smaller than."""
+        return self.min_effect
+
+    @property
+    def can_see(self):
+        """max(asked, stated D): the smallest regression the gate promises to catch here."""
+        return max(self.min_effect, self.stated_d) if self.stated_d is not None else self.min_effect
 
     @property
     def judged_at_mde(self):
-        return self.asked_min_effect is not None
+        """The rig's stated D is above the asked effect: a regression between them may pass unflagged."""
+        return self.stated_d is not None and self.stated_d > self.min_effect
+
+    @property
+    def asked_min_effect(self):
+        return self.min_effect
 
     @property
     def worse_by(self):
-        """How much worse the candidate is (0.05 = 5 % worse), whatever the metric's direction."""
+        """How much worse the candidate is (0.05 = 5 % worse): the rule's estimate, else the medians' ratio."""
+        if self.evidence is not None and math.isfinite(self.evidence.estimate):
+            return gate_power.to_fraction(self.evidence.estimate, self.direction)
         change = self.comparison.change
         return -change if self.direction == "higher_is_better" else change
 
     @property
-    def significant(self):
-        p = self.comparison.p_adjusted
-        return not math.isnan(p) and p < stats.ALPHA
-
-    @property
-    def decided(self):
-        """A sequential run decided this comparison (different or equivalent) before or at its last round."""
-        return self.stop is not None and self.stop.state != sequential.UNDECIDED
-
-    def _worse(self, change):
-        return change < 0 if self.direction == "higher_is_better" else change > 0
+    def worse_by_interval(self):
+        """(low, high) of the rule's interval as fractions worse; (nan, nan) without one."""
+        if self.evidence is None:
+            return math.nan, math.nan
+        return tuple(gate_power.to_fraction(b, self.direction) if math.isfinite(b) else math.nan
+                     for b in self.evidence.bounds())
 
     @property
     def regressed(self):
-        if self.decided:
-            return self.stop.state == sequential.DIFFERENT and self._worse(self.stop.change) and not self.unconfirmed
-        return self.worse_by > self.min_effect and self.significant and not self.unconfirmed
+        return self.state == REGRESSED and not self.unconfirmed
+
+    @property
+    def inconclusive(self):
+        return self.state == INCONCLUSIVE
+
+    @property
+    def improved(self):
+        high = self.worse_by_interval[1]
+        return self.state == PASS and math.isfinite(high) and high < 0
+
+    def decide(self):
+        """Sets state and reasons from the evidence, the judged-at effect and this run's own D."""
+        self.reasons = []
+        ev = self.evidence
+        if ev.n < stats.MIN_RUNS:
+            self.state = INCONCLUSIVE
+            self.reasons.append(f"{ev.n} round(s) {'paired' if ev.paired else 'a side'}: the rule needs "
+                                f"{stats.MIN_RUNS}")
+            return self
+        code = int(gate_power.decide(ev.estimate, ev.se, ev.df, gate_power.to_log(self.judged_at, self.direction)))
+        self.state = gate_power.STATES[code]
+        if self.state == INCONCLUSIVE:
+            low, high = self.worse_by_interval
+            self.reasons.append(f"the interval ({_pct(low)}..{_pct(high)} worse) neither rules out "
+                                f"{self.judged_at:.1%} nor shows a regression")
+        seen = self.tonight_d
+        if self.state == PASS and seen is not None and seen > self.can_see * (1 + NOISE_MARGIN):
+            self.state = INCONCLUSIVE
+            self.reasons.append(f"this run could see {_pct(seen)}, the gate promises {_pct(self.can_see)}: too noisy "
+                                f"(margin {NOISE_MARGIN:.0%}); run more rounds or quiet the host")
+        return self
 
     @property
     def status(self):
-        if self.regressed:
-            verdict = "REGRESSED"
-        elif self.unconfirmed:
+        if self.unconfirmed:
             verdict = "regressed, not confirmed by the rerun"
-        elif self.decided:
-            verdict = "improved" if self.stop.state == sequential.DIFFERENT else "pass"
-        elif -self.worse_by > self.min_effect and self.significant:
-            verdict = "improved"
+        elif self.state == PASS:
+            verdict = "pass (improved)" if self.improved else "pass"
         else:
-            verdict = "pass"
+            verdict = self.state
+        if self.reasons and self.state == INCONCLUSIVE:
+            verdict += ": " + "; ".join(self.reasons)
         if self.stop is None:
             return verdict
-        # Undecided at the last round: the fixed design's rule on every run decided it.
-        return f"{verdict} ({self.stop.reason()}" + (")" if self.decided else "; fixed rule)")
+        return f"{verdict} ({self.stop.reason()})"
+
+
+def _pct(x):
+    return "-" if x is None or not math.isfinite(x) else f"{x:+.1%}"
 
 
 def split_run(result_set, axis, baseline_value=None, candidate_value=None):
@@ -124,16 +192,16 @@ def _runs(docs, metric):
     return [[s["value"] for s in d["samples"] if s["metric"] == metric] for d in docs if d["status"] == "ok"]
 
 
-def gate(baseline, candidate, min_effect, min_runs=3, overrides=None, resamples=stats.RESAMPLES, same_run=False,
-         design=None, figures=None, strict=False):
-    """[Check] for every cell both sets measured; raises GateError when the input cannot be gated.
+def gate(baseline, candidate, min_effect, min_runs=3, overrides=None, same_run=False, design=None, figures=None,
+         strict=False, draws=gate_power.DRAWS):
+    """[Check] for every cell both sets measured, each decided; raises GateError when the input cannot be gated.
     min_effect: {metric: fraction} (min_effects()); overrides win over it.
-    resamples=0 skips the ratio's CI, which the decision does not use (for calibration's many draws).
-    same_run: the two sides come from one run (split_run), so their provenance differs by design.
-    design: the sequential.Design the run stopped by (Design.of its manifest): its metrics are judged by the
-    look they stopped at; undecided at the last round, by the fixed rule.
-    figures: {metric: sensitivity_figures.Figure}, the rig's committed sensitivity: a check whose minimum effect is
-    below the figure's MDE at its rounds is judged at the MDE (strict: GateError instead)."""
+    same_run: the two sides come from one run (split_run): rounds pair by repetition and provenance differs
+    by design; otherwise the sets are compared unpaired.
+    design: the sequential.Design the run stopped by (Design.of its manifest), or None for a fixed count.
+    figures: {metric: sensitivity_figures.Figure}, the rig's committed sensitivity (strict: GateError where the
+    stated D is above the asked effect, instead of judging at it).
+    A check with fewer than max(min_runs, 3) rounds is INCONCLUSIVE, never PASS."""
     for s in (baseline, candidate):
         if s.published:
             raise GateError(f"{s.name} is a published reference set: only measured sets can be gated")
@@ -153,7 +221,7 @@ def gate(baseline, candidate, min_effect, min_runs=3, overrides=None, resamples=
     declared = collections.OrderedDict()
     for s in (baseline, candidate):
         declared.update(s.metrics())
-    checks, too_few, replay = [], [], []
+    checks, replay = [], []
     for key, cand_docs in cand_cells.items():
         if key not in base_cells:
             continue
@@ -164,52 +232,72 @@ def gate(baseline, candidate, min_effect, min_runs=3, overrides=None, resamples=
             a, b = [r for r in a if r], [r for r in b if r]
             if not a and not b:
                 continue
-            if len(a) < min_runs or len(b) < min_runs:
-                too_few.append(f"{label} {metric}: {len(a)} baseline and {len(b)} candidate ok runs")
-                continue
             effect = (overrides or {}).get(metric, min_effect.get(metric, DEFAULT_MIN_EFFECT))
-            try:
-                comparison = stats.compare(a, b, resamples=resamples)
+            try:  # a side with no ok run still gets its check: INCONCLUSIVE, named
+                comparison = stats.compare(a or [[math.nan]], b or [[math.nan]], resamples=0)
             except ValueError as e:  # a zero baseline: no ratio, so no verdict either way
                 raise GateError(f"{label} {metric}: {e}") from None
-            checks.append(Check(label, params, metric, decl["unit"], decl["direction"], effect, comparison,
-                                (len(a), len(b))))
-            judge_at_mde(checks[-1], (figures or {}).get(metric), candidate.first_ok())
-            if design is not None and metric in design.metrics:
-                replay.append((checks[-1], base_cells[key], cand_docs))  # once the family is known
-    if too_few:
-        raise GateError(f"too few samples (need {min_runs} ok runs a side): " + "; ".join(too_few))
+            if same_run:
+                evidence = stats.paired_evidence(sequential._medians_by_round(base_cells[key], metric),
+                                                 sequential._medians_by_round(cand_docs, metric), decl["direction"])
+            else:
+                evidence = stats.unpaired_evidence(stats.run_medians(a), stats.run_medians(b), decl["direction"])
+            if evidence.n < min_runs:
+                evidence = dataclasses.replace(evidence, n=min(evidence.n, stats.MIN_RUNS - 1))
+            check = Check(label, params, metric, decl["unit"], decl["direction"], effect, comparison, (len(a), len(b)),
+                          evidence)
+            check.design = _design_of(check, design, effect)
+            _sensitivity(check, (figures or {}).get(metric), candidate.first_ok(), draws)
+            checks.append(check)
+            if design is not None and metric in design.metrics and a and b:
+                replay.append((check, base_cells[key], cand_docs))  # once the family is known
     if not checks:
         raise GateError(f"nothing to gate: {baseline.name} and {candidate.name} share no measured cell")
     blind = [c for c in checks if c.judged_at_mde]
     if strict and blind:
         raise GateError("--strict: the gate cannot see the asked minimum effect: " + "; ".join(
-            f"{c.cell} {c.metric}: asked {c.asked_min_effect * 100:g}%, can see {c.mde:.1%} with {min(c.runs)} rounds "
-            f"(set {c.figure.set_name})" for c in blind) + ". Quiet the rig (README: Sensitivity), run more rounds, "
-            "or raise the minimum effect in the workload's gate.toml")
-    stats.adjust([c.comparison for c in checks])
+            f"{c.cell} {c.metric}: asked {stats.fmt_effect(c.min_effect)} worse, catches >= {_pct(c.stated_d)} at "
+            f"{c.design.describe()} (set {c.figure.set_name})" for c in blind) + ". Quiet the rig (README: "
+            "Sensitivity), run more rounds, or raise the minimum effect in the workload's gate.toml")
     cells = collections.Counter(cand_docs[0]["cell"]["id"] for _, _, cand_docs in replay)
     for check, base_docs, cand_docs in replay:
-        # Judged at an MDE over 100 % (a tail latency): the looks classify against just under it.
-        check.stop = design.stopped_at(base_docs, cand_docs, check.metric, min(check.min_effect, 0.999), len(replay))
-        as_run = design.stopped_at(base_docs, cand_docs, check.metric,
-                                   design.run_min_effect(cand_docs, check.metric, check.asked_min_effect or check.min_effect), len(replay))
-        problem = design.disagreement(cand_docs, check.metric, as_run, cells[cand_docs[0]["cell"]["id"]] > 1)
+        # Judged at an effect over 100 % (a tail latency): the looks classify against just under it.
+        asked = design.run_min_effect(cand_docs, check.metric, check.min_effect)
+        check.stop = design.stopped_at(base_docs, cand_docs, check.metric, min(asked, 0.999), len(replay))
+        problem = design.disagreement(cand_docs, check.metric, check.stop, cells[cand_docs[0]["cell"]["id"]] > 1)
         if problem:
             raise GateError(f"unusable sequential run: {problem}")
+    for check in checks:
+        check.decide()
     return checks
 
 
-def judge_at_mde(check, figure, doc):
-    """Raises the check's minimum effect to the figure's MDE at its rounds where the MDE is larger."""
-    if figure is None:
-        return
-    if doc is not None:
-        figure = figure.for_workload(((doc.get("provenance") or {}).get("workload") or {}).get("sha256"))
-    check.figure = figure
-    check.mde = sensitivity.worse_by(figure.mde_at(min(check.runs)), check.direction)
-    if check.mde > check.min_effect:
-        check.asked_min_effect, check.min_effect = check.min_effect, check.mde
+def _design_of(check, run_design, asked):
+    """The gate_power.Design of a check: the run's sequential looks where it stopped by them, else the rounds
+    it measured."""
+    if run_design is not None and check.metric in run_design.metrics:
+        return gate_power.Design(run_design.max_rounds, run_design.min_rounds, min(asked, 0.999),
+                                 max(run_design.family, 1))
+    return gate_power.Design(max(check.evidence.n, stats.MIN_RUNS))
+
+
+def _sensitivity(check, figure, doc, draws):
+    """Sets the check's stated D (from the rig's committed A/A rounds) and this run's own D, both by running
+    the rule (analysis/gate_power.py) at the check's design."""
+    asked_log = gate_power.to_log(check.min_effect, check.direction)
+    if figure is not None:
+        if doc is not None:
+            figure = figure.for_workload(((doc.get("provenance") or {}).get("workload") or {}).get("sha256"))
+        check.figure = figure
+        if figure.usable:
+            noise = gate_power.resampled_noise(figure.aa_worse_log_ratios, check.design, draws)
+            check.stated = gate_power.stated_d(noise, check.design, asked_log, check.direction)
+    ev = check.evidence
+    if ev.n >= stats.MIN_RUNS and math.isfinite(ev.sd):
+        # Unpaired sides: the difference of two means of n has the variance of a paired mean with sd * sqrt(2).
+        sd = ev.sd if ev.paired else ev.sd * math.sqrt(2)
+        noise = gate_power.normal_noise(sd, check.design, draws)
+        check.tonight = gate_power.stated_d(noise, check.design, asked_log, check.direction)
 
 
 def figures_for(results_root, docs):
@@ -219,7 +307,7 @@ def figures_for(results_root, docs):
         return {}
     try:
         return sensitivity_figures.committed(os.path.join(results_root, "baselines"), rigs.pop())
-    except sensitivity.SensitivityError as e:
+    except sensitivity_figures.SensitivityError as e:
         raise GateError(f"a committed sensitivity file is unusable: {e}") from None
 
 

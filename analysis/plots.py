@@ -109,15 +109,15 @@ def stacked_cores(path, title, rows, groups):
 
 
 def sensitivity_history(path, title, series_by_metric):
-    """series_by_metric: {metric: [(measured_at YYYY-MM-DD, mde as a fraction)]}: each metric's MDE over the
-    committed sensitivity sets, on a log scale (the rigs' MDEs span 0.5 % to 50 %)."""
+    """series_by_metric: {metric: [(measured_at YYYY-MM-DD, stated D as a fraction worse)]}: what each metric's
+    gate catches over the committed sensitivity sets, on a log scale (they span 0.5 % to several x)."""
     import datetime
     fig, ax = plt.subplots(figsize=(7.0, 3.0))
     for metric, points in sorted(series_by_metric.items()):
         days = [datetime.date.fromisoformat(d) for d, _ in points]
         ax.plot(days, [100 * m for _, m in points], "o-", linewidth=1, label=metric)
     ax.set_yscale("log")
-    ax.set_ylabel("MDE, % (5 rounds a side)")
+    ax.set_ylabel("catches >= % worse (gated rounds)")
     ax.set_title(title, fontsize=10)
     ax.grid(alpha=0.3)
     ax.legend(fontsize=7, loc="upper right")

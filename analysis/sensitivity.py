@@ -21,9 +21,9 @@ other allocations (more windows a run, more rounds).
 
 Minimum detectable effect (MDE): the smallest true change d (a log ratio: 0.127 is a change of about
 12.7 %) that a two-sided paired t test at alpha = 0.01 (false alarms <= 1 %) detects with power 0.95 over
-n rounds: the noncentral t with n - 1 degrees of freedom and noncentrality d sqrt(n) / paired_sd. It is
-checked by simulation from the components, and the sequential design's MDE (analysis/sequential.py) is
-found by simulation alone (no closed form with looks).
+n rounds: the noncentral t with n - 1 degrees of freedom and noncentrality d sqrt(n) / paired_sd. This
+model prices allocations (rounds x windows within a budget) from the components; what the gate itself can
+see is never taken from it: analysis/gate_power.py runs the gate's rule on the recorded rounds.
 """
 
 import dataclasses
@@ -33,7 +33,6 @@ import numpy as np
 from scipy import optimize
 from scipy import stats as sps
 
-from analysis import sequential, stats
 
 ALPHA = 0.01  # false alarms at most 1 %
 POWER = 0.95
@@ -192,100 +191,6 @@ def allocation(components, budget_s, max_rounds=200, max_windows_factor=4):
         raise SensitivityError(f"a budget of {budget_s:.0f} s fits fewer than 3 rounds (one costs "
                                f"{components.round_s:.0f} s): a paired test needs 3")
     return best
-
-
-def gate_rule(baseline, candidate, floor, direction):
-    """The gate's fixed rule (analysis/gate_decision.py) on run values: "regressed", "improved" or "pass"."""
-    comparison = stats.compare([[a] for a in baseline], [[b] for b in candidate], resamples=0)
-    if math.isnan(comparison.p_value) or comparison.p_value >= stats.ALPHA or abs(comparison.change) <= floor:
-        return "pass"
-    worse = comparison.change < 0 if direction == "higher_is_better" else comparison.change > 0
-    return "regressed" if worse else "improved"
-
-
-def sequential_flag(pairs, min_effect, direction, low, high):
-    """(flag, rounds) of the sequential policy on [(baseline, candidate)] run values in round order; still
-    undecided at its last round, judged by the fixed rule, as the gate does."""
-    stop = sequential.replay({r: a for r, (a, _) in enumerate(pairs[:high])},
-                             {r: b for r, (_, b) in enumerate(pairs[:high])}, high, min_effect, low, high)
-    if stop.state == sequential.DIFFERENT:
-        worse = stop.change < 0 if direction == "higher_is_better" else stop.change > 0
-        return ("regressed" if worse else "improved"), stop.rounds
-    if stop.state == sequential.EQUIVALENT:
-        return "pass", stop.rounds
-    used = pairs[:stop.rounds]
-    return gate_rule([a for a, _ in used], [b for _, b in used], min_effect, direction), stop.rounds
-
-
-def sequential_mde(components, min_effect, low, high, draws=400, seed=SEED, power=POWER,
-                   direction="higher_is_better"):
-    """The smallest regression (a log ratio: a rate falling, a time rising, per `direction`) the sequential
-    policy (looks low..high, the gate's fall-back at high) flags in `power` of designs simulated from the
-    components, with the mean rounds it took there; common random numbers across the search, so the
-    detection rate is monotone in it."""
-    rng = np.random.default_rng(seed)
-    a0, b0 = simulate_runs(components, high, 0.0, rng, draws)
-    worse = -1.0 if direction == "higher_is_better" else 1.0
-
-    def detection(delta):
-        flags, used = [], []
-        for a, b in zip(a0, b0 + worse * delta):
-            flag, n = sequential_flag(list(zip(np.exp(a), np.exp(b))), min_effect, direction, low, high)
-            flags.append(flag == "regressed")
-            used.append(n)
-        return float(np.mean(flags)), float(np.mean(used))
-
-    lo, hi = 0.0, max(4 * components.paired_sd(), 2 * min_effect, 0.01)
-    while detection(hi)[0] < power and hi < 5:
-        lo, hi = hi, hi * 2
-    for _ in range(14):
-        mid = (lo + hi) / 2
-        if detection(mid)[0] >= power:
-            hi = mid
-        else:
-            lo = mid
-    rate, rounds = detection(hi)
-    return {"min": low, "max": high, "mde": hi, "detection_at_mde": rate, "mean_rounds_at_mde": rounds,
-            "min_effect": min_effect, "draws": draws}
-
-
-def resampled_rates(aa_pairs, slow_pairs, rounds, floor, direction, low, high, draws, seed=SEED):
-    """By resampling recorded rounds without replacement (a round drawn twice would understate the noise):
-    the fixed gate's (rounds a side, floor) and the sequential policy's (looks low..high) false-alarm rate on
-    the A/A rounds (flagged either way) and detection rate on the slowdown rounds (flagged as regressed)."""
-    need = max(rounds, high)
-    for name, pairs in (("A/A", aa_pairs), ("slowdown", slow_pairs)):
-        if pairs is not None and len(pairs) < need:
-            raise SensitivityError(f"{len(pairs)} recorded {name} rounds: need {need} to draw designs of {rounds} "
-                                   f"(fixed) and up to {high} (sequential) rounds without replacement")
-    rng = np.random.default_rng(seed)
-    # The sequential policy classifies against ± the minimum effect, which must be under 100 %: a metric that
-    # can only see more than a doubling (a tail latency) gets the fixed design's figures alone.
-    with_sequential = floor < 1
-    out = {}
-    for name, pairs in (("aa", aa_pairs), ("slowdown", slow_pairs)):
-        if pairs is None:
-            continue
-        arr = np.asarray(pairs, dtype=float)
-        fixed, seq, seq_rounds = [], [], []
-        for _ in range(draws):
-            drawn = arr[rng.permutation(len(arr))[:need]]
-            fixed.append(gate_rule(drawn[:rounds, 0], drawn[:rounds, 1], floor, direction))
-            if with_sequential:
-                flag, n = sequential_flag([tuple(p) for p in drawn], floor, direction, low, high)
-                seq.append(flag)
-                seq_rounds.append(n)
-        out[name] = {"fixed": fixed, "sequential": seq, "sequential_rounds": seq_rounds}
-    rates = {"fixed": {}, "sequential": {}}
-    for design in ("fixed", "sequential") if with_sequential else ("fixed",):
-        if "aa" in out:
-            rates[design]["false_alarm_rate"] = float(np.mean([f != "pass" for f in out["aa"][design]]))
-        if "slowdown" in out:
-            rates[design]["detection_rate"] = float(np.mean([f == "regressed" for f in out["slowdown"][design]]))
-    rounds_used = sum((out[k]["sequential_rounds"] for k in out), [])
-    rates["sequential"]["mean_rounds"] = float(np.mean(rounds_used)) if rounds_used else None
-    rates["fixed"]["mean_rounds"] = float(rounds)
-    return rates
 
 
 def worse_by(delta, direction):

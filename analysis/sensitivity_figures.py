@@ -8,11 +8,15 @@ import json
 import math
 import os
 
-from analysis import thresholds
-from analysis.sensitivity import SensitivityError, mde_paired, worse_by
+from analysis import gate_power, thresholds
+from analysis.sensitivity import SensitivityError
 
 FILE_NAME = "sensitivity.json"
 KIND = "tunelab.sensitivity"
+# 1: an MDE from a formula for a rule the gate no longer uses; 2: the A/A rounds themselves, so that the gate
+# finds D by running its own rule at each comparison's rounds and policy (analysis/gate_power.py).
+SCHEMA_VERSIONS = (1, 2)
+MAX_AA_ROUNDS = 10000
 
 
 @dataclasses.dataclass(frozen=True)
@@ -30,6 +34,19 @@ class Figure:
     stale: bool = False  # measured on another workload digest than the one being gated (for_workload)
     steal_max: float = None  # the most CPU steal (share) an A/A run saw; None where the set predates recording it
     cell: tuple = ()  # ((parameter, value), ...) of the A/A cell it was measured on, less the arm axis
+    rule: str = None  # the gate rule it was computed for (gate_power.RULE); None: schema 1, an older rule
+    aa_worse_log_ratios: tuple = ()  # the A/A rounds' log ratios, positive = worse (schema 2)
+
+    @property
+    def usable(self):
+        """Computed for the gate's present rule, with the A/A rounds to run it on."""
+        return self.rule == gate_power.RULE and len(self.aa_worse_log_ratios) >= 2
+
+    def why_not_usable(self):
+        rule = "an older gate rule (schema 1)" if self.rule is None else f"the rule {self.rule!r}"
+        return (f"set {self.set_name}'s figure was computed for {rule}, not this one ({gate_power.RULE}): no "
+                f"stated D; regenerate it: bazel run //tools:sensitivity -- --rig {self.rig} --from-set "
+                f"baselines/{self.set_name}")
 
     def other_cell(self, params):
         """[(parameter, figure's value, `params`' value)] where the gated cell's parameters differ from the cell
@@ -40,10 +57,6 @@ class Figure:
         """This figure, marked stale when `sha256` (the gated results' workload digest) is not its own."""
         return dataclasses.replace(self, stale=bool(sha256) and sha256 != self.workload_sha256)
 
-    def mde_at(self, rounds):
-        """The MDE of a paired design of `rounds` rounds with this figure's noise (inf below 2 rounds)."""
-        return mde_paired(self.paired_sd, rounds) if rounds >= 2 else math.inf
-
 
 def read_file(path):
     """{rig: {metric: Figure}} of one sensitivity.json; SensitivityError when it is not one."""
@@ -52,8 +65,9 @@ def read_file(path):
             doc = json.load(f)
     except (OSError, ValueError) as e:
         raise SensitivityError(f"{path}: not readable JSON ({e})") from None
-    if not isinstance(doc, dict) or doc.get("kind") != KIND or doc.get("schema_version") != 1:
-        raise SensitivityError(f"{path}: not a {KIND} file of schema_version 1")
+    if not isinstance(doc, dict) or doc.get("kind") != KIND or doc.get("schema_version") not in SCHEMA_VERSIONS:
+        raise SensitivityError(f"{path}: not a {KIND} file of schema_version {' or '.join(map(str, SCHEMA_VERSIONS))}")
+    version = doc["schema_version"]
     out = {}
     for rig, metrics in doc.items():
         if rig in ("kind", "schema_version", "regenerate"):
@@ -67,8 +81,12 @@ def read_file(path):
                                 str(e["measured_at"]), str(e["workload"]["sha256"]),
                                 float(e["components"]["round_s"]),
                                 steal_max=_fraction_or_none((e.get("noise_band") or {}).get("steal_fraction_max")),
-                                cell=_cell(e.get("cell")))
-            except (KeyError, TypeError, ValueError):
+                                cell=_cell(e.get("cell")),
+                                # An entry without them (schema 1, or kept from it) was computed for an older rule.
+                                rule=_text(e["rule"]) if version >= 2 and "rule" in e else None,
+                                aa_worse_log_ratios=(_ratios(e["aa_worse_log_ratios"]) if version >= 2 and "rule" in e
+                                                     else ()))
+            except (KeyError, TypeError, ValueError, AttributeError, RecursionError):
                 raise SensitivityError(f"{path}: {rig}.{metric}: paired_sd, mde, design.fixed.rounds, sets.aa, "
                                        "measured_at, workload.sha256 and components.round_s needed, and "
                                        "cell, where given, an object of parameter values") from None
@@ -87,6 +105,20 @@ def _cell(params):
                                                and not isinstance(v, bool) for k, v in params.items()):
         raise ValueError("cell: expected an object of parameter values")
     return tuple(sorted((k, str(v)) for k, v in params.items()))
+
+
+def _text(x):
+    if not isinstance(x, str) or len(x) > 200:
+        raise ValueError("rule: expected a short text")
+    return x
+
+
+def _ratios(values):
+    """The A/A rounds' log ratios: 2 to MAX_AA_ROUNDS finite numbers."""
+    if not isinstance(values, list) or not 2 <= len(values) <= MAX_AA_ROUNDS or not all(
+            isinstance(v, (int, float)) and not isinstance(v, bool) and math.isfinite(v) and abs(v) < 50 for v in values):
+        raise ValueError("aa_worse_log_ratios: expected 2 or more finite numbers")
+    return tuple(float(v) for v in values)
 
 
 def _fraction_or_none(x):
@@ -149,17 +181,20 @@ def committed(baselines, rig):
             continue
         for metric, figure in read_file(path).get(rig, {}).items():
             old = best.get(metric)
-            if old is None or (figure.measured_at, figure.set_name) > (old.measured_at, old.set_name):
+            # A figure of the present rule wins over any older-rule one, then the newest.
+            if old is None or ((figure.usable, figure.measured_at, figure.set_name)
+                               > (old.usable, old.measured_at, old.set_name)):
                 best[metric] = figure
     return best
 
 
 def history(baselines, unreadable=None):
-    """Every committed figure, oldest first: [{rig, metric, set, measured_at, mde, worse_by, paired_sd,
-    components (sd by level), rounds, false_alarm_rate, detection_rate, slowdown, judged_at, sequential_mde,
-    unit}] for the site's Sensitivity page. Files are checked as the gate checks them (read_file); with
-    `unreadable` (a list), a file that fails is appended to it as (set name, reason) and skipped, else
-    SensitivityError."""
+    """Every committed figure, oldest first: [{rig, metric, set, measured_at, rule, worse_by (the stated D of
+    its first gated design, a fraction worse; None for an older rule's figure), designs ({profile: {describe,
+    d_worse_by, detection_at_d, false_alarm_rate, aa_rates, slowdown_rates}}), paired_sd, components (sd by
+    level), rounds, asked, slowdown, unit, direction}] for the site's Sensitivity page and the README table.
+    Files are checked as the gate checks them (read_file); with `unreadable` (a list), a file that fails is
+    appended to it as (set name, reason) and skipped, else SensitivityError."""
     rows = []
     names = sorted(os.listdir(baselines)) if os.path.isdir(baselines) else []
     for name in names:
@@ -178,19 +213,17 @@ def history(baselines, unreadable=None):
         for rig, metrics in figures.items():
             for metric, figure in metrics.items():
                 e = doc[rig][metric]
-                design = e.get("design") or {}
                 sd = (e.get("components") or {}).get("sd") or {}
+                designs = e.get("designs") if figure.usable and isinstance(e.get("designs"), dict) else {}
+                first = next(iter(designs.values()), {})
                 rows.append({
                     "rig": rig, "metric": metric, "set": figure.set_name, "measured_at": figure.measured_at,
-                    "unit": e.get("unit", ""), "direction": e.get("direction", "higher_is_better"), "mde": figure.mde,
-                    "worse_by": worse_by(figure.mde, e.get("direction", "higher_is_better")),
+                    "rule": figure.rule, "unit": e.get("unit", ""),
+                    "direction": e.get("direction", "higher_is_better"),
+                    "worse_by": first.get("d_worse_by") if figure.usable else None, "designs": designs,
                     "paired_sd": figure.paired_sd, "rounds": e.get("rounds"),
                     "components": {k: sd.get(k) for k in ("rounds", "runs", "windows")},
-                    "false_alarm_rate": e.get("false_alarm_rate"), "detection_rate": e.get("detection_rate"),
-                    "slowdown": e.get("slowdown"), "judged_at": (design.get("fixed") or {}).get("judged_at"),
-                    "sequential_mde": (design.get("sequential") or {}).get("mde"),
-                    "asked": (design.get("fixed") or {}).get("asked_min_effect"),
-                    "allocation": design.get("allocation"), "budget_s": e.get("budget_s"),
+                    "asked": e.get("asked_min_effect"), "slowdown": e.get("slowdown"),
                 })
     rows.sort(key=lambda r: (r["measured_at"], r["rig"], r["metric"], r["set"]))
     return rows

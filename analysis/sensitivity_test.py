@@ -84,14 +84,6 @@ class MdeTest(unittest.TestCase):
             self.assertLess(sensitivity.simulated_paired_power(c, rounds, mde / 2, draws=20000), 0.6)
             self.assertAlmostEqual(sensitivity.simulated_paired_power(c, rounds, 0.0, draws=20000), 0.01, delta=0.004)
 
-    def test_sequential_mde_is_detected_at_its_power(self):
-        c = sensitivity.Components(0.0, 0.01 ** 2, 0.0, 1, 2, 10, 5, 0)
-        result = sensitivity.sequential_mde(c, 0.03, 3, 8, draws=300)
-        self.assertGreaterEqual(result["detection_at_mde"], 0.95)
-        self.assertGreater(result["mde"], 0.03)  # the interval must clear the minimum effect
-        self.assertLess(result["mde"], 0.03 + 10 * c.paired_sd())
-        self.assertLessEqual(result["mean_rounds_at_mde"], 8)
-
 
 class AllocationTest(unittest.TestCase):
     C = sensitivity.Components(rounds=0.0, runs=0.01 ** 2, windows=0.05 ** 2, windows_per_run=10, runs_per_round=2,
@@ -113,19 +105,6 @@ class AllocationTest(unittest.TestCase):
             sensitivity.allocation(self.C, 10)
         with self.assertRaisesRegex(sensitivity.SensitivityError, "fewer than 3 rounds"):
             sensitivity.allocation(self.C, 35)  # one round of 30 s fits; 3 of the cheapest (12 s) do not
-
-
-class ResampledRatesTest(unittest.TestCase):
-    def test_clear_cases(self):
-        rng = np.random.default_rng(1)
-        aa = [(1000 * math.exp(rng.normal(0, 0.003)), 1000 * math.exp(rng.normal(0, 0.003))) for _ in range(12)]
-        slow = [(1000 * math.exp(rng.normal(0, 0.003)), 800 * math.exp(rng.normal(0, 0.003))) for _ in range(12)]
-        rates = sensitivity.resampled_rates(aa, slow, 5, 0.03, "higher_is_better", 3, 8, draws=200)
-        self.assertEqual((rates["fixed"]["false_alarm_rate"], rates["fixed"]["detection_rate"]), (0.0, 1.0))
-        self.assertEqual((rates["sequential"]["false_alarm_rate"], rates["sequential"]["detection_rate"]), (0.0, 1.0))
-        self.assertEqual(rates["sequential"]["mean_rounds"], 3.0)  # decided at the first look, both
-        with self.assertRaisesRegex(sensitivity.SensitivityError, "need 8"):
-            sensitivity.resampled_rates(aa[:6], slow, 5, 0.03, "higher_is_better", 3, 8, draws=200)
 
 
 class NoisyRoundsTest(unittest.TestCase):
@@ -154,7 +133,7 @@ class CommittedTest(unittest.TestCase):
             write("new", "2026-11-25", 0.1)
             figure = sensitivity_figures.committed(baselines, "yarn_cps")["rate"]
             self.assertEqual((figure.set_name, figure.mde), ("new", 0.1))
-            self.assertAlmostEqual(figure.mde_at(5), sensitivity.mde_paired(0.01, 5))
+            self.assertFalse(figure.usable)  # schema 1: an older rule's figure, no stated D
             self.assertEqual(sensitivity_figures.committed(baselines, "redis"), {})
             write("foreign", "2026-11-26", 0.1, doc={"kind": "something else"})
             with self.assertRaisesRegex(sensitivity.SensitivityError, "not a tunelab.sensitivity file"):

@@ -21,6 +21,24 @@ The unit of evidence is the run. Every table, report and gate in tunelab follows
   change with probability 0.95 (alpha split over the comparisons by Bonferroni); a comparison is different
   when its interval lies wholly outside ± the minimum effect, equivalent when wholly inside. Assumed: the
   rounds' log ratios are independent and close to normal (a run median of many samples is).
+- The regression gate (analysis/gate_decision.py) decides with one rule, the one its stated sensitivity is
+  measured for (analysis/gate_power.py runs this very rule on resampled A/A rounds). Its unit is the round:
+  a round's log ratio of run medians, oriented so that positive is worse (w = log(candidate / baseline) for
+  a time, its negative for a rate). Over the n rounds both sides measured, the paired t interval of the mean
+  w at GATE_ALPHA a side (a 98 % two-sided interval): mean +/- t(1 - GATE_ALPHA, n - 1) sd / sqrt(n). With a
+  margin m (the effect judged at, a log ratio):
+    PASS         its upper bound is below m: the run rules out a regression of m (an equivalence, or
+                 non-inferiority, test at GATE_ALPHA);
+    REGRESSED    its lower bound is above 0 and its upper bound is not below m: significantly worse, and not
+                 shown smaller than the margin (so a false alarm at zero is at most GATE_ALPHA);
+    INCONCLUSIVE otherwise, and always with fewer than MIN_RUNS rounds.
+  Why paired and not Welch on run medians: interleaved rounds share the host's state, and the pairing is
+  what cancels its drift (the round term of analysis/sensitivity.py); Welch throws it away. Why no "observed
+  change beyond the margin" filter: it caps detection at the margin near 50 % by construction; the margin
+  enters through the upper bound instead, so a change shown smaller than asked is still a PASS. Assumed: the
+  rounds' log ratios are independent and close to normal (a run median of many samples is); not assumed:
+  equal variance across nights (each run's own sd is used, and the gate states what it could see). Two
+  stored sets measured apart cannot be paired: the same rule on Welch's interval of the mean log run values.
 - Per-second samples feed plots and within-run stability (a run's CV), nothing else.
 Inputs are measured values only (warm-up is kept apart by the runner); resampling is seeded, so the same
 data gives the same interval on every run.
@@ -40,6 +58,7 @@ def fmt_effect(fraction):
 
 
 CONFIDENCE = 0.95
+GATE_ALPHA = 0.01  # each side of the gate's interval (see the module docstring): false alarms <= 1 % a check
 RESAMPLES = 4000
 SEED = 20261121
 ALPHA = 0.05
@@ -220,3 +239,56 @@ def adjust(comparisons):
     for c, p in zip(comparisons, holm([c.p_value for c in comparisons])):
         c.p_adjusted = p
     return comparisons
+
+
+@dataclasses.dataclass(frozen=True)
+class GateEvidence:
+    """What the gate's rule reads of one comparison (the module docstring): the mean log ratio oriented so
+    that positive is worse, its standard error and degrees of freedom, over `n` rounds (paired) or runs."""
+    estimate: float
+    se: float
+    df: float
+    n: int
+    paired: bool
+    sd: float  # paired: of the rounds' log ratios; unpaired: the pooled sd of one side's log run values
+
+    def bounds(self, alpha=GATE_ALPHA):
+        """(lower, upper) of the interval at `alpha` a side; (nan, nan) with fewer than MIN_RUNS."""
+        if self.n < MIN_RUNS or not math.isfinite(self.se):
+            return float("nan"), float("nan")
+        half = float(sps.t.ppf(1 - alpha, self.df)) * self.se if self.se > 0 else 0.0
+        return self.estimate - half, self.estimate + half
+
+
+def orient(log_ratio, direction):
+    """A log ratio (candidate / baseline) as "positive is worse" for a metric of `direction`."""
+    return -log_ratio if direction == "higher_is_better" else log_ratio
+
+
+def paired_evidence(baseline, candidate, direction):
+    """GateEvidence of rounds paired by index: {round: run median} a side; rounds missing a side, or with a
+    value <= 0, are left out."""
+    w = [orient(math.log(candidate[r] / baseline[r]), direction)
+         for r in sorted(set(baseline) & set(candidate)) if baseline[r] > 0 and candidate[r] > 0]
+    n = len(w)
+    if n < 2:
+        return GateEvidence(float(np.mean(w)) if w else float("nan"), float("nan"), max(n - 1, 0), n, True,
+                            float("nan"))
+    sd = float(np.std(w, ddof=1))
+    return GateEvidence(float(np.mean(w)), sd / math.sqrt(n), n - 1, n, True, sd)
+
+
+def unpaired_evidence(baseline, candidate, direction):
+    """GateEvidence of two sides measured apart (lists of run medians): Welch's interval of the difference
+    of mean log run values."""
+    a = np.log([v for v in baseline if v > 0])
+    b = np.log([v for v in candidate if v > 0])
+    n = min(len(a), len(b))
+    if n < 2:
+        est = orient(float(b.mean() - a.mean()), direction) if len(a) and len(b) else float("nan")
+        return GateEvidence(est, float("nan"), 0, n, False, float("nan"))
+    va, vb = float(a.var(ddof=1)) / len(a), float(b.var(ddof=1)) / len(b)
+    se = math.sqrt(va + vb)
+    df = (va + vb) ** 2 / (va ** 2 / (len(a) - 1) + vb ** 2 / (len(b) - 1)) if va + vb > 0 else float(n - 1)
+    pooled = math.sqrt((float(a.var(ddof=1)) + float(b.var(ddof=1))) / 2)
+    return GateEvidence(orient(float(b.mean() - a.mean()), direction), se, df, n, False, pooled)

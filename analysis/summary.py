@@ -87,11 +87,48 @@ def host_noise_line(docs, rig, manifest=None):
     return text
 
 
-def comparison_table(cells, metrics, declared, question="", axes=None, effects=None):
+# A host reference that moved by more than this within the run, or measurement windows whose load stood above
+# this many times the CPUs (a running cell itself makes ~1 to 2 on 2 CPUs), name the host as busy beside the
+# verdicts. A calm run here moved its memory-copy reference by up to ~13 % (NOISE.md: 8-12 % between windows).
+REFERENCE_DRIFT = 0.15
+WINDOW_LOAD_PER_CPU = 1.25
+
+
+def host_context(result_set):
+    """The host's noise in a few words, for the verdicts of a run that had it, or "": the preflight's warnings
+    (load before the run, busy processes), measurement windows with a load over WINDOW_LOAD_PER_CPU x the CPUs
+    or steal over the rig's A/A band, a host reference moving by more than REFERENCE_DRIFT within the run."""
+    manifest = result_set.manifest or {}
+    parts = [str(w) for w in ((manifest.get("preflight") or {}).get("warnings") or [])][:2]
+    docs = result_set.docs
+    first = result_set.first_ok() or {}
+    cpus = ((((first.get("provenance") or {}).get("host") or {}).get("cpu") or {}).get("logical_cpus"))
+    loads = [x for d in docs for x in (((d.get("provenance") or {}).get("noise") or {}).get("load_average") or [])
+             if isinstance(x, (int, float)) and not isinstance(x, bool)]
+    if isinstance(cpus, int) and cpus > 0 and loads and max(loads) > WINDOW_LOAD_PER_CPU * cpus:
+        parts.append(f"window load up to {max(loads):.1f} on {cpus} CPUs")
+    band, _ = sensitivity_figures.checkout_steal_band((manifest.get("matrix") or {}).get("rig"))
+    flagged, steal = sensitivity_figures.noisy_rounds(docs, band)
+    if flagged:
+        parts.append(f"steal up to {max(steal):.1%} in {len(flagged)} round(s)")
+    by_metric = {}
+    for m in ((manifest.get("host_reference") or {}).get("measurements") or []):
+        if isinstance(m, dict) and isinstance(m.get("median"), (int, float)):
+            by_metric.setdefault(m.get("metric"), {})[m.get("when")] = m["median"]
+    for metric, when in by_metric.items():
+        if when.get("before") and when.get("after") is not None:
+            moved = when["after"] / when["before"] - 1
+            if abs(moved) > REFERENCE_DRIFT:
+                parts.append(f"host reference {metric} {moved:+.1%} within the run")
+    return "; ".join(parts)
+
+
+def comparison_table(cells, metrics, declared, question="", axes=None, effects=None, context=""):
     """The one table: every declared comparison of the headline metric (the first declared metric that has
     comparisons), or each cell's value when nothing is compared. None when no cell has a value. axes: the
     matrix's axis values (its first value per axis is the default, so rows name only what differs). effects:
-    {metric: minimum effect} (analysis/thresholds.py); a significant change below it is "within ±X%"."""
+    {metric: minimum effect} (analysis/thresholds.py); a significant change below it is "within ±X%". context:
+    host_context() of a busy run: every verdict says "(busy host)" and the caption says why."""
     effects = effects or {}
     defaults = {a: str(v[0]) for a, v in axes.items()} if axes else None
     rows_by_metric = {m: compare.axis_rows(cells, m, declared=declared, defaults=defaults) for m in metrics}
@@ -123,11 +160,16 @@ def comparison_table(cells, metrics, declared, question="", axes=None, effects=N
                     what += f" [dim]({escape(r.others)})[/dim]"
                 verdict = c.verdict(decl["direction"], min_effect=effects.get(metric, thresholds.DEFAULT_MIN_EFFECT))
                 style = {"better": "green", "worse": "red"}.get(verdict)
+                shown = f"[{style}]{verdict}[/{style}]" if style else verdict
+                if context:
+                    shown += " [yellow](busy host)[/yellow]"
                 t.add_row(what, fmt_short(c.baseline_median), fmt_short(c.candidate_median), f"{c.change:+.1%}",
-                          _short_ci(c),
-                          f"{c.n_baseline}/{c.n_candidate}", f"[{style}]{verdict}[/{style}]" if style else verdict)
+                          _short_ci(c), f"{c.n_baseline}/{c.n_candidate}", shown)
         if resolved or unresolved:
             t.caption += "\n" + escape(precision_line(resolved, unresolved))
+        if context:
+            t.caption += "\n" + escape(f"Busy host: {context}. The verdicts carry that noise; rerun on a quiet "
+                                         "host, or --strict to refuse one.")
         units = sorted({f"{metrics[m]['unit']}, {metrics[m]['direction'].replace('_', ' ')}" for m in rows_by_metric})
         first = next(iter(rows_by_metric))
         t.title += escape(f" [{metrics[first].get('label', first)}; {'; '.join(units)}]")
@@ -251,8 +293,9 @@ def render(console, result_set, metrics=None):
         console.print(escape(f"also measured: {', '.join(others)} (every metric: bazel run //analysis:report -- "
                              f"{os.path.basename(result_set.path) or result_set.name} --kind axis --out r.pdf)"))
     effects = thresholds.min_effects(None, result_set.docs)
+    context = host_context(result_set)
     table = comparison_table(compared, metrics, matrix.get("comparison_groups"), matrix.get("question", ""),
-                             matrix.get("axes"), effects)
+                             matrix.get("axes"), effects, context)
     if table is None:
         console.print("no cell was measured: nothing to compare")
         return False
@@ -266,7 +309,9 @@ def render(console, result_set, metrics=None):
     if tails is not None:
         console.print(tails)
     if manifest.get("sequential"):
-        console.print(stop_table(manifest["sequential"]))
+        console.print(stop_table(manifest["sequential"], context))
+    if context:  # the last line, where the verdicts end: the preflight's warning scrolled off at the top
+        console.print(escape(f"verdicts above on a busy host: {context}"))
     return True
 
 
@@ -306,9 +351,9 @@ def tail_table(cells, docs):
     return t
 
 
-def stop_table(block):
+def stop_table(block, context=""):
     """How many rounds each comparison of a sequential run took and why it stopped; the metric in the title
-    when there is one (the table must fit 100 columns)."""
+    when there is one (the table must fit 100 columns); context: host_context() of a busy run."""
     rows = sequential.stop_rows(block)
     metrics = sorted({r[1] for r in rows})
     title = f"When each comparison stopped ({block['min']}..{block['max']} rounds"
@@ -321,7 +366,10 @@ def stop_table(block):
     t.add_column("stopped", no_wrap=True)
     t.caption = escape(sequential.design_text(block))
     for row in rows:
-        t.add_row(*(escape(x) for i, x in enumerate(row) if i != 1 or len(metrics) > 1))
+        cells = [escape(x) for i, x in enumerate(row) if i != 1 or len(metrics) > 1]
+        if context:
+            cells[-1] += " [yellow](busy host)[/yellow]"
+        t.add_row(*cells)
     return t
 
 

@@ -108,6 +108,32 @@ class SummaryTest(unittest.TestCase):
         self.assertIn("FLAGGED: round(s) 2 (9.0%) stole more than 5.0% (no A/A set recorded steal: the default)",
                       line)
 
+    def test_a_busy_host_stands_on_every_verdict_and_the_last_line(self):
+        # Issue 57: the headline on a host with another process at 100 % CPU ended "better" with no word of the
+        # load beside it (the preflight's warning scrolled off at the top). Synthetic figures of that shape.
+        s = smoke_set()
+        self.assertEqual(summary.host_context(s), "")  # a calm run says nothing
+        self.assertNotIn("busy host", render(s))
+        s.manifest["preflight"] = {"warnings": ["load average 2.8 is over half of 2 CPUs",
+                                                "busy processes: yes[4242] 100%"]}
+        s.manifest["host_reference"]["measurements"] += [
+            {"when": "before", "metric": "memory_copy_rate", "unit": "MiB/s", "median": 1.0e4, "samples": [1.0e4]},
+            {"when": "after", "metric": "memory_copy_rate", "unit": "MiB/s", "median": 0.732e4, "samples": [0.732e4]}]
+        for d in s.docs:
+            d["provenance"] = {"host": {"cpu": {"logical_cpus": 2}},
+                               "noise": {"steal_fraction": 0.0, "load_average": [2.8, 5.7], "window_s": 15.0}}
+        context = summary.host_context(s)
+        for part in ("load average 2.8 is over half of 2 CPUs", "busy processes: yes[4242] 100%",
+                     "window load up to 5.7 on 2 CPUs", "host reference memory_copy_rate -26.8% within the run"):
+            self.assertIn(part, context)
+        self.assertNotIn("cpu_loop_rate", context)  # -1 %: within the reference's own noise
+        text = render(s)
+        self.assertRegex(text, r"gc: parallel vs g1 .* better \(busy host\)")
+        tail = " ".join(text.strip().splitlines()[-3:])  # the last line, wrapped at 100 columns
+        self.assertIn("verdicts above on a busy host: load average 2.8 is over half of 2 CPUs", tail)
+        self.assertTrue(tail.endswith("memory_copy_rate -26.8% within the run"), tail)
+        self.assertTrue(all(len(line) <= 100 for line in text.splitlines()), text)
+
     def test_precision_says_which_intervals_are_too_wide(self):
         self.assertEqual(summary.precision_line(2, []),
                          "Precision: 2 of 2 comparison(s) have a 95% CI within ± the minimum effect.")

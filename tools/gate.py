@@ -12,16 +12,19 @@ host's speed drifts between days, the gate says loudly when the sets were measur
 and refuses (exit 2) when their host references (analysis/drift.py) differ by more than the probe's own
 noise, unless --allow-host-drift.
 
-Sensitivity: for every gated metric the gate states the smallest regression it can catch, the MDE of the
-rig's newest committed sensitivity figure (results/baselines/*/sensitivity.json, //tools:sensitivity) at the
-comparison's rounds. Where the minimum effect asked is below it, the metric is judged at the MDE and the
-verdict's first line says so; --strict refuses instead (exit 2).
+Sensitivity: for every gated metric the gate states the smallest regression it catches in 95 % of designs,
+D, found by running its own rule on the rig's newest committed A/A rounds (results/baselines/*/sensitivity.json,
+//tools:sensitivity) at this comparison's rounds and policy, and what this run's own rounds could see. Where
+the minimum effect asked is below D, the metric is judged at D and the verdict's first line says so;
+--strict refuses instead (exit 2).
 
-The decision (which change is a regression: minimum effect, significance, judging at the MDE, sequential
-looks) is analysis/gate_decision.py's. Exit 0 pass, 1 regressed, 2 unusable input (a set missing or corrupt,
-fewer than --min-runs ok runs a side, provenance differing in more than the harness, host drift, a zero
-baseline). An unexpected error is exit 2 too, with its traceback in a log file the message names: never 1,
-which only a measured regression earns.
+The decision is analysis/gate_decision.py's (the rule: analysis/stats.py). Exit status:
+  0 PASS: every check's interval rules out a regression of its judged-at effect, on a run that could see it;
+  1 REGRESSED: a check is significantly worse and not shown smaller than its judged-at effect;
+  2 unusable input: a set missing or corrupt, provenance differing in more than the harness, host drift, a
+    zero baseline, --strict refusing; an unexpected error too (its traceback in a log file the message names);
+  3 INCONCLUSIVE: no regression shown, but not ruled out either (too few rounds, an interval too wide, or a
+    run too noisy to see its judged-at effect). Never 0: only a PASS is a pass.
 
 --confirm: before failing, the regressed cells are run again (the candidate's own matrix target, profile and
 --set values, narrowed to each cell) and the gate fails only if the new runs regress too. The target must be
@@ -40,7 +43,7 @@ from analysis import gate_decision, resultsets, sequential, stats, thresholds
 from analysis.gate_decision import GateError
 from tools import gate_confirm, gate_output
 
-EXIT_PASS, EXIT_REGRESSED, EXIT_UNUSABLE = 0, 1, 2
+EXIT_PASS, EXIT_REGRESSED, EXIT_UNUSABLE, EXIT_INCONCLUSIVE = 0, 1, 2, 3
 def swapped(axis, resolve):
     """True when what was given as --axis resolves as a result set (the user swapped --run and --axis)."""
     try:
@@ -54,7 +57,8 @@ def parse_args(argv):
     parser = argparse.ArgumentParser(
         description="Gate a candidate against a baseline: two values of an axis inside one run (--run, --axis), "
                     "or two stored sets (--baseline, --candidate).",
-        epilog="Exit status: 0 pass; 1 regressed; 2 unusable input (incl. host drift between stored sets).")
+        epilog="Exit status: 0 PASS; 1 REGRESSED; 2 unusable input (incl. host drift between stored sets); "
+               "3 INCONCLUSIVE (a regression neither shown nor ruled out).")
     parser.add_argument("--run", help="one run holding both sides (a run folder or run id)")
     parser.add_argument("--axis", help="with --run: the axis whose values are baseline and candidate")
     parser.add_argument("--baseline-value", help="with --run: the baseline's value (default: the axis' first)")
@@ -66,7 +70,7 @@ def parse_args(argv):
     parser.add_argument("--markdown", help="also write the Markdown summary to this file")
     parser.add_argument("--junit", help="write JUnit XML (one test case per cell and metric) to this file")
     parser.add_argument("--min-runs", type=int, default=stats.MIN_RUNS,
-                        help=f"ok runs needed a side (default and least {stats.MIN_RUNS}: fewer have no test)")
+                        help=f"rounds a check needs (default and least {stats.MIN_RUNS}); with fewer it is INCONCLUSIVE")
     parser.add_argument("--min-effect", action="append", default=[], metavar="METRIC=FRACTION",
                         help="override a metric's minimum effect, e.g. cpu_loop_rate=0.02")
     parser.add_argument("--confirm", action="store_true",
@@ -109,7 +113,8 @@ def parse_min_effects(items):
 
 
 def main(argv=None):
-    """Exit 0 pass, 1 regressed, 2 unusable input; an unexpected error is 2, with its traceback in a log."""
+    """Exit 0 PASS, 1 REGRESSED, 2 unusable input, 3 INCONCLUSIVE; an unexpected error is 2, with its
+    traceback in a log."""
     args = parse_args(argv)
     try:
         return run(args)
@@ -181,7 +186,14 @@ def run(args):
     if args.junit:
         with open(os.path.join(cwd, args.junit), "w") as f:
             f.write(gate_output.junit(checks, baseline, candidate))
-    return EXIT_REGRESSED if any(c.regressed for c in checks) else EXIT_PASS
+    return exit_status(checks)
+
+
+def exit_status(checks):
+    """REGRESSED over INCONCLUSIVE over PASS."""
+    if any(c.regressed for c in checks):
+        return EXIT_REGRESSED
+    return EXIT_INCONCLUSIVE if any(c.inconclusive for c in checks) else EXIT_PASS
 
 
 if __name__ == "__main__":

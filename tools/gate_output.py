@@ -1,39 +1,61 @@
 """The gate's outputs: its verdict line, the Markdown summary (stdout, --markdown) and JUnit XML (--junit),
 from the checks analysis/gate_decision.py made. tools/testdata/golden_gate.txt holds both formats."""
 
+import math
 import textwrap
 from xml.etree import ElementTree
 
-from analysis import compare, stats
+from analysis import gate_decision, stats
+
+
+def _pct(x, signed=False):
+    if x is None or not math.isfinite(x):
+        return "-" if x is None or math.isnan(x) else "no regression up to x148"
+    return f"{x:+.1%}" if signed else f"{x:.1%}"
 
 
 def sensitivity_text(check):
-    """What a check can see, in one line; "" without a committed figure."""
-    if check.figure is None:
-        return ""
+    """What a check can see, in one line: the rig's stated D at this comparison's design and what this run's
+    own rounds could see; every effect a fraction worse."""
+    design = check.design.describe() if check.design is not None else f"{min(check.runs)} rounds"
+    parts = []
     f = check.figure
-    text = (f"{check.metric}: catches >= {check.mde:.1%} at 95 % with {min(check.runs)} rounds a side "
-            f"(set {f.set_name}, {f.measured_at})")
-    if check.judged_at_mde:
-        text += (f"; asked {stats.fmt_effect(check.asked_min_effect)}, can see {check.mde:.1%}: judged at {check.mde:.1%}; quiet "
-                 "the rig or raise the minimum effect")
-    if f.stale:
-        text += f"; the set is older than the workload's digest (measured on {f.workload_sha256[:12]})"
-    other = f.other_cell(check.params)
-    if other:
-        shown = ", ".join(f"{k}={theirs}, here {ours}" for k, theirs, ours in other[:3])
-        more = f" and {len(other) - 3} more" if len(other) > 3 else ""
-        text += f"; measured on another cell ({shown}{more}): a guide, not this cell's figure"
-    return text
+    if f is not None and check.stated is not None:
+        parts.append(f"catches >= {_pct(check.stated_d)} worse at 95 % with {design} (set {f.set_name}, "
+                     f"{f.measured_at})")
+        if check.judged_at_mde:
+            parts.append(f"asked {stats.fmt_effect(check.min_effect)}: a regression between the two may pass "
+                         "unflagged; quiet the rig, run more rounds or raise the minimum effect")
+        if f.stale:
+            parts.append(f"the set is older than the workload's digest (measured on {f.workload_sha256[:12]})")
+        other = f.other_cell(check.params)
+        if other:
+            shown = ", ".join(f"{k}={theirs}, here {ours}" for k, theirs, ours in other[:3])
+            more = f" and {len(other) - 3} more" if len(other) > 3 else ""
+            parts.append(f"measured on another cell ({shown}{more}): a guide, not this cell's figure")
+    elif f is not None:
+        parts.append(f.why_not_usable())
+    if check.tonight is not None:
+        parts.append(f"this run could see {_pct(check.tonight_d)} ({'paired' if check.evidence.paired else 'unpaired'} "
+                     f"sd {check.evidence.sd:.1%})")
+    return f"{check.metric}: " + "; ".join(parts) if parts else ""
 
 
 def headline(checks):
     regressed = [c for c in checks if c.regressed]
-    verdict = f"REGRESSED ({len(regressed)} of {len(checks)})" if regressed else f"PASS ({len(checks)} checks)"
-    blind = sorted({(c.metric, c.asked_min_effect, c.mde) for c in checks if c.judged_at_mde})
+    inconclusive = [c for c in checks if c.inconclusive]
+    if regressed:
+        verdict = f"REGRESSED ({len(regressed)} of {len(checks)})"
+    elif inconclusive:
+        verdict = f"INCONCLUSIVE ({len(inconclusive)} of {len(checks)})"
+    else:
+        verdict = f"PASS ({len(checks)} checks)"
+    if regressed and inconclusive:
+        verdict += f"; {len(inconclusive)} inconclusive"
+    blind = sorted({(c.metric, c.min_effect, c.stated_d) for c in checks if c.judged_at_mde})
     if blind:
-        verdict += "; judged at the MDE: " + ", ".join(f"{m} asked {stats.fmt_effect(a)}, can see {d:.1%}"
-                                                       for m, a, d in blind)
+        verdict += "; cannot see the asked effect: " + ", ".join(
+            f"{m} asked {stats.fmt_effect(a)}, catches >= {_pct(d)}" for m, a, d in blind)
     return verdict
 
 
@@ -64,21 +86,23 @@ def markdown(checks, baseline, candidate, confirmed=None, warnings=()):
     if seen:
         lines.append("")
     lines += [f"**WARNING: {md(w)}**" for w in warnings] + ([""] if warnings else [])
-    rule = ("Regression = worse by more than the metric's minimum effect AND Holm-adjusted Welch p < 0.05 on "
-            "per-run medians.")
+    rule = ("Rule (analysis/stats.py): per cell and metric, the interval of the mean log ratio at 1 % a side "
+            f"({'paired over interleaved rounds' if all(c.evidence.paired for c in checks) else 'Welch, unpaired'}): "
+            "PASS where it rules out a regression of the asked effect, REGRESSED where it is wholly worse than 0 "
+            "and does not rule it out, INCONCLUSIVE otherwise, or where this run could see less than the gate "
+            f"promises by more than {gate_decision.NOISE_MARGIN:.0%}. Effects are fractions worse.")
     if any(c.stop is not None for c in checks):
-        rule = ("Sequential run: a comparison stopped when its repeated 95% confidence interval (all looks "
-                "together, analysis/sequential.py) lay wholly outside ± the minimum effect (different: REGRESSED "
-                "if worse) or wholly inside it (equivalent: pass); one still undecided at its last round is judged "
-                "by the fixed rule. Fixed rule: " + rule)
+        rule += (" Sequential run: rounds stopped by repeated 95% intervals (analysis/sequential.py); the rule reads "
+                 "the rounds measured.")
     lines += [f"Baseline `{md(baseline.name)}`, candidate `{md(candidate.name)}`. {rule}", "",
-             "| cell | metric | baseline median | candidate median | change | change 95% CI | min effect | p (Holm) "
-             "| runs | status |", "|---|---|---|---|---|---|---|---|---|---|"]
+              "| cell | metric | baseline median | candidate median | worse by | 98% CI (worse by) | asked | "
+              "this run catches | rounds | status |", "|---|---|---|---|---|---|---|---|---|---|"]
     for c in checks:
         k = c.comparison
-        lines.append(f"| {md(c.cell)} | {md(c.metric)} ({md(c.unit)}) | {k.baseline_median:,.4g} | {k.candidate_median:,.4g} | "
-                     f"{k.change:+.2%} | {compare.fmt_change_ci(k, 2)} | {_effect(c)} | "
-                     f"{compare.fmt_p(k.p_adjusted)} | {c.runs[0]}/{c.runs[1]} | {c.status} |")
+        low, high = c.worse_by_interval
+        lines.append(f"| {md(c.cell)} | {md(c.metric)} ({md(c.unit)}) | {k.baseline_median:,.4g} | "
+                     f"{k.candidate_median:,.4g} | {_pct(c.worse_by, True)} | {_pct(low, True)}..{_pct(high, True)} | "
+                     f"{stats.fmt_effect(c.min_effect)} | {_pct(c.tonight_d)} | {c.evidence.n} | {md(c.status)} |")
     if confirmed is not None:
         lines += ["", f"Confirmation rerun: {md(confirmed)}"]
     return "\n".join(wrap_prose(line) for line in lines) + "\n"
@@ -97,15 +121,16 @@ def wrap_prose(line):
 
 
 def _effect(c):
-    """The minimum effect a check was judged at: "5%", or "12.7% (MDE; asked 5%)"."""
+    """The asked effect, and the rig's D where it cannot see it: "5%", or "5% (catches >= 12.7%)"."""
     if c.judged_at_mde:
-        return f"{c.min_effect:.1%} (MDE; asked {stats.fmt_effect(c.asked_min_effect)})"
+        return f"{stats.fmt_effect(c.min_effect)} (catches >= {_pct(c.stated_d)})"
     return stats.fmt_effect(c.min_effect)
 
 
 def junit(checks, baseline, candidate):
     suite = ElementTree.Element("testsuite", name="tunelab.gate", tests=str(len(checks)),
-                                failures=str(sum(c.regressed for c in checks)))
+                                failures=str(sum(c.regressed for c in checks)),
+                                skipped=str(sum(c.inconclusive for c in checks)))
     ElementTree.SubElement(ElementTree.SubElement(suite, "properties"), "property", name="baseline",
                            value=baseline.name)
     suite[0].append(ElementTree.Element("property", name="candidate", value=candidate.name))
@@ -119,11 +144,15 @@ def junit(checks, baseline, candidate):
     for c in checks:
         case = ElementTree.SubElement(suite, "testcase", classname=f"gate.{c.metric}", name=c.cell)
         k = c.comparison
-        text = (f"{c.metric}: {k.baseline_median:.6g} -> {k.candidate_median:.6g} {c.unit} ({k.change:+.2%}, "
-                f"95% CI {compare.fmt_change_ci(k, 2)}), p (Holm) {compare.fmt_p(k.p_adjusted)}, "
-                f"min effect {_effect(c)}")
+        low, high = c.worse_by_interval
+        text = (f"{c.metric}: {k.baseline_median:.6g} -> {k.candidate_median:.6g} {c.unit} ({_pct(c.worse_by, True)} "
+                f"worse, 98% CI {_pct(low, True)}..{_pct(high, True)}), asked {_effect(c)}, {c.evidence.n} rounds; "
+                f"{c.status}")
         if c.regressed:
             ElementTree.SubElement(case, "failure", message=f"regressed by {c.worse_by:.2%}").text = text
+        elif c.inconclusive:
+            # JUnit has no third state: "skipped" with the reason is what CI systems show apart from a pass.
+            ElementTree.SubElement(case, "skipped", message="inconclusive: " + "; ".join(c.reasons)).text = text
         else:
             ElementTree.SubElement(case, "system-out").text = text
     return ElementTree.tostring(suite, encoding="unicode", xml_declaration=True) + "\n"

@@ -12,7 +12,9 @@ import unittest
 from contextlib import redirect_stderr, redirect_stdout
 from xml.etree import ElementTree
 
-from analysis import gate_decision, golden, resultsets, sensitivity, sensitivity_figures, testsets, thresholds
+import numpy as np
+
+from analysis import gate_decision, gate_power, golden, resultsets, sensitivity_figures, testsets, thresholds
 from analysis.testsets import write_set
 from tools import gate, gate_confirm, gate_output
 
@@ -96,33 +98,55 @@ class GateTest(unittest.TestCase):
         self.dir = self.tmp.name
         return self.sets(level, noise=0.001)
 
-    def write_figure(self, paired_sd, sha256=None, cell=None):
-        """A SYNTHETIC committed sensitivity figure for the calibration rig (not a measurement)."""
+    def write_figure(self, paired_sd, sha256=None, cell=None, schema_version=2):
+        """A SYNTHETIC committed sensitivity figure for the calibration rig (not a measurement): 20 A/A rounds
+        drawn normal with `paired_sd`, scaled to have exactly that sd."""
         folder = os.path.join(self.dir, "baselines", "calibration-aa")
         os.makedirs(folder)
-        entry = {"paired_sd": paired_sd, "mde": sensitivity.mde_paired(paired_sd, 5), "design": {"fixed": {"rounds": 5}},
+        rounds = np.random.default_rng(7).standard_normal(20)
+        rounds = (rounds - rounds.mean()) / rounds.std(ddof=1) * paired_sd
+        entry = {"paired_sd": paired_sd, "mde": 0.1, "design": {"fixed": {"rounds": 5}},
                  "sets": {"aa": "calibration-aa"}, "measured_at": "2026-11-25",
                  "workload": {"sha256": sha256 or testsets.template()["provenance"]["workload"]["sha256"]},
                  "components": {"round_s": 10.0}}
+        if schema_version == 2:
+            entry.update({"rule": gate_power.RULE, "aa_worse_log_ratios": [float(x) for x in rounds]})
         if cell is not None:
             entry["cell"] = cell
         with open(os.path.join(folder, sensitivity_figures.FILE_NAME), "w") as f:
-            json.dump({"kind": sensitivity_figures.KIND, "schema_version": 1, "calibration": {"cpu_loop_rate": entry}}, f)
+            json.dump({"kind": sensitivity_figures.KIND, "schema_version": schema_version,
+                       "calibration": {"cpu_loop_rate": entry}}, f)
 
-    def test_judged_at_the_mde_where_the_asked_effect_is_below_it(self):
-        base, cand = self.sets(900.0, noise=0.002)  # 10 % worse: caught at the asked 3 %
-        self.write_figure(0.05)  # 5 % paired noise: MDE 16.8 % (log ratio) at 5 rounds
-        mde = sensitivity.worse_by(sensitivity.mde_paired(0.05, 5), "higher_is_better")  # 15.5 %: a rate
+    def stated_d(self, paired_sd, rounds=5):
+        """What the gate states for write_figure(paired_sd): its rule run on the same rounds."""
+        with open(os.path.join(self.dir, "baselines", "calibration-aa", sensitivity_figures.FILE_NAME)) as f:
+            ratios = json.load(f)["calibration"]["cpu_loop_rate"]["aa_worse_log_ratios"]
+        design = gate_power.Design(rounds)
+        power = gate_power.stated_d(gate_power.resampled_noise(ratios, design), design,
+                                    gate_power.to_log(0.03, "higher_is_better"), "higher_is_better")
+        return power.d_fraction("higher_is_better")
+
+    def test_a_rig_that_cannot_see_the_asked_effect_says_so_on_the_verdict_line(self):
+        base, cand = self.sets(900.0, noise=0.002)  # 10 % worse
+        self.write_figure(0.05)  # 5 % paired noise: D ~ 12 % at 5 rounds
+        d = self.stated_d(0.05)
+        self.assertGreater(d, 0.10)
         code, out, xml = self.run_gate(base, cand)
-        self.assertEqual(code, gate.EXIT_PASS, out)
+        # This run is quiet: significantly worse and not shown smaller than the asked 3 %: flagged, below D.
+        self.assertEqual(code, gate.EXIT_REGRESSED, out)
         first = out.splitlines()[0]
-        self.assertIn(f"judged at the MDE: cpu_loop_rate asked 3%, can see {mde:.1%}", first)
-        self.assertIn(f"asked 3%, can see {mde:.1%}: judged at {mde:.1%}; quiet the rig", out)
-        self.assertIn("(set calibration-aa, 2026-11-25)", " ".join(out.split()))  # prose wraps at 100
+        self.assertIn(f"cannot see the asked effect: cpu_loop_rate asked 3%, catches >= {d:.1%}", first)
+        self.assertIn(f"catches >= {d:.1%} worse at 95 % with 5 rounds (set calibration-aa, 2026-11-25); asked 3%: a "
+                      "regression between the two may pass unflagged", " ".join(out.split()))
         suite = ElementTree.parse(xml).getroot()
         props = {p.get("name"): p.get("value") for p in suite.iter("property")}
-        self.assertIn("judged at the MDE", props["verdict"])
-        self.assertIn(f"can see {mde:.1%}", props["sensitivity.cpu_loop_rate"])
+        self.assertIn("cannot see the asked effect", props["verdict"])
+        self.assertIn(f"catches >= {d:.1%}", props["sensitivity.cpu_loop_rate"])
+        # A 2 % slowdown the quiet run shows clearly, ruled out as a regression of the asked 3 %: PASS.
+        base, cand = self.sets_again(980.0)
+        self.write_figure(0.05)
+        code, out, _ = self.run_gate(base, cand)
+        self.assertEqual(code, gate.EXIT_PASS, out)
         code, out, _ = self.run_gate(base, cand, "--strict")
         self.assertEqual(code, gate.EXIT_UNUSABLE, out)
         self.assertIn("--strict: the gate cannot see the asked minimum effect: ", out)
@@ -134,7 +158,7 @@ class GateTest(unittest.TestCase):
         code, out, _ = self.run_gate(base, cand, "--strict")
         self.assertEqual(code, gate.EXIT_REGRESSED, out)
         self.assertNotIn("judged at the MDE", out)
-        self.assertIn("cpu_loop_rate: catches >= 0.7% at 95 % with 5 rounds a side", out)
+        self.assertIn(f"cpu_loop_rate: catches >= {self.stated_d(0.002):.1%} worse at 95 % with 5 rounds", out)
         self.assertIn("older than the workload's digest", out)
 
     def test_a_figure_of_another_cell_is_named_as_a_guide(self):
@@ -159,10 +183,22 @@ class GateTest(unittest.TestCase):
         self.assertEqual(code, gate.EXIT_PASS, out)
         self.assertIn("improved", out)
 
-    def test_too_few_runs_is_unusable_input(self):
-        code, out, _ = self.run_gate(*self.sets(950.0, runs=5, candidate_runs=2))
-        self.assertEqual(code, gate.EXIT_UNUSABLE)
-        self.assertIn("too few samples", out)
+    def test_too_few_runs_is_inconclusive_never_a_pass(self):
+        code, out, xml = self.run_gate(*self.sets(950.0, runs=5, candidate_runs=2))
+        self.assertEqual(code, gate.EXIT_INCONCLUSIVE, out)
+        self.assertIn("**INCONCLUSIVE** (2 of 2)", out)
+        self.assertIn("INCONCLUSIVE: 2 round(s) a side: the rule needs 3", out)
+        suite = ElementTree.parse(xml).getroot()
+        self.assertEqual((suite.get("failures"), suite.get("skipped")), ("0", "2"))
+
+    def test_a_figure_of_an_older_rule_is_named_and_not_used(self):
+        base, cand = self.sets(1000.0)
+        self.write_figure(0.05, schema_version=1)
+        code, out, _ = self.run_gate(base, cand)
+        self.assertEqual(code, gate.EXIT_PASS, out)
+        self.assertIn("computed for an older gate rule (schema 1)", " ".join(out.split()))
+        self.assertIn("regenerate it: bazel run //tools:sensitivity -- --rig calibration --from-set "
+                      "baselines/calibration-aa", " ".join(out.split()))
 
     def test_mismatched_provenance_is_unusable_input(self):
         code, out, _ = self.run_gate(*self.sets(1000.0, host="another-host"))
@@ -420,7 +456,7 @@ class GateTest(unittest.TestCase):
         self.assertEqual(code, gate.EXIT_UNUSABLE, out)
         self.assertIn("the host drifted between the two sets: host reference cpu_loop_rate", out)
         code, out = run_gate("--allow-host-drift")
-        self.assertIn(code, (gate.EXIT_PASS, gate.EXIT_REGRESSED))
+        self.assertIn(code, (gate.EXIT_PASS, gate.EXIT_REGRESSED, gate.EXIT_INCONCLUSIVE))
         self.assertIn("WARNING: host drift allowed: host reference cpu_loop_rate", out)
 
     def test_minimum_effects_come_from_the_workloads_gate_files(self):

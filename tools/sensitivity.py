@@ -33,13 +33,13 @@ import tempfile
 import tomllib
 
 import numpy as np
+from scipy import stats as sps
 
-from analysis import resultsets, sensitivity, sensitivity_figures, sensitivity_sets, thresholds
+from results import resultfile
+from analysis import gate_power, resultsets, sensitivity, sensitivity_figures, sensitivity_sets, stats, thresholds
 
 REGISTRY = os.path.join(os.path.dirname(os.path.abspath(__file__)), "sensitivity.toml")
-FIXED_ROUNDS = 5  # the gate's fixed design (and the nightly's most rounds): 5 a side
-SEQUENTIAL = (3, 8)  # the sequential policy's looks the figures describe (the runner's min..max)
-DRAWS = 2000
+DRAWS = gate_power.DRAWS
 
 
 @dataclasses.dataclass(frozen=True)
@@ -73,66 +73,98 @@ def gated_metrics(result_set):
     return result_set.metrics()
 
 
-def calibrate_metric(metric, decl, aa_pairs, slow_pairs, comps, min_effect, budget_s, rounds, draws, seed):
-    """One metric's entry of sensitivity.json (see the module docstring)."""
-    aa = [(a.median, b.median) for a, b in aa_pairs]
-    slow = [(a.median, b.median) for a, b in slow_pairs] if slow_pairs is not None else None
-    logs = [math.log(b / a) for a, b in aa if a > 0 and b > 0]
-    paired_sd = float(np.std(logs, ddof=1)) if len(logs) > 1 else 0.0
-    mde = sensitivity.mde_paired(paired_sd, rounds)
-    floor = max(min_effect, sensitivity.worse_by(mde, decl["direction"]))  # what analysis/gate_decision.py judges at
-    model_mde = sensitivity.mde_paired(comps.paired_sd(), rounds)
-    low, high = SEQUENTIAL
-    rates = sensitivity.resampled_rates(aa, slow, rounds, floor, decl["direction"], low, high, draws, seed)
-    fixed = {"rounds": rounds, "test": "paired t, two-sided", "alpha": sensitivity.ALPHA, "power": sensitivity.POWER,
-             "mde": mde, "mde_from_components": model_mde,
-             # None for an exact metric (a count): nothing to simulate.
-             "simulated_detection_at_mde": (sensitivity.simulated_paired_power(comps, rounds, model_mde, seed=seed)
-                                            if paired_sd > 0 and comps.paired_sd() > 0 else None),
-             "asked_min_effect": min_effect, "judged_at": floor, **rates["fixed"]}
-    if floor >= 1:
-        seq = {"min": low, "max": high, "mde": None, "min_effect": floor,
-               "note": "the MDE is over 100 %: the sequential policy cannot classify against it"}
-    elif paired_sd > 0:
-        seq = sensitivity.sequential_mde(comps, floor, low, high, seed=seed, direction=decl["direction"])
-    else:
-        seq = {"min": low, "max": high, "mde": 0.0, "min_effect": floor}
-    seq.update(rates["sequential"])
+def gated_design(rig, profile, metric, asked, roots=None):
+    """The gate_power.Design of a gated profile for `metric`, read from the rig's matrix (the policy layers
+    the runner merges: the workload's [policy], the matrix's, the profile's) in the first of `roots` (this
+    build's runfiles, then the checkout) that has it. A sequential profile's metric it does not decide on is
+    read at its first look (the run may stop there for the others)."""
+    roots = roots or thresholds.default_roots()
+    workspace = next((r for r in roots if os.path.isfile(os.path.join(r, "rigs", rig, "matrix.toml"))), roots[0])
+    matrix_path = os.path.join(workspace, "rigs", rig, "matrix.toml")
+    try:
+        with open(matrix_path, "rb") as f:
+            matrix = tomllib.load(f)
+        workload_path = os.path.join(workspace, matrix["matrix"]["workload"], "workload.toml")
+        with open(workload_path, "rb") as f:
+            workload = tomllib.load(f)
+        policy = {**workload.get("policy", {}), **matrix.get("policy", {}),
+                  **(matrix["profiles"][profile].get("policy") or {})}
+    except (OSError, KeyError, TypeError, tomllib.TOMLDecodeError) as e:
+        raise sensitivity.SensitivityError(f"{rig}: the gated profile {profile!r} cannot be read from "
+                                           f"{matrix_path} ({e})") from None
+    repetitions = policy.get("repetitions", 3)
+    if policy.get("stop", "fixed") == "decided":
+        decide_on = policy.get("decide_on") or []
+        if decide_on and metric not in decide_on:
+            return gate_power.Design(int(repetitions["min"]))
+        return gate_power.Design(int(repetitions["max"]), int(repetitions["min"]), min(asked, 0.999),
+                                 max(1, len(decide_on)))
+    return gate_power.Design(int(repetitions))
+
+
+def calibrate_metric(metric, decl, aa_pairs, slow_pairs, comps, min_effect, budget_s, designs, draws, seed):
+    """One metric's entry of sensitivity.json: for each gated profile's design (`designs`, {profile: Design}),
+    the stated D found by running the gate's rule on the A/A rounds resampled (analysis/gate_power.py), the
+    false alarms at zero and the detection of the known slowdown there."""
+    direction = decl["direction"]
+    worse = [stats.orient(math.log(b.median / a.median), direction) for a, b in aa_pairs
+             if a.median > 0 and b.median > 0]
+    slow = [stats.orient(math.log(b.median / a.median), direction) for a, b in slow_pairs
+            if a.median > 0 and b.median > 0] if slow_pairs is not None else None
+    paired_sd = float(np.std(worse, ddof=1)) if len(worse) > 1 else 0.0
+    asked_log = gate_power.to_log(min_effect, direction)
+    per_design = {}
+    for profile, design in designs.items():
+        noise = gate_power.resampled_noise(worse, design, draws, seed)
+        power = gate_power.stated_d(noise, design, asked_log, direction)
+        entry = {"design": design.to_json(), "describe": design.describe(), **power.to_json(direction),
+                 "aa_rates": gate_power.rates(noise, design, asked_log, direction)}
+        if slow:
+            # The recorded slowdown rounds as they are (not centred: the slowdown is the shift).
+            raw = np.asarray(slow)[np.random.default_rng(seed + 1).integers(0, len(slow), (draws, design.rounds))]
+            entry["slowdown_rates"] = gate_power.rates(raw, design, asked_log, direction)
+        per_design[profile] = entry
+    primary = per_design[next(iter(designs))]
+    bias = float(np.mean(worse))
+    bias_half = (float(sps.t.ppf(0.975, len(worse) - 1)) * paired_sd / math.sqrt(len(worse))) if len(worse) > 1 else 0.0
     entry = {
-        "unit": decl["unit"], "direction": decl["direction"],
-        "mde": mde, "mde_worse_by": sensitivity.worse_by(mde, decl["direction"]), "paired_sd": paired_sd,
-        "false_alarm_rate": rates["fixed"].get("false_alarm_rate"),
-        "detection_rate": rates["fixed"].get("detection_rate"),
-        "slowdown": (float(np.median([b / a - 1 for a, b in slow])) if slow else None),
+        "unit": decl["unit"], "direction": direction, "rule": gate_power.RULE,
+        "aa_worse_log_ratios": worse,
+        # The arms' mean difference (one build on both): an arm bias, with its 95 % t interval, worse-oriented.
+        "aa_bias_log": {"mean": bias, "ci95": [bias - bias_half, bias + bias_half]},
+        "asked_min_effect": min_effect, "designs": per_design,
+        "mde": primary["d_log"] if primary["d_log"] is not None else gate_power.MAX_SHIFT,
+        "mde_worse_by": primary["d_worse_by"], "paired_sd": paired_sd,
+        "false_alarm_rate": primary["false_alarm_rate"],
+        "detection_rate": (primary.get("slowdown_rates") or {}).get("REGRESSED"),
+        "slowdown": float(np.median([math.expm1(stats.orient(w, direction)) for w in slow])) if slow else None,
         "components": comps.to_json(),
-        "design": {"fixed": fixed, "sequential": seq,
-                   "allocation": sensitivity.allocation(comps, budget_s) if paired_sd > 0 else None},
-        "budget_s": budget_s, "rounds": len(aa), "slowdown_rounds": len(slow) if slow else 0,
+        "design": {"fixed": {"rounds": primary["design"]["rounds"]},
+                   # A model's advice (analysis/sensitivity.py's components and formula), not the gate's figure.
+                   "allocation_modelled": sensitivity.allocation(comps, budget_s) if paired_sd > 0 else None},
+        "budget_s": budget_s, "rounds": len(worse), "slowdown_rounds": len(slow) if slow else 0,
         "noise_band": sensitivity_sets.noise_band([r for pair in aa_pairs for r in pair]),
     }
     return entry
 
 
 def describe(rig, metric, e):
-    f = e["design"]["fixed"]
-    simulated = f["simulated_detection_at_mde"]
-    lines = [f"{rig} {metric}: MDE {e['mde']:.1%} at {f['rounds']} rounds a side (paired sd {e['paired_sd']:.2%}, "
-             f"{e['rounds']} A/A rounds); model {f['mde_from_components']:.1%}, simulated power there "
-             + ("- (exact: no noise)" if simulated is None else f"{simulated:.1%}")]
+    lines = [f"{rig} {metric}: paired sd {e['paired_sd']:.2%} over {e['rounds']} A/A rounds (log); arm bias "
+             f"{e['aa_bias_log']['mean']:+.2%} (95 % CI {e['aa_bias_log']['ci95'][0]:+.2%}..{e['aa_bias_log']['ci95'][1]:+.2%})"]
+    for profile, d in e["designs"].items():
+        slow = d.get("slowdown_rates")
+        seen = "-" if d["d_worse_by"] is None else f"{d['d_worse_by']:.1%} worse"
+        aa = d["aa_rates"]
+        lines.append(f"  {profile} ({d['describe']}): catches >= {seen} at {d['detection_at_d']:.1%}; asked "
+                     f"{stats.fmt_effect(e['asked_min_effect'])}; A/A: false alarms {d['false_alarm_rate']:.1%}, "
+                     f"PASS {aa['PASS']:.0%}, INCONCLUSIVE {aa['INCONCLUSIVE']:.0%}"
+                     + (f"; the known slowdown ({_pct(e['slowdown'], signed=True)}) flagged {slow['REGRESSED']:.1%}"
+                        if slow else ""))
     c = e["components"]["sd"]
     separable = {False: ", not independent: folded into runs", True: "", None: ""}[e["components"]["windows_separable"]]
     lines.append(f"  components (sd of log): rounds {c['rounds']:.2%}, runs {c['runs']:.2%}, windows {c['windows']:.2%} "
                  f"(x{e['components']['windows_per_run']:.0f} a run{separable}); a round costs "
                  f"{e['components']['round_s']:.0f} s")
-    s = e["design"]["sequential"]
-    seq_mde = "-" if s["mde"] is None else f"{s['mde']:.1%}"
-    lines.append(f"  sequential {s['min']}..{s['max']}: MDE {seq_mde}; gate judged at {f['judged_at']:.1%} "
-                 f"(asked {f['asked_min_effect'] * 100:g}%): false alarms {_pct(e['false_alarm_rate'])}, "
-                 f"detection of {_pct(e['slowdown'], signed=True)} {_pct(e['detection_rate'])}")
-    a = e["design"]["allocation"]
-    if a:
-        lines.append(f"  within {e['budget_s']:.0f} s: {a['rounds']} rounds x {a['windows_per_run']} windows a run "
-                     f"-> MDE {a['mde']:.1%} ({a['cost_s']:.0f} s)")
     return "\n".join(lines)
 
 
@@ -201,8 +233,8 @@ def main(argv=None):
     parser.add_argument("--slowdown-set", help="the known-slowdown set to read (default: the rig's committed one)")
     parser.add_argument("--record", action="store_true", help="record new A/A and slowdown sets within --budget")
     parser.add_argument("--metric", action="append", default=[], help="only these gated metrics (repeatable)")
-    parser.add_argument("--rounds", type=int, default=FIXED_ROUNDS, help=f"the fixed design's rounds a side "
-                                                                          f"(default {FIXED_ROUNDS}, the gate's)")
+    parser.add_argument("--rounds", type=int, help="also state D for a fixed design of this many rounds (the "
+                                                  "gated profiles' own designs are always stated)")
     parser.add_argument("--draws", type=int, default=DRAWS, help=f"resampled designs (default {DRAWS})")
     parser.add_argument("--seed", type=int, default=sensitivity.SEED)
     parser.add_argument("--dry-run", action="store_true", help="print the figures, write nothing")
@@ -233,22 +265,29 @@ def set_name(result_set):
 
 
 def table(baselines):
-    """The README's table of the newest committed figure of every rig and metric, in Markdown."""
+    """The README's table of the newest committed figure of every rig and metric, in Markdown: one row per gated
+    profile, every effect the fraction the metric gets worse by, at that profile's own rounds and policy."""
     newest = {}
     for r in sensitivity_figures.history(baselines):
-        newest[(r["rig"], r["metric"])] = r  # history() is oldest first
-    pct = lambda x: "-" if x is None else f"{100 * x:.1f} %"  # noqa: E731
-    # Every effect as the fraction the metric gets worse by (what the gate compares); the paired sd is of logs.
-    lines = ["| rig, metric | A/A rounds | paired sd | MDE, 5 rounds | sequential 3..8 | judged at (asked) | "
-             "false alarms / detection (slowdown) | best within the budget |", "|---|---|---|---|---|---|---|---|"]
+        key = (r["rig"], r["metric"])
+        if r["designs"] or key not in newest:  # history() is oldest first; an older rule's figure only if alone
+            newest[key] = r
+    pct = lambda x, signed=False: "-" if x is None else (f"{100 * x:+.1f} %" if signed else f"{100 * x:.1f} %")  # noqa: E731
+    lines = ["| rig, metric | gated profile (rounds) | catches >= (worse, 95 %) | asked | A/A: false alarms / PASS / "
+             "INCONCLUSIVE | known slowdown flagged | paired sd (A/A rounds) |", "|---|---|---|---|---|---|---|"]
     for (rig, metric), r in sorted(newest.items()):
-        a = r["allocation"]
-        best = f"{a['rounds']} rounds: {pct(sensitivity.worse_by(a['mde'], r['direction']))}" if a else "-"
-        slow = "" if r["slowdown"] is None else f" ({100 * r['slowdown']:+.1f} %)"
-        seq = "-" if r["sequential_mde"] is None else pct(sensitivity.worse_by(r["sequential_mde"], r["direction"]))
-        lines.append(f"| {rig} `{metric}` | {r['rounds']} | {100 * r['paired_sd']:.2f} % | {pct(r['worse_by'])} | "
-                     f"{seq} | {pct(r['judged_at'])} ({pct(r['asked'])}) | "
-                     f"{pct(r['false_alarm_rate'])} / {pct(r['detection_rate'])}{slow} | {best} |")
+        designs = r["designs"].items() or [("-", None)]
+        for profile, d in designs:
+            if d is None:
+                lines.append(f"| {rig} `{metric}` | - (set {r['set']}: an older rule, regenerate) | - | {pct(r['asked'])} "
+                             f"| - | - | {100 * r['paired_sd']:.2f} % ({r['rounds']}) |")
+                continue
+            aa, slow = d.get("aa_rates") or {}, d.get("slowdown_rates")
+            flagged = "-" if not slow else f"{pct(slow['REGRESSED'])} ({pct(r['slowdown'], signed=True)} change)"
+            seen = "none up to x148" if d["d_worse_by"] is None else pct(d["d_worse_by"])
+            lines.append(f"| {rig} `{metric}` | {profile} ({d['describe']}) | {seen} | {pct(r['asked'])} | "
+                         f"{pct(d['false_alarm_rate'])} / {pct(aa.get('PASS'))} / {pct(aa.get('INCONCLUSIVE'))} | "
+                         f"{flagged} | {100 * r['paired_sd']:.2f} % ({r['rounds']}) |")
     return "\n".join(lines)
 
 
@@ -269,7 +308,7 @@ def run(args, workspace, cwd, results_root):
     if args.profile:
         study = dataclasses.replace(study, aa=dict(study.aa, profile=args.profile))
     budget_s = parse_budget(args.budget)
-    if args.rounds < 3 or args.draws < 100:
+    if (args.rounds is not None and args.rounds < 3) or args.draws < 100:
         raise sensitivity.SensitivityError("need --rounds >= 3 and --draws >= 100")
     if args.record and (args.from_set or args.slowdown_set):
         raise sensitivity.SensitivityError("--record records new sets; --from-set/--slowdown-set read stored ones")
@@ -329,11 +368,14 @@ def run(args, workspace, cwd, results_root):
         if budget_s < comps.round_s:
             raise sensitivity.SensitivityError(f"--budget {args.budget} is shorter than one round of {args.rig} "
                                                f"({comps.round_s:.0f} s)")
-        plan[metric] = (aa_pairs, slow_pairs, comps)
+        asked = effects.get(metric, thresholds.DEFAULT_MIN_EFFECT)
+        designs = {profile: gated_design(args.rig, profile, metric, asked) for profile in study.gated}
+        if args.rounds:
+            designs[f"fixed {args.rounds}"] = gate_power.Design(args.rounds)
+        plan[metric] = (aa_pairs, slow_pairs, comps, asked, designs)
     doc = {}
-    for metric, (aa_pairs, slow_pairs, comps) in plan.items():
-        entry = calibrate_metric(metric, chosen[metric], aa_pairs, slow_pairs, comps,
-                                 effects.get(metric, thresholds.DEFAULT_MIN_EFFECT), budget_s, args.rounds,
+    for metric, (aa_pairs, slow_pairs, comps, asked, designs) in plan.items():
+        entry = calibrate_metric(metric, chosen[metric], aa_pairs, slow_pairs, comps, asked, budget_s, designs,
                                  args.draws, args.seed)
         entry.update({
             "sets": {"aa": set_name(aa_set), "slowdown": set_name(slow_set) if slow_set else None},
@@ -361,14 +403,12 @@ def run(args, workspace, cwd, results_root):
         return 0
     existing = read_existing(out)
     existing.setdefault(args.rig, {}).update(doc)
-    tmp = out + ".tmp"
-    with open(tmp, "w") as f:
-        json.dump({"kind": "tunelab.sensitivity", "schema_version": 1,
-                   "regenerate": f"bazel run //tools:sensitivity -- --rig {args.rig} --from-set {set_name(aa_set)}",
-                   **{k: v for k, v in existing.items() if k not in ("kind", "schema_version", "regenerate")}},
-                  f, indent=1, sort_keys=True)
-        f.write("\n")
-    os.replace(tmp, out)
+    # One writer (results/resultfile.py): a new temporary file (never through a link planted at a fixed name), then
+    # a rename over `out` (which replaces a link there instead of writing through it).
+    resultfile.atomic_write_json(out, {
+        "kind": "tunelab.sensitivity", "schema_version": 2,
+        "regenerate": f"bazel run //tools:sensitivity -- --rig {args.rig} --from-set baselines/{set_name(aa_set)}",
+        **{k: v for k, v in sorted(existing.items()) if k not in ("kind", "schema_version", "regenerate")}})
     print(f"wrote {out}")
     if not os.path.abspath(out).startswith(os.path.join(results_root, "baselines") + os.sep):
         print(f"promote it: bazel run //tools:promote -- {aa_set.path} --name <rig>-sensitivity-aa-<date>-<host>")

@@ -8,8 +8,7 @@ import tempfile
 import unittest
 from contextlib import redirect_stderr, redirect_stdout
 
-from analysis import sensitivity as model
-from analysis import sensitivity_figures, thresholds
+from analysis import gate_power, sensitivity_figures, thresholds
 from analysis.testsets import write_set
 from tools import sensitivity
 
@@ -37,29 +36,50 @@ class SensitivityToolTest(unittest.TestCase):
 
     def test_writes_figures_the_gate_reads(self):
         status, out, err = calibrate("--rig", "calibration", "--from-set", self.aa.path, "--slowdown-set",
-                                     self.slow.path, "--draws", "200", "--budget", "10m")
+                                     self.slow.path, "--draws", "500", "--budget", "10m")
         self.assertEqual(status, 0, err)
         with open(os.path.join(self.aa.path, "sensitivity.json")) as f:
             doc = json.load(f)
+        self.assertEqual(doc["schema_version"], 2)
         e = doc["calibration"]["cpu_loop_rate"]
-        # 1 % noise per run: paired sd ~1.4 %; the MDE is the formula's for the paired sd it measured.
+        # 1 % noise per run: paired sd ~1.4 %; the A/A rounds are stored for the gate to run its rule on.
         self.assertAlmostEqual(e["paired_sd"], 0.014, delta=0.007)
-        self.assertAlmostEqual(e["mde"], model.mde_paired(e["paired_sd"], 5))
+        self.assertEqual((e["rule"], len(e["aa_worse_log_ratios"])), (gate_power.RULE, 12))
         self.assertEqual((e["rounds"], e["slowdown_rounds"]), (12, 12))
         self.assertAlmostEqual(e["slowdown"], -0.2, delta=0.02)
-        self.assertEqual(e["detection_rate"], 1.0)
-        self.assertLessEqual(e["false_alarm_rate"], 0.05)
-        self.assertEqual(e["sets"], {"aa": "aa", "slowdown": "slow"})
-        self.assertEqual(e["slowdown_design"], "injected_slowdown_pct 0 vs 5")
-        self.assertLessEqual(e["design"]["allocation"]["cost_s"], 600)
-        self.assertAlmostEqual(e["design"]["fixed"]["simulated_detection_at_mde"], 0.95, delta=0.02)
-        self.assertIn("MDE", out)
+        nightly = e["designs"]["nightly"]  # the calibration rig's gated profile: 3..5 rounds, sequential
+        self.assertEqual(nightly["describe"], "3..5 rounds, sequential")
+        self.assertGreaterEqual(nightly["detection_at_d"], 0.95)
+        self.assertLessEqual(nightly["false_alarm_rate"], 0.01)
+        self.assertEqual(nightly["slowdown_rates"]["REGRESSED"], 1.0)  # a 20 % slowdown, always flagged
+        # D is what the rule does: fresh draws (another seed) flag D in ~95 % and a third less rarely.
+        design = gate_power.Design(**nightly["design"])
+        noise = gate_power.resampled_noise(e["aa_worse_log_ratios"], design, draws=2000, seed=99)
+        asked = gate_power.to_log(e["asked_min_effect"], "higher_is_better")
+        self.assertGreaterEqual(gate_power.rates(noise, design, asked, "higher_is_better",
+                                                 nightly["d_log"])["REGRESSED"], 0.92)
+        self.assertLess(gate_power.rates(noise, design, asked, "higher_is_better",
+                                         nightly["d_log"] / 3)["REGRESSED"], 0.9)
+        self.assertIn("catches >=", out)
         figure = sensitivity_figures.committed(self.baselines, "calibration")["cpu_loop_rate"]
-        self.assertEqual((figure.set_name, figure.mde), ("aa", e["mde"]))
+        self.assertEqual(figure.set_name, "aa")
+        self.assertTrue(figure.usable)
         status, out, _ = calibrate("--table")
         self.assertEqual(status, 0)
-        self.assertIn(f"| calibration `cpu_loop_rate` | 12 | {100 * e['paired_sd']:.2f} % | "
-                      f"{100 * e['mde_worse_by']:.1f} % |", out)
+        self.assertIn(f"| calibration `cpu_loop_rate` | nightly (3..5 rounds, sequential) | "
+                      f"{100 * nightly['d_worse_by']:.1f} % | 3.0 % |", out)
+
+    def test_a_planted_link_at_the_figure_is_replaced_never_written_through(self):
+        victim = os.path.join(self.tmp.name, "victim")
+        with open(victim, "w") as f:
+            f.write("keep")
+        for name in ("sensitivity.json.tmp", ".tmp-planted.json"):
+            os.symlink(victim, os.path.join(self.aa.path, name))
+        status, _, err = calibrate("--rig", "calibration", "--from-set", self.aa.path, "--draws", "100")
+        self.assertEqual(status, 0, err)
+        with open(victim) as f:
+            self.assertEqual(f.read(), "keep")
+        self.assertTrue(os.path.isfile(os.path.join(self.aa.path, "sensitivity.json")))
 
     def test_a_committed_set_is_written_only_when_named(self):
         # The registry's own sets (tools/sensitivity.toml) read by default: figures printed, the committed
@@ -72,7 +92,7 @@ class SensitivityToolTest(unittest.TestCase):
         before = sorted(os.listdir(aa.path))
         status, out, err = calibrate("--rig", "calibration", "--draws", "100", "--budget", "10m")
         self.assertEqual(status, 0, err)
-        self.assertIn("MDE", out)
+        self.assertIn("catches >=", out)
         self.assertIn("not written: calibration-gate-aa-20261124-2vcpu is a committed set", out)
         self.assertEqual(sorted(os.listdir(aa.path)), before)
         status, out, err = calibrate("--rig", "calibration", "--draws", "100", "--budget", "10m",

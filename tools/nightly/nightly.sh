@@ -17,7 +17,9 @@
 # --revision accepted=<its runfiles>, gate candidate vs accepted inside that run (//tools:gate --run
 # --axis revision), write the PDF report, append the run to the history and look for change points (host
 # drift marked apart). When every gate passes on a clean checkout, HEAD becomes the accepted revision.
-# Exit status: 0 all gates passed; 1 a gate found a regression; 2 a step could not run.
+# Exit status: 0 every gate PASS; 1 a gate found a regression (REGRESSED); 2 a step could not run; 3 no
+# regression, but a gate was INCONCLUSIVE (neither shown nor ruled out: too noisy a night, too few rounds).
+# Only a night of PASSes moves the accepted revision.
 #
 # Without Bazel, on builds made already (its test, //tools/nightly:nightly_test, runs it so):
 #   NIGHTLY_RUNFILES=<dir>           a runfiles tree holding the matrix targets, //tools:gate,
@@ -132,7 +134,14 @@ for matrix in ${NIGHTLY_MATRICES:-calibration yarn_cps namenode mr_compare}; do
   run_target //tools:gate --run "$run_dir" --axis revision --baseline-value accepted \
     --candidate-value candidate --markdown "$out/$matrix-gate.md" --junit "$out/$matrix-gate.xml"
   gate_status=$?
-  if (( gate_status == 1 )); then status=1; elif (( gate_status != 0 && status == 0 )); then status=2; fi
+  # //tools:gate: 0 PASS, 1 REGRESSED, 2 unusable, 3 INCONCLUSIVE. A regression wins; a step that could not
+  # run comes next; an inconclusive gate only over a clean night.
+  case $gate_status in
+    0) ;;
+    1) status=1 ;;
+    3) (( status == 0 )) && status=3 ;;
+    *) (( status != 1 )) && status=2 ;;
+  esac
 
   echo "== $matrix: report"
   if ! run_target //analysis:report "$run_dir" --kind axis --out "$out/$matrix-report.pdf"; then
@@ -160,6 +169,8 @@ if (( status == 0 )); then
   else
     echo "== every gate passed, but the checkout has uncommitted changes: the accepted revision stays $accepted"
   fi
+elif (( status == 3 )); then
+  echo "== no regression shown, but a gate was INCONCLUSIVE (see its *-gate.md): the accepted revision stays $accepted"
 fi
 echo "nightly outputs in $out (exit $status)"
 exit $status

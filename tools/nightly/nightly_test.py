@@ -2,7 +2,9 @@
 inside a Bazel test), from a git checkout whose path is long enough that a console wrapping at its width
 broke the run folder's line (the nightly used to read it from the console and exited 2 after every run).
 
-- A/A, the first night: HEAD as both revisions -> exit 0, the gate passes, HEAD becomes the accepted revision.
+- A/A, the first night: HEAD as both revisions -> exit 0, the gate passes, HEAD becomes the accepted revision;
+  or, on a night too noisy to rule out the asked effect, exit 3, INCONCLUSIVE, and the accepted revision
+  stays (an A/A night may end either way; never REGRESSED, never 1).
 - A slowed candidate: //rigs/calibration:calibration_slowed (the calibration program made 20 % slower by a
   change to its source) as tonight's build against the accepted one -> exit 1, the gate says REGRESSED, the
   accepted revision stays what it was.
@@ -78,7 +80,7 @@ class NightlyTest(unittest.TestCase):
     def test_first_night_is_an_aa_run_that_passes_and_accepts_head(self):
         head = git(self.checkout, "rev-parse", "HEAD")
         proc = run_nightly(self.checkout, self.out, RUNFILES, RUNFILES)
-        self.assertEqual(proc.returncode, 0, proc.stdout[-4000:])
+        self.assertIn(proc.returncode, (0, 3), proc.stdout[-4000:])
         info = self.run_info()
         self.assertEqual(info["status"], 0)
         run_dir = info["run_dir"]
@@ -87,14 +89,19 @@ class NightlyTest(unittest.TestCase):
         # The folder stands whole on one line of the runner's output: long lines overflow, never break.
         with open(os.path.join(self.out, "calibration-run.log")) as f:
             self.assertIn(f"results in {run_dir}\n", f.read())
-        with open(self.accepted_file) as f:
-            self.assertEqual(f.read().strip(), head)
         with open(os.path.join(self.out, "calibration-gate.md")) as f:
             gate = f.read()
-        self.assertTrue(gate.startswith("# tunelab gate: **PASS**"), gate)
         self.assertIn("cpu_loop_rate", gate)
         self.assertGreater(os.path.getsize(os.path.join(self.out, "calibration-report.pdf")), 10_000)
-        self.assertIn("every gate passed", proc.stdout)
+        if proc.returncode == 0:
+            self.assertTrue(gate.startswith("# tunelab gate: **PASS**"), gate)
+            self.assertIn("every gate passed", proc.stdout)
+            with open(self.accepted_file) as f:
+                self.assertEqual(f.read().strip(), head)
+        else:
+            self.assertTrue(gate.startswith("# tunelab gate: **INCONCLUSIVE**"), gate)
+            self.assertIn("a gate was INCONCLUSIVE", proc.stdout)
+            self.assertFalse(os.path.exists(self.accepted_file))
 
     def test_a_slowed_candidate_fails_the_night_and_keeps_the_accepted_revision(self):
         accepted = git(self.checkout, "rev-parse", "HEAD")

@@ -1,0 +1,110 @@
+"""Known answers for the gate's promise (issue 57): the gate's own rule (analysis/gate_power.decide_designs, which
+analysis/gate_decision.py applies to a run) run on every committed A/A set's rounds with shifts injected.
+
+For every rig, every metric and every gated profile of every committed sensitivity.json (results/baselines/*/):
+- detection at the stated D: the share of designs flagged REGRESSED with a true shift of D is >= 93 %;
+- false alarms at zero: <= 1.5 %;
+each over DRAWS designs drawn with a seed the calibrator does not use (the figure must hold for fresh draws,
+not only the draws that found it). The figures of the rigs' current sets (tools/sensitivity.toml) must also
+describe the gated profiles as their matrices declare them today: a profile whose rounds changed makes its
+figure stale, and this test says which to regenerate.
+"""
+
+import glob
+import json
+import math
+import os
+import unittest
+
+from analysis import gate_power, sensitivity_figures
+from tools import sensitivity
+
+RUNFILES = os.path.abspath(os.path.join(os.path.dirname(__file__), ".."))
+BASELINES = os.path.join(RUNFILES, "results", "baselines")
+DRAWS = 2000
+SEED = 4242  # not the calibrator's (gate_power.SEED)
+MIN_DETECTION = 0.93
+MAX_FALSE_ALARMS = 0.015
+
+
+def committed_entries():
+    """[(set, rig, metric, entry)] of every committed sensitivity.json."""
+    out = []
+    for path in sorted(glob.glob(os.path.join(BASELINES, "*", sensitivity_figures.FILE_NAME))):
+        sensitivity_figures.read_file(path)  # as the gate reads it: refused here if it would be there
+        with open(path) as f:
+            doc = json.load(f)
+        for rig, metrics in doc.items():
+            if isinstance(metrics, dict):
+                out += [(os.path.basename(os.path.dirname(path)), rig, m, e) for m, e in metrics.items()]
+    return out
+
+
+class GatePowerKnownAnswerTest(unittest.TestCase):
+    def test_every_committed_figure_holds_for_the_gates_own_rule(self):
+        entries = committed_entries()
+        self.assertGreaterEqual(len({s for s, _, _, _ in entries}), 10)  # every committed A/A set
+        checked = 0
+        for set_name, rig, metric, e in entries:
+            self.assertEqual(e.get("rule"), gate_power.RULE, f"{set_name} {rig}.{metric}: computed for another rule")
+            asked = gate_power.to_log(e["asked_min_effect"], e["direction"])
+            for profile, d in e["designs"].items():
+                with self.subTest(set=set_name, rig=rig, metric=metric, profile=profile):
+                    design = gate_power.Design(**d["design"])
+                    noise = gate_power.resampled_noise(e["aa_worse_log_ratios"], design, DRAWS, SEED)
+                    false_alarms = gate_power.rates(noise, design, asked, e["direction"])["REGRESSED"]
+                    self.assertLessEqual(false_alarms, MAX_FALSE_ALARMS)
+                    if d["d_log"] is None:  # states it sees nothing up to MAX_SHIFT: check that claim
+                        seen = gate_power.rates(noise, design, asked, e["direction"], gate_power.MAX_SHIFT)
+                        self.assertLess(seen["REGRESSED"], gate_power.POWER)
+                        continue
+                    detection = gate_power.rates(noise, design, asked, e["direction"], d["d_log"])["REGRESSED"]
+                    self.assertGreaterEqual(detection, MIN_DETECTION)
+                    checked += 1
+        self.assertGreater(checked, 50)
+
+    def test_a_filter_on_the_observed_change_would_break_the_promise(self):
+        # The rule this issue replaced: flagged only where the observed change exceeds the margin. On the
+        # calibration rig's committed A/A rounds it flags a true shift of the stated D in about half of designs.
+        e = next(e for s, r, m, e in committed_entries() if s == "calibration-gate-aa-20261124-2vcpu")
+        d = e["designs"]["nightly"]
+        design = gate_power.Design(5)
+        noise = gate_power.resampled_noise(e["aa_worse_log_ratios"], design, DRAWS, SEED) + d["d_log"]
+        margin = max(gate_power.to_log(e["asked_min_effect"], e["direction"]), d["d_log"])
+        codes = gate_power.decide_designs(noise, design, gate_power.to_log(e["asked_min_effect"], e["direction"]),
+                                          e["direction"])
+        filtered = (codes == gate_power.REGRESSED) & (noise.mean(axis=1) > margin)
+        self.assertLess(filtered.mean(), 0.75)
+        self.assertGreater((codes == gate_power.REGRESSED).mean(), 0.93)
+
+    def test_the_current_figures_describe_the_gated_profiles_as_declared(self):
+        for rig, study in sensitivity.load_registry().items():
+            path = os.path.join(BASELINES, study.aa["set"], sensitivity_figures.FILE_NAME)
+            with open(path) as f:
+                doc = json.load(f)
+            for metric, e in doc[rig].items():
+                for profile in study.gated:
+                    with self.subTest(rig=rig, metric=metric, profile=profile):
+                        self.assertIn(profile, e["designs"], f"regenerate: {doc['regenerate']}")
+                        declared = sensitivity.gated_design(rig, profile, metric, e["asked_min_effect"], [RUNFILES])
+                        self.assertEqual(gate_power.Design(**e["designs"][profile]["design"]), declared,
+                                         f"{rig} {profile} changed its rounds or policy: regenerate: {doc['regenerate']}")
+
+    def test_the_rule_on_known_cases(self):
+        # A worse-oriented log ratio estimate with its standard error; margin log(1.05).
+        m = math.log(1.05)
+        cases = [((0.0, 0.005, 9), gate_power.PASS),  # rules out 5 %
+                 ((0.10, 0.005, 9), gate_power.REGRESSED),  # 10 % worse, tight
+                 ((0.02, 0.005, 9), gate_power.PASS),  # significantly worse, but shown under 5 %: a PASS
+                 ((0.04, 0.005, 9), gate_power.REGRESSED),  # worse, and 5 % not ruled out
+                 ((0.0, 0.05, 9), gate_power.INCONCLUSIVE),  # too wide either way
+                 ((0.10, 0.0, 9), gate_power.REGRESSED),  # an exact metric (a count) beyond the margin
+                 ((0.01, 0.0, 9), gate_power.PASS),  # an exact metric under it
+                 ((0.5, 0.001, 1), gate_power.INCONCLUSIVE)]  # two rounds: the rule needs 3
+        for (est, se, df), want in cases:
+            with self.subTest(estimate=est, se=se, df=df):
+                self.assertEqual(int(gate_power.decide(est, se, df, m)), want)
+
+
+if __name__ == "__main__":
+    unittest.main()
