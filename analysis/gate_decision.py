@@ -237,6 +237,11 @@ def gate(baseline, candidate, min_effect, min_runs=3, overrides=None, same_run=F
                 comparison = stats.compare(a or [[math.nan]], b or [[math.nan]], resamples=0)
             except ValueError as e:  # a zero baseline: no ratio, so no verdict either way
                 raise GateError(f"{label} {metric}: {e}") from None
+            if any(m <= 0 for m in stats.run_medians(a) + stats.run_medians(b)):
+                # The rule reads log ratios; a rate or time of 0 is a run that measured nothing, not a verdict.
+                raise GateError(f"{label} {metric}: a run's median is <= 0 (the baseline's "
+                                f"{comparison.baseline_median:g}, the candidate's {comparison.candidate_median:g}): "
+                                "no ratio, so no verdict either way")
             if same_run:
                 evidence = stats.paired_evidence(sequential._medians_by_round(base_cells[key], metric),
                                                  sequential._medians_by_round(cand_docs, metric), decl["direction"])

@@ -285,11 +285,12 @@ level = st.one_of(st.sampled_from([1000.0, 1000.0, 950.0, 500.0, 1100.0]),
 class GateFuzzTest(unittest.TestCase):
     @classmethod
     def setUpClass(cls):
-        cls.verdicts = {0: 0, 1: 0, 2: 0}
+        cls.verdicts = {0: 0, 1: 0, 2: 0, 3: 0}
 
     @classmethod
     def tearDownClass(cls):
-        print(f"gate: {cls.verdicts[0]} pass, {cls.verdicts[1]} regressed, {cls.verdicts[2]} unusable")
+        print(f"gate: {cls.verdicts[0]} pass, {cls.verdicts[1]} regressed, {cls.verdicts[2]} unusable, "
+              f"{cls.verdicts[3]} inconclusive")
 
     @FUZZ
     @given(base=level, cand=level, runs=st.sampled_from([5, 5, 3, 6, 1, 2]), cand_runs=st.sampled_from([5, 5, 3, 4, 0, 2]),
@@ -323,14 +324,17 @@ class GateFuzzTest(unittest.TestCase):
             except SystemExit as e:  # argparse refused the options: usage error, exit 2
                 code = e.code
             self.verdicts[code] += 1
-            self.assertIn(code, (gate.EXIT_PASS, gate.EXIT_REGRESSED, gate.EXIT_UNUSABLE))
-            usable = (min_runs >= 3 and runs >= 3 and cand_runs >= 3 and base > 0
+            self.assertIn(code, (gate.EXIT_PASS, gate.EXIT_REGRESSED, gate.EXIT_UNUSABLE, gate.EXIT_INCONCLUSIVE))
+            usable = (min_runs >= 3 and runs >= 1 and cand_runs >= 1 and base > 0 and cand > 0
                       and (min_effect is None or _fraction(min_effect)) and not corrupt)
             if not usable:
                 # Anything unusable is 2; a corruption that still validates (a changed note) may pass the
                 # checks, so only invalid corruptions are held to 2.
                 if not corrupt or self.corruption_invalid:
                     self.assertEqual(code, gate.EXIT_UNUSABLE, out.getvalue())
+            elif min(runs, cand_runs) < max(3, min_runs):
+                # Too few rounds for the rule: never a pass, never a regression (issue 57).
+                self.assertEqual(code, gate.EXIT_INCONCLUSIVE, out.getvalue())
         finally:
             shutil.rmtree(tmp, ignore_errors=True)
 

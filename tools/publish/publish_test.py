@@ -136,7 +136,9 @@ class PublishTest(unittest.TestCase):
         rows = sensitivity_figures.history(os.path.join(RESULTS, "baselines"))
         self.assertGreaterEqual(len({r["rig"] for r in rows}), 3)
         for r in rows:
-            self.assertIn(f"<td>{r['metric']}</td><td>{100 * r['worse_by']:.1f} %</td>", page)
+            for profile, d in r["designs"].items():  # the stated D of each gated profile, a fraction worse
+                self.assertIn(f"<td>{r['metric']}</td><td>{profile} ({d['describe']})</td><td>"
+                              f"{100 * d['d_worse_by']:.1f} %</td>", page)
             self.assertIn(r["set"], page)
             self.assertTrue(os.path.isfile(os.path.join(out, f"sensitivity-{r['rig']}.png")))
         mr = next((s for s in studies if s.kind == "stock-vs-patched"), None) or studies[0]
