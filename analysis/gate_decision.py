@@ -156,6 +156,36 @@ def _pct(x):
     return "-" if x is None or not math.isfinite(x) else f"{x:+.1%}"
 
 
+NOT_RUN = ("pending", "not_needed")  # a manifest's repetition states that leave no result
+
+
+def check_whole(result_set):
+    """Raises GateError unless the set holds every round its manifest says it ran, and no other (issue 58: rounds
+    r3-r9 deleted from a complete run passed the gate). A round is a (cell, repetition) whose manifest state is
+    a status (ok, failed, invalid, skipped); its result must be stored with that status."""
+    manifest = result_set.manifest or {}
+    if result_set.published or not manifest.get("cells"):
+        return
+    listed = {}
+    for cell in manifest["cells"]:
+        for rep, state in (cell.get("repetitions") or {}).items():
+            if state not in NOT_RUN:
+                listed[(cell.get("id"), str(rep))] = state
+    stored = {(d["cell"]["id"], str(d["cell"]["repetition"])): d.get("status") for d in result_set.docs}
+    missing = sorted(k for k in listed if k not in stored and listed[k] != "skipped")
+    extra = sorted(k for k in stored if k not in listed)
+    changed = sorted(k for k in stored if k in listed and stored[k] != listed[k])
+    problems = []
+    for what, keys in (("missing", missing), ("not in its manifest", extra), ("with another status than its "
+                                                                                 "manifest's", changed)):
+        if keys:
+            shown = ", ".join(f"{c} r{r}" for c, r in keys[:6]) + (f" and {len(keys) - 6} more" if len(keys) > 6 else "")
+            problems.append(f"{len(keys)} round(s) {what}: {shown}")
+    if problems:
+        raise GateError(f"{result_set.name} is not whole: " + "; ".join(problems) + ". A gate reads every round a "
+                        "run measured or none: restore the run's files (or gate the run as it was stored)")
+
+
 def split_run(result_set, axis, baseline_value=None, candidate_value=None):
     """(baseline, candidate): the two sides of one run along `axis`, each a ResultSet whose documents no
     longer carry the axis, so cells pair by their other parameters. The baseline value defaults to the

@@ -12,18 +12,26 @@ beside the metric. A change point is attributed to host drift when, across the s
 reference moved the same way by more than analysis/drift.DRIFT_FLOOR and by at least half the metric's
 change (a slower host explains at least half of it); it is then reported as "host drift", never as a
 regression of the system under test.
+
+Nightly sets (each one run of the accepted and the candidate revision, interleaved: tools/nightly/nightly.sh)
+are drawn as a history (plots.nightly_history): dates on the x axis, each night's candidate value with its
+interval, the gate's change against that night's accepted build with its interval and state (PASS,
+REGRESSED, INCONCLUSIVE: analysis/gate_decision.py, as the nightly judged it), and the band of what the gate
+catches. Sets are named by date and folder name, never by a machine's path.
 """
 
 import argparse
 import collections
 import dataclasses
+import datetime
+import math
 import os
 import statistics
 import sys
 
 from otava.analysis import compute_change_points
 
-from analysis import drift, plots, resultsets, stats
+from analysis import drift, gate_decision, plots, resultsets, sequential, stats, thresholds
 
 MAX_PVALUE = 0.001  # Otava's default significance for a change point
 WINDOW = 50
@@ -81,6 +89,67 @@ def series(sets):
                                    for (cell_id, metric), found in points.items())
 
 
+@dataclasses.dataclass(frozen=True)
+class Night:
+    """One nightly set's point of one (cell, metric)."""
+    when: datetime.datetime  # the run's first result's start
+    value: float  # the candidate's median of run medians
+    value_low: float  # its 95 % bootstrap CI over runs (nan under 3 runs)
+    value_high: float
+    worse_by: float  # the gate's estimate, a fraction worse than that night's accepted build
+    worse_low: float  # its 98 % interval (analysis/stats.py)
+    worse_high: float
+    catches: float  # what the gate caught that night (the rig's stated D, else the run's own; nan: unknown)
+    state: str  # PASS, REGRESSED or INCONCLUSIVE
+
+
+def started(result_set):
+    """The run's start (its earliest result), or None."""
+    stamps = sorted(str(d.get("started_at")) for d in result_set.docs if d.get("started_at"))
+    try:
+        return datetime.datetime.fromisoformat(stamps[0]) if stamps else None
+    except ValueError:
+        return None
+
+
+def short_name(result_set):
+    """A set as a reader knows it: its folder's name, never the path of the machine that stored it."""
+    return os.path.basename(os.path.normpath(result_set.path or result_set.name)) or result_set.name
+
+
+def nights(sets, results_root=None):
+    """{(cell label, metric): [Night]} of nightly sets (each a run with revision values accepted and candidate),
+    in the order given; {} unless every set is one (a history mixing kinds is drawn as a plain series)."""
+    out = collections.OrderedDict()
+    for s in sets:
+        when = started(s)
+        try:
+            base, cand = gate_decision.split_run(s, "revision", "accepted", "candidate")
+            design = sequential.Design.of(s.manifest)
+            figures = gate_decision.figures_for(results_root, s.docs) if results_root else {}
+            checks = gate_decision.gate(base, cand, thresholds.min_effects(None, s.docs), same_run=True, design=design,
+                                        figures=figures, draws=500)
+        except (gate_decision.GateError, ValueError):
+            return {}
+        if when is None:
+            return {}
+        for c in checks:
+            runs = [[v for v in r] for r in gate_decision._runs([d for d in cand.docs if _params(d) == c.params],
+                                                                 c.metric)]
+            summary = stats.summarize([r for r in runs if r]) if any(runs) else None
+            low, high = c.worse_by_interval
+            catches = c.stated_d if c.stated_d is not None else c.tonight_d
+            out.setdefault((c.cell, c.metric), []).append(Night(
+                when, summary.median if summary else math.nan, summary.ci_low if summary else math.nan,
+                summary.ci_high if summary else math.nan, c.worse_by, low, high,
+                catches if catches is not None and math.isfinite(catches) else math.nan, c.state))
+    return out
+
+
+def _params(doc):
+    return doc["cell"]["params"]
+
+
 def reference_series(sets, metric=drift.PRIMARY_REFERENCE):
     """(metric, unit, [the set's host reference median, or None]) in the order of `sets`."""
     values, unit = [], ""
@@ -126,6 +195,9 @@ def main(argv=None):
         declared.update(s.metrics())
     regressions = 0
     stem, ext = os.path.splitext(os.path.join(cwd, args.out))
+    by_night = nights(sets, results_root)
+    if by_night:
+        return nightly_main(by_night, declared, args, stem, ext)
     chosen = [(key, points) for key, points in series(sets).items() if not args.metric or key[1] == args.metric]
     for n, ((cell, metric), points) in enumerate(chosen):
         decl = declared.get(metric, {"unit": "?", "direction": "higher_is_better"})
@@ -135,8 +207,11 @@ def main(argv=None):
         drifted = {c.index for c in cps if drift_explains(c, reference[2], args.min_segment)}
         # One series: the file asked for; more: one file each, numbered.
         target = f"{stem}{ext or '.png'}" if len(chosen) == 1 else f"{stem}-{n}{ext or '.png'}"
-        path = plots.history(target, f"{metric}: {cell}"[:110], decl["unit"], points,
-                             [c.index for c in cps], reference, drifted)
+        by_name = {s.name: s for s in sets}
+        labels = [(f"{(started(by_name[name]) or datetime.datetime.min):%m-%d %H:%M} {short_name(by_name[name])}", v)
+                  for name, v in points]
+        path = plots.history(target, f"{metric}: {cell}", decl["unit"], labels, [c.index for c in cps], reference,
+                             drifted)
         print(f"{metric} [{cell}]: {len(points)} points, {len(cps)} change point(s); plot {path}")
         for c in cps:
             verdict = ""
@@ -147,6 +222,27 @@ def main(argv=None):
                 regressions += 1
             print(f"  at {points[c.index][0]}: {c.before:,.4g} -> {c.after:,.4g} ({c.change:+.1%}, p {c.pvalue:.2g})"
                   + verdict)
+    return 1 if regressions else 0
+
+
+def nightly_main(by_night, declared, args, stem, ext):
+    """main() for a history of nightly sets: one plots.nightly_history per (cell, metric); exit 1 when a
+    change point of a candidate's value is a regression (as for any history)."""
+    chosen = [(key, found) for key, found in by_night.items() if not args.metric or key[1] == args.metric]
+    regressions = 0
+    for n, ((cell, metric), found) in enumerate(chosen):
+        decl = declared.get(metric, {"unit": "?", "direction": "higher_is_better"})
+        cps = change_points([x.value for x in found], decl["direction"], args.min_segment)
+        target = f"{stem}{ext or '.png'}" if len(chosen) == 1 else f"{stem}-{n}{ext or '.png'}"
+        title = f"{metric}: nightly, candidate vs accepted" + ("" if cell == "(the only cell)" else f" ({cell})")
+        path = plots.nightly_history(target, title, decl["unit"], found, [c.index for c in cps])
+        states = collections.Counter(x.state for x in found)
+        print(f"{metric} [{cell}]: {len(found)} nights ({', '.join(f'{v} {k}' for k, v in sorted(states.items()))}), "
+              f"{len(cps)} change point(s); plot {path}")
+        for c in cps:
+            regressions += c.regression
+            print(f"  at {found[c.index].when:%Y-%m-%d %H:%M}: {c.before:,.4g} -> {c.after:,.4g} ({c.change:+.1%}, "
+                  f"p {c.pvalue:.2g})" + (" REGRESSION" if c.regression else ""))
     return 1 if regressions else 0
 
 

@@ -53,6 +53,40 @@ class ChangePointTest(unittest.TestCase):
             self.assertEqual(code, 1)
             self.assertTrue(os.path.getsize(os.path.join(d, "history.png")) > 1000)  # one series: the file asked for
 
+    def test_nightly_sets_are_drawn_as_a_history_with_each_nights_state(self):
+        # Issue 57: the site's nightly history put the sets' folder paths on the x axis. Synthetic nights (each
+        # one run of accepted and candidate, 5 rounds): two A/A nights and one whose candidate is 20 % slower.
+        with tempfile.TemporaryDirectory() as d:
+            paths = []
+            for n, slower in enumerate([1.0, 1.0, 0.8]):
+                path = os.path.join(d, "a-machines-own-path", f"nightly-calibration-2026112{n}")
+                write_set(path, [({"gc": "g1", "revision": "accepted"}, 1000.0),
+                                 ({"gc": "g1", "revision": "candidate"}, 1000.0 * slower)], runs=5, noise=0.002, seed=n)
+                paths.append(path)
+            sets = [resultsets.load_run(p) for p in paths]
+            found = history.nights(sets, d)
+            (key,) = found
+            self.assertEqual(key[1], "cpu_loop_rate")
+            self.assertEqual([x.state for x in found[key]], ["PASS", "PASS", "REGRESSED"])
+            last = found[key][-1]
+            self.assertAlmostEqual(last.worse_by, 0.2, delta=0.01)
+            self.assertLess(last.worse_low, 0.2)
+            self.assertGreater(last.worse_high, 0.2)
+            self.assertTrue(last.catches > 0)  # this run's own D: no committed figure here
+            out = os.path.join(d, "h.png")
+            code = history.main(paths + ["--out", out, "--results-dir", d])
+            self.assertEqual(code, 0)  # three nights: too few for a change point
+            self.assertGreater(os.path.getsize(out), 5000)
+            self.assertEqual(history.short_name(sets[0]), "nightly-calibration-20261120")
+            # A set that is not a nightly run: the history is a plain series, labelled by date and folder name.
+            self.assertEqual(history.nights(sets + [resultsets.load_run(self.plain(d))], d), {})
+
+    @staticmethod
+    def plain(d):
+        path = os.path.join(d, "plain")
+        write_set(path, [({"gc": "g1"}, 1000.0)], runs=3, seed=9)
+        return path
+
     def test_an_axis_added_later_at_its_default_does_not_split_the_history(self):
         # Issue 41, item 3: newer sets carry executor=process (an axis added later, at its default: the cell id
         # stays); the history made two one-point series of one cell and never found the drop.

@@ -60,10 +60,11 @@ def series(path, title, unit, lines):
 
 
 def history(path, title, unit, points, change_points=(), reference=None, drift_points=()):
-    """points: [(label, value)] in time order; change_points: indexes where a new segment starts (red);
-    drift_points: those explained by host drift (grey); reference: (name, unit, [value or None]) of the host
-    reference per point, drawn on a second axis so host drift shows beside the metric."""
-    fig, ax = plt.subplots(figsize=(7.0, 3.0))
+    """points: [(label, value)] in time order (a label is a date and a set's short name, never a path);
+    change_points: indexes where a new segment starts (red); drift_points: those explained by host drift
+    (grey); reference: (name, unit, [value or None]) of the host reference per point, drawn on a second axis
+    so host drift shows beside the metric."""
+    fig, ax = plt.subplots(figsize=(7.0, 3.2))
     xs = list(range(len(points)))
     ax.plot(xs, [v for _, v in points], marker="o", markersize=3, linewidth=1, color="#1565c0", label="metric")
     for i in change_points:
@@ -78,9 +79,65 @@ def history(path, title, unit, points, change_points=(), reference=None, drift_p
         ref_ax.yaxis.set_major_formatter(EngFormatter())
     ax.set_xticks(xs)
     ax.set_xticklabels([label for label, _ in points], rotation=60, fontsize=6, ha="right")
+    ax.yaxis.set_major_formatter(EngFormatter())  # "515.6 M", never matplotlib's offset ("+5.156e8")
     ax.set_ylabel(unit)
-    ax.set_title(title, fontsize=10)
+    ax.set_title(textwrap.fill(title, 90), fontsize=9)
     ax.grid(alpha=0.3)
+    fig.tight_layout()
+    fig.savefig(path, dpi=DPI)
+    plt.close(fig)
+    return path
+
+
+STATE_STYLES = {"PASS": ("#2e7d32", "o"), "REGRESSED": ("#c62828", "v"), "INCONCLUSIVE": ("#ef6c00", "s")}
+
+
+def nightly_history(path, title, unit, nights, change_points=(), drift_points=()):
+    """A nightly series as a history: dates on the x axis. Above, each night's candidate value (median of run
+    medians) with its 95 % interval over runs; below, the gate's change against that night's accepted build
+    (the fraction worse, its 98 % interval), the band of what the gate catches (± D) shaded, each night's
+    state as its marker (PASS, REGRESSED, INCONCLUSIVE). nights: [history.Night] in time order;
+    change_points: indexes where a new segment of the candidate's value starts."""
+    import matplotlib.dates as mdates
+    fig, (top, bottom) = plt.subplots(2, 1, figsize=(7.2, 4.6), sharex=True, height_ratios=[1, 1])
+    when = [n.when for n in nights]
+    for state, (colour, marker) in STATE_STYLES.items():
+        chosen = [n for n in nights if n.state == state]
+        if not chosen:
+            continue
+        for ax, value, low, high in ((top, "value", "value_low", "value_high"),
+                                     (bottom, "worse_by", "worse_low", "worse_high")):
+            scale = 100.0 if ax is bottom else 1.0
+            ys = [scale * getattr(n, value) for n in chosen]
+            err = [[max(0.0, scale * (getattr(n, value) - getattr(n, low))) if getattr(n, low) == getattr(n, low) else 0.0
+                    for n in chosen],
+                   [max(0.0, scale * (getattr(n, high) - getattr(n, value))) if getattr(n, high) == getattr(n, high) else 0.0
+                    for n in chosen]]
+            ax.errorbar([n.when for n in chosen], ys, yerr=err, fmt=marker, color=colour, capsize=3, markersize=5,
+                        label=state if ax is bottom else None)
+    top.plot(when, [n.value for n in nights], color="#90a4ae", linewidth=0.8, zorder=0)
+    for i in change_points:
+        for ax in (top, bottom):
+            x = when[i - 1] + (when[i] - when[i - 1]) / 2
+            ax.axvline(x, color="#757575" if i in drift_points else "#c62828", linestyle="--", linewidth=1)
+    catches = [100 * n.catches if n.catches == n.catches else float("nan") for n in nights]
+    bottom.fill_between(when, [-c for c in catches], catches, step="mid", color="#cfd8dc", alpha=0.6,
+                        label="± what the gate catches (D)")
+    bottom.axhline(0, color="#546e7a", linewidth=0.8)
+    # A scale no narrower than the band: two nights 0.02 % apart must not read as a steep line.
+    values = [n.value for n in nights]
+    middle = sorted(values)[len(values) // 2]
+    span = max([abs(v - middle) for v in values] + [abs(middle) * max([c / 100 for c in catches if c == c] + [0.02])])
+    top.set_ylim(middle - 1.3 * span, middle + 1.3 * span)
+    top.yaxis.set_major_formatter(EngFormatter())
+    top.set_ylabel(f"{unit}\ncandidate", fontsize=8)
+    bottom.set_ylabel("% worse than\naccepted (98 % CI)", fontsize=8)
+    bottom.xaxis.set_major_formatter(mdates.DateFormatter("%m-%d\n%H:%M"))
+    for ax in (top, bottom):
+        ax.grid(alpha=0.3)
+        ax.tick_params(labelsize=7)
+    bottom.legend(fontsize=6, loc="upper left", ncol=4)
+    top.set_title(textwrap.fill(title, 90), fontsize=9)
     fig.tight_layout()
     fig.savefig(path, dpi=DPI)
     plt.close(fig)

@@ -245,7 +245,7 @@ def precision_line(resolved, unresolved):
     if unresolved:
         shown = "; ".join(unresolved[:3]) + (f"; {len(unresolved) - 3} more" if len(unresolved) > 3 else "")
         text += (f" Too wide to answer: {shown}. More rounds or a quieter rig narrow it (README: Sensitivity; "
-                 "bazel run //tools:sensitivity gives the rig's MDE).")
+                 "bazel run //tools:sensitivity -- --table: what each gate catches).")
     return text
 
 
@@ -366,10 +366,9 @@ def stop_table(block, context=""):
     t.add_column("stopped", no_wrap=True)
     t.caption = escape(sequential.design_text(block))
     for row in rows:
-        cells = [escape(x) for i, x in enumerate(row) if i != 1 or len(metrics) > 1]
-        if context:
-            cells[-1] += " [yellow](busy host)[/yellow]"
-        t.add_row(*cells)
+        t.add_row(*(escape(x) for i, x in enumerate(row) if i != 1 or len(metrics) > 1))
+    if context:  # in the title, not the rows: the table keeps its columns' room
+        t.title += " [yellow](busy host)[/yellow]"
     return t
 
 

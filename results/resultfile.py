@@ -14,6 +14,7 @@ import copy
 import json
 import math
 import os
+import stat
 import statistics
 import tempfile
 
@@ -186,6 +187,17 @@ class _NonFinite(ValueError):
     pass
 
 
+# Python refuses integers over 4,300 digits with a ValueError of its own that the fleet's readers did not catch
+# (issue 58, row 7: a 5,000-digit integer in a host's plan); check_shape bounds the value itself (MAX_INTEGER).
+MAX_INT_DIGITS = 1000
+
+
+def _bounded_int(text):
+    if len(text.lstrip("-")) > MAX_INT_DIGITS:
+        raise ValueError(f"an integer of {len(text)} digits (at most {MAX_INT_DIGITS})")
+    return int(text)
+
+
 def _refuse_constant(name):
     """Python's json reads NaN, Infinity and -Infinity, which JSON does not allow: a value a rig could not
     measure must never be averaged into a table as if it were a number."""
@@ -193,8 +205,16 @@ def _refuse_constant(name):
 
 
 def atomic_write_json(path, doc):
-    """Writes doc to path via a temporary file in the same folder, fsync and rename: all or nothing."""
+    """Writes doc to path via a temporary file in the same folder, fsync and rename: all or nothing. Only a
+    regular file or nothing is replaced: a link, folder, FIFO or device there is refused (issue 58: as root,
+    `--run-info /dev/null` replaced /dev/null with a file)."""
     folder = os.path.dirname(os.path.abspath(path))
+    try:
+        mode = os.lstat(path).st_mode
+    except FileNotFoundError:
+        mode = None
+    if mode is not None and not stat.S_ISREG(mode):
+        raise ResultError(f"{path}: not a regular file (a link, folder, FIFO or device): refusing to replace it")
     os.makedirs(folder, exist_ok=True)
     fd, tmp = tempfile.mkstemp(prefix=".tmp-", suffix=".json", dir=folder)
     try:
@@ -230,13 +250,13 @@ def parse_json(data, max_bytes=MAX_RESULT_BYTES):
     if len(data) > max_bytes:
         raise ResultError(f"{len(data)} bytes or more, over the {max_bytes}-byte limit")
     try:
-        doc = json.loads(data, parse_constant=_refuse_constant)
-    except (json.JSONDecodeError, UnicodeDecodeError) as e:
-        raise ResultError(f"not valid JSON ({e})") from None
+        doc = json.loads(data, parse_constant=_refuse_constant, parse_int=_bounded_int)
     except _NonFinite as e:
         raise ResultError(f"holds {e.args[0]}, not a number: a corrupt measurement") from None
     except RecursionError:
         raise ResultError(f"nested too deeply (over {MAX_DEPTH} levels)") from None
+    except (ValueError, UnicodeDecodeError) as e:  # JSONDecodeError, and an integer over MAX_INT_DIGITS
+        raise ResultError(f"not valid JSON ({str(e)[:200]})") from None
     check_shape(doc)
     return doc
 

@@ -42,7 +42,10 @@ def write_run_info(path, status, run_dir):
     doc = {"schema": RUN_INFO_SCHEMA, "status": status, "status_name": STATUS_NAMES.get(status, "error"),
            "run_id": os.path.basename(run_dir) if run_dir else None,
            "run_dir": os.path.abspath(run_dir) if run_dir else None}
-    resultfile.atomic_write_json(os.path.abspath(path), doc)
+    try:
+        resultfile.atomic_write_json(os.path.abspath(path), doc)
+    except (OSError, resultfile.ResultError) as e:  # said, and never in place of the run's own exit status
+        print(f"error: --run-info {path}: not written: {e}", file=sys.stderr)
 
 
 if __name__ == "__main__":

@@ -47,6 +47,30 @@ class RunInfoTest(FakeRigTestCase):
         self.assertEqual((code, info["status_name"], info["run_dir"]), (runner.EXIT_LOCKED, "locked", None))
 
 
+class RunInfoTargetTest(unittest.TestCase):
+    def test_only_a_regular_file_or_nothing_is_replaced_and_the_status_stays(self):
+        # Issue 58, row 10: a FIFO or device at --run-info became a regular file (as root, /dev/null was
+        # replaced); a folder there masked the runner's exit status with IsADirectoryError.
+        import tempfile
+        with tempfile.TemporaryDirectory() as d:
+            fifo, folder, link = os.path.join(d, "fifo"), os.path.join(d, "folder"), os.path.join(d, "link")
+            os.mkfifo(fifo)
+            os.mkdir(folder)
+            os.symlink(os.path.join(d, "elsewhere"), link)
+            for path in (fifo, folder, link):
+                err = io.StringIO()
+                with contextlib.redirect_stderr(err):
+                    rig_main.write_run_info(path, runner.EXIT_CELLS_FAILED, "")
+                self.assertIn("not a regular file", err.getvalue())
+            self.assertTrue(os.path.exists(fifo) and not os.path.isfile(fifo))
+            self.assertTrue(os.path.islink(link) and not os.path.exists(os.path.join(d, "elsewhere")))
+            plain = os.path.join(d, "info.json")
+            rig_main.write_run_info(plain, runner.EXIT_OK, "")
+            rig_main.write_run_info(plain, runner.EXIT_CELLS_FAILED, "")  # a file of its own is replaced
+            with open(plain) as f:
+                self.assertEqual(json.load(f)["status"], runner.EXIT_CELLS_FAILED)
+
+
 class HelpTest(unittest.TestCase):
     def test_a_matrix_targets_help_names_the_target_and_not_what_it_passes_itself(self):
         # Issue 41, item 5: `bazel run //rigs:X -- --help` showed --matrix and --workload as required.

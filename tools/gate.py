@@ -144,6 +144,7 @@ def run(args):
                     raise GateError(f"--run {args.run!r} is not a run, but --axis {args.axis!r} is one: the two are "
                                     f"swapped (--run {args.axis} --axis {args.run})") from None
                 raise e
+            gate_decision.check_whole(run)
             baseline, candidate = gate_decision.split_run(run, args.axis, args.baseline_value, args.candidate_value)
             try:
                 design = sequential.Design.of(run.manifest)
@@ -152,6 +153,8 @@ def run(args):
         else:
             baseline = resultsets.resolve(here(args.baseline), results_root)
             candidate = resultsets.resolve(here(args.candidate), results_root)
+            for s in (baseline, candidate):
+                gate_decision.check_whole(s)
             warnings = gate_decision.stored_sets_warnings(baseline, candidate, args.allow_host_drift)
         for w in warnings:
             print(f"WARNING: {w}", file=sys.stderr)

@@ -25,6 +25,9 @@ def matrix_targets(workspace):
     return {f"//rigs:{name}" for name in re.findall(r'rig_matrix\(\s*name\s*=\s*"([A-Za-z0-9_]+)"', text)}
 
 
+AXIS_NAME = re.compile(r"[a-z][a-z0-9_]{0,63}", re.ASCII)
+
+
 def confirm_command(candidate, check, workspace):
     """The runner command that reruns one cell of the candidate set (its target, profile and values). The
     target comes from result data: only one of this checkout's matrix targets is run, and every value is
@@ -39,6 +42,12 @@ def confirm_command(candidate, check, workspace):
         raise ConfirmError(f"{candidate.name} names the target {target[:100]!r}, which is not a matrix target of this "
                         f"checkout ({', '.join(sorted(known)) or 'none found in rigs/BUILD.bazel'}); not run")
     argv = ["bazel", "run", target, "--"]
+    # An axis name is a word: "policy.measure_s" would set the policy (a week a round) and "--x" an option
+    # (issue 58, row 6); both came from the candidate's results.
+    names = [k for k in check.params if not AXIS_NAME.fullmatch(str(k))]
+    if names:
+        raise ConfirmError(f"{candidate.name}: {str(names[0])[:100]!r} is not an axis name (a word of letters, digits "
+                           "and _); not run")
     values = ([m["profile"]] if m.get("profile") else []) + [f"{k}={v}" for k, v in check.params.items()]
     bad = [v for v in values if not SAFE_VALUE.fullmatch(str(v))]
     if bad:

@@ -350,6 +350,32 @@ class GateTest(unittest.TestCase):
         with redirect_stdout(io.StringIO()), redirect_stderr(io.StringIO()):
             self.assertEqual(gate.main(argv), gate.EXIT_UNUSABLE)
 
+    def test_rounds_deleted_from_a_run_are_refused_by_name(self):
+        # Issue 58, row 5: rounds r3-r9 deleted from a complete run whose manifest lists 10 passed the gate.
+        run = os.path.join(self.dir, "cherry-picked")
+        write_set(run, [({"gc": "g1", "revision": "accepted"}, 1000.0), ({"gc": "g1", "revision": "candidate"},
+                                                                         1000.0)], runs=10, noise=0.003, seed=4)
+        argv = ["--run", run, "--axis", "revision", "--results-dir", self.dir]
+        with redirect_stdout(io.StringIO()), redirect_stderr(io.StringIO()):
+            self.assertEqual(gate.main(argv), gate.EXIT_PASS)
+        for rep in range(3, 10):
+            os.remove(os.path.join(run, "cells", f"{1:012x}.r{rep}.json"))
+        out, err = io.StringIO(), io.StringIO()
+        with redirect_stdout(out), redirect_stderr(err):
+            self.assertEqual(gate.main(argv), gate.EXIT_UNUSABLE)
+        self.assertIn("is not whole: 7 round(s) missing: 000000000001 r3, 000000000001 r4", err.getvalue())
+        # A round its manifest does not list (a result copied in) is refused too, in the stored-sets form.
+        base, cand = self.sets(1000.0)
+        with open(os.path.join(cand, "cells", f"{0:012x}.r0.json")) as f:
+            doc = json.load(f)
+        doc["cell"]["repetition"] = 7
+        doc["started_at"] = "2026-11-22T00:00:00.000+00:00"
+        with open(os.path.join(cand, "cells", f"{0:012x}.r7.json"), "w") as f:
+            json.dump(doc, f)
+        code, out, _ = self.run_gate(base, cand)
+        self.assertEqual(code, gate.EXIT_UNUSABLE, out)
+        self.assertIn("1 round(s) not in its manifest: 000000000000 r7", out)
+
     def test_within_one_run_refuses_a_missing_value(self):
         code, out = self.run_within(1000.0, 950.0, "--baseline-value", "nightly-7")
         self.assertEqual(code, gate.EXIT_UNUSABLE)
@@ -365,6 +391,17 @@ class GateTest(unittest.TestCase):
         self.assertIn("gc=g1", sets)  # the regressed cell's own values, every one of them
         self.assertEqual(len(sets), len(checks[0].params))
         self.assertEqual(argv[-1], "--no-next-steps")
+
+    def test_the_confirmation_takes_only_axis_names_from_the_candidate(self):
+        # Issue 58, row 6: a parameter named policy.measure_s became --set=policy.measure_s=604800.
+        base, cand = self.sets(950.0)
+        candidate = resultsets.load_run(cand)
+        check = gate_decision.gate(resultsets.load_run(base), candidate, {"cpu_loop_rate": 0.03})[0]
+        for name in ("policy.measure_s", "--x", "Gc", "a b"):
+            with self.subTest(name=name):
+                check.params = {name: "604800"}
+                with self.assertRaisesRegex(gate_confirm.ConfirmError, "is not an axis name"):
+                    gate_confirm.confirm_command(candidate, check, RUNFILES)
 
     def test_the_confirmation_runs_only_this_checkouts_matrix_targets(self):
         # The target comes from result data: a set naming another command is refused, nothing runs.

@@ -39,7 +39,8 @@ class ParserTest(unittest.TestCase):
         self.assertEqual(cpuid.parse_cpu_list(""), [])
         self.assertEqual(cpuid.cpu_set(" 1 , 0-1 "), {0, 1})
         # The one parser refuses what is not a CPU list, and bounds a list before expanding it.
-        for bad in ("0-999999999", "3-1", "a", "0,,1", "-1", "0-", f"{cpuid.MAX_CPU_ID + 1}"):
+        for bad in ("0-999999999", "3-1", "a", "0,,1", "-1", "0-", f"{cpuid.MAX_CPU_ID + 1}",
+                    "\u0661", "0-\u0663"):  # Arabic-Indic digits: int() reads them, no kernel does (issue 58)
             with self.assertRaises(ValueError, msg=bad):
                 cpuid.parse_cpu_list(bad)
         self.assertEqual(len(cpuid.parse_cpu_list(f"0-{cpuid.MAX_CPU_ID}")), cpuid.MAX_CPU_ID + 1)

@@ -83,7 +83,7 @@ def _read_text(path):
 
 # Linux's largest NR_CPUS (CONFIG_NR_CPUS_RANGE_END): a CPU list naming a higher CPU is no host's.
 MAX_CPU_ID = 8191
-CPU_LIST = re.compile(r"\s*(\d+(-\d+)?(\s*,\s*\d+(-\d+)?)*)?\s*")
+CPU_LIST = re.compile(r"\s*([0-9]+(-[0-9]+)?(\s*,\s*[0-9]+(-[0-9]+)?)*)?\s*", re.ASCII)  # ASCII digits: "\u0661" is no CPU
 
 
 def parse_cpu_list(text):

@@ -101,6 +101,11 @@ def parse(where, table):
     values = _parse_sequential(where, table)
     for key, kind in POLICY_KEYS.items():
         if key in table and key not in values and kind is not str and kind is not list:
+            raw = table[key]
+            # A bool is an int to Python and 1.5 a number to int(): both were taken silently as 1 (issue 58).
+            if isinstance(raw, bool) or (kind is int and isinstance(raw, float) and not raw.is_integer()):
+                raise PolicyError(f"{where}: [policy] {key} = {raw!r}: expected a whole number" if kind is int else
+                                  f"{where}: [policy] {key} = {raw!r}: expected a number")
             try:
                 values[key] = kind(table[key])
             except (TypeError, ValueError, OverflowError):

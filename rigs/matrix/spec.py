@@ -454,7 +454,10 @@ def _select_zipped_rows(where, axes, zips, set_axes):
     gc x gc_opts keeps g1's row): the other axes of the group are narrowed to match. Setting every axis of
     a group replaces its rows outright."""
     for group in zips:
-        names = [n for n in group.get("axes", []) if n in axes] if isinstance(group, dict) else []
+        names = group.get("axes") if isinstance(group, dict) else None
+        if not isinstance(names, list) or not all(isinstance(n, str) for n in names):
+            continue  # expand() refuses the group with its reason (issue 58: `axes = 3` was a TypeError here)
+        names = [n for n in names if n in axes]
         chosen = [n for n in names if n in set_axes]
         if not chosen or len(chosen) == len(names):
             continue
@@ -482,7 +485,7 @@ def expand(where, axes, zips, includes, excludes):
     seen = set()
     for group in zips:
         names = group.get("axes") if isinstance(group, dict) else None
-        if not isinstance(names, list) or len(names) < 2:
+        if not isinstance(names, list) or len(names) < 2 or not all(isinstance(n, str) for n in names):
             raise SpecError(f"{where}: [[zip]] needs `axes`, a list of at least two axis names")
         for n in names:
             if n not in axes:

@@ -184,9 +184,20 @@ class ValidationTest(unittest.TestCase):
                 ({"warmup_iterations": -1}, "warmup_iterations = -1 is out of range"),
                 ({"iterations": 8, "steady_band": 1.5}, "steady_band = 1.5: a fraction in (0, 1)"),
                 ({"iterations": 8, "steady_band": 0}, "steady_band = 0: a fraction in (0, 1)"),
-                ({"warmup_s": 700, "timeout_s": 600}, "warmup_s = 700 is not shorter than timeout_s = 600")):
+                ({"warmup_s": 700, "timeout_s": 600}, "warmup_s = 700 is not shorter than timeout_s = 600"),
+                # Issue 58, row 12: taken silently as 1 before.
+                ({"iterations": 1.5}, "iterations = 1.5: expected a whole number"),
+                ({"repetitions": True}, "repetitions = True: expected a whole number"),
+                ({"measure_s": True}, "measure_s = True: expected a number")):
             with self.assertRaisesRegex(spec.SpecError, re.escape(message)):
                 build({"policy": policy})
+
+    def test_a_zip_group_of_the_wrong_shape_is_refused(self):
+        # Issue 58, row 12: `zip = [{axes = 3}]` raised TypeError instead of a clear error.
+        for group in ({"axes": 3}, {"axes": [{"a": 1}, "gc"]}, {"axes": "gc"}):
+            with self.subTest(group=group):
+                self.assertSpecError("[[zip]] needs `axes`, a list of at least two axis names", {"zip": [group]})
+                self.assertSpecError("[[zip]] needs `axes`", {"zip": [group]}, overrides=["gc=g1"])
 
     def test_unknown_axis(self):
         self.assertSpecError("unknown axis 'gcc'", {"axes": {"gcc": ["g1"]}})

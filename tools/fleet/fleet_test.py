@@ -230,6 +230,8 @@ class HostileHostTest(unittest.TestCase):
             json.dumps(self.good_plan(estimated_s=1e300)): "estimated_s",
             '{"estimated_s": NaN}': "NaN",
             "[" * 100_000 + "]" * 100_000: "nested",
+            # Issue 58, row 7: Python's own ValueError for a 5,000-digit integer escaped the reader.
+            '{"estimated_s": ' + "9" * 5000 + "}": "integer of 5000 digits",
         }
         for text, why in cases.items():
             with self.subTest(text=text[:40]):
@@ -238,6 +240,10 @@ class HostileHostTest(unittest.TestCase):
         big = self.plan_file(" " * (hostinput.MAX_PLAN_BYTES + 1))
         with self.assertRaisesRegex(fleet.FleetError, "over the"):
             hostinput.read_plan(big)
+
+    def test_a_run_state_line_with_a_huge_integer_is_a_fleet_error(self):
+        with self.assertRaisesRegex(fleet.FleetError, "status: not valid JSON .*integer of 5000 digits"):
+            hostinput.host_json('{"state": ' + "1" * 5000 + "}", "status")
 
     def test_markup_from_a_host_is_printed_as_text(self):
         self.fleet.load_or_create(["a", "b"])
