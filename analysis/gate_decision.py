@@ -45,7 +45,7 @@ class Check:
     metric: str
     unit: str
     direction: str
-    min_effect: float  # asked: gate.toml's (or --min-effect's)
+    min_effect: float  # asked (gate.toml's or --min-effect's): what a PASS rules out, a REGRESSED does not
     comparison: stats.Comparison  # the medians, for the table
     runs: tuple  # (baseline, candidate) ok runs
     evidence: stats.GateEvidence = None
@@ -68,23 +68,14 @@ class Check:
         return None if self.tonight is None else self.tonight.d_fraction(self.direction)
 
     @property
-    def judged_at(self):
-        """The asked effect: what a PASS rules out and a REGRESSED is not shown smaller than."""
-        return self.min_effect
-
-    @property
     def can_see(self):
         """max(asked, stated D): the smallest regression the gate promises to catch here."""
         return max(self.min_effect, self.stated_d) if self.stated_d is not None else self.min_effect
 
     @property
-    def judged_at_mde(self):
+    def cannot_see_asked(self):
         """The rig's stated D is above the asked effect: a regression between them may pass unflagged."""
         return self.stated_d is not None and self.stated_d > self.min_effect
-
-    @property
-    def asked_min_effect(self):
-        return self.min_effect
 
     @property
     def worse_by(self):
@@ -124,16 +115,16 @@ class Check:
             self.reasons.append(f"{ev.n} round(s) {'paired' if ev.paired else 'a side'}: the rule needs "
                                 f"{stats.MIN_RUNS}")
             return self
-        code = int(gate_power.decide(ev.estimate, ev.se, ev.df, gate_power.to_log(self.judged_at, self.direction)))
+        code = int(gate_power.decide(ev.estimate, ev.se, ev.df, gate_power.to_log(self.min_effect, self.direction)))
         self.state = gate_power.STATES[code]
         if self.state == INCONCLUSIVE:
             low, high = self.worse_by_interval
             self.reasons.append(f"the interval ({_pct(low)}..{_pct(high)} worse) neither rules out "
-                                f"{self.judged_at:.1%} nor shows a regression")
+                                f"{self.min_effect:.1%} nor shows a regression")
         seen = self.tonight_d
         if self.state == PASS and seen is not None and seen > self.can_see * (1 + NOISE_MARGIN):
             self.state = INCONCLUSIVE
-            self.reasons.append(f"this run could see {_pct(seen)}, the gate promises {_pct(self.can_see)}: too noisy "
+            self.reasons.append(f"this run could see {seen:.1%}, the gate promises {self.can_see:.1%}: too noisy "
                                 f"(margin {NOISE_MARGIN:.0%}); run more rounds or quiet the host")
         return self
 
@@ -288,7 +279,7 @@ def gate(baseline, candidate, min_effect, min_runs=3, overrides=None, same_run=F
                 replay.append((check, base_cells[key], cand_docs))  # once the family is known
     if not checks:
         raise GateError(f"nothing to gate: {baseline.name} and {candidate.name} share no measured cell")
-    blind = [c for c in checks if c.judged_at_mde]
+    blind = [c for c in checks if c.cannot_see_asked]
     if strict and blind:
         raise GateError("--strict: the gate cannot see the asked minimum effect: " + "; ".join(
             f"{c.cell} {c.metric}: asked {stats.fmt_effect(c.min_effect)} worse, catches >= {_pct(c.stated_d)} at "

@@ -23,7 +23,7 @@ def sensitivity_text(check):
     if f is not None and check.stated is not None:
         parts.append(f"catches >= {_pct(check.stated_d)} worse at 95 % with {design} (set {f.set_name}, "
                      f"{f.measured_at})")
-        if check.judged_at_mde:
+        if check.cannot_see_asked:
             parts.append(f"asked {stats.fmt_effect(check.min_effect)}: a regression between the two may pass "
                          "unflagged; quiet the rig, run more rounds or raise the minimum effect")
         if f.stale:
@@ -52,7 +52,7 @@ def headline(checks):
         verdict = f"PASS ({len(checks)} checks)"
     if regressed and inconclusive:
         verdict += f"; {len(inconclusive)} inconclusive"
-    blind = sorted({(c.metric, c.min_effect, c.stated_d) for c in checks if c.judged_at_mde})
+    blind = sorted({(c.metric, c.min_effect, c.stated_d) for c in checks if c.cannot_see_asked})
     if blind:
         verdict += "; cannot see the asked effect: " + ", ".join(
             f"{m} asked {stats.fmt_effect(a)}, catches >= {_pct(d)}" for m, a, d in blind)
@@ -122,7 +122,7 @@ def wrap_prose(line):
 
 def _effect(c):
     """The asked effect, and the rig's D where it cannot see it: "5%", or "5% (catches >= 12.7%)"."""
-    if c.judged_at_mde:
+    if c.cannot_see_asked:
         return f"{stats.fmt_effect(c.min_effect)} (catches >= {_pct(c.stated_d)})"
     return stats.fmt_effect(c.min_effect)
 

@@ -1,19 +1,23 @@
-"""The sensitivity calibrator: the smallest regression each gated metric's gate can catch on this machine.
+"""The sensitivity calibrator: what each gated metric's gate catches on this machine, found by running the gate.
 
-    bazel run //tools:sensitivity -- --rig R [--budget 15m] [--from-set SET [--slowdown-set SET]] [--out-set NAME]
+    bazel run //tools:sensitivity -- --rig R [--budget 15m] [--from-set SET [--slowdown-set SET]] [--rounds N]
+    bazel run //tools:sensitivity -- --table
 
 It reads (--from-set; by default the rig's committed sets named in tools/sensitivity.toml) or records (--record:
 the rig's A/A and slowdown profiles, as many interleaved rounds as --budget allows) an A/A set, one build as
 both sides of an arm axis, and, where the rig has one, a known-slowdown set. For every metric the rig gates:
+- the A/A rounds' log ratios (positive = worse), which the gate resamples to state D at any comparison's design,
+  and the arms' bias with its 95 % interval;
+- per gated profile (its rounds and policy read from the rig's matrix, gated_design; --rounds adds a fixed
+  design): the stated D, the smallest true regression the gate's own rule (analysis/gate_power.py, the one
+  analysis/gate_decision.py applies) flags REGRESSED in 95 % of designs resampled from the A/A rounds; the
+  false alarms at zero, how A/A designs end (PASS, INCONCLUSIVE), and the share of the known slowdown's
+  resampled designs flagged;
 - the variance components by level (rounds, runs inside a round, windows inside a run) with each level's cost,
-  after Kalibera and Jones (analysis/sensitivity.py states the model and its assumptions);
-- the minimum detectable effect (MDE: 95 % power, false alarms <= 1 %, a two-sided paired t test) of the gate's
-  fixed design (--rounds a side), checked by simulation from the components, and of the sequential policy
-  (simulated); the allocation (rounds x windows a run) that minimizes the MDE within --budget;
-- by resampling the recorded rounds without replacement: the gate's false-alarm rate on A/A and its detection
-  rate on the slowdown, the gate judging at max(the metric's minimum effect, the MDE), as analysis/gate_decision.py does.
-It writes sensitivity.json ({"<rig>": {"<metric>": {...}}}) into the A/A set's folder (a promoted set under
-results/baselines/, or a fresh run to promote). The gate reads the newest committed one for each rig and metric.
+  after Kalibera and Jones, and a modelled allocation within --budget (analysis/sensitivity.py: advice only).
+It writes sensitivity.json (schema 2: {"<rig>": {"<metric>": {...}}}) into the A/A set's folder (a promoted set
+under results/baselines/, or a fresh run to promote) through the one atomic writer. The gate reads the newest
+committed figure of the present rule for each rig and metric; //tools:gate_power_test holds them to it.
 
 Refused with the reason, before any resampling: a set that is not an A/A design (its sides differ in anything
 but the arm axis), a slowdown set whose sides are one build (an A/A design), fewer than 6 rounds, a metric the

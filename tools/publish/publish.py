@@ -6,7 +6,7 @@ Every set under results/baselines/ gets a page: the question its matrix asks, th
 report, hosts, date, rig, its report as PDF and HTML (analysis/report.py; the kind follows from what the
 set compares: patched variants, MapReduce engines, parts before and after a page migration, else its
 axes), and its provenance (the run's manifest). results/reference/ gets a page of the case studies'
-published figures (not measured here), sensitivity.html the MDE of every committed sensitivity figure
+published figures (not measured here), sensitivity.html what every committed sensitivity figure says its gate catches
 (analysis/sensitivity_figures.py) with its history per rig; sets named nightly-<name>-... form a history,
 plotted with its change points (analysis/history.py) once there are two or more. Relative links only, nothing fetched: the folder
 can be copied to any web server or bucket, or opened from disk. The same sets give the same bytes but for
@@ -193,7 +193,7 @@ def write_history(name, sets, out_dir):
 
 def write_sensitivity(baselines, out_dir):
     """(rows, [(rig, plot file)], [Study of each unusable sensitivity file]) of the Sensitivity page: every
-    committed figure, and per rig its metrics' MDE over the committed sensitivity sets."""
+    committed figure, and per rig what its metrics' gates catch (D) over the committed sensitivity sets."""
     unreadable = []
     rows = sensitivity_figures.history(baselines, unreadable)
     failed = [Study(name=f"{name}/{sensitivity_figures.FILE_NAME}"[:80], failed=f"cannot be read: {reason[:300]}")
