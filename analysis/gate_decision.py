@@ -223,16 +223,7 @@ def gate(baseline, candidate, min_effect, min_runs=3, overrides=None, same_run=F
     figures: {metric: sensitivity_figures.Figure}, the rig's committed sensitivity (strict: GateError where the
     stated D is above the asked effect, instead of judging at it).
     A check with fewer than max(min_runs, 3) rounds is INCONCLUSIVE, never PASS."""
-    for s in (baseline, candidate):
-        if s.published:
-            raise GateError(f"{s.name} is a published reference set: only measured sets can be gated")
-        if s.first_ok() is None or s.first_ok()["status"] != "ok":
-            raise GateError(f"{s.name} has no measured (ok) result")
-    diffs = [] if same_run else resultsets.provenance_differences(baseline.first_ok(), candidate.first_ok(),
-                                                                  ALLOWED_DIFFERENCES)
-    if diffs:
-        raise GateError("mismatched provenance: " + "; ".join(f"{k}: {a} (baseline) vs {b} (candidate)"
-                                                              for k, a, b in diffs))
+    _check_gateable(baseline, candidate, same_run)
     base_cells, cand_cells = _by_params(baseline.docs), _by_params(candidate.docs)
     values = collections.defaultdict(set)
     for key in list(base_cells) + list(cand_cells):
@@ -296,6 +287,20 @@ def gate(baseline, candidate, min_effect, min_runs=3, overrides=None, same_run=F
     for check in checks:
         check.decide()
     return checks
+
+
+def _check_gateable(baseline, candidate, same_run):
+    """GateError unless both sides are measured sets with an ok result and, measured apart, one provenance."""
+    for s in (baseline, candidate):
+        if s.published:
+            raise GateError(f"{s.name} is a published reference set: only measured sets can be gated")
+        if s.first_ok() is None or s.first_ok()["status"] != "ok":
+            raise GateError(f"{s.name} has no measured (ok) result")
+    diffs = [] if same_run else resultsets.provenance_differences(baseline.first_ok(), candidate.first_ok(),
+                                                                  ALLOWED_DIFFERENCES)
+    if diffs:
+        raise GateError("mismatched provenance: " + "; ".join(f"{k}: {a} (baseline) vs {b} (candidate)"
+                                                              for k, a, b in diffs))
 
 
 def _design_of(check, run_design, asked):
