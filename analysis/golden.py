@@ -5,6 +5,7 @@ To regenerate after an intended change (and say why in the commit), run the test
 """
 
 import os
+from results import safeio
 
 
 def check(testcase, text, workspace_path):
@@ -12,10 +13,7 @@ def check(testcase, text, workspace_path):
     rewrites that file when TUNELAB_UPDATE_GOLDEN names the workspace."""
     workspace = os.environ.get("TUNELAB_UPDATE_GOLDEN")
     if workspace:
-        target = os.path.join(workspace, workspace_path)
-        os.makedirs(os.path.dirname(target), exist_ok=True)
-        with open(target, "w") as f:
-            f.write(text)
+        safeio.write_text(os.path.join(workspace, workspace_path), text)
         return
     runfiles = os.path.abspath(os.path.join(os.path.dirname(__file__), ".."))
     with open(os.path.join(runfiles, workspace_path)) as f:

@@ -28,6 +28,7 @@ from analysis.kinds import KINDS, Kind, Prepared, ReportError, prepare, split_pa
 # The report's sections after its comparison tables (attribution, threads, observations, provenance).
 from analysis.report_sections import (attribution_blocks, observation_tables, provenance_appendix, rerun_commands,
                                       sequential_blocks, tail_blocks, thread_cpu_blocks, verdict)
+from results import safeio
 
 EXIT_OK, EXIT_BAD_INPUT = 0, 2
 
@@ -347,11 +348,9 @@ def write(blocks, out_pdf, out_html=None, out_text=None):
     title = blocks[0].text if blocks and isinstance(blocks[0], render.Title) else "tunelab report"
     render.to_pdf(blocks, out_pdf, title)
     if out_html:
-        with open(out_html, "w") as f:
-            f.write(render.to_html(blocks, title))
+        safeio.write_text(out_html, render.to_html(blocks, title))
     if out_text:
-        with open(out_text, "w") as f:
-            f.write(render.to_text(blocks))
+        safeio.write_text(out_text, render.to_text(blocks))
 
 
 def reference_sets(results_root):

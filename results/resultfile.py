@@ -11,90 +11,30 @@ Result files from elsewhere are untrusted: size-limited, schema-validated, parse
 """
 
 import copy
-import json
-import math
 import os
-import stat
 import statistics
-import tempfile
 
-import jsonschema
+from results import safeio
 
 SCHEMA_VERSION = 2
 # A reader's budget per result file (issue 39: a 63 MiB cell of 850,000 samples cost 40 s and 0.93 GB to read,
 # accepted). The largest result stored so far is 152 KB (415 samples); the schema caps samples at 200,000 a list.
 MAX_RESULT_BYTES = 16 << 20
-_SCHEMA_CACHE = {}
-
-
-class ResultError(ValueError):
-    pass
+# One error for every refused input (results/safeio.py): callers that catch ResultError catch the reader's too.
+ResultError = safeio.InputError
+MAX_DEPTH = safeio.MAX_DEPTH
+MAX_INTEGER = safeio.MAX_INTEGER
+check_shape = safeio.check_shape
+schema_problem = safeio.schema_problem
+load_schema = safeio.load_schema
 
 
 def schema_path(name=f"cell_result.v{SCHEMA_VERSION}"):
-    # In the source tree and in runfiles alike, the schemas sit in results/schema beside this file.
-    here = os.path.dirname(os.path.abspath(__file__))
-    return os.path.join(here, "schema", f"{name}.schema.json")
-
-
-def load_schema(name):
-    """A schema of results/schema by name (e.g. run_manifest.v1), read once."""
-    if name not in _SCHEMA_CACHE:
-        with open(schema_path(name)) as f:
-            _SCHEMA_CACHE[name] = json.load(f)
-    return _SCHEMA_CACHE[name]
+    return safeio.schema_path(name)
 
 
 def schema():
     return load_schema(f"cell_result.v{SCHEMA_VERSION}")
-
-
-def _whole_pattern(validator, pattern, instance, schema_doc):
-    """JSON Schema's `pattern`, with its `$` meaning the end of the string as in ECMA-262 (Python's `$` also
-    matches before a final newline, so a run id with a newline after it passed: issue 39)."""
-    yield from _PATTERN(validator, pattern, instance, schema_doc)
-    if isinstance(instance, str) and pattern.endswith("$") and instance.endswith("\n"):
-        yield jsonschema.ValidationError(f"{instance[:80]!r} ends in a newline, which {pattern!r} does not allow")
-
-
-_PATTERN = jsonschema.Draft202012Validator.VALIDATORS["pattern"]
-_VALIDATOR = jsonschema.validators.extend(jsonschema.Draft202012Validator, {"pattern": _whole_pattern})
-
-
-def schema_problem(schema_doc, doc):
-    """"<path>: <message>" of the first violation of a JSON schema (by path), or ''."""
-    errors = sorted(_VALIDATOR(schema_doc).iter_errors(doc), key=lambda e: list(e.absolute_path))
-    if not errors:
-        return ""
-    message = errors[0].message  # it quotes the value: a long one keeps its head and the verdict at its end
-    message = message if len(message) <= 300 else f"{message[:160]} ... {message[-120:]}"
-    return f"{'/'.join(str(p) for p in errors[0].absolute_path) or '(top)'}: {message}"
-
-
-MAX_DEPTH = 64  # far deeper than any document tunelab writes; deeper ones exhaust recursion in readers
-# The largest integer a document may hold: far above any count, byte size or nanosecond total tunelab writes
-# (2**63, a signed 64-bit counter), far below what a float can hold exactly enough to compare.
-MAX_INTEGER = 2**63
-
-
-def check_shape(doc, max_depth=MAX_DEPTH):
-    """Raises ResultError for a document nested deeper than max_depth or holding a NaN or infinite number or an
-    integer beyond MAX_INTEGER (walked without recursion, so a hostile document cannot exhaust the stack)."""
-    stack = [(doc, ())]
-    while stack:
-        value, path = stack.pop()
-        if len(path) > max_depth:
-            raise ResultError(f"nested deeper than {max_depth} levels at {'/'.join(map(str, path[:8]))}/...")
-        if isinstance(value, float) and not math.isfinite(value):
-            raise ResultError(f"holds a value that is not a finite number at {'/'.join(map(str, path)) or '(top)'}")
-        # A JSON integer beyond a float's range passes as "finite" but breaks every reader that computes with it
-        # (issue 39: a 400-digit sample crashed the site build with OverflowError).
-        if isinstance(value, int) and not isinstance(value, bool) and abs(value) > MAX_INTEGER:
-            raise ResultError(f"holds an integer beyond {MAX_INTEGER:.0e} at {'/'.join(map(str, path)) or '(top)'}")
-        if isinstance(value, dict):
-            stack.extend((child, path + (key,)) for key, child in value.items())
-        elif isinstance(value, list):
-            stack.extend((child, path + (i,)) for i, child in enumerate(value))
 
 
 def validate(doc):
@@ -183,93 +123,23 @@ def migrate(doc):
     raise ResultError(f"result has unknown schema_version {version!r}")
 
 
-class _NonFinite(ValueError):
-    pass
-
-
-# Python refuses integers over 4,300 digits with a ValueError of its own that the fleet's readers did not catch
-# (issue 58, row 7: a 5,000-digit integer in a host's plan); check_shape bounds the value itself (MAX_INTEGER).
-MAX_INT_DIGITS = 1000
-
-
-def _bounded_int(text):
-    if len(text.lstrip("-")) > MAX_INT_DIGITS:
-        raise ValueError(f"an integer of {len(text)} digits (at most {MAX_INT_DIGITS})")
-    return int(text)
-
-
-def _refuse_constant(name):
-    """Python's json reads NaN, Infinity and -Infinity, which JSON does not allow: a value a rig could not
-    measure must never be averaged into a table as if it were a number."""
-    raise _NonFinite(name)
-
-
-def atomic_write_json(path, doc):
-    """Writes doc to path via a temporary file in the same folder, fsync and rename: all or nothing. Only a
-    regular file or nothing is replaced: a link, folder, FIFO or device there is refused (issue 58: as root,
-    `--run-info /dev/null` replaced /dev/null with a file)."""
-    folder = os.path.dirname(os.path.abspath(path))
-    try:
-        mode = os.lstat(path).st_mode
-    except FileNotFoundError:
-        mode = None
-    if mode is not None and not stat.S_ISREG(mode):
-        raise ResultError(f"{path}: not a regular file (a link, folder, FIFO or device): refusing to replace it")
-    os.makedirs(folder, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(prefix=".tmp-", suffix=".json", dir=folder)
-    try:
-        with os.fdopen(fd, "w") as f:
-            json.dump(doc, f, indent=1, sort_keys=False, allow_nan=False)
-            f.write("\n")
-            f.flush()
-            os.fsync(f.fileno())
-        os.chmod(tmp, 0o644)  # mkstemp makes it private; results are meant to be shared
-        os.replace(tmp, path)
-        dir_fd = os.open(folder, os.O_RDONLY)
-        try:
-            os.fsync(dir_fd)
-        finally:
-            os.close(dir_fd)
-    except BaseException:
-        if os.path.exists(tmp):
-            os.unlink(tmp)
-        raise
-
-
 def write_result(path, doc):
     """Validates and writes a new result; an existing result is never overwritten."""
     validate(doc)
     if os.path.exists(path):
         raise ResultError(f"{path} exists; stored results are never rewritten")
-    atomic_write_json(path, doc)
+    safeio.write_json(path, doc)
 
 
 def parse_json(data, max_bytes=MAX_RESULT_BYTES):
-    """A JSON document from untrusted bytes: size limit, strict JSON (no NaN/Infinity), bounded depth.
-    Raises ResultError for anything else."""
-    if len(data) > max_bytes:
-        raise ResultError(f"{len(data)} bytes or more, over the {max_bytes}-byte limit")
-    try:
-        doc = json.loads(data, parse_constant=_refuse_constant, parse_int=_bounded_int)
-    except _NonFinite as e:
-        raise ResultError(f"holds {e.args[0]}, not a number: a corrupt measurement") from None
-    except RecursionError:
-        raise ResultError(f"nested too deeply (over {MAX_DEPTH} levels)") from None
-    except (ValueError, UnicodeDecodeError) as e:  # JSONDecodeError, and an integer over MAX_INT_DIGITS
-        raise ResultError(f"not valid JSON ({str(e)[:200]})") from None
-    check_shape(doc)
-    return doc
+    """A JSON document from untrusted bytes (safeio.parse_json at a result file's size limit)."""
+    return safeio.parse_json(data, max_bytes)
 
 
 def load_result(path, max_bytes=MAX_RESULT_BYTES):
     """Reads a result file as untrusted input: size limit, JSON, migration, schema."""
-    size = os.path.getsize(path)
-    if size > max_bytes:
-        raise ResultError(f"{path}: {size} bytes, over the {max_bytes}-byte limit for a result file")
-    with open(path, "rb") as f:
-        data = f.read(max_bytes + 1)
     try:
-        doc = migrate(parse_json(data, max_bytes))
+        doc = migrate(safeio.parse_json(safeio.read_bytes(path, max_bytes), max_bytes))
         validate(doc)
     except ResultError as e:
         raise ResultError(f"{path}: {e}") from None

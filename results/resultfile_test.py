@@ -9,7 +9,7 @@ import os
 import tempfile
 import unittest
 
-from results import resultfile
+from results import resultfile, safeio
 
 GOLDEN = os.path.join(os.path.dirname(__file__), "testdata", "result_v1_ok.json")
 
@@ -113,7 +113,7 @@ class ResultsTest(unittest.TestCase):
         future = copy.deepcopy(golden())
         future["schema_version"] = 99
         path = os.path.join(self.dir, "future.json")
-        resultfile.atomic_write_json(path, future)
+        safeio.write_json(path, future)
         with self.assertRaisesRegex(resultfile.ResultError, "newer than this harness"):
             resultfile.load_result(path)
 

@@ -19,6 +19,7 @@ import tarfile
 import zlib
 
 from results import resultfile, store
+from results import safeio
 
 MAX_ARCHIVE_BYTES = 512 << 20  # compressed
 MAX_UNPACKED_BYTES = 2 << 30  # every header and member, as the stream decompresses
@@ -42,7 +43,7 @@ def pack_run(run_dir, out_path):
     """Writes run_dir as `<host>/<run>/...` (its last two path parts) into a .tar.gz at out_path."""
     run_dir = os.path.abspath(run_dir)
     arcname = os.path.join(os.path.basename(os.path.dirname(run_dir)), os.path.basename(run_dir))
-    with tarfile.open(out_path, "w:gz") as tar:
+    with safeio.atomic_file(out_path, binary=True) as raw, tarfile.open(fileobj=raw, mode="w:gz") as tar:
         tar.add(run_dir, arcname=arcname)
     return out_path
 

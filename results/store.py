@@ -14,9 +14,8 @@ results/reference/*.json, results/.fleet/<fleet id>/. Rules:
 import os
 import re
 import shutil
-import tempfile
 
-from results import resultfile
+from results import resultfile, safeio
 
 HOST_FOLDER_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$")
 RUN_ID_RE = re.compile(r"^[0-9]{8}T[0-9]{6}Z-[0-9a-f]{4}$")
@@ -82,8 +81,9 @@ def parse_manifest(data, name="manifest.json"):
 
 def load_manifest(path):
     try:
-        with open(path, "rb") as f:
-            data = f.read(MAX_MANIFEST_BYTES + 1)
+        data = safeio.read_bytes(path, MAX_MANIFEST_BYTES)
+    except safeio.InputError as e:
+        raise StoreError(str(e)) from None
     except OSError as e:
         raise StoreError(f"{path}: cannot be read ({e.strerror or e})") from None
     return parse_manifest(data, path)
@@ -155,7 +155,37 @@ def write_manifest(folder, doc):
         raise StoreError(f"manifest of run {doc['run_id']} written into {folder}")
     if stored_state(folder) == "complete":
         raise StoreError(f"{folder} is a complete run: stored runs are never rewritten")
-    resultfile.atomic_write_json(os.path.join(folder, "manifest.json"), doc)
+    if stored_state(folder) != "absent":
+        problem = contradiction(load_manifest(os.path.join(folder, "manifest.json")), doc)
+        if problem:
+            raise StoreError(f"{folder}: the new manifest contradicts the stored one ({problem}): refused")
+    safeio.write_json(os.path.join(folder, "manifest.json"), doc)
+
+
+# What a stored manifest says that a later manifest of the same run must repeat (issue 58, row 8: a resume
+# archive changed host_id, the question and the parameters of stored cells, and the reader took it).
+FIXED_FIELDS = ("run_id", "host_id", "matrix", "workload")
+
+
+def contradiction(stored, arriving):
+    """'' when `arriving` only adds to `stored` (new cells, repetitions, statuses of pending repetitions, a
+    later state); else what it changes, named."""
+    for field in FIXED_FIELDS:
+        if stored.get(field) != arriving.get(field):
+            return f"{field} differs"
+    cells = {c["id"]: c for c in arriving["cells"]}
+    for old in stored["cells"]:
+        new = cells.get(old["id"])
+        if new is None:
+            return f"cell {old['id']} is gone"
+        if new["params"] != old["params"] or new["skip_reason"] != old["skip_reason"]:
+            return f"cell {old['id']} has other parameters or another skip reason"
+        for rep, status in old["repetitions"].items():
+            if status != "pending" and new["repetitions"].get(rep) != status:
+                return f"cell {old['id']} repetition {rep} was {status}, now {new['repetitions'].get(rep)}"
+    if [tuple(x) for x in arriving["order"][:len(stored["order"])]] != [tuple(x) for x in stored["order"]]:
+        return "the order of rounds already run differs"
+    return ""
 
 
 def write_result(folder, cell_id, repetition, doc):
@@ -169,7 +199,7 @@ def write_fleet_state(results_root, fleet_id, doc):
     """The fleet controller's state file, results/.fleet/<fleet id>/fleet.json."""
     if not re.fullmatch(r"^fleet-[0-9]{8}T[0-9]{6}Z-[0-9a-f]{4}$", fleet_id):
         raise StoreError(f"fleet id {fleet_id[:80]!r}: not a fleet id")
-    resultfile.atomic_write_json(os.path.join(results_root, ".fleet", fleet_id, "fleet.json"), doc)
+    safeio.write_json(os.path.join(results_root, ".fleet", fleet_id, "fleet.json"), doc)
 
 
 def _same_bytes(path, data):
@@ -195,13 +225,12 @@ def import_run(results_root, host_folder, run_id, contents):
         if rel.startswith("/") or any(p in ("", ".", "..") for p in parts):
             raise StoreError(f"{rel!r}: not a path inside the run")
     if not os.path.exists(target):
-        os.makedirs(os.path.dirname(target), exist_ok=True)
-        staging = tempfile.mkdtemp(prefix=f".staging-{run_id}-", dir=os.path.dirname(target))
+        staging = safeio.new_folder(os.path.dirname(target), f".staging-{run_id}-")
         try:
             for rel, data in contents.items():
-                _write_new(os.path.join(staging, rel), data)
+                safeio.create_new(os.path.join(staging, rel), data)
             os.chmod(staging, 0o755)
-            os.rename(staging, target)  # fails if another writer got there first: nothing is mixed
+            safeio.move_into_place(staging, target)  # fails if another writer got there first: nothing is mixed
         except BaseException:
             shutil.rmtree(staging, ignore_errors=True)
             raise
@@ -227,29 +256,24 @@ def import_run(results_root, host_folder, run_id, contents):
     if rewritten:
         raise StoreError(f"{os.path.join(target, rewritten[0])} differs from the arriving copy: a stored file is "
                          "never replaced (a resumed run only adds what it was missing)")
-    staging = tempfile.mkdtemp(prefix=".staging-", dir=target)
+    problem = contradiction(stored, manifest)
+    if problem:
+        raise StoreError(f"{target}: the arriving manifest contradicts the stored one ({problem}): refused")
+    staging = safeio.new_folder(target, ".staging-")
     try:
         for index, rel in enumerate(added):
             if rel == "manifest.json":
                 continue
             staged = os.path.join(staging, str(index))
-            _write_new(staged, contents[rel])
-            os.makedirs(os.path.dirname(os.path.join(target, rel)), exist_ok=True)
-            os.rename(staged, os.path.join(target, rel))
+            safeio.create_new(staged, contents[rel])
+            safeio.move_into_place(staged, os.path.join(target, rel))
     finally:
         shutil.rmtree(staging, ignore_errors=True)
     refreshed = []
     if "manifest.json" in changed:
-        resultfile.atomic_write_json(os.path.join(target, "manifest.json"), manifest)
+        safeio.write_json(os.path.join(target, "manifest.json"), manifest)
         refreshed.append("manifest.json")
     return target, [a for a in added if a != "manifest.json"], refreshed
-
-
-def _write_new(path, data):
-    os.makedirs(os.path.dirname(path), exist_ok=True)
-    fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW, 0o644)
-    with os.fdopen(fd, "wb") as f:
-        f.write(data)
 
 
 # What a tool wrote into a run that belongs with it when it is promoted: the sensitivity figures
@@ -268,27 +292,28 @@ def promote(run_folder, baselines, name, replace=False, load_run=None):
     target = os.path.join(baselines, name)
     if os.path.exists(target) and not replace:
         raise StoreError(f"{target} exists; pass --replace to swap it for {run_folder}")
-    os.makedirs(baselines, exist_ok=True)
-    staging = tempfile.mkdtemp(prefix=f".{name}-", dir=baselines)
+    staging = safeio.new_folder(baselines, f".{name}-")
     try:
-        shutil.copy2(os.path.join(run_folder, "manifest.json"), staging)
+        safeio.copy_file(os.path.join(run_folder, "manifest.json"), os.path.join(staging, "manifest.json"), 0o644)
         for extra in PROMOTED_EXTRAS:
             path = os.path.join(run_folder, extra)
             if os.path.isfile(path) and not os.path.islink(path):
-                with open(path, "rb") as f:
-                    try:  # JSON, finite, bounded, as every file of the store
-                        resultfile.parse_json(f.read(resultfile.MAX_RESULT_BYTES + 1))
-                    except resultfile.ResultError as e:
-                        raise StoreError(f"{path}: {e}") from None
-                shutil.copy2(path, staging)
-        shutil.copytree(os.path.join(run_folder, "cells"), os.path.join(staging, "cells"),
-                        ignore=shutil.ignore_patterns(".tmp-*"))
+                try:  # JSON, finite, bounded, as every file of the store
+                    data = safeio.read_bytes(path, resultfile.MAX_RESULT_BYTES)
+                    safeio.parse_json(data, resultfile.MAX_RESULT_BYTES)
+                except safeio.InputError as e:
+                    raise StoreError(f"{path}: {e}") from None
+                safeio.create_new(os.path.join(staging, extra), data)
+        cells = os.path.join(run_folder, "cells")
+        for cell in sorted(os.listdir(cells)):
+            if not cell.startswith(".tmp-"):
+                safeio.copy_file(os.path.join(cells, cell), os.path.join(staging, "cells", cell), 0o644)
         os.chmod(staging, 0o755)
         old = None
         if os.path.exists(target):
             old = target + ".old"
-            os.replace(target, old)
-        os.replace(staging, target)
+            safeio.move_into_place(target, old, replace=True)
+        safeio.move_into_place(staging, target, replace=True)
     except BaseException:
         shutil.rmtree(staging, ignore_errors=True)
         raise

@@ -7,7 +7,7 @@ import json
 import os
 import tarfile
 
-from results import resultfile, store
+from results import resultfile, safeio, store
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 RUN_ID = "20261121T062107Z-0c0b"  # the run of the recorded result
@@ -42,7 +42,7 @@ def make_run(root, host="hostA", run_id=RUN_ID, state="complete", repetitions=(0
             doc = recorded_result(rep)
             doc["run_id"] = run_id
             resultfile.write_result(path, doc)
-    resultfile.atomic_write_json(os.path.join(run_dir, "manifest.json"),
+    safeio.write_json(os.path.join(run_dir, "manifest.json"),
                                  manifest_for(run_id, repetitions, state, fleet))
     with open(os.path.join(run_dir, "logs", "cell.log"), "w") as f:
         f.write("log line\n")

@@ -6,7 +6,7 @@ import os
 import sys
 
 from analysis import summary
-from results import resultfile
+from results import resultfile, safeio
 from rigs.matrix import cli
 from rigs.matrix import runner
 
@@ -43,7 +43,7 @@ def write_run_info(path, status, run_dir):
            "run_id": os.path.basename(run_dir) if run_dir else None,
            "run_dir": os.path.abspath(run_dir) if run_dir else None}
     try:
-        resultfile.atomic_write_json(os.path.abspath(path), doc)
+        safeio.write_json(os.path.abspath(path), doc)
     except (OSError, resultfile.ResultError) as e:  # said, and never in place of the run's own exit status
         print(f"error: --run-info {path}: not written: {e}", file=sys.stderr)
 

@@ -42,6 +42,7 @@ import traceback
 from analysis import gate_decision, resultsets, sequential, stats, thresholds
 from analysis.gate_decision import GateError
 from tools import gate_confirm, gate_output
+from results import safeio
 
 EXIT_PASS, EXIT_REGRESSED, EXIT_UNUSABLE, EXIT_INCONCLUSIVE = 0, 1, 2, 3
 def swapped(axis, resolve):
@@ -119,9 +120,8 @@ def main(argv=None):
     try:
         return run(args)
     except Exception:  # noqa: BLE001 - never let a crash read as a measured regression (exit 1)
-        fd, log = tempfile.mkstemp(prefix="tunelab-gate-", suffix=".log")
-        with os.fdopen(fd, "w") as f:
-            f.write(traceback.format_exc())
+        log = os.path.join(safeio.new_folder(tempfile.gettempdir(), "tunelab-gate-"), "traceback.log")
+        safeio.write_text(log, traceback.format_exc())
         print(f"error: the gate failed unexpectedly (treated as unusable input, exit {EXIT_UNUSABLE}); "
               f"traceback in {log}", file=sys.stderr)
         return EXIT_UNUSABLE

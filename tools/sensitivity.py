@@ -39,7 +39,7 @@ import tomllib
 import numpy as np
 from scipy import stats as sps
 
-from results import resultfile
+from results import resultfile, safeio
 from analysis import gate_power, resultsets, sensitivity, sensitivity_figures, sensitivity_sets, stats, thresholds
 
 REGISTRY = os.path.join(os.path.dirname(os.path.abspath(__file__)), "sensitivity.toml")
@@ -409,7 +409,7 @@ def run(args, workspace, cwd, results_root):
     existing.setdefault(args.rig, {}).update(doc)
     # One writer (results/resultfile.py): a new temporary file (never through a link planted at a fixed name), then
     # a rename over `out` (which replaces a link there instead of writing through it).
-    resultfile.atomic_write_json(out, {
+    safeio.write_json(out, {
         "kind": "tunelab.sensitivity", "schema_version": 2,
         "regenerate": f"bazel run //tools:sensitivity -- --rig {args.rig} --from-set baselines/{set_name(aa_set)}",
         **{k: v for k, v in sorted(existing.items()) if k not in ("kind", "schema_version", "regenerate")}})

@@ -19,6 +19,7 @@ from rich.table import Table
 from rigs.host import capabilities
 from rigs.host import jdks
 from rigs.host import terminal
+from results import safeio
 
 REPORT_SCHEMA = "tunelab.doctor/1"
 
@@ -129,8 +130,7 @@ def main(argv=None):
             out = args.json
             if not os.path.isabs(out):
                 out = os.path.join(os.environ.get("BUILD_WORKING_DIRECTORY", os.getcwd()), out)
-            with open(out, "w") as f:
-                f.write(text)
+            safeio.write_text(out, text)
             print(f"wrote {out}", file=sys.stderr)
         return
     render(report, Console(soft_wrap=True, width=terminal.width()))

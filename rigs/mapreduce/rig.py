@@ -23,7 +23,6 @@ import hashlib
 import json
 import os
 import shutil
-import tempfile
 from typing import Any, Mapping
 
 from rigs.mapreduce import joblog
@@ -32,6 +31,7 @@ from rigs.matrix.rig import (MAIN_ROLE, CellView, Launch, MeasurementInvalid, Pa
                              read_classpath_file)
 from rigs.matrix.workload import Workload
 from workloads.mapreduce import terarecords, textgen
+from results import safeio
 
 ENGINES = ("mr1", "mr2")
 JOBS = ("wordcount", "terasort")
@@ -101,20 +101,18 @@ def ensure_input(params: Mapping[str, str], cache_root: str) -> tuple[str, dict[
     folder = os.path.join(cache_root, f"{job}-{key}")
     manifest = os.path.join(folder, "expected.json")
     if not os.path.exists(manifest):
-        os.makedirs(cache_root, exist_ok=True)
-        tmp = tempfile.mkdtemp(prefix=".tmp-", dir=cache_root)
+        tmp = safeio.new_folder(cache_root, ".tmp-")
         if job == "terasort":
             digests, expected = terarecords.generate(spec["rows"], spec["seed"], os.path.join(tmp, "input"),
                                                      spec["splits"])
         else:
             digests, counts = textgen.generate(textgen.TextParams(**spec), os.path.join(tmp, "input"))
             expected = textgen.wordcount_digest(counts)
-        with open(os.path.join(tmp, "expected.json"), "w") as f:
-            json.dump({"job": job, "params": spec, "inputs": digests, "output_sha256": expected}, f)
+        safeio.write_json(os.path.join(tmp, "expected.json"),
+                          {"job": job, "params": spec, "inputs": digests, "output_sha256": expected})
         shutil.rmtree(folder, ignore_errors=True)
-        os.rename(tmp, folder)
-    with open(manifest) as f:
-        expected = json.load(f)
+        safeio.move_into_place(tmp, folder)
+    expected = safeio.read_json(manifest)
     return os.path.join(folder, "input"), expected["inputs"], expected["output_sha256"]
 
 

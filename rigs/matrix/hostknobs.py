@@ -9,6 +9,7 @@ import os
 import re
 
 from rigs.matrix import hoststate, knobvalues
+from results import safeio
 
 # The explicit hugepage size when a host does not say (x86-64, and aarch64 with 4 KiB base pages); aarch64
 # kernels built with 64 KiB pages have 512 MiB ones: the host's default size (Hugepagesize) is used.
@@ -53,8 +54,7 @@ class HostKnobs:
             self._saved.append((path, original))
             if self.journal:
                 _write_journal(self.journal, self._saved)
-        with open(path, "w") as f:
-            f.write(str(value))
+        safeio.write_setting(path, str(value))
 
     def apply(self, cell):
         """Changes the host for the cell; returns a dict of what was set (for the result's evidence)."""
@@ -91,8 +91,7 @@ class HostKnobs:
     def _compact_memory(self):
         # Writing any value makes the kernel compact all zones now (it returns when done).
         try:
-            with open(self.paths.compact_memory, "w") as f:
-                f.write("1")
+            safeio.write_setting(self.paths.compact_memory, "1")
         except OSError:
             pass  # a kernel without CONFIG_COMPACTION: the retry still lets reclaim run again
 
@@ -122,8 +121,7 @@ class HostKnobs:
             path, original = self._saved.pop()
             try:
                 value = evidence_thp(original) if path == self.paths.thp_enabled else original.strip()
-                with open(path, "w") as f:
-                    f.write(value)
+                safeio.write_setting(path, value)
             except OSError as e:
                 errors.append(f"{path}: {e}")
         if self.journal and not errors and os.path.exists(self.journal):

@@ -15,6 +15,8 @@ import json
 import os
 import stat
 
+from results import safeio
+
 STATE_DIR_ENV = "TUNELAB_STATE_DIR"
 ROOT_STATE_DIR = "/var/lib/tunelab"
 LOCK_NAME = "matrix.lock"
@@ -88,7 +90,7 @@ def _check_own_file(path, st):
 
 def open_lock_file(path):
     """A file descriptor of the lock file (created 0600 if absent), never through a link."""
-    fd = os.open(path, os.O_RDWR | os.O_CREAT | os.O_NOFOLLOW | os.O_CLOEXEC, 0o600)
+    fd = safeio.open_lock(path)
     try:
         _check_own_file(path, os.fstat(fd))
     except StateError:
@@ -98,24 +100,11 @@ def open_lock_file(path):
 
 
 def write_file(path, data):
-    """Writes bytes to `path` through a new temporary file (O_EXCL|O_NOFOLLOW, mode 0600), fsync, rename."""
-    tmp = path + ".tmp"
+    """Writes bytes to `path` through the one writer (a new temporary file, mode 0600, fsync, rename)."""
     try:
-        if stat.S_ISDIR(os.lstat(tmp).st_mode):
-            raise StateError(f"{tmp} is a directory: refused")
-        os.unlink(tmp)  # a leftover of a killed write, or something planted: never written through
-    except FileNotFoundError:
-        pass
-    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC, 0o600)
-    try:
-        with os.fdopen(fd, "wb") as f:
-            f.write(data)
-            f.flush()
-            os.fsync(f.fileno())
-    except BaseException:
-        os.unlink(tmp)
-        raise
-    os.replace(tmp, path)
+        safeio.write_bytes(path, data, mode=0o600)
+    except safeio.WriteRefused as e:
+        raise StateError(str(e)) from None
 
 
 def read_file(path, max_bytes=MAX_STATE_FILE_BYTES):

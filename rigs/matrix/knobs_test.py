@@ -124,6 +124,8 @@ class HostKnobsTest(unittest.TestCase):
     def test_short_reservation_is_retried_after_compaction_then_refused(self):
         _, cell = matrix(hugepages="explicit", heap="256m")
         self.paths.compact_memory = os.path.join(self.dir, "compact_memory")
+        with open(self.paths.compact_memory, "w"):  # the kernel's file exists; a setting is never created
+            pass
         with FragmentedHost(self.paths, free_pages=[15, 100, 300]) as host:
             # 15 pages, compaction, 100, compaction, 300: the third attempt holds the 256 asked for.
             self.assertEqual(host.apply(cell), {"nr_hugepages": 256, "hugepage_size_kb": 2048,

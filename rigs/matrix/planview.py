@@ -10,6 +10,7 @@ from rich.markup import escape
 from rich.table import Table
 
 from rigs.matrix import spec
+from results import safeio
 
 JVM_START_ESTIMATE_S = 2.0
 HOST_REFERENCE_ESTIMATE_S = 8.0
@@ -99,5 +100,4 @@ def write_plan_json(path, doc):
     if path == "-":
         sys.stdout.write(text)
     else:
-        with open(path, "w") as f:
-            f.write(text)
+        safeio.write_text(path, text)

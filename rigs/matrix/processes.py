@@ -14,6 +14,7 @@ import subprocess
 import time
 
 from rigs.matrix import container, rig as rig_contract
+from results import safeio
 
 _PR_SET_PDEATHSIG = 1
 STOP_GRACE_S = 10.0
@@ -88,8 +89,8 @@ class Running:
         self.killed_on_purpose = None  # {"line", "after_s", "signal"} once killed at its kill_pattern line
         self._scanned = {"stdout": 0, "stderr": 0}  # bytes of each log already searched for the kill line
         self.cpu = None  # {"cpu_s", "wall_s"} at the last sample_cpu()
-        self._out = open(logs["stdout"], "w")
-        self._err = open(logs["stderr"], "w")
+        self._out = safeio.open_log(logs["stdout"])
+        self._err = safeio.open_log(logs["stderr"])
         self._in = None
         try:
             self._in = open(process.stdin, "rb") if process.stdin else subprocess.DEVNULL

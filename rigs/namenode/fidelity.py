@@ -30,7 +30,7 @@ from rich.console import Console
 from rich.table import Table
 
 from analysis import stats
-from results import resultfile
+from results import resultfile, safeio
 from rigs.host import terminal
 from rigs.matrix import runner
 from rigs.namenode import rig as nn_rig
@@ -56,11 +56,11 @@ def by_hand_commands(command, tmp_dir):
 def run_by_hand(command, log_dir, pair):
     tmp_dir = tempfile.mkdtemp(prefix=f"nn-by-hand-{pair}-", dir=log_dir)
     fmt, bench = by_hand_commands(command, tmp_dir)
-    with open(os.path.join(log_dir, f"by-hand-{pair}.format.log"), "w") as log:
+    with safeio.open_log(os.path.join(log_dir, f"by-hand-{pair}.format.log")) as log:
         if subprocess.run(fmt, cwd=tmp_dir, stdout=log, stderr=subprocess.STDOUT, timeout=300).returncode:
             raise RuntimeError(f"by hand: NameNode -format failed (see {log.name})")
     out_path = os.path.join(log_dir, f"by-hand-{pair}.out")
-    with open(out_path, "w") as out:
+    with safeio.open_log(out_path) as out:
         status = subprocess.run(bench, cwd=tmp_dir, stdout=out, stderr=subprocess.STDOUT, timeout=600).returncode
     with open(out_path) as f:
         report = nn_rig.parse_report(f.read())
@@ -84,7 +84,7 @@ def run_steady_by_hand(command, log_dir, pair):
     work = tempfile.mkdtemp(prefix=f"nn-steady-by-hand-{pair}-", dir=log_dir)
     bench = steady_by_hand_command(command, os.path.join(work, "name"))
     out_path = os.path.join(log_dir, f"by-hand-{pair}.out")
-    with open(out_path, "w") as out:
+    with safeio.open_log(out_path) as out:
         status = subprocess.run(bench, cwd=work, stdout=out, stderr=subprocess.STDOUT, timeout=900).returncode
     with open(out_path) as f:
         text = f.read()
@@ -159,7 +159,7 @@ def main(argv=None):
               "ratio_ci": [comparison.ratio_ci_low, comparison.ratio_ci_high], "welch_p": comparison.p_value,
               "faithful": faithful, "commands": commands, "verdict": verdict}
     path = os.path.join(os.path.dirname(log_dir), "fidelity-steady.json" if args.steady else "fidelity.json")
-    resultfile.atomic_write_json(path, report)
+    safeio.write_json(path, report)
     console.print(f"{'PASS' if faithful else 'FAIL'}: written {path}")
     return 0 if faithful else 1
 

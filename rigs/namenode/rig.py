@@ -31,6 +31,7 @@ from rigs.matrix.rig import (MAIN_ROLE, CellView, Launch, MeasurementInvalid, Pa
                              Sample, free_loopback_port, read_classpath_file)
 from rigs.matrix.workload import Workload
 from rigs.namenode.hadoop_output import call_queue_from_log, jmx, parse_file_sink, parse_report, wait_for_calls, window_metrics
+from results import safeio
 
 OPS = ("create", "mkdirs", "open", "delete", "append", "fileStatus", "rename", "blockReport", "replication")
 # The benchmark skips replication against a NameNode in another process (it needs the NameNode's internals).
@@ -303,11 +304,10 @@ def cost_samples(report: Mapping[str, Any], cost: dict[str, int], iteration: int
 
 def write_site(path: str, properties: Mapping[str, object]) -> None:
     """A Hadoop *-site.xml with `properties` (name -> value)."""
-    with open(path, "w") as f:
-        f.write('<?xml version="1.0"?>\n<!-- Written by the namenode rig for one cell. -->\n<configuration>\n')
-        for name, value in properties.items():
-            f.write(f"  <property><name>{escape(name)}</name><value>{escape(str(value))}</value></property>\n")
-        f.write("</configuration>\n")
+    lines = ['<?xml version="1.0"?>\n<!-- Written by the namenode rig for one cell. -->\n<configuration>\n']
+    for name, value in properties.items():
+        lines.append(f"  <property><name>{escape(name)}</name><value>{escape(str(value))}</value></property>\n")
+    safeio.write_text(path, "".join(lines) + "</configuration>\n")
 
 
 def namenode_site(p: Mapping[str, str], rpc_port: int, http_port: int) -> dict[str, str]:

@@ -41,6 +41,7 @@ from rigs.matrix import evidence, iterations
 from rigs.matrix import rig as rig_contract
 from rigs.matrix.rig import Sample
 from rigs.matrix.workload import Workload
+from results import safeio
 
 TESTS = ("get", "set")
 BENCH_ITERATIONS = os.path.join(os.path.dirname(os.path.abspath(__file__)), "bench_iterations.py")
@@ -70,7 +71,7 @@ def write_dataset(path: str, keys: int, value_size: int, seed: int) -> str:
     """SET key:%012d <value> for key 0..keys-1 (the names redis-benchmark -r reads); returns the sha256."""
     rng = random.Random(seed)
     digest = hashlib.sha256()
-    with open(path, "wb") as f:
+    with safeio.atomic_file(path, binary=True) as f:
         for i in range(keys):
             chunk = resp(b"SET", b"key:%012d" % i, random_value(rng, value_size))
             digest.update(chunk)
@@ -92,7 +93,7 @@ def write_request_script(path: str, test: str, requests: int, keys: int, value_s
     pipe's bytes happened to be batched); returns the sha256."""
     rng = random.Random(f"{seed}:{test}")
     digest = hashlib.sha256()
-    with open(path, "wb") as f:
+    with safeio.atomic_file(path, binary=True) as f:
         for _ in range(requests):
             key = b"key:%012d" % rng.randrange(keys)
             line = (b"GET " + key if test == "get" else b"SET " + key + b" " + random_value(rng, value_size)) + b"\n"
@@ -107,15 +108,9 @@ def ensure_input(cache_root: str, name: str, write: Callable[[str], str]) -> tup
     path = os.path.join(cache_root, name)
     digest_path = path + ".sha256"
     if not os.path.exists(digest_path):
-        os.makedirs(cache_root, exist_ok=True)
-        tmp = f"{path}.tmp{os.getpid()}"
-        digest = write(tmp)
-        os.replace(tmp, path)
-        with open(digest_path + ".tmp", "w") as f:
-            f.write(digest)
-        os.replace(digest_path + ".tmp", digest_path)
-    with open(digest_path) as f:
-        return path, f.read().strip()
+        digest = write(path)  # through safeio's atomic writer: all there or nothing
+        safeio.write_text(digest_path, digest)
+    return path, safeio.read_text(digest_path, 1024).strip()
 
 
 def ensure_dataset(cache_root: str, keys: int, value_size: int, seed: int) -> tuple[str, str]:

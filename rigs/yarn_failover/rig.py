@@ -23,6 +23,7 @@ from rigs.matrix.rig import (CellView, Launch, MeasurementInvalid, Param, Parsed
                              free_loopback_port, read_classpath_file)
 from rigs.matrix.workload import Workload
 from workloads.yarn_cps import trace
+from results import safeio
 
 STORES = ("zookeeper", "leveldb", "filesystem")
 KILL_LINE = "tunelab-failover: state written, kill me now"  # FailoverDriver.KILL_LINE
@@ -141,8 +142,7 @@ class YarnFailoverRig(Rig):
         local_names = sorted({socket.gethostname(), socket.getfqdn()})
         node_names = [f"sim-node-{i:05d}" for i in range(p["nodes"])]  # FailoverDriver's names
         content = trace.hosts_file(node_names, local_names)
-        with open(hosts, "wb") as f:
-            f.write(content)
+        safeio.write_bytes(hosts, content)
         processes = []
         zk = ""
         if p["state_store"] == "zookeeper":
@@ -151,8 +151,7 @@ class YarnFailoverRig(Rig):
             zk_data = os.path.join(workdir, "zookeeper-data")
             os.makedirs(zk_data, exist_ok=True)
             cfg = os.path.join(workdir, "zoo.cfg")
-            with open(cfg, "w") as f:
-                f.write(ZOO_CFG.format(tick_ms=p["zk_tick_ms"], data_dir=zk_data, port=port))
+            safeio.write_text(cfg, ZOO_CFG.format(tick_ms=p["zk_tick_ms"], data_dir=zk_data, port=port))
             processes.append(Process(
                 "zookeeper", main_class="org.apache.zookeeper.server.ZooKeeperServerMain", classpath=classpath,
                 args=[cfg], jvm_flags=["-Xmx512m", f"-Djava.io.tmpdir={tmp_dir}"], under_test=False, server=True,

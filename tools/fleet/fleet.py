@@ -45,6 +45,7 @@ from rigs.matrix import cli, hoststate
 from tools.fleet import machines, make_bundle
 from tools.fleet.hostinput import REMOTE_PYTHON, FleetError, describe_failure, host_json, read_plan
 from tools.fleet.playbook import Playbook, ansible_env, load_inventory, write_cli_launchers
+from results import safeio
 
 DEFAULT_ROOT = "/var/tmp/tunelab"
 EXIT_OK, EXIT_HOSTS_FAILED, EXIT_BAD_INPUT, EXIT_INTERRUPTED = 0, 1, 2, 130
@@ -443,7 +444,7 @@ class Fleet:
         log), the others go on."""
         import traceback
         log = os.path.join(os.path.dirname(self.state_path(self.fleet_id)), "errors.log")
-        with open(log, "a") as f:
+        with safeio.open_log(log, append=True) as f:
             f.write(f"{now_iso()} {host}: {doing}\n{traceback.format_exc()}\n")
         state = self.hosts[host]
         state.status, state.error = "failed", f"{doing}: {type(error).__name__}: {str(error)[:300]} (traceback: {log})"

@@ -8,6 +8,7 @@ import time
 
 from results import runarchive
 from tools.fleet.hostinput import REMOTE_PYTHON, FleetError, describe_failure
+from results import safeio
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 PLAYBOOKS = os.path.join(HERE, "playbooks")
@@ -30,12 +31,10 @@ def write_cli_launchers(folder):
     os.makedirs(folder, exist_ok=True)
     for name, module in ANSIBLE_CLIS.items():
         path = os.path.join(folder, name)
-        with open(path, "w") as f:
-            f.write(f"#!{sys.executable}\n# written by tools/fleet/fleet.py\nimport os, resource, sys\n"
-                    f"cap = int(os.environ.get({MAX_FILE_BYTES_ENV!r}) or 0)\n"
-                    "if cap:\n    resource.setrlimit(resource.RLIMIT_FSIZE, (cap, cap))\n"
-                    f"from {module} import main\nsys.exit(main())\n")
-        os.chmod(path, 0o755)
+        safeio.write_text(path, f"#!{sys.executable}\n# written by tools/fleet/fleet.py\nimport os, resource, sys\n"
+                          f"cap = int(os.environ.get({MAX_FILE_BYTES_ENV!r}) or 0)\n"
+                          "if cap:\n    resource.setrlimit(resource.RLIMIT_FSIZE, (cap, cap))\n"
+                          f"from {module} import main\nsys.exit(main())\n", mode=0o755)
     return folder
 
 

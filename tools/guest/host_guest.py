@@ -24,6 +24,7 @@ import tempfile
 import time
 
 from tools.guest import run_guest
+from results import safeio
 
 # Per Debian architecture: QEMU's program and machine, the serial console, the network device.
 MACHINES = {
@@ -94,7 +95,7 @@ class GuestHost:
 
     def __enter__(self):
         started = time.monotonic()
-        with open(self.console_path, "wb") as console:
+        with safeio.open_log(self.console_path, binary=True) as console:
             # Its own process group: Ctrl-C in a terminal reaches the controller, which stops QEMU itself.
             self.proc = subprocess.Popen(self.argv, stdin=subprocess.DEVNULL, stdout=console,
                                          stderr=subprocess.STDOUT, start_new_session=True)

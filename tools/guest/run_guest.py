@@ -23,6 +23,7 @@ import subprocess
 import sys
 import tempfile
 import time
+from results import safeio
 
 BEGIN, END = "=====TUNELAB-RESULTS-BEGIN=====", "=====TUNELAB-RESULTS-END====="
 MAX_ARCHIVE_BYTES = 64 << 20
@@ -127,7 +128,7 @@ def main(argv=None):
     print(f"run_guest: booting the two-node guest (TCG emulation, {args.node_mib} MiB per node); console: "
           f"{console_path}", flush=True)
     started = time.monotonic()
-    with open(console_path, "w") as console:
+    with safeio.open_log(console_path) as console:
         proc = subprocess.Popen(command, stdin=subprocess.DEVNULL, stdout=console, stderr=subprocess.STDOUT)
         try:
             proc.wait(timeout=args.timeout_s)

@@ -22,6 +22,7 @@ import tomllib
 from xml.sax.saxutils import escape
 
 from tools.digest import sha256_of
+from results import safeio
 
 LOCK_VERSION = 1
 SCOPES = ("compile", "runtime", "provided", "test", "system", "import")
@@ -252,10 +253,7 @@ def main(argv=None):
                     sys.exit(f"error: {args.out} is stale; run ./bazelw run //tools/maven:lock")
             print(f"{args.out} is up to date")
             return
-        tmp = args.out + ".tmp"
-        with open(tmp, "w") as f:
-            f.write(text)
-        os.replace(tmp, args.out)
+        safeio.write_text(args.out, text)
         lock = read_lock(text)
         print(f"wrote {args.out}: {len(lock['artifacts'])} jars in {len(lock['sets'])} sets")
     finally:

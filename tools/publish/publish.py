@@ -42,6 +42,7 @@ from rich.console import Console
 from rich.progress import BarColumn, Progress, TextColumn, TimeRemainingColumn
 
 from analysis import history, plots, render, report, resultsets, sensitivity_figures
+from results import safeio
 from rigs.host import terminal
 from tools.publish import studies as studies_toml
 
@@ -150,18 +151,17 @@ def render_study(result_set, references, out_dir, declared=None, sets=None):
         report.write(blocks, os.path.join(out_dir, "report.pdf"), os.path.join(out_dir, "report.html"))
         main_figure = next((b.path for b in blocks if isinstance(b, render.Figure)), None)
         if main_figure:  # the page shows it whole, the index small
-            shutil.copyfile(main_figure, os.path.join(out_dir, "figure.png"))
-            mpimage.thumbnail(main_figure, os.path.join(out_dir, "thumb.png"), scale=THUMB_SCALE)
+            safeio.copy_file(main_figure, os.path.join(out_dir, "figure.png"), 0o644)
+            with safeio.atomic_file(os.path.join(out_dir, "thumb.png"), binary=True) as thumb:
+                mpimage.thumbnail(main_figure, thumb, scale=THUMB_SCALE)
             study.picture = "figure.png"
     study.question, study.answer = question_of(blocks, study.kind), answer_of(blocks)
     study.one_line = _para(blocks, "In one line: ")
     study.ceiling = [b.text.removeprefix("AT CEILING: ").split(" (analysis/ceilings.py", 1)[0] for b in blocks
                      if isinstance(b, render.Para) and b.text.startswith("AT CEILING: ")]
     study.banner = blocks[0].banner if blocks and isinstance(blocks[0], render.Title) else ""
-    with open(os.path.join(out_dir, "manifest.json"), "w") as f:
-        json.dump(result_set.manifest if not declared else {s.name: s.manifest for s in sets}, f, indent=1,
-                  sort_keys=True)
-        f.write("\n")
+    safeio.write_text(os.path.join(out_dir, "manifest.json"), json.dumps(
+        result_set.manifest if not declared else {s.name: s.manifest for s in sets}, indent=1, sort_keys=True) + "\n")
     return study
 
 
@@ -238,9 +238,9 @@ def read_studies(baselines, sets):
     if (os.path.islink(path) and not resultsets.in_bazel_runfiles(path)) or not os.path.isfile(path):
         return [], [Study(name=studies_toml.FILE_NAME, failed="not read: a link or not a regular file")]
     try:
-        with open(path, encoding="utf-8") as f:
-            declared, problems = studies_toml.parse(f.read(), {s.name for s in sets})
-    except (studies_toml.StudiesError, OSError, UnicodeDecodeError) as e:
+        declared, problems = studies_toml.parse(safeio.read_bytes(path, studies_toml.MAX_FILE_BYTES),
+                                                {s.name for s in sets})
+    except (studies_toml.StudiesError, safeio.InputError, OSError) as e:
         return [], [Study(name=studies_toml.FILE_NAME, failed=f"not read: {str(e)[:300]}")]
     return declared, [Study(name=f"{studies_toml.FILE_NAME}: {where}"[:80], failed=reason[:300])
                       for where, reason in problems]
@@ -293,8 +293,7 @@ def build_site(results_root, out, built_at, console=None):
     studies += problems
     by_name = {s.name: s for s in sets}
     parent = os.path.dirname(os.path.abspath(out)) or "."
-    os.makedirs(parent, exist_ok=True)
-    staging = tempfile.mkdtemp(prefix=".publish-", dir=parent)
+    staging = safeio.new_folder(parent, ".publish-")
     try:
         env = jinja2.Environment(loader=jinja2.FileSystemLoader(TEMPLATES), autoescape=True,
                                  undefined=jinja2.StrictUndefined, keep_trailing_newline=True)
@@ -333,29 +332,28 @@ def build_site(results_root, out, built_at, console=None):
                     references=[r.reference for r in references], rows=rows, plots=sensitivity_plots)
         for template, target in (("index.html.j2", "index.html"), ("reference.html.j2", "reference.html"),
                                  ("sensitivity.html.j2", "sensitivity.html")):
-            with open(os.path.join(staging, target), "w") as f:
-                f.write(env.get_template(template).render(root=".", **page))
+            safeio.write_text(os.path.join(staging, target), env.get_template(template).render(root=".", **page))
         for study in studies:
             if not study.failed:
-                with open(os.path.join(staging, study.folder, "index.html"), "w") as f:
-                    f.write(env.get_template("set.html.j2").render(root="../..", study=study, **page))
-        shutil.copy(os.path.join(TEMPLATES, "style.css"), os.path.join(staging, "style.css"))
-        with open(os.path.join(staging, MARKER), "w") as f:
-            f.write(tree_digest(staging) + "\n")
+                safeio.write_text(os.path.join(staging, study.folder, "index.html"),
+                                  env.get_template("set.html.j2").render(root="../..", study=study, **page))
+        safeio.copy_file(os.path.join(TEMPLATES, "style.css"), os.path.join(staging, "style.css"), 0o644)
+        safeio.write_text(os.path.join(staging, MARKER), tree_digest(staging) + "\n")
         os.chmod(staging, 0o755)  # a static site: readable by the web server's user (mkdtemp made it 0700)
         if os.path.lexists(out):
             problem = not_our_site(out)
             if problem:
                 raise PublishError(f"{out}: {problem}; not replaced (choose another --out, or remove it yourself)")
             shutil.rmtree(out)
-        os.rename(staging, out)
+        safeio.move_into_place(staging, out)
     except BaseException:
         shutil.rmtree(staging, ignore_errors=True)
         raise
     return studies
 
 
-MARKER = ".tunelab-site"  # written last into a site this tool built: the digest of every other file in it
+MARKER = ".tunelab-site"
+MAX_SITE_FILE_BYTES = 256 << 20  # a report's PDF is ~1 MB  # written last into a site this tool built: the digest of every other file in it
 
 
 def tree_digest(folder):
@@ -369,8 +367,9 @@ def tree_digest(folder):
             if rel == MARKER:
                 continue
             digest.update(rel.encode() + b"\0")
-            with open(path, "rb") as f:
-                digest.update(hashlib.sha256(f.read()).digest())
+            # Never followed into a FIFO or a device, never larger than a site file can be (issue 58, row 11:
+            # a FIFO in an old site hung publish, a link to /dev/zero took 2.4 GB).
+            digest.update(hashlib.sha256(safeio.read_bytes(path, MAX_SITE_FILE_BYTES)).digest())
     return digest.hexdigest()
 
 
@@ -382,9 +381,12 @@ def not_our_site(out):
         return "exists and is not a folder"
     if not os.path.isfile(marker) or os.path.islink(marker):
         return f"not a site this tool built (no {MARKER})" if os.listdir(out) else ""
-    with open(marker) as f:
-        recorded = f.read().strip()
-    if recorded != tree_digest(out):
+    try:
+        recorded = safeio.read_text(marker, 1 << 10).strip()
+        digest = tree_digest(out)
+    except (safeio.InputError, OSError) as e:
+        return f"holds what this tool never writes ({str(e)[:200]})"
+    if recorded != digest:
         return "changed since this tool built it (its files differ from the digest it recorded)"
     return ""
 

@@ -8,9 +8,9 @@ entry never takes the site down.
 
 import dataclasses
 import re
-import tomllib
 
 from analysis import kinds
+from results import safeio
 
 FILE_NAME = "studies.toml"
 STUDY_ID = re.compile(r"[a-z0-9][a-z0-9_-]{0,63}")
@@ -18,6 +18,7 @@ CASE_STUDY = re.compile(r"|\d{3}")
 KEYS = {"id", "title", "question", "case_study", "sets", "kind"}
 TWO_SET_KINDS = ("cross-host", "stock-vs-patched", "mr1-vs-mr2", "memory-locality")
 MAX_STUDIES = 200
+MAX_FILE_BYTES = 1 << 20
 
 
 class StudiesError(ValueError):
@@ -45,8 +46,8 @@ def parse(text, set_names):
     """([Declared], [(where, reason)]) of a studies.toml's text; set_names: the committed sets. A file that
     is not TOML, or not a list of [[study]] tables, is a StudiesError (the whole file is wrong)."""
     try:
-        doc = tomllib.loads(text)
-    except tomllib.TOMLDecodeError as e:
+        doc = safeio.parse_toml(text, MAX_FILE_BYTES)
+    except safeio.InputError as e:
         raise StudiesError(f"{FILE_NAME}: {e}") from None
     unknown = set(doc) - {"study"}
     if unknown:

@@ -22,6 +22,7 @@ import sys
 import tempfile
 
 from tools.digest import sha256_of
+from results import safeio
 
 WHEEL_RE = re.compile(r"^(?P<name>[^-]+)-(?P<version>[^-]+)(-\d[^-]*)?-[^-]+-[^-]+-[^-]+\.whl$")
 LOCK_LINE_RE = re.compile(
@@ -100,9 +101,7 @@ def aarch64_wheels(entries, python, python_version, tmp):
 
 
 def _write(path, text):
-    with open(path + ".tmp", "w") as f:
-        f.write(text)
-    os.replace(path + ".tmp", path)
+    safeio.write_text(path, text)
 
 
 def main(argv=None):
