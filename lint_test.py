@@ -109,6 +109,77 @@ def rig_layout_problems(tree):
     return problems
 
 
+# Issue 58: one way to write a file and one way to read untrusted input (results/safeio.py). Modules that may
+# do either themselves, and why; tests and test-only helpers write their fixtures as they like.
+OWN_FILE_IO = {
+    "results/safeio.py": "the one writer and the one reader",
+    "tools/fleet/remote_run.py": "runs on a fleet host with its Python 3.8 and the standard library only: its own "
+                                 "O_EXCL|O_NOFOLLOW writer, in a work root tools/fleet/work_root.py checked",
+    "rigs/matrix/container.py": "3.8-clean, standard library only: remote_run imports it on fleet hosts; it reads "
+                                "only podman's answers",
+    # Bazel actions: they write only their declared outputs, in the output tree Bazel creates and owns.
+    "tools/jdk/unpack_debian_jdk.py": "a Bazel action", "tools/guest/build_image.py": "a Bazel action",
+    "tools/container/build_image.py": "a Bazel action", "tools/container/debtree.py": "a Bazel action",
+    "tools/fleet/make_bundle.py": "a Bazel action", "tools/patches/apply_series.py": "a Bazel action",
+}
+TEST_SUPPORT = re.compile(r"(^|/)(test\w*|fake\w*|\w+_test)\.py$")
+WRITE_CALLS = {("os", "replace"), ("os", "rename"), ("os", "renames"), ("shutil", "copy"), ("shutil", "copy2"),
+               ("shutil", "copyfile"), ("shutil", "copytree"), ("shutil", "move"), ("tempfile", "mkstemp"),
+               ("tempfile", "NamedTemporaryFile")}
+WRITE_FLAGS = {"O_WRONLY", "O_RDWR", "O_CREAT", "O_APPEND", "O_TRUNC"}
+READ_CALLS = {("json", "load"), ("json", "loads"), ("tomllib", "load"), ("tomllib", "loads")}
+SAFE_STREAMS = ("atomic_file", "open_log")
+
+
+def _mode(call, position):
+    """The mode argument of an open-like call: its text, None where absent, '?' where not a constant."""
+    node = next((k.value for k in call.keywords if k.arg == "mode"), None)
+    if node is None and len(call.args) > position:
+        node = call.args[position]
+    if node is None:
+        return None
+    return node.value if isinstance(node, ast.Constant) and isinstance(node.value, str) else "?"
+
+
+def file_io_outside_safeio(path, text):
+    """Writes and untrusted reads in one module that do not go through results/safeio.py: open() or X.open()
+    with a mode that writes, os.open with a write flag, os.replace/rename, shutil.copy*/move, tempfile.mkstemp,
+    Path.write_text/bytes, savefig or tarfile.open to a path, and json.load(s)/tomllib.load(s). A stream the
+    one writer opened (`with safeio.atomic_file(...) as f`) may be written by any library."""
+    tree = ast.parse(text, path)
+    safe_names = {item.optional_vars.id for node in ast.walk(tree) if isinstance(node, ast.With) for item in node.items
+                  if isinstance(item.optional_vars, ast.Name) and isinstance(item.context_expr, ast.Call)
+                  and isinstance(item.context_expr.func, ast.Attribute) and item.context_expr.func.attr in SAFE_STREAMS}
+    found = []
+    for node in ast.walk(tree):
+        if not isinstance(node, ast.Call):
+            continue
+        func, what = node.func, None
+        owner = func.value.id if isinstance(func, ast.Attribute) and isinstance(func.value, ast.Name) else None
+        name = func.attr if isinstance(func, ast.Attribute) else func.id if isinstance(func, ast.Name) else None
+        to_safe_stream = any(isinstance(a, ast.Name) and a.id in safe_names for a in node.args[:1]) or any(
+            k.arg == "fileobj" and isinstance(k.value, ast.Name) and k.value.id in safe_names for k in node.keywords)
+        if name == "open" and owner in (None, "io", "tarfile", "gzip", "bz2", "lzma") or (name == "open" and owner is None):
+            mode = _mode(node, 1)
+            if mode is not None and (mode == "?" or set(mode) & set("wax+")) and not to_safe_stream:
+                what = f"{owner + '.' if owner else ''}open(..., {mode!r})"
+        elif name == "open" and owner == "os":
+            flags = {n.attr for n in ast.walk(node.args[1]) if isinstance(n, ast.Attribute)} if len(node.args) > 1 else set()
+            if flags & WRITE_FLAGS:
+                what = "os.open with " + "|".join(sorted(flags & WRITE_FLAGS))
+        elif (owner, name) in WRITE_CALLS:
+            what = f"{owner}.{name}"
+        elif name in ("write_text", "write_bytes") and owner != "safeio":
+            what = f".{name}"
+        elif name == "savefig" and not to_safe_stream:
+            what = "savefig to a path"
+        elif (owner, name) in READ_CALLS:
+            what = f"{owner}.{name}"
+        if what:
+            found.append(f"{path}:{node.lineno}: {what}")
+    return found
+
+
 # The rig contract and the classes that satisfy its protocols; every rigs/<rig>/rig.py is added (type_checked_files).
 TYPE_CHECKED = ("rigs/matrix/rig.py", "rigs/matrix/workload.py", "rigs/matrix/spec.py", "rigs/matrix/policy.py",
                 "rigs/matrix/iterations.py")
@@ -279,6 +350,33 @@ class LintTest(unittest.TestCase):
                         if lines > MAX_FUNCTION_LINES and "Why one function" not in (ast.get_docstring(node) or ""):
                             found.append(f"{os.path.relpath(path, checkout())}:{node.lineno}: {node.name}, {lines} lines")
         self.assertEqual(found, [], "split these by job, or say in the docstring why each is one function")
+
+    def test_files_are_written_and_untrusted_input_read_only_through_safeio(self):
+        # Issue 58: the holes of a planted link, a FIFO or a 200 MiB file came back with each new writer or
+        # reader; the class is closed by having one of each (results/safeio.py).
+        found = []
+        for root, dirs, files in os.walk(checkout()):
+            dirs[:] = [d for d in dirs if not d.startswith((".", "bazel-")) and d not in ("third_party", "nightly-out")]
+            for name in files:
+                rel = os.path.relpath(os.path.join(root, name), checkout())
+                if name.endswith(".py") and rel not in OWN_FILE_IO and not TEST_SUPPORT.search(rel):
+                    with open(os.path.join(root, name)) as f:
+                        found += file_io_outside_safeio(rel, f.read())
+        self.assertEqual(found, [], "write with safeio.write_*/atomic_file/open_log/copy_file/move_into_place, "
+                                    "read with safeio.read_json/read_toml/parse_json/parse_toml")
+        for rel in OWN_FILE_IO:
+            self.assertTrue(os.path.isfile(os.path.join(checkout(), rel)), f"{rel}: named in OWN_FILE_IO, gone")
+
+    def test_the_file_rule_finds_each_form(self):
+        text = ('import json, os, shutil, tarfile\nfrom results import safeio\n'
+                'open(p, "w")\nopen(p)\nopen(p, "rb")\nopen(p, mode="a")\nopen(p, m)\n'
+                'os.replace(a, b)\nshutil.copy2(a, b)\nP.write_text("x")\nsafeio.write_text(p, "x")\n'
+                'os.open(p, os.O_WRONLY | os.O_CREAT)\nos.open(p, os.O_RDONLY)\nfig.savefig(p)\n'
+                'with safeio.atomic_file(p, binary=True) as f:\n    fig.savefig(f)\n'
+                '    tarfile.open(fileobj=f, mode="w:gz")\ntarfile.open(p, "w:gz")\njson.loads(t)\nsafeio.parse_json(t)\n')
+        self.assertEqual([line.split(": ", 1)[0] for line in file_io_outside_safeio("m.py", text)],
+                         ["m.py:3", "m.py:6", "m.py:7", "m.py:8", "m.py:9", "m.py:10", "m.py:12", "m.py:14",
+                          "m.py:18", "m.py:19"])
 
     def test_no_check_matches_a_pattern_anchored_with_dollar(self):
         # Issue 39: re.match(r"^name$", "name\n") matches. Every module of ours uses fullmatch instead.

@@ -21,9 +21,9 @@ from their cell's parameters when they are read, so every stored set has it.
 import dataclasses
 import math
 import os
-import tomllib
 
 from analysis import thresholds
+from results import safeio
 
 FILE_NAME = "ceilings.toml"
 # A median this close to its ceiling is at it: a heartbeat-capped cell measures 97-100 % of its cap (the
@@ -86,11 +86,10 @@ def _names(path, metric, key, value):
 
 def read(path):
     """{metric: Rule} of one ceilings.toml; every entry checked (a wrong one is an error naming it)."""
-    with open(path, "rb") as f:
-        try:
-            doc = tomllib.load(f)
-        except tomllib.TOMLDecodeError as e:
-            raise CeilingError(f"{path}: {e}") from None
+    try:
+        doc = safeio.read_toml(path)
+    except safeio.InputError as e:
+        raise CeilingError(str(e)) from None
     rules = {}
     for metric, entry in doc.items():
         if not isinstance(entry, dict):

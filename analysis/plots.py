@@ -7,14 +7,28 @@ grey baseline or not significant); published reference values are dashed lines, 
 import matplotlib
 
 matplotlib.use("Agg")  # files only; never a display
+# Labels are data (parameter values, metric names, set names): a `$` in one must never be read as math text
+# (issue 58, row 14: a value `$\\undefinedcmd$` failed its set's report).
+matplotlib.rcParams["text.parse_math"] = False
 
 import textwrap  # noqa: E402
 
 import matplotlib.pyplot as plt  # noqa: E402
 from matplotlib.ticker import EngFormatter  # noqa: E402
 
+from results import safeio  # noqa: E402
+
 VERDICT_COLOURS = {"better": "#2e7d32", "worse": "#c62828", "not significant": "#546e7a", "baseline": "#9e9e9e"}
 DPI = 110
+
+
+def _save(fig, path):
+    """Writes the figure as PNG through the one writer, and closes it."""
+    try:
+        with safeio.atomic_file(path, binary=True) as f:
+            fig.savefig(f, dpi=DPI, format="png")
+    finally:
+        plt.close(fig)
 
 
 def ci_bars(path, title, unit, bars):
@@ -36,8 +50,7 @@ def ci_bars(path, title, unit, bars):
     ax.set_title(title, fontsize=10)
     ax.grid(axis="x", alpha=0.3)
     fig.tight_layout()
-    fig.savefig(path, dpi=DPI)
-    plt.close(fig)
+    _save(fig, path)
     return path
 
 
@@ -54,8 +67,7 @@ def series(path, title, unit, lines):
     if lines:
         ax.legend([textwrap.shorten(label, 70) for label, _, _ in lines], fontsize=6, loc="lower right")
     fig.tight_layout()
-    fig.savefig(path, dpi=DPI)
-    plt.close(fig)
+    _save(fig, path)
     return path
 
 
@@ -84,8 +96,7 @@ def history(path, title, unit, points, change_points=(), reference=None, drift_p
     ax.set_title(textwrap.fill(title, 90), fontsize=9)
     ax.grid(alpha=0.3)
     fig.tight_layout()
-    fig.savefig(path, dpi=DPI)
-    plt.close(fig)
+    _save(fig, path)
     return path
 
 
@@ -139,8 +150,7 @@ def nightly_history(path, title, unit, nights, change_points=(), drift_points=()
     bottom.legend(fontsize=6, loc="upper left", ncol=4)
     top.set_title(textwrap.fill(title, 90), fontsize=9)
     fig.tight_layout()
-    fig.savefig(path, dpi=DPI)
-    plt.close(fig)
+    _save(fig, path)
     return path
 
 
@@ -160,8 +170,7 @@ def stacked_cores(path, title, rows, groups):
     ax.grid(axis="x", alpha=0.3)
     ax.legend(fontsize=6, ncol=min(len(groups), 4), loc="upper center", bbox_to_anchor=(0.5, -0.25))
     fig.tight_layout()
-    fig.savefig(path, dpi=DPI)
-    plt.close(fig)
+    _save(fig, path)
     return path
 
 
@@ -180,6 +189,5 @@ def sensitivity_history(path, title, series_by_metric):
     ax.legend(fontsize=7, loc="upper right")
     fig.autofmt_xdate()
     fig.tight_layout()
-    fig.savefig(path, dpi=DPI)
-    plt.close(fig)
+    _save(fig, path)
     return path

@@ -4,6 +4,7 @@
 import base64
 import dataclasses
 import html
+import io
 
 from reportlab.lib import colors
 from reportlab.lib.pagesizes import A4
@@ -11,6 +12,8 @@ from reportlab.lib.styles import ParagraphStyle, getSampleStyleSheet
 from reportlab.lib.units import mm
 from reportlab.platypus import (Image, PageBreak, Paragraph, Preformatted, SimpleDocTemplate, Spacer, Table,
                                 TableStyle)
+
+from results import safeio
 
 
 @dataclasses.dataclass
@@ -179,7 +182,8 @@ def to_pdf(blocks, path, title):
         elif isinstance(b, Break):
             story.append(PageBreak())
     # invariant: no creation time or random file id in the PDF, so the same report gives the same bytes.
-    doc = SimpleDocTemplate(path, pagesize=A4, title=title, author="tunelab", leftMargin=15 * mm,
+    pdf = io.BytesIO()  # reportlab writes a file object; the one writer puts it in place
+    doc = SimpleDocTemplate(pdf, pagesize=A4, title=title, author="tunelab", leftMargin=15 * mm,
                             rightMargin=15 * mm, topMargin=15 * mm, bottomMargin=15 * mm, invariant=True)
 
     banner = next((b.banner for b in blocks if isinstance(b, Title) and b.banner), "")
@@ -196,4 +200,5 @@ def to_pdf(blocks, path, title):
         canvas.restoreState()
 
     doc.build(story, onFirstPage=footer, onLaterPages=footer)
+    safeio.write_bytes(path, pdf.getvalue())
     return path

@@ -4,12 +4,12 @@ runs' steal band) and the site's Sensitivity page (every figure, oldest first). 
 is untrusted: every field used is checked. The model behind the figures: analysis/sensitivity.py."""
 
 import dataclasses
-import json
 import math
 import os
 
 from analysis import gate_power, thresholds
 from analysis.sensitivity import SensitivityError
+from results import safeio
 
 FILE_NAME = "sensitivity.json"
 KIND = "tunelab.sensitivity"
@@ -58,13 +58,22 @@ class Figure:
         return dataclasses.replace(self, stale=bool(sha256) and sha256 != self.workload_sha256)
 
 
+MAX_FILE_BYTES = 8 << 20  # the largest committed one is ~60 KB
+SCHEMA = "sensitivity.v2"  # results/schema/sensitivity.v2.schema.json: versions 1 and 2
+
+
+def read_document(path):
+    """The JSON of one sensitivity.json through the bounded reader and its schema; SensitivityError naming the
+    file and the first problem (issue 58, row 2: a rig named a/b, a string where a rate belongs, 100k levels)."""
+    try:
+        return safeio.read_json(path, MAX_FILE_BYTES, SCHEMA)
+    except (OSError, safeio.InputError) as e:
+        raise SensitivityError(f"{path}: not a sensitivity file ({str(e).removeprefix(f'{path}: ')})") from None
+
+
 def read_file(path):
     """{rig: {metric: Figure}} of one sensitivity.json; SensitivityError when it is not one."""
-    try:
-        with open(path) as f:
-            doc = json.load(f)
-    except (OSError, ValueError) as e:
-        raise SensitivityError(f"{path}: not readable JSON ({e})") from None
+    doc = read_document(path)
     if not isinstance(doc, dict) or doc.get("kind") != KIND or doc.get("schema_version") not in SCHEMA_VERSIONS:
         raise SensitivityError(f"{path}: not a {KIND} file of schema_version {' or '.join(map(str, SCHEMA_VERSIONS))}")
     version = doc["schema_version"]
@@ -208,8 +217,7 @@ def history(baselines, unreadable=None):
                 raise
             unreadable.append((name, str(e)))
             continue
-        with open(path) as f:
-            doc = json.load(f)
+        doc = read_document(path)
         for rig, metrics in figures.items():
             for metric, figure in metrics.items():
                 e = doc[rig][metric]

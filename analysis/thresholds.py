@@ -9,7 +9,7 @@ DEFAULT_MIN_EFFECT, and every table that uses one says which.
 
 import math
 import os
-import tomllib
+from results import safeio
 
 DEFAULT_MIN_EFFECT = 0.05
 
@@ -20,11 +20,10 @@ class ThresholdError(ValueError):
 
 def read_gate_toml(path):
     """{metric: fraction} of one gate.toml; every fraction finite and in (0, 1)."""
-    with open(path, "rb") as f:
-        try:
-            table = tomllib.load(f).get("min_effect", {})
-        except tomllib.TOMLDecodeError as e:
-            raise ThresholdError(f"{path}: {e}") from None
+    try:
+        table = safeio.read_toml(path).get("min_effect", {})
+    except safeio.InputError as e:
+        raise ThresholdError(str(e)) from None
     out = {}
     for name, value in table.items():
         fraction = float(value) if isinstance(value, (int, float)) and not isinstance(value, bool) else math.nan
@@ -43,11 +42,10 @@ def default_roots():
 def read_companions(path):
     """{companion metric: the metric it explains} of one gate.toml's `[companion_of]` (e.g. heap allocated
     per create is a deterministic companion of create_rate); both names strings."""
-    with open(path, "rb") as f:
-        try:
-            table = tomllib.load(f).get("companion_of", {})
-        except tomllib.TOMLDecodeError as e:
-            raise ThresholdError(f"{path}: {e}") from None
+    try:
+        table = safeio.read_toml(path).get("companion_of", {})
+    except safeio.InputError as e:
+        raise ThresholdError(str(e)) from None
     for name, of in table.items():
         if not isinstance(of, str) or not of or of == name:
             raise ThresholdError(f"{path}: companion_of.{name} = {of!r}: expected another metric's name")

@@ -259,10 +259,11 @@ def read_bytes(path, max_bytes=DEFAULT_MAX_BYTES):
         raise
     except OSError as e:
         raise InputError(f"{path}: cannot be read ({e.strerror or e})") from None
+    st = os.fstat(fd)
+    if not stat.S_ISREG(st.st_mode):
+        os.close(fd)
+        raise InputError(f"{path}: not a regular file (a FIFO, device or folder): not read")
     with os.fdopen(fd, "rb") as f:
-        st = os.fstat(f.fileno())
-        if not stat.S_ISREG(st.st_mode):
-            raise InputError(f"{path}: not a regular file (a FIFO, device or folder): not read")
         if st.st_size > max_bytes:
             raise InputError(f"{path}: {st.st_size} bytes, over the {max_bytes}-byte limit for this file")
         data = f.read(max_bytes + 1)

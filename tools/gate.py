@@ -184,11 +184,9 @@ def run(args):
     text = gate_output.markdown(checks, baseline, candidate, confirmed, warnings)
     print(text, end="")
     if args.markdown:
-        with open(os.path.join(cwd, args.markdown), "w") as f:
-            f.write(text)
+        safeio.write_text(os.path.join(cwd, args.markdown), text)
     if args.junit:
-        with open(os.path.join(cwd, args.junit), "w") as f:
-            f.write(gate_output.junit(checks, baseline, candidate))
+        safeio.write_text(os.path.join(cwd, args.junit), gate_output.junit(checks, baseline, candidate))
     return exit_status(checks)
 
 

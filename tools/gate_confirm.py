@@ -1,11 +1,11 @@
 """The gate's --confirm: the runner command that reruns one regressed cell of a stored candidate set, and
 running it. Only one of this checkout's rig_matrix targets is ever run, with every value checked."""
 
-import json
 import os
 import re
 import subprocess
 import tempfile
+from results import safeio
 
 
 class ConfirmError(ValueError):
@@ -67,9 +67,8 @@ def run_matrix(argv, workspace):
         proc = subprocess.run(argv + [f"--run-info={info_path}"], cwd=workspace, stdout=subprocess.PIPE,
                               stderr=subprocess.STDOUT, text=True)
         try:
-            with open(info_path) as f:
-                info = json.load(f)
-        except (OSError, ValueError):
+            info = safeio.read_json(info_path, 1 << 20)
+        except (OSError, safeio.InputError):
             info = {}
     run_dir = info.get("run_dir") if isinstance(info, dict) else None
     return (run_dir if isinstance(run_dir, str) and run_dir else None), proc.returncode, proc.stdout

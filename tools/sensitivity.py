@@ -27,7 +27,6 @@ rig does not gate, a budget shorter than one round.
 import argparse
 import dataclasses
 import datetime
-import json
 import math
 import os
 import re
@@ -39,7 +38,7 @@ import tomllib
 import numpy as np
 from scipy import stats as sps
 
-from results import resultfile, safeio
+from results import safeio
 from analysis import gate_power, resultsets, sensitivity, sensitivity_figures, sensitivity_sets, stats, thresholds
 
 REGISTRY = os.path.join(os.path.dirname(os.path.abspath(__file__)), "sensitivity.toml")
@@ -56,8 +55,7 @@ class Study:
 
 
 def load_registry(path=REGISTRY):
-    with open(path, "rb") as f:
-        data = tomllib.load(f)
+    data = safeio.read_toml(path)
     out = {}
     for rig, t in data.get("rigs", {}).items():
         out[rig] = Study(rig, t["matrix"], tuple(t.get("gated", [])), dict(t["aa"]), dict(t.get("slowdown", {})))
@@ -86,11 +84,8 @@ def gated_design(rig, profile, metric, asked, roots=None):
     workspace = next((r for r in roots if os.path.isfile(os.path.join(r, "rigs", rig, "matrix.toml"))), roots[0])
     matrix_path = os.path.join(workspace, "rigs", rig, "matrix.toml")
     try:
-        with open(matrix_path, "rb") as f:
-            matrix = tomllib.load(f)
-        workload_path = os.path.join(workspace, matrix["matrix"]["workload"], "workload.toml")
-        with open(workload_path, "rb") as f:
-            workload = tomllib.load(f)
+        matrix = safeio.read_toml(matrix_path)
+        workload = safeio.read_toml(os.path.join(workspace, matrix["matrix"]["workload"], "workload.toml"))
         policy = {**workload.get("policy", {}), **matrix.get("policy", {}),
                   **(matrix["profiles"][profile].get("policy") or {})}
     except (OSError, KeyError, TypeError, tomllib.TOMLDecodeError) as e:
@@ -198,9 +193,8 @@ def record(study, kind, workspace, repetitions):
         print(f"recording {kind}: {' '.join(argv[1:])}", flush=True)
         status = subprocess.run(argv + [f"--run-info={info_path}"], cwd=workspace).returncode
         try:
-            with open(info_path) as f:
-                run_dir = json.load(f).get("run_dir")
-        except (OSError, ValueError, AttributeError):
+            run_dir = safeio.read_json(info_path, 1 << 20).get("run_dir")
+        except (OSError, ValueError, AttributeError):  # safeio.InputError is a ValueError
             run_dir = None
     if status not in (0, 1) or not run_dir:
         raise sensitivity.SensitivityError(f"recording the {kind} profile {design['profile']} failed (exit {status})")
@@ -219,8 +213,7 @@ def read_existing(path):
     except sensitivity.SensitivityError as e:
         raise sensitivity.SensitivityError(f"{e}; refusing to overwrite it: restore it (git checkout -- {path}) "
                                            "or move it away") from None
-    with open(path) as f:
-        return json.load(f)
+    return sensitivity_figures.read_document(path)
 
 
 def main(argv=None):

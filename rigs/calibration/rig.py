@@ -1,10 +1,10 @@
 """The calibration rig: starts tunelab.rigs.calibration.Calibration and reads its per-second rates."""
 
-import json
 from typing import Mapping
 
 from rigs.matrix.rig import MAIN_ROLE, CellView, Launch, Param, Parsed, PolicyView, Rig, Sample
 from rigs.matrix.workload import Workload
+from results import safeio
 
 UNITS = {"cpu_loop_rate": "ops/s", "memory_copy_rate": "MiB/s"}
 
@@ -37,7 +37,7 @@ class CalibrationRig(Rig):
         for line in stdout_text.splitlines():
             if not line.startswith("{"):
                 continue
-            rec = json.loads(line)
+            rec = safeio.parse_json(line)
             sample = {"metric": rec["metric"], "value": float(rec["value"]), "unit": UNITS[rec["metric"]],
                       "t": float(rec["t"])}
             (warmup if rec["phase"] == "warmup" else measured).append(sample)

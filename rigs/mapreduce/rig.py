@@ -200,8 +200,7 @@ class MapReduceRig(Rig):
             os.symlink(os.path.join(input_dir, "_partition.lst"), os.path.join(workdir, "_partition.lst"))
         conf = os.path.join(workdir, "conf")
         os.makedirs(conf, exist_ok=True)
-        with open(os.path.join(conf, "log4j.properties"), "w") as f:
-            f.write(LOG4J)
+        safeio.write_text(os.path.join(conf, "log4j.properties"), LOG4J)
         out_dir = os.path.join(workdir, "output")
         options = {SLOWSTART[engine]: "0.99", REDUCES[engine]: "1", SORT_MB[engine]: p["io_sort_mb"],
                    "hadoop.tmp.dir": os.path.join(workdir, "tmp")}

@@ -14,6 +14,7 @@ import time
 
 from results import store
 from rigs.matrix import hoststate, spec
+from results import safeio
 
 RUN_ID_RE = store.RUN_ID_RE
 
@@ -112,8 +113,7 @@ def load_variants(items, matrix):
                                  "rig_matrix's `variants` in rigs/BUILD.bazel (third_party/<component>/defs.bzl)")
         if "manifest" not in data:
             raise spec.SpecError(f"variant={value}: its build gives no manifest (the patch set's identity)")
-        with open(data.pop("manifest")) as f:
-            variants[value] = {"data": data, "manifest": json.load(f)}
+        variants[value] = {"data": data, "manifest": safeio.read_json(data.pop("manifest"))}
     return variants
 
 

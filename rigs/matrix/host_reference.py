@@ -8,10 +8,10 @@ loop, then one thread of 64 MiB memory copies, on the pinned JDK 17 with its def
 About 10 s each time.
 """
 
-import json
 import os
 import statistics
 import subprocess
+from results import safeio
 
 PROBE = "calibration cpu 1 thread 3 s + memory 1 thread 3 s, JDK 17, after 1 s warm-up each"
 MAIN_CLASS = "tunelab.rigs.calibration.Calibration"
@@ -36,7 +36,7 @@ def parse_rates(stdout_text, metric):
     values = []
     for line in stdout_text.splitlines():
         if line.startswith("{"):
-            rec = json.loads(line)
+            rec = safeio.parse_json(line)
             if rec.get("metric") == metric and rec.get("phase") == "measure":
                 values.append(float(rec["value"]))
     return values

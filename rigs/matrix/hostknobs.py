@@ -175,7 +175,7 @@ def recover(journal, paths=None):
     if data is None:
         return []
     try:
-        entries = json.loads(data)
+        entries = safeio.parse_json(data, hoststate.MAX_STATE_FILE_BYTES)
         problem = "" if isinstance(entries, list) and len(entries) <= 2 else "not a list of at most two entries"
     except (ValueError, RecursionError) as e:
         entries, problem = [], f"not JSON ({e})"

@@ -5,10 +5,10 @@ compiler threads' share apart; jit_cpu_ns is -1 where the host cannot say).
 """
 
 import dataclasses
-import json
 import re
 
 from rigs.matrix.rig import MeasurementInvalid
+from results import safeio
 
 ITERATION_MARK = re.compile(r'^\{"event":"iteration","index":(\d+),"warmup":(true|false)\}$', re.M)
 COST_LINE = re.compile(r'^(\{"event":"cost",.*\})$', re.M)
@@ -37,7 +37,7 @@ def cost(iteration: Iteration) -> dict[str, int]:
     if len(found) != 1:
         raise MeasurementInvalid(f"{where}: {len(found)} cost lines after its report (1 expected)")
     try:
-        data = json.loads(found[0])
+        data = safeio.parse_json(found[0])
         values = {k: int(data[k]) for k in COST_FIELDS}
     except (ValueError, KeyError, TypeError) as e:
         raise MeasurementInvalid(f"{where}: malformed cost line {found[0][:120]!r}: {e}") from e

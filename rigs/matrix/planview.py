@@ -4,7 +4,6 @@
 import datetime
 import json
 import sys
-import tomllib
 
 from rich.markup import escape
 from rich.table import Table
@@ -75,8 +74,7 @@ def print_plan(console, matrix, planned, profile, rig=None):
 def print_next_steps(console, ctx, args):
     console.print(f"Results: {ctx.run_dir} (manifest.json, cells/, logs/)")
     target = ctx.bazel_target or "<this target>"
-    with open(ctx.matrix_source, "rb") as f:
-        profiles = sorted(tomllib.load(f).get("profiles", {}))
+    profiles = sorted(safeio.read_toml(ctx.matrix_source).get("profiles", {}))
     others = [p for p in profiles if p != args.profile and p != "smoke"]
     if others:
         console.print(f"Other profiles of this matrix: {', '.join(others)}. Plan one with: bazel run {target} -- "

@@ -39,11 +39,11 @@ import json
 import math
 import os
 import re
-import tomllib
 import typing
 
 from rigs.host.cpuid import cpu_set
 from rigs.matrix import knobvalues, policy
+from results import safeio
 
 # Axis -> allowed scalar values (None: free-form, checked elsewhere).
 GCS = ("serial", "parallel", "g1", "cms", "zgc", "shenandoah")
@@ -211,12 +211,9 @@ def load(path, profile=None, overrides=(), rig_params=None, policy_defaults=None
     policy_defaults: the workload's declared measurement policy, which [policy] and profiles override.
     """
     try:
-        with open(path, "rb") as f:
-            data = tomllib.load(f)
-    except tomllib.TOMLDecodeError as e:
-        raise SpecError(f"{path}: not valid TOML: {e}") from None
-    except RecursionError:
-        raise SpecError(f"{path}: tables nested too deep to read") from None
+        data = safeio.read_toml(path)
+    except safeio.InputError as e:
+        raise SpecError(str(e)) from None
     except OSError as e:
         raise SpecError(f"{path}: {e.strerror}") from None
     return from_dict(data, source=path, profile=profile, overrides=overrides, rig_params=rig_params,

@@ -6,8 +6,8 @@ sha256 it computes (of workload.toml and every input, in path order) goes into e
 import dataclasses
 import hashlib
 import os
-import tomllib
 from typing import Any
+from results import safeio
 
 
 @dataclasses.dataclass
@@ -30,11 +30,10 @@ class WorkloadError(ValueError):
 def load_workload(folder: str) -> Workload:
     path = os.path.join(folder, "workload.toml")
     try:
-        with open(path, "rb") as f:
-            raw = f.read()
-        data = tomllib.loads(raw.decode())
-    except (OSError, tomllib.TOMLDecodeError, UnicodeDecodeError) as e:
-        raise WorkloadError(f"{path}: {e}") from None
+        raw = safeio.read_bytes(path, 1 << 20)
+        data = safeio.parse_toml(raw)
+    except (OSError, safeio.InputError) as e:
+        raise WorkloadError(f"{path}: {str(e).removeprefix(f'{path}: ')}") from None
     head = data.get("workload", {})
     for key in ("id", "rig"):
         if not isinstance(head.get(key), str):

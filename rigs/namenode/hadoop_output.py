@@ -2,11 +2,14 @@
 benchmark's stats blocks, the call queue the NameNode logs at start-up, its /jmx beans and the records its
 metrics FileSink writes once a second, averaged over the window in which calls were served."""
 
-import json
 import re
 import time
 import urllib.parse
 import urllib.request
+
+from results import safeio
+
+MAX_JMX_BYTES = 16 << 20  # the NameNode's whole /jmx is ~200 KB
 
 _BLOCK = re.compile(r"--- (\w+) stats\s+---")
 
@@ -59,7 +62,7 @@ def jmx(http_port, query):
     """The beans of the NameNode's /jmx servlet matching an ObjectName pattern ([] when none)."""
     url = f"http://127.0.0.1:{http_port}/jmx?qry={urllib.parse.quote(query, safe='=:,*')}"
     with urllib.request.urlopen(url, timeout=10) as r:
-        return json.load(r).get("beans", [])
+        return safeio.parse_json(r.read(MAX_JMX_BYTES + 1), MAX_JMX_BYTES).get("beans", [])
 
 
 def parse_file_sink(text):

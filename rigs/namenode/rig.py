@@ -119,12 +119,10 @@ class NameNodeRig(Rig):
         p = cell.params
         conf = os.path.join(workdir, "conf")
         os.makedirs(conf, exist_ok=True)
-        with open(os.path.join(conf, "log4j.properties"), "w") as f:
-            f.write(LOG4J)
+        safeio.write_text(os.path.join(conf, "log4j.properties"), LOG4J)
         # The in-process NameNode's own metrics too (lock hold per operation), as over RPC.
         write_site(os.path.join(conf, "hdfs-site.xml"), {"dfs.namenode.lock.detailed-metrics.enabled": "true"})
-        with open(os.path.join(conf, "hadoop-metrics2.properties"), "w") as f:
-            f.write(metrics2_properties(os.path.join(workdir, METRICS_FILE)))
+        safeio.write_text(os.path.join(conf, "hadoop-metrics2.properties"), metrics2_properties(os.path.join(workdir, METRICS_FILE)))
         args = ["--name-dir", os.path.join(workdir, NAME_DIR)]
         if p["fsync"] == "off":
             args.append("--skip-fsync")
@@ -146,13 +144,11 @@ class NameNodeRig(Rig):
         jars = read_classpath_file(data["classpath"])
         server_conf = os.path.join(workdir, "namenode-conf")
         os.makedirs(server_conf, exist_ok=True)
-        with open(os.path.join(server_conf, "log4j.properties"), "w") as f:
-            f.write(LOG4J)
+        safeio.write_text(os.path.join(server_conf, "log4j.properties"), LOG4J)
         write_site(os.path.join(server_conf, "core-site.xml"), {
             "fs.defaultFS": f"hdfs://127.0.0.1:{rpc_port}", "hadoop.tmp.dir": os.path.join(workdir, "namenode-tmp")})
         write_site(os.path.join(server_conf, "hdfs-site.xml"), namenode_site(p, rpc_port, http_port))
-        with open(os.path.join(server_conf, "hadoop-metrics2.properties"), "w") as f:
-            f.write(metrics2_properties(os.path.join(workdir, METRICS_FILE)))
+        safeio.write_text(os.path.join(server_conf, "hadoop-metrics2.properties"), metrics2_properties(os.path.join(workdir, METRICS_FILE)))
         server_args = ["--name-dir", os.path.join(workdir, NAME_DIR)]
         if p["fsync"] == "off":
             server_args.append("--skip-fsync")
@@ -163,8 +159,7 @@ class NameNodeRig(Rig):
             role = f"client-{i}"
             conf = os.path.join(workdir, f"{role}-conf")
             os.makedirs(conf, exist_ok=True)
-            with open(os.path.join(conf, "log4j.properties"), "w") as f:
-                f.write(LOG4J)
+            safeio.write_text(os.path.join(conf, "log4j.properties"), LOG4J)
             # The benchmark writes its datanodes' include/exclude files under hadoop.tmp.dir.
             write_site(os.path.join(conf, "core-site.xml"), {"hadoop.tmp.dir": os.path.join(workdir, f"{role}-tmp")})
             processes.append(Process(

@@ -103,7 +103,8 @@ def main(argv=None):
         cmd = by_hand_argv(hand["provenance"]["command"], workdir)
         console.print("by hand: " + " ".join(cmd[:3]) + " ... " + " ".join(cmd[cmd.index("org.apache.hadoop.yarn.sls.SLSRunner"):]))
         started = time.monotonic()
-        with open(os.path.join(workdir, "by-hand.out"), "w") as out, open(os.path.join(workdir, "by-hand.err"), "w") as err:
+        with safeio.open_log(os.path.join(workdir, "by-hand.out")) as out, \
+                safeio.open_log(os.path.join(workdir, "by-hand.err")) as err:
             status = subprocess.run(cmd, cwd=workdir, stdout=out, stderr=err, timeout=900).returncode
         by_hand_s = time.monotonic() - started
         ratio = hand["duration_s"] / by_hand_s

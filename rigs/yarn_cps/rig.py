@@ -7,7 +7,6 @@ returns the per-second allocation and release rates inside it as samples (those 
 plus observations: the full series, the window, CPU per thread group, GC, heap, peak RSS, apps.
 """
 
-import json
 import os
 import socket
 from typing import Any, Mapping
@@ -17,6 +16,7 @@ from rigs.matrix.rig import (MAIN_ROLE, CellView, Launch, MeasurementInvalid, Pa
 from rigs.matrix.workload import Workload
 from rigs.yarn_cps import configs, window
 from workloads.yarn_cps import trace
+from results import safeio
 
 HADOOP_VERSIONS = {"3.4.2": "classpath_3_4_2", "3.3.5": "classpath_3_3_5"}
 # 3.4.2 reads `job.tasks` of SLS traces as a string; every AM fails, SLS hangs with 0 apps (README.md, "Facts").
@@ -42,7 +42,7 @@ def records(stdout_text: str) -> list[dict[str, Any]]:
     out = []
     for line in stdout_text.splitlines():
         if line.startswith("{"):
-            out.append(json.loads(line))
+            out.append(safeio.parse_json(line))
     return out
 
 
@@ -130,8 +130,7 @@ class YarnCpsRig(Rig):
         conf_dir = os.path.join(workdir, "conf")
         os.makedirs(conf_dir, exist_ok=True)
         for name, content in configs.render(p, conf_dir).items():
-            with open(os.path.join(conf_dir, name), "wb") as f:
-                f.write(content)
+            safeio.write_bytes(os.path.join(conf_dir, name), content)
         expected_total = files.containers + files.expected_apps if files.containers >= 0 else None
         launched = {"format": fmt, "expected_apps": files.expected_apps, "task_containers": files.containers,
                     "expected_total_containers": expected_total, "sha256": files.sha256,

@@ -11,7 +11,6 @@ does); the first hands the second what real NodeManagers and AMs keep across a r
 """
 
 import hashlib
-import json
 import math
 import os
 import socket
@@ -61,7 +60,7 @@ RM_SETTINGS = {
 
 
 def records(stdout_text: str) -> list[dict[str, Any]]:
-    return [json.loads(line) for line in stdout_text.splitlines() if line.startswith("{")]
+    return [safeio.parse_json(line) for line in stdout_text.splitlines() if line.startswith("{")]
 
 
 def percentile(values: list[float], q: float) -> float:
@@ -130,8 +129,7 @@ class YarnFailoverRig(Rig):
         p = self.typed(params)
         conf_dir = os.path.join(workdir, "conf")
         os.makedirs(conf_dir, exist_ok=True)
-        with open(os.path.join(conf_dir, "log4j.properties"), "w") as f:
-            f.write(LOG4J)
+        safeio.write_text(os.path.join(conf_dir, "log4j.properties"), LOG4J)
         classpath = [conf_dir] + read_classpath_file(data["classpath_3_4_2"])
         store_dir = os.path.join(workdir, "store")
         tmp_dir = os.path.join(workdir, "tmp")  # leveldbjni unpacks its library here, not in /tmp

@@ -25,7 +25,6 @@ state; what can be read or run apart from that flow lives in hostinput.py, playb
 import argparse
 import dataclasses
 import datetime
-import json
 import os
 import re
 import shutil
@@ -190,9 +189,8 @@ class Fleet:
                 raise FleetError(f"--resume {a.resume!r}: expected a fleet id such as fleet-20261124T101500Z-1a2b")
             path = self.state_path(a.resume)
             try:
-                with open(path) as f:
-                    doc = json.load(f)
-            except (OSError, ValueError) as e:
+                doc = safeio.read_json(path, 16 << 20)
+            except (OSError, ValueError) as e:  # safeio.InputError is a ValueError
                 raise FleetError(f"cannot resume {a.resume}: {path}: {e}") from None
             for key, given in (("target", a.target), ("profile", a.profile), ("overrides", a.set or None)):
                 if given is not None and given != doc[key]:

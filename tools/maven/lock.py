@@ -18,7 +18,6 @@ import shutil
 import subprocess
 import sys
 import tempfile
-import tomllib
 from xml.sax.saxutils import escape
 
 from tools.digest import sha256_of
@@ -74,8 +73,7 @@ class ResolvedJar:
 
 def load_spec(path):
     """Reads artifacts.toml: {set name: {"artifacts": [Coordinate], "sources": [Coordinate]}}."""
-    with open(path, "rb") as f:
-        data = tomllib.load(f)
+    data = safeio.read_toml(path)
     sets = data.get("sets")
     if not isinstance(sets, dict) or not sets:
         raise ValueError(f"{path}: no [sets.<name>] tables")
@@ -198,9 +196,7 @@ def read_lock(text):
 
 
 def run_maven(pom_text, workdir, local_repo, mvn):
-    os.makedirs(workdir, exist_ok=True)
-    with open(os.path.join(workdir, "pom.xml"), "w") as f:
-        f.write(pom_text)
+    safeio.write_text(os.path.join(workdir, "pom.xml"), pom_text)
     out_file = os.path.join(workdir, "dependencies.txt")
     cmd = [
         mvn, "-B", "-q", "-f", os.path.join(workdir, "pom.xml"),

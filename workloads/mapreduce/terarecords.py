@@ -11,6 +11,7 @@ output, and its sha256, is the same for every correct sort.
 import hashlib
 import os
 import random
+from results import safeio
 
 RECORD_BYTES = 100
 _KEY_ALPHABET = bytes(range(0x21, 0x7F))  # printable, no space: never a line break for MR1's reader
@@ -36,7 +37,6 @@ def generate(rows, seed, folder, splits=1):
     for split in range(splits):
         name = f"part-{split:05d}"
         data = b"".join(records[split * per_split:(split + 1) * per_split])
-        with open(os.path.join(folder, name), "wb") as f:
-            f.write(data)
+        safeio.write_bytes(os.path.join(folder, name), data)
         digests[name] = hashlib.sha256(data).hexdigest()
     return digests, hashlib.sha256(b"".join(sorted(records))).hexdigest()

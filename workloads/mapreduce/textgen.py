@@ -15,6 +15,7 @@ import itertools
 import os
 import random
 import sys
+from results import safeio
 
 
 @dataclasses.dataclass(frozen=True)
@@ -58,8 +59,7 @@ def generate(params, folder):
         counts.update(drawn)
         lines = (" ".join(drawn[i:i + params.words_per_line]) for i in range(0, n, params.words_per_line))
         data = ("\n".join(lines) + "\n").encode() if n else b""
-        with open(os.path.join(folder, name), "wb") as f:
-            f.write(data)
+        safeio.write_bytes(os.path.join(folder, name), data)
         digests[name] = hashlib.sha256(data).hexdigest()
     return digests, counts
 

@@ -20,6 +20,7 @@ import hashlib
 import json
 import os
 import sys
+from results import safeio
 
 FORMATS = ("synth", "sls")
 USER_FORMATS = ("synth", "sls", "rumen")
@@ -215,8 +216,7 @@ def write_generated(p, fmt, folder, local_names=()):
         files["nodes.json"] = sls_nodes(p)
     digests = {}
     for name, data in files.items():
-        with open(os.path.join(folder, name), "wb") as f:
-            f.write(data)
+        safeio.write_bytes(os.path.join(folder, name), data)
         digests[name] = hashlib.sha256(data).hexdigest()
     return TraceFiles(format=fmt, trace=os.path.join(folder, "trace.json"),
                       nodes=os.path.join(folder, "nodes.json") if fmt == "sls" else "",
@@ -311,8 +311,7 @@ def use_user_trace(fmt, trace_path, nodes_path, folder, local_names=()):
     apps, containers, hosts = inspect_user_trace(fmt, trace_path, nodes_path)
     os.makedirs(folder, exist_ok=True)
     hosts_data = hosts_file(hosts, local_names)
-    with open(os.path.join(folder, "hosts"), "wb") as f:
-        f.write(hosts_data)
+    safeio.write_bytes(os.path.join(folder, "hosts"), hosts_data)
     digests = {"hosts": hashlib.sha256(hosts_data).hexdigest()}
     for name, path in (("trace.json", trace_path), ("nodes.json", nodes_path)):
         if path:
