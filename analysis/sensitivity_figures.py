@@ -66,16 +66,20 @@ def read_document(path):
     """The JSON of one sensitivity.json through the bounded reader and its schema; SensitivityError naming the
     file and the first problem (issue 58, row 2: a rig named a/b, a string where a rate belongs, 100k levels)."""
     try:
-        return safeio.read_json(path, MAX_FILE_BYTES, SCHEMA)
+        doc = safeio.read_json(path, MAX_FILE_BYTES)
     except (OSError, safeio.InputError) as e:
         raise SensitivityError(f"{path}: not a sensitivity file ({str(e).removeprefix(f'{path}: ')})") from None
+    if not isinstance(doc, dict) or doc.get("kind") != KIND or doc.get("schema_version") not in SCHEMA_VERSIONS:
+        raise SensitivityError(f"{path}: not a {KIND} file of schema_version {' or '.join(map(str, SCHEMA_VERSIONS))}")
+    problem = safeio.schema_problem(SCHEMA, doc)
+    if problem:
+        raise SensitivityError(f"{path}: not a sensitivity file (does not match {SCHEMA} at {problem})")
+    return doc
 
 
 def read_file(path):
     """{rig: {metric: Figure}} of one sensitivity.json; SensitivityError when it is not one."""
     doc = read_document(path)
-    if not isinstance(doc, dict) or doc.get("kind") != KIND or doc.get("schema_version") not in SCHEMA_VERSIONS:
-        raise SensitivityError(f"{path}: not a {KIND} file of schema_version {' or '.join(map(str, SCHEMA_VERSIONS))}")
     version = doc["schema_version"]
     out = {}
     for rig, metrics in doc.items():

@@ -140,6 +140,48 @@ class CommittedTest(unittest.TestCase):
                 sensitivity_figures.committed(baselines, "yarn_cps")
 
 
+class HostileFileTest(unittest.TestCase):
+    """Issue 58, row 2: one bad sensitivity.json took the site and the gate down (TypeError, RecursionError,
+    a rig named a/b in a plot's file name, 200 MiB read). Each is now refused whole, named, as one error."""
+
+    def test_each_hostile_file_is_the_readers_error(self):
+        import json
+        committed = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "results", "baselines",
+                                 "calibration-gate-aa-20261124-2vcpu", sensitivity_figures.FILE_NAME)
+        with open(committed) as f:
+            good = json.load(f)
+
+        def spoiled(change):
+            doc = json.loads(json.dumps(good))
+            change(doc, doc["calibration"]["cpu_loop_rate"])
+            return json.dumps(doc)
+        cases = {
+            "rig key a/b": spoiled(lambda d, e: d.update({"a/b": d.pop("calibration")})),
+            "rate a string": spoiled(lambda d, e: e.update(false_alarm_rate="low")),
+            "sd a list": spoiled(lambda d, e: e["components"].update(sd=[1, 2])),
+            "measured_at a list": spoiled(lambda d, e: e.update(measured_at=["2026-11-24"])),
+            "a design's rate a string": spoiled(lambda d, e: e["designs"]["nightly"].update(detection_at_d="high")),
+            "100k deep": '{"kind": "tunelab.sensitivity", "schema_version": 2, "x": ' + "[" * 100_000 + "]" * 100_000 + "}",
+        }
+        with tempfile.TemporaryDirectory() as baselines:
+            folder = os.path.join(baselines, "set")
+            os.makedirs(folder)
+            path = os.path.join(folder, sensitivity_figures.FILE_NAME)
+            for case, text in cases.items():
+                with open(path, "w") as f:
+                    f.write(text)
+                for read in (sensitivity_figures.read_file, lambda p: sensitivity_figures.history(baselines),
+                             lambda p: sensitivity_figures.committed(baselines, "calibration")):
+                    with self.assertRaisesRegex(sensitivity.SensitivityError, "set/sensitivity.json", msg=case):
+                        read(path)
+                unreadable = []
+                self.assertEqual(sensitivity_figures.history(baselines, unreadable), [])
+                self.assertEqual(len(unreadable), 1, case)
+            os.truncate(path, 200 << 20)  # sparse: refused by its size before a byte is read
+            with self.assertRaisesRegex(sensitivity.SensitivityError, "byte limit"):
+                sensitivity_figures.read_file(path)
+
+
 class IterationCostTest(unittest.TestCase):
     """A window is an iteration where the runs record their iterations' time (their cost lines)."""
 

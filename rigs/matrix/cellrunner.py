@@ -8,7 +8,7 @@ import os
 import subprocess
 import time
 
-from rigs.matrix import cellstatus, container, hostknobs, launchargv, memorydirs, processes, spec, supervise
+from rigs.matrix import cellcgroup, cellstatus, container, hostknobs, launchargv, memorydirs, processes, spec, supervise
 from rigs.matrix.runcontext import now_iso
 
 
@@ -54,6 +54,8 @@ class CellRunner:
         workdir = os.path.join(ctx.run_dir, "work", base)
         os.makedirs(workdir, exist_ok=True)
         state = self.state = supervise.CellState(planned, repetition, workdir, logs)
+        state.cgroup, why_none = cellcgroup.for_cell(ctx.run_id, base)
+        state.ev["cgroup"] = {"path": state.cgroup.path} if state.cgroup else {"unavailable": why_none}
         policy = ctx.matrix.policy
         host_knobs = hostknobs.HostKnobs(ctx.host_paths, journal=ctx.knob_journal,
                                      hugepage_bytes=hostknobs.host_hugepage_bytes(ctx.report))

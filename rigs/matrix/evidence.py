@@ -97,9 +97,12 @@ def declared_flag_problems(declared, reported):
 
 
 def parse_thread_print(text):
-    """`jcmd PID Thread.print` to [(java thread name, native tid)]."""
+    """`jcmd PID Thread.print` to [(java thread name, native tid)]. JDK 17 prints a name's quotes unescaped, so
+    a thread named `w" nid=0x1 x` carries a nid of its choosing: the tid is the line's last nid= (the JVM's
+    own, printed after the name), and ThreadPinner checks every tid is a task of the JVM before acting on it
+    (issue 58, row 3)."""
     threads = []
-    for m in re.finditer(r'^"((?:[^"\\]|\\.)*)".*?\bnid=(0x[0-9a-fA-F]+|\d+)', text, re.M):
+    for m in re.finditer(r'^"(.*)".*\bnid=(0x[0-9a-fA-F]+|\d+)', text, re.M):
         nid = m.group(2)
         threads.append((m.group(1), int(nid, 16) if nid.startswith("0x") else int(nid)))
     return threads

@@ -202,5 +202,36 @@ class ThreadPinnerNamespaceTest(unittest.TestCase):
         self.assertEqual(pinner.host_tids(), {1: 13964})
 
 
+class ThreadPinnerTrustTest(unittest.TestCase):
+    """Issue 58, row 3: a Java thread named `worker" nid=0x<pid> x` made the runner pin an unrelated process.
+    The header lines follow testdata/captures/thread_print.txt (recorded from JDK 17's jcmd), with JDK 17's
+    unescaped quote in the name as it printed it."""
+
+    def test_a_tid_planted_in_a_thread_name_is_never_pinned(self):
+        bystander = subprocess.Popen(["sleep", "60"])
+        self.addCleanup(bystander.kill)
+        before = os.sched_getaffinity(bystander.pid)
+        me = os.getpid()
+        text = (f'"worker" nid=0x{bystander.pid:x} x" #14 prio=5 os_prio=0 cpu=0.31ms elapsed=2.10s '
+                f'tid=0x00007f2c4c1a5000 nid=0x{me:x} waiting on condition  [0x00007f2c2d7fe000]\n'
+                f'"y\n"planted" #1 nid=0x{bystander.pid:x} runnable\n')
+        run = lambda *a, **k: subprocess.CompletedProcess(a, 0, stdout=text)  # noqa: E731
+        pinner = threadpinning.ThreadPinner("jcmd", me, [("worker|planted", "0")], run=run)
+        mine = os.sched_getaffinity(0)
+        self.addCleanup(os.sched_setaffinity, 0, mine)
+        self.assertTrue(pinner.poll())
+        self.assertEqual(os.sched_getaffinity(bystander.pid), before)
+        self.assertEqual(list(pinner.pinned), [me])  # the JVM's own nid, the line's last
+        self.assertTrue(any("not a thread of JVM" in e for e in pinner.errors), pinner.errors)
+
+    def test_nothing_is_pinned_when_the_jvm_left_the_cell(self):
+        me = os.getpid()
+        text = f'"worker" #14 prio=5 os_prio=0 tid=0x00007f2c4c1a5000 nid=0x{me:x} runnable\n'
+        run = lambda *a, **k: subprocess.CompletedProcess(a, 0, stdout=text)  # noqa: E731
+        pinner = threadpinning.ThreadPinner("jcmd", me, [("worker", "0")], run=run, cell_pids=lambda: {1})
+        self.assertTrue(pinner.poll())
+        self.assertEqual(pinner.pinned, {})
+
+
 if __name__ == "__main__":
     unittest.main()

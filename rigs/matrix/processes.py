@@ -7,13 +7,14 @@ to the group, then SIGKILL after a grace period; a server's ports are then check
 
 import contextlib
 import ctypes
+import functools
 import os
 import re
 import signal
 import subprocess
 import time
 
-from rigs.matrix import container, rig as rig_contract
+from rigs.matrix import cellcgroup, container, rig as rig_contract
 from results import safeio
 
 _PR_SET_PDEATHSIG = 1
@@ -60,10 +61,13 @@ def _threads():
     return [int(tid) for tid in os.listdir("/proc/self/task")]
 
 
-def _before_exec():
-    """Runs in the child before exec: back on the CPUs it should start from (runner_kept_off), and the kernel
-    kills it if the runner dies (even by SIGKILL), so no orphaned process keeps running into the next cell's
-    measurement. Survives numactl/taskset's exec."""
+def _before_exec(cgroup_procs=None):
+    """Runs in the child before exec: into the cell's cgroup (cellcgroup.py: its children follow it, whatever
+    session they make), back on the CPUs it should start from (runner_kept_off), and the kernel kills it if
+    the runner dies (even by SIGKILL), so no orphaned process keeps running into the next cell's measurement.
+    Survives numactl/taskset's exec."""
+    if cgroup_procs:
+        cellcgroup.join(cgroup_procs)
     if _child_cpus:
         os.sched_setaffinity(0, _child_cpus)
     ctypes.CDLL(None, use_errno=True).prctl(_PR_SET_PDEATHSIG, signal.SIGKILL)
@@ -76,8 +80,9 @@ class StartError(RuntimeError):
 class Running:
     """One started process: its role, argv, log files and Popen."""
 
-    def __init__(self, process, argv, logs, workdir, env, container_name=None, container_executor=None):
+    def __init__(self, process, argv, logs, workdir, env, container_name=None, container_executor=None, cgroup=None):
         self.process = process
+        self.cgroup = cgroup  # cellcgroup.CellCgroup of the cell, or None
         self.container_name = container_name  # executor=container/docker: argv is `<engine> run --name <it> ...`
         self.container_executor = container_executor or "container"
         self._program_pid = None
@@ -95,7 +100,8 @@ class Running:
         try:
             self._in = open(process.stdin, "rb") if process.stdin else subprocess.DEVNULL
             self.popen = subprocess.Popen(argv, stdin=self._in, stdout=self._out, stderr=self._err, cwd=workdir,
-                                          env=env, start_new_session=True, preexec_fn=_before_exec)
+                                          env=env, start_new_session=True,
+                                          preexec_fn=functools.partial(_before_exec, cgroup and cgroup.procs_path))
         except OSError as e:
             self._close()
             raise StartError(f"{process.role}: could not start {argv[0]}: {e}") from None
@@ -181,7 +187,9 @@ class Running:
                 continue
             complete = chunk[:chunk.rfind(b"\n") + 1]
             self._scanned[key] += len(complete)
-            for line in complete.decode(errors="replace").splitlines():
+            # Lines end at \n only: splitlines() also splits at \r, \v, \x1c.., so `junk\r<kill line>` in
+            # one line of output killed the process (issue 58, row 13).
+            for line in complete.decode(errors="replace").split("\n"):
                 if pattern.search(line):
                     with contextlib.suppress(ProcessLookupError):
                         os.killpg(self.popen.pid, signal.SIGKILL)

@@ -7,7 +7,7 @@ import dataclasses
 import os
 import time
 
-from rigs.matrix import (container, hostnoise, launchargv, process_evidence, processes, rig as rig_contract,
+from rigs.matrix import (cellcgroup, container, hostnoise, launchargv, process_evidence, processes, rig as rig_contract,
                          threadpinning)
 
 
@@ -27,6 +27,7 @@ class CellState:
     pinner: threadpinning.ThreadPinner = None
     started: float = dataclasses.field(default_factory=time.monotonic)
     noise: dict = None  # the measured phase's host noise (hostnoise.window), for the result's provenance
+    cgroup: object = None  # cellcgroup.CellCgroup every process of the cell joins; None where there is none
 
     @property
     def cell(self):
@@ -49,6 +50,15 @@ class CellState:
         """Stops every process of the cell: load generators first, then servers in reverse start order."""
         for proc in sorted(reversed(self.running), key=lambda r: r.process.server):
             proc.stop()
+        if self.cgroup is not None:
+            # What left its process group (a setsid grandchild) dies with the cell's cgroup.
+            try:
+                outlived = self.cgroup.remove()
+            except cellcgroup.CgroupError as e:
+                self.ev.setdefault("cgroup", {})["problem"] = str(e)
+            else:
+                self.ev.setdefault("cgroup", {})["outlived_their_stop"] = sorted(outlived)
+                self.cgroup = None
 
 
 def start(ctx, state, process):
@@ -78,7 +88,7 @@ def start(ctx, state, process):
             "podman_command" if state.executor == "container" else "engine_command": argv}
     r = processes.Running(process, argv, state.role_logs[process.role], state.workdir,
                           dict(os.environ, **process.env), container_name=name,
-                          container_executor=state.executor if name else None)
+                          container_executor=state.executor if name else None, cgroup=state.cgroup)
     state.running.append(r)
     return r
 
@@ -158,7 +168,9 @@ def supervise(ctx, state, deadline, clients, measured=True):
             if under_test.process.is_jvm:
                 ev["jvm_pid_is_child_of_wrapper"] = pid != under_test.program_pid()
             state.under_test_pid = pid
-            state.pinner = threadpinning.ThreadPinner(jcmd, pid, pinning.threads, proc=proc)
+            # The pinner acts only on a JVM in the cell's cgroup (a container's JVM is in podman's own).
+            members = state.cgroup.pids if state.cgroup and state.executor == "process" else None
+            state.pinner = threadpinning.ThreadPinner(jcmd, pid, pinning.threads, proc=proc, cell_pids=members)
         pid, pinner = state.under_test_pid, state.pinner
         if pinner and pinning.threads and now >= next_pin:
             pinner.poll()

@@ -17,7 +17,8 @@ class ThreadPinner:
     keeps only 15 characters of a thread name.
     """
 
-    def __init__(self, jcmd, pid, rules, proc="/proc", run=subprocess.run):
+    def __init__(self, jcmd, pid, rules, proc="/proc", run=subprocess.run, cell_pids=None):
+        self.cell_pids = cell_pids  # () -> {pid} of the cell's cgroup, None where the cell has none
         self.jcmd = jcmd
         self.pid = pid
         self.rules = [(re.compile(pattern), cpu_set(cpus), pattern, cpus) for pattern, cpus in rules]
@@ -44,6 +45,11 @@ class ThreadPinner:
         for name, tid in evidence.parse_thread_print(proc.stdout):
             # In a container the JVM reports its own namespace's thread ids: pin the host's task.
             tid = host_tids.get(tid, tid)
+            if not self.is_task(tid):
+                self.errors.append(f"thread {name[:80]!r}: tid {tid} is not a thread of JVM pid {self.pid} (in "
+                                   f"{self.proc}/{self.pid}/task{', nor in the cell' if self.cell_pids else ''}): "
+                                   "not touched")
+                continue
             for regex, cpus, pattern, cpu_text in self.rules:
                 if regex.search(name):
                     known = tid in self.pinned
@@ -58,6 +64,15 @@ class ThreadPinner:
                     self.pinned[tid] = {"pattern": pattern, "name": name, "tid": tid, "wanted": cpu_text}
                     break
         return True
+
+    def is_task(self, tid):
+        """True when `tid` is a thread of the JVM (/proc/<pid>/task/<tid>) and, where the cell's processes are
+        known (its cgroup), the JVM is one of them: nothing else is ever given an affinity."""
+        if isinstance(tid, bool) or not isinstance(tid, int) or tid <= 0:
+            return False
+        if self.cell_pids is not None and self.pid not in self.cell_pids():
+            return False
+        return os.path.isdir(os.path.join(self.proc, str(self.pid), "task", str(tid)))
 
     def host_tids(self):
         """{thread id in the JVM's pid namespace: host tid} from each task's NSpid line, when the JVM runs in

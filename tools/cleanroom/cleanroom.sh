@@ -28,8 +28,8 @@ VARIANT=minbase
 # What a new user has before reading the README: git to clone, CA certificates to fetch over TLS.
 ROOM_PACKAGES=(ca-certificates git)
 # Host state a root process keeps: only root can write there.
-CACHE_DIR=/var/cache/tunelab/cleanroom
-WORK_PARENT=/var/tmp/tunelab-cleanroom
+CACHE_DIR=${TUNELAB_CLEANROOM_CACHE_DIR:-/var/cache/tunelab/cleanroom}
+WORK_PARENT=${TUNELAB_CLEANROOM_WORK_PARENT:-/var/tmp/tunelab-cleanroom}
 # The checkout's place in the room: long enough that a console which wraps at its width would break a
 # run folder printed on one line (the nightly's old failure).
 ROOM_CHECKOUT=/root/src/tunelab-clean-room-checkout
@@ -109,12 +109,36 @@ while [[ $# -gt 0 ]]; do
   esac
 done
 for step in "${steps[@]}"; do
-  [[ " ${ALL_STEPS[*]} " == *" $step "* ]] || die "unknown step '$step' (known: ${ALL_STEPS[*]})"
+  # Each name whole (issue 58, row 4: `--steps 'smoke build'` passed a substring check, ran nothing, exit 0).
+  case "$step" in
+    smoke|build|test) ;;
+    *) die "unknown step '$step' (known: ${ALL_STEPS[*]})" ;;
+  esac
 done
 [[ ${#steps[@]} -gt 0 ]] || die "--steps names no step"
 
+# A folder root writes into and chroots from must be root's, and so must every folder above it, or a local
+# user swaps it for a link to / between the check and the write (issue 58, row 4: /var/tmp/tunelab-cleanroom
+# made by a user; `install -d` keeps its owner).
+check_root_folder() {
+  local path=$1 p=$1 uid mode
+  while :; do
+    [[ ! -L "$p" ]] || die "$p (holding the room's folder $path) is a link: refused; remove it"
+    read -r uid mode < <(stat -c '%u %a' -- "$p") || die "cannot stat $p"
+    [[ "$uid" == 0 ]] || die "$p (holding the room's folder $path) is owned by uid $uid, not root: another user could swap what root writes there; remove it (root recreates it)"
+    if (( (8#$mode & 8#022) && !(8#$mode & 8#1000) )); then
+      die "$p (holding the room's folder $path) is writable by other users (mode $mode) and not sticky: refused"
+    fi
+    [[ "$p" != / ]] || break
+    p=$(dirname -- "$p")
+  done
+}
+
 [[ "$(id -u)" -eq 0 ]] || die "the clean room needs root (chroot, mounts, namespaces); run it with sudo"
-for program in unshare chroot mount tar git sha256sum; do
+install -d -m 0700 "$CACHE_DIR" "$WORK_PARENT"
+check_root_folder "$CACHE_DIR"
+check_root_folder "$WORK_PARENT"
+for program in unshare chroot mount tar git sha256sum stat; do
   command -v "$program" >/dev/null 2>&1 || die "missing program: $program"
 done
 source_dir=$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)
@@ -143,7 +167,6 @@ done
 day=$(date -u +%Y-%m-%d)
 key=$( { echo "$SUITE $VARIANT ${ROOM_PACKAGES[*]}"; cat "$sources"; } | sha256sum | cut -c1-16)
 tarball="$CACHE_DIR/$SUITE-$VARIANT-$day-$key.tar"
-install -d -m 0700 "$CACHE_DIR" "$WORK_PARENT"
 if [[ ! -f "$tarball" ]]; then
   say "building a $VARIANT $SUITE root with mmdebstrap (${ROOM_PACKAGES[*]}): $tarball"
   started=$SECONDS
@@ -165,8 +188,19 @@ fi
 
 work=$(mktemp -d "$WORK_PARENT/room-XXXXXX")
 root="$work/root"
+# Processes whose root is in the room: none once its PID namespace is gone.
+room_processes() {
+  local link
+  for link in /proc/[0-9]*/root; do
+    [[ "$(readlink "$link" 2>/dev/null)" == "$root"* ]] && echo "${link//[^0-9]/}"
+  done
+}
 cleanup() {
-  if [[ "$keep" == 1 ]]; then
+  local waited=0
+  while [[ -n "$(room_processes)" && $waited -lt 60 ]]; do sleep 1; waited=$((waited + 1)); done
+  if [[ -n "$(room_processes)" ]]; then
+    say "the room still runs (pids $(room_processes | head -5 | tr '\n' ' ')): its folder $work is left in place"
+  elif [[ "$keep" == 1 ]]; then
     say "kept the room: $work"
   else
     # Nothing is mounted any more: the mounts lived in the room's own mount namespace.
@@ -245,6 +279,7 @@ for step in "${steps[@]}"; do
       testlogs=$(./bazelw info bazel-testlogs 2>/dev/null)
       [[ -z "$testlogs" ]] || echo "cleanroom: the room's tests: $(python3 .ci/test_totals.py "$testlogs")"
       ;;
+    *) echo "cleanroom: unknown step '$step': nothing run" >&2; exit 2 ;;
   esac
 done
 ./bazelw shutdown >/dev/null 2>&1
@@ -256,10 +291,31 @@ STEPS
 say "running in the room: ${steps[*]} (at most $timeout_s s)"
 started=$SECONDS
 set +e
-timeout --kill-after=30 "$timeout_s" unshare --mount --uts --pid --fork --propagation private -- \
-  "$0" --enter "$root" "$repo_cache_lower" "$work" "$ROOM_CHECKOUT" "$carried_certs" "${steps[@]}" -- "${EXCLUDED[@]}"
+# --kill-child: when unshare ends (a signal, the timeout), the room's first process gets SIGKILL and with it
+# everything in its PID namespace. `timeout` runs in a process group of its own, which Ctrl-C does not reach:
+# an interrupt or a stop request here is passed on to it (it passes it to unshare), and the room's folder is
+# removed only once the room is gone (cleanup).
+timeout --kill-after=30 "$timeout_s" unshare --mount --uts --pid --fork --kill-child=SIGKILL --propagation private -- \
+  "$0" --enter "$root" "$repo_cache_lower" "$work" "$ROOM_CHECKOUT" "$carried_certs" "${steps[@]}" -- "${EXCLUDED[@]}" &
+room_pid=$!
+interrupted=""
+# unshare blocks SIGINT and SIGTERM (they are meant for the room's first process), so it is killed outright:
+# --kill-child then kills the room.
+stop_room() { interrupted=$1; say "$1: stopping the room"; pkill -KILL -P "$room_pid" unshare 2>/dev/null || kill -TERM "$room_pid" 2>/dev/null; }
+trap 'stop_room SIGINT' INT
+trap 'stop_room SIGTERM' TERM
+trap 'stop_room SIGHUP' HUP
+wait "$room_pid"
 status=$?
+while kill -0 "$room_pid" 2>/dev/null; do  # a trapped signal ends `wait` early: wait for the room itself
+  wait "$room_pid"
+  status=$?
+done
 set -e
+if [[ -n "$interrupted" ]]; then
+  say "stopped by $interrupted after $((SECONDS - started)) s"
+  exit 130
+fi
 case $status in
   0) say "every step passed in the room ($((SECONDS - started)) s)" ;;
   124|137) say "the room ran out of time after $((SECONDS - started)) s (--timeout $timeout_s)"; status=1 ;;

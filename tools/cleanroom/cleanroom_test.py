@@ -10,7 +10,8 @@ import unittest
 
 SCRIPT = os.path.join(os.environ["TEST_SRCDIR"], "tunelab", "tools", "cleanroom", "cleanroom.sh")
 # What the script needs before it looks for mmdebstrap; nothing else is on the PATH it is given.
-PROGRAMS = ("bash", "env", "id", "dirname", "git", "unshare", "chroot", "mount", "tar", "sha256sum", "sed", "cat")
+PROGRAMS = ("bash", "env", "id", "dirname", "git", "unshare", "chroot", "mount", "tar", "sha256sum", "sed", "cat", "install",
+            "stat")
 
 
 def checkout(parent):
@@ -48,6 +49,35 @@ class CleanroomTest(unittest.TestCase):
         proc = self.run_script("--steps", "build,bogus")
         self.assertEqual(proc.returncode, 2, proc.stdout)
         self.assertIn("unknown step 'bogus'", proc.stdout)
+
+    def test_a_step_is_a_whole_name(self):
+        # Issue 58, row 4: a substring check let 'smoke build' (and the room then ran nothing, exit 0) through.
+        for steps in ("smoke build", "*", ",", "buil", ""):
+            proc = self.run_script("--steps", steps)
+            self.assertEqual(proc.returncode, 2, (steps, proc.stdout))
+            self.assertRegex(proc.stdout, "unknown step|names no step")
+
+    def test_a_room_folder_another_user_owns_or_may_write_is_refused(self):
+        # Issue 58, row 4: a user who made /var/tmp/tunelab-cleanroom could swap root's room for a link to /.
+        if os.geteuid() != 0:
+            self.skipTest("needs root: the room's folders are root's, and the test plants another user's")
+        for how, expected in (("nobody", "owned by uid 65534"), ("0777", "writable by other users"),
+                              ("link", "is a link")):
+            parent = tempfile.mkdtemp(dir=self.tmp)
+            os.chmod(parent, 0o777 if how == "0777" else 0o755)  # `install -d -m 0700` fixes the folder's own mode
+            work = os.path.join(parent, "work")
+            if how == "link":
+                os.symlink("/", work)
+            else:
+                os.mkdir(work)
+                os.chown(work, 65534 if how == "nobody" else 0, 65534 if how == "nobody" else 0)
+                os.chmod(work, 0o700)
+            env = dict(os.environ, TUNELAB_CLEANROOM_WORK_PARENT=work,
+                       TUNELAB_CLEANROOM_CACHE_DIR=os.path.join(parent, "cache"))
+            proc = self.run_script("--steps", "build", env=env)
+            self.assertEqual(proc.returncode, 2, (how, proc.stdout))
+            self.assertIn(expected, proc.stdout)
+            self.assertEqual(os.listdir(work) if how != "link" else [], [])
 
     def test_unknown_commit_is_refused(self):
         if os.geteuid() != 0:
