@@ -22,8 +22,17 @@ BOOTSTRAP_RESAMPLES = 2000
 BOOTSTRAP_SEED = 20261126  # fixed: the same runs give the same interval
 
 
+MAX_POINTS = 200_000  # as the schema's samples: redis-benchmark prints a few hundred
+MAX_COUNT = 2**53  # requests in one run; MAX_RUNS of them still add up in int64
+MAX_RUNS = 1000
+
+
 class DistributionError(ValueError):
     pass
+
+
+def _is_number(x):
+    return isinstance(x, (int, float)) and not isinstance(x, bool)
 
 
 @dataclasses.dataclass(frozen=True)
@@ -40,11 +49,20 @@ class Distribution:
     def from_points(cls, points, total=None):
         """From (bound, cumulative count) pairs in any order; duplicates keep the largest count. `total`, if
         given, must equal the largest count (the run's request count)."""
+        # Stored points are untrusted: a count is a whole number (never a bool, text or fraction), small enough
+        # that the counts of MAX_RUNS runs add up in int64 (issue 58, row 9: counts near 2**63 wrapped negative).
+        if not isinstance(points, (list, tuple)) or len(points) > MAX_POINTS:
+            raise DistributionError(f"a distribution is a list of at most {MAX_POINTS} points")
         merged = {}
-        for bound, count in points:
+        for point in points:
+            if not isinstance(point, (list, tuple)) or len(point) != 2:
+                raise DistributionError(f"bad point {str(point)[:40]}: expected [bound, count]")
+            bound, count = point
+            if (not _is_number(bound) or not math.isfinite(bound) or bound < 0 or not _is_number(count)
+                    or count != int(count) or not 0 <= count <= MAX_COUNT):
+                raise DistributionError(f"bad point ({str(bound)[:20]}, {str(count)[:20]}): a bound >= 0 and a "
+                                        f"whole count in 0..{MAX_COUNT}")
             bound, count = float(bound), int(count)
-            if not math.isfinite(bound) or bound < 0 or count < 0:
-                raise DistributionError(f"bad point ({bound}, {count}): bounds and counts must be >= 0")
             merged[bound] = max(count, merged.get(bound, 0))
         if not merged:
             raise DistributionError("a distribution needs at least one point")
@@ -60,8 +78,11 @@ class Distribution:
     def from_percentiles(cls, percentiles, total):
         """From (percent, bound) pairs and the request count (result files written before the counts were
         kept): counts are percent x total, as the tool computed its percent from them."""
-        if total < 1:
+        if not isinstance(total, int) or isinstance(total, bool) or not 1 <= total <= MAX_COUNT:
             raise DistributionError("a distribution from percentiles needs the request count")
+        if not isinstance(percentiles, (list, tuple)) or not all(
+                isinstance(x, (list, tuple)) and len(x) == 2 and all(map(_is_number, x)) for x in percentiles):
+            raise DistributionError("printed percentiles are [percent, bound] number pairs")
         return cls.from_points([(ms, round(p / 100 * total)) for p, ms in percentiles], total=total)
 
     def count_at(self, bound):
@@ -84,6 +105,8 @@ def merge(distributions):
     """The sum of the runs' step functions, at every bound any of them printed."""
     if not distributions:
         raise DistributionError("nothing to merge")
+    if len(distributions) > MAX_RUNS:
+        raise DistributionError(f"{len(distributions)} runs: at most {MAX_RUNS} are merged")
     bounds = np.unique(np.concatenate([d.bounds for d in distributions]))
     counts = np.zeros(len(bounds), dtype=np.int64)
     for d in distributions:
@@ -129,21 +152,38 @@ def tails(distributions, percents=TAILS, seed=BOOTSTRAP_SEED, resamples=BOOTSTRA
     replacement, merged again); no interval under 3 runs."""
     merged = merge(distributions)
     n = len(distributions)
-    boot = None
-    if n >= 3:
-        rng = np.random.default_rng(seed)
-        boot = [merge([distributions[i] for i in rng.integers(0, n, n)]) for _ in range(resamples)]
+    boot = _bootstrap(distributions, np.asarray(merged.bounds), percents, seed, resamples) if n >= 3 else None
     out = []
     for p in percents:
         value = percentile(merged, p)
         low = high = float("nan")
-        if value is not None and boot is not None:
-            values = [percentile(b, p) for b in boot]
-            values = np.array([v for v in values if v is not None])
-            if len(values):
-                low, high = np.percentile(values, [2.5, 97.5])
+        if value is not None and boot is not None and boot[p]:
+            low, high = np.percentile(np.array(boot[p]), [2.5, 97.5])
         out.append(Tail(p, value, float(low), float(high), requests_beyond(merged.total, p), n))
     return out
+
+
+def _bootstrap(distributions, bounds, percents, seed, resamples):
+    """{percent: [its value in each resample that has one]}: the runs resampled with replacement and merged
+    again, as merge() would (at the bounds the chosen runs printed), from one table of each run's count at
+    every bound: memory of runs x bounds, never resamples x bounds (issue 58, row 9: 3 runs of 10,000 points
+    took 3 GB)."""
+    table = np.stack([np.concatenate(([0], np.asarray(d.counts, dtype=np.int64)))[
+        np.searchsorted(d.bounds, bounds, side="right")] for d in distributions])
+    printed = np.stack([np.isin(bounds, d.bounds) for d in distributions])
+    rng = np.random.default_rng(seed)
+    found = {p: [] for p in percents}
+    n = len(distributions)
+    for _ in range(resamples):
+        rows = rng.integers(0, n, n)
+        keep = printed[rows].any(axis=0)
+        counts, at = table[rows].sum(axis=0)[keep], bounds[keep]
+        total = int(counts[-1])
+        for p in percents:
+            if requests_beyond(total, p) >= MIN_TAIL_REQUESTS:
+                i = int(np.searchsorted(counts, math.ceil(p / 100.0 * total - 1e-9), side="left"))
+                found[p].append(float(at[min(i, len(at) - 1)]))
+    return found
 
 
 def tail_label(percent):

@@ -123,5 +123,34 @@ class PropertyTest(unittest.TestCase):
             self.assertEqual(merged, single)
 
 
+class HostileDistributionTest(unittest.TestCase):
+    """Issue 58, row 9: small stored files exhausted memory (3 runs x 10,000 points: MemoryError under 3 GB with
+    2,000 resamples), counts near 2**63 wrapped negative, and bools, text and fractions passed as counts."""
+
+    def test_many_points_cost_runs_times_points_of_memory(self):
+        import random
+        import tracemalloc
+        rng = random.Random(58)
+        runs = []
+        for _ in range(3):
+            bounds = sorted(rng.sample(range(1, 10**7), 10_000))
+            counts = sorted(rng.randint(0, 10**7) for _ in range(9_999)) + [10**7]
+            runs.append(dist.Distribution.from_points([(b / 1000, c) for b, c in zip(bounds, counts)]))
+        tracemalloc.start()
+        self.addCleanup(tracemalloc.stop)
+        tails = dist.tails(runs)
+        self.assertLess(tracemalloc.get_traced_memory()[1], 100 << 20)
+        self.assertTrue(all(t.ci_low <= t.value <= t.ci_high for t in tails if t.value is not None))
+
+    def test_counts_are_whole_bounded_numbers(self):
+        for point in ([1.0, True], [1.0, "5"], [1.0, 2.5], [1.0, 2**63 - 1], ["1", 5], [True, 5], [1.0], "x"):
+            with self.assertRaises(dist.DistributionError, msg=point):
+                dist.Distribution.from_points([point])
+        with self.assertRaises(dist.DistributionError):
+            dist.Distribution.from_json({"requests": 1, "points": [[1.0, 1]] * 200_001})
+        big = dist.Distribution.from_points([[1.0, dist.MAX_COUNT]])
+        self.assertGreater(dist.merge([big] * 3).total, 0)
+
+
 if __name__ == "__main__":
     unittest.main()

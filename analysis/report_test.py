@@ -423,5 +423,17 @@ class ReportTest(unittest.TestCase):
             self.assertEqual(r.reference["status"], resultsets.PUBLISHED_LABEL)
 
 
+class MathTextTest(unittest.TestCase):
+    def test_a_dollar_in_a_label_is_text_not_math(self):
+        # Issue 58, row 14: a parameter value or metric name `$\\undefinedcmd$` failed its set's report.
+        from analysis import plots
+        hostile = "gc=$\\undefinedcmd$ ^{x}_"
+        with tempfile.TemporaryDirectory() as folder:
+            path = plots.ci_bars(os.path.join(folder, "bars.png"), hostile, "$\\frac{", [(hostile, 1.0, 0.9, 1.1, "worse")])
+            self.assertGreater(os.path.getsize(path), 1000)
+            path = plots.series(os.path.join(folder, "series.png"), hostile, "ops/s", [(hostile, [0, 1], [1.0, 2.0])])
+            self.assertGreater(os.path.getsize(path), 1000)
+
+
 if __name__ == "__main__":
     unittest.main()

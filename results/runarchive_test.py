@@ -9,7 +9,7 @@ import tarfile
 import tempfile
 import unittest
 
-from results import resultfile, runarchive, store
+from results import resultfile, runarchive, safeio, store
 from results.testruns import RUN_ID, make_run, manifest_for, recorded_result, tar_bytes
 
 FLEET = {"host": "kunpeng-01", "fleet_id": "fleet-20261124T101500Z-1a2b"}
@@ -131,6 +131,31 @@ class RunArchiveTest(unittest.TestCase):
         with self.assertRaisesRegex(runarchive.ArchiveError, "never replaced"):
             runarchive.unpack_run(changed, self.home)
         self.assertEqual(snapshot(target), before)
+
+    def test_a_resume_archive_never_rewrites_what_the_stored_manifest_says(self):
+        # Issue 58, row 8: for an interrupted run, an archive changed host_id, the question and the parameters
+        # of cells already stored, and the store took the new manifest.
+        shutil.rmtree(self.run_dir)
+        make_run(self.remote, state="interrupted")
+        target, _, _ = runarchive.unpack_run(runarchive.pack_run(self.run_dir, self.archive), self.home)
+        before = snapshot(target)
+        changes = {
+            "host_id": lambda m: m.update(host_id="another-host"),
+            "question": lambda m: m["matrix"].update(question="a question nobody asked"),
+            "params": lambda m: m["cells"][0]["params"].update(jdk="21"),
+            "status": lambda m: m["cells"][0]["repetitions"].update({"0": "failed"}),
+        }
+        for name, change in changes.items():
+            manifest = manifest_for(state="complete")
+            change(manifest)
+            safeio.write_json(os.path.join(self.run_dir, "manifest.json"), manifest)
+            archive = runarchive.pack_run(self.run_dir, os.path.join(self.tmp, f"{name}.tar.gz"))
+            with self.assertRaisesRegex(runarchive.ArchiveError, "contradicts the stored one", msg=name):
+                runarchive.unpack_run(archive, self.home)
+            self.assertEqual(snapshot(target), before, name)
+        # What only adds (a later state) is taken.
+        safeio.write_json(os.path.join(self.run_dir, "manifest.json"), manifest_for(state="complete"))
+        runarchive.unpack_run(runarchive.pack_run(self.run_dir, os.path.join(self.tmp, "ok.tar.gz")), self.home)
 
     def test_the_archive_must_be_the_run_host_and_fleet_that_were_started(self):
         shutil.rmtree(self.run_dir)

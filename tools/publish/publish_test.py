@@ -272,5 +272,27 @@ class PublishTest(unittest.TestCase):
                                       console=quiet()), publish.EXIT_BAD_INPUT)
 
 
+class OldSiteTest(unittest.TestCase):
+    def test_an_old_site_holding_a_fifo_or_a_device_link_is_refused_at_once(self):
+        # Issue 58, row 11: a FIFO in an old site (with its marker) hung publish; a link to /dev/zero took
+        # 2.4 GB before MemoryError. Both are named, never read.
+        import threading
+        for plant in (os.mkfifo, lambda p: os.symlink("/dev/zero", p)):
+            with tempfile.TemporaryDirectory() as out:
+                with open(os.path.join(out, "index.html"), "w") as f:
+                    f.write("<html></html>\n")
+                with open(os.path.join(out, publish.MARKER), "w") as f:
+                    f.write(publish.tree_digest(out) + "\n")
+                self.assertEqual(publish.not_our_site(out), "")
+                plant(os.path.join(out, "planted.png"))
+                answer = []
+                worker = threading.Thread(target=lambda: answer.append(publish.not_our_site(out)), daemon=True)
+                worker.start()
+                worker.join(10)
+                self.assertFalse(worker.is_alive(), "publish blocked on what was planted")
+                self.assertIn("never writes", answer[0])
+                self.assertIn("planted.png", answer[0])
+
+
 if __name__ == "__main__":
     unittest.main()

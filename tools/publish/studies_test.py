@@ -66,7 +66,10 @@ class StudiesTest(unittest.TestCase):
 
     def test_a_wrong_file_is_an_error(self):
         for text, pattern in (("[[study]\n", "studies.toml"), ("study = 3\n", "list of"),
-                              ("[other]\nx = 1\n", "unknown table")):
+                              ("[other]\nx = 1\n", "unknown table"),
+                              # Issue 58, row 2: 50k levels deep was a RecursionError out of the site build.
+                              ("x = " + "[" * 50_000 + "]" * 50_000 + "\n", "nested too deeply|deeper than"),
+                              ("x = " + "9" * 5000 + "\n", "not valid TOML"), ("x" * (2 << 20), "byte limit")):
             with self.subTest(text), self.assertRaisesRegex(studies.StudiesError, pattern):
                 studies.parse(text, SETS)
 
