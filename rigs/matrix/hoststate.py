@@ -37,30 +37,19 @@ def default_state_dir():
 
 
 def _check_ancestors(path):
-    """Every folder above `path` must be owned by root or this user, and writable by others only when
-    sticky (as /tmp): otherwise another user could swap the state folder for one of theirs."""
-    me = os.geteuid()
-    parent = os.path.dirname(path)
-    while True:
-        st = os.stat(parent)
-        if st.st_uid not in (0, me):
-            raise StateError(f"{parent} (above the host state folder {path}) is owned by uid {st.st_uid}: "
-                             "another user could replace the state folder; choose a folder under one that root owns")
-        if st.st_mode & (stat.S_IWGRP | stat.S_IWOTH) and not st.st_mode & stat.S_ISVTX:
-            raise StateError(f"{parent} (above the host state folder {path}) is writable by other users "
-                             f"(mode {stat.S_IMODE(st.st_mode):04o}) and not sticky: another user could replace "
-                             "the state folder; choose another folder")
-        if parent == os.path.dirname(parent):
-            return
-        parent = os.path.dirname(parent)
+    """Every folder above `path`, and every link on the way by its own owner, must be root's or this user's
+    and writable by others only when sticky (as /tmp): otherwise another user could swap the state folder for
+    one of theirs (results/safeio.check_folder, which also makes the missing ones)."""
+    try:
+        return safeio.check_folder(os.path.dirname(path), create=True)
+    except safeio.WriteRefused as e:
+        raise StateError(f"{e} (above the host state folder {path}); choose a folder under one that root owns") from None
 
 
 def ensure_state_dir(path):
     """Creates the state folder (mode 0700) or checks the one there; returns its absolute path.
     Raises StateError, naming the fix, for a folder another user could write or has swapped."""
-    path = os.path.abspath(path)
-    os.makedirs(os.path.dirname(path), mode=0o755, exist_ok=True)
-    _check_ancestors(path)
+    path = os.path.join(_check_ancestors(os.path.abspath(path)), os.path.basename(path))
     try:
         os.mkdir(path, 0o700)
     except FileExistsError:

@@ -134,11 +134,11 @@ def host_plan(host, hostvars, fleet_id, bundle_sha, manifest_sha, matrix_args, r
         "python_argv": [REMOTE_PYTHON, "-c", "import sys; print('%d.%d' % sys.version_info[:2])"],
         # root's own, mode 0700, made or checked before anything is written there (tools/fleet/work_root.py)
         "work_root_argv": [REMOTE_PYTHON, "-c", WORK_ROOT_SOURCE, "check", "--root", root,
-                           *[f"--folder={f}" for f in (f"{root}/bundles", state_dir, results)],
+                           *[f"--folder={f}" for f in (f"{root}/bundles", state_dir, results)], "--state-dir", host_state,
                            "--bundle-dir", bundle_dir, "--manifest-sha256", manifest_sha],
         "verify_argv": [REMOTE_PYTHON, "-c", WORK_ROOT_SOURCE, "verify", "--bundle-dir", bundle_dir,
                         "--manifest-sha256", manifest_sha],
-        "host_state_dir": host_state,  # created 0700 before the runner (or its image's mount) needs it
+        "host_state_dir": host_state,  # made 0700 and checked by work_root_argv before anything uses it
         "bundle_dir": bundle_dir, "cwd": cwd, "env": env,
         "image_argv": [*remote_run, "image", "--cwd", cwd] if in_image else [],
         "plan_file": f"{state_dir}/{fleet_id}.plan.json",

@@ -12,7 +12,8 @@ answers the plan with a document that crashed the controller before, one sends b
 pax header declares 2^80 bytes; each fails alone with its reason while a's run comes home complete, and the
 controller exits 1 without a traceback. Host f's work root was made first by a local user (nobody), with
 links where root writes and a planted bundle: f is refused with the reason, nothing is written through the
-links and nothing planted runs. Nothing listens beyond loopback; every process,
+links and nothing planted runs. Host g's work root and host state folder lie below a link that user owns:
+refused at the link, nothing made through it. Nothing listens beyond loopback; every process,
 container and folder the test made is removed at the end.
 
   args: FLEET_BINARY REPORT_BINARY BUNDLE ARGS_FILE JAVA
@@ -293,6 +294,15 @@ class FleetIntegrationTest(unittest.TestCase):
                 os.lchown(path, NOBODY, NOBODY)
         os.chmod(root, 0o777)
         host.start()
+        # Host g (issue 58): a non-default work root and host state folder below a link the local user owns
+        # (their link to a folder of root's): refused at the link, nothing made or written through it.
+        linked = Host(self.base, "g", "127.0.0.8")
+        real = os.path.join(linked.dir, "real")
+        os.mkdir(real, 0o755)
+        their_link = os.path.join(linked.dir, "theirs")
+        os.symlink(real, their_link)
+        os.lchown(their_link, NOBODY, NOBODY)
+        linked.start()
         inventory = os.path.join(self.base, "squatted-hosts.ini")
         with open(self.inventory) as f, open(inventory, "w") as out:
             for line in f:
@@ -301,10 +311,13 @@ class FleetIntegrationTest(unittest.TestCase):
                     if line.startswith("[fleet]"):
                         out.write(f"f ansible_host={host.address} ansible_port={host.port} tunelab_root={root} "
                                   f"tunelab_state_dir={host.root}/state\n")
+                        out.write(f"g ansible_host={linked.address} ansible_port={linked.port} "
+                                  f"tunelab_root={their_link}/tunelab tunelab_state_dir={their_link}/state\n")
         try:
             code, out = self.fleet("//rigs:calibration_matrix", "--profile", PROFILE, inventory=inventory)
         finally:
             host.drop_out()
+            linked.drop_out()
         print(out)
         self.assertEqual(code, 1, out)
         fleet_id = next(line.split()[2].rstrip(":") for line in out.splitlines() if line.startswith("fleet run fleet-"))
@@ -317,6 +330,11 @@ class FleetIntegrationTest(unittest.TestCase):
         self.assertEqual(sorted(os.listdir(os.path.join(root, "fleet"))),
                          ["run.log", "run.pid.tmp", "run.tar.gz.tmp"])
         self.assertEqual(os.stat(root).st_uid, NOBODY)  # refused, not taken over
+        state = self.state(fleet_id)["hosts"]["g"]
+        self.assertEqual(state["status"], "failed", out)
+        self.assertIn(f"{their_link} (on the way to", state["error"])
+        self.assertIn(f"owned by uid {NOBODY}", state["error"])
+        self.assertEqual(os.listdir(real), [])
 
     def cell_provenance(self, run_dir):
         runner_images = set()

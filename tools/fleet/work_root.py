@@ -5,8 +5,8 @@ so a bundle planted on the host cannot vouch for itself. Standard library only, 
 JSON object; exit 1 with {"error": ...} (the reason also on stderr, one line) when the root or the bundle is
 refused.
 
-  check  --root DIR [--folder DIR ...] --bundle-dir DIR --manifest-sha256 HEX
-         the work root and its folders made (mode 0700) or checked, and the bundle's state:
+  check  --root DIR [--folder DIR ...] [--state-dir DIR] --bundle-dir DIR --manifest-sha256 HEX
+         the work root, its folders and the host state folder made (mode 0700) or checked, and the bundle's state:
          "verified", "absent", or why it cannot be used (then the playbook ships it again)
   verify --bundle-dir DIR --manifest-sha256 HEX
          the bundle is exactly its manifest (after shipping it)
@@ -31,24 +31,51 @@ class Refused(Exception):
     pass
 
 
-# Kept apart from rigs/matrix/hoststate.py's same rule on purpose: this file runs alone on a fleet host
-# (`python3 -c`, standard library only, 3.8), where no tunelab module can be imported.
-def check_ancestors(path):
+# Kept apart from results/safeio.py's same walk on purpose: this file runs alone on a fleet host (`python3 -c`,
+# standard library only, 3.8), where no tunelab module can be imported.
+def check_path(path, create=False):
+    """The real path of `path` after walking every component from /: each must be owned by root or this user
+    and writable by others only when sticky; a link is checked by its own owner, then what it points at is
+    walked the same way (issue 58: a link another user owns above a non-default tunelab_root was checked only
+    at its target). Missing components are made (0755) when `create`. Raises Refused."""
     me = os.geteuid()
-    parent = os.path.dirname(path)
-    while True:
-        st = os.lstat(parent)
-        if stat.S_ISLNK(st.st_mode):
-            st = os.stat(parent)  # a link root or this user made (e.g. /var/tmp -> /tmp) is checked as its target
+    target = os.path.abspath(path)
+    pending = [p for p in target.split("/") if p]
+    real, links = "/", 0
+    while pending:
+        part = pending.pop(0)
+        if part == ".":
+            continue
+        if part == "..":
+            real = os.path.dirname(real)
+            continue
+        current = os.path.join(real, part)
+        try:
+            st = os.lstat(current)
+        except FileNotFoundError:
+            if not create:
+                raise Refused(f"{current} (on the way to {target}) does not exist") from None
+            os.mkdir(current, 0o755)
+            st = os.lstat(current)
         if st.st_uid not in (0, me):
-            raise Refused(f"{parent} (above the work root {path}) is owned by uid {st.st_uid}: another user "
-                          "could replace the work root; set tunelab_root under a folder root owns")
+            raise Refused(f"{current} (on the way to {target}) is owned by uid {st.st_uid}: another user could "
+                          "replace what root writes there; set the folder under one root owns")
+        if stat.S_ISLNK(st.st_mode):
+            links += 1
+            if links > 40:
+                raise Refused(f"{target}: more than 40 links on the way")
+            pointed = os.readlink(current)
+            pending = [p for p in pointed.split("/") if p] + pending
+            if pointed.startswith("/"):
+                real = "/"
+            continue
+        if not stat.S_ISDIR(st.st_mode):
+            raise Refused(f"{current} (on the way to {target}) is not a folder")
         if st.st_mode & (stat.S_IWGRP | stat.S_IWOTH) and not st.st_mode & stat.S_ISVTX:
-            raise Refused(f"{parent} (above the work root {path}) is writable by other users (mode "
-                          f"{stat.S_IMODE(st.st_mode):04o}) and not sticky: set tunelab_root elsewhere")
-        if parent == os.path.dirname(parent):
-            return
-        parent = os.path.dirname(parent)
+            raise Refused(f"{current} (on the way to {target}) is writable by other users (mode "
+                          f"{stat.S_IMODE(st.st_mode):04o}) and not sticky: set the folder elsewhere")
+        real = current
+    return real
 
 
 def own_folder(path, what):
@@ -68,10 +95,15 @@ def own_folder(path, what):
                       f"root acts on; refused (fix, if it is yours: chmod 700 {path})")
 
 
-def ensure_root(root, folders):
+def ensure_root(root, folders, state_dir=None):
+    """The work root, its folders and the host state folder made (0700) or checked, before anything is
+    written there (the host state folder used to be made by Ansible's file module, through any link)."""
+    if state_dir:
+        state_dir = os.path.join(check_path(os.path.dirname(os.path.abspath(state_dir)), create=True),
+                                 os.path.basename(state_dir))
+        own_folder(state_dir, "host state folder")
     root = os.path.abspath(root)
-    os.makedirs(os.path.dirname(root), mode=0o755, exist_ok=True)
-    check_ancestors(root)
+    root = os.path.join(check_path(os.path.dirname(root), create=True), os.path.basename(root))
     own_folder(root, "work root")
     for folder in folders:
         folder = os.path.abspath(folder)
@@ -160,6 +192,7 @@ def main(argv=None):
     check = sub.add_parser("check")
     check.add_argument("--root", required=True)
     check.add_argument("--folder", action="append", default=[])
+    check.add_argument("--state-dir", help="the host state folder (the lock, the knob journal)")
     verify = sub.add_parser("verify")
     for p in (check, verify):
         p.add_argument("--bundle-dir", required=True)
@@ -169,7 +202,7 @@ def main(argv=None):
         parser.error("give check or verify")
     try:
         if args.command == "check":
-            ensure_root(args.root, args.folder)
+            ensure_root(args.root, args.folder, args.state_dir)
             problem = bundle_problem(args.bundle_dir, args.manifest_sha256)
             doc = {"root": os.path.abspath(args.root), "bundle": problem or "verified"}
         else:

@@ -97,6 +97,33 @@ class WorkRootTest(unittest.TestCase):
         self.assertIn("is writable by other users (mode 0777) and not sticky", doc["error"])
         self.assertFalse(os.path.exists(os.path.join(open_folder, "tunelab")))
 
+    @as_root
+    def test_a_link_another_user_owns_above_the_root_or_the_state_folder_is_refused(self):
+        # Issue 58: a non-default tunelab_root through a link was checked only at the link's target, and the
+        # host state folder was made by Ansible's file module before any check, through any link.
+        real = os.path.join(self.tmp, "real")
+        os.mkdir(real, 0o755)
+        link = os.path.join(self.tmp, "theirs")
+        os.symlink(real, link)
+        os.lchown(link, NOBODY, NOBODY)
+        for root, state in ((os.path.join(link, "tunelab"), None),
+                            (os.path.join(self.tmp, "mine", "tunelab"), os.path.join(link, "state"))):
+            self.folders = [f"--folder={root}/{name}" for name in ("bundles", "fleet", "results")]
+            extra = ["--state-dir", state] if state else []
+            done = subprocess.run([sys.executable, "-c", SOURCE, "check", "--root", root, *self.folders, *extra,
+                                   "--bundle-dir", f"{root}/bundles/b", "--manifest-sha256", "0" * 64],
+                                  stdout=subprocess.PIPE, text=True, timeout=60)
+            self.assertEqual(done.returncode, 1, done.stdout)
+            self.assertIn(f"{link} (on the way to", json.loads(done.stdout)["error"])
+            self.assertIn(f"is owned by uid {NOBODY}", json.loads(done.stdout)["error"])
+            self.assertEqual(os.listdir(real), [])  # nothing written through the link
+        os.lchown(link, 0, 0)  # root's own link: followed, and its target checked as any folder
+        code, doc = work_root("check", "--root", os.path.join(link, "tunelab"), "--state-dir",
+                              os.path.join(link, "state"), "--bundle-dir", f"{link}/tunelab/bundles/b",
+                              "--manifest-sha256", "0" * 64)
+        self.assertEqual(code, 0, doc)
+        self.assertEqual(sorted(os.listdir(real)), ["state", "tunelab"])
+
 
 class BundleTest(unittest.TestCase):
     def setUp(self):
