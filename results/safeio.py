@@ -357,7 +357,7 @@ def _checked(doc, schema):
     if schema is not None:
         problem = schema_problem(schema, doc)
         if problem:
-            raise InputError(f"does not match {schema if isinstance(schema, str) else 'its schema'} at {problem}")
+            raise InputError(f"does not fit {schema if isinstance(schema, str) else 'its schema'} at {problem}")
     return doc
 
 

@@ -2,9 +2,8 @@
 its remote_run prints, and the failures Ansible reports for it (any type, bounded, for the console)."""
 
 import json
-import os
 
-from results import resultfile, store
+from results import resultfile, safeio, store
 
 REMOTE_PYTHON = "/usr/bin/python3"  # the bundle's launcher names this interpreter (tools/python/BUILD.bazel)
 
@@ -35,19 +34,12 @@ PLAN_SCHEMA = {
 
 
 def read_plan(path):
-    """A host's plan.json, as untrusted input: size cap, strict JSON, bounded depth, PLAN_SCHEMA."""
-    size = os.path.getsize(path)
-    if size > MAX_PLAN_BYTES:
-        raise FleetError(f"its plan is {size} bytes, over the {MAX_PLAN_BYTES}-byte limit")
-    with open(path, "rb") as f:
-        try:
-            doc = resultfile.parse_json(f.read(MAX_PLAN_BYTES + 1), MAX_PLAN_BYTES)
-        except resultfile.ResultError as e:
-            raise FleetError(f"its plan is not usable: {e}") from None
-    problem = resultfile.schema_problem(PLAN_SCHEMA, doc)
-    if problem:
-        raise FleetError(f"its plan does not fit at {problem}")
-    return doc
+    """A host's plan.json, as untrusted input: the bounded reader (a regular file, size cap, strict JSON,
+    bounded depth and integers) and PLAN_SCHEMA."""
+    try:
+        return safeio.read_json(path, MAX_PLAN_BYTES, PLAN_SCHEMA)
+    except safeio.InputError as e:
+        raise FleetError(f"its plan is not usable: {str(e).removeprefix(f'{path}: ')}") from None
 
 
 def host_json(text, what):
