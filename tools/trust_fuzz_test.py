@@ -558,6 +558,11 @@ def within_budget(test, seconds=10.0, peak_bytes=256 << 20):
 SENSITIVITY_DOC = _committed_json("results", "baselines", "calibration-gate-aa-20261124-2vcpu", "sensitivity.json")
 DISTRIBUTION_DOC = _committed_json("results", "baselines", "redis-embstr-quiet-20261127-2vcpu", "cells",
                                    "45e12a48a43e.r0.json")
+FLEET_STATE_DOC = {"fleet_id": "fleet-20261124T101500Z-1a2b", "target": "//rigs:calibration_matrix",
+                   "profile": "fleet_smoke", "overrides": None, "inventory": "/x/hosts.ini", "bundles": {"x86_64": "ab"},
+                   "created_at": "2026-11-24T10:15:00+00:00", "updated_at": "2026-11-24T10:16:00+00:00",
+                   "hosts": {"a": {"run_id": "20261124T101501Z-0c0b", "status": "home", "error": "",
+                                   "run_dir": "results/a/20261124T101501Z-0c0b", "host_id": "vm-1", "machine": "x86_64"}}}
 PLAN_DOC = {"estimated_s": 60, "cells": [{"id": "2c0b5e67fcfd", "skip_reason": None}],
             "doctor": {"host": {"host_id": "vm-1"}, "cpu": {"online_cpus": 2}, "numa": {"nodes": [{}]}}}
 
@@ -627,6 +632,18 @@ class FileKindFuzzTest(unittest.TestCase):
                 self.assertIsInstance(hostinput.host_json(printed, "status"), dict)
             except hostinput.FleetError:
                 pass
+
+    @FUZZ
+    @given(body=st.one_of(mutated_document(FLEET_STATE_DOC).map(dumps), deep.map(str.encode), st.binary(max_size=300)))
+    def test_a_fleet_state_is_hosts_or_the_fleet_error(self, body):
+        from tools.fleet import fleet
+        path = self.write("fleet.json", body)
+        with within_budget(self):
+            try:
+                doc = fleet.read_state(path)
+            except fleet.FleetError:
+                return
+        self.assertTrue(all(fleet.HostState(**h) for h in doc["hosts"].values()))
 
     @FUZZ
     @given(doc=mutated_document(DISTRIBUTION_DOC), runs=st.integers(min_value=1, max_value=4))

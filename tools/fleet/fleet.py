@@ -69,6 +69,33 @@ class HostState:
         return dataclasses.asdict(self)
 
 
+_TEXT = {"type": "string", "maxLength": 20000}
+# The controller's own state file (results/.fleet/<id>/fleet.json), read back for --resume: a file in a results
+# folder, so untrusted like any other (issue 58): every field used is typed, a host entry holds HostState's.
+FLEET_STATE_SCHEMA = {
+    "type": "object",
+    "required": ["target", "profile", "overrides", "hosts"],
+    "properties": {
+        "target": {"type": ["string", "null"], "maxLength": 2000},
+        "profile": {"type": ["string", "null"], "maxLength": 200},
+        "overrides": {"type": ["array", "null"], "maxItems": 1000, "items": _TEXT},
+        "bundles": {"type": "object", "additionalProperties": {"type": "string", "maxLength": 200}},
+        "bundle_sha256": {"type": "string", "maxLength": 200},
+        "hosts": {"type": "object", "maxProperties": 10000, "additionalProperties": {
+            "type": "object", "additionalProperties": False,
+            "properties": {name: _TEXT for name in ("run_id", "status", "error", "run_dir", "host_id", "machine")}}},
+    },
+}
+
+
+def read_state(path):
+    """A fleet run's state file, as the bounded reader and FLEET_STATE_SCHEMA take it; FleetError otherwise."""
+    try:
+        return safeio.read_json(path, 16 << 20, FLEET_STATE_SCHEMA)
+    except (OSError, safeio.InputError) as e:
+        raise FleetError(f"{path}: {str(e).removeprefix(f'{path}: ')}") from None
+
+
 def now_iso():
     return datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds")
 
@@ -189,9 +216,9 @@ class Fleet:
                 raise FleetError(f"--resume {a.resume!r}: expected a fleet id such as fleet-20261124T101500Z-1a2b")
             path = self.state_path(a.resume)
             try:
-                doc = safeio.read_json(path, 16 << 20)
-            except (OSError, ValueError) as e:  # safeio.InputError is a ValueError
-                raise FleetError(f"cannot resume {a.resume}: {path}: {e}") from None
+                doc = read_state(path)
+            except FleetError as e:
+                raise FleetError(f"cannot resume {a.resume}: {e}") from None
             for key, given in (("target", a.target), ("profile", a.profile), ("overrides", a.set or None)):
                 if given is not None and given != doc[key]:
                     raise FleetError(f"--resume {a.resume}: it ran {key} {doc[key]!r}, not {given!r}; a resumed "
