@@ -39,6 +39,7 @@ ALL_STEPS=(smoke build test)
 EXCLUDED=(
   "needs-podman=starts podman containers (a fleet host that runs in the rigs' image, too), and containers nested in the room's chroot have no cgroup of their own"
   "needs-dockerd=starts a Docker engine of its own (network namespaces, cgroups, iptables state) that a chroot cannot give it"
+  "needs-cleanroom=makes a clean room of its own (a chroot in new mount and PID namespaces, built by mmdebstrap), which a room cannot nest"
 )
 
 say() { printf 'cleanroom: %s\n' "$*" >&2; }

@@ -1,6 +1,8 @@
-"""tools/cleanroom/cleanroom.sh refuses bad input before it builds anything: an unknown step, a commit the
-checkout lacks, and a host without mmdebstrap and without apt-get to install it (named, exit 2). The room
-itself runs in .ci/run, where a failure to make it fails CI."""
+"""tools/cleanroom/cleanroom.sh refuses bad input before it builds anything: an unknown step (a whole name), a
+commit the checkout lacks, a room folder another user owns or could swap, and a host without mmdebstrap and
+without apt-get to install it (named, exit 2). A real room whose step sleeps is stopped by SIGTERM and SIGINT,
+and its folder goes only after it (issue 58, row 4). The whole room runs in .ci/run, where a failure to make
+it fails CI; this test makes rooms itself, so it runs on the host (tag needs-cleanroom), not in a room."""
 
 import os
 import shutil
@@ -25,6 +27,18 @@ def checkout(parent):
     return os.path.join(repo, "tools", "cleanroom", "cleanroom.sh")
 
 
+def room_processes(folder):
+    """Pids of the processes whose root lies in `folder` (a room's chroot)."""
+    found = []
+    for pid in filter(str.isdigit, os.listdir("/proc")):
+        try:
+            if os.readlink(f"/proc/{pid}/root").startswith(folder):
+                found.append(pid)
+        except OSError:
+            continue
+    return found
+
+
 class CleanroomTest(unittest.TestCase):
     def setUp(self):
         self.tmp = tempfile.mkdtemp(dir=os.environ.get("TEST_TMPDIR"))
@@ -43,7 +57,7 @@ class CleanroomTest(unittest.TestCase):
     def test_the_excluded_tags_are_what_ci_runs_on_the_host(self):
         proc = self.run_script("--excluded-tags")
         self.assertEqual(proc.returncode, 0, proc.stdout)
-        self.assertEqual(proc.stdout.strip(), "needs-podman,needs-dockerd")
+        self.assertEqual(proc.stdout.strip(), "needs-podman,needs-dockerd,needs-cleanroom")
 
     def test_unknown_step_is_refused(self):
         proc = self.run_script("--steps", "build,bogus")
@@ -78,6 +92,40 @@ class CleanroomTest(unittest.TestCase):
             self.assertEqual(proc.returncode, 2, (how, proc.stdout))
             self.assertIn(expected, proc.stdout)
             self.assertEqual(os.listdir(work) if how != "link" else [], [])
+
+    def test_a_stop_request_stops_the_room_before_its_folder_goes(self):
+        # Issue 58, row 4: Ctrl-C never reached the room (`timeout` runs it in a group of its own), and SIGTERM
+        # deleted the room's folder while the room ran on. A real room (the day's cached root) whose smoke step
+        # is a stand-in `./bazelw` that sleeps: each signal stops it, then the folder goes.
+        if os.geteuid() != 0:
+            self.skipTest("needs root: the room is chroot and namespaces")
+        import signal
+        import time
+        repo = os.path.dirname(os.path.dirname(os.path.dirname(self.script)))
+        with open(os.path.join(repo, "bazelw"), "w") as f:
+            f.write("#!/bin/sh\necho stand-in bazelw sleeping\nexec sleep 600\n")
+        os.chmod(os.path.join(repo, "bazelw"), 0o755)
+        subprocess.run(["git", "-C", repo, "add", "-A"], check=True)
+        subprocess.run(["git", "-C", repo, "-c", "user.name=t", "-c", "user.email=t@localhost", "commit", "-q", "-m",
+                        "stand-in"], check=True)
+        work_parent = os.path.join(self.tmp, "rooms")
+        for sig in (signal.SIGTERM, signal.SIGINT):
+            log = os.path.join(self.tmp, f"room-{sig.name}.log")
+            with open(log, "w") as out:
+                room = subprocess.Popen(["bash", self.script, "--steps", "smoke", "--no-repo-cache"], stdout=out,
+                                        stderr=subprocess.STDOUT, env=dict(os.environ, TUNELAB_CLEANROOM_WORK_PARENT=work_parent))
+            deadline = time.monotonic() + 600  # the day's root is built once if it is not cached yet
+            while "stand-in bazelw sleeping" not in open(log).read():
+                self.assertIsNone(room.poll(), open(log).read())
+                self.assertLess(time.monotonic(), deadline, open(log).read())
+                time.sleep(0.2)
+            rooms = os.listdir(work_parent)
+            self.assertEqual(len(rooms), 1)
+            room.send_signal(sig)
+            self.assertEqual(room.wait(timeout=60), 130, open(log).read())
+            self.assertIn(f"stopped by {sig.name}", open(log).read())
+            self.assertEqual(os.listdir(work_parent), [], "the room's folder stayed")
+            self.assertEqual(room_processes(os.path.join(work_parent, rooms[0])), [], "processes of the room outlived it")
 
     def test_unknown_commit_is_refused(self):
         if os.geteuid() != 0:
