@@ -230,7 +230,7 @@ git -C "$root$ROOM_CHECKOUT" checkout -q --detach "$commit"
 say "fresh clone of $commit at $ROOM_CHECKOUT in the room"
 
 repo_cache_lower=""
-host_repo_cache="$HOME/.cache/bazel/_bazel_root/cache/repos/v1"
+host_repo_cache="${HOME:-/root}/.cache/bazel/_bazel_root/cache/repos/v1"  # root's, where a test runs it without HOME
 if [[ "$share_repo_cache" == 1 && -d "$host_repo_cache" ]]; then
   repo_cache_lower=$host_repo_cache
   say "sharing the host's Bazel repository cache read-only: $host_repo_cache"
