@@ -243,10 +243,11 @@ class ReaderFuzzTest(unittest.TestCase):
         path = os.path.join(self.tmp, "doc.json")
         with open(path, "wb") as f:
             f.write(body)
-        try:
-            return load(path)
-        except own_error:
-            return None
+        with within_budget(self):
+            try:
+                return load(path)
+            except own_error:
+                return None
 
     @FUZZ
     @given(body=st.one_of(mutated_document(recorded_result()).map(dumps), deep.map(str.encode), st.binary(max_size=300)))
