@@ -173,8 +173,8 @@ def file_io_outside_safeio(path, text):
             what = f".{name}"
         elif name == "savefig" and not to_safe_stream:
             what = "savefig to a path"
-        elif (owner, name) in READ_CALLS:
-            what = f"{owner}.{name}"
+        elif (owner, name) in READ_CALLS or name == "raw_decode" or (owner, name) == ("json", "JSONDecoder"):
+            what = f"{owner + '.' if owner else ''}{name}"
         if what:
             found.append(f"{path}:{node.lineno}: {what}")
     return found
@@ -373,10 +373,11 @@ class LintTest(unittest.TestCase):
                 'os.replace(a, b)\nshutil.copy2(a, b)\nP.write_text("x")\nsafeio.write_text(p, "x")\n'
                 'os.open(p, os.O_WRONLY | os.O_CREAT)\nos.open(p, os.O_RDONLY)\nfig.savefig(p)\n'
                 'with safeio.atomic_file(p, binary=True) as f:\n    fig.savefig(f)\n'
-                '    tarfile.open(fileobj=f, mode="w:gz")\ntarfile.open(p, "w:gz")\njson.loads(t)\nsafeio.parse_json(t)\n')
+                '    tarfile.open(fileobj=f, mode="w:gz")\ntarfile.open(p, "w:gz")\njson.loads(t)\nsafeio.parse_json(t)\n'
+                'json.JSONDecoder().raw_decode(t, 0)\n')
         self.assertEqual([line.split(": ", 1)[0] for line in file_io_outside_safeio("m.py", text)],
                          ["m.py:3", "m.py:6", "m.py:7", "m.py:8", "m.py:9", "m.py:10", "m.py:12", "m.py:14",
-                          "m.py:18", "m.py:19"])
+                          "m.py:18", "m.py:19", "m.py:21", "m.py:21"])
 
     def test_no_check_matches_a_pattern_anchored_with_dollar(self):
         # Issue 39: re.match(r"^name$", "name\n") matches. Every module of ours uses fullmatch instead.

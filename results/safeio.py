@@ -377,6 +377,29 @@ def parse_json(data, max_bytes=DEFAULT_MAX_BYTES, schema=None):
     return _checked(doc, schema)
 
 
+def json_stream(text, separators=" \t\r\n"):
+    """(value, end) of each JSON value in a stream of concatenated ones (an SLS or Rumen trace, a metrics
+    sink's array body), skipping `separators` between them, each bounded as parse_json's. InputError at the
+    first character that starts no value (a caller reading a truncated stream keeps what came before)."""
+    decoder = json.JSONDecoder(parse_constant=_refuse_constant, parse_int=_bounded_int)
+    pos = 0
+    while True:
+        while pos < len(text) and text[pos] in separators:
+            pos += 1
+        if pos >= len(text):
+            return
+        try:
+            value, pos = decoder.raw_decode(text, pos)
+        except _NonFinite as e:
+            raise InputError(f"holds {e.args[0]}, not a number") from None
+        except RecursionError:
+            raise InputError(f"nested too deeply (over {MAX_DEPTH} levels)") from None
+        except ValueError as e:  # JSONDecodeError, and an integer over MAX_INT_DIGITS
+            raise InputError(f"not a stream of JSON values ({str(e)[:200]})") from None
+        check_shape(value)
+        yield value, pos
+
+
 def parse_toml(text, max_bytes=1 << 20, schema=None):
     """A TOML document from untrusted text (bytes are decoded as UTF-8): as parse_json."""
     if len(text) > max_bytes:

@@ -33,7 +33,6 @@ import re
 import subprocess
 import sys
 import tempfile
-import tomllib
 
 import numpy as np
 from scipy import stats as sps
@@ -88,7 +87,7 @@ def gated_design(rig, profile, metric, asked, roots=None):
         workload = safeio.read_toml(os.path.join(workspace, matrix["matrix"]["workload"], "workload.toml"))
         policy = {**workload.get("policy", {}), **matrix.get("policy", {}),
                   **(matrix["profiles"][profile].get("policy") or {})}
-    except (OSError, KeyError, TypeError, tomllib.TOMLDecodeError) as e:
+    except (OSError, KeyError, TypeError, safeio.InputError) as e:
         raise sensitivity.SensitivityError(f"{rig}: the gated profile {profile!r} cannot be read from "
                                            f"{matrix_path} ({e})") from None
     repetitions = policy.get("repetitions", 3)

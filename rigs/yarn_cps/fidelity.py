@@ -12,7 +12,6 @@
 Writes fidelity.json into the run's folder and exits 0 when both targets hold, 1 otherwise.
 """
 
-import json
 import os
 import subprocess
 import sys
@@ -31,21 +30,15 @@ OVERHEAD_TOLERANCE = 0.10
 
 def sls_throughput(track_path, t0_epoch_ms, start_t, end_t):
     """Mean of SLS's per-second commit throughput over [start_t, end_t] (seconds after t0)."""
-    with open(track_path) as f:
-        text = f.read()
+    text = safeio.read_text(track_path)
     # The driver stops the JVM once the trace is done, often before SLS closes its JSON array: read the
     # records one by one and drop a truncated last one.
-    records, pos, decoder = [], text.find("[") + 1, json.JSONDecoder()
-    while True:
-        while pos < len(text) and text[pos] in " \t\r\n,":
-            pos += 1
-        if pos >= len(text) or text[pos] == "]":
-            break
-        try:
-            record, pos = decoder.raw_decode(text, pos)
-        except json.JSONDecodeError:
-            break
-        records.append(record)
+    records = []
+    try:
+        for record, _ in safeio.json_stream(text[text.find("[") + 1:], separators=" \t\r\n,"):
+            records.append(record)
+    except safeio.InputError:
+        pass  # the closing "]", or a record cut short
     lo, hi = t0_epoch_ms + start_t * 1000, t0_epoch_ms + end_t * 1000
     values = [r["scheduler.commit.success.throughput"] for r in records if lo <= r["time"] <= hi]
     if not values:

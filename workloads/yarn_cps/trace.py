@@ -226,20 +226,13 @@ def write_generated(p, fmt, folder, local_names=()):
 
 def iter_json_objects(text, source):
     """The JSON objects of a stream of concatenated objects (SLS and Rumen traces are such streams)."""
-    decoder = json.JSONDecoder()
-    pos = 0
-    while True:
-        while pos < len(text) and text[pos].isspace():
-            pos += 1
-        if pos >= len(text):
-            return
-        try:
-            obj, pos = decoder.raw_decode(text, pos)
-        except json.JSONDecodeError as e:
-            raise TraceError(f"{source}: not a stream of JSON objects: {e}") from None
-        if not isinstance(obj, dict):
-            raise TraceError(f"{source}: expected JSON objects, found {type(obj).__name__}")
-        yield obj
+    try:
+        for obj, _ in safeio.json_stream(text):
+            if not isinstance(obj, dict):
+                raise TraceError(f"{source}: expected JSON objects, found {type(obj).__name__}")
+            yield obj
+    except safeio.InputError as e:
+        raise TraceError(f"{source}: not a stream of JSON objects: {e}") from None
 
 
 def _host_name(value):

@@ -102,6 +102,16 @@ def hosts_file_names(lines):
     return out
 
 
+class HostileTraceTest(unittest.TestCase):
+    def test_a_user_trace_nested_deep_or_with_huge_numbers_is_a_trace_error(self):
+        # A user's trace is untrusted input: 100k levels was a RecursionError, a 5,000-digit integer Python's
+        # own ValueError, out of the rig (issue 58: the one bounded reader, results/safeio.json_stream).
+        for text in ("[" * 100_000 + "]" * 100_000, '{"a": ' + "9" * 5000 + "}", '{"a": NaN}', '{"a": 1} [1]'):
+            with self.assertRaises(trace.TraceError, msg=text[:20]):
+                list(trace.iter_json_objects(text, "user trace"))
+        self.assertEqual(list(trace.iter_json_objects('{"a": 1}\n{"b": [2]}', "t")), [{"a": 1}, {"b": [2]}])
+
+
 class ParameterTest(unittest.TestCase):
     def test_bad_parameters_are_named(self):
         ok = {f: str(getattr(params(), f)) for f in trace.TraceParams.__dataclass_fields__}
