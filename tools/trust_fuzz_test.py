@@ -34,7 +34,7 @@ import tarfile
 import tempfile
 import unittest
 
-from hypothesis import HealthCheck, given, settings, strategies as st
+from hypothesis import given, settings, strategies as st
 from rich.console import Console
 
 from analysis import resultsets
@@ -43,62 +43,9 @@ from results import resultfile, runarchive, store
 from results.testruns import RUN_ID, make_run, manifest_for, recorded_result
 from rigs.matrix import spec
 from tools import gate, gate_confirm
+from tools.fuzzkit import (EXAMPLES, FUZZ, deep, dumps, json_value, leaf_paths, mutated_document, replaced,
+                           within_budget)
 from tools.publish import publish
-
-EXAMPLES = int(os.environ.get("TUNELAB_FUZZ_EXAMPLES", "60"))
-FUZZ = settings(max_examples=EXAMPLES, deadline=None, database=None, derandomize=not os.environ.get("TUNELAB_FUZZ_RANDOM"),
-                suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large, HealthCheck.filter_too_much])
-
-# Any JSON value, NaN and infinities included (Python's json writes them), nested up to a few levels, plus
-# the shapes that broke readers before: deep nesting, null where an object belongs.
-json_leaf = st.one_of(st.none(), st.booleans(), st.integers(min_value=-(1 << 70), max_value=1 << 70),
-                      st.floats(allow_nan=True, allow_infinity=True), st.text(max_size=40))
-json_value = st.recursive(json_leaf, lambda inner: st.one_of(st.lists(inner, max_size=4),
-                                                             st.dictionaries(st.text(max_size=12), inner, max_size=4)),
-                          max_leaves=12)
-deep = st.integers(min_value=50, max_value=20_000).map(lambda n: "[" * n + "]" * n)
-
-
-def leaf_paths(doc, path=()):
-    """Every path to a value in a document (for replacing one with generated JSON)."""
-    yield path
-    children = doc.items() if isinstance(doc, dict) else enumerate(doc) if isinstance(doc, list) else ()
-    for key, child in children:
-        yield from leaf_paths(child, path + (key,))
-
-
-def replaced(doc, path, value):
-    if not path:
-        return value
-    out = copy.deepcopy(doc)
-    node = out
-    for key in path[:-1]:
-        node = node[key]
-    node[path[-1]] = value
-    return out
-
-
-@st.composite
-def mutated_document(draw, base):
-    """A real document with one to three values replaced by any JSON (or the key deleted)."""
-    doc = copy.deepcopy(base)
-    for _ in range(draw(st.integers(min_value=1, max_value=3))):
-        paths = list(leaf_paths(doc))
-        path = draw(st.sampled_from(paths))
-        if path and draw(st.booleans()):
-            parent = doc
-            for key in path[:-1]:
-                parent = parent[key]
-            if isinstance(parent, dict):
-                del parent[path[-1]]
-                continue
-        doc = replaced(doc, path, draw(json_value))
-    return doc
-
-
-def dumps(doc):
-    return json.dumps(doc, allow_nan=True).encode()
-
 
 member_name = st.one_of(
     st.sampled_from(["logs/x.out", "logs/x.err", "work/a/.part.crc", "inputs/data", "work/deep/er/file",
@@ -513,154 +460,6 @@ class SiteFuzzTest(unittest.TestCase):
             self.assertTrue(os.path.isfile(os.path.join(out, "index.html")))
         finally:
             shutil.rmtree(tmp, ignore_errors=True)
-
-
-REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-
-
-def _committed_json(*parts):
-    with open(os.path.join(REPO, *parts)) as f:
-        return json.load(f)
-
-
-def _toml_value(value):
-    """TOML text of a JSON-like value (None: an empty inline table; NaN and infinities as TOML spells them)."""
-    if isinstance(value, bool):
-        return "true" if value else "false"
-    if isinstance(value, float) and not math.isfinite(value):
-        return "nan" if value != value else ("inf" if value > 0 else "-inf")
-    if isinstance(value, (int, float)):
-        return repr(value)
-    if isinstance(value, str):
-        return json.dumps(value)  # a TOML basic string: the same escapes
-    if isinstance(value, list):
-        return "[" + ", ".join(_toml_value(v) for v in value) + "]"
-    if isinstance(value, dict):
-        return "{" + ", ".join(f"{json.dumps(str(k))} = {_toml_value(v)}" for k, v in value.items()) + "}"
-    return "{}"
-
-
-@contextlib.contextmanager
-def within_budget(test, seconds=10.0, peak_bytes=256 << 20):
-    """The block runs within fixed time and memory (tracemalloc's peak), whatever the input."""
-    import time
-    import tracemalloc
-    tracemalloc.start()
-    started = time.monotonic()
-    try:
-        yield
-    finally:
-        peak = tracemalloc.get_traced_memory()[1]
-        tracemalloc.stop()
-        test.assertLess(time.monotonic() - started, seconds)
-        test.assertLess(peak, peak_bytes)
-
-
-SENSITIVITY_DOC = _committed_json("results", "baselines", "calibration-gate-aa-20261124-2vcpu", "sensitivity.json")
-DISTRIBUTION_DOC = _committed_json("results", "baselines", "redis-embstr-quiet-20261127-2vcpu", "cells",
-                                   "45e12a48a43e.r0.json")
-FLEET_STATE_DOC = {"fleet_id": "fleet-20261124T101500Z-1a2b", "target": "//rigs:calibration_matrix",
-                   "profile": "fleet_smoke", "overrides": None, "inventory": "/x/hosts.ini", "bundles": {"x86_64": "ab"},
-                   "created_at": "2026-11-24T10:15:00+00:00", "updated_at": "2026-11-24T10:16:00+00:00",
-                   "hosts": {"a": {"run_id": "20261124T101501Z-0c0b", "status": "home", "error": "",
-                                   "run_dir": "results/a/20261124T101501Z-0c0b", "host_id": "vm-1", "machine": "x86_64"}}}
-PLAN_DOC = {"estimated_s": 60, "cells": [{"id": "2c0b5e67fcfd", "skip_reason": None}],
-            "doctor": {"host": {"host_id": "vm-1"}, "cpu": {"online_cpus": 2}, "numa": {"nodes": [{}]}}}
-
-
-class FileKindFuzzTest(unittest.TestCase):
-    """Issue 58: every kind of file tunelab reads, with any value in any field and any nesting, is the reader's
-    own error or a valid object, never another exception, within fixed time and memory: sensitivity figures,
-    studies, a fleet host's plan and the JSON it prints, recorded latency distributions. (Results, manifests,
-    archives, references and matrices: the classes above.)"""
-
-    def setUp(self):
-        self.tmp = tempfile.mkdtemp(dir=os.environ.get("TEST_TMPDIR"))
-        self.addCleanup(shutil.rmtree, self.tmp, True)
-
-    def write(self, rel, body):
-        path = os.path.join(self.tmp, rel)
-        os.makedirs(os.path.dirname(path), exist_ok=True)
-        with open(path, "wb") as f:
-            f.write(body)
-        return path
-
-    @FUZZ
-    @given(body=st.one_of(mutated_document(SENSITIVITY_DOC).map(dumps), deep.map(str.encode), st.binary(max_size=300)))
-    def test_a_sensitivity_file_is_figures_or_the_sensitivity_error(self, body):
-        from analysis import sensitivity, sensitivity_figures
-        path = self.write("baselines/set/sensitivity.json", body)
-        with within_budget(self):
-            try:
-                figures = sensitivity_figures.read_file(path)
-            except sensitivity.SensitivityError:
-                return
-            unreadable = []
-            rows = sensitivity_figures.history(os.path.dirname(os.path.dirname(path)), unreadable)
-            sensitivity_figures.committed(os.path.dirname(os.path.dirname(path)), "calibration")
-        self.assertEqual(unreadable, [])
-        self.assertEqual(len(rows), sum(len(m) for m in figures.values()))
-
-    @FUZZ
-    @given(entries=st.lists(st.dictionaries(st.sampled_from(["id", "title", "question", "case_study", "sets", "kind",
-                                                             "other"]), json_value, max_size=7), max_size=3),
-           tail=st.one_of(st.just(""), deep.map(lambda t: "x = " + t + "\n"), st.text(max_size=80)))
-    def test_a_studies_file_is_studies_or_the_studies_error(self, entries, tail):
-        from tools.publish import studies
-        text = "".join("[[study]]\n" + "".join(f"{k} = {_toml_value(v)}\n" for k, v in e.items()) for e in entries)
-        with within_budget(self):
-            try:
-                declared, problems = studies.parse(text + tail, {"calibration-gate-aa-20261124-2vcpu"})
-            except studies.StudiesError:
-                return
-        self.assertTrue(all(isinstance(d, studies.Declared) for d in declared))
-        self.assertTrue(all(isinstance(w, str) and isinstance(r, str) for w, r in problems))
-
-    @FUZZ
-    @given(body=st.one_of(mutated_document(PLAN_DOC).map(dumps), deep.map(str.encode), st.binary(max_size=300)),
-           printed=st.one_of(st.text(max_size=200), mutated_document({"status": "running", "pid": 12}).map(
-               lambda d: json.dumps(d, allow_nan=True))))
-    def test_a_hosts_plan_and_answers_are_documents_or_the_fleet_error(self, body, printed):
-        from tools.fleet import hostinput
-        path = self.write("plan.json", body)
-        with within_budget(self):
-            try:
-                plan = hostinput.read_plan(path)
-                self.assertIsInstance(plan["cells"], list)
-            except hostinput.FleetError:
-                pass
-            try:
-                self.assertIsInstance(hostinput.host_json(printed, "status"), dict)
-            except hostinput.FleetError:
-                pass
-
-    @FUZZ
-    @given(body=st.one_of(mutated_document(FLEET_STATE_DOC).map(dumps), deep.map(str.encode), st.binary(max_size=300)))
-    def test_a_fleet_state_is_hosts_or_the_fleet_error(self, body):
-        from tools.fleet import fleet
-        path = self.write("fleet.json", body)
-        with within_budget(self):
-            try:
-                doc = fleet.read_state(path)
-            except fleet.FleetError:
-                return
-        self.assertTrue(all(fleet.HostState(**h) for h in doc["hosts"].values()))
-
-    @FUZZ
-    @given(doc=mutated_document(DISTRIBUTION_DOC), runs=st.integers(min_value=1, max_value=4))
-    def test_a_recorded_distribution_is_tails_or_the_distribution_error(self, doc, runs):
-        from analysis import distributions
-        try:
-            resultfile.validate(doc)
-        except resultfile.ResultError:
-            return  # the set reader never hands such a document on
-        with within_budget(self):
-            try:
-                tails = distributions.cell_tails([doc] * runs)
-            except distributions.DistributionError:
-                return
-        for test_tails in tails.values():
-            self.assertTrue(all(t.value is None or math.isfinite(t.value) for t in test_tails))
 
 
 # A real matrix file (the calibration rig's) with values replaced by anything TOML or a caller could give.
