@@ -192,19 +192,6 @@ def copy_file(source, path, mode=None):
                 out.write(chunk)
 
 
-def make_folder(path, mode=0o755):
-    """Creates `path` and its missing parents (or checks it), every component checked; returns its real path."""
-    return check_folder(path, create=True) if mode == 0o755 else _make_private(path, mode)
-
-
-def _make_private(path, mode):
-    parent = check_folder(os.path.dirname(os.path.abspath(path)), create=True)
-    final = os.path.join(parent, os.path.basename(path))
-    with contextlib.suppress(FileExistsError):
-        os.mkdir(final, mode)
-    return check_folder(final)
-
-
 def new_folder(parent, prefix):
     """A new private folder (mode 0700, mkdtemp) in the checked folder `parent`."""
     return tempfile.mkdtemp(prefix=prefix, dir=check_folder(parent, create=True))
