@@ -191,3 +191,29 @@ def sensitivity_history(path, title, series_by_metric):
     fig.tight_layout()
     _save(fig, path)
     return path
+
+
+def bisect_steps(path, title, points, first_bad=None):
+    """points: [(commit index, label, worse_by, low, high, verdict)] of a bisect's measured commits against the
+    good end (fractions worse, 98 % interval); a dashed line before the first bad commit."""
+    colours = {"good": VERDICT_COLOURS["better"], "bad": VERDICT_COLOURS["worse"]}
+    fig, ax = plt.subplots(figsize=(7.5, 3.2))
+    for index, _label, worse, lo, hi, verdict in points:
+        colour = colours.get(verdict, VERDICT_COLOURS["not significant"])
+        if lo is None or hi is None:
+            ax.plot([index], [100 * worse], "o", color=colour, fillstyle="none")
+        else:
+            ax.errorbar([index], [100 * worse], yerr=[[100 * (worse - lo)], [100 * (hi - worse)]], fmt="o",
+                        color=colour, capsize=4)
+    if first_bad is not None:
+        ax.axvline(first_bad - 0.5, color=VERDICT_COLOURS["worse"], linestyle="--", linewidth=1)
+    ax.axhline(0, color=VERDICT_COLOURS["baseline"], linewidth=0.8)
+    ax.set_xticks([p[0] for p in points])
+    ax.set_xticklabels([p[1] for p in points], fontsize=6, rotation=45, ha="right")
+    ax.set_ylabel("worse than good (%), 98 % CI", fontsize=8)
+    ax.set_xlabel("commit (first-parent order; dashed: before the first bad one)", fontsize=8)
+    ax.set_title(title, fontsize=10)
+    ax.grid(alpha=0.3)
+    fig.tight_layout()
+    _save(fig, path)
+    return path

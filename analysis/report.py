@@ -22,7 +22,7 @@ import shlex
 import sys
 import tempfile
 
-from analysis import ceilings, compare, crosshost, oneline, plots, render, resultsets, stats, thresholds
+from analysis import bisect_report, ceilings, compare, crosshost, oneline, plots, render, resultsets, stats, thresholds
 # The kinds and the preparation of their documents (analysis/kinds.py; report.KINDS etc. stay importable).
 from analysis.kinds import KINDS, Kind, Prepared, ReportError, prepare, split_parts  # noqa: F401
 # The report's sections after its comparison tables (attribution, threads, observations, provenance).
@@ -353,6 +353,26 @@ def write(blocks, out_pdf, out_html=None, out_text=None):
         safeio.write_text(out_text, render.to_text(blocks))
 
 
+def write_bisect(args, argv, cwd, results_root):
+    """--kind bisect: the report of one bisect folder (analysis/bisect_report.py)."""
+    if len(args.sets) != 1:
+        raise ReportError("--kind bisect takes one bisect folder (results/bisect-out/ID)")
+    folder = args.sets[0]
+    for base in (cwd, os.path.join(results_root, "bisect-out")):
+        if not os.path.isabs(folder) and os.path.isdir(os.path.join(base, folder)):
+            folder = os.path.join(base, folder)
+            break
+    record = bisect_report.read_record(folder)
+    out_pdf = os.path.join(cwd, args.out)
+    out_html = os.path.join(cwd, args.html) if args.html else os.path.splitext(out_pdf)[0] + ".html"
+    command = shlex.join(["bazel", "run", "//analysis:report", "--"] + (argv if argv is not None else sys.argv[1:]))
+    with tempfile.TemporaryDirectory(prefix="tunelab-report-") as tmp:
+        blocks = bisect_report.blocks(record, os.path.basename(os.path.normpath(folder)), tmp, command)
+        write(blocks, out_pdf, out_html, os.path.join(cwd, args.text) if args.text else None)
+    print(f"wrote {out_pdf}\nwrote {out_html}")
+    return EXIT_OK
+
+
 def reference_sets(results_root):
     return [resultsets.load_reference(p) for p in sorted(glob.glob(os.path.join(results_root, "reference", "*.json")))]
 
@@ -363,7 +383,8 @@ def main(argv=None):
         epilog="Result sets: a run folder, a run id, baselines/NAME or reference/NAME (relative to the results "
                "folder). Exit status: 0 written; 2 unusable input (nothing is written).")
     parser.add_argument("sets", nargs="+", metavar="RESULT_SET", help="one or two measured sets (baseline first)")
-    parser.add_argument("--kind", required=True, choices=sorted(KINDS))
+    parser.add_argument("--kind", required=True, choices=sorted(KINDS) + ["bisect"],
+                        help="bisect: RESULT_SET is a bisect's folder (results/bisect-out/ID, //tools:bisect)")
     parser.add_argument("--out", required=True, help="the PDF to write; the HTML goes next to it (.html)")
     parser.add_argument("--html", help="where to write the HTML (default: --out with .html)")
     parser.add_argument("--text", help="also write the report as plain text")
@@ -383,6 +404,8 @@ def main(argv=None):
     cwd = os.environ.get("BUILD_WORKING_DIRECTORY", os.getcwd())
     results_root = args.results_dir or os.path.join(workspace, "results")
     try:
+        if args.kind == "bisect":
+            return write_bisect(args, argv, cwd, results_root)
         sets = [resultsets.resolve(s if os.path.isabs(s) or not os.path.exists(os.path.join(cwd, s))
                                    else os.path.join(cwd, s), results_root) for s in args.sets]
         if not args.no_reference and not any(s.published for s in sets):

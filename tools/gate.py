@@ -144,12 +144,7 @@ def run(args):
                     raise GateError(f"--run {args.run!r} is not a run, but --axis {args.axis!r} is one: the two are "
                                     f"swapped (--run {args.axis} --axis {args.run})") from None
                 raise e
-            gate_decision.check_whole(run)
-            baseline, candidate = gate_decision.split_run(run, args.axis, args.baseline_value, args.candidate_value)
-            try:
-                design = sequential.Design.of(run.manifest)
-            except ValueError as e:
-                raise GateError(str(e)) from None
+            baseline, candidate, design = within_run(run, args.axis, args.baseline_value, args.candidate_value)
         else:
             baseline = resultsets.resolve(here(args.baseline), results_root)
             candidate = resultsets.resolve(here(args.candidate), results_root)
@@ -188,6 +183,39 @@ def run(args):
     if args.junit:
         safeio.write_text(os.path.join(cwd, args.junit), gate_output.junit(checks, baseline, candidate))
     return exit_status(checks)
+
+
+def within_run(run, axis, baseline_value=None, candidate_value=None):
+    """(baseline, candidate, design): the two sides of one whole stored run along `axis`, and the sequential
+    design it stopped by (None for fixed rounds). Raises GateError."""
+    gate_decision.check_whole(run)
+    baseline, candidate = gate_decision.split_run(run, axis, baseline_value, candidate_value)
+    try:
+        design = sequential.Design.of(run.manifest)
+    except ValueError as e:
+        raise GateError(str(e)) from None
+    return baseline, candidate, design
+
+
+def judge_within_run(run_dir, axis, baseline_value, candidate_value, results_root, workspace, metrics=None):
+    """The gate's checks of two values of an axis inside one stored run (what `--run RUN --axis AXIS` prints),
+    only of `metrics` if given, and their state: PASS, REGRESSED or INCONCLUSIVE (exit_status's order).
+    For tools that decide by the gate's rule (//tools:bisect). Raises GateError or ResultSetError."""
+    runfiles = os.path.abspath(os.path.join(os.path.dirname(__file__), ".."))
+    run = resultsets.resolve(run_dir, results_root)
+    baseline, candidate, design = within_run(run, axis, baseline_value, candidate_value)
+    effects = thresholds.min_effects([runfiles, workspace], baseline.docs + candidate.docs)
+    figures = gate_decision.figures_for(results_root, baseline.docs + candidate.docs)
+    checks = gate_decision.gate(baseline, candidate, effects, stats.MIN_RUNS, same_run=True, design=design,
+                                figures=figures)
+    if metrics:
+        checks = [c for c in checks if c.metric in metrics]
+        if not checks:
+            raise GateError(f"{run.name}: no check of {', '.join(sorted(metrics))} in this run")
+    return STATES[exit_status(checks)], checks
+
+
+STATES = {0: "PASS", 1: "REGRESSED", 3: "INCONCLUSIVE"}
 
 
 def exit_status(checks):

@@ -37,6 +37,7 @@ PROGRAMS = {
     "//analysis:report": "analysis/report",
     "//workloads/mapreduce:textgen": "workloads/mapreduce/textgen",
     "//rigs/namenode:fidelity_benchmark": "rigs/namenode/fidelity_benchmark",
+    "//tools:bisect": "tools/bisect",
     "//tools:gate": "tools/gate",
     "//analysis:history": "analysis/history",
     "//tools:sensitivity": "tools/sensitivity",

@@ -8,6 +8,9 @@
 #   NIGHTLY_FIXED=1                          run the fixed 5 rounds instead of stopping once decided (the
 #                                            sequential nightlies; namenode's and mr_compare's run their fixed
 #                                            19 and 20 rounds anyway)
+#   NIGHTLY_BISECT_BUDGET=2h                 a REGRESSED matrix starts a bisect of accepted..HEAD within this
+#                                            machine time (//tools:bisect); its answer goes into <matrix>-gate.md
+#                                            and <matrix>-bisect.txt (unset: no bisect)
 #   NIGHTLY_ACCEPTED=<commit>                the accepted revision (default: the one recorded by the last
 #                                            passing night in results/nightly-out/accepted-revision, or
 #                                            HEAD on the first night: an A/A run)
@@ -142,6 +145,22 @@ for matrix in ${NIGHTLY_MATRICES:-calibration yarn_cps namenode mr_compare}; do
     3) (( status == 0 )) && status=3 ;;
     *) (( status != 1 )) && status=2 ;;
   esac
+
+  # A regression with a range to search: name the commit (tools/bisect.py) within the declared budget.
+  if (( gate_status == 1 )) && [[ -n "${NIGHTLY_BISECT_BUDGET:-}" ]]; then
+    bisect_answer="$out/$matrix-bisect.json"
+    if [[ -n "$prebuilt" ]]; then
+      echo "== $matrix: no bisect: NIGHTLY_RUNFILES names prebuilt builds, so there are no commits to build" | tee "$out/$matrix-bisect.txt"
+    elif [[ "$accepted" == "$head" ]]; then
+      echo "== $matrix: no bisect: the accepted revision is this commit (the regression is in uncommitted changes)" | tee "$out/$matrix-bisect.txt"
+    else
+      echo "== $matrix: bisecting $accepted..$head (budget $NIGHTLY_BISECT_BUDGET)"
+      run_target //tools:bisect --matrix "$target" --profile nightly --good "$accepted" --bad "$head" \
+        --budget "$NIGHTLY_BISECT_BUDGET" --answer-file "$bisect_answer" 2>&1 | tee "$out/$matrix-bisect.log"
+      echo "$(run_info_field "$bisect_answer" state): $(run_info_field "$bisect_answer" text)" > "$out/$matrix-bisect.txt"
+    fi
+    { echo; echo "## Bisect"; echo; cat "$out/$matrix-bisect.txt"; } >> "$out/$matrix-gate.md"
+  fi
 
   echo "== $matrix: report"
   if ! run_target //analysis:report "$run_dir" --kind axis --out "$out/$matrix-report.pdf"; then

@@ -41,7 +41,7 @@ import matplotlib
 from rich.console import Console
 from rich.progress import BarColumn, Progress, TextColumn, TimeRemainingColumn
 
-from analysis import history, plots, render, report, resultsets, sensitivity_figures
+from analysis import bisect_report, history, plots, render, report, resultsets, sensitivity_figures
 from results import safeio
 from rigs.host import terminal
 from tools.publish import studies as studies_toml
@@ -211,6 +211,34 @@ def write_sensitivity(baselines, out_dir):
     return rows, out, failed
 
 
+def write_bisects(results_root, out_dir):
+    """([page rows], [Study of each unreadable record]) of the committed bisects, results/bisects/NAME/bisect.json
+    (//tools:bisect's records): each with its report (PDF, HTML) under bisects/NAME/."""
+    folder = os.path.join(results_root, "bisects")
+    rows, failed = [], []
+    for name in sorted(os.listdir(folder)) if os.path.isdir(folder) else []:
+        if not os.path.isdir(os.path.join(folder, name)):
+            continue
+        if not SAFE_NAME.fullmatch(name):
+            failed.append(Study(name=f"bisects/{name}"[:60], failed="not a name tunelab writes"))
+            continue
+        try:
+            record = bisect_report.read_record(os.path.join(folder, name))
+            page = os.path.join(out_dir, "bisects", name)
+            os.makedirs(page)
+            report.write(bisect_report.blocks(record, name, page), os.path.join(page, "report.pdf"),
+                         os.path.join(page, "report.html"))
+        except (bisect_report.BisectRecordError, ValueError, OSError) as e:
+            failed.append(Study(name=f"bisects/{name}"[:60], failed=f"cannot be read: {str(e)[:300]}"))
+            continue
+        answer = record.get("answer") or {}
+        rows.append({"name": name, "matrix": record.get("matrix", ""), "state": answer.get("state", "running"),
+                     "text": str(answer.get("text", "")).splitlines()[0][:160] if answer.get("text") else "",
+                     "steps": len(record["steps"]), "machine": bisect_report.fmt_s(record.get("machine_s")),
+                     "date": str(record.get("started", ""))[:10], "folder": f"bisects/{name}"})
+    return rows, failed
+
+
 def load_sets(baselines):
     """([ResultSet], [Study of the sets that could not be read]) in name order."""
     loaded, failed = [], []
@@ -328,8 +356,10 @@ def build_site(results_root, out, built_at, console=None):
                               "plots": write_history(name, series_sets, staging)})
         rows, sensitivity_plots, unusable = write_sensitivity(baselines, staging)
         studies += unusable  # listed last with their reasons, as a set that cannot be read
+        bisects, unreadable_bisects = write_bisects(results_root, staging)
+        studies += unreadable_bisects
         page = dict(built_at=built_at, studies=studies, histories=histories, groups=index_groups(studies, references),
-                    references=[r.reference for r in references], rows=rows, plots=sensitivity_plots)
+                    references=[r.reference for r in references], rows=rows, plots=sensitivity_plots, bisects=bisects)
         for template, target in (("index.html.j2", "index.html"), ("reference.html.j2", "reference.html"),
                                  ("sensitivity.html.j2", "sensitivity.html")):
             safeio.write_text(os.path.join(staging, target), env.get_template(template).render(root=".", **page))

@@ -112,6 +112,12 @@ class PublishTest(unittest.TestCase):
                 self.assertTrue(study.question, study.name)
                 self.assertTrue(study.answer, study.name)
         self.assertGreaterEqual(sum(not s.failed for s in studies), len(committed) - 2)
+        # The committed bisects (results/bisects/): each on the index with its report.
+        bisects = sorted(os.listdir(os.path.join(RESULTS, "bisects")))
+        self.assertTrue(bisects, "no committed bisect")
+        for name in bisects:
+            self.assertIn(f'<a href="bisects/{name}/report.html">{name}</a>', index)
+            self.assertGreater(os.path.getsize(os.path.join(out, "bisects", name, "report.pdf")), 10_000)
         pages = [os.path.join(folder, f) for folder, _, files in os.walk(out) for f in files if f.endswith(".html")]
         checked = 0
         for page in pages:
@@ -218,6 +224,17 @@ class PublishTest(unittest.TestCase):
         with open(os.path.join(out, "index.html")) as f:
             index = f.read()
         self.assertIn("zz-broken.json", index)
+
+    def test_an_unreadable_bisect_is_listed_with_its_reason(self):
+        root = self.small_results([])
+        for name, text in (("cut-short", '{"schema": "tunelab.bisect/1", "commits": ['), ("foreign", '{"schema": "x"}')):
+            os.makedirs(os.path.join(root, "bisects", name))
+            with open(os.path.join(root, "bisects", name, "bisect.json"), "w") as f:
+                f.write(text)
+        studies = publish.build_site(root, os.path.join(self.dir, "site"), BUILT_AT, quiet())
+        failed = {s.name: s.failed for s in studies if s.failed}
+        self.assertIn("cannot be read", failed["bisects/cut-short"])
+        self.assertIn("not a tunelab.bisect/1 record", failed["bisects/foreign"])
 
     def test_a_linked_studies_file_is_listed_not_followed(self):
         root = self.small_results([])

@@ -1,0 +1,143 @@
+"""A bisect's report (issue 61): `bazel run //analysis:report -- results/bisect-out/ID --kind bisect --out b.pdf`
+and its page on the results site. It reads the record //tools:bisect stores (bisect.json, schema
+tunelab.bisect/1, written after every step): the answer, every step's two checks with their intervals and
+what they could see, the confirmation (bad vs good) and the first bad commit against the last good one.
+"""
+
+import datetime
+import os
+import re
+
+from analysis import plots, render
+from results import safeio
+
+SCHEMA = "tunelab.bisect/1"
+RECORD = "bisect.json"
+MAX_RECORD_BYTES = 8 << 20
+COMMIT = re.compile(r"[0-9a-f]{40}")
+
+
+class BisectRecordError(ValueError):
+    pass
+
+
+def read_record(folder):
+    """The record of the bisect in `folder` (a bisect folder, or its bisect.json), its shape checked."""
+    path = folder if folder.endswith(".json") else os.path.join(folder, RECORD)
+    try:
+        record = safeio.read_json(path, MAX_RECORD_BYTES)
+    except FileNotFoundError:
+        raise BisectRecordError(f"{folder}: no {RECORD} (not a bisect folder)") from None
+    except safeio.InputError as e:
+        raise BisectRecordError(str(e)) from None
+    if not isinstance(record, dict) or record.get("schema") != SCHEMA:
+        raise BisectRecordError(f"{path}: not a {SCHEMA} record")
+    commits, steps = record.get("commits"), record.get("steps")
+    if (not isinstance(commits, list) or len(commits) < 2 or not all(isinstance(c, str) and COMMIT.fullmatch(c)
+                                                                     for c in commits)):
+        raise BisectRecordError(f"{path}: `commits` is not a list of two or more commit ids")
+    if not isinstance(steps, list) or not all(isinstance(s, dict) and s.get("commit") in commits for s in steps):
+        raise BisectRecordError(f"{path}: `steps` names a commit outside the range")
+    for key in ("subjects", "measures"):
+        if not isinstance(record.get(key), dict):
+            raise BisectRecordError(f"{path}: `{key}` is not a table")
+    return record
+
+
+def pct(x):
+    return "-" if not isinstance(x, (int, float)) else f"{x:+.1%}"
+
+
+def check_cells(pair):
+    """(state, worse by, 98 % CI, catches >=, this run could see, rounds) of a pair's first check, as text."""
+    if not isinstance(pair, dict) or not pair.get("checks"):
+        return ["-"] * 6
+    c = pair["checks"][0]
+    low, high = (c.get("interval_98") or [None, None])[:2]
+    see = c.get("can_see")
+    tonight = c.get("this_run_could_see")
+    return [str(pair.get("state", "-")), pct(c.get("worse_by")), f"{pct(low)}..{pct(high)}",
+            "-" if not isinstance(see, (int, float)) else f"{see:.1%}",
+            "-" if not isinstance(tonight, (int, float)) else f"{tonight:.1%}", str(c.get("rounds", "-"))]
+
+
+def short(commit):
+    return str(commit)[:12]
+
+
+def fmt_s(seconds):
+    return str(datetime.timedelta(seconds=round(seconds if isinstance(seconds, (int, float)) else 0)))
+
+
+def step_points(record):
+    """[(index, label, worse_by, low, high, verdict)] of every measured commit against the good end it had."""
+    points = []
+    index_of = {c: i for i, c in enumerate(record["commits"])}
+    confirmation = (record.get("confirmation") or {}).get("pairs", {}).get("good->candidate")
+    if confirmation and confirmation.get("checks"):
+        c = confirmation["checks"][0]
+        points.append((len(record["commits"]) - 1, f"{short(record['bad'])[:7]} bad", c["worse_by"] or 0.0,
+                       *(c.get("interval_98") or [None, None])[:2], "bad"))
+    for s in record["steps"]:
+        pair = (record["measures"].get(s["commit"]) or {}).get("pairs", {}).get("good->candidate")
+        if s.get("verdict") == "skipped" or not pair or not pair.get("checks"):
+            continue
+        c = pair["checks"][0]
+        points.append((index_of[s["commit"]], short(s["commit"])[:7], c["worse_by"] or 0.0,
+                       *(c.get("interval_98") or [None, None])[:2], s["verdict"]))
+    return sorted(points)
+
+
+def blocks(record, name, out_dir, command=None):
+    """The report's blocks (analysis/render.py)."""
+    answer = record.get("answer") or {"state": "running", "text": "the bisect has not ended (resume it)"}
+    subjects = record["subjects"]
+    metrics = ", ".join(record.get("metrics") or []) or "the gated metrics"
+    out = [render.Title(f"Bisect: which commit made {metrics} worse?",
+                        f"{record.get('matrix', '?')} --profile {record.get('profile', '?')}; "
+                        f"{short(record['commits'][0])}..{short(record['commits'][-1])}, {len(record['commits'])} "
+                        f"first-parent commits; bisect {name}"),
+           render.Heading("Answer"), render.Para(f"{answer['state'].upper()}: {answer.get('text', '')}", strong=True),
+           render.Para(f"Machine time {fmt_s(record.get('machine_s'))} ({len(record['steps'])} step(s), from "
+                       f"{record.get('started', '?')} to {record.get('ended', 'not ended')}). Each step ran the commit "
+                       "interleaved with both known ends in one run, rounds as --rounds "
+                       f"{record.get('rounds')} (an unclear step again with twice the rounds, up to "
+                       f"{record.get('max_rounds')}), and asked the gate's rule twice: the commit against the last good "
+                       "one, the first bad one against it (paired t over the rounds at 1 % a side; PASS only where the "
+                       "interval rules out a regression the gate can see). A commit is good or bad only when both "
+                       "agree; otherwise the bisect stops UNKNOWN rather than guess.")]
+    points = step_points(record)
+    if points:
+        first_bad = answer.get("first_bad")
+        index = record["commits"].index(first_bad) if first_bad in record["commits"] else None
+        out.append(render.Figure(plots.bisect_steps(os.path.join(out_dir, "bisect-steps.png"),
+                                                    f"{metrics}: each measured commit against the good end",
+                                                    points, index),
+                                 "Worse than the good end it was measured with, and the 98 % interval of the paired "
+                                 "rounds (green: judged good, red: bad)."))
+    rows = []
+    for s in sorted(record["steps"], key=lambda s: record["commits"].index(s["commit"])):
+        measure = record["measures"].get(s["commit"]) or {}
+        pairs = measure.get("pairs", {})
+        vs_good, vs_bad = check_cells(pairs.get("good->candidate")), check_cells(pairs.get("candidate->bad"))
+        rows.append([short(s["commit"]), str(subjects.get(s["commit"], ""))[:40], f"{vs_good[0]} {vs_good[1]}",
+                     vs_good[2], f"{vs_bad[0]} {vs_bad[1]}", vs_bad[2], str(s.get("rounds") or "-"),
+                     str(s.get("verdict", "")), os.path.basename(str(measure.get("run", "")))
+                     or str(s.get("why", ""))[:60]])
+    if rows:
+        out += [render.Heading("Steps"),
+                render.TableBlock(["commit", "subject", "vs good", "98% CI", "bad vs it", "98% CI", "rounds", "state",
+                                   "run (or why skipped)"], rows,
+                                  "Each step's two checks: worse by (a fraction worse; negative is better).")]
+    pairs = [("bad vs good (the confirmation)", record.get("confirmation")),
+             ("first bad vs last good", record.get("final"))]
+    rows = [[label] + check_cells((m or {}).get("pairs", {}).get("good->candidate")) + [
+        os.path.basename(str((m or {}).get("run", "-")))] for label, m in pairs if m]
+    if rows:
+        out += [render.Heading("Comparisons"),
+                render.TableBlock(["pair", "state", "worse by", "98% CI", "catches >=", "this run could see", "rounds",
+                                   "run"], rows, "catches >=: the smallest regression the gate promises to catch "
+                                                 "here (the larger of the asked effect and the rig's stated D).")]
+    commands = [f"bazel run //tools:bisect -- --resume results/bisect-out/{name}"] + ([command] if command else [])
+    out += [render.Heading("Rerun"), render.Code("\n".join(commands))]
+    return out

@@ -1,0 +1,155 @@
+"""//tools:bisect's input checks and builds, without a run: the first-parent range (a merge is one commit, a
+good commit after bad, the same, on a side branch or on another line is refused), revisions that do not exist,
+the command line's refusals, a metric no workload gates, a matrix target the checkout does not have, and a
+build that fails (named with its log's error line) or succeeds (found again on resume)."""
+
+import contextlib
+import io
+import os
+import stat
+import subprocess
+import tempfile
+import textwrap
+import unittest
+
+from tools import bisect, bisect_build
+from tools.bisect_build import BisectInputError, BuildFailed
+
+
+def git(repo, *args):
+    return subprocess.run(["git", "-C", repo, "-c", "user.name=bisect test", "-c", "user.email=test@localhost", *args],
+                          check=True, stdout=subprocess.PIPE, text=True).stdout.strip()
+
+
+def commit(repo, message, path="notes.txt"):
+    with open(os.path.join(repo, path), "a") as f:
+        f.write(message + "\n")
+    git(repo, "add", "-A")
+    git(repo, "commit", "-q", "-m", message)
+    return git(repo, "rev-parse", "HEAD")
+
+
+class History(unittest.TestCase):
+    """c0 - c1 - c2 - M - c3 on main, M merging a side branch s1 (off c1); o1 on an unrelated line."""
+
+    @classmethod
+    def setUpClass(cls):
+        cls.repo = tempfile.mkdtemp(dir=os.environ.get("TEST_TMPDIR"))
+        git(cls.repo, "init", "-q", "-b", "main")
+        cls.c0 = commit(cls.repo, "c0")
+        cls.c1 = commit(cls.repo, "c1")
+        git(cls.repo, "checkout", "-q", "-b", "side")
+        cls.s1 = commit(cls.repo, "s1", "side.txt")
+        git(cls.repo, "checkout", "-q", "main")
+        cls.c2 = commit(cls.repo, "c2")
+        git(cls.repo, "merge", "-q", "--no-ff", "-m", "merge side", "side")
+        cls.m = git(cls.repo, "rev-parse", "HEAD")
+        cls.c3 = commit(cls.repo, "c3")
+        git(cls.repo, "checkout", "-q", "--orphan", "other")
+        cls.o1 = commit(cls.repo, "o1")
+        git(cls.repo, "checkout", "-q", "main")
+
+    def test_the_first_parent_line_with_a_merge_as_one_commit(self):
+        commits, merges = bisect_build.first_parent_range(self.repo, self.c0, self.c3)
+        self.assertEqual(commits, [self.c0, self.c1, self.c2, self.m, self.c3])
+        self.assertEqual(merges, 1)
+        self.assertNotIn(self.s1, commits)
+
+    def test_refused_ranges(self):
+        cases = [((self.c3, self.c0), "comes after --bad"), ((self.c1, self.c1), "same commit"),
+                 ((self.s1, self.c3), "side branch"), ((self.o1, self.c3), "not an ancestor")]
+        for (good, bad), words in cases:
+            with self.subTest(words), self.assertRaisesRegex(BisectInputError, words):
+                bisect_build.first_parent_range(self.repo, good, bad)
+
+    def test_revisions_resolve_or_are_named(self):
+        self.assertEqual(bisect_build.resolve(self.repo, "main~1", "--bad"), self.m)
+        for rev in ("no-such-branch", "deadbeef" * 5, "--all", ""):
+            with self.subTest(rev), self.assertRaises(BisectInputError):
+                bisect_build.resolve(self.repo, rev, "--good")
+
+    def test_subjects(self):
+        self.assertEqual(bisect_build.subject(self.repo, self.m), "merge side")
+
+
+class CommandLine(unittest.TestCase):
+    BASE = ["--matrix", "//rigs:calibration_matrix", "--profile", "nightly", "--good", "a", "--bad", "b"]
+
+    def refused(self, argv):
+        with contextlib.redirect_stderr(io.StringIO()) as err, self.assertRaises(SystemExit) as e:
+            bisect.parse_args(argv)
+        self.assertEqual(e.exception.code, 2)
+        return err.getvalue()
+
+    def test_refusals(self):
+        self.assertIn("policy.repetitions", self.refused(self.BASE + ["--set", "policy.repetitions=9"]))
+        self.assertIn("revision", self.refused(self.BASE + ["--set", "revision=a,b"]))
+        self.assertIn("3 <= rounds", self.refused(self.BASE + ["--rounds", "2"]))
+        self.assertIn("3 <= rounds", self.refused(self.BASE + ["--rounds", "30", "--max-rounds", "20"]))
+        self.assertIn("give --matrix", self.refused(["--matrix", "//rigs:calibration_matrix"]))
+        self.assertIn("--good", self.refused(["--resume", "x", "--good", "a"]))
+        self.assertIn("duration", self.refused(self.BASE + ["--budget", "soon"]))
+
+    def test_durations(self):
+        for text, seconds in [("2h", 7200), ("90m", 5400), ("1h30m", 5400), ("45s", 45), ("3600", 3600)]:
+            self.assertEqual(bisect.parse_duration(text), seconds)
+
+    def test_a_metric_no_workload_gates_is_refused_before_a_build(self):
+        args = bisect.parse_args(self.BASE + ["--metric", "no_such_rate"])
+        workspace = tempfile.mkdtemp(dir=os.environ.get("TEST_TMPDIR"))
+        with self.assertRaisesRegex(BisectInputError, "no_such_rate: no workload gates it"):
+            bisect.new_record(args, workspace, workspace)
+
+    def test_a_target_the_checkout_lacks_is_refused(self):
+        workspace = tempfile.mkdtemp(dir=os.environ.get("TEST_TMPDIR"))
+        os.makedirs(os.path.join(workspace, "rigs"))
+        with open(os.path.join(workspace, "rigs", "BUILD.bazel"), "w") as f:
+            f.write('rig_matrix(\n    name = "calibration_matrix",\n)\n')
+        args = bisect.parse_args(["--matrix", "//rigs:yarn_cps_matrix"] + self.BASE[2:])
+        with self.assertRaisesRegex(BisectInputError, "not a matrix target of this checkout"):
+            bisect.new_record(args, workspace, workspace)
+        args = bisect.parse_args(["--matrix", "rigs/calibration"] + self.BASE[2:])
+        with self.assertRaisesRegex(BisectInputError, "expected a matrix target"):
+            bisect.new_record(args, workspace, workspace)
+
+
+class Builds(unittest.TestCase):
+    def setUp(self):
+        self.tmp = tempfile.mkdtemp(dir=os.environ.get("TEST_TMPDIR"))
+        self.repo = os.path.join(self.tmp, "repo")
+        os.makedirs(self.repo)
+        git(self.repo, "init", "-q")
+        self.good = commit(self.repo, "good")
+        self.bad = commit(self.repo, "broken", "BROKEN")
+        self.program = os.path.join(self.tmp, "build.sh")
+        with open(self.program, "w") as f:
+            f.write(textwrap.dedent("""\
+                #!/bin/sh
+                # CHECKOUT TARGET OUT: fails where the checkout has BROKEN, else a runfiles tree at OUT.
+                if [ -e "$1/BROKEN" ]; then echo "step 1 of 2"; echo "error: BROKEN is here"; echo "done"; exit 1; fi
+                mkdir -p "$3/tunelab/rigs"
+                echo "--workload=workloads/calibration/workload.toml" > "$3/tunelab/rigs/${2#//rigs:}.args"
+                """))
+        os.chmod(self.program, os.stat(self.program).st_mode | stat.S_IXUSR)
+        self.builder = bisect_build.Builder(self.repo, "//rigs:calibration_matrix", os.path.join(self.tmp, "bisect"),
+                                            self.program)
+
+    def test_a_build_that_fails_names_its_commit_and_error_line(self):
+        with self.assertRaisesRegex(BuildFailed, rf"does not build at {self.bad[:12]} \(exit 1\): error: BROKEN is here"):
+            self.builder.build(self.bad)
+
+    def test_a_build_is_made_once_and_found_again(self):
+        build = self.builder.build(self.good)
+        self.assertTrue(build.exists())
+        self.assertEqual(build.runfiles, os.path.realpath(build.runfiles))
+        self.assertEqual(bisect.gated_metrics(build, []), ["cpu_loop_rate", "memory_copy_rate"])
+        with self.assertRaisesRegex(BisectInputError, "not a metric this rig gates"):
+            bisect.gated_metrics(build, ["create_rate"])
+        os.chmod(self.program, 0)  # a second build would fail: the first is found instead
+        self.assertEqual(self.builder.build(self.good).runfiles, build.runfiles)
+        self.builder.remove([self.good])
+        self.assertFalse(os.path.exists(build.runfiles))
+
+
+if __name__ == "__main__":
+    unittest.main()
