@@ -78,8 +78,11 @@ def step_points(record):
         c = confirmation["checks"][0]
         points.append((len(record["commits"]) - 1, f"{short(record['bad'])[:7]} bad", c["worse_by"] or 0.0,
                        *(c.get("interval_98") or [None, None])[:2], "bad"))
+    points.append((0, f"{short(record['commits'][0])[:7]} good", 0.0, None, None, "good"))
     for s in record["steps"]:
         pair = (record["measures"].get(s["commit"]) or {}).get("pairs", {}).get("good->candidate")
+        if s.get("verdict") == "skipped":
+            points.append((index_of[s["commit"]], f"{short(s['commit'])[:7]} no build", None, None, None, "skipped"))
         if s.get("verdict") == "skipped" or not pair or not pair.get("checks"):
             continue
         c = pair["checks"][0]
@@ -88,11 +91,19 @@ def step_points(record):
     return sorted(points)
 
 
+def judged_metrics(record):
+    """The metrics the gate judged in the bisect's runs (those of its cells), else those it was asked for."""
+    measured = [record.get("confirmation")] + list(record["measures"].values())
+    names = {c.get("metric") for m in measured if isinstance(m, dict) for pair in (m.get("pairs") or {}).values()
+             for c in (pair.get("checks") or [])}
+    return sorted(n for n in names if isinstance(n, str)) or list(record.get("metrics") or [])
+
+
 def blocks(record, name, out_dir, command=None):
     """The report's blocks (analysis/render.py)."""
     answer = record.get("answer") or {"state": "running", "text": "the bisect has not ended (resume it)"}
     subjects = record["subjects"]
-    metrics = ", ".join(record.get("metrics") or []) or "the gated metrics"
+    metrics = ", ".join(judged_metrics(record)) or "the gated metrics"
     out = [render.Title(f"Bisect: which commit made {metrics} worse?",
                         f"{record.get('matrix', '?')} --profile {record.get('profile', '?')}; "
                         f"{short(record['commits'][0])}..{short(record['commits'][-1])}, {len(record['commits'])} "
@@ -114,7 +125,8 @@ def blocks(record, name, out_dir, command=None):
                                                     f"{metrics}: each measured commit against the good end",
                                                     points, index),
                                  "Worse than the good end it was measured with, and the 98 % interval of the paired "
-                                 "rounds (green: judged good, red: bad)."))
+                                 "rounds (green: judged good, red: bad; x: does not build, not measured; the first "
+                                 "point is the good end itself)."))
     rows = []
     for s in sorted(record["steps"], key=lambda s: record["commits"].index(s["commit"])):
         measure = record["measures"].get(s["commit"]) or {}

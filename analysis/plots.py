@@ -195,12 +195,15 @@ def sensitivity_history(path, title, series_by_metric):
 
 def bisect_steps(path, title, points, first_bad=None):
     """points: [(commit index, label, worse_by, low, high, verdict)] of a bisect's measured commits against the
-    good end (fractions worse, 98 % interval); a dashed line before the first bad commit."""
+    good end (fractions worse, 98 % interval; worse_by None: skipped, an x on the axis); a dashed line before
+    the first bad commit."""
     colours = {"good": VERDICT_COLOURS["better"], "bad": VERDICT_COLOURS["worse"]}
     fig, ax = plt.subplots(figsize=(7.5, 3.2))
     for index, _label, worse, lo, hi, verdict in points:
         colour = colours.get(verdict, VERDICT_COLOURS["not significant"])
-        if lo is None or hi is None:
+        if worse is None:  # skipped (does not build): marked on the axis, not measured
+            ax.plot([index], [0], "x", color=colour, markersize=8)
+        elif lo is None or hi is None:
             ax.plot([index], [100 * worse], "o", color=colour, fillstyle="none")
         else:
             ax.errorbar([index], [100 * worse], yerr=[[100 * (worse - lo)], [100 * (hi - worse)]], fmt="o",

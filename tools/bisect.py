@@ -333,14 +333,30 @@ def final(bisect, answer):
     rec = bisect.record
     if rec["final"] is None:
         first_bad, last_good = answer["first_bad"], answer["last_good"]
-        if (first_bad, last_good) == (rec["bad"], rec["good"]):
-            rec["final"] = rec["confirmation"]
+        measured = measured_pair(rec, last_good, first_bad)
+        if measured is not None:  # a step ran these two together already: its check is the answer's
+            rec["final"] = measured
         else:
             print(f"== the first bad commit {short(first_bad)} against {short(last_good)}", flush=True)
             rec["final"] = bisect.measure(first_bad, {"good": last_good}, [("good", "candidate")], rec["rounds"],
                                           "final")
         bisect.save()
     return rec["final"]["pairs"]["good->candidate"]
+
+
+def measured_pair(rec, good, bad):
+    """The stored measurement (a run's result, its pair as "good->candidate") of `bad` against `good`, if one
+    run measured the two: the confirmation, a step of `bad` with `good` as its good end, or a step of `good`
+    with `bad` as its bad end."""
+    if (good, bad) == (rec["good"], rec["bad"]):
+        return rec["confirmation"]
+    for commit, m in rec["measures"].items():
+        against = m.get("against", {})
+        if commit == bad and against.get("good") == good:
+            return dict(m, pairs={"good->candidate": m["pairs"]["good->candidate"]})
+        if commit == good and against.get("bad") == bad:
+            return dict(m, pairs={"good->candidate": m["pairs"]["candidate->bad"]})
+    return None
 
 
 def steps_table(bisect):

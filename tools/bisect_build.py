@@ -108,7 +108,8 @@ class Builder:
 
     def planned(self, commit):
         if self.program:
-            out = os.path.join(self.folder, "builds", commit)
+            # Named *.runfiles: a py_binary's stub finds its runfiles by that name in its own path.
+            out = os.path.join(self.folder, "builds", commit + ".runfiles")
             return Build(commit, out, os.path.join(out, "tunelab", "rigs", self.name + ".args"))
         bin_dir = os.path.join(self.worktrees, commit, "bazel-bin", "rigs")
         return Build(commit, os.path.join(bin_dir, self.name + ".runfiles"), os.path.join(bin_dir, self.name + ".args"))
@@ -129,6 +130,7 @@ class Builder:
         if self.program:
             if os.path.isdir(build.runfiles):
                 shutil.rmtree(build.runfiles)
+            safeio.check_folder(os.path.dirname(build.runfiles), create=True)
             argv = [self.program, tree, self.target, build.runfiles]
         else:
             argv = [self.bazel, "build", self.target, self.target + "_args"]
@@ -154,7 +156,7 @@ class Builder:
                                stderr=subprocess.DEVNULL)
             subprocess.run(["git", "-C", self.checkout, "worktree", "remove", "--force", tree],
                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-            shutil.rmtree(os.path.join(self.folder, "builds", commit), ignore_errors=True)
+            shutil.rmtree(os.path.join(self.folder, "builds", commit + ".runfiles"), ignore_errors=True)
 
 
 def real(build):
