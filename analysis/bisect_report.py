@@ -15,6 +15,7 @@ SCHEMA = "tunelab.bisect/1"
 RECORD = "bisect.json"
 MAX_RECORD_BYTES = 8 << 20
 COMMIT = re.compile(r"[0-9a-f]{40}")
+AXIS_VALUE = re.compile(r"[A-Za-z0-9_.:@+/=-]{1,200}")
 
 
 class BisectRecordError(ValueError):
@@ -33,9 +34,11 @@ def read_record(folder):
     if not isinstance(record, dict) or record.get("schema") != SCHEMA:
         raise BisectRecordError(f"{path}: not a {SCHEMA} record")
     commits, steps = record.get("commits"), record.get("steps")
-    if (not isinstance(commits, list) or len(commits) < 2 or not all(isinstance(c, str) and COMMIT.fullmatch(c)
-                                                                     for c in commits)):
-        raise BisectRecordError(f"{path}: `commits` is not a list of two or more commit ids")
+    # An axis bisect's "commits" are the axis' values in order (a patch series' prefixes, dependency versions).
+    item = AXIS_VALUE if record.get("axis") else COMMIT
+    if (not isinstance(commits, list) or len(commits) < 2 or len(set(map(str, commits))) != len(commits)
+            or not all(isinstance(c, str) and item.fullmatch(c) for c in commits)):
+        raise BisectRecordError(f"{path}: `commits` is not a list of two or more distinct commit ids or axis values")
     if not isinstance(steps, list) or not all(isinstance(s, dict) and s.get("commit") in commits for s in steps):
         raise BisectRecordError(f"{path}: `steps` names a commit outside the range")
     for key in ("subjects", "measures"):
@@ -62,7 +65,9 @@ def check_cells(pair):
 
 
 def short(commit):
-    return str(commit)[:12]
+    """A commit id's first 12 digits; an axis value whole (up to 60 characters)."""
+    text = str(commit)
+    return text[:12] if re.fullmatch(r"[0-9a-f]{40}", text) else text[:60]
 
 
 def fmt_s(seconds):
@@ -104,10 +109,11 @@ def blocks(record, name, out_dir, command=None):
     answer = record.get("answer") or {"state": "running", "text": "the bisect has not ended (resume it)"}
     subjects = record["subjects"]
     metrics = ", ".join(judged_metrics(record)) or "the gated metrics"
-    out = [render.Title(f"Bisect: which commit made {metrics} worse?",
-                        f"{record.get('matrix', '?')} --profile {record.get('profile', '?')}; "
-                        f"{short(record['commits'][0])}..{short(record['commits'][-1])}, {len(record['commits'])} "
-                        f"first-parent commits; bisect {name}"),
+    axis = record.get("axis")
+    span = (f"{axis} = {', '.join(record['commits'])[:200]}" if axis else
+            f"{short(record['commits'][0])}..{short(record['commits'][-1])}, {len(record['commits'])} first-parent commits")
+    out = [render.Title(f"Bisect: which {'value of ' + axis if axis else 'commit'} made {metrics} worse?",
+                        f"{record.get('matrix', '?')} --profile {record.get('profile', '?')}; {span}; bisect {name}"),
            render.Heading("Answer"), render.Para(f"{answer['state'].upper()}: {answer.get('text', '')}", strong=True),
            render.Para(f"Machine time {fmt_s(record.get('machine_s'))} ({len(record['steps'])} step(s), from "
                        f"{record.get('started', '?')} to {record.get('ended', 'not ended')}). Each step ran the commit "

@@ -23,6 +23,7 @@ UNKNOWN (the rounds it would need are printed); 4 the regression did not reprodu
 import argparse
 import datetime
 import glob
+import math
 import os
 import re
 import secrets
@@ -65,6 +66,9 @@ def parse_args(argv):
                                      "such as nightly has a `revision` axis)")
     p.add_argument("--good", help="a revision without the regression")
     p.add_argument("--bad", help="a later revision with it (on the first-parent line after --good)")
+    p.add_argument("--axis", help="bisect the ordered values of this axis instead of commits (a patch series' "
+                                  "prefixes: variant; a dependency bump: hadoop or jdk), all run by this checkout's build")
+    p.add_argument("--values", metavar="GOOD,...,BAD", help="with --axis: its values in order, the good one first")
     p.add_argument("--metric", action="append", default=[],
                    help="judge only this metric (repeatable; default: every metric the workload gates)")
     p.add_argument("--set", action="append", default=[], metavar="AXIS=V1,V2",
@@ -93,13 +97,18 @@ def parse_args(argv):
         if given:
             p.error(f"--resume takes the stored bisect's settings; {', '.join('--' + g.replace('_', '-') for g in given)} "
                     "cannot change them")
+    elif args.axis or args.values:
+        if not (args.axis and args.values) or args.good or args.bad:
+            p.error("--axis and --values go together, instead of --good and --bad")
+        if not (args.matrix and args.profile):
+            p.error("give --matrix and --profile with --axis and --values")
     elif not (args.matrix and args.profile and args.good and args.bad):
-        p.error("give --matrix, --profile, --good and --bad (or --resume FOLDER)")
+        p.error("give --matrix, --profile, --good and --bad (or --axis and --values, or --resume FOLDER)")
     if not 3 <= args.rounds <= args.max_rounds <= 200:
         p.error(f"--rounds {args.rounds} --max-rounds {args.max_rounds}: need 3 <= rounds <= max-rounds <= 200 (the "
                 "gate's rule needs 3 rounds to test)")
     for item in args.set:
-        if item.split("=", 1)[0].strip() in OWNED_SETTINGS:
+        if item.split("=", 1)[0].strip() in OWNED_SETTINGS + ((args.axis,) if args.axis else ()):
             p.error(f"--set {item}: the bisect sets {' and '.join(OWNED_SETTINGS)} itself (use --rounds)")
     return args
 
@@ -150,7 +159,18 @@ class Bisect:
         self.record["steps"] = [s.to_json() for s in self.bisection.steps]
         safeio.write_json(os.path.join(self.folder, RECORD), self.record)
 
+    def checkout_build(self):
+        """This checkout's build of the matrix (an axis bisect runs every value with it)."""
+        if None not in self.builds:
+            print(f"   building {self.record['matrix']} in this checkout", flush=True)
+            b = self.builder.build_checkout()
+            self.record["machine_s"] += b.seconds
+            self.builds[None] = b
+        return self.builds[None]
+
     def build(self, commit):
+        if self.record.get("axis"):
+            return self.checkout_build()
         if commit not in self.builds:
             print(f"   building {short(commit)} {self.record['subjects'].get(commit, '')[:60]}", flush=True)
             b = self.builder.build(commit)
@@ -161,15 +181,24 @@ class Bisect:
     def measure(self, candidate, others, pairs, rounds, label):
         """One interleaved run of `candidate`'s build with `others` ({revision value: commit}) and the gate's
         rule on `pairs` [(baseline value, candidate value)]: {"run", "rounds", "seconds", "pairs": {"b->c": summary}}."""
-        values = [v for v in ("good",) if v in others] + ["candidate"] + [v for v in ("bad",) if v in others]
-        argv = ([f"--profile={self.record['profile']}", f"--set=revision={','.join(values)}",
-                 f"--set=policy.repetitions={rounds}", "--no-next-steps"]
-                + [f"--revision={v}={self.build(c).runfiles}" for v, c in others.items()]
-                + [f"--set={s}" for s in self.record["sets"]]
+        roles = [v for v in ("good",) if v in others] + ["candidate"] + [v for v in ("bad",) if v in others]
+        axis = self.record.get("axis")
+        if axis:  # the "commits" are values of an axis, all run by this checkout's build
+            value_of = dict(others, candidate=candidate)
+            values = [value_of[r] for r in roles]
+            runs_with = [f"--set={axis}={','.join(values)}"]
+            build = self.checkout_build()
+        else:
+            value_of = {r: r for r in roles}
+            values = roles
+            runs_with = [f"--set=revision={','.join(roles)}"] + [
+                f"--revision={v}={self.build(c).runfiles}" for v, c in others.items()]
+            build = self.build(candidate)
+        argv = ([f"--profile={self.record['profile']}", f"--set=policy.repetitions={rounds}", "--no-next-steps"]
+                + runs_with + [f"--set={s}" for s in self.record["sets"]]
                 + (["--no-host-reference"] if self.record["no_host_reference"] else [])
                 + ([f"--results-dir={self.results_root}"] if self.args.results_dir else [])
                 + [f"--state-dir={self.args.state_dir}"])
-        build = self.build(candidate)
         log = os.path.join(self.folder, "logs", f"run-{label}-{rounds}r.log")
         print(f"   running {label}: {rounds} interleaved rounds of {', '.join(values)} (log {log})", flush=True)
         started = time.monotonic()
@@ -183,8 +212,8 @@ class Bisect:
                               f"see {log}")
         out = {"run": run_dir, "rounds": rounds, "seconds": round(seconds, 1), "pairs": {}}
         for base, cand in pairs:
-            state, checks = gate.judge_within_run(run_dir, "revision", base, cand, self.results_root, self.workspace,
-                                                  set(self.record["metrics"]))
+            state, checks = gate.judge_within_run(run_dir, axis or "revision", value_of[base], value_of[cand],
+                                                  self.results_root, self.workspace, set(self.record["metrics"]))
             out["pairs"][f"{base}->{cand}"] = {"state": state, "checks": [summarize(c) for c in checks]}
         return out
 
@@ -202,10 +231,21 @@ class Bisect:
 
 def summarize(check):
     low, high = check.worse_by_interval
+    rounds = check.evidence.n if check.evidence else 0
     return {"cell": check.cell, "metric": check.metric, "state": check.state, "worse_by": finite(check.worse_by),
             "interval_98": [finite(low), finite(high)], "can_see": finite(check.can_see),
-            "this_run_could_see": finite(check.tonight_d), "rounds": check.evidence.n if check.evidence else 0,
+            "this_run_could_see": finite(check.tonight_d), "rounds": rounds,
+            "rounds_to_see": rounds_to_see(rounds, finite(check.tonight_d), finite(check.can_see)),
             "reasons": list(check.reasons)[:3]}
+
+
+def rounds_to_see(rounds, could_see, can_see):
+    """The rounds at which this run's noise would see what the gate promises: what a run sees shrinks as
+    1/sqrt(rounds) (the paired t's standard error; its t quantile, smaller with more rounds, is left out, so
+    this errs high). None without the figures."""
+    if not rounds or not could_see or not can_see or could_see <= can_see:
+        return None
+    return math.ceil(rounds * (could_see / can_see) ** 2)
 
 
 def finite(x):
@@ -222,20 +262,28 @@ def pair_text(pair):
     low, high = c["interval_98"]
     see = f"{c['can_see']:.1%}" if c["can_see"] is not None else "-"
     why = f"; {c['reasons'][0]}" if pair["state"] == "INCONCLUSIVE" and c.get("reasons") else ""
+    if pair["state"] == "INCONCLUSIVE" and c.get("rounds_to_see"):
+        why += f"; ~{c['rounds_to_see']} rounds would see it"
     return f"{pair['state']}: worse by {pct(c['worse_by'])} (98 % CI {pct(low)}..{pct(high)}; catches >= {see}{why})"
 
 
 def short(commit):
-    return commit[:12]
+    """A commit id's first 12 digits; an axis value whole (up to 60 characters)."""
+    text = str(commit)
+    return text[:12] if re.fullmatch(r"[0-9a-f]{40}", text) else text[:60]
 
 
 def estimate(bisect, here):
     """(seconds, text): the machine time of the whole bisect at --rounds, from a dry run of this checkout's
     build with a step's settings (which also checks the profile, axes and --set values)."""
     plan = os.path.join(bisect.folder, "logs", "plan.json")
+    rec = bisect.record
+    c = rec["commits"]
+    three = ([f"--set={rec['axis']}={','.join(c if len(c) <= 3 else [c[0], c[len(c) // 2], c[-1]])}"]
+             if rec.get("axis") else ["--set=revision=good,candidate,bad", f"--revision=good={here.runfiles}",
+                                      f"--revision=bad={here.runfiles}"])
     argv = ["--dry-run", f"--plan-json={plan}", f"--profile={bisect.record['profile']}",
-            "--set=revision=good,candidate,bad", f"--set=policy.repetitions={bisect.record['rounds']}",
-            f"--revision=good={here.runfiles}", f"--revision=bad={here.runfiles}"] + [
+            f"--set=policy.repetitions={bisect.record['rounds']}"] + three + [
         f"--set={s}" for s in bisect.record["sets"]] + (["--no-host-reference"] if bisect.record["no_host_reference"] else [])
     log = os.path.join(bisect.folder, "logs", "plan.log")
     bisect_build.run_matrix(here, bisect.record["matrix"], argv, bisect.workspace, log, plan + ".info")
@@ -269,15 +317,37 @@ def new_record(args, workspace, results_root):
     if target not in known:
         raise BisectInputError(f"--matrix {target}: not a matrix target of this checkout "
                                f"({', '.join(sorted(known)) or 'none found in rigs/BUILD.bazel'})")
-    good = bisect_build.resolve(workspace, args.good, "--good")
-    bad = bisect_build.resolve(workspace, args.bad, "--bad")
-    commits, merges = bisect_build.first_parent_range(workspace, good, bad)
+    if args.axis:
+        commits, merges = axis_values(args.axis, args.values), 0
+        subjects = {v: f"{args.axis}={v}" for v in commits}
+    else:
+        good = bisect_build.resolve(workspace, args.good, "--good")
+        bad = bisect_build.resolve(workspace, args.bad, "--bad")
+        commits, merges = bisect_build.first_parent_range(workspace, good, bad)
+        subjects = {c: bisect_build.subject(workspace, c) for c in commits}
     return {"schema": SCHEMA, "matrix": target, "profile": args.profile, "metrics": list(args.metric),
             "sets": list(args.set), "rounds": args.rounds, "max_rounds": args.max_rounds,
-            "no_host_reference": args.no_host_reference, "good": good, "bad": bad, "commits": commits,
-            "merges": merges, "subjects": {c: bisect_build.subject(workspace, c) for c in commits},
+            "no_host_reference": args.no_host_reference, "axis": args.axis or None, "good": commits[0],
+            "bad": commits[-1], "commits": commits, "merges": merges, "subjects": subjects,
             "started": datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds"),
             "machine_s": 0.0, "confirmation": None, "measures": {}, "steps": [], "final": None, "answer": None}
+
+
+def axis_values(axis, text):
+    """The ordered values of an axis bisect (--axis AXIS --values GOOD,...,BAD): at least two, each once, each
+    a value the runner takes."""
+    values = [v.strip() for v in (text or "").split(",")]
+    if not gate_confirm.AXIS_NAME.fullmatch(axis) or axis == "revision":
+        raise BisectInputError(f"--axis {axis!r}: a matrix axis (a word), not revision (bisect commits with --good/--bad)")
+    if len(values) < 2 or not all(values):
+        raise BisectInputError(f"--values {text!r}: give the axis' values in order, the good one first and the bad one "
+                               "last, e.g. --values stock,patched:SERIES@1,patched:SERIES")
+    if len(set(values)) != len(values):
+        raise BisectInputError(f"--values {text!r}: a value appears twice")
+    bad = [v for v in values if not gate_confirm.SAFE_VALUE.fullmatch(v) or "," in v]
+    if bad:
+        raise BisectInputError(f"--values: {bad[0][:80]!r} is not an axis value the runner takes")
+    return values
 
 
 def load_record(folder):
@@ -384,13 +454,19 @@ def run_bisect(bisect):
     answer = b.answer()
     if answer["state"] == "unknown":
         s = next(s for s in b.steps if s.verdict == UNKNOWN)
+        unclear = [f"{name}: {pair_text(pair)}" for name, pair in rec["measures"][s.commit]["pairs"].items()
+                   if pair["state"] == "INCONCLUSIVE"]
         return finish(bisect, "unknown", f"{short(s.commit)} stayed unclear at {s.rounds} rounds (vs good {s.toward_good}, "
                                          f"bad vs it {s.toward_bad}): the culprit is between {short(answer['last_good'])} "
                                          f"and {short(answer['first_bad'])}; more rounds (--max-rounds) or a quieter host "
-                                         "may decide it", EXIT_UNKNOWN)
+                                         "may decide it\n   " + "\n   ".join(unclear), EXIT_UNKNOWN)
     pair = final(bisect, answer)
     first_bad = answer["first_bad"]
-    text = f"first bad commit: {first_bad} {rec['subjects'].get(first_bad, '')}\n   against {short(answer['last_good'])}: {pair_text(pair)}"
+    if rec.get("axis"):
+        text = f"first bad value: {rec['axis']}={first_bad}\n   against {rec['axis']}={answer['last_good']}: {pair_text(pair)}"
+    else:
+        text = (f"first bad commit: {first_bad} {rec['subjects'].get(first_bad, '')}\n   against "
+                f"{short(answer['last_good'])}: {pair_text(pair)}")
     if answer["skipped_between"]:
         text += ("\n   commits between them that do not build (the culprit may be one of them): "
                  + ", ".join(f"{short(c)} {rec['subjects'].get(c, '')[:50]}" for c in answer["skipped_between"]))
@@ -406,7 +482,7 @@ def finish(bisect, state, text, status, answer=None):
         print("\n" + steps_table(bisect))
     print(f"\n{text}\nmachine time {fmt_s(rec['machine_s'])}; record {os.path.join(bisect.folder, RECORD)}", flush=True)
     if not bisect.args.keep_builds:
-        bisect.builder.remove(rec["commits"])
+        bisect.builder.remove(([] if rec.get("axis") else rec["commits"]) + ["checkout"])
     return status
 
 
@@ -463,7 +539,7 @@ def bisect_main(args, outcome):
               f"{rec['matrix']} --profile {rec['profile']}, metrics {', '.join(rec['metrics']) or 'the gated ones'}",
               flush=True)
         if is_new:
-            here = bisect.build(rec["bad"])
+            here = bisect.build(rec["bad"])  # the axis bisect's: this checkout's
             rec["metrics"] = gated_metrics(here, rec["metrics"])
             total, text = estimate(bisect, here)
             print(f"   {text}; budget {fmt_s(args.budget)}", flush=True)

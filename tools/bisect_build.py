@@ -114,6 +114,30 @@ class Builder:
         bin_dir = os.path.join(self.worktrees, commit, "bazel-bin", "rigs")
         return Build(commit, os.path.join(bin_dir, self.name + ".runfiles"), os.path.join(bin_dir, self.name + ".args"))
 
+    def build_checkout(self):
+        """This checkout's own build of the target (Bazel in the checkout itself, or the program into
+        folder/builds/checkout.runfiles), for an axis bisect."""
+        started = time.monotonic()
+        if self.program:
+            build = self.planned("checkout")
+            if os.path.isdir(build.runfiles):
+                shutil.rmtree(build.runfiles)
+            safeio.check_folder(os.path.dirname(build.runfiles), create=True)
+            argv = [self.program, self.checkout, self.target, build.runfiles]
+        else:
+            bin_dir = os.path.join(self.checkout, "bazel-bin", "rigs")
+            build = Build("checkout", os.path.join(bin_dir, self.name + ".runfiles"),
+                          os.path.join(bin_dir, self.name + ".args"))
+            argv = [self.bazel, "build", self.target, self.target + "_args"]
+        log_path = os.path.join(self.folder, "logs", "build-checkout.log")
+        with safeio.open_log(log_path) as log:
+            status = subprocess.run(argv, cwd=self.checkout, stdout=log, stderr=subprocess.STDOUT).returncode
+        if status or not build.exists():
+            raise BuildFailed(f"{self.target} does not build in {self.checkout} (exit {status}): {last_line(log_path)} "
+                              f"(log: {log_path})")
+        build.seconds = time.monotonic() - started
+        return real(build)
+
     def build(self, commit):
         """The Build of `commit` (made now, or found from an earlier, interrupted bisect); BuildFailed with the
         log's last line when the target does not build. Its paths are real ones: a worktree's bazel-bin is a
@@ -148,6 +172,7 @@ class Builder:
     def remove(self, commits):
         """Removes the worktrees (and their Bazel output bases) of `commits`."""
         for commit in commits:
+            shutil.rmtree(os.path.join(self.folder, "builds", commit + ".runfiles"), ignore_errors=True)
             tree = os.path.join(self.worktrees, commit)
             if not os.path.isdir(tree):
                 continue
@@ -156,7 +181,6 @@ class Builder:
                                stderr=subprocess.DEVNULL)
             subprocess.run(["git", "-C", self.checkout, "worktree", "remove", "--force", tree],
                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-            shutil.rmtree(os.path.join(self.folder, "builds", commit + ".runfiles"), ignore_errors=True)
 
 
 def real(build):

@@ -90,6 +90,28 @@ class CommandLine(unittest.TestCase):
         self.assertIn("--good", self.refused(["--resume", "x", "--good", "a"]))
         self.assertIn("duration", self.refused(self.BASE + ["--budget", "soon"]))
 
+    def test_an_axis_bisect_takes_ordered_values(self):
+        axis = ["--matrix", "//rigs:namenode_matrix", "--profile", "p", "--axis", "variant"]
+        self.assertIn("go together", self.refused(axis))
+        self.assertIn("go together", self.refused(axis + ["--values", "a,b", "--good", "x"]))
+        self.assertIn("variant", self.refused(axis + ["--values", "a,b", "--set", "variant=a"]))
+        self.assertEqual(bisect.axis_values("variant", "stock, patched:nn-log-out-of-lock@1,patched:nn-log-out-of-lock"),
+                         ["stock", "patched:nn-log-out-of-lock@1", "patched:nn-log-out-of-lock"])
+        for axis_name, values, words in [("variant", "stock", "in order"), ("variant", "a,,b", "in order"),
+                                         ("variant", "a,b,a", "twice"), ("revision", "a,b", "not revision"),
+                                         ("--x", "a,b", "a matrix axis"), ("variant", "a,b c", "not an axis value")]:
+            with self.subTest(values), self.assertRaisesRegex(BisectInputError, words):
+                bisect.axis_values(axis_name, values)
+
+    def test_the_rounds_an_unclear_check_would_need(self):
+        self.assertEqual(bisect.rounds_to_see(5, 0.06, 0.03), 20)  # half the noise: four times the rounds
+        self.assertIsNone(bisect.rounds_to_see(5, 0.02, 0.03))  # it sees enough already
+        self.assertIsNone(bisect.rounds_to_see(5, None, 0.03))
+        text = bisect.pair_text({"state": "INCONCLUSIVE", "checks": [{"worse_by": 0.01, "interval_98": [-0.05, 0.06],
+                                 "can_see": 0.03, "reasons": ["too noisy"], "rounds_to_see": 20}]})
+        self.assertEqual(text, "INCONCLUSIVE: worse by +1.0% (98 % CI -5.0%..+6.0%; catches >= 3.0%; too noisy; "
+                               "~20 rounds would see it)")
+
     def test_durations(self):
         for text, seconds in [("2h", 7200), ("90m", 5400), ("1h30m", 5400), ("45s", 45), ("3600", 3600)]:
             self.assertEqual(bisect.parse_duration(text), seconds)

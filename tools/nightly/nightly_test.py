@@ -7,7 +7,8 @@ broke the run folder's line (the nightly used to read it from the console and ex
   stays (an A/A night may end either way; never REGRESSED, never 1).
 - A slowed candidate: //rigs/calibration:calibration_slowed (the calibration program made 20 % slower by a
   change to its source) as tonight's build against the accepted one -> exit 1, the gate says REGRESSED, the
-  accepted revision stays what it was.
+  accepted revision stays what it was; with NIGHTLY_BISECT_BUDGET set, the gate's summary says why no bisect
+  ran (prebuilt trees have no commits to build; //tools:bisect_history_test runs the bisect itself).
 """
 
 import json
@@ -42,8 +43,9 @@ def make_checkout(parent):
     return checkout
 
 
-def run_nightly(checkout, out, candidate_runfiles, accepted_runfiles, accepted=None):
+def run_nightly(checkout, out, candidate_runfiles, accepted_runfiles, accepted=None, **extra):
     env = {k: v for k, v in os.environ.items() if not k.startswith("NIGHTLY_")}
+    env.update(extra)
     env.update(NIGHTLY_MATRICES="calibration", NIGHTLY_RUNFILES=candidate_runfiles,
                NIGHTLY_ACCEPTED_RUNFILES=accepted_runfiles,
                TUNELAB_STATE_DIR=tempfile.mkdtemp(prefix="state-", dir=os.environ["TEST_TMPDIR"]))
@@ -109,12 +111,16 @@ class NightlyTest(unittest.TestCase):
         with open(self.accepted_file, "w") as f:
             f.write(accepted + "\n")
         git(self.checkout, "commit", "-q", "--allow-empty", "-m", "a slower calibration loop")
-        proc = run_nightly(self.checkout, self.out, slowed_runfiles(self.tmp), RUNFILES)
+        proc = run_nightly(self.checkout, self.out, slowed_runfiles(self.tmp), RUNFILES, NIGHTLY_BISECT_BUDGET="1h")
         self.assertEqual(proc.returncode, 1, proc.stdout[-4000:])
+        # A bisect needs builds of commits: with prebuilt trees the night says why there is none.
+        with open(os.path.join(self.out, "calibration-bisect.txt")) as f:
+            self.assertIn("no bisect: NIGHTLY_RUNFILES names prebuilt builds", f.read())
         self.assertIn(f"accepted:  {accepted}", proc.stdout)
         with open(os.path.join(self.out, "calibration-gate.md")) as f:
             gate = f.read()
         self.assertTrue(gate.startswith("# tunelab gate: **REGRESSED** (1 of 1)"), gate)
+        self.assertIn("## Bisect\n\n== calibration: no bisect", gate)
         with open(self.accepted_file) as f:
             self.assertEqual(f.read().strip(), accepted)
 
