@@ -534,10 +534,11 @@ def bisect_main(args, outcome):
     try:
         bisect, is_new = open_bisect(args, workspace, results_root)
         rec = bisect.record
-        print(f"== bisect {os.path.basename(bisect.folder)}: {len(rec['commits'])} first-parent commits "
-              f"{short(rec['good'])}..{short(rec['bad'])} ({rec['merges']} merge(s), each one commit), "
-              f"{rec['matrix']} --profile {rec['profile']}, metrics {', '.join(rec['metrics']) or 'the gated ones'}",
-              flush=True)
+        span = (f"{len(rec['commits'])} values of {rec['axis']}: {', '.join(rec['commits'])[:120]}" if rec.get("axis")
+                else f"{len(rec['commits'])} first-parent commits {short(rec['good'])}..{short(rec['bad'])} "
+                     f"({rec['merges']} merge(s), each one commit)")
+        print(f"== bisect {os.path.basename(bisect.folder)}: {span}, {rec['matrix']} --profile {rec['profile']}, "
+              f"metrics {', '.join(rec['metrics']) or 'the gated ones'}", flush=True)
         if is_new:
             here = bisect.build(rec["bad"])  # the axis bisect's: this checkout's
             rec["metrics"] = gated_metrics(here, rec["metrics"])
