@@ -5,6 +5,7 @@ build that fails (named with its log's error line) or succeeds (found again on r
 
 import contextlib
 import io
+import json
 import os
 import stat
 import subprocess
@@ -12,6 +13,7 @@ import tempfile
 import textwrap
 import unittest
 
+from rigs.matrix import hoststate
 from tools import bisect, bisect_build
 from tools.bisect_build import BisectInputError, BuildFailed
 
@@ -133,6 +135,24 @@ class CommandLine(unittest.TestCase):
         args = bisect.parse_args(["--matrix", "rigs/calibration"] + self.BASE[2:])
         with self.assertRaisesRegex(BisectInputError, "expected a matrix target"):
             bisect.new_record(args, workspace, workspace)
+
+
+class OneAHost(unittest.TestCase):
+    def test_a_second_bisect_is_refused_while_one_holds_the_lock(self):
+        state = os.path.join(tempfile.mkdtemp(dir=os.environ.get("TEST_TMPDIR")), "state")
+        held = hoststate.HostLock(os.path.join(state, "bisect.lock"))
+        held.acquire({"pid": 1, "command": "bisect one"})
+        try:
+            answer = os.path.join(os.path.dirname(state), "answer.json")
+            with contextlib.redirect_stderr(io.StringIO()) as err:
+                status = bisect.main(CommandLine.BASE + ["--state-dir", state, "--answer-file", answer])
+            self.assertEqual(status, bisect.EXIT_UNUSABLE)
+            self.assertIn("another bisect runs on this host", err.getvalue())
+            self.assertIn("bisect one", err.getvalue())
+            with open(answer) as f:
+                self.assertEqual(json.load(f)["state"], "error")
+        finally:
+            held.release()
 
 
 class Builds(unittest.TestCase):
