@@ -1,4 +1,4 @@
-"""Commits, builds and runs for //tools:bisect (tools/bisect.py): the first-parent range between two revisions,
+"""Commits, builds and runs for //tools:bisect (tools/bisect_command.py): the first-parent range between two revisions,
 one commit's matrix target built in a git worktree of its own (by Bazel, as tools/nightly/nightly.sh builds
 the accepted revision, or by a program the user names), and one matrix run of such a build.
 

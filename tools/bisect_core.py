@@ -1,6 +1,6 @@
 """The decisions of a bisect (issue 61), apart from building and running: which commit to measure next, what
 one step's two gate checks say about it, when to stop. The command that builds and runs each step is
-tools/bisect.py; this module is pure, so its known answers are tested without a build.
+tools/bisect_command.py; this module is pure, so its known answers are tested without a build.
 
 One step measures the midpoint m interleaved against both known ends in one run, and asks the gate's rule
 (analysis/stats.py: paired t at 1 % a side, PASS only when the asked effect is ruled out) twice:

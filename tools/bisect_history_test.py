@@ -31,7 +31,7 @@ import textwrap
 import unittest
 
 from results import safeio
-from tools import bisect
+from tools import bisect_command
 
 RUNFILES = os.environ["TEST_SRCDIR"]
 WS = os.path.join(RUNFILES, "tunelab")
@@ -113,13 +113,13 @@ class BisectHistoryTest(unittest.TestCase):
                           TUNELAB_STATE_DIR=os.path.join(self.tmp, "state"))
         out, err = io.StringIO(), io.StringIO()
         with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
-            status = bisect.main(["--matrix", "//rigs:calibration_matrix", "--profile", profile,
+            status = bisect_command.main(["--matrix", "//rigs:calibration_matrix", "--profile", profile,
                                   *(between or ("--good", f"HEAD~{COMMITS}", "--bad", "HEAD")), "--rounds", "5",
                                   "--max-rounds", "10", "--no-host-reference", "--builder", self.builder,
                                   "--results-dir", self.results, "--state-dir", os.path.join(self.tmp, "state"),
                                   "--budget", budget])
         print(out.getvalue(), err.getvalue())
-        if status == bisect.EXIT_UNUSABLE:
+        if status == bisect_command.EXIT_UNUSABLE:
             return status, out.getvalue() + err.getvalue(), None
         folders = os.listdir(os.path.join(self.results, "bisect-out"))
         self.assertEqual(len(folders), 1, folders)
@@ -129,7 +129,7 @@ class BisectHistoryTest(unittest.TestCase):
     def test_names_the_culprit_and_the_unbuildable_commit_beside_it(self):
         checkout, commits = make_history(self.tmp, culprit=CULPRIT, broken=BROKEN)
         status, out, record = self.bisect(checkout)
-        self.assertIn(status, (bisect.EXIT_FOUND, bisect.EXIT_UNKNOWN), out[-3000:])
+        self.assertIn(status, (bisect_command.EXIT_FOUND, bisect_command.EXIT_UNKNOWN), out[-3000:])
         self.assertEqual(record["confirmation"]["pairs"]["good->candidate"]["state"], "REGRESSED")
         self.assertLessEqual(len(record["steps"]), (COMMITS - 1).bit_length() + 1)
         # Every verdict is the truth; a step the gate could not decide says why (never a guess).
@@ -143,7 +143,7 @@ class BisectHistoryTest(unittest.TestCase):
             else:
                 self.assertEqual(step["verdict"], truth, step)
         answer = record["answer"]
-        if status == bisect.EXIT_UNKNOWN:
+        if status == bisect_command.EXIT_UNKNOWN:
             # A noisy stretch of this VM (run-to-run 8-12 %) may leave a step unclear at --max-rounds: the
             # range it names must still hold the culprit.
             self.assertEqual(answer["state"], "unknown")
@@ -169,7 +169,7 @@ class BisectHistoryTest(unittest.TestCase):
         for between, profile in [((), "nightly"),
                                  (("--axis", "injected_slowdown_pct", "--values", "0,1,20,21"), "gate_slowdown")]:
             status, out, _ = self.bisect(checkout, *between, budget="60s", profile=profile)
-            self.assertEqual(status, bisect.EXIT_UNUSABLE, out[-2000:])
+            self.assertEqual(status, bisect_command.EXIT_UNUSABLE, out[-2000:])
             self.assertRegex(out, r"estimate: \d+ step\(s\) over \d+ commit\(s\).*budget 0:01:00")
             self.assertIn("over the budget 0:01:00", out)
             self.assertNotIn("running", out)
@@ -183,7 +183,7 @@ class BisectHistoryTest(unittest.TestCase):
         checkout, _ = make_history(self.tmp)
         status, out, record = self.bisect(checkout, "--axis", "injected_slowdown_pct", "--values", "0,1,20,21",
                                           profile="gate_slowdown")
-        self.assertEqual(status, bisect.EXIT_FOUND, out[-3000:])
+        self.assertEqual(status, bisect_command.EXIT_FOUND, out[-3000:])
         self.assertEqual((record["answer"]["first_bad"], record["answer"]["last_good"]), ("20", "1"))
         self.assertIn("first bad value: injected_slowdown_pct=20", out)
 
@@ -191,11 +191,11 @@ class BisectHistoryTest(unittest.TestCase):
     def test_without_a_regression_it_says_so_and_names_no_commit(self):
         checkout, _ = make_history(self.tmp)
         status, out, record = self.bisect(checkout)
-        self.assertIn(status, (bisect.EXIT_NOT_REPRODUCED, bisect.EXIT_UNKNOWN), out[-3000:])
+        self.assertIn(status, (bisect_command.EXIT_NOT_REPRODUCED, bisect_command.EXIT_UNKNOWN), out[-3000:])
         self.assertEqual(record["steps"], [])
         self.assertIn(record["answer"]["state"], ("not reproduced", "unknown"))
         self.assertNotIn("first bad commit", out)
-        if status == bisect.EXIT_NOT_REPRODUCED:
+        if status == bisect_command.EXIT_NOT_REPRODUCED:
             self.assertIn("the regression did not reproduce", out)
 
 

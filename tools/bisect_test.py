@@ -14,7 +14,7 @@ import textwrap
 import unittest
 
 from rigs.matrix import hoststate
-from tools import bisect, bisect_build
+from tools import bisect_build, bisect_command
 from tools.bisect_build import BisectInputError, BuildFailed
 
 
@@ -79,7 +79,7 @@ class CommandLine(unittest.TestCase):
 
     def refused(self, argv):
         with contextlib.redirect_stderr(io.StringIO()) as err, self.assertRaises(SystemExit) as e:
-            bisect.parse_args(argv)
+            bisect_command.parse_args(argv)
         self.assertEqual(e.exception.code, 2)
         return err.getvalue()
 
@@ -97,44 +97,44 @@ class CommandLine(unittest.TestCase):
         self.assertIn("go together", self.refused(axis))
         self.assertIn("go together", self.refused(axis + ["--values", "a,b", "--good", "x"]))
         self.assertIn("variant", self.refused(axis + ["--values", "a,b", "--set", "variant=a"]))
-        self.assertEqual(bisect.axis_values("variant", "stock, patched:nn-log-out-of-lock@1,patched:nn-log-out-of-lock"),
+        self.assertEqual(bisect_command.axis_values("variant", "stock, patched:nn-log-out-of-lock@1,patched:nn-log-out-of-lock"),
                          ["stock", "patched:nn-log-out-of-lock@1", "patched:nn-log-out-of-lock"])
         for axis_name, values, words in [("variant", "stock", "in order"), ("variant", "a,,b", "in order"),
                                          ("variant", "a,b,a", "twice"), ("revision", "a,b", "not revision"),
                                          ("--x", "a,b", "a matrix axis"), ("variant", "a,b c", "not an axis value")]:
             with self.subTest(values), self.assertRaisesRegex(BisectInputError, words):
-                bisect.axis_values(axis_name, values)
+                bisect_command.axis_values(axis_name, values)
 
     def test_the_rounds_an_unclear_check_would_need(self):
-        self.assertEqual(bisect.rounds_to_see(5, 0.06, 0.03), 20)  # half the noise: four times the rounds
-        self.assertIsNone(bisect.rounds_to_see(5, 0.02, 0.03))  # it sees enough already
-        self.assertIsNone(bisect.rounds_to_see(5, None, 0.03))
-        text = bisect.pair_text({"state": "INCONCLUSIVE", "checks": [{"worse_by": 0.01, "interval_98": [-0.05, 0.06],
+        self.assertEqual(bisect_command.rounds_to_see(5, 0.06, 0.03), 20)  # half the noise: four times the rounds
+        self.assertIsNone(bisect_command.rounds_to_see(5, 0.02, 0.03))  # it sees enough already
+        self.assertIsNone(bisect_command.rounds_to_see(5, None, 0.03))
+        text = bisect_command.pair_text({"state": "INCONCLUSIVE", "checks": [{"worse_by": 0.01, "interval_98": [-0.05, 0.06],
                                  "can_see": 0.03, "reasons": ["too noisy"], "rounds_to_see": 20}]})
         self.assertEqual(text, "INCONCLUSIVE: worse by +1.0% (98 % CI -5.0%..+6.0%; catches >= 3.0%; too noisy; "
                                "~20 rounds would see it)")
 
     def test_durations(self):
         for text, seconds in [("2h", 7200), ("90m", 5400), ("1h30m", 5400), ("45s", 45), ("3600", 3600)]:
-            self.assertEqual(bisect.parse_duration(text), seconds)
+            self.assertEqual(bisect_command.parse_duration(text), seconds)
 
     def test_a_metric_no_workload_gates_is_refused_before_a_build(self):
-        args = bisect.parse_args(self.BASE + ["--metric", "no_such_rate"])
+        args = bisect_command.parse_args(self.BASE + ["--metric", "no_such_rate"])
         workspace = tempfile.mkdtemp(dir=os.environ.get("TEST_TMPDIR"))
         with self.assertRaisesRegex(BisectInputError, "no_such_rate: no workload gates it"):
-            bisect.new_record(args, workspace, workspace)
+            bisect_command.new_record(args, workspace, workspace)
 
     def test_a_target_the_checkout_lacks_is_refused(self):
         workspace = tempfile.mkdtemp(dir=os.environ.get("TEST_TMPDIR"))
         os.makedirs(os.path.join(workspace, "rigs"))
         with open(os.path.join(workspace, "rigs", "BUILD.bazel"), "w") as f:
             f.write('rig_matrix(\n    name = "calibration_matrix",\n)\n')
-        args = bisect.parse_args(["--matrix", "//rigs:yarn_cps_matrix"] + self.BASE[2:])
+        args = bisect_command.parse_args(["--matrix", "//rigs:yarn_cps_matrix"] + self.BASE[2:])
         with self.assertRaisesRegex(BisectInputError, "not a matrix target of this checkout"):
-            bisect.new_record(args, workspace, workspace)
-        args = bisect.parse_args(["--matrix", "rigs/calibration"] + self.BASE[2:])
+            bisect_command.new_record(args, workspace, workspace)
+        args = bisect_command.parse_args(["--matrix", "rigs/calibration"] + self.BASE[2:])
         with self.assertRaisesRegex(BisectInputError, "expected a matrix target"):
-            bisect.new_record(args, workspace, workspace)
+            bisect_command.new_record(args, workspace, workspace)
 
 
 class OneAHost(unittest.TestCase):
@@ -145,8 +145,8 @@ class OneAHost(unittest.TestCase):
         try:
             answer = os.path.join(os.path.dirname(state), "answer.json")
             with contextlib.redirect_stderr(io.StringIO()) as err:
-                status = bisect.main(CommandLine.BASE + ["--state-dir", state, "--answer-file", answer])
-            self.assertEqual(status, bisect.EXIT_UNUSABLE)
+                status = bisect_command.main(CommandLine.BASE + ["--state-dir", state, "--answer-file", answer])
+            self.assertEqual(status, bisect_command.EXIT_UNUSABLE)
             self.assertIn("another bisect runs on this host", err.getvalue())
             self.assertIn("bisect one", err.getvalue())
             with open(answer) as f:
@@ -184,9 +184,9 @@ class Builds(unittest.TestCase):
         build = self.builder.build(self.good)
         self.assertTrue(build.exists())
         self.assertEqual(build.runfiles, os.path.realpath(build.runfiles))
-        self.assertEqual(bisect.gated_metrics(build, []), ["cpu_loop_rate", "memory_copy_rate"])
+        self.assertEqual(bisect_command.gated_metrics(build, []), ["cpu_loop_rate", "memory_copy_rate"])
         with self.assertRaisesRegex(BisectInputError, "not a metric this rig gates"):
-            bisect.gated_metrics(build, ["create_rate"])
+            bisect_command.gated_metrics(build, ["create_rate"])
         os.chmod(self.program, 0)  # a second build would fail: the first is found instead
         self.assertEqual(self.builder.build(self.good).runfiles, build.runfiles)
         self.builder.remove([self.good])

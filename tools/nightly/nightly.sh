@@ -146,7 +146,7 @@ for matrix in ${NIGHTLY_MATRICES:-calibration yarn_cps namenode mr_compare}; do
     *) (( status != 1 )) && status=2 ;;
   esac
 
-  # A regression with a range to search: name the commit (tools/bisect.py) within the declared budget.
+  # A regression with a range to search: name the commit (tools/bisect_command.py) within the declared budget.
   if (( gate_status == 1 )) && [[ -n "${NIGHTLY_BISECT_BUDGET:-}" ]]; then
     bisect_answer="$out/$matrix-bisect.json"
     if [[ -n "$prebuilt" ]]; then
