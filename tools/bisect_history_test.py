@@ -2,8 +2,8 @@
 first-parent commits after a good one, the calibration matrix's nightly profile run for every step (5
 interleaved rounds, up to 10 where unclear; 4-s windows: 1- and 2-s ones left steps UNKNOWN here, too noisy
 for the gate's stated D; no host reference). BISECT_HISTORY_COMMITS sets N: 4 in //tools:bisect_history_test
-(~6 min, in `bazel test //...`: the first scenario), 15 in //tools:bisect_history_long_test (manual,
-~15 min: the 16-commit acceptance, both scenarios).
+(~4.5 min, in `bazel test //...`: the first scenario), 15 in //tools:bisect_history_long_test (manual,
+~13 min: the 16-commit acceptance, both scenarios).
 
 - One commit (the last but one) makes the calibration loop 20 % slower, the commit before it does not
   compile: the bisect names the slower one as the first bad commit and the broken one beside it, in at most
