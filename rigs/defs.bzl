@@ -1,6 +1,6 @@
 """Macros for rigs: a rig is one `rig_matrix` call plus its code."""
 
-load("@rules_python//python:defs.bzl", "py_binary", "py_test")
+load("@rules_python//python:defs.bzl", "py_binary", "py_library", "py_test")
 load("//tools/fleet:defs.bzl", "matrix_bundle")
 load("//tools/jdk:defs.bzl", "PINNED_JDK_JAVAS")
 load("//tools/jdk:jdks.bzl", "MISSING_JDKS_AARCH64", "PINNED_JDKS_AARCH64")
@@ -10,6 +10,9 @@ _AARCH64_STAND_INS = [
     "@pypi_aarch64//:files",
     "//tools/container:rig_os_aarch64",
 ] + ["@%s_aarch64//:files" % name for name in PINNED_JDKS_AARCH64]
+
+# Marks the filegroup each rig_matrix call makes of its rig's registration; rig_registry collects them.
+_REGISTRATION_TAG = "rig_registration"
 
 def _java_classpath_impl(ctx):
     # An overlay's own jars come first, so its classes win over the same classes in the stock jars.
@@ -108,6 +111,14 @@ def rig_matrix(
     if probe not in rig_data.values():
         data.append(probe)
     deps = [rig, "//rigs/matrix:runner", "//analysis:summary_lib"]
+
+    # What the registry (//rigs:registry, rig_registry below) reads of this rig: its rig.toml, and the matrix
+    # and workload the calibrator reads its gated profiles' designs from.
+    native.filegroup(
+        name = name + "_registration",
+        srcs = [rig.rsplit(":", 1)[0] + ":rig.toml", matrix, workload_toml],
+        tags = [_REGISTRATION_TAG],
+    )
     native.genrule(
         name = name + "_args",
         srcs = data,
@@ -164,3 +175,29 @@ def rig_matrix(
             deps = deps,
             tags = ["integration", "exclusive"] + needs + smoke_needs.get(profile, []),
         )
+
+def rig_registry(name, visibility = None):
+    """The registry of every rig: call once, after the last rig_matrix call of the package.
+
+    Creates:
+      <name>s: a filegroup of every rig_matrix's registration (the rig's rig.toml, its matrix.toml and its
+        workload.toml), collected from the calls above it, so adding a rig adds no line here.
+      <name>: the py_library rigs/registry.py with those files, for what reads the registry (the site, the
+        calibrator, the gate's tests).
+    """
+    registrations = sorted([
+        ":" + rule["name"]
+        for rule in native.existing_rules().values()
+        if rule["kind"] == "filegroup" and _REGISTRATION_TAG in rule.get("tags", [])
+    ])
+    native.filegroup(
+        name = name + "s",
+        srcs = registrations,
+    )
+    py_library(
+        name = name,
+        srcs = ["registry.py"],
+        data = [":" + name + "s"],
+        deps = ["//results:safeio"],
+        visibility = visibility,
+    )

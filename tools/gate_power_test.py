@@ -5,7 +5,7 @@ For every rig, every metric and every gated profile of every committed sensitivi
 - detection at the stated D: the share of designs flagged REGRESSED with a true shift of D is >= 93 %;
 - false alarms at zero: <= 1.5 %;
 each over DRAWS designs drawn with a seed the calibrator does not use (the figure must hold for fresh draws,
-not only the draws that found it). The figures of the rigs' current sets (tools/sensitivity.toml) must also
+not only the draws that found it). The figures of the rigs' current sets (their rig.toml [sensitivity]) must also
 describe the gated profiles as their matrices declare them today: a profile whose rounds changed makes its
 figure stale, and this test says which to regenerate.
 """

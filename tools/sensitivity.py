@@ -3,7 +3,7 @@
     bazel run //tools:sensitivity -- --rig R [--budget 15m] [--from-set SET [--slowdown-set SET]] [--rounds N]
     bazel run //tools:sensitivity -- --table
 
-It reads (--from-set; by default the rig's committed sets named in tools/sensitivity.toml) or records (--record:
+It reads (--from-set; by default the rig's committed sets named in its rigs/<rig>/rig.toml) or records (--record:
 the rig's A/A and slowdown profiles, as many interleaved rounds as --budget allows) an A/A set, one build as
 both sides of an arm axis, and, where the rig has one, a known-slowdown set. For every metric the rig gates:
 - the A/A rounds' log ratios (positive = worse), which the gate resamples to state D at any comparison's design,
@@ -38,9 +38,9 @@ import numpy as np
 from scipy import stats as sps
 
 from results import safeio
+from rigs import registry
 from analysis import gate_power, resultsets, sensitivity, sensitivity_figures, sensitivity_sets, stats, thresholds
 
-REGISTRY = os.path.join(os.path.dirname(os.path.abspath(__file__)), "sensitivity.toml")
 DRAWS = gate_power.DRAWS
 
 
@@ -53,12 +53,10 @@ class Study:
     slowdown: dict  # {} where the rig has no slowdown
 
 
-def load_registry(path=REGISTRY):
-    data = safeio.read_toml(path)
-    out = {}
-    for rig, t in data.get("rigs", {}).items():
-        out[rig] = Study(rig, t["matrix"], tuple(t.get("gated", [])), dict(t["aa"]), dict(t.get("slowdown", {})))
-    return out
+def load_registry(root=registry.ROOT):
+    """{rig: Study} of every rig whose rig.toml declares [sensitivity] (rigs/registry.py)."""
+    return {r.rig: Study(r.rig, r.label, r.gated, r.aa, r.slowdown)
+            for r in registry.load(root).values() if r.aa}
 
 
 def parse_budget(text):
@@ -218,10 +216,10 @@ def read_existing(path):
 def main(argv=None):
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0],
                                      epilog="Exit status: 0 written; 2 refused input (the reason printed).")
-    parser.add_argument("--rig", help="a rig of tools/sensitivity.toml")
+    parser.add_argument("--rig", help="a rig whose rigs/<rig>/rig.toml declares [sensitivity]")
     parser.add_argument("--table", action="store_true",
                         help="print the README's table of every committed figure (newest per rig and metric)")
-    parser.add_argument("--profile", help="the A/A profile to record (default: the rig's, tools/sensitivity.toml)")
+    parser.add_argument("--profile", help="the A/A profile to record (default: the rig's, its rig.toml)")
     parser.add_argument("--budget", default="15m", help="wall time for recording, and the allocation's budget "
                                                          "(default 15m)")
     parser.add_argument("--from-set", help="an A/A set to read instead of the rig's committed one (a run folder, "
@@ -298,7 +296,7 @@ def run(args, workspace, cwd, results_root):
         return 0
     studies = load_registry()
     if args.rig not in studies:
-        raise sensitivity.SensitivityError(f"--rig {args.rig}: no such rig in tools/sensitivity.toml "
+        raise sensitivity.SensitivityError(f"--rig {args.rig}: no such rig declares [sensitivity] in its rig.toml "
                                            f"(rigs: {', '.join(sorted(studies))})")
     study = studies[args.rig]
     if args.profile:

@@ -82,7 +82,7 @@ class SensitivityToolTest(unittest.TestCase):
         self.assertTrue(os.path.isfile(os.path.join(self.aa.path, "sensitivity.json")))
 
     def test_a_committed_set_is_written_only_when_named(self):
-        # The registry's own sets (tools/sensitivity.toml) read by default: figures printed, the committed
+        # The registry's own sets (rig.toml [sensitivity]) read by default: figures printed, the committed
         # folder untouched (issue 41, item 1); named with --from-set, written.
         aa = write_set(os.path.join(self.baselines, "calibration-gate-aa-20261124-2vcpu"),
                        [({"arm": "a"}, 1000.0), ({"arm": "b"}, 1000.0)], runs=10, noise=0.01, seed=3)

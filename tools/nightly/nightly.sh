@@ -3,11 +3,12 @@
 # measured in ONE interleaved run on this host, so that host drift between days cancels out.
 #
 #   tools/nightly/nightly.sh [OUT_DIR]      (default OUT_DIR: results/nightly-out/<UTC date>)
-#   NIGHTLY_MATRICES="calibration yarn_cps namenode mr_compare"  the matrices (default: these four); each has a `nightly` profile
-#                                            whose `revision` axis is ["accepted", "candidate"]
+#   NIGHTLY_MATRICES="calibration yarn_cps"  the matrices (default: every rig whose rigs/<rig>/rig.toml has
+#                                            [nightly], `python3 -m rigs.registry --nightly`); the profile it
+#                                            names has a `revision` axis ["accepted", "candidate"]
 #   NIGHTLY_FIXED=1                          run the fixed 5 rounds instead of stopping once decided (the
-#                                            sequential nightlies; namenode's and mr_compare's run their fixed
-#                                            19 and 20 rounds anyway)
+#                                            sequential nightlies; a rig.toml's fixed_design = true keeps its
+#                                            own rounds: namenode's 19, mr_compare's 20)
 #   NIGHTLY_BISECT_BUDGET=2h                 a REGRESSED matrix starts a bisect of accepted..HEAD within this
 #                                            machine time (//tools:bisect); its answer goes into <matrix>-gate.md
 #                                            and <matrix>-bisect.txt (unset: no bisect)
@@ -87,12 +88,31 @@ accepted=$(git rev-parse --verify "$accepted^{commit}") || { echo "error: unknow
 echo "== candidate: this checkout ($head$([[ -n "$(git status --porcelain --untracked-files=no)" ]] && echo ', with uncommitted changes'))"
 echo "== accepted:  $accepted"
 
+# The nightly's rigs as their rig.toml files declare them: MATRIX PROFILE fixed|sequential, one per line.
+registered=$(python3 -m rigs.registry --nightly) || { echo "error: the rigs' registry cannot be read (above)" >&2; exit 2; }
+declare -A nightly_profile nightly_design
+registered_matrices=()
+while read -r name profile design; do
+  [[ -n "$name" ]] || continue
+  registered_matrices+=("$name")
+  nightly_profile[$name]=$profile
+  nightly_design[$name]=$design
+done <<<"$registered"
+read -r -a matrices <<<"${NIGHTLY_MATRICES:-${registered_matrices[*]}}"
+for matrix in "${matrices[@]}"; do
+  if [[ -z "${nightly_profile[$matrix]:-}" ]]; then
+    echo "error: NIGHTLY_MATRICES names $matrix, which no rigs/<rig>/rig.toml runs nightly (registered: ${registered_matrices[*]})" >&2
+    exit 2
+  fi
+done
+
 worktree="$nightly_root/worktrees/$accepted"
 if [[ -z "$prebuilt" && ! -d "$worktree" ]]; then
   git worktree add --detach "$worktree" "$accepted" >/dev/null || { echo "error: git worktree add failed" >&2; exit 2; }
 fi
 
-for matrix in ${NIGHTLY_MATRICES:-calibration yarn_cps namenode mr_compare}; do
+for matrix in "${matrices[@]}"; do
+  profile=${nightly_profile[$matrix]}
   target="//rigs:${matrix}_matrix"
   if [[ -n "$prebuilt" ]]; then
     runfiles=$NIGHTLY_ACCEPTED_RUNFILES
@@ -112,11 +132,11 @@ for matrix in ${NIGHTLY_MATRICES:-calibration yarn_cps namenode mr_compare}; do
   run_info="$out/$matrix-run-info.json"
   rm -f "$run_info"
   fixed=()
-  # namenode's and mr_compare's nightlies are fixed designs already (19 and 26 rounds: their MDEs need them;
-  # rigs/namenode/matrix.toml, rigs/mapreduce/matrix.toml).
-  [[ "${NIGHTLY_FIXED:-0}" == 1 && "$matrix" != namenode && "$matrix" != mr_compare ]] && fixed=(--set policy.repetitions=5)
+  # A fixed design already (fixed_design in its rig.toml: namenode's 19 and mr_compare's 20 rounds, what their
+  # MDEs need) keeps its rounds.
+  [[ "${NIGHTLY_FIXED:-0}" == 1 && "${nightly_design[$matrix]}" != fixed ]] && fixed=(--set policy.repetitions=5)
   started=$SECONDS
-  run_target "$target" --profile nightly --revision "accepted=$runfiles" "${fixed[@]}" --no-next-steps \
+  run_target "$target" --profile "$profile" --revision "accepted=$runfiles" "${fixed[@]}" --no-next-steps \
     --run-info "$run_info" 2>&1 | tee "$log"
   echo "== $matrix: the run took $((SECONDS - started)) s ($([[ ${#fixed[@]} -gt 0 ]] && echo 'fixed 5 rounds' || echo 'rounds as its profile says'))"
   run_dir=$(run_info_field "$run_info" run_dir)
@@ -155,7 +175,7 @@ for matrix in ${NIGHTLY_MATRICES:-calibration yarn_cps namenode mr_compare}; do
       echo "== $matrix: no bisect: the accepted revision is this commit (the regression is in uncommitted changes)" | tee "$out/$matrix-bisect.txt"
     else
       echo "== $matrix: bisecting $accepted..$head (budget $NIGHTLY_BISECT_BUDGET)"
-      run_target //tools:bisect --matrix "$target" --profile nightly --good "$accepted" --bad "$head" \
+      run_target //tools:bisect --matrix "$target" --profile "$profile" --good "$accepted" --bad "$head" \
         --budget "$NIGHTLY_BISECT_BUDGET" --answer-file "$bisect_answer" 2>&1 | tee "$out/$matrix-bisect.log"
       echo "$(run_info_field "$bisect_answer" state): $(run_info_field "$bisect_answer" text)" > "$out/$matrix-bisect.txt"
     fi

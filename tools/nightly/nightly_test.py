@@ -11,6 +11,7 @@ broke the run folder's line (the nightly used to read it from the console and ex
   ran (prebuilt trees have no commits to build; //tools:bisect_history_test runs the bisect itself).
 """
 
+import glob
 import json
 import os
 import shutil
@@ -33,10 +34,15 @@ def git(checkout, *args):
 
 
 def make_checkout(parent):
-    """A git checkout holding nightly.sh (it works from its own checkout: results land there)."""
+    """A git checkout holding nightly.sh (it works from its own checkout: results land there) and the rigs'
+    registry it reads the nightly's rigs from (rigs/registry.py, each rig's rig.toml)."""
     checkout = os.path.join(parent, LONG_NAME, "tunelab")
     os.makedirs(os.path.join(checkout, "tools", "nightly"))
     shutil.copy(NIGHTLY, os.path.join(checkout, "tools", "nightly", "nightly.sh"))
+    for rel in ["rigs/registry.py", "results/safeio.py"] + [
+            os.path.relpath(p, WORKSPACE_RUNFILES) for p in glob.glob(os.path.join(WORKSPACE_RUNFILES, "rigs", "*", "rig.toml"))]:
+        os.makedirs(os.path.dirname(os.path.join(checkout, rel)), exist_ok=True)
+        shutil.copy(os.path.join(WORKSPACE_RUNFILES, rel), os.path.join(checkout, rel))
     git(checkout, "init", "-q")
     git(checkout, "add", "-A")
     git(checkout, "commit", "-q", "-m", "tonight")
@@ -45,10 +51,10 @@ def make_checkout(parent):
 
 def run_nightly(checkout, out, candidate_runfiles, accepted_runfiles, accepted=None, **extra):
     env = {k: v for k, v in os.environ.items() if not k.startswith("NIGHTLY_")}
-    env.update(extra)
     env.update(NIGHTLY_MATRICES="calibration", NIGHTLY_RUNFILES=candidate_runfiles,
                NIGHTLY_ACCEPTED_RUNFILES=accepted_runfiles,
                TUNELAB_STATE_DIR=tempfile.mkdtemp(prefix="state-", dir=os.environ["TEST_TMPDIR"]))
+    env.update(extra)
     if accepted:
         env["NIGHTLY_ACCEPTED"] = accepted
     proc = subprocess.run(["bash", os.path.join(checkout, "tools", "nightly", "nightly.sh"), out], env=env,
@@ -78,6 +84,14 @@ class NightlyTest(unittest.TestCase):
     def run_info(self):
         with open(os.path.join(self.out, "calibration-run-info.json")) as f:
             return json.load(f)
+
+    def test_a_matrix_no_rig_runs_nightly_is_refused_before_anything_runs(self):
+        # The nightly's rigs are their rig.toml's [nightly] (issue 59); redis declares none.
+        proc = run_nightly(self.checkout, self.out, RUNFILES, RUNFILES, NIGHTLY_MATRICES="calibration redis")
+        self.assertEqual(proc.returncode, 2, proc.stdout)
+        self.assertIn("NIGHTLY_MATRICES names redis, which no rigs/<rig>/rig.toml runs nightly", proc.stdout)
+        self.assertIn("registered: calibration mr_compare namenode yarn_cps", proc.stdout)
+        self.assertNotIn("== calibration: running", proc.stdout)
 
     def test_first_night_is_an_aa_run_that_passes_and_accepts_head(self):
         head = git(self.checkout, "rev-parse", "HEAD")

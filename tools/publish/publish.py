@@ -43,6 +43,7 @@ from rich.progress import BarColumn, Progress, TextColumn, TimeRemainingColumn
 
 from analysis import bisect_report, history, plots, render, report, resultsets, sensitivity_figures
 from results import safeio
+from rigs import registry
 from rigs.host import terminal
 from tools.publish import studies as studies_toml
 
@@ -88,7 +89,8 @@ class Study:
 
 def kind_for(result_set):
     """The report kind that answers what the set compares: a split in parts (locality pre/post), patched
-    variants, MapReduce engines, else every axis it varies."""
+    variants, an axis a rig's rig.toml gives a kind of its own (MapReduce's engines), else every axis it
+    varies."""
     docs = result_set.docs
     if any((d.get("split") or {}).get("axis") == "locality" for d in docs):
         return "memory-locality"
@@ -96,9 +98,8 @@ def kind_for(result_set):
                if v != docs[0]["cell"]["params"].get(k)}
     if "variant" in varying:
         return "stock-vs-patched"
-    if "mapreduce" in varying:
-        return "mr1-vs-mr2"
-    return "axis"
+    rig = registry.load().get(result_set.manifest.get("matrix", {}).get("rig", ""))
+    return next((kind for axis, kind in sorted(rig.axis_kinds.items()) if axis in varying), "axis") if rig else "axis"
 
 
 def set_date(result_set):
@@ -274,11 +275,6 @@ def read_studies(baselines, sets):
                       for where, reason in problems]
 
 
-RIG_TITLES = {"yarn_cps": "YARN scheduling throughput", "redis": "Redis and NUMA memory locality",
-              "mapreduce": "MapReduce 2 vs MapReduce 1", "namenode": "HDFS NameNode throughput",
-              "calibration": "The harness' own calibration"}
-
-
 def index_groups(entries, references):
     """The index's groups, one per rig: its case study (from the published references), its declared studies,
     then its sets that no study reads. Rigs in the order of their case studies, the harness' own last."""
@@ -287,13 +283,14 @@ def index_groups(entries, references):
         doc = ref.reference
         cases.setdefault(doc["rig"], (doc["source"]["case_study"], doc["source"]["title"]))
     in_studies = {name for e in entries if e.declared and not e.failed for name in e.sets}
+    titles = registry.load()  # a rig's title is its rig.toml's; a set of a rig gone from the checkout keeps its name
     rigs = sorted({e.rig for e in entries if not e.failed and e.rig},
                   key=lambda r: (r not in cases, cases.get(r, ("",))[0], r))
     groups = []
     for rig in rigs:
         case = cases.get(rig)
         groups.append({
-            "rig": rig, "title": RIG_TITLES.get(rig, rig),
+            "rig": rig, "title": titles[rig].title if rig in titles else rig,
             "case": f"case study {case[0]}: {case[1]}" if case else "",
             "studies": [e for e in entries if e.declared and not e.failed and e.rig == rig],
             "sets": [e for e in entries if not e.declared and not e.failed and e.rig == rig

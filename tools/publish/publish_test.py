@@ -260,6 +260,19 @@ class PublishTest(unittest.TestCase):
                     ref = resultsets.load_reference(os.path.join(RESULTS, "reference", path))
                     self.assertIn(ref.reference["rig"], rigs)
 
+    def test_titles_and_kinds_come_from_each_rigs_registration(self):
+        # The site keeps no list of rigs (issue 59): yarn_failover, once missing from it, shows its rig.toml's
+        # title; a rig unknown to this checkout keeps its name; MapReduce's engine axis picks its kind.
+        entry = [mock.Mock(rig=r, failed=False, declared=False, sets=[], name=r) for r in ("yarn_failover", "gone")]
+        titles = {g["rig"]: g["title"] for g in publish.index_groups(entry, [])}
+        self.assertEqual(titles, {"yarn_failover": "ResourceManager failover", "gone": "gone"})
+        sets, _ = publish.load_sets(os.path.join(RESULTS, "baselines"))
+        kinds = {s.manifest["matrix"]["rig"]: publish.kind_for(s) for s in sets
+                 if s.manifest["matrix"]["rig"] == "mapreduce" and
+                 len({d["cell"]["params"].get("mapreduce") for d in s.docs}) == 2 and
+                 len({d["cell"]["params"].get("variant") for d in s.docs}) == 1}
+        self.assertEqual(kinds, {"mapreduce": "mr1-vs-mr2"})
+
     def test_a_nightly_series_gets_its_history_plots(self):
         # Issue 41, item 3: history wrote OUT-0.png.. while the site looked for OUT itself: no nightly history
         # was ever shown; a change point (history's exit 1) dropped the plot too.
