@@ -69,9 +69,10 @@ def dollar_anchored_matches(path, text):
 
 def rig_layout_problems(tree):
     """What a rig of `tree` lacks of README's "Add a rig" checklist, one line each naming the step: a
-    rigs/<rig>/rig.py with no rig_matrix call in rigs/BUILD.bazel (step 3), no rigs.<rig> in .importlinter
-    (step 4), a workload without workload.toml, gate.toml or its workload_definition() (step 2), or missing
-    from workloads/BUILD.bazel's gate_files (step 4)."""
+    rigs/<rig>/rig.py without its rig.toml (registration_problems) or its README.md linked from the top README
+    (step 1), with no rig_matrix call in rigs/BUILD.bazel (step 3), no rigs.<rig> in .importlinter (step 4), a
+    workload without workload.toml, gate.toml or its workload_definition() (step 2), or missing from
+    workloads/BUILD.bazel's gate_files (step 4)."""
     def read(*parts):
         try:
             with open(os.path.join(tree, *parts)) as f:
@@ -94,6 +95,10 @@ def rig_layout_problems(tree):
         if rig in ("matrix", "host"):
             continue
         problems += registration_problems(tree, rig, matrices, read("rigs", rig, "BUILD.bazel"))
+        if not os.path.isfile(os.path.join(tree, "rigs", rig, "README.md")):
+            problems.append(f"rigs/{rig}: no README.md (its page: what it measures, its profiles; step 1)")
+        elif f"](rigs/{rig}/README.md)" not in read("README.md"):
+            problems.append(f"rigs/{rig}: README.md's \"The rigs\" does not link rigs/{rig}/README.md (step 1)")
         if rig not in calls:
             problems.append(f"rigs/{rig}: no rig_matrix(rig = \"//rigs/{rig}:rig\", ...) in rigs/BUILD.bazel (step 3)")
         if not re.search(rf"^\s+rigs\.{rig}$", linter, re.M):
@@ -224,6 +229,24 @@ def file_io_outside_safeio(path, text):
     return found
 
 
+# Issue 59: every JSON document tunelab stores under results/ (results, manifests, the fleet's state, and
+# the documents kept beside them: sensitivity figures, fidelity reports, a bisect's record) is written by
+# results/store.py. The other modules that write JSON with safeio.write_json, and why it is not a stored one.
+JSON_WRITERS = {
+    "results/store.py": "the store",
+    "rigs/main.py": "--run-info, a file at the path the caller names (scripts read it instead of the console)",
+    "rigs/mapreduce/rig.py": "the expected output of a job, in the cell's scratch folder",
+    "tools/bisect_command.py": "--answer-file, a file at the path the caller names (the nightly reads it)",
+}
+
+
+def json_writes_outside_the_store(path, text):
+    """Calls of safeio.write_json (or a bare write_json) in one module."""
+    return [f"{path}:{node.lineno}: write_json" for node in ast.walk(ast.parse(text, path))
+            if isinstance(node, ast.Call) and (getattr(node.func, "attr", None) == "write_json"
+                                               or getattr(node.func, "id", None) == "write_json")]
+
+
 # The rig contract and the classes that satisfy its protocols; every rigs/<rig>/rig.py is added (type_checked_files).
 TYPE_CHECKED = ("rigs/matrix/rig.py", "rigs/matrix/workload.py", "rigs/matrix/spec.py", "rigs/matrix/policy.py",
                 "rigs/matrix/iterations.py")
@@ -350,6 +373,8 @@ class LintTest(unittest.TestCase):
             f"rigs/{r}/BUILD.bazel": 'py_library(name = "rig")\n\nexports_files([\n    "matrix.toml",\n    "rig.toml",\n])\n',
             f"rigs/{r}/rig.toml": registration,
             f"rigs/{r}/matrix.toml": "[profiles.nightly]\n",
+            f"rigs/{r}/README.md": "# Sixth\n",
+            "README.md": f"| sixth | [rigs/{r}/README.md](rigs/{r}/README.md) |\n",
             "rigs/BUILD.bazel": f'rig_matrix(\n    name = "{r}_matrix",\n    rig = "//rigs/{r}:rig",\n'
                                 f'    workload = "//workloads/{r}",\n)\n',
             ".importlinter": f"forbidden_modules =\n    rigs.{r}\n",
@@ -362,6 +387,8 @@ class LintTest(unittest.TestCase):
                f"rigs/{r}/rig.toml": f"rigs/{r}: no rig.toml (its title, nightly profile and sensitivity sets; step 1)",
                f"rigs/{r}/BUILD.bazel": f"rigs/{r}: its BUILD.bazel does not export rig.toml (exports_files; step 1)",
                f"rigs/{r}/matrix.toml": "rig.toml names profile 'nightly', which its matrix.toml lacks (step 1)",
+               f"rigs/{r}/README.md": f"rigs/{r}: no README.md (its page: what it measures, its profiles; step 1)",
+               "README.md": f"rigs/{r}: README.md's \"The rigs\" does not link rigs/{r}/README.md (step 1)",
                ".importlinter": f".importlinter does not name rigs.{r} (step 4)",
                f"workloads/{r}/workload.toml": f"workloads/{r}: no workload.toml (step 2)",
                f"workloads/{r}/gate.toml": f"workloads/{r}: no gate.toml (step 2)",
@@ -424,6 +451,25 @@ class LintTest(unittest.TestCase):
                                     "read with safeio.read_json/read_toml/parse_json/parse_toml")
         for rel in OWN_FILE_IO:
             self.assertTrue(os.path.isfile(os.path.join(checkout(), rel)), f"{rel}: named in OWN_FILE_IO, gone")
+
+    def test_stored_documents_are_written_by_the_store(self):
+        found = []
+        for root, dirs, files in os.walk(checkout()):
+            dirs[:] = [d for d in dirs if not d.startswith((".", "bazel-")) and d not in ("third_party", "nightly-out")]
+            for name in files:
+                rel = os.path.relpath(os.path.join(root, name), checkout())
+                if name.endswith(".py") and rel not in JSON_WRITERS and not TEST_SUPPORT.search(rel) \
+                        and rel != "results/safeio.py":
+                    with open(os.path.join(root, name)) as f:
+                        found += json_writes_outside_the_store(rel, f.read())
+        self.assertEqual(found, [], "a JSON document kept under results/ is written by results/store.py "
+                                    "(write_result, write_manifest, write_side_document); else name the module "
+                                    "in JSON_WRITERS with why its file is not a stored one")
+        for rel in JSON_WRITERS:
+            self.assertTrue(os.path.isfile(os.path.join(checkout(), rel)), f"{rel}: named in JSON_WRITERS, gone")
+        self.assertEqual(json_writes_outside_the_store("x.py", "from results import safeio\nsafeio.write_json(p, d)\n"
+                                                       "write_json(p, d)\nsafeio.write_text(p, t)\n"),
+                         ["x.py:2: write_json", "x.py:3: write_json"])
 
     def test_the_file_rule_finds_each_form(self):
         text = ('import json, os, shutil, tarfile\nfrom results import safeio\n'

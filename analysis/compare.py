@@ -72,14 +72,21 @@ def collect(docs, cell_order=None):
     return out
 
 
-def varying_axes(cells):
+def varying_params(params_list):
+    """{axis: its values, first seen first} of the axes whose value differs between these parameter mappings
+    (the one way tunelab says which axes a set of cells varies: the plan's, the summary's, the site's)."""
     axes = collections.OrderedDict()
-    for c in cells:
-        for k, v in c.params.items():
+    for params in params_list:
+        for k, v in params.items():
             axes.setdefault(k, [])
             if v not in axes[k]:
                 axes[k].append(v)
     return {k: v for k, v in axes.items() if len(v) > 1}
+
+
+def varying_axes(cells):
+    """varying_params of cells' params."""
+    return varying_params(c.params for c in cells)
 
 
 def axis_groups(cells, declared=None):

@@ -50,7 +50,7 @@ def ceiling_note(r, metric, ceilings, figure=True):
     return f"; {label} at its {ceiling.name}{value}: the gap is a lower bound"
 
 
-def answer(rows, metric, decl, ceilings=None, levels=()):
+def one_line(rows, metric, decl, ceilings=None, levels=()):
     """The one line for `rows` (compare.Row of `metric`, the comparisons the question names); decl: the
     metric's unit, direction and min_effect; ceilings: {(cell id, metric): ceilings.Ceiling}; levels:
     [(cell label, stats.Summary)] of the metric, said when there is nothing to compare."""

@@ -53,19 +53,19 @@ LEVELS = [("numa=bind_local", stats.summarize(runs(76365, 0.01, 3)))]
 
 class OneLineTest(unittest.TestCase):
     def test_the_shapes(self):
-        lines = [f"{name:26} {oneline.answer(rows, METRIC, DECL, caps)}" for name, rows, caps in CASES]
-        lines.append(f"{'one cell measured':26} {oneline.answer([], 'get_rate', {'unit': 'requests/s'}, None, LEVELS)}")
+        lines = [f"{name:26} {oneline.one_line(rows, METRIC, DECL, caps)}" for name, rows, caps in CASES]
+        lines.append(f"{'one cell measured':26} {oneline.one_line([], 'get_rate', {'unit': 'requests/s'}, None, LEVELS)}")
         golden.check(self, "\n".join(lines) + "\n", "analysis/testdata/golden/oneline.txt")
 
     def test_every_line_fits_an_index_row(self):
         for name, rows, caps in CASES:
             with self.subTest(name):
-                line = oneline.answer(rows, METRIC, DECL, caps)
+                line = oneline.one_line(rows, METRIC, DECL, caps)
                 self.assertLessEqual(len(line), oneline.MAX_CHARS, line)
                 self.assertNotIn("\n", line)
 
     def test_a_capped_side_is_named(self):
-        line = oneline.answer(CASES[5][1], METRIC, DECL, CASES[5][2])
+        line = oneline.one_line(CASES[5][1], METRIC, DECL, CASES[5][2])
         self.assertIn("; x86 at its heartbeat cap: the gap is a lower bound", line)  # the figure did not fit
         self.assertNotIn("arm64 at", line)
         note = oneline.ceiling_note(CASES[5][1][0], METRIC, CASES[5][2])

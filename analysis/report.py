@@ -23,8 +23,8 @@ import sys
 import tempfile
 
 from analysis import bisect_report, ceilings, compare, crosshost, oneline, plots, render, resultsets, stats, thresholds
-# The kinds and the preparation of their documents (analysis/kinds.py; report.KINDS etc. stay importable).
-from analysis.kinds import KINDS, Kind, Prepared, ReportError, prepare, split_parts  # noqa: F401
+# The kinds and the preparation of their documents: analysis/kinds.py.
+from analysis.kinds import KINDS, ReportError, prepare
 # The report's sections after its comparison tables (attribution, threads, observations, provenance).
 from analysis.report_sections import (attribution_blocks, observation_tables, provenance_appendix, rerun_commands,
                                       sequential_blocks, tail_blocks, thread_cpu_blocks, verdict)
@@ -60,7 +60,7 @@ def pair_clause(r, metric_label, decl, kind):
     return f"{head} {c.change:+.1%} (95% CI {compare.fmt_change_ci(c)}), {word}"
 
 
-def answer(rows, metric_label, decl, kind=KINDS["axis"], axis=None, levels=()):
+def title_sentence(rows, metric_label, decl, kind=KINDS["axis"], axis=None, levels=()):
     """The title page's one-sentence answer, from the rows of the headline metric: the comparison the kind's
     question names first (its axis, one clause per pair of cells), else the largest significant change.
     levels: [(cell label, stats.Summary)] of the metric, said when there is nothing to compare."""
@@ -161,7 +161,7 @@ def build(kind_name, sets, out_dir, metrics=None, axis=None, allow_mismatch=Fals
         title += f" ({' vs '.join(crosshost.architectures(measured))})"
     caps = ceilings.of_docs(prepared.docs)
     asked_rows = main_rows(rows_by_metric[headline], kind, axis_asked)
-    in_one_line = oneline.answer(asked_rows or rows_by_metric[headline], headline, declared[headline], caps,
+    in_one_line = oneline.one_line(asked_rows or rows_by_metric[headline], headline, declared[headline], caps,
                                  _levels(cells, headline))
     notes = [oneline.ceiling_note(r, headline, caps) for r in asked_rows or rows_by_metric[headline]]
     capped = list(dict.fromkeys(n.removeprefix("; ") for n in notes if n))
@@ -169,7 +169,7 @@ def build(kind_name, sets, out_dir, metrics=None, axis=None, allow_mismatch=Fals
                            f"{' vs '.join(names)} | host(s) {', '.join(hosts)} | rig {rig} | generated "
                            f"{generated_at or datetime.datetime.now(datetime.timezone.utc).strftime('%Y-%m-%d %H:%M UTC')}",
                            banner=prepared.banner),
-              render.Para("Answer: " + answer(rows_by_metric[headline], headline, declared[headline], kind,
+              render.Para("Answer: " + title_sentence(rows_by_metric[headline], headline, declared[headline], kind,
                                               axis_asked, _levels(cells, headline)), strong=True),
               render.Para("In one line: " + in_one_line)]
     for note in capped:

@@ -20,7 +20,7 @@ import unittest
 import numpy
 import pypdfium2
 
-from analysis import golden, render, report, resultsets
+from analysis import golden, kinds, render, report, resultsets
 from analysis.testsets import write_set
 from results import resultfile
 
@@ -102,7 +102,7 @@ class ReportTest(unittest.TestCase):
                 pages, texts, images, ink = pdf_facts(out)
                 self.assertGreaterEqual(pages, 3)
                 self.assertIn("Answer:", texts[0])
-                self.assertIn(report.KINDS[kind].title, texts[0])
+                self.assertIn(kinds.KINDS[kind].title, texts[0])
                 everything = "\n".join(texts)
                 for heading in ("Cells not measured", "Appendix: provenance", "How to rerun", "(Holm)", "verdict"):
                     self.assertIn(heading, everything)
@@ -305,12 +305,12 @@ class ReportTest(unittest.TestCase):
         self.assertIn("The architectures differ (x86_64 vs aarch64)", text)
         # The same JDK build difference between two hosts of one architecture is refused.
         other_x86 = write_set(os.path.join(self.dir, "x2"), [({}, 50.0)], host="h3", jdk=debian)
-        with self.assertRaisesRegex(report.ReportError, "jdk build"):
+        with self.assertRaisesRegex(kinds.ReportError, "jdk build"):
             self.build("cross-host", [x86, other_x86])
         # A workload difference is refused across architectures too.
         other_load = write_set(os.path.join(self.dir, "k2"), [({}, 50.0)], host="h4", host_cpu=KUNPENG, jdk=debian,
                                workload_sha="0" * 64)
-        with self.assertRaisesRegex(report.ReportError, "workload"):
+        with self.assertRaisesRegex(kinds.ReportError, "workload"):
             self.build("cross-host", [x86, other_load])
 
     def test_inputs_that_hold_the_host_may_differ_across_hosts_and_nothing_else_generated(self):
@@ -328,7 +328,7 @@ class ReportTest(unittest.TestCase):
         b = with_generated(os.path.join(self.dir, "gb"), "h2", "b", "0")  # its own hosts file, the same trace
         self.assertIn("Cross-host", render.to_text(self.build("cross-host", [a, b])))
         other_trace = with_generated(os.path.join(self.dir, "gc"), "h3", "b", "1")
-        with self.assertRaisesRegex(report.ReportError, "generated inputs"):
+        with self.assertRaisesRegex(kinds.ReportError, "generated inputs"):
             self.build("cross-host", [a, other_trace])
 
     def test_an_emulated_side_says_so_on_every_page(self):
@@ -349,12 +349,12 @@ class ReportTest(unittest.TestCase):
     def test_cross_host_refuses_sets_that_differ_in_more_than_the_host(self):
         a = write_set(os.path.join(self.dir, "a"), [({}, 100.0)], host="h1")
         b = write_set(os.path.join(self.dir, "b"), [({}, 100.0)], host="h2", workload_sha="0" * 64)
-        with self.assertRaisesRegex(report.ReportError, "workload"):
+        with self.assertRaisesRegex(kinds.ReportError, "workload"):
             self.build("cross-host", [a, b])
         text = render.to_text(self.build("cross-host", [a, b], allow_mismatch=True))
         self.assertIn("PROVENANCE MISMATCH", text)
         same_host = write_set(os.path.join(self.dir, "c"), [({}, 100.0)], host="h1")
-        with self.assertRaisesRegex(report.ReportError, "both sets come from host h1"):
+        with self.assertRaisesRegex(kinds.ReportError, "both sets come from host h1"):
             self.build("cross-host", [a, same_host])
 
     def test_two_fleet_hosts_on_one_machine_are_compared_and_labelled_as_one_machine(self):
@@ -365,7 +365,7 @@ class ReportTest(unittest.TestCase):
         self.assertIn("node-a (baseline)", text)
         self.assertIn("Answer: host=node-b vs node-a: cpu_loop_rate +10.0%", text)
         twice = write_set(os.path.join(self.dir, "fc"), [({}, 100.0)], host="h1", fleet_host="node-a")
-        with self.assertRaisesRegex(report.ReportError, "both sets come from host h1"):
+        with self.assertRaisesRegex(kinds.ReportError, "both sets come from host h1"):
             self.build("cross-host", [a, twice])
 
     def test_a_tiny_difference_of_a_deterministic_metric_is_not_called_worse(self):

@@ -1,7 +1,8 @@
 """Result files: one JSON document per cell repetition, schema-validated, written atomically, never edited.
 
-The one module that reads and writes stored results: the matrix runner (which measures and stores) and
-analysis/ and tools/ (which read) all import it, and neither imports the other.
+The one module that reads stored results, validates and migrates them (results/store.py writes them): the
+matrix runner (which measures and stores) and analysis/ and tools/ (which read) all import it, and neither
+imports the other.
 
 Layout of a run: results/<host-id>/<run-id>/
   manifest.json                 every planned cell, its status and reason, the interleaved order
@@ -121,14 +122,6 @@ def migrate(doc):
         raise ResultError(f"result has schema_version {version}, newer than this harness ({SCHEMA_VERSION}); "
                           "update tunelab to read it")
     raise ResultError(f"result has unknown schema_version {version!r}")
-
-
-def write_result(path, doc):
-    """Validates and writes a new result; an existing result is never overwritten."""
-    validate(doc)
-    if os.path.exists(path):
-        raise ResultError(f"{path} exists; stored results are never rewritten")
-    safeio.write_json(path, doc)
 
 
 def parse_json(data, max_bytes=MAX_RESULT_BYTES):

@@ -9,7 +9,7 @@ import os
 import tempfile
 import unittest
 
-from results import resultfile, safeio
+from results import resultfile, safeio, store
 
 GOLDEN = os.path.join(os.path.dirname(__file__), "testdata", "result_v1_ok.json")
 
@@ -48,10 +48,10 @@ class ResultsTest(unittest.TestCase):
 
     def test_atomic_write_then_never_overwrite(self):
         path = os.path.join(self.dir, "cells", "abc.r0.json")
-        resultfile.write_result(path, golden())
+        store.write_result_file(path, golden())
         self.assertEqual(os.listdir(os.path.dirname(path)), ["abc.r0.json"])
         with self.assertRaisesRegex(resultfile.ResultError, "never rewritten"):
-            resultfile.write_result(path, golden())
+            store.write_result_file(path, golden())
         self.assertEqual(resultfile.load_result(path), golden())
 
     def test_invalid_document_is_not_written(self):
@@ -59,7 +59,7 @@ class ResultsTest(unittest.TestCase):
         bad = golden()
         bad["schema_version"] = resultfile.SCHEMA_VERSION + 1
         with self.assertRaises(resultfile.ResultError):
-            resultfile.write_result(path, bad)
+            store.write_result_file(path, bad)
         self.assertFalse(os.path.exists(path))
 
     def test_version_1_results_are_migrated(self):
@@ -134,7 +134,7 @@ class ResultsTest(unittest.TestCase):
         doc = golden()
         doc["metrics"][0]["value"] = float("nan")
         with self.assertRaisesRegex(resultfile.ResultError, "not a finite number at metrics/0/value"):
-            resultfile.write_result(os.path.join(self.dir, "nan.json"), doc)
+            store.write_result_file(os.path.join(self.dir, "nan.json"), doc)
         self.assertFalse(os.path.exists(os.path.join(self.dir, "nan.json")))
 
     def test_a_pattern_anchored_with_dollar_takes_the_whole_string(self):
@@ -162,7 +162,7 @@ class ResultsTest(unittest.TestCase):
 
     def test_stored_results_ignore_partial_writes(self):
         run = self.dir
-        resultfile.write_result(resultfile.result_path(run, "aaaaaaaaaaaa", 0), golden())
+        store.write_result_file(resultfile.result_path(run, "aaaaaaaaaaaa", 0), golden())
         partial = os.path.join(run, "cells", ".tmp-killed.json")
         with open(partial, "w") as f:
             f.write("{")

@@ -102,7 +102,7 @@ class RunArchiveTest(unittest.TestCase):
         changes = {
             "manifest": lambda: make_run(self.remote, repetitions=(0, 1)),
             "log": lambda: write(os.path.join(self.run_dir, "logs", "cell.log"), "rewritten\n"),
-            "cell": lambda: resultfile.write_result(resultfile.result_path(
+            "cell": lambda: store.write_result_file(resultfile.result_path(
                 self.run_dir, recorded_result()["cell"]["id"], 7), dict(recorded_result(7), run_id=RUN_ID)),
         }
         for what, change in changes.items():
@@ -124,7 +124,7 @@ class RunArchiveTest(unittest.TestCase):
         doc = dict(recorded_result(), run_id=RUN_ID)
         doc["duration_s"] += 1.0
         os.remove(cell)
-        resultfile.write_result(cell, doc)
+        store.write_result_file(cell, doc)
         with open(os.path.join(self.run_dir, "logs", "new.log"), "w") as f:
             f.write("x\n")
         changed = runarchive.pack_run(self.run_dir, os.path.join(self.tmp, "changed.tar.gz"))

@@ -19,6 +19,7 @@ types. Anything else raises InputError, the one error every caller turns into a 
 
 import contextlib
 import fcntl
+import hashlib
 import json
 import math
 import os
@@ -257,6 +258,17 @@ def read_bytes(path, max_bytes=DEFAULT_MAX_BYTES):
     if len(data) > max_bytes:
         raise InputError(f"{path}: over the {max_bytes}-byte limit for this file")
     return data
+
+
+def sha256_of(path):
+    """Hex sha256 of a regular file, read in 1 MiB blocks (any size: a digest keeps none of them); a link is
+    followed (/proc/PID/exe is one), a FIFO, device or folder refused before a byte is read (InputError)."""
+    fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | os.O_CLOEXEC)
+    if not stat.S_ISREG(os.fstat(fd).st_mode):
+        os.close(fd)
+        raise InputError(f"{path}: not a regular file (a FIFO, device or folder): not read")
+    with os.fdopen(fd, "rb") as f:
+        return hashlib.file_digest(f, "sha256").hexdigest()
 
 
 class _NonFinite(ValueError):

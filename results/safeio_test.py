@@ -1,6 +1,7 @@
 """The one writer and the one reader (results/safeio.py) against what issue 58 planted: links at the name and
 on the way, folders another user owns or may write, FIFOs and devices, huge, deep and malformed input."""
 
+import hashlib
 import json
 import os
 import shutil
@@ -139,6 +140,19 @@ class ReaderTest(Box):
         for path in (fifo, zero, self.dir):
             with self.assertRaisesRegex(safeio.InputError, "not a regular file|cannot be read"):
                 safeio.read_json(path)
+
+    def test_a_digest_reads_any_size_through_links_and_refuses_what_is_not_a_file(self):
+        path = os.path.join(self.dir, "blob")
+        with open(path, "wb") as f:
+            f.write(b"x" * (3 << 20))  # three read blocks
+        os.symlink("blob", os.path.join(self.dir, "link"))
+        expected = hashlib.sha256(b"x" * (3 << 20)).hexdigest()
+        self.assertEqual(safeio.sha256_of(os.path.join(self.dir, "link")), expected)
+        fifo = os.path.join(self.dir, "fifo")
+        os.mkfifo(fifo)
+        for bad in (fifo, "/dev/zero", self.dir):
+            with self.assertRaisesRegex(safeio.InputError, "not a regular file"):
+                safeio.sha256_of(bad)
 
     def test_size_depth_digits_and_constants_are_bounded(self):
         big = os.path.join(self.dir, "big.json")

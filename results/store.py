@@ -6,7 +6,9 @@ results/reference/*.json, results/.fleet/<fleet id>/. Rules:
   reference, schema, testdata) nor one holding anything but runs; a run id has the runner's shape.
 - The manifest is validated against results/schema/run_manifest.v1.schema.json on every write and read.
 - A complete run is immutable: its manifest, cells and logs are never replaced. A resumed run adds only the
-  cells it is missing, under the same run id. Cell results are never rewritten (resultfile.write_result).
+  cells it is missing, under the same run id. Cell results are never rewritten (write_result_file).
+- The documents kept beside results (sensitivity figures, fidelity reports, a bisect's record) are written
+  here too (write_side_document), each under its own name with the kind that name holds.
 - A run or baseline arriving whole (an archive from another machine, a promotion) is written into a staging
   folder beside its target, checked, and renamed into place: never half there.
 """
@@ -192,7 +194,41 @@ def write_result(folder, cell_id, repetition, doc):
     """Validates and stores one cell result of an incomplete run; never rewrites one."""
     if stored_state(folder) == "complete":
         raise StoreError(f"{folder} is a complete run: nothing is added to it")
-    resultfile.write_result(resultfile.result_path(folder, cell_id, repetition), doc)
+    write_result_file(resultfile.result_path(folder, cell_id, repetition), doc)
+
+
+def write_result_file(path, doc):
+    """Validates and writes a new result file (resultfile.ResultError if invalid or already there: a stored
+    result is never rewritten)."""
+    resultfile.validate(doc)
+    if os.path.lexists(path):
+        raise resultfile.ResultError(f"{path} exists; stored results are never rewritten")
+    safeio.write_json(path, doc)
+
+
+# The documents tunelab keeps beside a run's or a set's results, by file name, with the kinds each may hold:
+# written here only, replaced whole (a recomputation or a bisect's next step replaces the last), never a
+# result or a manifest.
+SIDE_DOCUMENTS = {
+    "sensitivity.json": ("kind", {"tunelab.sensitivity"}),  # tools/sensitivity.py: a set's gate figures
+    "fidelity.json": ("kind", {"tunelab.namenode_fidelity", "tunelab.yarn_cps_fidelity"}),  # rigs/*/fidelity.py
+    "fidelity-steady.json": ("kind", {"tunelab.namenode_fidelity"}),
+    "bisect.json": ("schema", {"tunelab.bisect/1"}),  # tools/bisect_command.py: a bisect's record
+}
+
+
+def write_side_document(folder, name, doc):
+    """Writes `doc` as `folder`/`name`, one of SIDE_DOCUMENTS, if it declares a kind that name holds;
+    StoreError otherwise. Returns the path."""
+    if name not in SIDE_DOCUMENTS:
+        raise StoreError(f"{name}: not a document the store keeps beside results ({', '.join(SIDE_DOCUMENTS)})")
+    field, kinds = SIDE_DOCUMENTS[name]
+    if not isinstance(doc, dict) or doc.get(field) not in kinds:
+        raise StoreError(f"{name} holds a document of {field} {' or '.join(sorted(kinds))}, not "
+                         f"{doc.get(field) if isinstance(doc, dict) else type(doc).__name__!r}")
+    path = os.path.join(folder, name)
+    safeio.write_json(path, doc)
+    return path
 
 
 def write_fleet_state(results_root, fleet_id, doc):

@@ -41,7 +41,7 @@ def make_run(root, host="hostA", run_id=RUN_ID, state="complete", repetitions=(0
         if not os.path.exists(path):
             doc = recorded_result(rep)
             doc["run_id"] = run_id
-            resultfile.write_result(path, doc)
+            store.write_result_file(path, doc)
     safeio.write_json(os.path.join(run_dir, "manifest.json"),
                                  manifest_for(run_id, repetitions, state, fleet))
     with open(os.path.join(run_dir, "logs", "cell.log"), "w") as f:

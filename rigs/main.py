@@ -1,6 +1,7 @@
-"""Entry point of every `rig_matrix` target (rigs/defs.bzl): the runner measures and stores, then analysis
-summarizes what was stored. Composed here, at the top, so that neither rigs/matrix nor analysis/ imports
-the other."""
+"""Entry point of every `rig_matrix` target (rigs/defs.bzl): parses the arguments once, has the runner
+measure and store (rigs/matrix/runner.py), prints analysis' summary of what was stored, and writes
+--run-info, which scripts read instead of the console. The runner only measures and stores: the fidelity
+benchmarks and the tests call it without a summary."""
 
 import os
 import sys
@@ -19,10 +20,11 @@ def main(argv=None, console=None, **runner_options):
     """Runs the matrix (runner.execute; runner_options: its host_paths and report, for tests), prints the
     summary, writes --run-info; returns the exit status."""
     argv = sys.argv[1:] if argv is None else argv
-    run_info = cli.parse_args(argv).run_info
+    args = cli.parse_args(argv)
+    run_info = args.run_info
     status, run_dir = runner.EXIT_BAD_INPUT, ""
     try:
-        outcome = runner.execute(argv, console=console, **runner_options)
+        outcome = runner.execute(args=args, console=console, **runner_options)
         status, run_dir = outcome.status, outcome.run_dir
         if outcome.run_dir and outcome.status in (runner.EXIT_OK, runner.EXIT_CELLS_FAILED):
             if not summary.print_run(outcome.run_dir, outcome.workload.metrics, console=console):

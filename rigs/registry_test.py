@@ -82,7 +82,7 @@ class MalformedRegistrations(unittest.TestCase):
             err = io.StringIO()
             with redirect_stderr(err):
                 self.assertEqual(registry.main(["--nightly", "--root", root]), 2)
-            self.assertIn("rigs/seventh/rig.toml: [rig] has no title", err.getvalue())
+            self.assertIn(os.path.join(root, "rigs", "seventh", "rig.toml") + ": [rig] has no title", err.getvalue())
 
 
 if __name__ == "__main__":

@@ -33,7 +33,7 @@ import time
 
 from analysis import bisect_report, resultsets, thresholds
 from analysis.gate_decision import GateError
-from results import safeio
+from results import safeio, store
 from rigs.matrix import hoststate
 from tools import bisect_build, bisect_core, gate, gate_confirm
 from tools.bisect_build import BisectInputError, BuildFailed
@@ -157,7 +157,7 @@ class Bisect:
 
     def save(self):
         self.record["steps"] = [s.to_json() for s in self.bisection.steps]
-        safeio.write_json(os.path.join(self.folder, RECORD), self.record)
+        store.write_side_document(self.folder, RECORD, self.record)
 
     def checkout_build(self):
         """This checkout's build of the matrix (an axis bisect runs every value with it)."""

@@ -9,6 +9,7 @@ A README command for a program the test does not have in its data fails with the
 Values written as placeholders (RUN, SET, RUN_ID, <run-id>, X86_RUN) are not checked, only flags.
 """
 
+import glob
 import io
 import json
 import os
@@ -29,6 +30,8 @@ RUNFILES = os.path.dirname(HERE)  # the workspace's root in the runfiles: the pr
 # matrices and workloads as they are, not only those declared as data.
 ROOT = os.path.dirname(os.path.realpath(os.path.join(RUNFILES, "README.md")))
 README = os.path.join(ROOT, "README.md")
+# Every README with commands a user runs: the top one and each rig's page (rigs/<rig>/README.md).
+READMES = [README] + sorted(glob.glob(os.path.join(ROOT, "rigs", "*", "README.md")))
 
 # The programs whose flags the README uses, as their launchers lie in this test's runfiles (BUILD.bazel data).
 PROGRAMS = {
@@ -46,8 +49,8 @@ PROGRAMS = {
 }
 
 
-def commands(text):
-    """[(line number, argv)] of the command lines in ```sh blocks, comments left out."""
+def commands(text, name="README.md"):
+    """[("NAME:line", argv)] of the command lines in ```sh blocks, comments left out."""
     out, in_block = [], False
     for number, line in enumerate(text.splitlines(), 1):
         if line.startswith("```"):
@@ -55,7 +58,7 @@ def commands(text):
             continue
         stripped = line.strip()
         if in_block and stripped and not stripped.startswith("#"):
-            out.append((number, shlex.split(stripped, comments=True)))
+            out.append((f"{name}:{number}", shlex.split(stripped, comments=True)))
     return out
 
 
@@ -107,8 +110,10 @@ def option_value(args, flag):
 class ReadmeCommandsTest(unittest.TestCase):
     @classmethod
     def setUpClass(cls):
-        with open(README) as f:
-            cls.commands = commands(f.read())
+        cls.commands = []
+        for path in READMES:
+            with open(path) as f:
+                cls.commands += commands(f.read(), os.path.relpath(path, ROOT))
         cls.help = {}
 
     def help_of(self, target):
@@ -124,24 +129,24 @@ class ReadmeCommandsTest(unittest.TestCase):
         self.assertGreaterEqual(len(self.commands), 40)  # the parser found the blocks
 
     def test_every_target_exists(self):
-        for number, argv in self.commands:
+        for where, argv in self.commands:
             parts = bazel_parts(argv)
             if parts is None:
-                with self.subTest(line=number):
+                with self.subTest(line=where):
                     self.assertTrue(os.access(os.path.join(ROOT, argv[0]), os.X_OK),
-                                    f"README.md:{number}: {argv[0]} is not an executable file of the repository")
+                                    f"{where}: {argv[0]} is not an executable file of the repository")
                 continue
             verb, target, _ = parts
-            with self.subTest(line=number, target=target):
-                self.assertIn(verb, ("run", "test", "build"), f"README.md:{number}")
+            with self.subTest(line=where, target=target):
+                self.assertIn(verb, ("run", "test", "build"), f"{where}")
                 m = re.fullmatch(r"//([\w/.-]*)(?::([\w.-]+)|/\.\.\.)?", target)
-                self.assertIsNotNone(m, f"README.md:{number}: {target} is not a target pattern")
+                self.assertIsNotNone(m, f"{where}: {target} is not a target pattern")
                 if target.endswith("..."):
                     continue
                 names = package_targets(m.group(1))
-                self.assertIsNotNone(names, f"README.md:{number}: no package {m.group(1)}")
+                self.assertIsNotNone(names, f"{where}: no package {m.group(1)}")
                 if m.group(2) not in (None, "all"):
-                    self.assertIn(m.group(2), names, f"README.md:{number}: {target} is not declared")
+                    self.assertIn(m.group(2), names, f"{where}: {target} is not declared")
 
     def test_every_programs_help_answers(self):
         # Cheap and run: a program whose --help needs a build or a host first fails here (issue 41:
@@ -153,14 +158,14 @@ class ReadmeCommandsTest(unittest.TestCase):
     def test_the_doctor_runs_as_written(self):
         # The cheapest commands are run whole (issue 41): the doctor, and its --json read back as JSON.
         ran = 0
-        for number, argv in self.commands:
+        for where, argv in self.commands:
             parts = bazel_parts(argv)
             if parts is None or parts[:2] != ("run", "//tools:doctor"):
                 continue
-            with self.subTest(line=number):
+            with self.subTest(line=where):
                 done = subprocess.run([sys.executable, os.path.join(RUNFILES, PROGRAMS["//tools:doctor"]), *parts[2]],
                                       stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, timeout=300)
-                self.assertEqual(done.returncode, 0, f"README.md:{number}: {done.stderr[-800:]}")
+                self.assertEqual(done.returncode, 0, f"{where}: {done.stderr[-800:]}")
                 if "--json" in parts[2]:
                     self.assertIn("capabilities", json.loads(done.stdout))
                 else:
@@ -170,34 +175,34 @@ class ReadmeCommandsTest(unittest.TestCase):
 
     def test_every_flag_is_the_programs(self):
         matrices = rig_matrices()
-        for number, argv in self.commands:
+        for where, argv in self.commands:
             parts = bazel_parts(argv)
             if parts is None or parts[0] != "run" or not flags_of(parts[2]):
                 continue
             target, args = parts[1], parts[2]
-            with self.subTest(line=number, target=target):
+            with self.subTest(line=where, target=target):
                 name = target.split(":")[-1]
                 if target.startswith("//rigs:") and name in matrices:
                     continue  # test_every_matrix_command_plans
-                self.assertIn(target, PROGRAMS, f"README.md:{number}: add {target} to PROGRAMS and to this test's "
+                self.assertIn(target, PROGRAMS, f"{where}: add {target} to PROGRAMS and to this test's "
                                                 "data in tools/BUILD.bazel")
                 text = self.help_of(target)
                 for flag in flags_of(args):
                     self.assertTrue(re.search(rf"(?<![\w-]){re.escape(flag)}(?![\w-])", text),
-                                    f"README.md:{number}: {target} has no {flag} (its --help)")
+                                    f"{where}: {target} has no {flag} (its --help)")
 
     def test_every_matrix_command_plans(self):
         # The runner's own parser and the matrix spec with the workload's parameters: what a run would read
         # before it starts anything.
         matrices = rig_matrices()
         checked = 0
-        for number, argv in self.commands:
+        for where, argv in self.commands:
             parts = bazel_parts(argv)
             if parts is None or parts[0] != "run" or parts[1].split(":")[-1] not in matrices:
                 continue
             matrix_file, workload_dir = matrices[parts[1].split(":")[-1]]
             args = parts[2]
-            with self.subTest(line=number, command=" ".join(argv)):
+            with self.subTest(line=where, command=" ".join(argv)):
                 if "--help" in args:
                     continue  # the runner's --help: HelpTest in rigs/main_test.py
                 parsed = cli.parse_args([f"--matrix={matrix_file}", f"--workload={workload_dir}", *args])
@@ -208,7 +213,7 @@ class ReadmeCommandsTest(unittest.TestCase):
                     m = spec.load(matrix_file, profile=parsed.profile, overrides=parsed.set,
                                   rig_params=work.parameters, policy_defaults=work.policy)
                 except spec.SpecError as e:
-                    self.fail(f"README.md:{number}: {e}")
+                    self.fail(f"{where}: {e}")
                 self.assertGreater(len(m.cells), 0)
                 checked += 1
         self.assertGreaterEqual(checked, 15)
@@ -235,8 +240,10 @@ FIGURES = [
 
 class ReadmeFiguresTest(unittest.TestCase):
     def test_quoted_figures_are_what_their_sets_give(self):
-        with open(README) as f:
-            readme = f.read()
+        readme = ""
+        for path in READMES:
+            with open(path) as f:
+                readme += f.read() + " "
         with open(os.path.join(ROOT, "results", "baselines", "README.md")) as f:
             readmes = " ".join((readme + f.read()).split())  # words compared across the README's line breaks
         for name, words, printed in FIGURES:

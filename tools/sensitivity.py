@@ -37,7 +37,7 @@ import tempfile
 import numpy as np
 from scipy import stats as sps
 
-from results import safeio
+from results import safeio, store
 from rigs import registry
 from analysis import gate_power, resultsets, sensitivity, sensitivity_figures, sensitivity_sets, stats, thresholds
 
@@ -397,9 +397,8 @@ def run(args, workspace, cwd, results_root):
         return 0
     existing = read_existing(out)
     existing.setdefault(args.rig, {}).update(doc)
-    # One writer (results/resultfile.py): a new temporary file (never through a link planted at a fixed name), then
-    # a rename over `out` (which replaces a link there instead of writing through it).
-    safeio.write_json(out, {
+    # The store writes it (a new temporary file, then a rename over `out`: never through a link planted there).
+    store.write_side_document(aa_set.path, sensitivity_figures.FILE_NAME, {
         "kind": "tunelab.sensitivity", "schema_version": 2,
         "regenerate": f"bazel run //tools:sensitivity -- --rig {args.rig} --from-set baselines/{set_name(aa_set)}",
         **{k: v for k, v in sorted(existing.items()) if k not in ("kind", "schema_version", "regenerate")}})

@@ -5,10 +5,10 @@ for with what was read and returns the problems. A cell with any problem is stor
 evidence, never as a measurement.
 """
 
-import hashlib
 import os
 import re
 
+from results import safeio
 from rigs.matrix import knobvalues
 from rigs.host import capabilities
 from rigs.host.cpuid import cpu_set
@@ -147,15 +147,10 @@ def executable(proc_dir, program=None):
         path = os.readlink(os.path.join(proc_dir, "exe"))
         wanted = os.path.realpath(program) if program else None
         if wanted and wanted != path and wanted in mapped_files(proc_dir):
-            return {"path": wanted, "sha256": file_sha256(wanted), "runs_under": path}
-        return {"path": path, "sha256": file_sha256(os.path.join(proc_dir, "exe"))}
+            return {"path": wanted, "sha256": safeio.sha256_of(wanted), "runs_under": path}
+        return {"path": path, "sha256": safeio.sha256_of(os.path.join(proc_dir, "exe"))}
     except OSError as e:
         return {"error": str(e)}
-
-
-def file_sha256(path):
-    with open(path, "rb") as f:
-        return hashlib.file_digest(f, "sha256").hexdigest()
 
 
 def mapped_files(proc_dir):

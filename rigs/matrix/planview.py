@@ -8,6 +8,7 @@ import sys
 from rich.markup import escape
 from rich.table import Table
 
+from analysis import compare
 from rigs.matrix import spec
 from results import safeio
 
@@ -40,7 +41,7 @@ def run_status(matrix, cell):
 
 
 def print_plan(console, matrix, planned, profile, rig=None):
-    varying = spec.varying_axes([p.cell for p in planned])
+    varying = set(compare.varying_axes([p.cell for p in planned]))
     pol = matrix.policy
     t = Table(title=f"Plan: {matrix.name} (profile {profile or 'default'}), rig {matrix.rig}")
     for col in ("cell", "parameters", "JDK", "status"):

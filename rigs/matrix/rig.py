@@ -68,6 +68,9 @@ class PolicyView(Protocol):
     @property
     def repetitions(self) -> int: ...
 
+    @property
+    def timeout_s(self) -> float: ...  # a cell still running then is killed and recorded as failed
+
 
 @dataclasses.dataclass
 class Process:

@@ -20,7 +20,7 @@ from rich.markup import escape
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn, TimeRemainingColumn
 
 from results import resultfile, store
-from analysis import ceilings, sensitivity_figures, stats
+from analysis import ceilings, compare, sensitivity_figures, stats
 from rigs.matrix import (cellrunner, cli, container, host_reference, hoststate, hostknobs, noisyrounds, plan,
                          planview, rig as rig_contract, sequential_rounds, schedule, spec,
                          workload as workload_def)
@@ -247,7 +247,7 @@ def make_context(console, args, loaded, folder, lock_file, host_paths, workspace
         overrides=args.set, spec_sha256=folder.digest,
         matrix_source=os.path.abspath(args.matrix), harness_commit=commit, harness_dirty=dirty,
         bazel_target=args.bazel_target, preflight=pre, nodes=plan.host_nodes(report),
-        host_paths=host_paths or hostknobs.HostPaths(), varying=spec.varying_axes([p.cell for p in loaded.planned]),
+        host_paths=host_paths or hostknobs.HostPaths(), varying=set(compare.varying_axes([p.cell for p in loaded.planned])),
         host_lock=lock_file, knob_journal=os.path.join(os.path.dirname(lock_file), hoststate.JOURNAL_NAME),
         host_reference=None, manifest_host_reference=None,
         container_image=loaded.image or {}, rounds=loaded.rounds, ceilings=loaded.ceilings)
@@ -276,9 +276,10 @@ def clean_leftovers(console, ctx):
         console.print(f"removed {len(removed)} partial file(s) left by an interrupted write")
 
 
-def execute(argv=None, console=None, host_paths=None, report=None):
-    """Plans and runs a matrix; returns an Outcome (exit status, the run folder once there is one)."""
-    args = parse_args(argv)
+def execute(argv=None, console=None, host_paths=None, report=None, args=None):
+    """Plans and runs a matrix; returns an Outcome (exit status, the run folder once there is one). `args`:
+    the arguments parsed already (rigs/main.py parses them once), else `argv` is parsed here."""
+    args = args if args is not None else parse_args(argv)
     # Logs and CI capture output without a terminal: print tables wide rather than wrapped at 80 columns.
     # soft_wrap: a line longer than the console overflows, never breaks (a run folder stays one piece).
     console = console or Console(highlight=False, soft_wrap=True, width=terminal.width())

@@ -165,15 +165,6 @@ class KnownAnswer:
         return dataclasses.asdict(self)
 
 
-def varying_axes(cells):
-    """Axes whose value differs between cells (the ones worth printing)."""
-    values = {}
-    for c in cells:
-        for k, v in c.params.items():
-            values.setdefault(k, set()).add(v)
-    return {k for k, vs in values.items() if len(vs) > 1}
-
-
 def cell_id(params):
     """Stable id: sha256 of the canonical JSON of the resolved parameters (less ID_NEUTRAL ones), 12 hex digits."""
     params = {k: v for k, v in params.items() if ID_NEUTRAL.get(k, object()) != v}

@@ -30,7 +30,7 @@ from rich.console import Console
 from rich.table import Table
 
 from analysis import stats
-from results import resultfile, safeio
+from results import resultfile, safeio, store
 from rigs.host import terminal
 from rigs.matrix import runner
 from rigs.namenode import rig as nn_rig
@@ -158,8 +158,8 @@ def main(argv=None):
               "by_hand_ops_per_s": hand_values, "ratio": comparison.ratio,
               "ratio_ci": [comparison.ratio_ci_low, comparison.ratio_ci_high], "welch_p": comparison.p_value,
               "faithful": faithful, "commands": commands, "verdict": verdict}
-    path = os.path.join(os.path.dirname(log_dir), "fidelity-steady.json" if args.steady else "fidelity.json")
-    safeio.write_json(path, report)
+    path = store.write_side_document(os.path.dirname(log_dir), "fidelity-steady.json" if args.steady else "fidelity.json",
+                                     report)
     console.print(f"{'PASS' if faithful else 'FAIL'}: written {path}")
     return 0 if faithful else 1
 

@@ -20,7 +20,7 @@ import time
 from rich.console import Console
 from rich.table import Table
 
-from results import resultfile, safeio
+from results import resultfile, safeio, store
 from rigs.host import terminal
 from rigs.matrix import runner
 
@@ -107,7 +107,7 @@ def main(argv=None):
         console.print(f"overhead: rig {hand['duration_s']:.1f} s vs by hand {by_hand_s:.1f} s "
                       f"(exit {status}): {ratio - 1:+.1%} (target at most {OVERHEAD_TOLERANCE:+.0%})")
     report["passed"] = bool(ok)
-    safeio.write_json(os.path.join(run_dir, "fidelity.json"), report)
+    store.write_side_document(run_dir, "fidelity.json", report)
     console.print(f"{'PASS' if ok else 'FAIL'}: written {os.path.join(run_dir, 'fidelity.json')}")
     return 0 if ok else 1
 

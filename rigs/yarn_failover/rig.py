@@ -267,7 +267,7 @@ def zookeeper_stats(host: str, port: int, timeout_s: float = 30.0) -> dict[str, 
 def policy_timeout(policy: PolicyView) -> float:
     """The driver's own wait limit: under the runner's timeout, so a stuck recovery is reported by the driver
     with what it was waiting for."""
-    return max(30.0, float(getattr(policy, "timeout_s", 600)) * 0.8)
+    return max(30.0, float(policy.timeout_s) * 0.8)
 
 
 RIG = YarnFailoverRig()

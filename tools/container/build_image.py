@@ -20,7 +20,7 @@ import tarfile
 import tempfile
 
 from tools.container import debtree
-from tools.digest import sha256_of
+from results.safeio import sha256_of
 
 TAG_PREFIX = "localhost/tunelab-rig-os"
 

@@ -295,8 +295,7 @@ class Fleet:
         return found, (read_args_file(args_file) if args_file else [])
 
     def check_bundle(self, machine, bundle):
-        from tools.digest import sha256_of
-        sha = sha256_of(bundle)
+        sha = safeio.sha256_of(bundle)
         then = self.meta["bundles"].get(machine)
         if then and then != sha:
             raise FleetError(f"the {machine} build of {self.meta['target']} changed since fleet run {self.fleet_id} "

@@ -21,7 +21,7 @@ import os
 import sys
 import tarfile
 
-from tools.digest import sha256_of
+from results.safeio import sha256_of
 
 
 def read_listing(path):

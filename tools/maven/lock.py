@@ -20,7 +20,6 @@ import sys
 import tempfile
 from xml.sax.saxutils import escape
 
-from tools.digest import sha256_of
 from results import safeio
 
 LOCK_VERSION = 1
@@ -155,7 +154,7 @@ def parse_dependency_list(text):
     return jars
 
 
-def build_lock(resolved_sets, source_jars, hasher=sha256_of):
+def build_lock(resolved_sets, source_jars, hasher=safeio.sha256_of):
     """Builds the lock dict from {set: [ResolvedJar]} and {Coordinate: sources jar path}."""
     artifacts = {}
     sets = {}

@@ -41,7 +41,7 @@ import matplotlib
 from rich.console import Console
 from rich.progress import BarColumn, Progress, TextColumn, TimeRemainingColumn
 
-from analysis import bisect_report, history, plots, render, report, resultsets, sensitivity_figures
+from analysis import bisect_report, compare, history, kinds, plots, render, report, resultsets, sensitivity_figures
 from results import safeio
 from rigs import registry
 from rigs.host import terminal
@@ -94,8 +94,7 @@ def kind_for(result_set):
     docs = result_set.docs
     if any((d.get("split") or {}).get("axis") == "locality" for d in docs):
         return "memory-locality"
-    varying = {k for d in docs for k, v in d["cell"]["params"].items()
-               if v != docs[0]["cell"]["params"].get(k)}
+    varying = compare.varying_params(d["cell"]["params"] for d in docs)
     if "variant" in varying:
         return "stock-vs-patched"
     rig = registry.load().get(result_set.manifest.get("matrix", {}).get("rig", ""))
@@ -120,7 +119,7 @@ def _para(blocks, label):
 
 def question_of(blocks, kind):
     title = blocks[0].text if blocks and isinstance(blocks[0], render.Title) else ""
-    prefix = report.KINDS[kind].title
+    prefix = kinds.KINDS[kind].title
     if title.startswith(prefix):  # "Cross-host (x86_64 vs aarch64): <question>"
         rest = title[len(prefix):]
         return rest.split(": ", 1)[1] if ": " in rest else rest
@@ -337,7 +336,7 @@ def build_site(results_root, out, built_at, console=None):
                                                 [by_name[n] for n in study.sets] if study else None))
                 except Exception as e:  # noqa: BLE001 -- each set in isolation: listed with its reason (issue 39)
                     shutil.rmtree(folder)
-                    reason = str(e) if isinstance(e, (report.ReportError, resultsets.ResultSetError, ValueError)) \
+                    reason = str(e) if isinstance(e, (kinds.ReportError, resultsets.ResultSetError, ValueError)) \
                         else f"{type(e).__name__}: {e}"
                     studies.append(Study(name=name, rig=result_set.manifest.get("matrix", {}).get("rig", ""),
                                          date=set_date(result_set), failed=f"no report: {reason[:300]}",

@@ -21,7 +21,6 @@ import subprocess
 import sys
 import tempfile
 
-from tools.digest import sha256_of
 from results import safeio
 
 WHEEL_RE = re.compile(r"^(?P<name>[^-]+)-(?P<version>[^-]+)(-\d[^-]*)?-[^-]+-[^-]+-[^-]+\.whl$")
@@ -96,7 +95,7 @@ def aarch64_wheels(entries, python, python_version, tmp):
         if proc.returncode != 0:
             sys.exit(f"error: no aarch64 wheel of {name}=={version} ({proc.returncode}):\n{proc.stdout[-2000:]}")
         (wheel,) = os.listdir(dest)
-        wheels.append((name, version, sha256_of(os.path.join(dest, wheel)), wheel))
+        wheels.append((name, version, safeio.sha256_of(os.path.join(dest, wheel)), wheel))
     return wheels
 
 
@@ -142,7 +141,7 @@ def lock_x86_64(args, version):
         wheels = []
         for filename in sorted(os.listdir(tmp)):
             name, wheel_version = parse_wheel_filename(filename)
-            wheels.append((name, wheel_version, sha256_of(os.path.join(tmp, filename)), filename))
+            wheels.append((name, wheel_version, safeio.sha256_of(os.path.join(tmp, filename)), filename))
         text = render_lock(wheels, version)
     _write(args.out, text)
     print(f"wrote {args.out}: {len(wheels)} wheels")

@@ -1,0 +1,69 @@
+"""The gate's decision on one (cell, metric), Check.decide (analysis/gate_decision.py), as known answers:
+interleaved rounds whose true shift is set by hand, judged at 5 %. Its command line and the whole-set paths
+are //tools:gate_test's; what the rule can see is //tools:gate_power_test's."""
+
+import types
+import unittest
+
+from analysis import gate_decision, stats
+
+BASE = {r: 1000.0 for r in range(8)}
+WOBBLE = [1.0, 1.004, 0.996, 1.002, 0.998, 1.003, 0.997, 1.0]  # +-0.4 % between rounds: a quiet night
+
+
+def check(candidate, min_effect=0.05, tonight_d=None, direction="higher_is_better"):
+    """A Check of BASE against `candidate` ({round: value}), decided."""
+    c = gate_decision.Check(cell="c", params={}, metric="rate", unit="ops/s", direction=direction,
+                            min_effect=min_effect, comparison=None, runs=(len(BASE), len(candidate)))
+    c.evidence = stats.paired_evidence(BASE, candidate, direction)
+    if tonight_d is not None:  # this run's own D, as gate_power measures it (a fraction worse)
+        c.tonight = types.SimpleNamespace(d_fraction=lambda direction: tonight_d)
+    return c.decide()
+
+
+def shifted(fraction, wobble=WOBBLE):
+    return {r: 1000.0 * (1 + fraction) * w for r, w in enumerate(wobble)}
+
+
+class CheckDecides(unittest.TestCase):
+    def test_no_shift_on_a_quiet_night_passes(self):
+        c = check(shifted(0.0))
+        self.assertEqual((c.state, c.reasons), (gate_decision.PASS, []))
+        self.assertFalse(c.regressed)
+
+    def test_a_shift_beyond_the_asked_effect_regresses(self):
+        c = check(shifted(-0.10))  # 10 % fewer ops/s
+        self.assertEqual(c.state, gate_decision.REGRESSED)
+        self.assertTrue(c.regressed)
+        self.assertAlmostEqual(c.worse_by, 0.105, places=2)  # exp(-log 0.9) - 1 as "fraction worse"
+        low, high = c.worse_by_interval
+        self.assertLess(low, c.worse_by)
+        self.assertGreater(high, c.worse_by)
+
+    def test_lower_is_better_turns_the_same_shift_into_an_improvement(self):
+        c = check(shifted(-0.10), direction="lower_is_better")
+        self.assertEqual(c.state, gate_decision.PASS)
+        self.assertTrue(c.improved)
+
+    def test_rounds_too_noisy_to_rule_out_the_effect_are_inconclusive(self):
+        noisy = [1.0, 1.15, 0.85, 1.1, 0.9, 1.12, 0.88, 1.0]
+        c = check(shifted(0.0, noisy))
+        self.assertEqual(c.state, gate_decision.INCONCLUSIVE)
+        self.assertIn("neither rules out 5.0% nor shows a regression", c.reasons[0])
+
+    def test_fewer_than_the_rules_rounds_are_inconclusive(self):
+        c = check({0: 1000.0, 1: 1000.0})
+        self.assertEqual(c.state, gate_decision.INCONCLUSIVE)
+        self.assertIn(f"the rule needs {stats.MIN_RUNS}", c.reasons[0])
+
+    def test_a_pass_on_a_night_that_could_not_see_the_promise_is_inconclusive(self):
+        # The gate promises max(asked, stated D) = 5 %; a run that could see only 8 % (> 5 % x 1.5) cannot
+        # promise it, one that could see 7 % can.
+        self.assertEqual(check(shifted(0.0), tonight_d=0.07).state, gate_decision.PASS)
+        c = check(shifted(0.0), tonight_d=0.08)
+        self.assertEqual(c.state, gate_decision.INCONCLUSIVE)
+        self.assertIn("this run could see 8.0%, the gate promises 5.0%: too noisy", c.reasons[0])
+
+
+if __name__ == "__main__":
+    unittest.main()
