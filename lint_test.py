@@ -592,6 +592,20 @@ class LintTest(unittest.TestCase):
                                              f"warning with a `# buildifier: disable=<name>` comment and why):\n"
                                              f"{proc.stdout}")
 
+    def test_java_is_formatted(self):
+        # google-java-format over every .java file of rigs/, tools/ and workloads/ (the drivers, the rigs'
+        # Java tests); third_party/java_tools is the offline toolchain shim, built before anything else.
+        formatter = runfile("tunelab", "tools", "google_java_format")
+        tree = checkout()
+        files = sorted(os.path.relpath(p, tree) for top in ("rigs", "tools", "workloads")
+                       for p in glob.glob(os.path.join(tree, top, "**", "*.java"), recursive=True))
+        self.assertGreater(len(files), 15)
+        proc = subprocess.run([formatter, "--dry-run", "--set-exit-if-changed", *files], stdout=subprocess.PIPE,
+                              stderr=subprocess.STDOUT, text=True, cwd=tree, timeout=300)
+        self.assertEqual(proc.returncode, 0, "google-java-format would change these files (`bazel run "
+                                             "//tools:google_java_format -- --replace FILE...` formats them):\n"
+                                             + proc.stdout)
+
 
 if __name__ == "__main__":
     unittest.main()

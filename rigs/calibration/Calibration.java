@@ -3,15 +3,17 @@ package tunelab.rigs.calibration;
 import java.util.concurrent.atomic.AtomicLongArray;
 
 /**
- * The calibration workload: a CPU-bound integer loop and a memory-copy loop in named worker threads,
- * reporting a rate once per second as one JSON line on stdout. Small, deterministic in shape, no
- * dependencies: it tests the matrix runner end to end and serves as an A/A canary for gating.
+ * The calibration workload: a CPU-bound integer loop and a memory-copy loop in named worker
+ * threads, reporting a rate once per second as one JSON line on stdout. Small, deterministic in
+ * shape, no dependencies: it tests the matrix runner end to end and serves as an A/A canary for
+ * gating.
  *
  * <p>Usage: Calibration --mode cpu|memory --threads N --warmup-s S --measure-s S [--buffer-mib M]
  */
 public final class Calibration {
   private static volatile boolean running = true;
-  // Fraction of each batch's time spent spinning without counting: rate falls by injected_slowdown_pct.
+  // Fraction of each batch's time spent spinning without counting: rate falls by
+  // injected_slowdown_pct.
   private static double spinPerWork = 0;
   private static volatile long sink;
 
@@ -25,20 +27,32 @@ public final class Calibration {
     int bufferMib = 64;
     for (int i = 0; i < args.length; i++) {
       switch (args[i]) {
-        case "--mode": mode = args[++i]; break;
-        case "--threads": threads = Integer.parseInt(args[++i]); break;
-        case "--warmup-s": warmupS = Double.parseDouble(args[++i]); break;
-        case "--measure-s": measureS = Double.parseDouble(args[++i]); break;
-        case "--buffer-mib": bufferMib = Integer.parseInt(args[++i]); break;
-        case "--injected-slowdown-pct": {
-          double pct = Double.parseDouble(args[++i]);
-          if (pct < 0 || pct >= 100) {
-            System.err.println("--injected-slowdown-pct must be in [0, 100), not " + pct);
-            System.exit(2);
-          }
-          spinPerWork = pct / (100 - pct);  // work w, spin w*s/(100-s): the rate is (100-s)% of the original
+        case "--mode":
+          mode = args[++i];
           break;
-        }
+        case "--threads":
+          threads = Integer.parseInt(args[++i]);
+          break;
+        case "--warmup-s":
+          warmupS = Double.parseDouble(args[++i]);
+          break;
+        case "--measure-s":
+          measureS = Double.parseDouble(args[++i]);
+          break;
+        case "--buffer-mib":
+          bufferMib = Integer.parseInt(args[++i]);
+          break;
+        case "--injected-slowdown-pct":
+          {
+            double pct = Double.parseDouble(args[++i]);
+            if (pct < 0 || pct >= 100) {
+              System.err.println("--injected-slowdown-pct must be in [0, 100), not " + pct);
+              System.exit(2);
+            }
+            spinPerWork =
+                pct / (100 - pct); // work w, spin w*s/(100-s): the rate is (100-s)% of the original
+            break;
+          }
         default:
           System.err.println("unknown argument: " + args[i]);
           System.exit(2);
@@ -55,13 +69,14 @@ public final class Calibration {
     Thread[] workers = new Thread[threads];
     for (int w = 0; w < threads; w++) {
       final int slot = w * 8;
-      Runnable body = cpu ? () -> cpuLoop(counters, slot) : () -> copyLoop(counters, slot, bufferBytes);
+      Runnable body =
+          cpu ? () -> cpuLoop(counters, slot) : () -> copyLoop(counters, slot, bufferBytes);
       workers[w] = new Thread(body, "calibration-" + (cpu ? "cpu" : "mem") + "-worker-" + w);
       workers[w].setDaemon(true);
       workers[w].start();
     }
     String metric = cpu ? "cpu_loop_rate" : "memory_copy_rate";
-    double unitDivisor = cpu ? 1.0 : (1 << 20);  // ops/s, or MiB/s for copies counted in bytes
+    double unitDivisor = cpu ? 1.0 : (1 << 20); // ops/s, or MiB/s for copies counted in bytes
     long start = System.nanoTime();
     long last = start;
     long lastTotal = 0;
@@ -78,11 +93,17 @@ public final class Calibration {
         total += counters.get(w * 8);
       }
       double rate = (total - lastTotal) / unitDivisor / ((now - last) / 1e9);
-      // A sample covers the second before it; it is warm-up if that second ends by the warm-up's end
+      // A sample covers the second before it; it is warm-up if that second ends by the warm-up's
+      // end
       // (50 ms of slack for the sleep's wake-up latency).
       String phase = now <= warmupEnd + 50_000_000L ? "warmup" : "measure";
-      System.out.printf(java.util.Locale.ROOT, "{\"t\": %.3f, \"phase\": \"%s\", \"metric\": \"%s\", \"value\": %.3f}%n",
-          (now - start) / 1e9, phase, metric, rate);
+      System.out.printf(
+          java.util.Locale.ROOT,
+          "{\"t\": %.3f, \"phase\": \"%s\", \"metric\": \"%s\", \"value\": %.3f}%n",
+          (now - start) / 1e9,
+          phase,
+          metric,
+          rate);
       System.out.flush();
       last = now;
       lastTotal = total;
@@ -109,7 +130,7 @@ public final class Calibration {
     byte[] a = new byte[bytes];
     byte[] b = new byte[bytes];
     for (int i = 0; i < bytes; i += 4096) {
-      a[i] = (byte) i;  // touch every page so the copy measures memory, not page faults
+      a[i] = (byte) i; // touch every page so the copy measures memory, not page faults
     }
     while (running) {
       long t0 = System.nanoTime();
@@ -122,7 +143,10 @@ public final class Calibration {
     }
   }
 
-  /** The injected slowdown: busy-waits spinPerWork times as long as the batch that started at t0 took. */
+  /**
+   * The injected slowdown: busy-waits spinPerWork times as long as the batch that started at t0
+   * took.
+   */
   private static void spin(long t0) {
     if (spinPerWork > 0) {
       long until = System.nanoTime() + (long) ((System.nanoTime() - t0) * spinPerWork);

@@ -18,17 +18,18 @@ import tunelab.rigs.matrix.DriverMain;
 import tunelab.rigs.matrix.IterationCost;
 
 /**
- * Runs one examples job (WordCount or TeraSort) again and again in this JVM with the local job runner, so
- * the JIT's warm-up falls in the first jobs and the measured ones time the engine.
+ * Runs one examples job (WordCount or TeraSort) again and again in this JVM with the local job
+ * runner, so the JIT's warm-up falls in the first jobs and the measured ones time the engine.
  *
  * <p>Usage: MrJobLoop --iterations WARMUP MEASURED -- JOB [-Dname=value ...] INPUT OUTPUT
  *
- * <p>Each iteration deletes OUTPUT, prints {"event":"iteration","index":K,"warmup":true|false}, runs the job
- * (its log, counters included, follows) and prints its cost line (tunelab.rigs.matrix.IterationCost). The
- * job logic is the examples jar's own: WordCount's mapper, combiner and reducer classes configured as its
- * main() does (which cannot be called twice: it exits the JVM), TeraSort through ToolRunner as ExampleDriver
- * runs it. Compiled once against each engine's jars (MR1 hadoop-core 1.2.1, MR2 3.4.2): the API used is
- * common to both. A failed job ends the JVM with status 1.
+ * <p>Each iteration deletes OUTPUT, prints {"event":"iteration","index":K,"warmup":true|false},
+ * runs the job (its log, counters included, follows) and prints its cost line
+ * (tunelab.rigs.matrix.IterationCost). The job logic is the examples jar's own: WordCount's mapper,
+ * combiner and reducer classes configured as its main() does (which cannot be called twice: it
+ * exits the JVM), TeraSort through ToolRunner as ExampleDriver runs it. Compiled once against each
+ * engine's jars (MR1 hadoop-core 1.2.1, MR2 3.4.2): the API used is common to both. A failed job
+ * ends the JVM with status 1.
  */
 public final class MrJobLoop {
   private MrJobLoop() {}
@@ -37,7 +38,8 @@ public final class MrJobLoop {
     Configuration conf = new Configuration();
     String[] rest = new GenericOptionsParser(conf, jobArgs).getRemainingArgs();
     if (rest.length != 2) {
-      throw new IllegalArgumentException("wordcount: INPUT OUTPUT after the -D options, got " + rest.length);
+      throw new IllegalArgumentException(
+          "wordcount: INPUT OUTPUT after the -D options, got " + rest.length);
     }
     @SuppressWarnings("deprecation")
     Job job = new Job(conf, "word count");
@@ -54,7 +56,9 @@ public final class MrJobLoop {
 
   public static void main(String[] args) throws Exception {
     if (args.length < 6 || !args[0].equals("--iterations") || !args[3].equals("--")) {
-      System.err.println("usage: MrJobLoop --iterations WARMUP MEASURED -- wordcount|terasort [-Dk=v ...] INPUT OUTPUT");
+      System.err.println(
+          "usage: MrJobLoop --iterations WARMUP MEASURED -- wordcount|terasort [-Dk=v ...] INPUT"
+              + " OUTPUT");
       System.exit(2);
     }
     int warmupIterations = Integer.parseInt(args[1]);
@@ -63,27 +67,33 @@ public final class MrJobLoop {
     String[] jobArgs = java.util.Arrays.copyOfRange(args, 5, args.length);
     File output = new File(jobArgs[jobArgs.length - 1]);
     IterationCost cost = new IterationCost();
-    DriverMain.runAndHalt(() -> {
-      for (int k = 0; k < warmupIterations + iterations; k++) {
-        FileUtil.fullyDelete(output);
-        System.out.println("{\"event\":\"iteration\",\"index\":" + k + ",\"warmup\":" + (k < warmupIterations) + "}");
-        System.out.flush();
-        cost.start();
-        boolean ok;
-        if (job.equals("wordcount")) {
-          ok = wordCount(jobArgs);
-        } else if (job.equals("terasort")) {
-          // MR1's TeraSort casts its configuration to a JobConf (MR2's takes any).
-          ok = ToolRunner.run(new JobConf(), new TeraSort(), jobArgs) == 0;
-        } else {
-          throw new IllegalArgumentException("job " + job + ": wordcount or terasort");
-        }
-        System.out.println(cost.stop(k));
-        if (!ok) {
-          throw new IllegalStateException("iteration " + k + ": the job failed");
-        }
-      }
-      System.out.println("{\"event\":\"end\"}");
-    });
+    DriverMain.runAndHalt(
+        () -> {
+          for (int k = 0; k < warmupIterations + iterations; k++) {
+            FileUtil.fullyDelete(output);
+            System.out.println(
+                "{\"event\":\"iteration\",\"index\":"
+                    + k
+                    + ",\"warmup\":"
+                    + (k < warmupIterations)
+                    + "}");
+            System.out.flush();
+            cost.start();
+            boolean ok;
+            if (job.equals("wordcount")) {
+              ok = wordCount(jobArgs);
+            } else if (job.equals("terasort")) {
+              // MR1's TeraSort casts its configuration to a JobConf (MR2's takes any).
+              ok = ToolRunner.run(new JobConf(), new TeraSort(), jobArgs) == 0;
+            } else {
+              throw new IllegalArgumentException("job " + job + ": wordcount or terasort");
+            }
+            System.out.println(cost.stop(k));
+            if (!ok) {
+              throw new IllegalStateException("iteration " + k + ": the job failed");
+            }
+          }
+          System.out.println("{\"event\":\"end\"}");
+        });
   }
 }

@@ -35,19 +35,21 @@ import tunelab.rigs.matrix.IterationCost;
 /**
  * The operation NNThroughputBenchmark 3.4.2 does not time: block allocation. In-process, like the
  * benchmark: formats a fresh name directory, starts a NameNode, registers simulated datanodes (a
- * registration, an empty first block report and a heartbeat with free space each), then T threads each
- * create files and ask for their first block (ClientProtocol.addBlock, the path that logs "BLOCK*
- * allocate" under the namesystem write lock). Prints a stats block laid out like NNThroughputBenchmark's
- * ("--- addBlock stats ---", under its own name), so the rig parses both alike.
+ * registration, an empty first block report and a heartbeat with free space each), then T threads
+ * each create files and ask for their first block (ClientProtocol.addBlock, the path that logs
+ * "BLOCK* allocate" under the namesystem write lock). Prints a stats block laid out like
+ * NNThroughputBenchmark's ("--- addBlock stats ---", under its own name), so the rig parses both
+ * alike.
  *
  * <p>Usage: AddBlockBench --name-dir DIR [--skip-fsync] [--iterations WARMUP MEASURED] [-threads T]
  * [-files N] [-datanodes D]
  *
- * <p>With --iterations all of it runs WARMUP + MEASURED times in this JVM, each on a freshly formatted name
- * directory with a new NameNode (the previous one stopped), so the JIT's warm-up falls in the first ones.
- * Each iteration's stats block follows {"event":"iteration","index":K,"warmup":true|false} and is followed
- * by its cost line (tunelab.rigs.matrix.IterationCost), which covers the timed part only: the threads that
- * create files and allocate their blocks, not the NameNode's start.
+ * <p>With --iterations all of it runs WARMUP + MEASURED times in this JVM, each on a freshly
+ * formatted name directory with a new NameNode (the previous one stopped), so the JIT's warm-up
+ * falls in the first ones. Each iteration's stats block follows
+ * {"event":"iteration","index":K,"warmup":true|false} and is followed by its cost line
+ * (tunelab.rigs.matrix.IterationCost), which covers the timed part only: the threads that create
+ * files and allocate their blocks, not the NameNode's start.
  */
 public final class AddBlockBench {
   private AddBlockBench() {}
@@ -64,24 +66,39 @@ public final class AddBlockBench {
     int iterations = 0;
     for (int i = 0; i < args.length; i++) {
       switch (args[i]) {
-        case "--name-dir": nameDir = args[++i]; break;
-        case "--skip-fsync": skipFsync = true; break;
+        case "--name-dir":
+          nameDir = args[++i];
+          break;
+        case "--skip-fsync":
+          skipFsync = true;
+          break;
         case "--iterations":
           warmupIterations = Integer.parseInt(args[++i]);
           iterations = Integer.parseInt(args[++i]);
           break;
-        case "-threads": threads = Integer.parseInt(args[++i]); break;
-        case "-files": files = Integer.parseInt(args[++i]); break;
-        case "-datanodes": datanodes = Integer.parseInt(args[++i]); break;
+        case "-threads":
+          threads = Integer.parseInt(args[++i]);
+          break;
+        case "-files":
+          files = Integer.parseInt(args[++i]);
+          break;
+        case "-datanodes":
+          datanodes = Integer.parseInt(args[++i]);
+          break;
         default:
           System.err.println("AddBlockBench: unknown argument " + args[i]);
           System.exit(2);
       }
     }
-    if (nameDir == null || threads < 1 || files < threads || datanodes < 1 || warmupIterations < 0
+    if (nameDir == null
+        || threads < 1
+        || files < threads
+        || datanodes < 1
+        || warmupIterations < 0
         || iterations < 0) {
-      System.err.println("usage: AddBlockBench --name-dir DIR [--skip-fsync] [--iterations WARMUP MEASURED] "
-          + "[-threads T] [-files N>=T] [-datanodes D]");
+      System.err.println(
+          "usage: AddBlockBench --name-dir DIR [--skip-fsync] [--iterations WARMUP MEASURED] "
+              + "[-threads T] [-files N>=T] [-datanodes D]");
       System.exit(2);
     }
     final String dir = nameDir;
@@ -91,28 +108,30 @@ public final class AddBlockBench {
     final int datanodeCount = datanodes;
     final int warmup = warmupIterations;
     final int measured = iterations;
-    DriverMain.runAndHalt(() -> {
-      Configuration conf = conf(dir, noFsync);
-      if (measured == 0) {
-        NameNode.format(conf);
-        allocate(start(conf, datanodeCount), threadCount, fileCount, datanodeCount);
-        return;
-      }
-      IterationCost cost = new IterationCost();
-      for (int k = 0; k < warmup + measured; k++) {
-        NnBenchDriver.clearTree(new File(dir));
-        System.out.println("{\"event\":\"iteration\",\"index\":" + k + ",\"warmup\":" + (k < warmup) + "}");
-        System.out.flush();
-        NameNode.format(conf);
-        NameNode nameNode = start(conf, datanodeCount);
-        cost.start();
-        allocate(nameNode, threadCount, fileCount, datanodeCount);
-        System.out.println(cost.stop(k));
-        nameNode.stop();
-        nameNode.join();
-      }
-      System.out.println("{\"event\":\"end\"}");
-    });
+    DriverMain.runAndHalt(
+        () -> {
+          Configuration conf = conf(dir, noFsync);
+          if (measured == 0) {
+            NameNode.format(conf);
+            allocate(start(conf, datanodeCount), threadCount, fileCount, datanodeCount);
+            return;
+          }
+          IterationCost cost = new IterationCost();
+          for (int k = 0; k < warmup + measured; k++) {
+            NnBenchDriver.clearTree(new File(dir));
+            System.out.println(
+                "{\"event\":\"iteration\",\"index\":" + k + ",\"warmup\":" + (k < warmup) + "}");
+            System.out.flush();
+            NameNode.format(conf);
+            NameNode nameNode = start(conf, datanodeCount);
+            cost.start();
+            allocate(nameNode, threadCount, fileCount, datanodeCount);
+            System.out.println(cost.stop(k));
+            nameNode.stop();
+            nameNode.join();
+          }
+          System.out.println("{\"event\":\"end\"}");
+        });
   }
 
   private static Configuration conf(String nameDir, boolean skipFsync) {
@@ -125,31 +144,59 @@ public final class AddBlockBench {
     return conf;
   }
 
-  /** A NameNode on the formatted name directory, with `datanodes` simulated datanodes registered. */
+  /**
+   * A NameNode on the formatted name directory, with `datanodes` simulated datanodes registered.
+   */
   private static NameNode start(Configuration conf, int datanodes) throws Exception {
     NameNode nameNode = NameNode.createNameNode(new String[0], conf);
     NamenodeProtocols rpc = nameNode.getRpcServer();
     NamespaceInfo ns = rpc.versionRequest();
     for (int d = 0; d < datanodes; d++) {
-      DatanodeID id = new DatanodeID("127.0.0.1", "sim-dn-" + d, UUID.randomUUID().toString(), 40000 + d,
-          DFSConfigKeys.DFS_DATANODE_HTTP_DEFAULT_PORT, DFSConfigKeys.DFS_DATANODE_HTTPS_DEFAULT_PORT,
-          DFSConfigKeys.DFS_DATANODE_IPC_DEFAULT_PORT);
-      StorageInfo storageInfo = new StorageInfo(ns.getLayoutVersion(), ns.getNamespaceID(), ns.getClusterID(),
-          ns.getCTime(), NodeType.DATA_NODE);
-      DatanodeRegistration reg = rpc.registerDatanode(
-          new DatanodeRegistration(id, storageInfo, new ExportedBlockKeys(), VersionInfo.getVersion()));
+      DatanodeID id =
+          new DatanodeID(
+              "127.0.0.1",
+              "sim-dn-" + d,
+              UUID.randomUUID().toString(),
+              40000 + d,
+              DFSConfigKeys.DFS_DATANODE_HTTP_DEFAULT_PORT,
+              DFSConfigKeys.DFS_DATANODE_HTTPS_DEFAULT_PORT,
+              DFSConfigKeys.DFS_DATANODE_IPC_DEFAULT_PORT);
+      StorageInfo storageInfo =
+          new StorageInfo(
+              ns.getLayoutVersion(),
+              ns.getNamespaceID(),
+              ns.getClusterID(),
+              ns.getCTime(),
+              NodeType.DATA_NODE);
+      DatanodeRegistration reg =
+          rpc.registerDatanode(
+              new DatanodeRegistration(
+                  id, storageInfo, new ExportedBlockKeys(), VersionInfo.getVersion()));
       DatanodeStorage storage = new DatanodeStorage(DatanodeStorage.generateUuid());
-      rpc.blockReport(reg, ns.getBlockPoolID(),
+      rpc.blockReport(
+          reg,
+          ns.getBlockPoolID(),
           new StorageBlockReport[] {new StorageBlockReport(storage, BlockListAsLongs.EMPTY)},
           new BlockReportContext(1, 0, System.nanoTime(), 0L));
-      rpc.sendHeartbeat(reg, new StorageReport[] {new StorageReport(storage, false, CAPACITY, 0L, CAPACITY, 0L, 0L)},
-          0L, 0L, 0, 0, 0, null, true, SlowPeerReports.EMPTY_REPORT, SlowDiskReports.EMPTY_REPORT);
+      rpc.sendHeartbeat(
+          reg,
+          new StorageReport[] {new StorageReport(storage, false, CAPACITY, 0L, CAPACITY, 0L, 0L)},
+          0L,
+          0L,
+          0,
+          0,
+          0,
+          null,
+          true,
+          SlowPeerReports.EMPTY_REPORT,
+          SlowDiskReports.EMPTY_REPORT);
     }
     return nameNode;
   }
 
   /** T threads create `files` files and allocate each one's first block; prints the stats block. */
-  private static void allocate(NameNode nameNode, int threads, int files, int datanodes) throws Exception {
+  private static void allocate(NameNode nameNode, int threads, int files, int datanodes)
+      throws Exception {
     NamenodeProtocols rpc = nameNode.getRpcServer();
     short replication = (short) Math.min(3, datanodes);
     AtomicLong opNanos = new AtomicLong();
@@ -158,24 +205,36 @@ public final class AddBlockBench {
     int perThread = files / threads;
     for (int t = 0; t < threads; t++) {
       final int me = t;
-      Thread w = new Thread(() -> {
-        String client = "addBlock-client-" + me;
-        try {
-          for (int i = 0; i < perThread; i++) {
-            String path = "/addBlockBench/t" + me + "/d" + (i / 100) + "/f" + i;
-            rpc.create(path, FsPermission.getDefault(), client,
-                new EnumSetWritable<>(EnumSet.of(CreateFlag.CREATE)), true, replication, 16L,
-                CryptoProtocolVersion.supported(), null, null);
-            long start = System.nanoTime();
-            rpc.addBlock(path, client, null, null, HdfsConstants.GRANDFATHER_INODE_ID, null, null);
-            opNanos.addAndGet(System.nanoTime() - start);
-          }
-        } catch (Throwable e) {
-          synchronized (failure) {
-            failure[0] = e;
-          }
-        }
-      }, "addBlock-worker-" + t);
+      Thread w =
+          new Thread(
+              () -> {
+                String client = "addBlock-client-" + me;
+                try {
+                  for (int i = 0; i < perThread; i++) {
+                    String path = "/addBlockBench/t" + me + "/d" + (i / 100) + "/f" + i;
+                    rpc.create(
+                        path,
+                        FsPermission.getDefault(),
+                        client,
+                        new EnumSetWritable<>(EnumSet.of(CreateFlag.CREATE)),
+                        true,
+                        replication,
+                        16L,
+                        CryptoProtocolVersion.supported(),
+                        null,
+                        null);
+                    long start = System.nanoTime();
+                    rpc.addBlock(
+                        path, client, null, null, HdfsConstants.GRANDFATHER_INODE_ID, null, null);
+                    opNanos.addAndGet(System.nanoTime() - start);
+                  }
+                } catch (Throwable e) {
+                  synchronized (failure) {
+                    failure[0] = e;
+                  }
+                }
+              },
+              "addBlock-worker-" + t);
       workers.add(w);
     }
     long begin = System.currentTimeMillis();
@@ -190,13 +249,17 @@ public final class AddBlockBench {
       throw new RuntimeException("a worker failed", failure[0]);
     }
     long ops = (long) perThread * threads;
-    // The layout of NNThroughputBenchmark's stats blocks, under this program's own name, so the rig's
-    // parser reads both (times in ms; the create before each addBlock is inside the elapsed time only).
+    // The layout of NNThroughputBenchmark's stats blocks, under this program's own name, so the
+    // rig's
+    // parser reads both (times in ms; the create before each addBlock is inside the elapsed time
+    // only).
     System.out.println("AddBlockBench: --- addBlock stats  ---");
     System.out.println("AddBlockBench: # operations: " + ops);
     System.out.println("AddBlockBench: Elapsed Time: " + elapsed);
-    System.out.println("AddBlockBench:  Ops per sec: " + (elapsed == 0 ? 0 : 1000.0 * ops / elapsed));
+    System.out.println(
+        "AddBlockBench:  Ops per sec: " + (elapsed == 0 ? 0 : 1000.0 * ops / elapsed));
     System.out.println("AddBlockBench: Average Time: " + opNanos.get() / ops / 1_000_000);
-    System.out.println("{\"event\":\"add_block_stats\",\"mean_us\":" + opNanos.get() / ops / 1000.0 + "}");
+    System.out.println(
+        "{\"event\":\"add_block_stats\",\"mean_us\":" + opNanos.get() / ops / 1000.0 + "}");
   }
 }

@@ -19,17 +19,19 @@ import org.apache.hadoop.conf.Configuration;
 import org.apache.hadoop.metrics2.util.MBeans;
 
 /**
- * An RPC call queue with one queue per handler: a call goes to queue (call id mod queues), and a handler
- * takes from its own queue first and only then from the others. The idea (the case study's, and HBase's
- * {@code callqueue.handler.factor}) is that handlers stop contending on one queue's lock.
+ * An RPC call queue with one queue per handler: a call goes to queue (call id mod queues), and a
+ * handler takes from its own queue first and only then from the others. The idea (the case study's,
+ * and HBase's {@code callqueue.handler.factor}) is that handlers stop contending on one queue's
+ * lock.
  *
- * <p>Plugged into a Hadoop RPC server with {@code ipc.<port>.callqueue.impl} and sized with
- * {@code ipc.<port>.multiqueue.queues} (set it to the handler count). The capacity Hadoop passes (handlers
+ * <p>Plugged into a Hadoop RPC server with {@code ipc.<port>.callqueue.impl} and sized with {@code
+ * ipc.<port>.multiqueue.queues} (set it to the handler count). The capacity Hadoop passes (handlers
  * x queue size per handler) is split evenly between the queues.
  *
- * <p>Blocking: a put blocks while its own queue is full (calls keep their place by id, they never spill);
- * a take blocks until any queue holds a call. A semaphore counts the calls in all queues; a call is in a
- * queue before its permit is released, so a taker holding a permit always finds a call in some queue.
+ * <p>Blocking: a put blocks while its own queue is full (calls keep their place by id, they never
+ * spill); a take blocks until any queue holds a call. A semaphore counts the calls in all queues; a
+ * call is in a queue before its permit is released, so a taker holding a permit always finds a call
+ * in some queue.
  */
 public final class MultiQueue<E> extends AbstractQueue<E> implements BlockingQueue<E> {
   public static final String QUEUES_SUFFIX = ".multiqueue.queues";
@@ -43,20 +45,34 @@ public final class MultiQueue<E> extends AbstractQueue<E> implements BlockingQue
   private final LongAdder takenFromOther = new LongAdder();
 
   /** The constructor Hadoop's CallQueueManager looks up by reflection. */
-  public MultiQueue(int priorityLevels, int capacity, String namespace, int[] capacityWeights,
-      boolean serverFailOverEnabled, Configuration conf) {
+  public MultiQueue(
+      int priorityLevels,
+      int capacity,
+      String namespace,
+      int[] capacityWeights,
+      boolean serverFailOverEnabled,
+      Configuration conf) {
     this(queuesFrom(conf, namespace), capacity, MultiQueue::hadoopCallId);
-    // Visible at http://<namenode>/jmx as Hadoop:service=<namespace>,name=MultiQueue: the rig's proof that
+    // Visible at http://<namenode>/jmx as Hadoop:service=<namespace>,name=MultiQueue: the rig's
+    // proof that
     // this queue is the one in use.
     MBeans.register(namespace, "MultiQueue", new Stats(this));
-    System.out.println("MultiQueue: " + queues.size() + " queues of " + queues.get(0).remainingCapacity()
-        + " calls for " + namespace);
+    System.out.println(
+        "MultiQueue: "
+            + queues.size()
+            + " queues of "
+            + queues.get(0).remainingCapacity()
+            + " calls for "
+            + namespace);
   }
 
   MultiQueue(int queueCount, int capacity, ToIntFunction<E> callId) {
     if (queueCount < 1 || capacity < queueCount) {
-      throw new IllegalArgumentException("MultiQueue needs 1 <= queues <= capacity, got " + queueCount
-          + " queues for capacity " + capacity);
+      throw new IllegalArgumentException(
+          "MultiQueue needs 1 <= queues <= capacity, got "
+              + queueCount
+              + " queues for capacity "
+              + capacity);
     }
     this.callId = callId;
     this.queues = new ArrayList<>(queueCount);
@@ -64,14 +80,18 @@ public final class MultiQueue<E> extends AbstractQueue<E> implements BlockingQue
     for (int i = 0; i < queueCount; i++) {
       queues.add(new LinkedBlockingQueue<>(each));
     }
-    this.home = ThreadLocal.withInitial(() -> Math.floorMod(nextHome.getAndIncrement(), queues.size()));
+    this.home =
+        ThreadLocal.withInitial(() -> Math.floorMod(nextHome.getAndIncrement(), queues.size()));
   }
 
   private static int queuesFrom(Configuration conf, String namespace) {
     int n = conf.getInt(namespace + QUEUES_SUFFIX, 0);
     if (n < 1) {
-      throw new IllegalArgumentException(namespace + QUEUES_SUFFIX + " must be set to the number of queues "
-          + "(the handler count)");
+      throw new IllegalArgumentException(
+          namespace
+              + QUEUES_SUFFIX
+              + " must be set to the number of queues "
+              + "(the handler count)");
     }
     return n;
   }
@@ -80,7 +100,8 @@ public final class MultiQueue<E> extends AbstractQueue<E> implements BlockingQue
 
   private static MethodHandle findCallId() {
     try {
-      // Server.Call keeps its id package-private; the classpath is one unnamed module, so reflection may read it.
+      // Server.Call keeps its id package-private; the classpath is one unnamed module, so
+      // reflection may read it.
       Field f = Class.forName("org.apache.hadoop.ipc.Server$Call").getDeclaredField("callId");
       f.setAccessible(true);
       return MethodHandles.lookup().unreflectGetter(f);
@@ -121,7 +142,10 @@ public final class MultiQueue<E> extends AbstractQueue<E> implements BlockingQue
     return null;
   }
 
-  /** After a permit was acquired: a call is in some queue (see the class comment), maybe after a race. */
+  /**
+   * After a permit was acquired: a call is in some queue (see the class comment), maybe after a
+   * race.
+   */
   private E takeHeld() {
     while (true) {
       E e = pollAny();
@@ -214,7 +238,10 @@ public final class MultiQueue<E> extends AbstractQueue<E> implements BlockingQue
     return n;
   }
 
-  /** A weakly consistent view of every queue in turn (Hadoop only iterates a queue it is swapping out). */
+  /**
+   * A weakly consistent view of every queue in turn (Hadoop only iterates a queue it is swapping
+   * out).
+   */
   @Override
   public Iterator<E> iterator() {
     List<E> all = new ArrayList<>();

@@ -18,20 +18,20 @@ import tunelab.rigs.matrix.IterationCost;
  * BENCHMARK_ARGS...
  *
  * <p>Why a driver: the name directory must be formatted first, and taking the disk out of write
- * operations needs the test hook EditLogFileOutputStream.setShouldSkipFsyncForTesting, which only code
- * in the same JVM can call.
+ * operations needs the test hook EditLogFileOutputStream.setShouldSkipFsyncForTesting, which only
+ * code in the same JVM can call.
  *
  * <p>With --iterations the benchmark runs WARMUP + MEASURED times in this JVM, each on a freshly
- * formatted name directory (a new, empty namespace), so the JIT's warm-up falls in the first ones. Each
- * iteration's report follows a line {"event":"iteration","index":K,"warmup":true|false} and is followed by
- * the iteration's cost ({"event":"cost",...}: see tunelab.rigs.matrix.IterationCost).
+ * formatted name directory (a new, empty namespace), so the JIT's warm-up falls in the first ones.
+ * Each iteration's report follows a line {"event":"iteration","index":K,"warmup":true|false} and is
+ * followed by the iteration's cost ({"event":"cost",...}: see tunelab.rigs.matrix.IterationCost).
  */
 public final class NnBenchDriver {
   private NnBenchDriver() {}
 
   /**
-   * The configuration of a NameNode formatted and run in this JVM (name and edits in `nameDir`, RPC and
-   * web UI on free loopback ports); with `skipFsync` the edit log skips fsync (a test hook).
+   * The configuration of a NameNode formatted and run in this JVM (name and edits in `nameDir`, RPC
+   * and web UI on free loopback ports); with `skipFsync` the edit log skips fsync (a test hook).
    */
   static Configuration inProcessConf(String nameDir, boolean skipFsync) {
     Configuration conf = new HdfsConfiguration();
@@ -49,8 +49,8 @@ public final class NnBenchDriver {
   }
 
   /**
-   * Deletes everything under `dir` (a previous iteration's namespace) and keeps `dir` itself: it may be the
-   * runner's link to a folder in memory. Absent is fine.
+   * Deletes everything under `dir` (a previous iteration's namespace) and keeps `dir` itself: it
+   * may be the runner's link to a folder in memory. Absent is fine.
    */
   static void clearTree(File dir) throws java.io.IOException {
     File[] children = dir.listFiles();
@@ -77,8 +77,12 @@ public final class NnBenchDriver {
         break;
       }
       switch (args[i]) {
-        case "--name-dir": nameDir = args[++i]; break;
-        case "--skip-fsync": skipFsync = true; break;
+        case "--name-dir":
+          nameDir = args[++i];
+          break;
+        case "--skip-fsync":
+          skipFsync = true;
+          break;
         case "--iterations":
           warmupIterations = Integer.parseInt(args[++i]);
           iterations = Integer.parseInt(args[++i]);
@@ -90,7 +94,8 @@ public final class NnBenchDriver {
     }
     if (nameDir == null) {
       System.err.println(
-          "usage: NnBenchDriver --name-dir DIR [--skip-fsync] [--iterations WARMUP MEASURED] -- BENCHMARK_ARGS...");
+          "usage: NnBenchDriver --name-dir DIR [--skip-fsync] [--iterations WARMUP MEASURED] --"
+              + " BENCHMARK_ARGS...");
       System.exit(2);
     }
     String[] benchArgs = java.util.Arrays.copyOfRange(args, i, args.length);
@@ -99,23 +104,25 @@ public final class NnBenchDriver {
     final int warmup = warmupIterations;
     final int measured = iterations;
     final String dir = nameDir;
-    DriverMain.runAndHalt(() -> {
-      if (measured == 0) {
-        NameNode.format(conf);
-        NNThroughputBenchmark.runBenchmark(conf, benchArgs);
-      } else {
-        IterationCost cost = new IterationCost();
-        for (int k = 0; k < warmup + measured; k++) {
-          clearTree(new File(dir));
-          System.out.println("{\"event\":\"iteration\",\"index\":" + k + ",\"warmup\":" + (k < warmup) + "}");
-          System.out.flush();
-          NameNode.format(conf);
-          cost.start();
-          NNThroughputBenchmark.runBenchmark(conf, benchArgs);
-          System.out.println(cost.stop(k));
-        }
-      }
-      System.out.println("{\"event\":\"end\"}");
-    });
+    DriverMain.runAndHalt(
+        () -> {
+          if (measured == 0) {
+            NameNode.format(conf);
+            NNThroughputBenchmark.runBenchmark(conf, benchArgs);
+          } else {
+            IterationCost cost = new IterationCost();
+            for (int k = 0; k < warmup + measured; k++) {
+              clearTree(new File(dir));
+              System.out.println(
+                  "{\"event\":\"iteration\",\"index\":" + k + ",\"warmup\":" + (k < warmup) + "}");
+              System.out.flush();
+              NameNode.format(conf);
+              cost.start();
+              NNThroughputBenchmark.runBenchmark(conf, benchArgs);
+              System.out.println(cost.stop(k));
+            }
+          }
+          System.out.println("{\"event\":\"end\"}");
+        });
   }
 }

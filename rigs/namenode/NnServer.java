@@ -8,15 +8,17 @@ import org.apache.hadoop.hdfs.server.namenode.NameNode;
 import org.apache.hadoop.metrics2.lib.DefaultMetricsSystem;
 
 /**
- * A NameNode for the RPC mode: formats a fresh name directory, starts the NameNode with the configuration
- * the rig wrote (hdfs-site.xml on the classpath: loopback RPC and HTTP addresses, handlers, readers, call
- * queue), prints one JSON line with its addresses once it serves, and runs until it is stopped (SIGTERM).
+ * A NameNode for the RPC mode: formats a fresh name directory, starts the NameNode with the
+ * configuration the rig wrote (hdfs-site.xml on the classpath: loopback RPC and HTTP addresses,
+ * handlers, readers, call queue), prints one JSON line with its addresses once it serves, and runs
+ * until it is stopped (SIGTERM).
  *
  * <p>Usage: NnServer --name-dir DIR [--skip-fsync]
  *
- * <p>Why not the NameNode's own main: the name directory must be formatted first, and taking the disk out
- * of write operations needs the test hook EditLogFileOutputStream.setShouldSkipFsyncForTesting, which only
- * code in the NameNode's JVM can call.
+ * <p>Why not the NameNode's own main: the name directory must be formatted first, and taking the
+ * disk out of write operations needs the test hook
+ * EditLogFileOutputStream.setShouldSkipFsyncForTesting, which only code in the NameNode's JVM can
+ * call.
  */
 public final class NnServer {
   private NnServer() {}
@@ -26,8 +28,12 @@ public final class NnServer {
     boolean skipFsync = false;
     for (int i = 0; i < args.length; i++) {
       switch (args[i]) {
-        case "--name-dir": nameDir = args[++i]; break;
-        case "--skip-fsync": skipFsync = true; break;
+        case "--name-dir":
+          nameDir = args[++i];
+          break;
+        case "--skip-fsync":
+          skipFsync = true;
+          break;
         default:
           System.err.println("NnServer: unknown argument " + args[i]);
           System.exit(2);
@@ -47,7 +53,8 @@ public final class NnServer {
     NameNode nameNode;
     try {
       NameNode.format(conf);
-      // Formatting registered metrics sources (e.g. the retry cache's) that the NameNode registers again.
+      // Formatting registered metrics sources (e.g. the retry cache's) that the NameNode registers
+      // again.
       DefaultMetricsSystem.setMiniClusterMode(true);
       nameNode = NameNode.createNameNode(new String[0], conf);
     } catch (Throwable t) {
@@ -57,15 +64,23 @@ public final class NnServer {
       return;
     }
     if (nameNode.getNamesystem().isInSafeMode()) {
-      // The rig's configuration sets every safe-mode threshold to zero; a NameNode still in safe mode
+      // The rig's configuration sets every safe-mode threshold to zero; a NameNode still in safe
+      // mode
       // would refuse the benchmark's writes, so say it rather than serve.
-      System.err.println("NnServer: the NameNode is in safe mode after start-up; check dfs.namenode.safemode.*");
+      System.err.println(
+          "NnServer: the NameNode is in safe mode after start-up; check dfs.namenode.safemode.*");
       Runtime.getRuntime().halt(3);
     }
     InetSocketAddress rpc = nameNode.getNameNodeAddress();
     InetSocketAddress http = nameNode.getHttpAddress();
-    System.out.println("{\"event\":\"serving\",\"rpc_port\":" + rpc.getPort() + ",\"http_port\":" + http.getPort()
-        + ",\"skip_fsync\":" + skipFsync + "}");
+    System.out.println(
+        "{\"event\":\"serving\",\"rpc_port\":"
+            + rpc.getPort()
+            + ",\"http_port\":"
+            + http.getPort()
+            + ",\"skip_fsync\":"
+            + skipFsync
+            + "}");
     System.out.flush();
     nameNode.join();
   }

@@ -9,13 +9,14 @@ import java.util.concurrent.locks.LockSupport;
 /**
  * Drives the heartbeats of every {@link LeanNodeManager} with a few threads and no priority queue.
  *
- * <p>Why no queue: every simulated NodeManager heartbeats at the same interval, each at its own offset in
- * it (drawn as SLS draws it, uniformly in [0, interval)), so the order of heartbeats within an interval
- * never changes. A thread walks its nodes sorted by offset, round after round; a heartbeat is due at
- * {@code start + offset + round x interval} exactly as SLS's task runner would run it (first one interval
- * after the offset, fixed rate, late ones run at once so the rate catches up). SLS keeps ~20,000 of these
- * in one DelayQueue served by a pool of 100 threads: 19 % of the pool's samples sat in the queue's heap.
- * Node i goes to thread i mod threads, so each thread's heartbeats are spread over the whole interval.
+ * <p>Why no queue: every simulated NodeManager heartbeats at the same interval, each at its own
+ * offset in it (drawn as SLS draws it, uniformly in [0, interval)), so the order of heartbeats
+ * within an interval never changes. A thread walks its nodes sorted by offset, round after round; a
+ * heartbeat is due at {@code start + offset + round x interval} exactly as SLS's task runner would
+ * run it (first one interval after the offset, fixed rate, late ones run at once so the rate
+ * catches up). SLS keeps ~20,000 of these in one DelayQueue served by a pool of 100 threads: 19 %
+ * of the pool's samples sat in the queue's heap. Node i goes to thread i mod threads, so each
+ * thread's heartbeats are spread over the whole interval.
  */
 final class HeartbeatClock {
   private final List<LeanNodeManager> nodes;

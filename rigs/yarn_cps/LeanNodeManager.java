@@ -30,19 +30,21 @@ import org.apache.hadoop.yarn.server.resourcemanager.ResourceManager;
 import org.apache.hadoop.yarn.sls.nodemanager.NMSimulator;
 
 /**
- * A simulated NodeManager that sends the ResourceManager what SLS's {@link NMSimulator} sends, at lower cost
- * to the simulator. It registers through {@code NMSimulator.init} (the same registration request), then its
- * heartbeats are driven by a {@link HeartbeatClock} instead of a task in SLS's DelayQueue-backed pool.
+ * A simulated NodeManager that sends the ResourceManager what SLS's {@link NMSimulator} sends, at
+ * lower cost to the simulator. It registers through {@code NMSimulator.init} (the same registration
+ * request), then its heartbeats are driven by a {@link HeartbeatClock} instead of a task in SLS's
+ * DelayQueue-backed pool.
  *
- * <p>Each heartbeat carries the same records as SLS's: every running task and AM container as RUNNING /
- * SUCCESS, every container that reached its end time since the last heartbeat as COMPLETE / SUCCESS, every
- * container the RM asked to clean up as COMPLETE / ABORTED, an empty keep-alive list, the healthy status
- * ({@code true, "", 0}), the NM token master key from registration, consecutive response ids from 0, and the
- * utilization when {@code yarn.sls.nm.resource.utilization.ratio} is in (0, 1]. What is leaner: no
- * {@code Records.newRecord} reflection lookup (the same protobuf-backed classes are built directly), one
- * RUNNING status object per container reused every heartbeat instead of a new one (the RM only reads
- * them), one health and one utilization record per node, running containers in a heap ordered by end time
- * instead of a per-node DelayQueue, and no debug-log calls per container.
+ * <p>Each heartbeat carries the same records as SLS's: every running task and AM container as
+ * RUNNING / SUCCESS, every container that reached its end time since the last heartbeat as COMPLETE
+ * / SUCCESS, every container the RM asked to clean up as COMPLETE / ABORTED, an empty keep-alive
+ * list, the healthy status ({@code true, "", 0}), the NM token master key from registration,
+ * consecutive response ids from 0, and the utilization when {@code
+ * yarn.sls.nm.resource.utilization.ratio} is in (0, 1]. What is leaner: no {@code
+ * Records.newRecord} reflection lookup (the same protobuf-backed classes are built directly), one
+ * RUNNING status object per container reused every heartbeat instead of a new one (the RM only
+ * reads them), one health and one utilization record per node, running containers in a heap ordered
+ * by end time instead of a per-node DelayQueue, and no debug-log calls per container.
  */
 final class LeanNodeManager extends NMSimulator {
   private static final Field MASTER_KEY = field(NMSimulator.class, "masterKey");
@@ -62,7 +64,8 @@ final class LeanNodeManager extends NMSimulator {
 
   private final Object lock = new Object();
   private final Map<ContainerId, Running> running = new HashMap<>();
-  private final PriorityQueue<Running> byEnd = new PriorityQueue<>((a, b) -> Long.compare(a.endMs, b.endMs));
+  private final PriorityQueue<Running> byEnd =
+      new PriorityQueue<>((a, b) -> Long.compare(a.endMs, b.endMs));
   private final Map<ContainerId, ContainerStatus> amContainers = new HashMap<>();
   private final List<ContainerId> completed = new ArrayList<>();
   private final List<ContainerId> released = new ArrayList<>();
@@ -79,10 +82,19 @@ final class LeanNodeManager extends NMSimulator {
   }
 
   @Override
-  public void init(String nodeIdStr, Resource nodeResource, int dispatchTime, int heartBeatInterval,
-      ResourceManager pRm, float utilizationRatio, Set<NodeLabel> labels) throws java.io.IOException, YarnException {
-    // Registers with the RM exactly as SLS does; its task fields stay unused (the clock drives this node).
-    super.init(nodeIdStr, nodeResource, dispatchTime, heartBeatInterval, pRm, utilizationRatio, labels);
+  public void init(
+      String nodeIdStr,
+      Resource nodeResource,
+      int dispatchTime,
+      int heartBeatInterval,
+      ResourceManager pRm,
+      float utilizationRatio,
+      Set<NodeLabel> labels)
+      throws java.io.IOException, YarnException {
+    // Registers with the RM exactly as SLS does; its task fields stay unused (the clock drives this
+    // node).
+    super.init(
+        nodeIdStr, nodeResource, dispatchTime, heartBeatInterval, pRm, utilizationRatio, labels);
     this.rm = pRm;
     this.nodeId = getNode().getNodeID();
     try {
@@ -94,11 +106,16 @@ final class LeanNodeManager extends NMSimulator {
     if (utilizationRatio > 0 && utilizationRatio <= 1) {
       Resource total = getNode().getTotalCapability();
       int memUsed = Math.round(total.getMemorySize() * utilizationRatio);
-      utilization = ResourceUtilization.newInstance(memUsed, memUsed, total.getVirtualCores() * utilizationRatio);
+      utilization =
+          ResourceUtilization.newInstance(
+              memUsed, memUsed, total.getVirtualCores() * utilizationRatio);
     }
   }
 
-  /** One heartbeat at wall time {@code nowMs}: the containers past their end complete first, as in SLS. */
+  /**
+   * One heartbeat at wall time {@code nowMs}: the containers past their end complete first, as in
+   * SLS.
+   */
   void heartbeat(long nowMs) throws Exception {
     List<ContainerStatus> statuses;
     synchronized (lock) {
@@ -108,7 +125,9 @@ final class LeanNodeManager extends NMSimulator {
         running.remove(head.id);
         completed.add(head.id);
       }
-      statuses = new ArrayList<>(running.size() + amContainers.size() + completed.size() + released.size());
+      statuses =
+          new ArrayList<>(
+              running.size() + amContainers.size() + completed.size() + released.size());
       for (Running r : running.values()) {
         statuses.add(r.runningStatus);
       }
@@ -154,7 +173,8 @@ final class LeanNodeManager extends NMSimulator {
 
   @Override
   public void middleStep() {
-    throw new IllegalStateException("a lean NodeManager is driven by its HeartbeatClock, not SLS's task runner");
+    throw new IllegalStateException(
+        "a lean NodeManager is driven by its HeartbeatClock, not SLS's task runner");
   }
 
   @Override
@@ -165,8 +185,9 @@ final class LeanNodeManager extends NMSimulator {
         running.put(r.id, r);
         byEnd.add(r);
       } else { // -1: the AM's container, reported RUNNING until the AM finishes
-        amContainers.put(container.getId(), status(container.getId(), ContainerState.RUNNING,
-            ContainerExitStatus.SUCCESS));
+        amContainers.put(
+            container.getId(),
+            status(container.getId(), ContainerState.RUNNING, ContainerExitStatus.SUCCESS));
       }
     }
   }
@@ -205,7 +226,8 @@ final class LeanNodeManager extends NMSimulator {
       f.setAccessible(true);
       return f;
     } catch (NoSuchFieldException e) {
-      throw new IllegalStateException("SLS changed: " + type.getName() + " has no field " + name, e);
+      throw new IllegalStateException(
+          "SLS changed: " + type.getName() + " has no field " + name, e);
     }
   }
 }

@@ -35,13 +35,14 @@ import org.apache.hadoop.yarn.server.resourcemanager.ResourceManager;
 import org.apache.hadoop.yarn.server.resourcemanager.ResourceTrackerService;
 
 /**
- * What the simulated NodeManagers and AMs ask of the ResourceManager, recorded at the RM's two entry
- * points (its ResourceTrackerService and ApplicationMasterService, swapped for delegating subclasses right
- * after the RM starts) and summed up as JSON ({@code SlsDriver --record FILE}). The equivalence test runs
- * the stock and the lean simulator on one small trace and compares the two summaries: registrations, the
- * heartbeat protocol, every container's reported life, the AMs' first asks by priority, locality and size,
- * and the sizes of the containers allocated. Timing-dependent details (how many asks an AM re-sends, which
- * host got a container) are left out on purpose: they differ between two runs of the same path.
+ * What the simulated NodeManagers and AMs ask of the ResourceManager, recorded at the RM's two
+ * entry points (its ResourceTrackerService and ApplicationMasterService, swapped for delegating
+ * subclasses right after the RM starts) and summed up as JSON ({@code SlsDriver --record FILE}).
+ * The equivalence test runs the stock and the lean simulator on one small trace and compares the
+ * two summaries: registrations, the heartbeat protocol, every container's reported life, the AMs'
+ * first asks by priority, locality and size, and the sizes of the containers allocated.
+ * Timing-dependent details (how many asks an AM re-sends, which host got a container) are left out
+ * on purpose: they differ between two runs of the same path.
  */
 final class RecordingServices {
   private final Map<String, String> registrations = new TreeMap<>();
@@ -74,8 +75,16 @@ final class RecordingServices {
 
   private synchronized void recordRegistration(RegisterNodeManagerRequest r) {
     // By host: SLS numbers the simulated nodes' ports in the order they happen to register.
-    registrations.put(r.getNodeId().getHost(), "memory_mb=" + r.getResource().getMemorySize() + " vcores="
-        + r.getResource().getVirtualCores() + " http_port=" + r.getHttpPort() + " labels=" + r.getNodeLabels());
+    registrations.put(
+        r.getNodeId().getHost(),
+        "memory_mb="
+            + r.getResource().getMemorySize()
+            + " vcores="
+            + r.getResource().getVirtualCores()
+            + " http_port="
+            + r.getHttpPort()
+            + " labels="
+            + r.getNodeLabels());
   }
 
   private synchronized void recordHeartbeat(NodeHeartbeatRequest r) {
@@ -99,7 +108,9 @@ final class RecordingServices {
       keepAliveNonEmpty++;
     }
     NodeHealthStatus health = ns.getNodeHealthStatus();
-    if (health == null || !health.getIsNodeHealthy() || !"".equals(health.getHealthReport())
+    if (health == null
+        || !health.getIsNodeHealthy()
+        || !"".equals(health.getHealthReport())
         || health.getLastHealthReportTime() != 0) {
       unhealthy++;
     }
@@ -131,10 +142,19 @@ final class RecordingServices {
     }
     for (ResourceRequest ask : r.getAskList()) {
       String name = ask.getResourceName();
-      String locality = ResourceRequest.ANY.equals(name) ? "any" : name.startsWith("/") ? "rack" : "host";
-      String key = "priority=" + ask.getPriority().getPriority() + " locality=" + locality + " memory_mb="
-          + ask.getCapability().getMemorySize() + " vcores=" + ask.getCapability().getVirtualCores()
-          + " relax=" + ask.getRelaxLocality();
+      String locality =
+          ResourceRequest.ANY.equals(name) ? "any" : name.startsWith("/") ? "rack" : "host";
+      String key =
+          "priority="
+              + ask.getPriority().getPriority()
+              + " locality="
+              + locality
+              + " memory_mb="
+              + ask.getCapability().getMemorySize()
+              + " vcores="
+              + ask.getCapability().getVirtualCores()
+              + " relax="
+              + ask.getRelaxLocality();
       String askId = attempt + " " + ask.getPriority().getPriority() + " " + name;
       if (ask.getNumContainers() > 0 && askSeen.putIfAbsent(askId, true) == null) {
         firstAsks.merge(key, (long) ask.getNumContainers(), Long::sum);
@@ -145,8 +165,13 @@ final class RecordingServices {
 
   private synchronized void recordAllocated(AllocateResponse response) {
     for (Container c : response.getAllocatedContainers()) {
-      allocatedBySize.merge("memory_mb=" + c.getResource().getMemorySize() + " vcores="
-          + c.getResource().getVirtualCores(), 1L, Long::sum);
+      allocatedBySize.merge(
+          "memory_mb="
+              + c.getResource().getMemorySize()
+              + " vcores="
+              + c.getResource().getVirtualCores(),
+          1L,
+          Long::sum);
     }
   }
 
@@ -167,8 +192,10 @@ final class RecordingServices {
         neverRunning++;
       }
       if (e.getKey().getContainerId() == 1) {
-        // An attempt's first container is its AM's. SLS reports an AM container COMPLETE twice (once when
-        // the AM finishes, once when the launcher cleans it up); the last one may come after the run stops.
+        // An attempt's first container is its AM's. SLS reports an AM container COMPLETE twice
+        // (once when
+        // the AM finishes, once when the launcher cleans it up); the last one may come after the
+        // run stops.
         amContainers++;
         amCompletionsMax = Math.max(amCompletionsMax, ends);
         continue;
@@ -213,7 +240,9 @@ final class RecordingServices {
     if (value instanceof Map) {
       StringBuilder b = new StringBuilder("{");
       for (Map.Entry<?, ?> e : ((Map<?, ?>) value).entrySet()) {
-        b.append(b.length() > 1 ? "," : "").append(SlsDriver.quote(String.valueOf(e.getKey()))).append(':')
+        b.append(b.length() > 1 ? "," : "")
+            .append(SlsDriver.quote(String.valueOf(e.getKey())))
+            .append(':')
             .append(json(e.getValue()));
       }
       return b.append('}').toString();
@@ -238,7 +267,8 @@ final class RecordingServices {
     }
 
     @Override
-    public NodeHeartbeatResponse nodeHeartbeat(NodeHeartbeatRequest request) throws YarnException, IOException {
+    public NodeHeartbeatResponse nodeHeartbeat(NodeHeartbeatRequest request)
+        throws YarnException, IOException {
       recordHeartbeat(request);
       return delegate.nodeHeartbeat(request);
     }
@@ -260,8 +290,8 @@ final class RecordingServices {
     }
 
     @Override
-    public RegisterApplicationMasterResponse registerApplicationMaster(RegisterApplicationMasterRequest request)
-        throws YarnException, IOException {
+    public RegisterApplicationMasterResponse registerApplicationMaster(
+        RegisterApplicationMasterRequest request) throws YarnException, IOException {
       synchronized (RecordingServices.this) {
         amRegistrations++;
       }
@@ -277,8 +307,8 @@ final class RecordingServices {
     }
 
     @Override
-    public FinishApplicationMasterResponse finishApplicationMaster(FinishApplicationMasterRequest request)
-        throws YarnException, IOException {
+    public FinishApplicationMasterResponse finishApplicationMaster(
+        FinishApplicationMasterRequest request) throws YarnException, IOException {
       synchronized (RecordingServices.this) {
         amFinishes++;
       }

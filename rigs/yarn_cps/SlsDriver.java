@@ -28,27 +28,29 @@ import org.apache.hadoop.yarn.server.resourcemanager.scheduler.QueueMetrics;
 import org.apache.hadoop.yarn.sls.SLSRunner;
 
 /**
- * Runs the Scheduler Load Simulator in this JVM and samples the ResourceManager's own root-queue counters
- * every second, printing one JSON line per sample on stdout.
+ * Runs the Scheduler Load Simulator in this JVM and samples the ResourceManager's own root-queue
+ * counters every second, printing one JSON line per sample on stdout.
  *
- * <p>Why in-process: the root {@code QueueMetrics} counters {@code AggregateContainersAllocated} and
- * {@code AggregateContainersReleased} are what the scheduler increments on every commit; over JMX they lag up
- * to 10 s. Why not {@code SLSRunner.main}: in 3.4.2 it builds a Configuration that loads none of the site
- * files (the RM dies with an NPE in RMRunner.startRM); constructing the runner ourselves and running it
- * through ToolRunner works on 3.4.2 and 3.3.5 alike. The configuration files (yarn-site.xml, sls-runner.xml,
- * the scheduler's file, log4j.properties) come from the first classpath entry, a folder the rig writes.
+ * <p>Why in-process: the root {@code QueueMetrics} counters {@code AggregateContainersAllocated}
+ * and {@code AggregateContainersReleased} are what the scheduler increments on every commit; over
+ * JMX they lag up to 10 s. Why not {@code SLSRunner.main}: in 3.4.2 it builds a Configuration that
+ * loads none of the site files (the RM dies with an NPE in RMRunner.startRM); constructing the
+ * runner ourselves and running it through ToolRunner works on 3.4.2 and 3.3.5 alike. The
+ * configuration files (yarn-site.xml, sls-runner.xml, the scheduler's file, log4j.properties) come
+ * from the first classpath entry, a folder the rig writes.
  *
- * <p>With SLS metrics off the simulator never exits by itself, so the driver stops the JVM once every
- * expected application has completed and nothing is pending or running.
+ * <p>With SLS metrics off the simulator never exits by itself, so the driver stops the JVM once
+ * every expected application has completed and nothing is pending or running.
  *
- * <p>Why {@code --static-hosts}: every container the RM hands out gets a token whose service address is
- * resolved by name ({@code NetUtils.createSocketAddrForHost}), first as the exact name with a trailing dot.
- * The JDK's hosts-file resolver scans the whole file on every cache miss, so at 20,000 simulated hosts the
- * first allocation on each host costs a 20,000-line scan: allocations stalled in bursts for ~100 s (seen in
- * thread dumps). Hadoop's own static resolution table answers those lookups with no scan.
+ * <p>Why {@code --static-hosts}: every container the RM hands out gets a token whose service
+ * address is resolved by name ({@code NetUtils.createSocketAddrForHost}), first as the exact name
+ * with a trailing dot. The JDK's hosts-file resolver scans the whole file on every cache miss, so
+ * at 20,000 simulated hosts the first allocation on each host costs a 20,000-line scan: allocations
+ * stalled in bursts for ~100 s (seen in thread dumps). Hadoop's own static resolution table answers
+ * those lookups with no scan.
  *
- * <p>{@code --simulator lean} runs the same SLS runners but drives the NodeManagers with
- * {@link LeanSimulation} (the rig's lean path); {@code --record FILE} writes what the simulators asked of
+ * <p>{@code --simulator lean} runs the same SLS runners but drives the NodeManagers with {@link
+ * LeanSimulation} (the rig's lean path); {@code --record FILE} writes what the simulators asked of
  * the RM ({@link RecordingServices}) when the run ends, for the equivalence test.
  *
  * <p>Usage: SlsDriver --trace-type SYNTH|SLS|RUMEN --trace FILE [--nodes FILE] --output DIR
@@ -56,16 +58,20 @@ import org.apache.hadoop.yarn.sls.SLSRunner;
  * [--simulator stock|lean] [--heartbeat-threads N] [--record FILE]
  */
 public final class SlsDriver {
-  private static final PrintStream OUT = new PrintStream(
-      new java.io.FileOutputStream(java.io.FileDescriptor.out), true, StandardCharsets.UTF_8);
+  private static final PrintStream OUT =
+      new PrintStream(
+          new java.io.FileOutputStream(java.io.FileDescriptor.out), true, StandardCharsets.UTF_8);
 
   private final long t0 = System.nanoTime();
-  // Wall-clock time of t = 0, to line the series up with files the simulator timestamps (realtimetrack.json).
+  // Wall-clock time of t = 0, to line the series up with files the simulator timestamps
+  // (realtimetrack.json).
   private final long t0EpochMs = System.currentTimeMillis();
   private final int expectedApps;
-  // --stop-after-allocated N: stop once N containers were allocated and nothing is pending for two samples
+  // --stop-after-allocated N: stop once N containers were allocated and nothing is pending for two
+  // samples
   // in a row. The CPS window ends with the last second of demand, so the drain after it (containers
-  // finishing, AMs unregistering: ~6 s a run) measures nothing; short matrices skip it. -1: wait for the apps.
+  // finishing, AMs unregistering: ~6 s a run) measures nothing; short matrices skip it. -1: wait
+  // for the apps.
   private long stopAfterAllocated = -1;
   private int drainedSamples = 0;
   private final Map<String, Pattern> threadGroups;
@@ -77,14 +83,18 @@ public final class SlsDriver {
   private int heartbeatThreads = 2;
   private String recordFile;
   private volatile Simulation simulation;
-  // The RM's own once-a-second gauges of its two event queues (Hadoop 3.4: ClusterMetrics; absent in 3.3.5):
-  // an empty scheduler queue means the scheduler waited for work, a growing one that it was the limit.
-  private static final java.lang.reflect.Method SCHEDULER_QUEUE = clusterGauge("getSchedulerEventQueueSize");
+  // The RM's own once-a-second gauges of its two event queues (Hadoop 3.4: ClusterMetrics; absent
+  // in 3.3.5):
+  // an empty scheduler queue means the scheduler waited for work, a growing one that it was the
+  // limit.
+  private static final java.lang.reflect.Method SCHEDULER_QUEUE =
+      clusterGauge("getSchedulerEventQueueSize");
   private static final java.lang.reflect.Method RM_QUEUE = clusterGauge("getRmEventQueueSize");
 
   /**
-   * SLSRunner.start() taken step by step (the lean path, or the stock one with the recorder): implemented by
-   * LeanSimulation, compiled only against Hadoop 3.4.2's SLS (3.3.5 has no NMRunner/AMRunner to drive).
+   * SLSRunner.start() taken step by step (the lean path, or the stock one with the recorder):
+   * implemented by LeanSimulation, compiled only against Hadoop 3.4.2's SLS (3.3.5 has no
+   * NMRunner/AMRunner to drive).
    */
   interface Simulation {
     void start(boolean lean) throws Exception;
@@ -120,26 +130,50 @@ public final class SlsDriver {
         usage("missing value for " + args[i]);
       }
       switch (args[i]) {
-        case "--trace-type": traceType = value; break;
-        case "--trace": trace = value; break;
-        case "--nodes": nodes = value; break;
-        case "--output": output = value; break;
-        case "--static-hosts": staticHosts = value; break;
-        case "--expected-apps": expectedApps = Integer.parseInt(value); break;
-        case "--stop-after-allocated": stopAfterAllocated = Long.parseLong(value); break;
-        case "--interval-ms": intervalMs = Long.parseLong(value); break;
-        case "--simulator": simulator = value; break;
-        case "--heartbeat-threads": heartbeatThreads = Integer.parseInt(value); break;
-        case "--record": record = value; break;
-        case "--thread-group": {
-          int eq = value.indexOf('=');
-          if (eq <= 0) {
-            usage("--thread-group needs NAME=REGEX, not " + value);
-          }
-          groups.put(value.substring(0, eq), Pattern.compile(value.substring(eq + 1)));
+        case "--trace-type":
+          traceType = value;
           break;
-        }
-        default: usage("unknown argument: " + args[i]);
+        case "--trace":
+          trace = value;
+          break;
+        case "--nodes":
+          nodes = value;
+          break;
+        case "--output":
+          output = value;
+          break;
+        case "--static-hosts":
+          staticHosts = value;
+          break;
+        case "--expected-apps":
+          expectedApps = Integer.parseInt(value);
+          break;
+        case "--stop-after-allocated":
+          stopAfterAllocated = Long.parseLong(value);
+          break;
+        case "--interval-ms":
+          intervalMs = Long.parseLong(value);
+          break;
+        case "--simulator":
+          simulator = value;
+          break;
+        case "--heartbeat-threads":
+          heartbeatThreads = Integer.parseInt(value);
+          break;
+        case "--record":
+          record = value;
+          break;
+        case "--thread-group":
+          {
+            int eq = value.indexOf('=');
+            if (eq <= 0) {
+              usage("--thread-group needs NAME=REGEX, not " + value);
+            }
+            groups.put(value.substring(0, eq), Pattern.compile(value.substring(eq + 1)));
+            break;
+          }
+        default:
+          usage("unknown argument: " + args[i]);
       }
       i++;
     }
@@ -163,7 +197,9 @@ public final class SlsDriver {
     driver.run(traceType, trace, nodes, output, intervalMs);
   }
 
-  /** Registers every name of a hosts file ("ADDRESS NAME..." lines, # comments) with Hadoop's table. */
+  /**
+   * Registers every name of a hosts file ("ADDRESS NAME..." lines, # comments) with Hadoop's table.
+   */
   private static void addStaticResolutions(Path hostsFile) throws IOException {
     for (String line : Files.readAllLines(hostsFile, StandardCharsets.UTF_8)) {
       int hash = line.indexOf('#');
@@ -184,33 +220,54 @@ public final class SlsDriver {
 
   private static void usage(String problem) {
     System.err.println("SlsDriver: " + problem);
-    System.err.println("usage: SlsDriver --trace-type SYNTH|SLS|RUMEN --trace FILE [--nodes FILE] --output DIR"
-        + " --expected-apps N [--interval-ms MS] [--static-hosts HOSTS_FILE] [--thread-group NAME=REGEX]..."
-        + " [--stop-after-allocated N] [--simulator stock|lean] [--heartbeat-threads N] [--record FILE]");
+    System.err.println(
+        "usage: SlsDriver --trace-type SYNTH|SLS|RUMEN --trace FILE [--nodes FILE] --output DIR"
+            + " --expected-apps N [--interval-ms MS] [--static-hosts HOSTS_FILE] [--thread-group"
+            + " NAME=REGEX]... [--stop-after-allocated N] [--simulator stock|lean]"
+            + " [--heartbeat-threads N] [--record FILE]");
     System.exit(2);
   }
 
   private void run(String traceType, String trace, String nodes, String output, long intervalMs)
       throws Exception {
-    emit("{\"event\":\"start\",\"hadoop\":" + quote(VersionInfo.getVersion()) + ",\"java\":"
-        + quote(System.getProperty("java.vm.version")) + ",\"expected_apps\":" + expectedApps
-        + ",\"epoch_ms\":" + t0EpochMs + ",\"simulator\":" + quote(simulator) + "}");
-    ScheduledExecutorService sampler = Executors.newSingleThreadScheduledExecutor(r -> {
-      Thread t = new Thread(r, "tunelab-sampler");
-      t.setDaemon(true);
-      return t;
-    });
+    emit(
+        "{\"event\":\"start\",\"hadoop\":"
+            + quote(VersionInfo.getVersion())
+            + ",\"java\":"
+            + quote(System.getProperty("java.vm.version"))
+            + ",\"expected_apps\":"
+            + expectedApps
+            + ",\"epoch_ms\":"
+            + t0EpochMs
+            + ",\"simulator\":"
+            + quote(simulator)
+            + "}");
+    ScheduledExecutorService sampler =
+        Executors.newSingleThreadScheduledExecutor(
+            r -> {
+              Thread t = new Thread(r, "tunelab-sampler");
+              t.setDaemon(true);
+              return t;
+            });
     sampler.scheduleAtFixedRate(this::sampleSafely, 0, intervalMs, TimeUnit.MILLISECONDS);
     // With SLS metrics on, the simulator calls System.exit itself: keep the last second.
-    Runtime.getRuntime().addShutdownHook(new Thread(() -> {
-      if (finished.getCount() > 0) {
-        sampleSafely();
-        emit("{\"event\":\"exit\",\"t\":" + seconds() + ",\"reason\":\"the simulator exited\"}");
-      }
-    }, "tunelab-exit-sample"));
+    Runtime.getRuntime()
+        .addShutdownHook(
+            new Thread(
+                () -> {
+                  if (finished.getCount() > 0) {
+                    sampleSafely();
+                    emit(
+                        "{\"event\":\"exit\",\"t\":"
+                            + seconds()
+                            + ",\"reason\":\"the simulator exited\"}");
+                  }
+                },
+                "tunelab-exit-sample"));
 
-    List<String> slsArgs = new ArrayList<>(List.of("-tracetype", traceType, "-tracelocation", trace,
-        "-output", output));
+    List<String> slsArgs =
+        new ArrayList<>(
+            List.of("-tracetype", traceType, "-tracelocation", trace, "-output", output));
     if (nodes != null) {
       slsArgs.add("-nodes");
       slsArgs.add(nodes);
@@ -225,21 +282,43 @@ public final class SlsDriver {
         try {
           type = Class.forName("tunelab.rigs.yarn_cps.LeanSimulation");
         } catch (ClassNotFoundException e) {
-          throw new IllegalArgumentException("--simulator lean and --record need Hadoop 3.4.2's SLS; this "
-              + "driver was built for Hadoop " + VersionInfo.getVersion());
+          throw new IllegalArgumentException(
+              "--simulator lean and --record need Hadoop 3.4.2's SLS; this "
+                  + "driver was built for Hadoop "
+                  + VersionInfo.getVersion());
         }
         Files.createDirectories(Paths.get(output));
-        Simulation s = (Simulation) type.getDeclaredConstructor(Configuration.class, String.class, String.class,
-            String.class, String.class, int.class, boolean.class)
-            .newInstance(conf, traceType, trace, nodes == null ? "" : nodes, output, heartbeatThreads,
-                recordFile != null);
+        Simulation s =
+            (Simulation)
+                type.getDeclaredConstructor(
+                        Configuration.class,
+                        String.class,
+                        String.class,
+                        String.class,
+                        String.class,
+                        int.class,
+                        boolean.class)
+                    .newInstance(
+                        conf,
+                        traceType,
+                        trace,
+                        nodes == null ? "" : nodes,
+                        output,
+                        heartbeatThreads,
+                        recordFile != null);
         s.start(simulator.equals("lean"));
         simulation = s;
       }
     } catch (Throwable t) {
-      // The RM's threads would keep the JVM alive with nothing to simulate: fail now, with the cause.
+      // The RM's threads would keep the JVM alive with nothing to simulate: fail now, with the
+      // cause.
       t.printStackTrace();
-      emit("{\"event\":\"simulator_failed\",\"t\":" + seconds() + ",\"error\":" + quote(t.toString()) + "}");
+      emit(
+          "{\"event\":\"simulator_failed\",\"t\":"
+              + seconds()
+              + ",\"error\":"
+              + quote(t.toString())
+              + "}");
       OUT.flush();
       Runtime.getRuntime().halt(1);
       return;
@@ -259,7 +338,13 @@ public final class SlsDriver {
       }
       leanStats = simulation.doneFields();
     }
-    emit("{\"event\":\"done\",\"t\":" + seconds() + ",\"reason\":" + quote(finishReason) + leanStats + "}");
+    emit(
+        "{\"event\":\"done\",\"t\":"
+            + seconds()
+            + ",\"reason\":"
+            + quote(finishReason)
+            + leanStats
+            + "}");
     OUT.flush();
     // Skip the RM's and the simulator's shutdown: it measures nothing.
     Runtime.getRuntime().halt(0);
@@ -273,7 +358,12 @@ public final class SlsDriver {
     try {
       sample();
     } catch (Throwable t) { // a sampler that dies silently would end the series without saying why
-      emit("{\"event\":\"sampler_error\",\"t\":" + seconds() + ",\"error\":" + quote(t.toString()) + "}");
+      emit(
+          "{\"event\":\"sampler_error\",\"t\":"
+              + seconds()
+              + ",\"error\":"
+              + quote(t.toString())
+              + "}");
     }
   }
 
@@ -281,8 +371,10 @@ public final class SlsDriver {
     StringBuilder line = new StringBuilder(512);
     line.append("{\"event\":\"sample\",\"t\":").append(seconds());
     QueueMetrics root = QueueMetrics.getQueueMetrics().get("root");
-    // Each counter is read once: the line and the end-of-run check below must see the same values (the RM
-    // moves them on while this runs; a check on fresher values ended a run whose last line missed an app).
+    // Each counter is read once: the line and the end-of-run check below must see the same values
+    // (the RM
+    // moves them on while this runs; a check on fresher values ended a run whose last line missed
+    // an app).
     long allocatedTotal = 0;
     long pending = 0;
     long running = 0;
@@ -297,22 +389,34 @@ public final class SlsDriver {
       appsFailed = root.getAppsFailed();
       appsKilled = root.getAppsKilled();
       ended = appsCompleted + appsFailed + appsKilled;
-      line.append(",\"allocated\":").append(allocatedTotal)
-          .append(",\"released\":").append(root.getAggegatedReleasedContainers())
-          .append(",\"running_containers\":").append(running)
-          .append(",\"pending_containers\":").append(pending)
-          .append(",\"apps_submitted\":").append(root.getAppsSubmitted())
-          .append(",\"apps_running\":").append(root.getAppsRunning())
-          .append(",\"apps_pending\":").append(root.getAppsPending())
-          .append(",\"apps_completed\":").append(appsCompleted)
-          .append(",\"apps_failed\":").append(appsFailed)
-          .append(",\"apps_killed\":").append(appsKilled);
+      line.append(",\"allocated\":")
+          .append(allocatedTotal)
+          .append(",\"released\":")
+          .append(root.getAggegatedReleasedContainers())
+          .append(",\"running_containers\":")
+          .append(running)
+          .append(",\"pending_containers\":")
+          .append(pending)
+          .append(",\"apps_submitted\":")
+          .append(root.getAppsSubmitted())
+          .append(",\"apps_running\":")
+          .append(root.getAppsRunning())
+          .append(",\"apps_pending\":")
+          .append(root.getAppsPending())
+          .append(",\"apps_completed\":")
+          .append(appsCompleted)
+          .append(",\"apps_failed\":")
+          .append(appsFailed)
+          .append(",\"apps_killed\":")
+          .append(appsKilled);
     }
     if (SCHEDULER_QUEUE != null && root != null) {
       try {
         Object metrics = org.apache.hadoop.yarn.server.resourcemanager.ClusterMetrics.getMetrics();
-        line.append(",\"scheduler_event_queue\":").append(SCHEDULER_QUEUE.invoke(metrics))
-            .append(",\"rm_event_queue\":").append(RM_QUEUE.invoke(metrics));
+        line.append(",\"scheduler_event_queue\":")
+            .append(SCHEDULER_QUEUE.invoke(metrics))
+            .append(",\"rm_event_queue\":")
+            .append(RM_QUEUE.invoke(metrics));
       } catch (ReflectiveOperationException e) {
         // a gauge that cannot be read is left out of the line
       }
@@ -324,14 +428,21 @@ public final class SlsDriver {
       gcCount += Math.max(0, gc.getCollectionCount());
       gcTimeMs += Math.max(0, gc.getCollectionTime());
     }
-    line.append(",\"heap_used_bytes\":").append(heap.getUsed())
-        .append(",\"heap_committed_bytes\":").append(heap.getCommitted())
-        .append(",\"gc_count\":").append(gcCount)
-        .append(",\"gc_time_ms\":").append(gcTimeMs)
-        .append(",\"process_cpu_ns\":").append(os.getProcessCpuTime());
+    line.append(",\"heap_used_bytes\":")
+        .append(heap.getUsed())
+        .append(",\"heap_committed_bytes\":")
+        .append(heap.getCommitted())
+        .append(",\"gc_count\":")
+        .append(gcCount)
+        .append(",\"gc_time_ms\":")
+        .append(gcTimeMs)
+        .append(",\"process_cpu_ns\":")
+        .append(os.getProcessCpuTime());
     Map<String, Long> status = readStatusKb();
-    line.append(",\"rss_kb\":").append(status.getOrDefault("VmRSS", -1L))
-        .append(",\"peak_rss_kb\":").append(status.getOrDefault("VmHWM", -1L));
+    line.append(",\"rss_kb\":")
+        .append(status.getOrDefault("VmRSS", -1L))
+        .append(",\"peak_rss_kb\":")
+        .append(status.getOrDefault("VmHWM", -1L));
     line.append(",\"thread_cpu_ns\":{");
     boolean first = true;
     for (Map.Entry<String, Long> e : threadCpuByGroup().entrySet()) {
@@ -342,18 +453,33 @@ public final class SlsDriver {
     emit(line.toString());
     if (root != null && ended >= expectedApps && pending == 0 && running == 0) {
       // A simulated AM can fail (its container "exits" before it unregisters); it still ended.
-      finishReason = "all " + expectedApps + " applications ended (" + appsFailed + " failed, "
-          + appsKilled + " killed)";
+      finishReason =
+          "all "
+              + expectedApps
+              + " applications ended ("
+              + appsFailed
+              + " failed, "
+              + appsKilled
+              + " killed)";
       finished.countDown();
-    } else if (root != null && stopAfterAllocated > 0 && allocatedTotal >= stopAfterAllocated && pending == 0
+    } else if (root != null
+        && stopAfterAllocated > 0
+        && allocatedTotal >= stopAfterAllocated
+        && pending == 0
         && ++drainedSamples >= 2) {
-      finishReason = "all " + stopAfterAllocated + " containers allocated and nothing pending (the drain is not"
-          + " measured; --stop-after-allocated)";
+      finishReason =
+          "all "
+              + stopAfterAllocated
+              + " containers allocated and nothing pending (the drain is not"
+              + " measured; --stop-after-allocated)";
       finished.countDown();
     }
   }
 
-  /** Run time (ns, from schedstat) of this process' live threads, summed per group; unmatched: "other". */
+  /**
+   * Run time (ns, from schedstat) of this process' live threads, summed per group; unmatched:
+   * "other".
+   */
   private Map<String, Long> threadCpuByGroup() throws IOException {
     Map<String, Long> sums = new LinkedHashMap<>();
     for (String g : threadGroups.keySet()) {
@@ -366,8 +492,10 @@ public final class SlsDriver {
         long ns;
         try {
           // Linux keeps 15 characters of a thread's name; the group patterns match that prefix.
-          comm = new String(Files.readAllBytes(task.resolve("comm")), StandardCharsets.UTF_8).trim();
-          String schedstat = new String(Files.readAllBytes(task.resolve("schedstat")), StandardCharsets.UTF_8);
+          comm =
+              new String(Files.readAllBytes(task.resolve("comm")), StandardCharsets.UTF_8).trim();
+          String schedstat =
+              new String(Files.readAllBytes(task.resolve("schedstat")), StandardCharsets.UTF_8);
           ns = Long.parseLong(schedstat.trim().split("\\s+")[0]);
         } catch (IOException | NumberFormatException e) {
           continue; // the thread exited between listing and reading

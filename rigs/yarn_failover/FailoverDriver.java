@@ -43,8 +43,8 @@ import org.apache.hadoop.yarn.server.resourcemanager.ClusterMetrics;
 import org.apache.hadoop.yarn.server.resourcemanager.RMContext;
 import org.apache.hadoop.yarn.server.resourcemanager.ResourceManager;
 import org.apache.hadoop.yarn.server.resourcemanager.amlauncher.AMLauncherEvent;
-import org.apache.hadoop.yarn.server.resourcemanager.recovery.RMStateStore.RMState;
 import org.apache.hadoop.yarn.server.resourcemanager.amlauncher.ApplicationMasterLauncher;
+import org.apache.hadoop.yarn.server.resourcemanager.recovery.RMStateStore.RMState;
 import org.apache.hadoop.yarn.server.resourcemanager.rmapp.RMApp;
 import org.apache.hadoop.yarn.server.resourcemanager.rmapp.RMAppState;
 import org.apache.hadoop.yarn.server.resourcemanager.rmapp.attempt.RMAppAttempt;
@@ -55,18 +55,19 @@ import org.apache.hadoop.yarn.server.resourcemanager.rmapp.attempt.RMAppAttemptI
 /**
  * The ResourceManager failover rig's driver: one JVM per ResourceManager, run twice per cell.
  *
- * <p>{@code --mode populate} starts an RM with recovery on and the cell's state store, registers the
- * simulated NodeManagers, submits N applications through the RM's client service, fails the first M-1
- * attempts of each (its AM container reported exited), lets the last attempt's AM register and get K
- * containers, keeps the nodes heartbeating for the steady period, then stops every simulated caller, writes
- * what lives outside the RM (the nodes and their running containers, each application's attempt: what real
- * NodeManagers and AMs keep across an RM restart) to the handoff file and prints {@link #KILL_LINE}: the
- * runner kills this JVM with SIGKILL there.
+ * <p>{@code --mode populate} starts an RM with recovery on and the cell's state store, registers
+ * the simulated NodeManagers, submits N applications through the RM's client service, fails the
+ * first M-1 attempts of each (its AM container reported exited), lets the last attempt's AM
+ * register and get K containers, keeps the nodes heartbeating for the steady period, then stops
+ * every simulated caller, writes what lives outside the RM (the nodes and their running containers,
+ * each application's attempt: what real NodeManagers and AMs keep across an RM restart) to the
+ * handoff file and prints {@link #KILL_LINE}: the runner kills this JVM with SIGKILL there.
  *
- * <p>{@code --mode recover} starts a new RM on the same store and measures how long until it is active
- * (the store's load, then the RM's recovery of applications and attempts) and every node has re-registered
- * with its containers and every application is RUNNING again (its AM re-registered). Times are from this
- * JVM's start, so the new process's start-up counts, as it does in a real failover.
+ * <p>{@code --mode recover} starts a new RM on the same store and measures how long until it is
+ * active (the store's load, then the RM's recovery of applications and attempts) and every node has
+ * re-registered with its containers and every application is RUNNING again (its AM re-registered).
+ * Times are from this JVM's start, so the new process's start-up counts, as it does in a real
+ * failover.
  *
  * <p>Stdout: one JSON record per line; everything else goes to stderr (the RM's log).
  */
@@ -126,8 +127,16 @@ public final class FailoverDriver {
     FailoverDriver driver = new FailoverDriver(opts);
     Configuration conf = driver.configuration(confs);
     String mode = driver.need("mode");
-    record("start", "mode", mode, "hadoop", VersionInfo.getVersion(), "epoch_ms", driver.nowEpochMs,
-        "jvm_start_epoch_ms", driver.jvmStartEpochMs);
+    record(
+        "start",
+        "mode",
+        mode,
+        "hadoop",
+        VersionInfo.getVersion(),
+        "epoch_ms",
+        driver.nowEpochMs,
+        "jvm_start_epoch_ms",
+        driver.jvmStartEpochMs);
     int code = 1;
     try {
       if (mode.equals("populate")) {
@@ -174,7 +183,8 @@ public final class FailoverDriver {
       case "filesystem":
         conf.set(YarnConfiguration.RM_STORE, TimedStores.FileSystem.class.getName());
         conf.set(YarnConfiguration.FS_RM_STATE_STORE_URI, new File(dir).toURI().toString());
-        // chmod in this process, not a process per file written (NioLocalFileSystem says why); uncached, so
+        // chmod in this process, not a process per file written (NioLocalFileSystem says why);
+        // uncached, so
         // the store gets this class even if another part of the RM opened file:// first.
         conf.set("fs.file.impl", NioLocalFileSystem.class.getName());
         conf.setBoolean("fs.file.impl.disable.cache", true);
@@ -182,32 +192,44 @@ public final class FailoverDriver {
       default:
         throw new IllegalArgumentException("--store zookeeper|leveldb|filesystem, got " + store);
     }
-    for (String key : Arrays.asList(YarnConfiguration.RM_ADDRESS, YarnConfiguration.RM_SCHEDULER_ADDRESS,
-        YarnConfiguration.RM_RESOURCE_TRACKER_ADDRESS, YarnConfiguration.RM_ADMIN_ADDRESS,
-        YarnConfiguration.RM_WEBAPP_ADDRESS)) {
+    for (String key :
+        Arrays.asList(
+            YarnConfiguration.RM_ADDRESS,
+            YarnConfiguration.RM_SCHEDULER_ADDRESS,
+            YarnConfiguration.RM_RESOURCE_TRACKER_ADDRESS,
+            YarnConfiguration.RM_ADMIN_ADDRESS,
+            YarnConfiguration.RM_WEBAPP_ADDRESS)) {
       conf.set(key, "127.0.0.1:0");
     }
-    // The simulated nodes' names resolve nowhere: token services by name, not by address. SecurityUtil
+    // The simulated nodes' names resolve nowhere: token services by name, not by address.
+    // SecurityUtil
     // reads the setting once, from the default configuration, so it is set there too.
     conf.setBoolean("hadoop.security.token.service.use_ip", false);
     SecurityUtil.setConfiguration(conf);
     conf.setInt(YarnConfiguration.RM_AM_MAX_ATTEMPTS, Math.max(2, attempts));
     conf.setInt(YarnConfiguration.GLOBAL_RM_AM_MAX_ATTEMPTS, Math.max(2, attempts));
     conf.setInt(YarnConfiguration.RM_SCHEDULER_MINIMUM_ALLOCATION_MB, Math.min(containerMb, 1024));
-    // Every application runs at once: the AM share, the application count and the off-switch assignments per
+    // Every application runs at once: the AM share, the application count and the off-switch
+    // assignments per
     // heartbeat are not what this rig measures (the YARN CPS rig does).
     conf.set("yarn.scheduler.capacity.root.queues", "default");
     conf.set("yarn.scheduler.capacity.root.default.capacity", "100");
     conf.set("yarn.scheduler.capacity.root.default.user-limit-factor", "1000");
     conf.set("yarn.scheduler.capacity.maximum-am-resource-percent", "1.0");
-    conf.set("yarn.scheduler.capacity.maximum-applications", String.valueOf(Math.max(10000, apps * 2)));
+    conf.set(
+        "yarn.scheduler.capacity.maximum-applications", String.valueOf(Math.max(10000, apps * 2)));
     conf.set("yarn.scheduler.capacity.per-node-heartbeat.maximum-offswitch-assignments", "1000");
     if (need("mode").equals("populate")) {
-      // The first RM is not under test; only its store is. With the default FIFO ordering every container
-      // assignment walks past every satisfied application first (O(N) per container; with the file-system
-      // store's chmod processes, 5,000 applications had 7 % of their second attempts after 4.5 minutes);
-      // fair ordering puts the applications still asking first (10,000 now populate in 1.5-4 minutes, the
-      // store's writes included). The RM under test keeps the default: ordering is configuration, not state.
+      // The first RM is not under test; only its store is. With the default FIFO ordering every
+      // container
+      // assignment walks past every satisfied application first (O(N) per container; with the
+      // file-system
+      // store's chmod processes, 5,000 applications had 7 % of their second attempts after 4.5
+      // minutes);
+      // fair ordering puts the applications still asking first (10,000 now populate in 1.5-4
+      // minutes, the
+      // store's writes included). The RM under test keeps the default: ordering is configuration,
+      // not state.
       conf.set("yarn.scheduler.capacity.root.default.ordering-policy", "fair");
     }
     for (String kv : confs) {
@@ -220,8 +242,11 @@ public final class FailoverDriver {
     return conf;
   }
 
-  /** The RM with an AM launcher that starts no process: the simulated node runs the AM container. */
+  /**
+   * The RM with an AM launcher that starts no process: the simulated node runs the AM container.
+   */
   private volatile long recoverStartNanos = -1;
+
   private volatile long recoverEndNanos = -1;
 
   private final class DriverRM extends ResourceManager {
@@ -239,7 +264,8 @@ public final class FailoverDriver {
     }
   }
 
-  private final class SimAmLauncher extends ApplicationMasterLauncher implements EventHandler<AMLauncherEvent> {
+  private final class SimAmLauncher extends ApplicationMasterLauncher
+      implements EventHandler<AMLauncherEvent> {
     SimAmLauncher(RMContext context) {
       super(context);
     }
@@ -262,8 +288,11 @@ public final class FailoverDriver {
           Token<AMRMTokenIdentifier> token =
               context.getAMRMTokenSecretManager().createAndGetAMRMToken(attempt.getAppAttemptId());
           ((RMAppAttemptImpl) attempt).setAMRMToken(token);
-          context.getDispatcher().getEventHandler().handle(
-              new RMAppAttemptEvent(attempt.getAppAttemptId(), RMAppAttemptEventType.LAUNCHED));
+          context
+              .getDispatcher()
+              .getEventHandler()
+              .handle(
+                  new RMAppAttemptEvent(attempt.getAppAttemptId(), RMAppAttemptEventType.LAUNCHED));
           nodes.get(am.getNodeId()).start(am);
           launched.add(attempt);
           break;
@@ -285,33 +314,38 @@ public final class FailoverDriver {
   }
 
   private AMRMTokenIdentifier identifier(ApplicationAttemptId id) throws Exception {
-    RMAppAttempt attempt = rm.getRMContext().getRMApps().get(id.getApplicationId()).getRMAppAttempt(id);
+    RMAppAttempt attempt =
+        rm.getRMContext().getRMApps().get(id.getApplicationId()).getRMAppAttempt(id);
     Token<AMRMTokenIdentifier> token = attempt == null ? null : attempt.getAMRMToken();
     if (token != null) {
       return token.decodeIdentifier();
     }
-    int keyId = rm.getRMContext().getAMRMTokenSecretManager().getMasterKey().getMasterKey().getKeyId();
+    int keyId =
+        rm.getRMContext().getAMRMTokenSecretManager().getMasterKey().getMasterKey().getKeyId();
     return new AMRMTokenIdentifier(id, keyId);
   }
 
   /** Heartbeats every node once per interval until told to stop; a failure stops the driver. */
   private Thread heartbeats() {
-    Thread t = new Thread(() -> {
-      try {
-        while (!callersStop) {
-          long next = System.nanoTime() + nmHeartbeatMs * 1_000_000L;
-          for (SimNode node : nodes.values()) {
-            node.heartbeat();
-          }
-          long sleepMs = (next - System.nanoTime()) / 1_000_000L;
-          if (sleepMs > 0) {
-            Thread.sleep(sleepMs);
-          }
-        }
-      } catch (Throwable e) {
-        callerFailure = e;
-      }
-    }, "sim-node-heartbeats");
+    Thread t =
+        new Thread(
+            () -> {
+              try {
+                while (!callersStop) {
+                  long next = System.nanoTime() + nmHeartbeatMs * 1_000_000L;
+                  for (SimNode node : nodes.values()) {
+                    node.heartbeat();
+                  }
+                  long sleepMs = (next - System.nanoTime()) / 1_000_000L;
+                  if (sleepMs > 0) {
+                    Thread.sleep(sleepMs);
+                  }
+                }
+              } catch (Throwable e) {
+                callerFailure = e;
+              }
+            },
+            "sim-node-heartbeats");
     t.setDaemon(true);
     t.start();
     return t;
@@ -323,7 +357,8 @@ public final class FailoverDriver {
 
   private void checkCallers(String waitingFor, long deadlineMs) {
     if (callerFailure != null) {
-      throw new IllegalStateException("a simulated caller failed while " + waitingFor, callerFailure);
+      throw new IllegalStateException(
+          "a simulated caller failed while " + waitingFor, callerFailure);
     }
     if (elapsedMs() > deadlineMs) {
       throw new IllegalStateException("timed out after " + timeoutMs / 1000 + " s " + waitingFor);
@@ -336,7 +371,8 @@ public final class FailoverDriver {
     rm.start();
     for (int i = 0; i < nodeCount; i++) {
       SimNode node =
-          new SimNode(NodeId.newInstance(String.format("sim-node-%05d", i), 8041), nodeCapability(), rm);
+          new SimNode(
+              NodeId.newInstance(String.format("sim-node-%05d", i), 8041), nodeCapability(), rm);
       nodes.put(node.id, node);
       node.register(Collections.emptyList(), Collections.emptyList());
     }
@@ -347,21 +383,34 @@ public final class FailoverDriver {
     long t0 = System.nanoTime();
     for (int i = 0; i < apps; i++) {
       long s = System.nanoTime();
-      ApplicationId id = rm.getClientRMService().getNewApplication(GetNewApplicationRequest.newInstance())
-          .getApplicationId();
-      ApplicationSubmissionContext ctx = ApplicationSubmissionContext.newInstance(id, "failover-" + i, "default",
-          Priority.newInstance(0), ContainerLaunchContext.newInstance(null, null, null, null, null, null), false,
-          true, attempts, Resource.newInstance(containerMb, 1), "tunelab");
+      ApplicationId id =
+          rm.getClientRMService()
+              .getNewApplication(GetNewApplicationRequest.newInstance())
+              .getApplicationId();
+      ApplicationSubmissionContext ctx =
+          ApplicationSubmissionContext.newInstance(
+              id,
+              "failover-" + i,
+              "default",
+              Priority.newInstance(0),
+              ContainerLaunchContext.newInstance(null, null, null, null, null, null),
+              false,
+              true,
+              attempts,
+              Resource.newInstance(containerMb, 1),
+              "tunelab");
       rm.getClientRMService().submitApplication(SubmitApplicationRequest.newInstance(ctx));
       submitMs[i] = (System.nanoTime() - s) / 1000;
       ids.add(id);
     }
     record("submitted", "apps", apps, "seconds", (System.nanoTime() - t0) / 1e9);
-    // The AMs: fail the first M-1 attempts (their AM container exits 1), register the last and ask for K.
+    // The AMs: fail the first M-1 attempts (their AM container exits 1), register the last and ask
+    // for K.
     List<SimAm> asking = new ArrayList<>();
     AtomicInteger done = new AtomicInteger();
     while (done.get() < apps) {
-      checkCallers("populating (" + done.get() + " of " + apps + " applications with all their containers)",
+      checkCallers(
+          "populating (" + done.get() + " of " + apps + " applications with all their containers)",
           deadline);
       RMAppAttempt a;
       while ((a = launched.poll()) != null) {
@@ -391,15 +440,18 @@ public final class FailoverDriver {
     while (true) {
       checkCallers("waiting for the RM to see every container running", deadline);
       int allocated = rm.getResourceScheduler().getRootQueueMetrics().getAllocatedContainers();
-      boolean allRunning = ids.stream().allMatch(id -> rm.getRMContext().getRMApps().get(id).getState()
-          == RMAppState.RUNNING);
+      boolean allRunning =
+          ids.stream()
+              .allMatch(
+                  id -> rm.getRMContext().getRMApps().get(id).getState() == RMAppState.RUNNING);
       if (allocated == expected && allRunning) {
         reportedAfter = elapsedMs();
         break;
       }
       Thread.sleep(50);
     }
-    // Two heartbeats more so every node has reported its containers RUNNING, then the steady period.
+    // Two heartbeats more so every node has reported its containers RUNNING, then the steady
+    // period.
     long steadyMs = Long.parseLong(need("steady-s")) * 1000;
     Thread.sleep(2 * nmHeartbeatMs + steadyMs);
     checkCallers("in the steady period", Long.MAX_VALUE);
@@ -407,16 +459,36 @@ public final class FailoverDriver {
     beats.join();
     writeHandoff(ids);
     long[] writes = TimedStores.Timing.writes();
-    record("populated", "apps", apps, "attempts_per_app", attempts, "containers", expected, "nodes", nodeCount,
-        "all_running_after_ms", reportedAfter, "submit_call_us", longs(submitMs),
-        "store_write_ns", longs(writes), "heap_used_bytes", heapUsed(), "gc_ms", gcMs());
+    record(
+        "populated",
+        "apps",
+        apps,
+        "attempts_per_app",
+        attempts,
+        "containers",
+        expected,
+        "nodes",
+        nodeCount,
+        "all_running_after_ms",
+        reportedAfter,
+        "submit_call_us",
+        longs(submitMs),
+        "store_write_ns",
+        longs(writes),
+        "heap_used_bytes",
+        heapUsed(),
+        "gc_ms",
+        gcMs());
     System.out.println(KILL_LINE);
     System.out.flush();
     Thread.sleep(Long.MAX_VALUE); // the runner's SIGKILL ends this JVM
     return 0;
   }
 
-  /** What real NodeManagers and AMs keep across an RM restart: each node's containers, each app's attempt. */
+  /**
+   * What real NodeManagers and AMs keep across an RM restart: each node's containers, each app's
+   * attempt.
+   */
   private void writeHandoff(List<ApplicationId> ids) throws Exception {
     ObjectNode root = JSON.createObjectNode();
     ArrayNode nodeList = root.putArray("nodes");
@@ -428,8 +500,11 @@ public final class FailoverDriver {
       synchronized (node) {
         for (Container c : node.containers.values()) {
           ArrayNode entry = cs.addArray();
-          entry.add(c.getId().toString()).add(c.getResource().getMemorySize())
-              .add(c.getResource().getVirtualCores()).add(c.getPriority().getPriority())
+          entry
+              .add(c.getId().toString())
+              .add(c.getResource().getMemorySize())
+              .add(c.getResource().getVirtualCores())
+              .add(c.getPriority().getPriority())
               .add(c.getId().getApplicationAttemptId().getApplicationId().toString());
           total++;
         }
@@ -438,7 +513,13 @@ public final class FailoverDriver {
     root.put("containers", total);
     ArrayNode appList = root.putArray("apps");
     for (ApplicationId id : ids) {
-      appList.add(rm.getRMContext().getRMApps().get(id).getCurrentAppAttempt().getAppAttemptId().toString());
+      appList.add(
+          rm.getRMContext()
+              .getRMApps()
+              .get(id)
+              .getCurrentAppAttempt()
+              .getAppAttemptId()
+              .toString());
     }
     File target = new File(need("handoff"));
     File tmp = new File(target.getPath() + ".tmp");
@@ -454,10 +535,12 @@ public final class FailoverDriver {
     rm.start();
     long active = System.nanoTime();
     if (TimedStores.Timing.loadEndNanos < 0) {
-      throw new IllegalStateException("the RM started without loading its state store (recovery off?)");
+      throw new IllegalStateException(
+          "the RM started without loading its state store (recovery off?)");
     }
     long deadline = elapsedMs() + timeoutMs;
-    // The nodes re-register with their running containers, as NodeManagers do after the RM's RESYNC.
+    // The nodes re-register with their running containers, as NodeManagers do after the RM's
+    // RESYNC.
     int expectedContainers = handoff.get("containers").asInt();
     for (JsonNode n : handoff.get("nodes")) {
       NodeId id = NodeId.fromString(n.get("id").asText());
@@ -467,13 +550,22 @@ public final class FailoverDriver {
       for (JsonNode c : n.get("containers")) {
         ContainerId cid = ContainerId.fromString(c.get(0).asText());
         Resource r = Resource.newInstance(c.get(1).asLong(), c.get(2).asInt());
-        reports.add(NMContainerStatus.newInstance(cid, 0, ContainerState.RUNNING, r, "",
-            ContainerExitStatus.INVALID, Priority.newInstance(c.get(3).asInt()), nowEpochMs));
+        reports.add(
+            NMContainerStatus.newInstance(
+                cid,
+                0,
+                ContainerState.RUNNING,
+                r,
+                "",
+                ContainerExitStatus.INVALID,
+                Priority.newInstance(c.get(3).asInt()),
+                nowEpochMs));
         ApplicationId app = ApplicationId.fromString(c.get(4).asText());
         if (!running.contains(app)) {
           running.add(app);
         }
-        Container container = Container.newInstance(cid, id, "", r, Priority.newInstance(c.get(3).asInt()), null);
+        Container container =
+            Container.newInstance(cid, id, "", r, Priority.newInstance(c.get(3).asInt()), null);
         node.start(container);
       }
       nodes.put(node.id, node);
@@ -493,7 +585,8 @@ public final class FailoverDriver {
       for (ApplicationAttemptId id : pending) {
         try {
           new SimAm(id, identifier(id), rm, containerAsk(), containersPerApp, nodes).register();
-        } catch (Exception e) { // the attempt not recovered yet: its events are still in the dispatcher
+        } catch (
+            Exception e) { // the attempt not recovered yet: its events are still in the dispatcher
           again.add(id);
         }
       }
@@ -507,8 +600,10 @@ public final class FailoverDriver {
     long appsRunning = -1;
     while (containersBack < 0 || appsRunning < 0) {
       checkCallers("waiting for the recovered containers and applications", deadline);
-      if (containersBack < 0 && ClusterMetrics.getMetrics().getNumActiveNMs() == nodeCount
-          && rm.getResourceScheduler().getRootQueueMetrics().getAllocatedContainers() == expectedContainers) {
+      if (containersBack < 0
+          && ClusterMetrics.getMetrics().getNumActiveNMs() == nodeCount
+          && rm.getResourceScheduler().getRootQueueMetrics().getAllocatedContainers()
+              == expectedContainers) {
         containersBack = System.nanoTime();
       }
       if (appsRunning < 0) {
@@ -525,26 +620,51 @@ public final class FailoverDriver {
       }
     }
     long end = Math.max(containersBack, appsRunning);
-    // From the JVM's start (the new process) to the RM's start call: JVM start, configuration, init.
-    double jvmToStart = (System.currentTimeMillis() - jvmStartEpochMs) / 1000.0
-        - (System.nanoTime() - startCall) / 1e9;
-    record("recovered",
-        "recovery_s", jvmToStart + (end - startCall) / 1e9,
-        "jvm_to_rm_start_s", jvmToStart,
-        "before_store_load_s", (TimedStores.Timing.loadStartNanos - startCall) / 1e9,
-        "store_load_s", (TimedStores.Timing.loadEndNanos - TimedStores.Timing.loadStartNanos) / 1e9,
-        "app_recovery_s", (recoverEndNanos - recoverStartNanos) / 1e9,
-        "after_recovery_to_active_s", (active - recoverEndNanos) / 1e9,
-        "reregistration_s", (end - active) / 1e9,
-        "nodes_registered_s", (registered - active) / 1e9,
-        "containers_recovered_s", (containersBack - active) / 1e9,
-        "ams_registered_s", (amsRegistered - active) / 1e9,
-        "apps_running_s", (appsRunning - active) / 1e9,
-        "store_read_bytes", TimedStores.Timing.readBytes,
-        "apps_loaded", TimedStores.Timing.appsLoaded,
-        "attempts_loaded", TimedStores.Timing.attemptsLoaded,
-        "apps", apps, "nodes", nodeCount, "containers", expectedContainers,
-        "heap_used_bytes", heapUsed(), "gc_ms", gcMs());
+    // From the JVM's start (the new process) to the RM's start call: JVM start, configuration,
+    // init.
+    double jvmToStart =
+        (System.currentTimeMillis() - jvmStartEpochMs) / 1000.0
+            - (System.nanoTime() - startCall) / 1e9;
+    record(
+        "recovered",
+        "recovery_s",
+        jvmToStart + (end - startCall) / 1e9,
+        "jvm_to_rm_start_s",
+        jvmToStart,
+        "before_store_load_s",
+        (TimedStores.Timing.loadStartNanos - startCall) / 1e9,
+        "store_load_s",
+        (TimedStores.Timing.loadEndNanos - TimedStores.Timing.loadStartNanos) / 1e9,
+        "app_recovery_s",
+        (recoverEndNanos - recoverStartNanos) / 1e9,
+        "after_recovery_to_active_s",
+        (active - recoverEndNanos) / 1e9,
+        "reregistration_s",
+        (end - active) / 1e9,
+        "nodes_registered_s",
+        (registered - active) / 1e9,
+        "containers_recovered_s",
+        (containersBack - active) / 1e9,
+        "ams_registered_s",
+        (amsRegistered - active) / 1e9,
+        "apps_running_s",
+        (appsRunning - active) / 1e9,
+        "store_read_bytes",
+        TimedStores.Timing.readBytes,
+        "apps_loaded",
+        TimedStores.Timing.appsLoaded,
+        "attempts_loaded",
+        TimedStores.Timing.attemptsLoaded,
+        "apps",
+        apps,
+        "nodes",
+        nodeCount,
+        "containers",
+        expectedContainers,
+        "heap_used_bytes",
+        heapUsed(),
+        "gc_ms",
+        gcMs());
     callersStop = true;
     beats.join();
     rm.stop();

@@ -18,7 +18,10 @@ import org.apache.hadoop.yarn.api.records.ResourceRequest;
 import org.apache.hadoop.yarn.security.AMRMTokenIdentifier;
 import org.apache.hadoop.yarn.server.resourcemanager.ResourceManager;
 
-/** A simulated AM: registers with the attempt's token, asks for K containers, starts them on their nodes. */
+/**
+ * A simulated AM: registers with the attempt's token, asks for K containers, starts them on their
+ * nodes.
+ */
 final class SimAm {
   final ApplicationAttemptId attempt;
   final UserGroupInformation ugi;
@@ -30,9 +33,16 @@ final class SimAm {
   int granted = 0;
   boolean asked = false;
 
-  /** An AM of `attempt` asking for `containers` of size `ask`, started on their simulated `nodes`. */
-  SimAm(ApplicationAttemptId attempt, AMRMTokenIdentifier identifier, ResourceManager rm, Resource ask,
-      int containers, Map<NodeId, SimNode> nodes) {
+  /**
+   * An AM of `attempt` asking for `containers` of size `ask`, started on their simulated `nodes`.
+   */
+  SimAm(
+      ApplicationAttemptId attempt,
+      AMRMTokenIdentifier identifier,
+      ResourceManager rm,
+      Resource ask,
+      int containers,
+      Map<NodeId, SimNode> nodes) {
     this.attempt = attempt;
     this.rm = rm;
     this.ask = ask;
@@ -43,20 +53,29 @@ final class SimAm {
   }
 
   void register() throws Exception {
-    ugi.doAs((PrivilegedExceptionAction<Object>) () -> rm.getApplicationMasterService()
-        .registerApplicationMaster(RegisterApplicationMasterRequest.newInstance("sim-am", 0, "")));
+    ugi.doAs(
+        (PrivilegedExceptionAction<Object>)
+            () ->
+                rm.getApplicationMasterService()
+                    .registerApplicationMaster(
+                        RegisterApplicationMasterRequest.newInstance("sim-am", 0, "")));
   }
 
   /** One allocate call; true once all K containers are granted and started. */
   boolean allocate() throws Exception {
     List<ResourceRequest> asks = new ArrayList<>();
     if (!asked && containers > 0) {
-      asks.add(ResourceRequest.newInstance(Priority.newInstance(1), ResourceRequest.ANY, ask, containers));
+      asks.add(
+          ResourceRequest.newInstance(
+              Priority.newInstance(1), ResourceRequest.ANY, ask, containers));
       asked = true;
     }
-    AllocateRequest request = AllocateRequest.newInstance(responseId, 0f, asks, Collections.emptyList(), null);
-    AllocateResponse response = ugi.doAs(
-        (PrivilegedExceptionAction<AllocateResponse>) () -> rm.getApplicationMasterService().allocate(request));
+    AllocateRequest request =
+        AllocateRequest.newInstance(responseId, 0f, asks, Collections.emptyList(), null);
+    AllocateResponse response =
+        ugi.doAs(
+            (PrivilegedExceptionAction<AllocateResponse>)
+                () -> rm.getApplicationMasterService().allocate(request));
     responseId = response.getResponseId();
     for (Container c : response.getAllocatedContainers()) {
       nodes.get(c.getNodeId()).start(c);

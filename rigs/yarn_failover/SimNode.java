@@ -45,20 +45,28 @@ final class SimNode {
   }
 
   void register(List<NMContainerStatus> reports, List<ApplicationId> apps) throws Exception {
-    RegisterNodeManagerRequest request = RegisterNodeManagerRequest.newInstance(id, 8042, capability,
-        YarnVersionInfo.getVersion(), reports, apps);
-    RegisterNodeManagerResponse response = rm.getResourceTrackerService().registerNodeManager(request);
+    RegisterNodeManagerRequest request =
+        RegisterNodeManagerRequest.newInstance(
+            id, 8042, capability, YarnVersionInfo.getVersion(), reports, apps);
+    RegisterNodeManagerResponse response =
+        rm.getResourceTrackerService().registerNodeManager(request);
     if (response.getNodeAction() != NodeAction.NORMAL) {
-      throw new IllegalStateException(id + " registration: " + response.getNodeAction() + " "
-          + response.getDiagnosticsMessage());
+      throw new IllegalStateException(
+          id
+              + " registration: "
+              + response.getNodeAction()
+              + " "
+              + response.getDiagnosticsMessage());
     }
     nmKey = response.getNMTokenMasterKey();
     containerKey = response.getContainerTokenMasterKey();
   }
 
   synchronized void start(Container c) {
-    running.put(c.getId(), ContainerStatus.newInstance(c.getId(), ContainerState.RUNNING, "",
-        ContainerExitStatus.INVALID));
+    running.put(
+        c.getId(),
+        ContainerStatus.newInstance(
+            c.getId(), ContainerState.RUNNING, "", ContainerExitStatus.INVALID));
     containers.put(c.getId(), c);
   }
 
@@ -72,8 +80,12 @@ final class SimNode {
   synchronized void forget(ContainerId c) {
     if (running.remove(c) != null) {
       containers.remove(c);
-      finished.add(ContainerStatus.newInstance(c, ContainerState.COMPLETE, "killed by the RM",
-          ContainerExitStatus.KILLED_BY_RESOURCEMANAGER));
+      finished.add(
+          ContainerStatus.newInstance(
+              c,
+              ContainerState.COMPLETE,
+              "killed by the RM",
+              ContainerExitStatus.KILLED_BY_RESOURCEMANAGER));
     }
   }
 
@@ -84,13 +96,22 @@ final class SimNode {
       statuses.addAll(finished);
       finished.clear();
     }
-    NodeStatus status = NodeStatus.newInstance(id, responseId, statuses, Collections.emptyList(),
-        NodeHealthStatus.newInstance(true, "", 0), null, null, null);
-    NodeHeartbeatRequest request = NodeHeartbeatRequest.newInstance(status, containerKey, nmKey, null);
+    NodeStatus status =
+        NodeStatus.newInstance(
+            id,
+            responseId,
+            statuses,
+            Collections.emptyList(),
+            NodeHealthStatus.newInstance(true, "", 0),
+            null,
+            null,
+            null);
+    NodeHeartbeatRequest request =
+        NodeHeartbeatRequest.newInstance(status, containerKey, nmKey, null);
     NodeHeartbeatResponse response = rm.getResourceTrackerService().nodeHeartbeat(request);
     if (response.getNodeAction() != NodeAction.NORMAL) {
-      throw new IllegalStateException(id + " heartbeat: " + response.getNodeAction() + " "
-          + response.getDiagnosticsMessage());
+      throw new IllegalStateException(
+          id + " heartbeat: " + response.getNodeAction() + " " + response.getDiagnosticsMessage());
     }
     responseId = response.getResponseId();
     if (response.getContainerTokenMasterKey() != null) {

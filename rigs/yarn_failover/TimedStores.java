@@ -14,16 +14,19 @@ import org.apache.hadoop.yarn.server.resourcemanager.recovery.records.impl.pb.Ap
 import org.apache.hadoop.yarn.server.resourcemanager.recovery.records.impl.pb.ApplicationStateDataPBImpl;
 
 /**
- * The three state stores of the rig, each the RM's own class with two calls timed and nothing else changed:
- * {@code loadState} (the store's part of recovery, and the bytes of the application and attempt records it
- * returned) and {@code storeApplicationStateInternal} (one submission's write). The RM is given one of these as
- * {@code yarn.resourcemanager.store.class}; a patched RM's store class is the one these extend.
+ * The three state stores of the rig, each the RM's own class with two calls timed and nothing else
+ * changed: {@code loadState} (the store's part of recovery, and the bytes of the application and
+ * attempt records it returned) and {@code storeApplicationStateInternal} (one submission's write).
+ * The RM is given one of these as {@code yarn.resourcemanager.store.class}; a patched RM's store
+ * class is the one these extend.
  */
 public final class TimedStores {
   private TimedStores() {}
 
-  // The three subclasses below repeat the same two overrides: each extends a different store class of the RM
-  // (a store is chosen by class name), and the overridden methods differ in their `synchronized`, visibility
+  // The three subclasses below repeat the same two overrides: each extends a different store class
+  // of the RM
+  // (a store is chosen by class name), and the overridden methods differ in their `synchronized`,
+  // visibility
   // and `throws` between the stores, so one shared base class cannot hold them.
 
   /** What the timed calls saw in this JVM. */
@@ -33,7 +36,8 @@ public final class TimedStores {
     static volatile long readBytes = -1;
     static volatile int appsLoaded = -1;
     static volatile int attemptsLoaded = -1;
-    // The first write of each application: its submission's (LevelDB's update of an application calls the
+    // The first write of each application: its submission's (LevelDB's update of an application
+    // calls the
     // same method again; those are not submissions).
     private static final Map<ApplicationId, Long> WRITE_NANOS = new LinkedHashMap<>();
 
@@ -79,8 +83,8 @@ public final class TimedStores {
     }
 
     @Override
-    public synchronized void storeApplicationStateInternal(ApplicationId appId, ApplicationStateData app)
-        throws Exception {
+    public synchronized void storeApplicationStateInternal(
+        ApplicationId appId, ApplicationStateData app) throws Exception {
       long start = System.nanoTime();
       super.storeApplicationStateInternal(appId, app);
       Timing.write(appId, System.nanoTime() - start);
@@ -98,7 +102,8 @@ public final class TimedStores {
     }
 
     @Override
-    protected void storeApplicationStateInternal(ApplicationId appId, ApplicationStateData app) throws IOException {
+    protected void storeApplicationStateInternal(ApplicationId appId, ApplicationStateData app)
+        throws IOException {
       long start = System.nanoTime();
       super.storeApplicationStateInternal(appId, app);
       Timing.write(appId, System.nanoTime() - start);
@@ -106,9 +111,10 @@ public final class TimedStores {
   }
 
   /**
-   * Hadoop's FileSystem store on the local file system, in the cell's work folder. Without Hadoop's native
-   * library (not in the Maven set) the local file system sets each new file's permission by running chmod: a
-   * process start per file written, which is in this store's write latency here and not on HDFS.
+   * Hadoop's FileSystem store on the local file system, in the cell's work folder. Without Hadoop's
+   * native library (not in the Maven set) the local file system sets each new file's permission by
+   * running chmod: a process start per file written, which is in this store's write latency here
+   * and not on HDFS.
    */
   public static final class FileSystem extends FileSystemRMStateStore {
     @Override
@@ -120,8 +126,8 @@ public final class TimedStores {
     }
 
     @Override
-    public synchronized void storeApplicationStateInternal(ApplicationId appId, ApplicationStateData app)
-        throws Exception {
+    public synchronized void storeApplicationStateInternal(
+        ApplicationId appId, ApplicationStateData app) throws Exception {
       long start = System.nanoTime();
       super.storeApplicationStateInternal(appId, app);
       Timing.write(appId, System.nanoTime() - start);

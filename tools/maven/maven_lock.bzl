@@ -77,13 +77,29 @@ MAVEN_LOCK = {
             "coordinates": "com.google.code.gson:gson:2.9.0",
             "sha256": "c96d60551331a196dac54b745aa642cd078ef89b6f267146b705f2c2cbef052d",
         },
+        "maven__com_google_errorprone__error_prone_annotations__2_21_1": {
+            "coordinates": "com.google.errorprone:error_prone_annotations:2.21.1",
+            "sha256": "d1f3c66aa91ac52549e00ae3b208ba4b9af7d72d68f230643553beb38e6118ac",
+        },
+        "maven__com_google_googlejavaformat__google_java_format__1_28_0": {
+            "coordinates": "com.google.googlejavaformat:google-java-format:1.28.0",
+            "sha256": "41dfe4d1012794ed15e0ffd70f89fd4fa65d5f15ce0bc0c70f8c2c127d6d010d",
+        },
         "maven__com_google_guava__failureaccess__1_0": {
             "coordinates": "com.google.guava:failureaccess:1.0",
             "sha256": "d084bef9cd07a8537a1753e4850a69b7e8bab1d1e22e9f3a1e4826309a7a2336",
         },
+        "maven__com_google_guava__failureaccess__1_0_1": {
+            "coordinates": "com.google.guava:failureaccess:1.0.1",
+            "sha256": "a171ee4c734dd2da837e4b16be9df4661afab72a41adaf31eb84dfdaf936ca26",
+        },
         "maven__com_google_guava__guava__27_0_jre": {
             "coordinates": "com.google.guava:guava:27.0-jre",
             "sha256": "63b09db6861011e7fb2481be7790c7fd4b03f0bb884b3de2ecba8823ad19bf3f",
+        },
+        "maven__com_google_guava__guava__32_1_3_jre": {
+            "coordinates": "com.google.guava:guava:32.1.3-jre",
+            "sha256": "6d4e2b5a118aab62e6e5e29d185a0224eed82c85c40ac3d33cf04a270c3b3744",
         },
         "maven__com_google_guava__listenablefuture__9999_0_empty_to_avoid_conflict_with_guava": {
             "coordinates": "com.google.guava:listenablefuture:9999.0-empty-to-avoid-conflict-with-guava",
@@ -108,6 +124,10 @@ MAVEN_LOCK = {
         "maven__com_google_j2objc__j2objc_annotations__1_1": {
             "coordinates": "com.google.j2objc:j2objc-annotations:1.1",
             "sha256": "2994a7eb78f2710bd3d3bfb639b2c94e219cedac0d4d084d516e78c16dddecf6",
+        },
+        "maven__com_google_j2objc__j2objc_annotations__2_8": {
+            "coordinates": "com.google.j2objc:j2objc-annotations:2.8",
+            "sha256": "f02a95fa1a5e95edb3ed859fd0fb7df709d121a35290eff8b74dce2ab7f4d6ed",
         },
         "maven__com_google_protobuf__protobuf_java__2_5_0": {
             "coordinates": "com.google.protobuf:protobuf-java:2.5.0",
@@ -945,6 +965,10 @@ MAVEN_LOCK = {
             "coordinates": "org.checkerframework:checker-qual:2.5.2",
             "sha256": "64b02691c8b9d4e7700f8ee2e742dce7ea2c6e81e662b7522c9ee3bf568c040a",
         },
+        "maven__org_checkerframework__checker_qual__3_37_0": {
+            "coordinates": "org.checkerframework:checker-qual:3.37.0",
+            "sha256": "e4ce1376cc2735e1dde220b62ad0913f51297704daad155a33f386bc5db0d9f7",
+        },
         "maven__org_codehaus_jackson__jackson_core_asl__1_7_1": {
             "coordinates": "org.codehaus.jackson:jackson-core-asl:1.7.1",
             "sha256": "2cc7d933c7b3d4173da2bc1c30840cdec0a472ec19a7acc07ea7d59eae282552",
@@ -1211,6 +1235,16 @@ MAVEN_LOCK = {
         },
     },
     "sets": {
+        "google_java_format": [
+            "maven__com_google_code_findbugs__jsr305__3_0_2",
+            "maven__com_google_errorprone__error_prone_annotations__2_21_1",
+            "maven__com_google_googlejavaformat__google_java_format__1_28_0",
+            "maven__com_google_guava__failureaccess__1_0_1",
+            "maven__com_google_guava__guava__32_1_3_jre",
+            "maven__com_google_guava__listenablefuture__9999_0_empty_to_avoid_conflict_with_guava",
+            "maven__com_google_j2objc__j2objc_annotations__2_8",
+            "maven__org_checkerframework__checker_qual__3_37_0",
+        ],
         "hadoop_hdfs_bench_3_4_2": [
             "maven__ch_qos_reload4j__reload4j__1_2_22",
             "maven__com_fasterxml_jackson_core__jackson_annotations__2_12_7",

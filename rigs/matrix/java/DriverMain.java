@@ -10,9 +10,9 @@ public final class DriverMain {
   }
 
   /**
-   * Runs `body`, prints a failure's stack trace, then halts the JVM with status 0 (done) or 1 (failed):
-   * the non-daemon threads a driver leaves (the NameNode's, the local job runner's) would otherwise keep a
-   * failed run alive until the runner's timeout.
+   * Runs `body`, prints a failure's stack trace, then halts the JVM with status 0 (done) or 1
+   * (failed): the non-daemon threads a driver leaves (the NameNode's, the local job runner's) would
+   * otherwise keep a failed run alive until the runner's timeout.
    */
   public static void runAndHalt(Body body) {
     int status = 1;

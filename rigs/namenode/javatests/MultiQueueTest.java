@@ -19,7 +19,10 @@ import java.util.concurrent.atomic.AtomicReference;
 import org.apache.hadoop.conf.Configuration;
 import org.junit.Test;
 
-/** The multi-queue on its own: ordering, capacity, blocking, fairness across handlers, no lost calls. */
+/**
+ * The multi-queue on its own: ordering, capacity, blocking, fairness across handlers, no lost
+ * calls.
+ */
 public class MultiQueueTest {
   /** Calls are plain integers here; the call id is the integer itself. */
   private static MultiQueue<Integer> queue(int queues, int capacity) {
@@ -41,9 +44,9 @@ public class MultiQueueTest {
   @Test
   public void aCallGoesToTheQueueOfItsIdAndAHandlerTakesFromItsOwnFirst() throws Exception {
     MultiQueue<Integer> q = queue(2, 8);
-    q.put(3);  // queue 1
-    q.put(4);  // queue 0
-    q.put(5);  // queue 1
+    q.put(3); // queue 1
+    q.put(4); // queue 0
+    q.put(5); // queue 1
     assertEquals(1, q.sizeOf(0));
     assertEquals(2, q.sizeOf(1));
     // This thread's home queue is the first one assigned: queue 0.
@@ -57,7 +60,7 @@ public class MultiQueueTest {
 
   @Test
   public void capacityIsSplitAndAFullQueueRefusesOrBlocks() throws Exception {
-    MultiQueue<Integer> q = queue(2, 4);  // 2 calls per queue
+    MultiQueue<Integer> q = queue(2, 4); // 2 calls per queue
     assertEquals(4, q.remainingCapacity());
     assertTrue(q.offer(0));
     assertTrue(q.offer(2));
@@ -67,14 +70,16 @@ public class MultiQueueTest {
     assertEquals(3, q.size());
 
     CountDownLatch putDone = new CountDownLatch(1);
-    Thread producer = new Thread(() -> {
-      try {
-        q.put(8);  // queue 0: blocks until a call leaves it
-        putDone.countDown();
-      } catch (InterruptedException e) {
-        Thread.currentThread().interrupt();
-      }
-    });
+    Thread producer =
+        new Thread(
+            () -> {
+              try {
+                q.put(8); // queue 0: blocks until a call leaves it
+                putDone.countDown();
+              } catch (InterruptedException e) {
+                Thread.currentThread().interrupt();
+              }
+            });
     producer.start();
     assertFalse("put must block on a full queue", putDone.await(200, TimeUnit.MILLISECONDS));
     assertEquals(Integer.valueOf(0), q.take());
@@ -89,17 +94,19 @@ public class MultiQueueTest {
     assertNull(q.poll(100, TimeUnit.MILLISECONDS));
     assertTrue(System.nanoTime() - start >= TimeUnit.MILLISECONDS.toNanos(90));
     AtomicReference<Integer> got = new AtomicReference<>();
-    Thread handler = new Thread(() -> {
-      try {
-        got.set(q.take());
-      } catch (InterruptedException e) {
-        Thread.currentThread().interrupt();
-      }
-    });
+    Thread handler =
+        new Thread(
+            () -> {
+              try {
+                got.set(q.take());
+              } catch (InterruptedException e) {
+                Thread.currentThread().interrupt();
+              }
+            });
     handler.start();
     Thread.sleep(100);
     assertTrue("take must block on an empty queue", handler.isAlive());
-    q.put(7);  // another handler's queue: the blocked one still gets it
+    q.put(7); // another handler's queue: the blocked one still gets it
     handler.join(5000);
     assertEquals(Integer.valueOf(7), got.get());
   }
@@ -111,48 +118,53 @@ public class MultiQueueTest {
     int total = handlers * perHandler;
     MultiQueue<Integer> q = queue(handlers, total);
     for (int i = 0; i < total; i++) {
-      q.put(i);  // ids spread evenly: perHandler calls in each queue
+      q.put(i); // ids spread evenly: perHandler calls in each queue
     }
     int[] taken = new int[handlers];
     AtomicInteger left = new AtomicInteger(total);
     CountDownLatch homes = new CountDownLatch(handlers);
     CountDownLatch go = new CountDownLatch(1);
-    // A first round in lockstep: every handler takes one call while every queue is full, so each must
-    // take it from its own queue whatever the scheduler does (a free-running race could let one handler
+    // A first round in lockstep: every handler takes one call while every queue is full, so each
+    // must
+    // take it from its own queue whatever the scheduler does (a free-running race could let one
+    // handler
     // drain the lot on a loaded machine; seen in CI).
     CountDownLatch firstTaken = new CountDownLatch(handlers);
     CountDownLatch rest = new CountDownLatch(1);
     List<Thread> threads = new ArrayList<>();
     for (int h = 0; h < handlers; h++) {
       final int me = h;
-      Thread t = new Thread(() -> {
-        try {
-          q.peek();  // claims this thread's home queue
-          homes.countDown();
-          go.await();
-          if (q.poll(10, TimeUnit.SECONDS) != null) {
-            taken[me]++;
-            left.decrementAndGet();
-          }
-          firstTaken.countDown();
-          rest.await();
-          while (left.get() > 0) {
-            if (q.poll(50, TimeUnit.MILLISECONDS) != null) {
-              taken[me]++;
-              left.decrementAndGet();
-            }
-          }
-        } catch (InterruptedException e) {
-          Thread.currentThread().interrupt();
-        }
-      });
+      Thread t =
+          new Thread(
+              () -> {
+                try {
+                  q.peek(); // claims this thread's home queue
+                  homes.countDown();
+                  go.await();
+                  if (q.poll(10, TimeUnit.SECONDS) != null) {
+                    taken[me]++;
+                    left.decrementAndGet();
+                  }
+                  firstTaken.countDown();
+                  rest.await();
+                  while (left.get() > 0) {
+                    if (q.poll(50, TimeUnit.MILLISECONDS) != null) {
+                      taken[me]++;
+                      left.decrementAndGet();
+                    }
+                  }
+                } catch (InterruptedException e) {
+                  Thread.currentThread().interrupt();
+                }
+              });
       threads.add(t);
       t.start();
     }
     homes.await();
     go.countDown();
     assertTrue("the first round did not finish", firstTaken.await(60, TimeUnit.SECONDS));
-    assertEquals("first calls taken from the handlers' own queues", handlers, q.takenFromOwnQueue());
+    assertEquals(
+        "first calls taken from the handlers' own queues", handlers, q.takenFromOwnQueue());
     assertEquals("first calls stolen", 0, q.takenFromOtherQueues());
     rest.countDown();
     int sum = 0;
@@ -172,7 +184,7 @@ public class MultiQueueTest {
     int consumers = 4;
     int perProducer = 50000;
     int total = producers * perProducer;
-    MultiQueue<Integer> q = queue(consumers, 64);  // small: producers block often
+    MultiQueue<Integer> q = queue(consumers, 64); // small: producers block often
     BitSet seen = new BitSet(total);
     AtomicInteger duplicates = new AtomicInteger();
     AtomicInteger consumed = new AtomicInteger();
@@ -180,35 +192,39 @@ public class MultiQueueTest {
     List<Future<?>> futures = new ArrayList<>();
     for (int p = 0; p < producers; p++) {
       final int base = p * perProducer;
-      futures.add(pool.submit(() -> {
-        for (int i = 0; i < perProducer; i++) {
-          // Mix the blocking and the timed entry points, as Hadoop's server does.
-          if (i % 2 == 0) {
-            q.put(base + i);
-          } else if (!q.offer(base + i, 10, TimeUnit.SECONDS)) {
-            throw new AssertionError("offer timed out");
-          }
-        }
-        return null;
-      }));
+      futures.add(
+          pool.submit(
+              () -> {
+                for (int i = 0; i < perProducer; i++) {
+                  // Mix the blocking and the timed entry points, as Hadoop's server does.
+                  if (i % 2 == 0) {
+                    q.put(base + i);
+                  } else if (!q.offer(base + i, 10, TimeUnit.SECONDS)) {
+                    throw new AssertionError("offer timed out");
+                  }
+                }
+                return null;
+              }));
     }
     for (int c = 0; c < consumers; c++) {
-      futures.add(pool.submit(() -> {
-        while (consumed.get() < total) {
-          Integer call = q.poll(100, TimeUnit.MILLISECONDS);
-          if (call == null) {
-            continue;
-          }
-          synchronized (seen) {
-            if (seen.get(call)) {
-              duplicates.incrementAndGet();
-            }
-            seen.set(call);
-          }
-          consumed.incrementAndGet();
-        }
-        return null;
-      }));
+      futures.add(
+          pool.submit(
+              () -> {
+                while (consumed.get() < total) {
+                  Integer call = q.poll(100, TimeUnit.MILLISECONDS);
+                  if (call == null) {
+                    continue;
+                  }
+                  synchronized (seen) {
+                    if (seen.get(call)) {
+                      duplicates.incrementAndGet();
+                    }
+                    seen.set(call);
+                  }
+                  consumed.incrementAndGet();
+                }
+                return null;
+              }));
     }
     for (Future<?> f : futures) {
       f.get(120, TimeUnit.SECONDS);

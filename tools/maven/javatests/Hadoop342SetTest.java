@@ -15,7 +15,8 @@ public class Hadoop342SetTest {
 
   @Test
   public void runsOnTheBuildJdk17WhateverJavaHomeSays() {
-    // .bazelrc pins --javabase to Debian's JDK 17; a JAVA_HOME pointing at JDK 25 must not move tests.
+    // .bazelrc pins --javabase to Debian's JDK 17; a JAVA_HOME pointing at JDK 25 must not move
+    // tests.
     assertEquals("17", System.getProperty("java.specification.version"));
   }
 
