@@ -285,6 +285,18 @@ def checkout():
     return os.path.dirname(os.path.realpath(runfile("tunelab", "ruff.toml")))
 
 
+def source_modules():
+    """(path, text) of every Python module of the checkout but tests and test support (TEST_SUPPORT)."""
+    tree = checkout()
+    for root, dirs, files in os.walk(tree):
+        dirs[:] = [d for d in dirs if not d.startswith((".", "bazel-")) and d not in ("third_party", "nightly-out")]
+        for name in files:
+            rel = os.path.relpath(os.path.join(root, name), tree)
+            if name.endswith(".py") and not TEST_SUPPORT.search(rel):
+                with open(os.path.join(root, name)) as f:
+                    yield rel, f.read()
+
+
 class LintTest(unittest.TestCase):
     def test_the_runner_calls_rigs_through_the_contract(self):
         # rigs/matrix/rig.py's Rig declares every member the runner calls: no discovery by attribute name.
@@ -439,29 +451,15 @@ class LintTest(unittest.TestCase):
     def test_files_are_written_and_untrusted_input_read_only_through_safeio(self):
         # Issue 58: the holes of a planted link, a FIFO or a 200 MiB file came back with each new writer or
         # reader; the class is closed by having one of each (results/safeio.py).
-        found = []
-        for root, dirs, files in os.walk(checkout()):
-            dirs[:] = [d for d in dirs if not d.startswith((".", "bazel-")) and d not in ("third_party", "nightly-out")]
-            for name in files:
-                rel = os.path.relpath(os.path.join(root, name), checkout())
-                if name.endswith(".py") and rel not in OWN_FILE_IO and not TEST_SUPPORT.search(rel):
-                    with open(os.path.join(root, name)) as f:
-                        found += file_io_outside_safeio(rel, f.read())
+        found = [p for rel, text in source_modules() if rel not in OWN_FILE_IO for p in file_io_outside_safeio(rel, text)]
         self.assertEqual(found, [], "write with safeio.write_*/atomic_file/open_log/copy_file/move_into_place, "
                                     "read with safeio.read_json/read_toml/parse_json/parse_toml")
         for rel in OWN_FILE_IO:
             self.assertTrue(os.path.isfile(os.path.join(checkout(), rel)), f"{rel}: named in OWN_FILE_IO, gone")
 
     def test_stored_documents_are_written_by_the_store(self):
-        found = []
-        for root, dirs, files in os.walk(checkout()):
-            dirs[:] = [d for d in dirs if not d.startswith((".", "bazel-")) and d not in ("third_party", "nightly-out")]
-            for name in files:
-                rel = os.path.relpath(os.path.join(root, name), checkout())
-                if name.endswith(".py") and rel not in JSON_WRITERS and not TEST_SUPPORT.search(rel) \
-                        and rel != "results/safeio.py":
-                    with open(os.path.join(root, name)) as f:
-                        found += json_writes_outside_the_store(rel, f.read())
+        found = [p for rel, text in source_modules() if rel not in JSON_WRITERS and rel != "results/safeio.py"
+                 for p in json_writes_outside_the_store(rel, text)]
         self.assertEqual(found, [], "a JSON document kept under results/ is written by results/store.py "
                                     "(write_result, write_manifest, write_side_document); else name the module "
                                     "in JSON_WRITERS with why its file is not a stored one")
