@@ -164,7 +164,7 @@ OWN_FILE_IO = {
     "results/safeio.py": "the one writer and the one reader",
     "tools/fleet/remote_run.py": "runs on a fleet host with its Python 3.8 and the standard library only: its own "
                                  "O_EXCL|O_NOFOLLOW writer, in a work root tools/fleet/work_root.py checked",
-    "rigs/matrix/container.py": "3.8-clean, standard library only: remote_run imports it on fleet hosts; it reads "
+    "rigs/matrix/knobs/container.py": "3.8-clean, standard library only: remote_run imports it on fleet hosts; it reads "
                                 "only podman's answers",
     # Bazel actions: they write only their declared outputs, in the output tree Bazel creates and owns.
     "tools/jdk/unpack_debian_jdk.py": "a Bazel action", "tools/guest/build_image.py": "a Bazel action",
@@ -248,8 +248,8 @@ def json_writes_outside_the_store(path, text):
 
 
 # The rig contract and the classes that satisfy its protocols; every rigs/<rig>/rig.py is added (type_checked_files).
-TYPE_CHECKED = ("rigs/matrix/rig.py", "rigs/matrix/workload.py", "rigs/matrix/spec.py", "rigs/matrix/policy.py",
-                "rigs/matrix/iterations.py")
+TYPE_CHECKED = ("rigs/matrix/contract/rig.py", "rigs/matrix/contract/workload.py", "rigs/matrix/contract/iterations.py",
+                "rigs/matrix/planning/spec.py", "rigs/matrix/planning/policy.py")
 
 
 def type_checked_files(tree):
@@ -299,9 +299,9 @@ def source_modules():
 
 class LintTest(unittest.TestCase):
     def test_the_runner_calls_rigs_through_the_contract(self):
-        # rigs/matrix/rig.py's Rig declares every member the runner calls: no discovery by attribute name.
+        # rigs/matrix/contract/rig.py's Rig declares every member the runner calls: no discovery by attribute name.
         found = []
-        for path in glob.glob(os.path.join(checkout(), "rigs", "matrix", "*.py")):
+        for path in glob.glob(os.path.join(checkout(), "rigs", "matrix", "**", "*.py"), recursive=True):
             with open(path) as f:
                 for number, line in enumerate(f, 1):
                     if re.search(r"\b(getattr|hasattr)\((self\.)?(ctx\.)?rig\b", line):
@@ -345,7 +345,7 @@ class LintTest(unittest.TestCase):
         tree = os.path.join(os.environ.get("TEST_TMPDIR", "/tmp"), "typed-rig")
         with open(os.path.join(real, "rigs", "calibration", "rig.py")) as f:
             rig = f.read().replace('name = "calibration"', 'name = "sixth"')
-        with open(os.path.join(real, "rigs", "matrix", "policy.py")) as f:
+        with open(os.path.join(real, "rigs", "matrix", "planning", "policy.py")) as f:
             policy = f.read()
         broken = {
             None: (rig, policy, None),
@@ -361,7 +361,7 @@ class LintTest(unittest.TestCase):
                 os.makedirs(os.path.dirname(os.path.join(tree, rel)), exist_ok=True)
                 shutil.copy(os.path.join(real, rel), os.path.join(tree, rel))
             os.makedirs(os.path.join(tree, "rigs", "sixth"))
-            for parts, text in ((("rigs", "sixth", "rig.py"), rig_text), (("rigs", "matrix", "policy.py"), policy_text)):
+            for parts, text in ((("rigs", "sixth", "rig.py"), rig_text), (("rigs", "matrix", "planning", "policy.py"), policy_text)):
                 with open(os.path.join(tree, *parts), "w") as f:
                     f.write(text)
             code, report = type_check(tree, os.path.join(tree, ".mypy_cache"))

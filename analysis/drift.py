@@ -1,4 +1,4 @@
-"""Host drift between two result sets, from the host reference each run measured (rigs/matrix/host_reference.py).
+"""Host drift between two result sets, from the host reference each run measured (rigs/host/host_reference.py).
 
 Each run measures the same fixed probe before and after its matrix. Two sets' references differ by host
 drift when, for some probe metric, the change between the sets' medians is larger than the reference's

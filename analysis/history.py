@@ -7,7 +7,7 @@ E-divisive means (Fleming et al., "Hunter", ICPE 2023) finds where the series' l
 is kept when both segments are at least --min-segment points long and the shift is larger than the
 metric's minimum effect; it is a regression when it moves the metric in its bad direction.
 
-Host drift is not a regression: every set carries its host reference (rigs/matrix/host_reference.py), plotted
+Host drift is not a regression: every set carries its host reference (rigs/host/host_reference.py), plotted
 beside the metric. A change point is attributed to host drift when, across the same split, the host
 reference moved the same way by more than analysis/drift.DRIFT_FLOOR and by at least half the metric's
 change (a slower host explains at least half of it); it is then reported as "host drift", never as a
@@ -68,7 +68,7 @@ def series(sets):
     """{(cell label, metric): [(set name, median of run medians)]} in the order of `sets` (oldest first).
 
     A cell is followed by its id, not its parameters: an axis added later appears in newer results at its
-    default value, which leaves the id as it was (rigs/matrix/spec.cell_id), so the nightly history does not
+    default value, which leaves the id as it was (rigs/matrix/planning/spec.cell_id), so the nightly history does not
     split at the version that added it. The label shows the parameters every point's results share."""
     points = collections.OrderedDict()
     shared = {}

@@ -255,7 +255,7 @@ class ReportTest(unittest.TestCase):
         self.assertFalse(any(line.startswith("curl") for text in lines for line in text.splitlines()))
 
     def test_the_provenance_appendix_names_a_round_that_lost_cpu_to_steal(self):
-        # SYNTHETIC noise blocks (as rigs/matrix/hostnoise.py records them): round 2 lost 8 % of the CPUs to the
+        # SYNTHETIC noise blocks (as rigs/host/hostnoise.py records them): round 2 lost 8 % of the CPUs to the
         # hypervisor, beyond any band (the floor is 1 %, the default 5 %); the others 0.1 %.
         folder = os.path.join(self.dir, "noisy")
         write_set(folder, [({"variant": "stock"}, 1000.0), ({"variant": "patched"}, 990.0)], runs=3)

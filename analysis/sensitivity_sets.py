@@ -16,7 +16,7 @@ ARM_AXES = ("arm", "revision")  # axes whose two values are one build by design 
 class Run:
     windows: list  # the run's measured samples of one metric
     duration_s: float  # the run's wall time, launch to end
-    noise: dict = None  # its provenance's host noise (rigs/matrix/hostnoise.py), where recorded
+    noise: dict = None  # its provenance's host noise (rigs/host/hostnoise.py), where recorded
     iteration_s: float = 0.0  # a measured iteration's own time (iterations inside a launch), where recorded
 
     @property

@@ -45,7 +45,7 @@ SIMULATIONS = 200_000
 SEED = 20261124
 MIN_ROUNDS = 3  # a look needs 3 pairs: a t interval with fewer has no useful width
 # The most rounds a design may have: a reader replays every look, so a stored `max` is a cost it pays (issue 39:
-# max = 1000 made the gate's replay allocate ~13 GB). rigs/matrix/policy.py refuses more at the source.
+# max = 1000 made the gate's replay allocate ~13 GB). rigs/matrix/planning/policy.py refuses more at the source.
 MAX_ROUNDS = 100
 
 DIFFERENT, EQUIVALENT, UNDECIDED = "different", "equivalent", "undecided"

@@ -62,7 +62,7 @@ def host_reference_line(manifest):
 def host_noise_line(docs, rig, manifest=None):
     """The host's noise over the runs' measurement windows (steal, load), with the rounds whose steal fell
     outside the band of the rig's committed A/A runs named, and the rounds the policy ran again for them (the
-    manifest's noise_reruns, rigs/matrix/noisyrounds.py); "" when no run recorded it."""
+    manifest's noise_reruns, rigs/matrix/rounds/noisyrounds.py); "" when no run recorded it."""
     reruns = ((manifest or {}).get("noise_reruns") or {})
     if reruns.get("band") is not None:  # the band the run judged its rounds by
         band, source = reruns["band"], reruns.get("band_source", "")

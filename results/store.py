@@ -59,7 +59,7 @@ def manifest_document(run_id, state, *, matrix, workload, host_id, cells, order,
     the schema refuses, before anything is written.
     matrix: the matrix block (name, rig, spec_sha256, ...); workload: {id, sha256}; cells: manifest_cell()s;
     order: [(cell id, repetition)] as run; revisions: {name: {commit, runfiles}}; sequential and noise_reruns:
-    the policy's state blocks (rigs/matrix/sequential_rounds.py, noisyrounds.py); fleet: {host, fleet_id}."""
+    the policy's state blocks (rigs/matrix/rounds/sequential_rounds.py, noisyrounds.py); fleet: {host, fleet_id}."""
     return validate_manifest({
         "schema_version": MANIFEST_SCHEMA_VERSION, "kind": "tunelab.run_manifest", "run_id": run_id,
         "state": state, "matrix": matrix, "workload": workload, "host_id": host_id, "preflight": preflight,

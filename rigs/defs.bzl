@@ -105,9 +105,12 @@ def rig_matrix(
     # The calibration program doubles as the host reference probe run before and after every matrix.
     probe = "//rigs/calibration:calibration_deploy.jar"
 
-    # The rigs' container OS image, for cells with executor = container (rigs/matrix/container.py).
+    # The rigs' container OS image, for cells with executor = container (rigs/matrix/knobs/container.py).
     container_os = ["//tools/container:rig_os.tar", "//tools/container:rig_os.tag"]
-    data = [matrix, workload_toml, workload + ":definition"] + rig_data.values() + variant_labels + PINNED_JDK_JAVAS + ["//results:schema"] + container_os
+
+    # The committed sensitivity figures: the steal band of rerun_noisy_rounds comes from this build, not the checkout.
+    stored = ["//results:schema", "//results:sensitivity_figures"]
+    data = [matrix, workload_toml, workload + ":definition"] + rig_data.values() + variant_labels + PINNED_JDK_JAVAS + stored + container_os
     if probe not in rig_data.values():
         data.append(probe)
     deps = [rig, "//rigs/matrix:runner", "//analysis:summary_lib"]

@@ -8,7 +8,7 @@ import sys
 
 from analysis import summary
 from results import resultfile, safeio
-from rigs.matrix import cli
+from rigs.matrix.planning import cli
 from rigs.matrix import runner
 
 RUN_INFO_SCHEMA = "tunelab-run-info/1"

@@ -1,4 +1,4 @@
-"""rigs/main.py with the fake rig (rigs/matrix/fakerig.py): --run-info tells a calling script the exit status,
+"""rigs/main.py with the fake rig (rigs/matrix/testing/fakerig.py): --run-info tells a calling script the exit status,
 the run id and the run folder as JSON (nightly.sh and the gate's --confirm read it, never the console), for a
 run that completed, one refused before it started, and one refused by the host lock."""
 
@@ -11,8 +11,9 @@ import unittest
 from rich.console import Console
 
 from rigs import main as rig_main
-from rigs.matrix import hoststate, runner
-from rigs.matrix.fakerig import FakeRigTestCase
+from rigs.host import hoststate
+from rigs.matrix import runner
+from rigs.matrix.testing.fakerig import FakeRigTestCase
 
 
 class RunInfoTest(FakeRigTestCase):
@@ -74,7 +75,7 @@ class RunInfoTargetTest(unittest.TestCase):
 class HelpTest(unittest.TestCase):
     def test_a_matrix_targets_help_names_the_target_and_not_what_it_passes_itself(self):
         # Issue 41, item 5: `bazel run //rigs:X -- --help` showed --matrix and --workload as required.
-        from rigs.matrix import cli
+        from rigs.matrix.planning import cli
         out = io.StringIO()
         with contextlib.redirect_stdout(out), self.assertRaises(SystemExit) as done:
             cli.parse_args(["--matrix=rigs/calibration/matrix.toml", "--workload=workloads/calibration",

@@ -34,7 +34,7 @@ import time
 from analysis import bisect_report, resultsets, thresholds
 from analysis.gate_decision import GateError
 from results import safeio, store
-from rigs.matrix import hoststate
+from rigs.host import hoststate
 from tools import bisect_build, bisect_core, gate, gate_confirm
 from tools.bisect_build import BisectInputError, BuildFailed
 from tools.bisect_core import SKIPPED, UNKNOWN

@@ -13,7 +13,7 @@ import tempfile
 import textwrap
 import unittest
 
-from rigs.matrix import hoststate
+from rigs.host import hoststate
 from tools import bisect_build, bisect_command
 from tools.bisect_build import BisectInputError, BuildFailed
 

@@ -22,7 +22,8 @@ import unittest
 from rich.console import Console
 
 from analysis import resultsets, summary
-from rigs.matrix import cli, spec, workload
+from rigs.matrix.contract import workload
+from rigs.matrix.planning import cli, spec
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 RUNFILES = os.path.dirname(HERE)  # the workspace's root in the runfiles: the programs' launchers

@@ -1,6 +1,7 @@
 package tunelab.rigs.calibration;
 
 import java.util.concurrent.atomic.AtomicLongArray;
+import tunelab.rigs.matrix.DriverArgs;
 
 /**
  * The calibration workload: a CPU-bound integer loop and a memory-copy loop in named worker
@@ -9,6 +10,7 @@ import java.util.concurrent.atomic.AtomicLongArray;
  * gating.
  *
  * <p>Usage: Calibration --mode cpu|memory --threads N --warmup-s S --measure-s S [--buffer-mib M]
+ * [--injected-slowdown-pct P]
  */
 public final class Calibration {
   private static volatile boolean running = true;
@@ -20,48 +22,31 @@ public final class Calibration {
   private Calibration() {}
 
   public static void main(String[] args) throws Exception {
-    String mode = "cpu";
-    int threads = 1;
-    double warmupS = 3;
-    double measureS = 10;
-    int bufferMib = 64;
-    for (int i = 0; i < args.length; i++) {
-      switch (args[i]) {
-        case "--mode":
-          mode = args[++i];
-          break;
-        case "--threads":
-          threads = Integer.parseInt(args[++i]);
-          break;
-        case "--warmup-s":
-          warmupS = Double.parseDouble(args[++i]);
-          break;
-        case "--measure-s":
-          measureS = Double.parseDouble(args[++i]);
-          break;
-        case "--buffer-mib":
-          bufferMib = Integer.parseInt(args[++i]);
-          break;
-        case "--injected-slowdown-pct":
-          {
-            double pct = Double.parseDouble(args[++i]);
-            if (pct < 0 || pct >= 100) {
-              System.err.println("--injected-slowdown-pct must be in [0, 100), not " + pct);
-              System.exit(2);
-            }
-            spinPerWork =
-                pct / (100 - pct); // work w, spin w*s/(100-s): the rate is (100-s)% of the original
-            break;
-          }
-        default:
-          System.err.println("unknown argument: " + args[i]);
-          System.exit(2);
-      }
-    }
-    if (!mode.equals("cpu") && !mode.equals("memory")) {
-      System.err.println("--mode must be cpu or memory, not " + mode);
-      System.exit(2);
-    }
+    DriverArgs a =
+        new DriverArgs(
+                "Calibration",
+                "Calibration --mode cpu|memory --threads N --warmup-s S --measure-s S [--buffer-mib"
+                    + " M] [--injected-slowdown-pct P]")
+            .option("--mode", 1)
+            .option("--threads", 1)
+            .option("--warmup-s", 1)
+            .option("--measure-s", 1)
+            .option("--buffer-mib", 1)
+            .option("--injected-slowdown-pct", 1)
+            .parse(args);
+    String mode = a.string("--mode", 0, "cpu");
+    int threads = a.integer("--threads", 0, 1);
+    double warmupS = a.number("--warmup-s", 3);
+    double measureS = a.number("--measure-s", 10);
+    int bufferMib = a.integer("--buffer-mib", 0, 64);
+    double pct = a.number("--injected-slowdown-pct", 0);
+    a.check(pct >= 0 && pct < 100, "--injected-slowdown-pct must be in [0, 100), not " + pct);
+    a.check(
+        mode.equals("cpu") || mode.equals("memory"), "--mode must be cpu or memory, not " + mode);
+    a.check(threads >= 1 && bufferMib >= 1, "--threads and --buffer-mib must be at least 1");
+    a.check(warmupS >= 0 && measureS > 0, "--warmup-s must be >= 0 and --measure-s > 0");
+    spinPerWork =
+        pct / (100 - pct); // work w, spin w*s/(100-s): the rate is (100-s)% of the original
     final boolean cpu = mode.equals("cpu");
     final int bufferBytes = bufferMib << 20;
     // Per-thread counters, one slot per thread, 8 slots apart so threads do not share a cache line.

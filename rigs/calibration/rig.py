@@ -2,8 +2,8 @@
 
 from typing import Mapping
 
-from rigs.matrix.rig import MAIN_ROLE, CellView, Launch, Param, Parsed, PolicyView, Rig, Sample
-from rigs.matrix.workload import Workload
+from rigs.matrix.contract.rig import MAIN_ROLE, CellView, Launch, Param, Parsed, PolicyView, Rig, Sample
+from rigs.matrix.contract.workload import Workload
 from results import safeio
 
 UNITS = {"cpu_loop_rate": "ops/s", "memory_copy_rate": "MiB/s"}

@@ -1,6 +1,7 @@
 package tunelab.rigs.mapreduce;
 
 import java.io.File;
+import java.util.List;
 import org.apache.hadoop.conf.Configuration;
 import org.apache.hadoop.examples.WordCount;
 import org.apache.hadoop.examples.terasort.TeraSort;
@@ -14,8 +15,10 @@ import org.apache.hadoop.mapreduce.lib.input.FileInputFormat;
 import org.apache.hadoop.mapreduce.lib.output.FileOutputFormat;
 import org.apache.hadoop.util.GenericOptionsParser;
 import org.apache.hadoop.util.ToolRunner;
+import tunelab.rigs.matrix.DriverArgs;
 import tunelab.rigs.matrix.DriverMain;
-import tunelab.rigs.matrix.IterationCost;
+import tunelab.rigs.matrix.Iterations;
+import tunelab.rigs.matrix.JsonLine;
 
 /**
  * Runs one examples job (WordCount or TeraSort) again and again in this JVM with the local job
@@ -55,45 +58,46 @@ public final class MrJobLoop {
   }
 
   public static void main(String[] args) throws Exception {
-    if (args.length < 6 || !args[0].equals("--iterations") || !args[3].equals("--")) {
-      System.err.println(
-          "usage: MrJobLoop --iterations WARMUP MEASURED -- wordcount|terasort [-Dk=v ...] INPUT"
-              + " OUTPUT");
-      System.exit(2);
-    }
-    int warmupIterations = Integer.parseInt(args[1]);
-    int iterations = Integer.parseInt(args[2]);
-    String job = args[4];
-    String[] jobArgs = java.util.Arrays.copyOfRange(args, 5, args.length);
+    DriverArgs a =
+        new DriverArgs(
+                "MrJobLoop",
+                "MrJobLoop --iterations WARMUP MEASURED -- wordcount|terasort [-Dk=v ...] INPUT"
+                    + " OUTPUT")
+            .option("--iterations", 2)
+            .restAfterDashDash()
+            .parse(args);
+    int warmup = a.integer("--iterations", 0, -1);
+    int measured = a.integer("--iterations", 1, -1);
+    a.check(warmup >= 0 && measured >= 1, "--iterations: expected WARMUP >= 0 and MEASURED >= 1");
+    List<String> rest = a.rest();
+    a.check(rest.size() >= 3, "expected JOB [-Dk=v ...] INPUT OUTPUT after --");
+    String job = rest.get(0);
+    a.check(
+        job.equals("wordcount") || job.equals("terasort"),
+        "job " + job + ": wordcount or terasort");
+    String[] jobArgs = rest.subList(1, rest.size()).toArray(new String[0]);
     File output = new File(jobArgs[jobArgs.length - 1]);
-    IterationCost cost = new IterationCost();
     DriverMain.runAndHalt(
         () -> {
-          for (int k = 0; k < warmupIterations + iterations; k++) {
-            FileUtil.fullyDelete(output);
-            System.out.println(
-                "{\"event\":\"iteration\",\"index\":"
-                    + k
-                    + ",\"warmup\":"
-                    + (k < warmupIterations)
-                    + "}");
-            System.out.flush();
-            cost.start();
-            boolean ok;
-            if (job.equals("wordcount")) {
-              ok = wordCount(jobArgs);
-            } else if (job.equals("terasort")) {
-              // MR1's TeraSort casts its configuration to a JobConf (MR2's takes any).
-              ok = ToolRunner.run(new JobConf(), new TeraSort(), jobArgs) == 0;
-            } else {
-              throw new IllegalArgumentException("job " + job + ": wordcount or terasort");
-            }
-            System.out.println(cost.stop(k));
-            if (!ok) {
-              throw new IllegalStateException("iteration " + k + ": the job failed");
-            }
-          }
-          System.out.println("{\"event\":\"end\"}");
+          boolean[] ok = new boolean[1];
+          Iterations.run(
+              warmup,
+              measured,
+              k -> FileUtil.fullyDelete(output),
+              k -> {
+                if (job.equals("wordcount")) {
+                  ok[0] = wordCount(jobArgs);
+                } else {
+                  // MR1's TeraSort casts its configuration to a JobConf (MR2's takes any).
+                  ok[0] = ToolRunner.run(new JobConf(), new TeraSort(), jobArgs) == 0;
+                }
+              },
+              k -> {
+                if (!ok[0]) {
+                  throw new IllegalStateException("iteration " + k + ": the job failed");
+                }
+              });
+          JsonLine.event("end").print();
         });
   }
 }

@@ -26,10 +26,20 @@ import shutil
 from typing import Any, Mapping
 
 from rigs.mapreduce import joblog
-from rigs.matrix import iterations
-from rigs.matrix.rig import (MAIN_ROLE, CellView, Launch, MeasurementInvalid, Param, Parsed, PolicyView, Rig, Sample,
-                             read_classpath_file)
-from rigs.matrix.workload import Workload
+from rigs.matrix.contract import iterations
+from rigs.matrix.contract.rig import (
+    MAIN_ROLE,
+    CellView,
+    Launch,
+    MeasurementInvalid,
+    Param,
+    Parsed,
+    PolicyView,
+    Rig,
+    Sample,
+    read_classpath_file,
+)
+from rigs.matrix.contract.workload import Workload
 from workloads.mapreduce import terarecords, textgen
 from results import safeio
 

@@ -8,7 +8,7 @@ import types
 import unittest
 
 from rigs.mapreduce import joblog, rig
-from rigs.matrix.rig import Launch, MeasurementInvalid
+from rigs.matrix.contract.rig import Launch, MeasurementInvalid
 
 HERE = os.path.join(os.path.dirname(__file__), "testdata")
 

@@ -5,7 +5,8 @@ import json
 import subprocess
 import unittest
 
-from rigs.matrix import host_reference, runner
+from rigs.host import host_reference
+from rigs.matrix import runner
 
 
 def fake_probe(calls):

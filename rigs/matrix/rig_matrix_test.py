@@ -23,7 +23,8 @@ from rich.console import Console
 
 from results import resultfile
 from rigs import main as rig_main
-from rigs.matrix import processes, runner
+from rigs.matrix import runner
+from rigs.matrix.cell import processes
 
 MODE_ARGS, RIG_ARGS = sys.argv[1:sys.argv.index("--")], sys.argv[sys.argv.index("--") + 1:]
 MODE = next(a.split("=", 1)[1] for a in MODE_ARGS if a.startswith("--mode="))

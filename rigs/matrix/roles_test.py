@@ -10,10 +10,11 @@ import tempfile
 import unittest
 from unittest import mock
 
-from rigs.matrix import processes, runner
-from rigs.matrix import rig as rig_contract
-from rigs.matrix.fakerig import FakeRig, FakeRigTestCase
-from rigs.matrix.processes import running_with_argv
+from rigs.matrix import runner
+from rigs.matrix.cell import processes
+from rigs.matrix.contract import rig as rig_contract
+from rigs.matrix.testing.fakerig import FakeRig, FakeRigTestCase
+from rigs.matrix.cell.processes import running_with_argv
 
 
 class RolesTest(FakeRigTestCase):

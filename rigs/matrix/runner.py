@@ -21,12 +21,15 @@ from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, T
 
 from results import resultfile, store
 from analysis import ceilings, compare, sensitivity_figures, stats
-from rigs.matrix import (cellrunner, cli, container, host_reference, hoststate, hostknobs, noisyrounds, plan,
-                         planview, rig as rig_contract, sequential_rounds, schedule, spec,
-                         workload as workload_def)
-from rigs.matrix.cli import check_run_id, load_revisions, load_variants, new_run_id, parse_args, spec_digest
-from rigs.matrix.runcontext import RunContext, now_iso
-from rigs.matrix.preflight import preflight
+from rigs.host import host_reference, hoststate
+from rigs.matrix.cell import cellrunner
+from rigs.matrix.contract import rig as rig_contract, workload as workload_def
+from rigs.matrix.knobs import container, hostknobs
+from rigs.matrix.planning import cli, plan, planview, schedule, spec
+from rigs.matrix.rounds import noisyrounds, sequential_rounds
+from rigs.matrix.planning.cli import check_run_id, load_revisions, load_variants, new_run_id, parse_args, spec_digest
+from rigs.matrix.cell.runcontext import RunContext, now_iso
+from rigs.matrix.planning.preflight import preflight
 from rigs.host import doctor, jdks, terminal
 
 EXIT_OK, EXIT_CELLS_FAILED, EXIT_BAD_INPUT, EXIT_LOCKED, EXIT_INTERRUPTED = 0, 1, 2, 3, 130
@@ -129,6 +132,9 @@ class Loaded:
     rounds: object
     image: dict
     ceilings: dict = dataclasses.field(default_factory=dict)  # metric -> analysis.ceilings.Rule of the workload
+    # (band, where it came from): the steal a round may lose before rerun_noisy_rounds runs it again, from the
+    # committed A/A sets in this target's runfiles (//results:sensitivity_figures), never the user's checkout.
+    steal_band: tuple = (sensitivity_figures.DEFAULT_STEAL_BAND, "no A/A set recorded steal: the default")
 
 
 def load(args, runfiles, report):
@@ -169,8 +175,9 @@ def load(args, runfiles, report):
         raise spec.SpecError("executor=container/docker: this target's runfiles hold no container image "
                              "(//tools/container:rig_os; rig_matrix adds it)")
     # The workload's metric ceilings (ceilings.toml): a wrong declaration is an error before anything runs.
+    band = sensitivity_figures.steal_band(os.path.join(runfiles_ws, "results", "baselines"), matrix.rig)
     return Loaded(workload, workload_dir, matrix, rig_data, revisions, variants, rig, pinned, report, planned,
-                  rounds, image, ceilings.for_folder(workload_dir))
+                  rounds, image, ceilings.for_folder(workload_dir), band)
 
 
 class Stop(Exception):
@@ -253,7 +260,7 @@ def make_context(console, args, loaded, folder, lock_file, host_paths, workspace
         container_image=loaded.image or {}, rounds=loaded.rounds, ceilings=loaded.ceilings)
     if matrix.policy.rerun_noisy_rounds:
         band, source = ((folder.stored_reruns["band"], folder.stored_reruns["band_source"]) if folder.stored_reruns
-                        else sensitivity_figures.checkout_steal_band(matrix.rig))
+                        else loaded.steal_band)
         ctx.noisy = noisyrounds.NoisyRounds(matrix.policy, band, source, folder.stored_reruns)
     return ctx
 

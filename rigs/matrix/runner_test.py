@@ -19,8 +19,12 @@ import unittest
 from rich.console import Console
 
 from results import resultfile, store
-from rigs.matrix import hoststate, preflight, rig as rig_contract, runner, spec, threadpinning
-from rigs.matrix.fakerig import (FakeRig, FakeRigTestCase, Sandbox, install_fake_rig, running_with_argv_containing)
+from rigs.host import hoststate
+from rigs.matrix import runner
+from rigs.matrix.contract import rig as rig_contract
+from rigs.matrix.knobs import threadpinning
+from rigs.matrix.planning import preflight, spec
+from rigs.matrix.testing.fakerig import FakeRig, FakeRigTestCase, Sandbox, install_fake_rig, running_with_argv_containing
 
 class RunnerTest(FakeRigTestCase):
     def spawn(self, *args):
@@ -304,7 +308,7 @@ class RunnerTest(FakeRigTestCase):
             launch = parse = FakeRig.launch
         sys.modules["rigs.duck"], sys.modules["rigs.duck.rig"] = types.ModuleType("rigs.duck"), types.ModuleType("r")
         sys.modules["rigs.duck.rig"].RIG = Duck()
-        with self.assertRaisesRegex(ImportError, "an instance of rigs.matrix.rig.Rig with name 'duck'"):
+        with self.assertRaisesRegex(ImportError, "an instance of rigs.matrix.contract.rig.Rig with name 'duck'"):
             rig_contract.load_rig("duck")
 
         class Half(rig_contract.Rig):  # no parse

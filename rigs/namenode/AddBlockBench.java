@@ -29,8 +29,10 @@ import org.apache.hadoop.hdfs.server.protocol.StorageBlockReport;
 import org.apache.hadoop.hdfs.server.protocol.StorageReport;
 import org.apache.hadoop.io.EnumSetWritable;
 import org.apache.hadoop.util.VersionInfo;
+import tunelab.rigs.matrix.DriverArgs;
 import tunelab.rigs.matrix.DriverMain;
-import tunelab.rigs.matrix.IterationCost;
+import tunelab.rigs.matrix.Iterations;
+import tunelab.rigs.matrix.JsonLine;
 
 /**
  * The operation NNThroughputBenchmark 3.4.2 does not time: block allocation. In-process, like the
@@ -57,57 +59,29 @@ public final class AddBlockBench {
   private static final long CAPACITY = 100L << 40;
 
   public static void main(String[] args) throws Exception {
-    String nameDir = null;
-    boolean skipFsync = false;
-    int threads = 2;
-    int files = 10000;
-    int datanodes = 3;
-    int warmupIterations = 0;
-    int iterations = 0;
-    for (int i = 0; i < args.length; i++) {
-      switch (args[i]) {
-        case "--name-dir":
-          nameDir = args[++i];
-          break;
-        case "--skip-fsync":
-          skipFsync = true;
-          break;
-        case "--iterations":
-          warmupIterations = Integer.parseInt(args[++i]);
-          iterations = Integer.parseInt(args[++i]);
-          break;
-        case "-threads":
-          threads = Integer.parseInt(args[++i]);
-          break;
-        case "-files":
-          files = Integer.parseInt(args[++i]);
-          break;
-        case "-datanodes":
-          datanodes = Integer.parseInt(args[++i]);
-          break;
-        default:
-          System.err.println("AddBlockBench: unknown argument " + args[i]);
-          System.exit(2);
-      }
-    }
-    if (nameDir == null
-        || threads < 1
-        || files < threads
-        || datanodes < 1
-        || warmupIterations < 0
-        || iterations < 0) {
-      System.err.println(
-          "usage: AddBlockBench --name-dir DIR [--skip-fsync] [--iterations WARMUP MEASURED] "
-              + "[-threads T] [-files N>=T] [-datanodes D]");
-      System.exit(2);
-    }
-    final String dir = nameDir;
-    final boolean noFsync = skipFsync;
-    final int threadCount = threads;
-    final int fileCount = files;
-    final int datanodeCount = datanodes;
-    final int warmup = warmupIterations;
-    final int measured = iterations;
+    DriverArgs a =
+        new DriverArgs(
+                "AddBlockBench",
+                "AddBlockBench --name-dir DIR [--skip-fsync] [--iterations WARMUP MEASURED] "
+                    + "[-threads T] [-files N>=T] [-datanodes D]")
+            .option("--name-dir", 1)
+            .option("--skip-fsync", 0)
+            .option("--iterations", 2)
+            .option("-threads", 1)
+            .option("-files", 1)
+            .option("-datanodes", 1)
+            .parse(args);
+    String dir = a.required("--name-dir");
+    boolean noFsync = a.flag("--skip-fsync");
+    int threadCount = a.integer("-threads", 0, 2);
+    int fileCount = a.integer("-files", 0, 10000);
+    int datanodeCount = a.integer("-datanodes", 0, 3);
+    int warmup = a.integer("--iterations", 0, 0);
+    int measured = a.integer("--iterations", 1, 0);
+    a.check(
+        threadCount >= 1 && fileCount >= threadCount && datanodeCount >= 1,
+        "expected -threads >= 1, -files >= -threads, -datanodes >= 1");
+    a.check(warmup >= 0 && measured >= 0, "--iterations: expected WARMUP >= 0 and MEASURED >= 0");
     DriverMain.runAndHalt(
         () -> {
           Configuration conf = conf(dir, noFsync);
@@ -116,21 +90,21 @@ public final class AddBlockBench {
             allocate(start(conf, datanodeCount), threadCount, fileCount, datanodeCount);
             return;
           }
-          IterationCost cost = new IterationCost();
-          for (int k = 0; k < warmup + measured; k++) {
-            NnBenchDriver.clearTree(new File(dir));
-            System.out.println(
-                "{\"event\":\"iteration\",\"index\":" + k + ",\"warmup\":" + (k < warmup) + "}");
-            System.out.flush();
-            NameNode.format(conf);
-            NameNode nameNode = start(conf, datanodeCount);
-            cost.start();
-            allocate(nameNode, threadCount, fileCount, datanodeCount);
-            System.out.println(cost.stop(k));
-            nameNode.stop();
-            nameNode.join();
-          }
-          System.out.println("{\"event\":\"end\"}");
+          NameNode[] running = new NameNode[1];
+          Iterations.run(
+              warmup,
+              measured,
+              k -> {
+                NnBenchDriver.clearTree(new File(dir));
+                NameNode.format(conf);
+                running[0] = start(conf, datanodeCount);
+              },
+              k -> allocate(running[0], threadCount, fileCount, datanodeCount),
+              k -> {
+                running[0].stop();
+                running[0].join();
+              });
+          JsonLine.event("end").print();
         });
   }
 
@@ -259,7 +233,6 @@ public final class AddBlockBench {
     System.out.println(
         "AddBlockBench:  Ops per sec: " + (elapsed == 0 ? 0 : 1000.0 * ops / elapsed));
     System.out.println("AddBlockBench: Average Time: " + opNanos.get() / ops / 1_000_000);
-    System.out.println(
-        "{\"event\":\"add_block_stats\",\"mean_us\":" + opNanos.get() / ops / 1000.0 + "}");
+    JsonLine.event("add_block_stats").put("mean_us", opNanos.get() / ops / 1000.0).print();
   }
 }

@@ -8,8 +8,10 @@ import org.apache.hadoop.hdfs.server.namenode.EditLogFileOutputStream;
 import org.apache.hadoop.hdfs.server.namenode.NNThroughputBenchmark;
 import org.apache.hadoop.hdfs.server.namenode.NameNode;
 import org.apache.hadoop.metrics2.lib.DefaultMetricsSystem;
+import tunelab.rigs.matrix.DriverArgs;
 import tunelab.rigs.matrix.DriverMain;
-import tunelab.rigs.matrix.IterationCost;
+import tunelab.rigs.matrix.Iterations;
+import tunelab.rigs.matrix.JsonLine;
 
 /**
  * Runs NNThroughputBenchmark in-process (no RPC) against a freshly formatted name directory.
@@ -66,63 +68,40 @@ public final class NnBenchDriver {
   }
 
   public static void main(String[] args) throws Exception {
-    String nameDir = null;
-    boolean skipFsync = false;
-    int warmupIterations = 0;
-    int iterations = 0;
-    int i = 0;
-    for (; i < args.length; i++) {
-      if (args[i].equals("--")) {
-        i++;
-        break;
-      }
-      switch (args[i]) {
-        case "--name-dir":
-          nameDir = args[++i];
-          break;
-        case "--skip-fsync":
-          skipFsync = true;
-          break;
-        case "--iterations":
-          warmupIterations = Integer.parseInt(args[++i]);
-          iterations = Integer.parseInt(args[++i]);
-          break;
-        default:
-          System.err.println("NnBenchDriver: unknown argument " + args[i]);
-          System.exit(2);
-      }
-    }
-    if (nameDir == null) {
-      System.err.println(
-          "usage: NnBenchDriver --name-dir DIR [--skip-fsync] [--iterations WARMUP MEASURED] --"
-              + " BENCHMARK_ARGS...");
-      System.exit(2);
-    }
-    String[] benchArgs = java.util.Arrays.copyOfRange(args, i, args.length);
+    DriverArgs a =
+        new DriverArgs(
+                "NnBenchDriver",
+                "NnBenchDriver --name-dir DIR [--skip-fsync] [--iterations WARMUP MEASURED] --"
+                    + " BENCHMARK_ARGS...")
+            .option("--name-dir", 1)
+            .option("--skip-fsync", 0)
+            .option("--iterations", 2)
+            .restAfterDashDash()
+            .parse(args);
+    String nameDir = a.required("--name-dir");
+    boolean skipFsync = a.flag("--skip-fsync");
+    int warmup = a.integer("--iterations", 0, 0);
+    int measured = a.integer("--iterations", 1, 0);
+    a.check(warmup >= 0 && measured >= 0, "--iterations: expected WARMUP >= 0 and MEASURED >= 0");
+    String[] benchArgs = a.rest().toArray(new String[0]);
     Configuration conf = inProcessConf(nameDir, skipFsync);
-    System.out.println("{\"event\":\"start\",\"skip_fsync\":" + skipFsync + "}");
-    final int warmup = warmupIterations;
-    final int measured = iterations;
-    final String dir = nameDir;
+    JsonLine.event("start").put("skip_fsync", skipFsync).print();
     DriverMain.runAndHalt(
         () -> {
           if (measured == 0) {
             NameNode.format(conf);
             NNThroughputBenchmark.runBenchmark(conf, benchArgs);
           } else {
-            IterationCost cost = new IterationCost();
-            for (int k = 0; k < warmup + measured; k++) {
-              clearTree(new File(dir));
-              System.out.println(
-                  "{\"event\":\"iteration\",\"index\":" + k + ",\"warmup\":" + (k < warmup) + "}");
-              System.out.flush();
-              NameNode.format(conf);
-              cost.start();
-              NNThroughputBenchmark.runBenchmark(conf, benchArgs);
-              System.out.println(cost.stop(k));
-            }
+            Iterations.run(
+                warmup,
+                measured,
+                k -> {
+                  clearTree(new File(nameDir));
+                  NameNode.format(conf);
+                },
+                k -> NNThroughputBenchmark.runBenchmark(conf, benchArgs));
           }
-          System.out.println("{\"event\":\"end\"}");
+          JsonLine.event("end").print();
         });
   }
 }

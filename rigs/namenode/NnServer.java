@@ -6,6 +6,8 @@ import org.apache.hadoop.hdfs.HdfsConfiguration;
 import org.apache.hadoop.hdfs.server.namenode.EditLogFileOutputStream;
 import org.apache.hadoop.hdfs.server.namenode.NameNode;
 import org.apache.hadoop.metrics2.lib.DefaultMetricsSystem;
+import tunelab.rigs.matrix.DriverArgs;
+import tunelab.rigs.matrix.JsonLine;
 
 /**
  * A NameNode for the RPC mode: formats a fresh name directory, starts the NameNode with the
@@ -24,25 +26,13 @@ public final class NnServer {
   private NnServer() {}
 
   public static void main(String[] args) throws Exception {
-    String nameDir = null;
-    boolean skipFsync = false;
-    for (int i = 0; i < args.length; i++) {
-      switch (args[i]) {
-        case "--name-dir":
-          nameDir = args[++i];
-          break;
-        case "--skip-fsync":
-          skipFsync = true;
-          break;
-        default:
-          System.err.println("NnServer: unknown argument " + args[i]);
-          System.exit(2);
-      }
-    }
-    if (nameDir == null) {
-      System.err.println("usage: NnServer --name-dir DIR [--skip-fsync]");
-      System.exit(2);
-    }
+    DriverArgs a =
+        new DriverArgs("NnServer", "NnServer --name-dir DIR [--skip-fsync]")
+            .option("--name-dir", 1)
+            .option("--skip-fsync", 0)
+            .parse(args);
+    String nameDir = a.required("--name-dir");
+    boolean skipFsync = a.flag("--skip-fsync");
     HdfsConfiguration conf = new HdfsConfiguration();
     String dir = new File(nameDir).getAbsoluteFile().toURI().toString();
     conf.set("dfs.namenode.name.dir", dir);
@@ -73,15 +63,11 @@ public final class NnServer {
     }
     InetSocketAddress rpc = nameNode.getNameNodeAddress();
     InetSocketAddress http = nameNode.getHttpAddress();
-    System.out.println(
-        "{\"event\":\"serving\",\"rpc_port\":"
-            + rpc.getPort()
-            + ",\"http_port\":"
-            + http.getPort()
-            + ",\"skip_fsync\":"
-            + skipFsync
-            + "}");
-    System.out.flush();
+    JsonLine.event("serving")
+        .put("rpc_port", rpc.getPort())
+        .put("http_port", http.getPort())
+        .put("skip_fsync", skipFsync)
+        .print();
     nameNode.join();
   }
 }

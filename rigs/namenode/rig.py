@@ -26,10 +26,22 @@ import os
 from typing import Any, Mapping
 from xml.sax.saxutils import escape
 
-from rigs.matrix import iterations
-from rigs.matrix.rig import (MAIN_ROLE, CellView, Launch, MeasurementInvalid, Param, Parsed, PolicyView, Process, Rig,
-                             Sample, free_loopback_port, read_classpath_file)
-from rigs.matrix.workload import Workload
+from rigs.matrix.contract import iterations
+from rigs.matrix.contract.rig import (
+    MAIN_ROLE,
+    CellView,
+    Launch,
+    MeasurementInvalid,
+    Param,
+    Parsed,
+    PolicyView,
+    Process,
+    Rig,
+    Sample,
+    free_loopback_port,
+    read_classpath_file,
+)
+from rigs.matrix.contract.workload import Workload
 from rigs.namenode.hadoop_output import call_queue_from_log, jmx, parse_file_sink, parse_report, wait_for_calls, window_metrics
 from results import safeio
 

@@ -7,7 +7,7 @@ import tempfile
 import types
 import unittest
 
-from rigs.matrix.rig import MeasurementInvalid
+from rigs.matrix.contract.rig import MeasurementInvalid
 from rigs.namenode import hadoop_output, rig
 
 HERE = os.path.join(os.path.dirname(__file__), "testdata")

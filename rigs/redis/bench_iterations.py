@@ -2,7 +2,7 @@
 
     bench_iterations.py WARMUP MEASURED -- REDIS-BENCHMARK-ARGV...
 
-Before each run it prints the iteration mark the rigs' iteration reader knows (rigs/matrix/iterations.py),
+Before each run it prints the iteration mark the rigs' iteration reader knows (rigs/matrix/contract/iterations.py),
 {"event":"iteration","index":K,"warmup":true|false}, then the run's own output, so the rig reads every
 iteration apart. One process, so the pinning of the rig's `benchmark` role covers every run (its children
 inherit the CPU binding). Stops at the first failing run with its exit status.

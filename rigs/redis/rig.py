@@ -37,10 +37,10 @@ import sys
 from typing import Any, Callable, Mapping
 
 from analysis import distributions
-from rigs.matrix import evidence, iterations
-from rigs.matrix import rig as rig_contract
-from rigs.matrix.rig import Sample
-from rigs.matrix.workload import Workload
+from rigs.matrix.contract import evidence, iterations
+from rigs.matrix.contract import rig as rig_contract
+from rigs.matrix.contract.rig import Sample
+from rigs.matrix.contract.workload import Workload
 from results import safeio
 
 TESTS = ("get", "set")

@@ -8,8 +8,8 @@ import types
 import unittest
 
 from analysis import distributions
-from rigs.matrix import rig as rig_contract
-from rigs.matrix import spec
+from rigs.matrix.contract import rig as rig_contract
+from rigs.matrix.planning import spec
 from rigs.redis import rig
 
 TESTDATA = os.path.join(os.path.dirname(os.path.abspath(__file__)), "testdata")

@@ -26,6 +26,8 @@ import org.apache.hadoop.util.ToolRunner;
 import org.apache.hadoop.util.VersionInfo;
 import org.apache.hadoop.yarn.server.resourcemanager.scheduler.QueueMetrics;
 import org.apache.hadoop.yarn.sls.SLSRunner;
+import tunelab.rigs.matrix.DriverArgs;
+import tunelab.rigs.matrix.GcTime;
 
 /**
  * Runs the Scheduler Load Simulator in this JVM and samples the ResourceManager's own root-queue
@@ -112,79 +114,48 @@ public final class SlsDriver {
   }
 
   public static void main(String[] args) throws Exception {
-    String traceType = null;
-    String trace = null;
-    String nodes = null;
-    String output = null;
-    String staticHosts = null;
-    int expectedApps = -1;
-    long stopAfterAllocated = -1;
-    long intervalMs = 1000;
-    String simulator = "stock";
-    int heartbeatThreads = 2;
-    String record = null;
+    DriverArgs a =
+        new DriverArgs(
+                "SlsDriver",
+                "SlsDriver --trace-type SYNTH|SLS|RUMEN --trace FILE [--nodes FILE] --output DIR"
+                    + " --expected-apps N [--interval-ms MS] [--static-hosts HOSTS_FILE]"
+                    + " [--thread-group NAME=REGEX]... [--stop-after-allocated N] [--simulator"
+                    + " stock|lean] [--heartbeat-threads N] [--record FILE]")
+            .option("--trace-type", 1)
+            .option("--trace", 1)
+            .option("--nodes", 1)
+            .option("--output", 1)
+            .option("--static-hosts", 1)
+            .option("--expected-apps", 1)
+            .option("--stop-after-allocated", 1)
+            .option("--interval-ms", 1)
+            .option("--simulator", 1)
+            .option("--heartbeat-threads", 1)
+            .option("--record", 1)
+            .option("--thread-group", 1)
+            .parse(args);
+    String traceType = a.required("--trace-type");
+    String trace = a.required("--trace");
+    String nodes = a.string("--nodes", 0, null);
+    String output = a.required("--output");
+    String staticHosts = a.string("--static-hosts", 0, null);
+    int expectedApps = a.integer("--expected-apps", 0, -1);
+    long stopAfterAllocated = a.longInteger("--stop-after-allocated", -1);
+    long intervalMs = a.longInteger("--interval-ms", 1000);
+    String simulator = a.string("--simulator", 0, "stock");
+    int heartbeatThreads = a.integer("--heartbeat-threads", 0, 2);
+    String record = a.string("--record", 0, null);
+    a.check(expectedApps >= 1, "--expected-apps must be >= 1");
+    a.check(intervalMs >= 1, "--interval-ms must be >= 1");
+    a.check(
+        simulator.equals("stock") || simulator.equals("lean"),
+        "--simulator must be stock or lean, not " + simulator);
+    a.check(heartbeatThreads >= 1, "--heartbeat-threads must be >= 1");
     Map<String, Pattern> groups = new LinkedHashMap<>();
-    for (int i = 0; i < args.length; i++) {
-      String value = i + 1 < args.length ? args[i + 1] : null;
-      if (value == null) {
-        usage("missing value for " + args[i]);
-      }
-      switch (args[i]) {
-        case "--trace-type":
-          traceType = value;
-          break;
-        case "--trace":
-          trace = value;
-          break;
-        case "--nodes":
-          nodes = value;
-          break;
-        case "--output":
-          output = value;
-          break;
-        case "--static-hosts":
-          staticHosts = value;
-          break;
-        case "--expected-apps":
-          expectedApps = Integer.parseInt(value);
-          break;
-        case "--stop-after-allocated":
-          stopAfterAllocated = Long.parseLong(value);
-          break;
-        case "--interval-ms":
-          intervalMs = Long.parseLong(value);
-          break;
-        case "--simulator":
-          simulator = value;
-          break;
-        case "--heartbeat-threads":
-          heartbeatThreads = Integer.parseInt(value);
-          break;
-        case "--record":
-          record = value;
-          break;
-        case "--thread-group":
-          {
-            int eq = value.indexOf('=');
-            if (eq <= 0) {
-              usage("--thread-group needs NAME=REGEX, not " + value);
-            }
-            groups.put(value.substring(0, eq), Pattern.compile(value.substring(eq + 1)));
-            break;
-          }
-        default:
-          usage("unknown argument: " + args[i]);
-      }
-      i++;
-    }
-    if (traceType == null || trace == null || output == null || expectedApps < 1) {
-      usage("--trace-type, --trace, --output and --expected-apps (>= 1) are required");
-    }
-    if (!simulator.equals("stock") && !simulator.equals("lean")) {
-      usage("--simulator must be stock or lean, not " + simulator);
-    }
-    if (heartbeatThreads < 1) {
-      usage("--heartbeat-threads must be >= 1");
+    for (String group : a.all("--thread-group")) {
+      int eq = group.indexOf('=');
+      a.check(eq > 0, "--thread-group needs NAME=REGEX, not " + group);
+      groups.put(group.substring(0, eq), Pattern.compile(group.substring(eq + 1)));
     }
     if (staticHosts != null) {
       addStaticResolutions(Paths.get(staticHosts));
@@ -216,16 +187,6 @@ public final class SlsDriver {
     } catch (NoSuchMethodException e) {
       return null;
     }
-  }
-
-  private static void usage(String problem) {
-    System.err.println("SlsDriver: " + problem);
-    System.err.println(
-        "usage: SlsDriver --trace-type SYNTH|SLS|RUMEN --trace FILE [--nodes FILE] --output DIR"
-            + " --expected-apps N [--interval-ms MS] [--static-hosts HOSTS_FILE] [--thread-group"
-            + " NAME=REGEX]... [--stop-after-allocated N] [--simulator stock|lean]"
-            + " [--heartbeat-threads N] [--record FILE]");
-    System.exit(2);
   }
 
   private void run(String traceType, String trace, String nodes, String output, long intervalMs)
@@ -423,11 +384,10 @@ public final class SlsDriver {
     }
     MemoryUsage heap = ManagementFactory.getMemoryMXBean().getHeapMemoryUsage();
     long gcCount = 0;
-    long gcTimeMs = 0;
     for (GarbageCollectorMXBean gc : ManagementFactory.getGarbageCollectorMXBeans()) {
       gcCount += Math.max(0, gc.getCollectionCount());
-      gcTimeMs += Math.max(0, gc.getCollectionTime());
     }
+    long gcTimeMs = GcTime.totalMillis();
     line.append(",\"heap_used_bytes\":")
         .append(heap.getUsed())
         .append(",\"heap_committed_bytes\":")

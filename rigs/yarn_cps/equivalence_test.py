@@ -25,7 +25,7 @@ import tomllib
 import types
 import unittest
 
-from rigs.matrix import policy
+from rigs.matrix.planning import policy
 from rigs.yarn_cps import rig
 
 HERE = os.path.dirname(os.path.abspath(__file__))

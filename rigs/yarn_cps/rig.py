@@ -11,9 +11,19 @@ import os
 import socket
 from typing import Any, Mapping
 
-from rigs.matrix.rig import (MAIN_ROLE, CellView, Launch, MeasurementInvalid, Param, Parsed, PolicyView, Rig, Sample,
-                             read_classpath_file)
-from rigs.matrix.workload import Workload
+from rigs.matrix.contract.rig import (
+    MAIN_ROLE,
+    CellView,
+    Launch,
+    MeasurementInvalid,
+    Param,
+    Parsed,
+    PolicyView,
+    Rig,
+    Sample,
+    read_classpath_file,
+)
+from rigs.matrix.contract.workload import Workload
 from rigs.yarn_cps import configs, window
 from workloads.yarn_cps import trace
 from results import safeio

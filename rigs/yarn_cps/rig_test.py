@@ -8,8 +8,9 @@ import os
 import tempfile
 import unittest
 
-from rigs.matrix import policy, steadystate
-from rigs.matrix.rig import MAIN_ROLE, Launch
+from rigs.matrix.cell import steadystate
+from rigs.matrix.planning import policy
+from rigs.matrix.contract.rig import MAIN_ROLE, Launch
 from rigs.yarn_cps import rig
 
 TESTDATA = os.path.join(os.path.dirname(os.path.abspath(__file__)), "testdata")

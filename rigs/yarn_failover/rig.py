@@ -17,10 +17,21 @@ import socket
 import time
 from typing import Any, Mapping
 
-from rigs.matrix import knobvalues
-from rigs.matrix.rig import (CellView, Launch, MeasurementInvalid, Param, Parsed, PolicyView, Process, Rig, Sample,
-                             free_loopback_port, read_classpath_file)
-from rigs.matrix.workload import Workload
+from rigs.matrix.contract import knobvalues
+from rigs.matrix.contract.rig import (
+    CellView,
+    Launch,
+    MeasurementInvalid,
+    Param,
+    Parsed,
+    PolicyView,
+    Process,
+    Rig,
+    Sample,
+    free_loopback_port,
+    read_classpath_file,
+)
+from rigs.matrix.contract.workload import Workload
 from workloads.yarn_cps import trace
 from results import safeio
 

@@ -9,8 +9,8 @@ import threading
 import tomllib
 import unittest
 
-from rigs.matrix import policy
-from rigs.matrix.rig import Launch, MeasurementInvalid
+from rigs.matrix.planning import policy
+from rigs.matrix.contract.rig import Launch, MeasurementInvalid
 from rigs.yarn_failover import rig
 
 HERE = os.path.dirname(os.path.abspath(__file__))

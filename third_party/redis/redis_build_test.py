@@ -13,7 +13,7 @@ import time
 import unittest
 import hashlib
 
-from rigs.matrix.rig import free_loopback_port, port_in_use
+from rigs.matrix.contract.rig import free_loopback_port, port_in_use
 from third_party.redis import fetch_debian_source
 
 HERE = os.path.dirname(os.path.abspath(__file__))

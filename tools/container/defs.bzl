@@ -23,7 +23,7 @@ container_image = rule(
     doc = """<name>.tar, an image archive in the docker-archive layout (reproducible: the same .debs give
 the same bytes), and <name>.tag (`localhost/tunelab-rig-os:<first 16 hex of the root file system layer's
 sha256>`, the tag inside the archive). The matrix runner loads it into podman the first time a cell runs
-with executor=container (rigs/matrix/container.py); the fleet ships it to hosts that run in the image.""",
+with executor=container (rigs/matrix/knobs/container.py); the fleet ships it to hosts that run in the image.""",
     attrs = {
         "debs": attr.label(default = "@rig_os_debs_amd64//:debs", allow_files = [".deb"]),
         "_build": attr.label(default = "//tools/container:build_image", executable = True, cfg = "exec"),

@@ -40,7 +40,8 @@ from rich.table import Table
 
 from results import runarchive, store
 from rigs.host import terminal
-from rigs.matrix import cli, hoststate
+from rigs.host import hoststate
+from rigs.matrix.planning import cli
 from tools.fleet import machines, make_bundle
 from tools.fleet.hostinput import REMOTE_PYTHON, FleetError, describe_failure, host_json, read_plan
 from tools.fleet.playbook import Playbook, ansible_env, load_inventory, write_cli_launchers

@@ -13,7 +13,7 @@ class FleetError(ValueError):
 
 
 MAX_PLAN_BYTES = 16 << 20
-# What the controller reads of a host's plan (rigs/matrix/planview.py plan_document); the rest is shown only
+# What the controller reads of a host's plan (rigs/matrix/planning/planview.py plan_document); the rest is shown only
 # through escape(). A host is untrusted: a plan that does not fit fails that host, never the fleet.
 _NAME = {"type": "string", "minLength": 1, "maxLength": 200}
 PLAN_SCHEMA = {

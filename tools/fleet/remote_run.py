@@ -16,7 +16,7 @@ IMAGE OPTIONS (hosts with tunelab_runner=image): --image-tag-file FILE [--mount 
 container of the rigs' image instead of on the host: privileged, in the host's PID, IPC, network and UTS
 namespaces (the matrix sets host knobs, reads every process' /proc and pins threads, as on the host), with
 the given host folders mounted at their own paths (the bundle, runs, the lock's folder) and the host's
-identity files read-only. The podman options come from the bundle's rigs/matrix/container.py (3.8-clean,
+identity files read-only. The podman options come from the bundle's rigs/matrix/knobs/container.py (3.8-clean,
 standard library only), so they are the ones the cells' containers use.
 """
 
@@ -102,10 +102,10 @@ def runner_container_name(run_id):
 
 
 def container_module(cwd):
-    """rigs/matrix/container.py of the bundle (cwd is its workspace root in the runfiles)."""
+    """rigs/matrix/knobs/container.py of the bundle (cwd is its workspace root in the runfiles)."""
     if cwd not in sys.path:
         sys.path.insert(0, cwd)
-    from rigs.matrix import container
+    from rigs.matrix.knobs import container
     return container
 
 

@@ -11,7 +11,7 @@ refused.
   verify --bundle-dir DIR --manifest-sha256 HEX
          the bundle is exactly its manifest (after shipping it)
 
-The rule is the host state folder's (rigs/matrix/hoststate.py): a folder this user (root, on a fleet host)
+The rule is the host state folder's (rigs/host/hoststate.py): a folder this user (root, on a fleet host)
 owns with mode 0700, and no folder above it another user owns or could rename it through (a world-writable
 one only when sticky, as /var/tmp). A local user who made /var/tmp/tunelab first would otherwise own the
 folder root writes its markers, logs and archives into, and could plant a bundle for root to run.

@@ -1,0 +1,86 @@
+"""A cell's processes in a cgroup of their own (issue 58, row 13): a `setsid` grandchild that left its process
+group dies with the cell; a kill line hidden behind a carriage return kills nothing."""
+
+import os
+import shutil
+import signal
+import tempfile
+import time
+import unittest
+
+from rigs.matrix.cell import cellcgroup, processes
+from rigs.matrix.contract import rig as rig_contract
+
+# /proc/self/mountinfo lines recorded on this VM (a hybrid host: v1 controllers, v2 at /sys/fs/cgroup/unified)
+# and on a host with only v2.
+HYBRID = ("35 25 0:30 / /sys/fs/cgroup ro,nosuid,nodev,noexec shared:9 - tmpfs tmpfs ro,mode=755\n"
+          "41 31 0:38 / /sys/fs/cgroup/unified rw,relatime - cgroup2 cgroup2 rw\n")
+UNIFIED = "30 23 0:26 / /sys/fs/cgroup rw,nosuid,nodev,noexec,relatime shared:4 - cgroup2 cgroup2 rw,nsdelegate\n"
+
+
+def alive(pid):
+    try:
+        with open(f"/proc/{pid}/stat") as f:
+            return f.read().rsplit(")", 1)[1].split()[0] != "Z"
+    except OSError:
+        return False
+
+
+class MountTest(unittest.TestCase):
+    def test_the_v2_mount_is_found_in_mountinfo(self):
+        folder = tempfile.mkdtemp(dir=os.environ.get("TEST_TMPDIR"))
+        self.addCleanup(shutil.rmtree, folder)
+        for text, mount in ((HYBRID, "/sys/fs/cgroup/unified"), (UNIFIED, "/sys/fs/cgroup"), ("", None)):
+            path = os.path.join(folder, "mountinfo")
+            with open(path, "w") as f:
+                f.write(text)
+            self.assertEqual(cellcgroup.v2_mount(path), mount)
+
+
+class CellCgroupTest(unittest.TestCase):
+    def setUp(self):
+        try:
+            self.cgroup = cellcgroup.CellCgroup.create(f"test-{os.getpid()}-{time.monotonic_ns()}")
+        except cellcgroup.CgroupError as e:
+            self.skipTest(f"no cgroup per cell on this host: {e}")
+        self.addCleanup(self.cgroup.remove)
+        self.dir = tempfile.mkdtemp(dir=os.environ.get("TEST_TMPDIR"))
+        self.addCleanup(shutil.rmtree, self.dir)
+
+    def start(self, script, **fields):
+        process = rig_contract.Process("load", program=["sh", "-c", script], **fields)
+        logs = {k: os.path.join(self.dir, f"load.{k}") for k in ("stdout", "stderr")}
+        running = processes.Running(process, process.program, logs, self.dir, dict(os.environ), cgroup=self.cgroup)
+        self.addCleanup(running.stop, 1.0)
+        return running
+
+    def test_a_setsid_grandchild_dies_with_the_cells_cgroup(self):
+        pidfile = os.path.join(self.dir, "grandchild.pid")
+        running = self.start(f"setsid sleep 300 & echo $! > {pidfile}; exec sleep 300")
+        deadline = time.monotonic() + 10
+        while not (os.path.exists(pidfile) and open(pidfile).read().strip()) and time.monotonic() < deadline:
+            time.sleep(0.05)
+        grandchild = int(open(pidfile).read())
+        self.assertEqual(self.cgroup.pids(), {running.pid, grandchild})
+        running.stop(grace_s=1.0)
+        self.assertTrue(alive(grandchild), "the group's stop reaches the grandchild: the test shows nothing")
+        self.assertEqual(self.cgroup.remove(), {grandchild})
+        self.assertFalse(alive(grandchild))
+        self.assertFalse(os.path.exists(self.cgroup.path))
+
+    def test_a_kill_line_behind_a_carriage_return_kills_nothing(self):
+        running = self.start("printf 'junk\\rKILL now\\n'; sleep 1; printf 'KILL now\\n'; exec sleep 300",
+                             kill_pattern="^KILL")
+        deadline = time.monotonic() + 10
+        killed_at = None
+        while time.monotonic() < deadline and killed_at is None:
+            if running.kill_if_due():
+                killed_at = time.monotonic()
+            time.sleep(0.05)
+        self.assertEqual(running.killed_on_purpose["line"], "KILL now")
+        self.assertEqual(running.killed_on_purpose["exit_status"], -signal.SIGKILL)
+        self.assertGreater(running.killed_on_purpose["after_s"], 0.9)  # the second line, not the first
+
+
+if __name__ == "__main__":
+    unittest.main()

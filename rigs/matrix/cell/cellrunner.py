@@ -1,0 +1,203 @@
+"""One (cell, repetition): apply the cell's host knobs, ask the rig for its processes, start them with the
+cell's knobs (servers first, each ready before the next starts) phase by phase, and always stop them. Parts:
+supervise.py (starting, watching and stopping the processes; the per-cell state), process_evidence.py (what
+is read from the host about them), cellstatus.py (the cell's status once they have ended). The runner (runner.py)
+owns the order of cells; runcontext.py what they share."""
+
+import os
+import subprocess
+import time
+
+from rigs.matrix.cell import cellcgroup, cellstatus, memorydirs, processes, supervise
+from rigs.matrix.knobs import container, hostknobs, launchargv
+from rigs.matrix.planning import spec
+from rigs.matrix.cell.runcontext import now_iso
+
+
+class CellRunner:
+    """Runs one (cell, repetition) at a time and returns its result document."""
+
+    def __init__(self, ctx):
+        self.ctx = ctx
+        self.state = None  # the cell being run (supervise.CellState)
+
+    def kill(self):
+        """Stops every process of the cell being run (on an interrupt)."""
+        if self.state is not None:
+            self.state.kill()
+
+    def argv_for(self, state, process):
+        """The full command of one process: placement wrapper, measuring wrapper, then java or the program."""
+        ctx, planned, cell = self.ctx, state.planned, state.cell
+        argv = launchargv.wrapper_argv(cell, ctx.matrix, ctx.nodes, process.role, process.under_test) + process.wrapper
+        if not process.is_jvm:
+            return argv + process.program
+        java = os.path.join(planned.jdk["java_home"], "bin", "java")
+        flags = (launchargv.jvm_flags(cell, ctx.matrix, planned.gc_flags, hostknobs.host_hugepage_bytes(ctx.report))
+                 if process.under_test
+                 else ["-XX:-UsePerfData"])
+        if process.under_test and ctx.variants.get(cell.params["variant"]):
+            # Where every class came from: the proof that a patched cell ran the patched classes.
+            flags = flags + [f"-Xlog:class+load=info:file={state.class_load_log}"]
+        return argv + [java] + flags + process.jvm_flags + ["-cp", ":".join(process.classpath),
+                                                            process.main_class] + process.args
+
+    def run(self, planned, repetition):
+        ctx = self.ctx
+        cell = planned.cell
+        base = f"{cell.id}.r{repetition}"
+        log_dir = os.path.join(ctx.run_dir, "logs")
+        logs = {"stdout": os.path.join(log_dir, base + ".out"), "stderr": os.path.join(log_dir, base + ".err")}
+        doc = ctx.skeleton(planned, repetition, logs)
+        if planned.skip_reason:
+            doc.update(status="skipped", reason=planned.skip_reason, finished_at=now_iso(), duration_s=0.0)
+            return doc
+        os.makedirs(log_dir, exist_ok=True)
+        workdir = os.path.join(ctx.run_dir, "work", base)
+        os.makedirs(workdir, exist_ok=True)
+        state = self.state = supervise.CellState(planned, repetition, workdir, logs)
+        state.cgroup, why_none = cellcgroup.for_cell(ctx.run_id, base)
+        state.ev["cgroup"] = {"path": state.cgroup.path} if state.cgroup else {"unavailable": why_none}
+        policy = ctx.matrix.policy
+        host_knobs = hostknobs.HostKnobs(ctx.host_paths, journal=ctx.knob_journal,
+                                     hugepage_bytes=hostknobs.host_hugepage_bytes(ctx.report))
+        ctx.active_knobs = host_knobs
+        failure, timed_out = None, False
+        memory_folders = []
+
+        def fail(reason):
+            doc.update(status="failed", reason=reason, evidence=state.ev, finished_at=now_iso(),
+                       duration_s=time.monotonic() - state.started)
+            return doc
+
+        try:
+            ids = ctx.container_image.setdefault("ids", {})  # per engine: each loads the archive once
+            if state.executor in container.ENGINES and not ids.get(state.executor):
+                try:
+                    ids[state.executor] = container.ensure_image(ctx.container_image["tar"],
+                                                                 ctx.container_image["tag"], state.executor)
+                except (container.ContainerError, OSError, subprocess.SubprocessError) as e:
+                    return fail(f"executor={state.executor}: {e}")
+            with host_knobs:
+                state.ev["applied_host_knobs"] = host_knobs.apply(cell)
+                state.launch = ctx.rig.launch(cell, ctx.workload, policy, workdir, ctx.rig_data_for(cell),
+                                              os.path.join(ctx.run_dir, "inputs"))
+                refused = self._prepare(state, doc)
+                if refused:
+                    return fail(refused)
+                if state.launch.memory_dirs:
+                    if state.executor != "process":
+                        return fail(f"the rig asks for {', '.join(state.launch.memory_dirs)} in memory: only "
+                                    f"with executor=process (not {state.executor})")
+                    try:
+                        state.ev["memory_dirs"], memory_folders = memorydirs.place(workdir, state.launch.memory_dirs)
+                    except memorydirs.MemoryDirError as e:
+                        return fail(str(e))
+                # The runner (it polls, samples and reads evidence while the load runs) keeps off the CPUs
+                # the cell's processes are bound to, when the host has one to spare.
+                spare = launchargv.spare_cpus(cell, ctx.matrix, state.launch.processes, os.sched_getaffinity(0))
+                with processes.runner_kept_off(spare):
+                    if spare:
+                        state.ev["harness_cpus"] = ",".join(str(c) for c in sorted(os.sched_getaffinity(0)))
+                    timed_out, failure = self._run_phases(state, state.started + policy.timeout_s)
+                    supervise.stop_servers(ctx, state, look_first=failure is None and not timed_out)
+        except hostknobs.KnobError as e:
+            return fail(f"host knob: {e}")
+        finally:
+            state.kill()
+            memorydirs.remove(memory_folders)
+            ctx.active_knobs = None
+        if state.noise is not None:
+            doc["provenance"]["noise"] = state.noise
+        return cellstatus.judge(ctx, state, doc, failure, timed_out)
+
+    def _prepare(self, state, doc):
+        """Checks the rig's launch can run as this cell and works out each process' command and logs; the
+        reason it cannot, or None."""
+        ctx, planned, cell, launch = self.ctx, state.planned, state.cell, state.launch
+        try:
+            launch.validate()
+        except ValueError as e:
+            return f"the rig's launch is not runnable: {e}"
+        jvms = [p.role for p in launch.processes if p.is_jvm]
+        if jvms and planned.jdk is None:
+            return (f"the rig starts JVMs ({', '.join(jvms)}) in a cell with jdk={spec.NO_JDK}: "
+                    "give the matrix a JDK")
+        under_test = launch.under_test
+        state.ev["role"] = under_test.role
+        if not under_test.is_jvm:
+            state.ev["native_program"] = True
+        state.ev["numa_nodes"] = launchargv.numa_nodes_for(cell, ctx.matrix, ctx.nodes, under_test.role, True)
+        # A role the rig has (in other cells, e.g. another mode) is fine; any other is a typo.
+        unknown = sorted(set(dict(ctx.matrix.pinnings[cell.params["pinning"]].roles))
+                         - {p.role for p in launch.processes} - set(ctx.rig.roles))
+        if unknown:
+            return (f"pinning={cell.params['pinning']} places roles {unknown}; this rig's processes "
+                    f"are {[p.role for p in launch.processes]}")
+        busy = processes.ports_busy(launch.processes)
+        if busy:
+            return ("loopback ports already in use before the cell started: "
+                    + ", ".join(f"{role} {port}" for role, port in busy))
+        single = len(launch.processes) == 1
+        log_dir = os.path.dirname(state.logs["stdout"])
+        for p in launch.processes:
+            state.commands[p.role] = self.argv_for(state, p)
+            state.role_logs[p.role] = state.logs if single else {
+                k: os.path.join(log_dir, f"{state.base}.{p.role}.{k[3:]}") for k in ("stdout", "stderr")}
+        doc["provenance"]["command"] = state.commands[under_test.role]
+        if not single:
+            doc["provenance"]["commands"] = state.commands
+            doc["logs"] = {f"{role}.{k}": path for role, paths in state.role_logs.items()
+                           for k, path in paths.items()}
+            doc["logs"].update(stdout=state.role_logs[under_test.role]["stdout"],
+                               stderr=state.role_logs[under_test.role]["stderr"])
+        if launch.generated_inputs:
+            doc["provenance"]["workload"]["generated"] = dict(sorted(launch.generated_inputs.items()))
+            host_specific = sorted(set(launch.host_specific_inputs) & set(launch.generated_inputs))
+            if host_specific:
+                doc["provenance"]["workload"]["generated_host_specific"] = host_specific
+        return None
+
+    def _run_phases(self, state, deadline):
+        """Starts the servers (each ready, then probed), then the phases in order, each watched until its
+        processes have exited. Returns (timed_out, failure reason or None)."""
+        ctx, launch = self.ctx, state.launch
+        timed_out, failure = False, None
+        try:
+            for p in launch.processes:
+                if p.server:
+                    r = supervise.start(ctx, state, p)
+                    r.wait_ready(deadline)
+                    supervise.probe(ctx, state, r, "ready")
+            phases = launch.phases()
+            for i, phase in enumerate(phases):
+                last = i == len(phases) - 1
+                background = []
+                for p in (p for p in phase if p.background):
+                    background.append(supervise.start(ctx, state, p))
+                    if p.ready_pattern:
+                        background[-1].wait_ready(deadline)
+                started_now = [supervise.start(ctx, state, p)
+                               for p in phase if not p.background]
+                timed_out, failure = supervise.supervise(ctx, state, deadline, started_now, measured=last)
+                early = next((r for r in background if not r.running() and r.popen.returncode), None)
+                for r in background:
+                    r.stop()
+                if timed_out or failure:
+                    break
+                unkilled = next((r for r in started_now if r.process.kill_pattern and r.killed_on_purpose is None),
+                                 None)
+                if unkilled is not None:
+                    failure = (f"{unkilled.role} (phase {unkilled.process.phase}) was to be killed on its line "
+                               f"/{unkilled.process.kill_pattern}/ but exited by itself with status "
+                               f"{unkilled.popen.returncode}: {unkilled.stderr_tail()}")
+                    break
+                bad = early or next((r for r in started_now
+                                     if r.popen.returncode != 0 and r.killed_on_purpose is None), None)
+                if bad is not None and (not last or bad is early):
+                    failure = (f"{bad.role} (phase {bad.process.phase}) exited with status "
+                               f"{bad.popen.returncode}: {bad.stderr_tail()}")
+                    break
+        except processes.StartError as e:
+            failure = str(e)
+        return timed_out, failure

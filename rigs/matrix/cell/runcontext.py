@@ -1,0 +1,115 @@
+"""What the cells of one run share (RunContext, built by runner.py once the run is planned), and the
+skeleton of each cell's result document with its provenance."""
+
+import dataclasses
+import datetime
+import os
+
+from results import resultfile
+from rigs.matrix.contract import rig as rig_contract, workload as workload_def
+from rigs.matrix.knobs import hostknobs
+from rigs.matrix.planning import spec
+
+
+def now_iso():
+    return datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="milliseconds")
+
+
+@dataclasses.dataclass
+class RunContext:
+    """Everything shared by the cells of one run. Set once when the run starts, but the fields under
+    "while the run goes on", which the runner and the cell runner change."""
+    matrix: spec.Matrix
+    workload: workload_def.Workload
+    rig: rig_contract.Rig
+    rig_data: dict  # the rig's data files: name -> runfiles path
+    revisions: dict  # revision name -> cli.Revision (the revision axis' builds)
+    variants: dict  # variant name -> {"manifest", "data"} (patched builds)
+    run_id: str
+    run_dir: str
+    report: dict  # the host's capability report (rigs/host/capabilities.py)
+    profile: str
+    overrides: list  # the --set values
+    spec_sha256: str
+    matrix_source: str
+    harness_commit: str
+    harness_dirty: bool
+    bazel_target: str
+    preflight: dict
+    nodes: list  # the host's NUMA nodes
+    host_paths: hostknobs.HostPaths
+    varying: list  # the axes whose values differ between the planned cells
+    host_lock: str  # the host lock's file (hoststate.py)
+    knob_journal: str
+    container_image: dict  # {tar, tag, mounts, id once loaded} for executor=container, or empty
+    host_reference: dict = None  # the host reference measured before the matrix, for provenance
+    manifest_host_reference: dict = None  # before and after, for the manifest
+    ceilings: dict = dataclasses.field(default_factory=dict)  # metric -> analysis.ceilings.Rule (ceilings.toml)
+    # While the run goes on:
+    active_knobs: object = None  # the hostknobs.HostKnobs a cell has applied, restored on interruption
+    cell_runner: object = None  # the cellrunner.CellRunner of the run, killed on interruption
+    order: list = dataclasses.field(default_factory=list)  # [(cell id, repetition)], interleaved
+    statuses: dict = dataclasses.field(default_factory=dict)  # (cell id, repetition) -> status
+    rounds: object = None  # the sequential_rounds.Rounds of a sequential policy (stop = "decided"), else None
+    noisy: object = None  # the noisyrounds.NoisyRounds of a policy that re-runs noisy rounds, else None
+
+    def skeleton(self, planned, repetition, logs):
+        m = self.matrix
+        jdk = planned.jdk
+        return {
+            "schema_version": resultfile.SCHEMA_VERSION, "kind": "tunelab.cell_result", "run_id": self.run_id,
+            "matrix": {"name": m.name, "rig": m.rig, "source": self.matrix_source, "profile": self.profile,
+                       "seed": m.seed, "spec_sha256": self.spec_sha256},
+            "cell": {"id": planned.cell.id, "params": planned.cell.params, "repetition": repetition},
+            "status": "failed", "exit_status": None,
+            "policy": {"warmup_s": m.policy.warmup_s, "measure_s": m.policy.measure_s,
+                       "repetitions": m.policy.repetitions, "cooldown_s": m.policy.cooldown_s,
+                       "timeout_s": m.policy.timeout_s,
+                       **({"warmup_iterations": m.policy.warmup_iterations, "iterations": m.policy.iterations,
+                           "steady_band": m.policy.steady_band} if m.policy.iterating else {})},
+            "metrics": [], "samples": [], "warmup_samples": [], "evidence": {}, "problems": [],
+            "provenance": {
+                "host": self.report, "jdk": jdk, "command": [], "harness_commit": self.harness_commit,
+                "harness_dirty": self.harness_dirty, "bazel_target": self.bazel_target,
+                "workload": {"id": self.workload.id, "sha256": self.workload.sha256, "files": self.workload.inputs},
+                "variant": self.variant_provenance(planned.cell.params["variant"]),
+                **self.provenance_extras(planned.cell),
+            },
+            "logs": logs, "started_at": now_iso(), "finished_at": now_iso(),
+        }
+
+    def provenance_extras(self, cell):
+        """The revision a cell's rig artifacts were built from (with a revision axis) and the host reference
+        measured before the matrix, for the provenance block."""
+        extras = {}
+        name = cell.params.get("revision")
+        if name is not None:
+            rev = self.revisions.get(name)
+            extras["revision"] = ({"name": name, "commit": rev.commit, "runfiles": rev.runfiles} if rev else
+                                  {"name": name, "commit": self.harness_commit})
+        if self.host_reference:
+            extras["host_reference"] = self.host_reference
+        if os.environ.get("TUNELAB_RUNNER_IMAGE"):
+            # The runner itself ran in the rigs' image (a fleet host with tunelab_runner=image): its OS
+            # libraries and tools, not the host's.
+            extras["runner_image"] = os.environ["TUNELAB_RUNNER_IMAGE"]
+        return extras
+
+    def rig_data_for(self, cell):
+        """The rig's data files for this cell: from the build of the cell's revision when it names another,
+        with a patched variant's files (e.g. its classpath, overlay first) in place of the stock ones."""
+        rev = self.revisions.get(cell.params.get("revision"))
+        data = dict(rev.rig_data if rev else self.rig_data)
+        variant = self.variants.get(cell.params["variant"])
+        if variant:
+            data.update(variant["data"])
+        return data
+
+    def variant_provenance(self, name):
+        """The variant's identity for provenance: its patch set's content hash and series (stock: none)."""
+        variant = self.variants.get(name)
+        if not variant:
+            return {"name": name, "patch_set_sha256": None}
+        m = variant["manifest"]
+        return {"name": name, "patch_set_sha256": m["patch_set_sha256"], "series": m["series"],
+                "applied": m["applied"], "patches_sha256": m["patches_sha256"]}

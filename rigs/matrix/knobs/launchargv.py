@@ -1,0 +1,97 @@
+"""A cell's launch as argument lists: the JVM flags its knobs imply (GC, heap, hugepages) and the wrapper that
+places a process (taskset/numactl, or the memory-policy helper mempolicy.py) on its role's CPUs and NUMA nodes;
+the container engines' cpuset for the same. Everything shells out with argument lists, never a shell."""
+
+import os
+import sys
+
+from rigs.host.cpuid import cpu_set
+from rigs.matrix.knobs.hostknobs import HUGEPAGE_BYTES
+
+MEMPOLICY = os.path.join(os.path.dirname(os.path.abspath(__file__)), "mempolicy.py")
+
+
+def jvm_flags(cell, matrix, gc_probe_flags, hugepage_bytes=HUGEPAGE_BYTES):
+    """The JVM options a cell implies. gc_probe_flags: the flags the doctor found select that GC on this JDK;
+    hugepage_bytes: the host's explicit hugepage size."""
+    p = cell.params
+    flags = list(gc_probe_flags)
+    flags += matrix.gc_opts[p["gc_opts"]]
+    flags += [f"-Xms{p['heap']}", f"-Xmx{p['heap']}"]
+    if p["hugepages"] == "explicit":
+        flags += ["-XX:+UseLargePages", f"-XX:LargePageSizeInBytes={hugepage_bytes // (1 << 20)}m"]
+    elif p["hugepages"] == "thp_madvise":
+        flags += ["-XX:+UseTransparentHugePages"]
+    # Sandboxes and shared /tmp make hsperfdata files collide; jcmd attaches without them.
+    flags += ["-XX:-UsePerfData"]
+    return flags
+
+
+def numa_nodes_for(cell, matrix, host_nodes, role=None, under_test=True):
+    """{"cpu_node", "mem_node"} of a process for its NUMA policy, from the host's nodes ({id: set(cpus)}).
+
+    bind_remote puts memory on the node farthest from the CPUs' node (any other node on 2-node hosts).
+    """
+    pinning = matrix.pinnings[cell.params["pinning"]]
+    cpu_text = pinning.cpus_for(role, under_test)
+    cpus = cpu_set(cpu_text) if cpu_text else None
+    cpu_node = min(host_nodes)
+    if cpus:
+        for node, node_cpus in sorted(host_nodes.items()):
+            if cpus & node_cpus:
+                cpu_node = node
+                break
+    mem_node = cpu_node
+    if under_test and cell.params["numa"] == "bind_remote":
+        others = [n for n in sorted(host_nodes) if n != cpu_node]
+        mem_node = others[-1] if others else None
+    return {"cpu_node": cpu_node, "mem_node": mem_node}
+
+
+def wrapper_argv(cell, matrix, host_nodes, role=None, under_test=True):
+    """numactl/taskset prefix for a process's CPU binding and memory policy ([] when neither is asked).
+    The NUMA policy is the process under test's; every process gets its role's CPUs."""
+    pinning = matrix.pinnings[cell.params["pinning"]]
+    cpus = pinning.cpus_for(role, under_test)
+    policy = cell.params["numa"] if under_test else "default"
+    nodes = numa_nodes_for(cell, matrix, host_nodes, role, under_test)
+    if policy == "default":
+        return ["taskset", "-c", cpus] if cpus else []
+    argv = ["numactl"]
+    if cpus:
+        argv.append(f"--physcpubind={cpus}")
+    elif policy in ("bind_local", "bind_remote", "pressured_migrated"):
+        argv.append(f"--cpunodebind={nodes['cpu_node']}")
+    if policy in ("bind_local", "bind_remote"):
+        argv.append(f"--membind={nodes['mem_node']}")
+    elif policy == "interleave":
+        argv.append("--interleave=all")
+    elif policy == "preferred":
+        argv.append(f"--preferred={nodes['mem_node']}")
+    argv.append("--")
+    if policy == "weighted_interleave":
+        # numactl 2.0.16 has no flag for it: a small helper sets it and execs the program.
+        argv += [sys.executable, MEMPOLICY, "weighted-interleave", "all", "--"]
+    return argv
+
+
+def spare_cpus(cell, matrix, processes, allowed):
+    """The CPUs of `allowed` (the runner's own) that no process of the cell is bound to, when every process
+    is bound to CPUs; else the empty set (an unbound process may run on any CPU: none is spare)."""
+    pinning = matrix.pinnings[cell.params["pinning"]]
+    bound = set()
+    for p in processes:
+        cpus = pinning.cpus_for(p.role, p.under_test)
+        if not cpus:
+            return set()
+        bound |= cpu_set(cpus)
+    return set(allowed) - bound
+
+
+def container_mems(cell, matrix, host_nodes, role=None, under_test=True):
+    """--cpuset-mems for a process's container: the bound memory node under numa=bind_local/bind_remote (the
+    cgroup then enforces what numactl's --membind asks inside), else None (every node, as the policy needs)."""
+    policy = cell.params["numa"] if under_test else "default"
+    if policy not in ("bind_local", "bind_remote"):
+        return None
+    return str(numa_nodes_for(cell, matrix, host_nodes, role, under_test)["mem_node"])

@@ -1,0 +1,156 @@
+"""Host-dependent planning: which JDK each cell runs on, and which cells this host cannot express.
+
+Errors (a JDK that is not installed, a GC the JDK refuses) stop the run before anything starts.
+Cells the host cannot express (bind_remote on one NUMA node, hugepages it cannot reserve, CPUs it does
+not have) are skipped with the reason; they are never run in some other form.
+"""
+
+import dataclasses
+import os
+
+from rigs.matrix.contract import knobvalues
+from rigs.matrix.knobs import container, hostknobs
+from rigs.matrix.planning import spec
+from rigs.host import jdks
+from rigs.host.cpuid import cpu_set
+
+
+@dataclasses.dataclass
+class PlannedCell:
+    cell: spec.Cell
+    jdk: dict = None  # the doctor's record of the JDK
+    gc_flags: list = None
+    skip_reason: str = ""
+
+
+def resolve_jdk(name, jdks):
+    """Finds the JDK an axis value names: 11/17/21 -> pinned jdkNN; else a host or declared JDK by name."""
+    usable = [j for j in jdks if not j.get("error")]
+    by_name = {j["name"]: j for j in usable}
+    major = knobvalues.jdk_major(name)
+    if major is not None and f"jdk{major}" in by_name:
+        return by_name[f"jdk{major}"]
+    if name in by_name:
+        return by_name[name]
+    known = ", ".join(sorted(by_name)) or "none"
+    broken = [f"{j['name']} ({j['error']})" for j in jdks if j.get("error")]
+    hint = f"; unusable: {'; '.join(broken)}" if broken else ""
+    raise spec.SpecError(
+        f"jdk={name}: not installed. Known JDKs: {known}{hint}. Declare one with --jdk NAME=PATH or "
+        "TUNELAB_JDKS=NAME=PATH (e.g. a JDK 8 no registry serves).")
+
+
+def host_nodes(report):
+    return {n["id"]: cpu_set(n["cpus"]) for n in report["numa"]["nodes"]} or {0: set(range(os.cpu_count()))}
+
+
+def plan(matrix, report):
+    """PlannedCell per cell; raises SpecError for problems no host could run past."""
+    caps = report["capabilities"]
+    nodes = host_nodes(report)
+    host_cpus = set().union(*nodes.values())
+    planned = []
+    errors = []
+    for cell in matrix.cells:
+        p = cell.params
+        if p["jdk"] == spec.NO_JDK:
+            pc = PlannedCell(cell, None, [])
+            pc.skip_reason = host_skip_reason(matrix, cell, caps, nodes, host_cpus, None,
+                                              report.get("memory", {}).get("available_kb"),
+                                              report.get("memory", {}).get("hugepage_size_kb"))
+            planned.append(pc)
+            continue
+        try:
+            jdk = resolve_jdk(p["jdk"], report["jdks"])
+        except spec.SpecError as e:
+            # A pinned JDK this machine has no build of (JDK 11 on aarch64): the cell is skipped, with why.
+            major = knobvalues.jdk_major(p["jdk"])
+            why = (report.get("jdks_unavailable") or {}).get(f"jdk{major}") if major is not None else None
+            if why:
+                pc = PlannedCell(cell, None, [])
+                pc.skip_reason = f"jdk={p['jdk']}: {why}"
+                planned.append(pc)
+            else:
+                errors.append(str(e))
+            continue
+        gc = (jdk.get("gcs") or {}).get(p["gc"])
+        if gc is not None and not gc["accepted"]:
+            errors.append(f"gc={p['gc']} on jdk={p['jdk']} ({jdk['version']}): the JVM refuses it: {gc['evidence']}")
+            continue
+        gc_flags = gc["flags"] if gc else None
+        if gc_flags is None:  # GC probes were skipped: use the plain selector flags
+            gc_flags = jdks.GC_FLAGS[p["gc"]]
+        pc = PlannedCell(cell, jdk, gc_flags)
+        pc.skip_reason = host_skip_reason(matrix, cell, caps, nodes, host_cpus, jdk,
+                                          report.get("memory", {}).get("available_kb"),
+                                              report.get("memory", {}).get("hugepage_size_kb"))
+        planned.append(pc)
+    if errors:
+        raise spec.SpecError("cannot run this matrix:\n  " + "\n  ".join(sorted(set(errors))))
+    return planned
+
+
+def host_skip_reason(matrix, cell, caps, nodes, host_cpus, jdk, memory_available_kb=None, hugepage_kb=None):
+    p = cell.params
+    executor = p.get("executor")
+    if executor in container.ENGINES:
+        if os.environ.get("TUNELAB_RUNNER_IMAGE"):
+            return (f"executor={executor}: this matrix runs in the rigs' image already (a fleet host with "
+                    "tunelab_runner=image), so its process cells are the containerized ones")
+        reason = container.unavailable_reason(executor)
+        if reason:
+            return f"executor={executor}: {reason}"
+        if p["numa"] == "weighted_interleave":
+            return f"executor={executor} with numa=weighted_interleave is not supported (its helper is the host's Python)"
+    if p.get("measure") == "instructions":
+        missing = [t for t in ("valgrind", "callgrind_control") if not caps.get(t, {}).get("available")]
+        if missing:
+            return f"measure=instructions needs {' and '.join(missing)} (Debian's valgrind package)"
+    pinning = matrix.pinnings[p["pinning"]]
+    wanted_cpus = cpu_set(pinning.cpus) if pinning.cpus else set()
+    for _, cpus in pinning.threads + pinning.roles:
+        wanted_cpus |= cpu_set(cpus)
+    missing = sorted(wanted_cpus - host_cpus)
+    if missing:
+        return f"pinning={p['pinning']} uses CPUs {missing} this host does not have (CPUs {sorted(host_cpus)})"
+    if pinning.threads and jdk is None:
+        return f"pinning={p['pinning']} pins Java threads; jdk={spec.NO_JDK} starts no JVM"
+    if pinning.threads and not os.path.exists(os.path.join(jdk["java_home"], "bin", "jcmd")):
+        return f"pinning={p['pinning']} needs jcmd to find Java threads; {jdk['java_home']}/bin/jcmd is missing"
+    if (pinning.cpus or pinning.roles) and p["numa"] == "default" and not caps.get("taskset", {}).get("available"):
+        return "taskset is not installed (CPU binding)"
+    if p["numa"] != "default":
+        if not caps.get("numactl", {}).get("available"):
+            return f"numa={p['numa']} needs numactl, which is not installed"
+        if p["numa"] == "weighted_interleave" and not caps.get("weighted_interleave", {}).get("available"):
+            return f"numa=weighted_interleave: {caps.get('weighted_interleave', {}).get('evidence', 'not probed')}"
+        if p["numa"] == "pressured_migrated":
+            missing = [t for t in ("migratepages", "memhog") if not caps.get(t, {}).get("available")]
+            if missing:
+                return f"numa=pressured_migrated needs {' and '.join(missing)} (Debian's numactl package)"
+        if p["numa"] in ("bind_remote", "interleave", "weighted_interleave", "pressured_migrated") and len(nodes) < 2:
+            # Interleaving over one node is binding to it: measured, it would pass for an interleave result.
+            return (f"numa={p['numa']} needs two NUMA nodes; this host has {len(nodes)} "
+                    f"({caps.get('numa_multi_node', {}).get('evidence', '')})")
+    hp = p["hugepages"]
+    thp = caps.get("transparent_hugepages", {})
+    if hp in ("off", "thp_always", "thp_madvise"):
+        wanted = {"off": "never", "thp_always": "always", "thp_madvise": "madvise"}[hp]
+        if not thp.get("available"):
+            return f"hugepages={hp}: the kernel has no transparent hugepage control"
+        if thp.get("value") != wanted and not thp.get("writable"):
+            return (f"hugepages={hp} needs THP mode {wanted!r}; it is {thp.get('value')!r} and "
+                    f"{thp.get('evidence', 'the setting')} is not writable (run as root)")
+    if hp == "explicit":
+        explicit = caps.get("explicit_hugepages", {})
+        if not explicit.get("available"):
+            return f"hugepages=explicit: no hugetlb support ({explicit.get('evidence')})"
+        page_kb = hugepage_kb or 2048
+        needed = hostknobs.hugepages_for_heap(p["heap"], page_kb * 1024)
+        if not explicit.get("writable") and (explicit.get("value") or 0) < needed:
+            return (f"hugepages=explicit needs {needed} {page_kb // 1024} MiB pages for heap {p['heap']}; "
+                    f"nr_hugepages is {explicit.get('value')} and not writable (run as root)")
+        if memory_available_kb and needed * page_kb > memory_available_kb * 0.9:
+            return (f"hugepages=explicit needs {needed * page_kb // 1024} MiB ({needed} pages of "
+                    f"{page_kb // 1024} MiB); only {memory_available_kb // 1024} MiB of memory is available")
+    return ""
