@@ -15,6 +15,7 @@ import tempfile
 import time
 import types
 import unittest
+from unittest import mock
 
 from rich.console import Console
 
@@ -22,7 +23,7 @@ from results import resultfile, store
 from rigs.host import hoststate
 from rigs.matrix import runner
 from rigs.matrix.contract import rig as rig_contract
-from rigs.matrix.knobs import threadpinning
+from rigs.matrix.knobs import hostknobs, threadpinning
 from rigs.matrix.planning import preflight, spec
 from rigs.matrix.testing.fakerig import FakeRig, FakeRigTestCase, Sandbox, install_fake_rig, running_with_argv_containing
 
@@ -69,6 +70,28 @@ class RunnerTest(FakeRigTestCase):
             self.assertIn(message, out)
         self.assertEqual(self.box.run_dirs(), [])
         self.assertEqual(rig_contract.load_rig("fake").typed({"seconds": "2.5", "server": "none"}), {"seconds": 2.5})
+
+    def test_hugepages_the_kernel_cannot_reserve_now_skip_the_cell_with_the_reason(self):
+        # A fake kernel whose memory is too fragmented: every write to nr_hugepages reserves 15 pages.
+        self.box.paths.compact_memory = os.path.join(self.box.root, "compact_memory")
+        write = hostknobs.HostKnobs._write
+
+        def fragmented(knobs, path, value):
+            write(knobs, path, value)
+            if path == knobs.paths.nr_hugepages:
+                with open(path, "w") as f:
+                    f.write("15\n")
+        with mock.patch.object(hostknobs.HostKnobs, "_write", fragmented):
+            code, out = self.box.main("--set", "hugepages=explicit")
+        self.assertEqual(code, runner.EXIT_OK, out)  # skipped, not failed: nothing under test went wrong
+        (run_dir,) = self.box.run_dirs()
+        docs = self.docs(run_dir)
+        self.assertEqual(len(docs), 4)
+        for doc in docs.values():
+            self.assertEqual(doc["status"], "skipped", doc.get("reason"))
+            self.assertRegex(doc["reason"], r"^host knob: asked the kernel for \d+ hugepages, it reserved 15 after 3")
+        with open(self.box.paths.nr_hugepages) as f:
+            self.assertEqual(f.read().strip(), "0")  # restored after every cell
 
     def test_failing_cells_are_recorded_and_the_matrix_goes_on(self):
         code, out = self.box.main("--profile", "failing")

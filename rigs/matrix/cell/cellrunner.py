@@ -9,7 +9,7 @@ import subprocess
 import time
 
 from rigs.matrix.cell import cellcgroup, cellstatus, memorydirs, processes, supervise
-from rigs.matrix.knobs import container, hostknobs, launchargv
+from rigs.matrix.knobs import container, hostknobs, hugepages, launchargv
 from rigs.matrix.planning import spec
 from rigs.matrix.cell.runcontext import now_iso
 
@@ -33,7 +33,7 @@ class CellRunner:
         if not process.is_jvm:
             return argv + process.program
         java = os.path.join(planned.jdk["java_home"], "bin", "java")
-        flags = (launchargv.jvm_flags(cell, ctx.matrix, planned.gc_flags, hostknobs.host_hugepage_bytes(ctx.report))
+        flags = (launchargv.jvm_flags(cell, ctx.matrix, planned.gc_flags, hugepages.host_page_bytes(ctx.report))
                  if process.under_test
                  else ["-XX:-UsePerfData"])
         if process.under_test and ctx.variants.get(cell.params["variant"]):
@@ -60,7 +60,7 @@ class CellRunner:
         state.ev["cgroup"] = {"path": state.cgroup.path} if state.cgroup else {"unavailable": why_none}
         policy = ctx.matrix.policy
         host_knobs = hostknobs.HostKnobs(ctx.host_paths, journal=ctx.knob_journal,
-                                     hugepage_bytes=hostknobs.host_hugepage_bytes(ctx.report))
+                                     hugepage_bytes=hugepages.host_page_bytes(ctx.report))
         ctx.active_knobs = host_knobs
         failure, timed_out = None, False
         memory_folders = []
@@ -101,6 +101,10 @@ class CellRunner:
                         state.ev["harness_cpus"] = ",".join(str(c) for c in sorted(os.sched_getaffinity(0)))
                     timed_out, failure = self._run_phases(state, state.started + policy.timeout_s)
                     supervise.stop_servers(ctx, state, look_first=failure is None and not timed_out)
+        except hostknobs.HostCannotNow as e:
+            doc.update(status="skipped", reason=f"host knob: {e}", finished_at=now_iso(),
+                       duration_s=time.monotonic() - state.started)
+            return doc
         except hostknobs.KnobError as e:
             return fail(f"host knob: {e}")
         finally:

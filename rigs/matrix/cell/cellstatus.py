@@ -1,6 +1,6 @@
 """The status of one (cell, repetition) once its processes have ended (`judge`): its exit status, a timeout, a
 dead server or a failed process; otherwise the rig's parse of the output (samples finite and non-negative, its
-split in parts), the knobs proven in effect (evidence.verify, the patched classes or binary, the rig's probes)
+split in parts), the knobs proven in effect (process_evidence.verify, the patched classes or binary, the rig's probes)
 and the status: ok, invalid (with the first problem) or failed (with its reason). ("Verdict" elsewhere means
 better or worse: analysis/compare.py.)"""
 
@@ -91,7 +91,7 @@ def judge(ctx, state, doc, failure, timed_out):
     variant = ctx.variants.get(cell.params["variant"])
     if variant and under_test.is_jvm:
         ev["patched_classes"] = process_evidence.patched_class_sources(state.class_load_log, variant["manifest"])
-    problems = evidence.verify(cell, ctx.matrix, ev, ctx.nodes)
+    problems = process_evidence.verify(cell, ctx.matrix, ev, ctx.nodes)
     if "patched_classes" in ev:
         problems += evidence.patched_class_problems(ev["patched_classes"], variant["manifest"])
     if variant and not under_test.is_jvm:

@@ -185,7 +185,8 @@ GC_FLAG_NAMES = {"serial": "UseSerialGC", "parallel": "UseParallelGC", "g1": "Us
 
 def verify(cell, matrix, evidence, host_nodes):
     """Problems with the evidence for one cell: [] when every knob took effect. (Why one function: one check
-    per knob, each adding to the one list of problems, so that every knob of the matrix has its check here.)
+    per knob, each adding to the one list of problems, so that every knob of the matrix has its check here, but
+    an axis with a module of its own: rigs/matrix/knobs/hugepages.py; knobs/process_evidence.verify runs both.)
 
     evidence keys (of the process under test unless said): role, native_program, vm_flags (parsed),
     process_status (parsed), numa_maps (parsed), other_processes ({role: {cpus_wanted, process_status}}),
@@ -219,20 +220,6 @@ def verify(cell, matrix, evidence, host_nodes):
             problems.append(f"asked for heap={p['heap']} ({heap} bytes), JVM reports MaxHeapSize={flags.get('MaxHeapSize')}")
         problems += [f"gc_opts={p['gc_opts']}: {problem}"
                      for problem in declared_flag_problems(matrix.gc_opts.get(p["gc_opts"], []), flags)]
-        if p["hugepages"] == "explicit" and flags.get("UseLargePages") is not True:
-            problems.append("asked for explicit hugepages but the JVM reports UseLargePages off")
-        if p["hugepages"] in ("thp_madvise",) and flags.get("UseTransparentHugePages") is not True:
-            problems.append("asked for THP (madvise) but the JVM reports UseTransparentHugePages off")
-    if p["hugepages"] == "explicit":
-        warnings = evidence.get("jvm_output_warnings") or []
-        if warnings:
-            problems.append("the JVM fell back from large pages: " + warnings[0])
-        if not evidence.get("hugetlb_kb"):
-            problems.append("the process holds no hugetlb pages (HugetlbPages: 0 kB)")
-    if p["hugepages"].startswith("thp_"):
-        wanted = p["hugepages"][len("thp_"):]
-        if evidence.get("thp_mode") != wanted:
-            problems.append(f"THP mode is {evidence.get('thp_mode')!r}, not {wanted!r}")
 
     pinning = matrix.pinnings[p["pinning"]]
     status = evidence.get("process_status") or {}

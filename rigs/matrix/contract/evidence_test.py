@@ -128,16 +128,6 @@ class VerifyTest(unittest.TestCase):
         self.assertEqual(by_opts, {"fixed": [], "young128": [
             "gc_opts=young128: asked for -XX:NewSize=128m, the JVM reports NewSize=268435456"]})
 
-    def test_large_pages_that_fell_back_are_invalid(self):
-        m = matrix(gc="g1", heap="256m", hugepages="explicit")
-        ev = self.good_evidence()
-        ev["vm_flags"] = evidence.parse_vm_flags(capture("vm_flags_largepages.txt"))
-        ev["jvm_output_warnings"] = evidence.large_page_failures(capture("jvm_output_largepages.txt"))
-        ev["hugetlb_kb"] = 12288
-        problems = evidence.verify(m.cells[0], m, ev, {0: {0, 1}})
-        self.assertEqual(len(problems), 1, problems)
-        self.assertIn("fell back from large pages", problems[0])
-
     def test_numa_policy_not_in_effect(self):
         m = matrix(gc="parallel", heap="256m", numa="interleave")
         problems = evidence.verify(m.cells[0], m, self.good_evidence(), {0: {0, 1}})

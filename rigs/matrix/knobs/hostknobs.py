@@ -9,15 +9,8 @@ import os
 import re
 
 from rigs.host import hoststate
-from rigs.matrix.contract import knobvalues
+from rigs.matrix.knobs import hugepages
 from results import safeio
-
-# The explicit hugepage size when a host does not say (x86-64, and aarch64 with 4 KiB base pages); aarch64
-# kernels built with 64 KiB pages have 512 MiB ones: the host's default size (Hugepagesize) is used.
-HUGEPAGE_BYTES = 2 << 20
-# Explicit hugepages must hold the heap and the JIT's code cache (240 MiB reserved by default, also on
-# large pages); the JVM silently falls back to small pages when they do not fit.
-HUGEPAGE_MARGIN_BYTES = 256 << 20
 
 
 @dataclasses.dataclass
@@ -42,7 +35,7 @@ class HostKnobs:
     next run: `recover(journal)` restores them.
     """
 
-    def __init__(self, paths=None, journal=None, hugepage_bytes=HUGEPAGE_BYTES):
+    def __init__(self, paths=None, journal=None, hugepage_bytes=hugepages.DEFAULT_PAGE_BYTES):
         self.paths = paths or HostPaths()
         self.journal = journal
         self.hugepage_bytes = hugepage_bytes
@@ -62,14 +55,14 @@ class HostKnobs:
         hp = cell.params["hugepages"]
         applied = {}
         if hp.startswith("thp_") or hp == "off":
-            mode = {"thp_always": "always", "thp_madvise": "madvise", "off": "never"}[hp]
+            mode = hugepages.THP_MODE[hp]
             if self.thp_mode() != mode:
                 self._write(self.paths.thp_enabled, mode)
             applied["thp_mode"] = self.thp_mode()
         if hp == "host":
             applied["thp_mode"] = self.thp_mode()  # as found: nothing is written
         if hp == "explicit":
-            pages = hugepages_for_heap(cell.params["heap"], self.hugepage_bytes)
+            pages = hugepages.pages_for_heap(cell.params["heap"], self.hugepage_bytes)
             current = self._read_int(self.paths.nr_hugepages)
             got = current
             attempts = 0
@@ -84,7 +77,7 @@ class HostKnobs:
             if attempts > 1:
                 applied["hugepage_reservation_attempts"] = attempts
             if got < pages:
-                raise KnobError(f"asked the kernel for {pages} hugepages, it reserved {got} after {attempts} "
+                raise HostCannotNow(f"asked the kernel for {pages} hugepages, it reserved {got} after {attempts} "
                                 f"attempts with memory compaction in between (free memory too fragmented, "
                                 f"or in use by another workload: {self._mem_summary()})")
         return applied
@@ -142,6 +135,12 @@ class KnobError(RuntimeError):
     pass
 
 
+class HostCannotNow(KnobError):
+    """The host cannot give a knob at this moment (hugepages it could not reserve in memory this fragmented):
+    the cell is skipped with the reason, as a cell the host cannot express is, not failed: nothing of the
+    system under test was measured or went wrong."""
+
+
 def _write_journal(journal, saved):
     hoststate.write_file(journal, json.dumps([[path, original] for path, original in saved]).encode())
 
@@ -197,12 +196,3 @@ def evidence_thp(text):
     m = re.search(r"\[(\w+)\]", text)
     return m.group(1) if m else text.strip()
 
-
-def hugepages_for_heap(heap, page_bytes=HUGEPAGE_BYTES):
-    return -(-(knobvalues.parse_heap(heap) + HUGEPAGE_MARGIN_BYTES) // page_bytes)
-
-
-def host_hugepage_bytes(report):
-    """The host's default hugepage size (the doctor's Hugepagesize), else 2 MiB."""
-    kb = (report or {}).get("memory", {}).get("hugepage_size_kb")
-    return kb * 1024 if kb else HUGEPAGE_BYTES

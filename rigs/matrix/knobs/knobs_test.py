@@ -66,16 +66,9 @@ class LaunchTest(unittest.TestCase):
             # Other processes of the cell keep every node: the policy is the process under test's.
             self.assertIsNone(launchargv.container_mems(cell, m, NODES_2, "loadgen", False))
 
-    def test_hugepages_cover_heap_and_code_cache(self):
-        self.assertEqual(hostknobs.hugepages_for_heap("256m"), 256)  # (256 + 256 MiB margin) / 2 MiB
-
-    def test_hugepages_of_the_hosts_size(self):
-        # aarch64 with 64 KiB base pages: 512 MiB hugepages (the doctor's Hugepagesize).
-        report = {"memory": {"hugepage_size_kb": 512 * 1024}}
-        self.assertEqual(hostknobs.host_hugepage_bytes(report), 512 << 20)
-        self.assertEqual(hostknobs.host_hugepage_bytes({}), 2 << 20)
-        self.assertEqual(hostknobs.hugepages_for_heap("256m", 512 << 20), 1)
-        self.assertEqual(hostknobs.hugepages_for_heap("1g", 512 << 20), 3)
+    def test_large_pages_of_the_hosts_size(self):
+        # aarch64 with 64 KiB base pages: 512 MiB hugepages (the doctor's Hugepagesize); the axis' own checks
+        # are in hugepages_test.
         m, cell = matrix(hugepages="explicit")
         self.assertIn("-XX:LargePageSizeInBytes=512m", launchargv.jvm_flags(cell, m, [], 512 << 20))
 
@@ -136,7 +129,7 @@ class HostKnobsTest(unittest.TestCase):
         self.assertEqual(self.read(self.paths.nr_hugepages), "0")  # the first original, not a retry's
 
         with FragmentedHost(self.paths, free_pages=[15, 15, 15]) as host:
-            with self.assertRaisesRegex(hostknobs.KnobError, "reserved 15 after 3 attempts"):
+            with self.assertRaisesRegex(hostknobs.HostCannotNow, "reserved 15 after 3 attempts"):
                 host.apply(cell)
         self.assertEqual(self.read(self.paths.nr_hugepages), "0")
 

@@ -6,22 +6,19 @@ import os
 import sys
 
 from rigs.host.cpuid import cpu_set
-from rigs.matrix.knobs.hostknobs import HUGEPAGE_BYTES
+from rigs.matrix.knobs import hugepages
 
 MEMPOLICY = os.path.join(os.path.dirname(os.path.abspath(__file__)), "mempolicy.py")
 
 
-def jvm_flags(cell, matrix, gc_probe_flags, hugepage_bytes=HUGEPAGE_BYTES):
+def jvm_flags(cell, matrix, gc_probe_flags, hugepage_bytes=hugepages.DEFAULT_PAGE_BYTES):
     """The JVM options a cell implies. gc_probe_flags: the flags the doctor found select that GC on this JDK;
     hugepage_bytes: the host's explicit hugepage size."""
     p = cell.params
     flags = list(gc_probe_flags)
     flags += matrix.gc_opts[p["gc_opts"]]
     flags += [f"-Xms{p['heap']}", f"-Xmx{p['heap']}"]
-    if p["hugepages"] == "explicit":
-        flags += ["-XX:+UseLargePages", f"-XX:LargePageSizeInBytes={hugepage_bytes // (1 << 20)}m"]
-    elif p["hugepages"] == "thp_madvise":
-        flags += ["-XX:+UseTransparentHugePages"]
+    flags += hugepages.jvm_flags(p["hugepages"], hugepage_bytes)
     # Sandboxes and shared /tmp make hsperfdata files collide; jcmd attaches without them.
     flags += ["-XX:-UsePerfData"]
     return flags

@@ -1,12 +1,19 @@
 """The evidence of a cell's processes, read from the host: the process under test's JVM flags, placement,
 memory and NUMA maps, container cgroups; where the other processes run; which jar each patched class came
-from. Parsers of what is read live in evidence.py, and checks of it against the matrix too."""
+from. Parsers of what is read live in evidence.py, and checks of it against the matrix too (verify: evidence.py's
+checks and those of the axes with a module of their own, hugepages.py)."""
 
 import os
 import subprocess
 
 from rigs.matrix.contract import evidence
-from rigs.matrix.knobs import container, hostknobs
+from rigs.matrix.knobs import container, hostknobs, hugepages
+
+
+def verify(cell, matrix, ev, host_nodes):
+    """Problems with the evidence for one cell ([] when every knob took effect): evidence.verify's, then the
+    hugepages axis' (hugepages.problems)."""
+    return evidence.verify(cell, matrix, ev, host_nodes) + hugepages.problems(cell.params["hugepages"], ev)
 
 
 def placement(ctx, running, pinning):

@@ -9,7 +9,7 @@ import dataclasses
 import os
 
 from rigs.matrix.contract import knobvalues
-from rigs.matrix.knobs import container, hostknobs
+from rigs.matrix.knobs import container, hugepages
 from rigs.matrix.planning import spec
 from rigs.host import jdks
 from rigs.host.cpuid import cpu_set
@@ -132,25 +132,4 @@ def host_skip_reason(matrix, cell, caps, nodes, host_cpus, jdk, memory_available
             # Interleaving over one node is binding to it: measured, it would pass for an interleave result.
             return (f"numa={p['numa']} needs two NUMA nodes; this host has {len(nodes)} "
                     f"({caps.get('numa_multi_node', {}).get('evidence', '')})")
-    hp = p["hugepages"]
-    thp = caps.get("transparent_hugepages", {})
-    if hp in ("off", "thp_always", "thp_madvise"):
-        wanted = {"off": "never", "thp_always": "always", "thp_madvise": "madvise"}[hp]
-        if not thp.get("available"):
-            return f"hugepages={hp}: the kernel has no transparent hugepage control"
-        if thp.get("value") != wanted and not thp.get("writable"):
-            return (f"hugepages={hp} needs THP mode {wanted!r}; it is {thp.get('value')!r} and "
-                    f"{thp.get('evidence', 'the setting')} is not writable (run as root)")
-    if hp == "explicit":
-        explicit = caps.get("explicit_hugepages", {})
-        if not explicit.get("available"):
-            return f"hugepages=explicit: no hugetlb support ({explicit.get('evidence')})"
-        page_kb = hugepage_kb or 2048
-        needed = hostknobs.hugepages_for_heap(p["heap"], page_kb * 1024)
-        if not explicit.get("writable") and (explicit.get("value") or 0) < needed:
-            return (f"hugepages=explicit needs {needed} {page_kb // 1024} MiB pages for heap {p['heap']}; "
-                    f"nr_hugepages is {explicit.get('value')} and not writable (run as root)")
-        if memory_available_kb and needed * page_kb > memory_available_kb * 0.9:
-            return (f"hugepages=explicit needs {needed * page_kb // 1024} MiB ({needed} pages of "
-                    f"{page_kb // 1024} MiB); only {memory_available_kb // 1024} MiB of memory is available")
-    return ""
+    return hugepages.host_skip_reason(p["hugepages"], p["heap"], caps, hugepage_kb, memory_available_kb)

@@ -43,14 +43,13 @@ import typing
 
 from rigs.host.cpuid import cpu_set
 from rigs.matrix.contract import knobvalues
+from rigs.matrix.knobs import hugepages
 from rigs.matrix.planning import policy
 from results import safeio
 
 # Axis -> allowed scalar values (None: free-form, checked elsewhere).
 GCS = ("serial", "parallel", "g1", "cms", "zgc", "shenandoah")
-# host: leave THP and the hugepage pool as the host has them (only recorded): for hosts the harness must not
-# change, and fleet hosts that share one kernel, where a host-wide setting would race.
-HUGEPAGES = ("off", "thp_always", "thp_madvise", "explicit", "host")
+HUGEPAGES = hugepages.VALUES  # what each means, and everything else of the axis: rigs/matrix/knobs/hugepages.py
 # pressured_migrated: the CPUs on one node, memory where the kernel puts it (the local node first); the rig
 # fills that node while loading so pages spill to another, then migrates them back (rigs/redis).
 NUMA_POLICIES = ("default", "bind_local", "bind_remote", "interleave", "weighted_interleave", "preferred",
@@ -540,9 +539,9 @@ def static_cell_errors(matrix, cell):
     if p["gc"] == "cms" and major is not None and major > CMS_LAST_JDK:
         errors.append(f"gc=cms with jdk={p['jdk']}: CMS was removed in JDK 14 (exclude it, or zip gc with jdk)")
     flags = matrix.gc_opts.get(p["gc_opts"], [])
-    if any("UseLargePages" in f for f in flags) and p["hugepages"] != "explicit":
-        errors.append(f"gc_opts={p['gc_opts']} asks for large pages with hugepages={p['hugepages']}: no hugepages "
-                      "would be reserved; use the hugepages axis (explicit) instead of raw flags")
+    conflict = hugepages.gc_opts_problem(p["hugepages"], p["gc_opts"], flags)
+    if conflict:
+        errors.append(conflict)
     if any("CMS" in f for f in flags) and p["gc"] != "cms":
         errors.append(f"gc_opts={p['gc_opts']} has CMS flags but gc={p['gc']}")
     return errors
