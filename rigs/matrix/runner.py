@@ -71,9 +71,22 @@ def check_cells(rig, planned, policy, pinnings=None):
             raise spec.SpecError(f"cell {p.cell.id} ({p.cell.label()}): {e}") from None
 
 
-def write_manifest(ctx, planned, order, state, statuses):
-    """The run's manifest (results/store.py builds and validates it) as the run stands: statuses are
-    {(cell id, repetition): status} of the repetitions done."""
+@dataclasses.dataclass
+class RunState:
+    """What changes while a run goes on, owned by the loop that changes it (execute, run_cells); the run's
+    configuration is the frozen RunContext."""
+    rounds: object = None  # the sequential_rounds.Rounds of a sequential policy (stop = "decided"), else None
+    noisy: object = None  # the noisyrounds.NoisyRounds of a policy that re-runs noisy rounds, else None
+    order: list = dataclasses.field(default_factory=list)  # [(cell, repetition)], interleaved
+    statuses: dict = dataclasses.field(default_factory=dict)  # (cell id, repetition) -> status
+    cell_runner: object = None  # the cellrunner.CellRunner of the run, killed on interruption
+    host_reference: dict = None  # the manifest's host reference block: before, and after once measured
+
+
+def write_manifest(ctx, run, planned, state):
+    """The run's manifest (results/store.py builds and validates it) as the run stands (`run`: RunState, its
+    statuses {(cell id, repetition): status} of the repetitions done; `state`: running, complete, ...)."""
+    order, statuses = run.order, run.statuses
     reps = {}  # cell id -> its repetitions in the order (the policy's, and rounds added for noise)
     for c, r in order:
         reps.setdefault(c.id, []).append(r)
@@ -86,16 +99,13 @@ def write_manifest(ctx, planned, order, state, statuses):
                                  {r: statuses.get((p.cell.id, r), "pending")
                                   for r in reps.get(p.cell.id, range(m.repetitions_of(p.cell)))})
              for p in planned]
-    # Set by //tools:fleet on the hosts it drives: which inventory host and fleet run this is.
-    fleet = {key: os.environ[var] for key, var in (("host", "TUNELAB_FLEET_HOST"), ("fleet_id", "TUNELAB_FLEET_ID"))
-             if os.environ.get(var)}
     doc = store.manifest_document(
         ctx.run_id, state, matrix=matrix, workload={"id": ctx.workload.id, "sha256": ctx.workload.sha256},
         host_id=ctx.report["host"]["host_id"], cells=cells, order=[(c.id, r) for c, r in order],
-        updated_at=now_iso(), preflight=ctx.preflight, host_reference=ctx.manifest_host_reference,
+        updated_at=now_iso(), preflight=ctx.preflight, host_reference=run.host_reference,
         revisions={name: {"commit": r.commit, "runfiles": r.runfiles} for name, r in ctx.revisions.items()},
-        sequential=ctx.rounds.to_json() if ctx.rounds else None,
-        noise_reruns=ctx.noisy.to_json() if ctx.noisy else None, fleet=fleet)
+        sequential=run.rounds.to_json() if run.rounds else None,
+        noise_reruns=run.noisy.to_json() if run.noisy else None, fleet=ctx.fleet)
     store.write_manifest(ctx.run_dir, doc)
 
 
@@ -137,7 +147,7 @@ class Loaded:
     steal_band: tuple = (sensitivity_figures.DEFAULT_STEAL_BAND, "no A/A set recorded steal: the default")
 
 
-def load(args, runfiles, report):
+def load(args, runfiles, report, env):
     """Reads the workload, the matrix, the builds and the rig, and plans the cells on this host (`report`: the
     doctor's, asked for here when None); raises SpecError, WorkloadError, ValueError or ImportError naming the
     first problem."""
@@ -151,7 +161,7 @@ def load(args, runfiles, report):
         matrix.seed = args.seed
     spec.check_workload(matrix, workload, workload_dir)
     revisions = load_revisions(args.revision, matrix, rig_data, runfiles_ws, args.matrix,
-                               required=not args.dry_run)
+                               required=not args.dry_run, shipped_commit=env.shipped_commit)
     variants = load_variants(args.variant_data, matrix)
     for cell in matrix.cells:
         # The patch set's content is part of a patched cell's identity: a changed patch is another cell.
@@ -164,7 +174,7 @@ def load(args, runfiles, report):
         report = doctor.build_report(pinned, jdks.declared_from_env() + args.jdk,
                                      probe_gcs=not args.no_gc_probes)
     report.setdefault("jdks_unavailable", jdks.unavailable_in_runfiles(runfiles))
-    planned = plan.plan(matrix, report)
+    planned = plan.plan(matrix, report, env.runner_image)
     check_cells(rig, planned, matrix.policy, matrix.pinnings)
     rounds = None
     if matrix.policy.sequential:
@@ -197,11 +207,10 @@ class RunFolder:
     stored_reruns: dict  # a resumed run's noise_reruns
 
 
-def open_run(args, loaded, default_results):
-    """The run's id and folder: a new one, or the stored run --resume names (its seed, host reference and
-    added rounds taken back); raises Stop when there is none to open."""
+def open_run(args, loaded, results_root, stored):
+    """The run's id and folder: a new one, or the stored run --resume names (`stored`: cli.find_stored_run's,
+    read once; its seed, host reference and added rounds taken back); raises Stop when there is none to open."""
     host_id, workload, matrix = loaded.report["host"]["host_id"], loaded.workload, loaded.matrix
-    results_root = args.results_dir or default_results
     if args.resume and args.run_id and args.run_id != args.resume:
         raise Stop("[red]error:[/red] --run-id and --resume name different runs")
     try:
@@ -215,14 +224,13 @@ def open_run(args, loaded, default_results):
     digest = spec_digest(args.matrix, args.profile, args.set, workload)
     stored_reference, stored_reruns = [], None
     if args.resume:
-        if not os.path.isdir(run_dir):
+        if stored is None or os.path.realpath(stored.run_dir) != os.path.realpath(run_dir):
             hint = store.stored_runs_hint(results_root)
             raise Stop(f"[red]error:[/red] cannot resume {run_id}: no such run of this host in {results_root}"
                        + (f" ({escape(hint)})" if hint else ""))
-        try:
-            manifest = store.load_manifest(os.path.join(run_dir, "manifest.json"))
-        except store.StoreError as e:
-            raise Stop(f"[red]error:[/red] cannot resume {run_id}: {escape(str(e))}") from None
+        if stored.manifest is None:
+            raise Stop(f"[red]error:[/red] cannot resume {run_id}: {escape(stored.error)}")
+        manifest = stored.manifest
         if manifest["state"] == "complete":
             raise Stop(f"run {run_id} is complete: nothing to resume (a stored run is never rewritten); {run_dir}",
                        Outcome(EXIT_OK, run_dir, workload))
@@ -237,7 +245,7 @@ def open_run(args, loaded, default_results):
     return RunFolder(run_id, run_dir, digest, stored_reference, stored_reruns)
 
 
-def make_context(console, args, loaded, folder, lock_file, host_paths, workspace):
+def make_context(console, args, loaded, folder, lock_file, host_paths, env):
     """The RunContext of a run that holds the host lock, after the preflight (its warnings printed); raises
     Stop when --strict refuses the host."""
     matrix, report = loaded.matrix, loaded.report
@@ -247,7 +255,7 @@ def make_context(console, args, loaded, folder, lock_file, host_paths, workspace
         raise Stop(f"[red]error:[/red] {escape(str(e))}") from None
     for warning in pre["warnings"]:
         console.print(f"[yellow]warning:[/yellow] {escape(warning)} (recorded; --strict refuses)")
-    commit, dirty = cli.harness_provenance(workspace)
+    commit, dirty = cli.harness_provenance(env.workspace, env.shipped_commit)
     ctx = RunContext(
         matrix=matrix, workload=loaded.workload, rig=loaded.rig, rig_data=loaded.rig_data, revisions=loaded.revisions,
         variants=loaded.variants, run_id=folder.run_id, run_dir=folder.run_dir, report=report, profile=args.profile,
@@ -256,13 +264,22 @@ def make_context(console, args, loaded, folder, lock_file, host_paths, workspace
         bazel_target=args.bazel_target, preflight=pre, nodes=plan.host_nodes(report),
         host_paths=host_paths or hostknobs.HostPaths(), varying=set(compare.varying_axes([p.cell for p in loaded.planned])),
         host_lock=lock_file, knob_journal=os.path.join(os.path.dirname(lock_file), hoststate.JOURNAL_NAME),
-        host_reference=None, manifest_host_reference=None,
-        container_image=loaded.image or {}, rounds=loaded.rounds, ceilings=loaded.ceilings)
-    if matrix.policy.rerun_noisy_rounds:
+        host_reference=None,
+        container_image=loaded.image or {}, ceilings=loaded.ceilings, runner_image=env.runner_image,
+        fleet=dict(env.fleet))
+    return ctx
+
+
+def new_run_state(loaded, folder):
+    """The loop's state at its start: the sequential rounds (load made them), and for a policy that re-runs
+    noisy rounds their judge, with the band the stored run used when resuming one."""
+    policy = loaded.matrix.policy
+    noisy = None
+    if policy.rerun_noisy_rounds:
         band, source = ((folder.stored_reruns["band"], folder.stored_reruns["band_source"]) if folder.stored_reruns
                         else loaded.steal_band)
-        ctx.noisy = noisyrounds.NoisyRounds(matrix.policy, band, source, folder.stored_reruns)
-    return ctx
+        noisy = noisyrounds.NoisyRounds(policy, band, source, folder.stored_reruns)
+    return RunState(rounds=loaded.rounds, noisy=noisy)
 
 
 def clean_leftovers(console, ctx):
@@ -283,22 +300,29 @@ def clean_leftovers(console, ctx):
         console.print(f"removed {len(removed)} partial file(s) left by an interrupted write")
 
 
-def execute(argv=None, console=None, host_paths=None, report=None, args=None):
+def execute(argv=None, console=None, host_paths=None, report=None, args=None, env=None):
     """Plans and runs a matrix; returns an Outcome (exit status, the run folder once there is one). `args`:
-    the arguments parsed already (rigs/main.py parses them once), else `argv` is parsed here."""
+    the arguments parsed already (rigs/main.py parses them once), else `argv` is parsed here; `env`: the
+    process environment as the runner reads it (cli.RunEnvironment), else read here, the one place."""
     args = args if args is not None else parse_args(argv)
     # Logs and CI capture output without a terminal: print tables wide rather than wrapped at 80 columns.
     # soft_wrap: a line longer than the console overflows, never breaks (a run folder stays one piece).
     console = console or Console(highlight=False, soft_wrap=True, width=terminal.width())
-    workspace = os.environ.get("BUILD_WORKSPACE_DIRECTORY", os.getcwd())
-    resumed = cli.resume_as_stored(args, args.results_dir or os.path.join(workspace, "results"))
+    env = env or cli.RunEnvironment.read(os.environ)
+    results_root = args.results_dir or os.path.join(env.workspace, "results")
+    try:
+        stored = cli.find_stored_run(results_root, args.resume) if args.resume else None
+    except spec.SpecError as e:
+        console.print(f"[red]error:[/red] {escape(str(e))}")
+        return Outcome(EXIT_BAD_INPUT)
+    resumed = cli.resume_as_stored(args, stored)
     if resumed:
         console.print(resumed)
     # This file is <runfiles>/tunelab/rigs/matrix/runner.py.
     runfiles = os.path.abspath(os.path.join(os.path.dirname(__file__), "..", "..", ".."))
     runfiles_ws = os.path.join(runfiles, "tunelab")
     try:
-        loaded = load(args, runfiles, report)
+        loaded = load(args, runfiles, report, env)
     except (spec.SpecError, workload_def.WorkloadError, ValueError, ImportError) as e:
         console.print(f"[red]error:[/red] {escape(str(e))}")
         return Outcome(EXIT_BAD_INPUT)
@@ -311,7 +335,7 @@ def execute(argv=None, console=None, host_paths=None, report=None, args=None):
         return Outcome(EXIT_OK)
 
     try:
-        folder = open_run(args, loaded, os.path.join(workspace, "results"))
+        folder = open_run(args, loaded, results_root, stored)
     except Stop as stop:
         console.print(stop.text)
         return stop.outcome
@@ -329,10 +353,10 @@ def execute(argv=None, console=None, host_paths=None, report=None, args=None):
         console.print(f"[red]error:[/red] cannot take the host lock {lock_file}: {escape(str(e))}")
         return Outcome(EXIT_BAD_INPUT)
 
-    ctx = None
+    run = new_run_state(loaded, folder)
     try:
         try:
-            ctx = make_context(console, args, loaded, folder, lock_file, host_paths, workspace)
+            ctx = make_context(console, args, loaded, folder, lock_file, host_paths, env)
             clean_leftovers(console, ctx)
         except Stop as stop:
             console.print(stop.text)
@@ -341,13 +365,15 @@ def execute(argv=None, console=None, host_paths=None, report=None, args=None):
         before = [m for m in stored_reference if m["when"] == "before"]
         if not before and probe is not None:
             before = measure_host_reference(console, probe, "before", reference_scale(ctx.report))
-        set_host_reference(ctx, before)
-        status = run_cells(console, ctx, planned)
+        run.host_reference = host_reference_block(ctx.report, before)
+        # The cells' provenance carries the measurements before the matrix (host_reference_block's "before").
+        ctx = dataclasses.replace(ctx, host_reference=host_reference_block(ctx.report, before, only_before=True))
+        status = run_cells(console, ctx, run, planned)
         if status == EXIT_OK:
-            if ctx.manifest_host_reference is not None:
-                set_host_reference(ctx, before + measure_host_reference(console, probe, "after",
-                                                                        reference_scale(ctx.report)))
-            write_manifest(ctx, planned, ctx.order, "complete", ctx.statuses)  # sealed: never rewritten
+            if run.host_reference is not None:
+                run.host_reference = host_reference_block(ctx.report, before + measure_host_reference(
+                    console, probe, "after", reference_scale(ctx.report)))
+            write_manifest(ctx, run, planned, "complete")  # sealed: never rewritten
         if status == EXIT_INTERRUPTED:
             console.print(f"[yellow]interrupted[/yellow]; host settings restored. Resume with: --resume {run_id}")
             return Outcome(status, run_dir, workload)
@@ -355,13 +381,11 @@ def execute(argv=None, console=None, host_paths=None, report=None, args=None):
             return Outcome(status, run_dir, workload)
         if not args.no_next_steps:
             planview.print_next_steps(console, ctx, args)
-        bad = [s for s in ctx.statuses.values() if s in ("failed", "invalid")]
+        bad = [s for s in run.statuses.values() if s in ("failed", "invalid")]
         return Outcome(EXIT_CELLS_FAILED if bad else EXIT_OK, run_dir, workload)
     finally:
-        if ctx is not None and ctx.cell_runner is not None:
-            ctx.cell_runner.kill()
-            if ctx.active_knobs is not None:
-                ctx.active_knobs.restore()
+        if run.cell_runner is not None:
+            run.cell_runner.kill()  # its processes stopped, the host knobs it set put back
         lock.release()
 
 
@@ -370,24 +394,24 @@ def reference_scale(report):
     return host_reference.EMULATED_WINDOW_SCALE if report.get("cpu", {}).get("emulated") else 1
 
 
-def set_host_reference(ctx, measurements):
-    text = host_reference.probe_text(reference_scale(ctx.report))
-    block = {"probe": text, "measurements": measurements} if measurements else None
-    ctx.manifest_host_reference = block
-    before = [m for m in measurements if m["when"] == "before"]
-    ctx.host_reference = {"probe": text, "measurements": before} if before else None
+def host_reference_block(report, measurements, only_before=False):
+    """{probe, measurements} of the host reference (only those before the matrix: a cell's provenance), or
+    None without any."""
+    measurements = [m for m in measurements if m["when"] == "before"] if only_before else measurements
+    return ({"probe": host_reference.probe_text(reference_scale(report)), "measurements": measurements}
+            if measurements else None)
 
 
-def run_cells(console, ctx, planned):
+def run_cells(console, ctx, run, planned):
     """Runs every missing (cell, repetition) in the interleaved order; returns EXIT_OK when all ran,
     EXIT_INTERRUPTED on Ctrl-C/SIGTERM, EXIT_BAD_INPUT on a corrupt stored result. Under a sequential policy
-    (ctx.rounds), it looks at every comparison after each round and skips the repetitions of cells whose
-    comparisons are all decided ("not_needed"); under one that re-runs noisy rounds (ctx.noisy), it judges each
-    round as it completes.
+    (run.rounds), it looks at every comparison after each round and skips the repetitions of cells whose
+    comparisons are all decided ("not_needed"); under one that re-runs noisy rounds (run.noisy), it judges each
+    round as it completes. `run` (RunState) is this loop's: it fills order, statuses and the cell runner.
 
     Why one function: the loop's state (order, what is left to run, statuses, the sequential looks, the added
     rounds, the progress bar) is shared by every step, and an interruption must leave all of it consistent."""
-    matrix, run_dir, rounds, noisy = ctx.matrix, ctx.run_dir, ctx.rounds, ctx.noisy
+    matrix, run_dir, rounds, noisy = ctx.matrix, ctx.run_dir, run.rounds, run.noisy
     order = schedule.interleaved_order([p.cell for p in planned], matrix.policy.repetitions, matrix.seed,
                                    matrix.repetitions_of)
     if noisy:
@@ -406,7 +430,7 @@ def run_cells(console, ctx, planned):
             rounds.record(doc)
         if noisy:
             noisy.record(doc)
-    ctx.order, ctx.statuses = order, statuses
+    run.order, run.statuses = order, statuses
     looked = [0]  # complete rounds looked at
 
     def look_before(rep):
@@ -433,7 +457,7 @@ def run_cells(console, ctx, planned):
             if all((c.id, r) in done for c, r in order if r == rep):
                 noisy.judge(rep, order, matrix.seed, console.print)
     todo = [(c, r) for c, r in order if (c.id, r) not in done]
-    write_manifest(ctx, planned, order, "running", statuses)
+    write_manifest(ctx, run, planned, "running")
     console.print(f"run {ctx.run_id}: {len(todo)} of {len(order)} cell repetitions to run"
                   + (f" at most ({matrix.policy.describe()})" if rounds else "") + f"; results in {escape(run_dir)}")
     if rounds:
@@ -444,7 +468,7 @@ def run_cells(console, ctx, planned):
     def on_term(signum, frame):
         raise KeyboardInterrupt
     signal.signal(signal.SIGTERM, on_term)
-    ctx.cell_runner = cellrunner.CellRunner(ctx)
+    run.cell_runner = cellrunner.CellRunner(ctx)
     with Progress(TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(),
                   TextColumn("ETA"), TimeRemainingColumn(), console=console, transient=False) as progress:
         task = progress.add_task("starting", total=len(todo))
@@ -459,7 +483,7 @@ def run_cells(console, ctx, planned):
                     continue
                 planned_cell = by_id[cell.id]
                 progress.update(task, description=f"{cell.id} r{rep} {escape(cell.label(ctx.varying))[:60]}")
-                doc = ctx.cell_runner.run(planned_cell, rep)
+                doc = run.cell_runner.run(planned_cell, rep)
                 store.write_result(run_dir, cell.id, rep, doc)
                 statuses[(cell.id, rep)] = doc["status"]
                 if rounds:
@@ -470,7 +494,7 @@ def run_cells(console, ctx, planned):
                         added = noisy.judge(rep, order, matrix.seed, progress.console.print)
                         todo.extend(added)
                         progress.update(task, total=progress.tasks[0].total + len(added))
-                write_manifest(ctx, planned, order, "running", statuses)
+                write_manifest(ctx, run, planned, "running")
                 line = f"{doc['status']:>8} {cell.id} r{rep} {cell.label(ctx.varying)}"
                 if doc.get("reason"):
                     line += f": {doc['reason']}"
@@ -483,8 +507,8 @@ def run_cells(console, ctx, planned):
                 if (cell.id, rep) not in statuses and rounds is not None and not rounds.needed(cell.id):
                     statuses[(cell.id, rep)] = "not_needed"
         except KeyboardInterrupt:
-            ctx.cell_runner.kill()
-            write_manifest(ctx, planned, order, "interrupted", statuses)
+            run.cell_runner.kill()
+            write_manifest(ctx, run, planned, "interrupted")
             return EXIT_INTERRUPTED
     return EXIT_OK
 

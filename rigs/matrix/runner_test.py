@@ -319,6 +319,10 @@ class RunnerTest(FakeRigTestCase):
         self.assertEqual(code, runner.EXIT_BAD_INPUT, out)
         self.assertIn("cannot resume 20200101T000000Z-0000: no such run of this host", out)
         self.assertIn(f"runs here, newest first: {os.path.basename(run_dir)}", " ".join(out.split()))
+        # A --resume that is not a run id becomes no path: refused before anything is read.
+        code, out = self.box.main("--resume", "../" + os.path.basename(run_dir))
+        self.assertEqual(code, runner.EXIT_BAD_INPUT, out)
+        self.assertIn("expected a run id", out)
         for path, body in stored.items():
             with open(path, "rb") as f:
                 self.assertEqual(f.read(), body, path)

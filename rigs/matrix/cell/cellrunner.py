@@ -20,11 +20,15 @@ class CellRunner:
     def __init__(self, ctx):
         self.ctx = ctx
         self.state = None  # the cell being run (supervise.CellState)
+        self.active_knobs = None  # the hostknobs.HostKnobs the cell being run has applied
+        self.image_ids = {}  # container engine -> the id of the rigs' image it loaded (each loads it once a run)
 
     def kill(self):
-        """Stops every process of the cell being run (on an interrupt)."""
+        """Stops every process of the cell being run and puts back the host knobs it set (on an interrupt)."""
         if self.state is not None:
             self.state.kill()
+        if self.active_knobs is not None:
+            self.active_knobs.restore()
 
     def argv_for(self, state, process):
         """The full command of one process: placement wrapper, measuring wrapper, then java or the program."""
@@ -61,7 +65,7 @@ class CellRunner:
         policy = ctx.matrix.policy
         host_knobs = hostknobs.HostKnobs(ctx.host_paths, journal=ctx.knob_journal,
                                      hugepage_bytes=hugepages.host_page_bytes(ctx.report))
-        ctx.active_knobs = host_knobs
+        self.active_knobs = host_knobs
         failure, timed_out = None, False
         memory_folders = []
 
@@ -71,13 +75,13 @@ class CellRunner:
             return doc
 
         try:
-            ids = ctx.container_image.setdefault("ids", {})  # per engine: each loads the archive once
-            if state.executor in container.ENGINES and not ids.get(state.executor):
+            if state.executor in container.ENGINES and not self.image_ids.get(state.executor):
                 try:
-                    ids[state.executor] = container.ensure_image(ctx.container_image["tar"],
-                                                                 ctx.container_image["tag"], state.executor)
+                    self.image_ids[state.executor] = container.ensure_image(
+                        ctx.container_image["tar"], ctx.container_image["tag"], state.executor)
                 except (container.ContainerError, OSError, subprocess.SubprocessError) as e:
                     return fail(f"executor={state.executor}: {e}")
+            state.image_id = self.image_ids.get(state.executor)
             with host_knobs:
                 state.ev["applied_host_knobs"] = host_knobs.apply(cell)
                 state.launch = ctx.rig.launch(cell, ctx.workload, policy, workdir, ctx.rig_data_for(cell),
@@ -110,7 +114,7 @@ class CellRunner:
         finally:
             state.kill()
             memorydirs.remove(memory_folders)
-            ctx.active_knobs = None
+            self.active_knobs = None
         if state.noise is not None:
             doc["provenance"]["noise"] = state.noise
         return cellstatus.judge(ctx, state, doc, failure, timed_out)

@@ -1,9 +1,8 @@
-"""What the cells of one run share (RunContext, built by runner.py once the run is planned), and the
-skeleton of each cell's result document with its provenance."""
+"""What the cells of one run share (RunContext, built by runner.py once the run is planned: frozen, the run's
+state is the loop's, runner.RunState), and the skeleton of each cell's result document with its provenance."""
 
 import dataclasses
 import datetime
-import os
 
 from results import resultfile
 from rigs.matrix.contract import rig as rig_contract, workload as workload_def
@@ -15,10 +14,10 @@ def now_iso():
     return datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="milliseconds")
 
 
-@dataclasses.dataclass
+@dataclasses.dataclass(frozen=True)
 class RunContext:
-    """Everything shared by the cells of one run. Set once when the run starts, but the fields under
-    "while the run goes on", which the runner and the cell runner change."""
+    """Everything the cells of one run share, fixed when the run starts (the host reference measured before
+    the matrix is added with dataclasses.replace before any cell runs)."""
     matrix: spec.Matrix
     workload: workload_def.Workload
     rig: rig_contract.Rig
@@ -41,17 +40,11 @@ class RunContext:
     varying: list  # the axes whose values differ between the planned cells
     host_lock: str  # the host lock's file (hoststate.py)
     knob_journal: str
-    container_image: dict  # {tar, tag, mounts, id once loaded} for executor=container, or empty
+    container_image: dict  # {tar, tag, mounts} of the rigs' image for executor=container, or empty
     host_reference: dict = None  # the host reference measured before the matrix, for provenance
-    manifest_host_reference: dict = None  # before and after, for the manifest
+    runner_image: str = ""  # the rigs' image this runner runs in (cli.RunEnvironment), for provenance
+    fleet: dict = dataclasses.field(default_factory=dict)  # {host, fleet_id} when //tools:fleet drives the run
     ceilings: dict = dataclasses.field(default_factory=dict)  # metric -> analysis.ceilings.Rule (ceilings.toml)
-    # While the run goes on:
-    active_knobs: object = None  # the hostknobs.HostKnobs a cell has applied, restored on interruption
-    cell_runner: object = None  # the cellrunner.CellRunner of the run, killed on interruption
-    order: list = dataclasses.field(default_factory=list)  # [(cell id, repetition)], interleaved
-    statuses: dict = dataclasses.field(default_factory=dict)  # (cell id, repetition) -> status
-    rounds: object = None  # the sequential_rounds.Rounds of a sequential policy (stop = "decided"), else None
-    noisy: object = None  # the noisyrounds.NoisyRounds of a policy that re-runs noisy rounds, else None
 
     def skeleton(self, planned, repetition, logs):
         m = self.matrix
@@ -89,10 +82,10 @@ class RunContext:
                                   {"name": name, "commit": self.harness_commit})
         if self.host_reference:
             extras["host_reference"] = self.host_reference
-        if os.environ.get("TUNELAB_RUNNER_IMAGE"):
+        if self.runner_image:
             # The runner itself ran in the rigs' image (a fleet host with tunelab_runner=image): its OS
             # libraries and tools, not the host's.
-            extras["runner_image"] = os.environ["TUNELAB_RUNNER_IMAGE"]
+            extras["runner_image"] = self.runner_image
         return extras
 
     def rig_data_for(self, cell):

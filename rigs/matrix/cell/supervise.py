@@ -30,6 +30,7 @@ class CellState:
     started: float = dataclasses.field(default_factory=time.monotonic)
     noise: dict = None  # the measured phase's host noise (hostnoise.window), for the result's provenance
     cgroup: object = None  # cellcgroup.CellCgroup every process of the cell joins; None where there is none
+    image_id: str = None  # the container engine's id of the rigs' image, for executor=container/docker
 
     @property
     def cell(self):
@@ -85,7 +86,7 @@ def start(ctx, state, process):
                                   host_lock=ctx.host_lock, executor=state.executor)
         ev.setdefault("containers", {})[process.role] = {
             "name": name, "image": ctx.container_image["tag"],
-            "image_id": ctx.container_image.get("ids", {}).get(state.executor),
+            "image_id": state.image_id,
             "engine": container.engine_of(state.executor).program, "cpuset_cpus": cpus, "cpuset_mems": mems,
             "podman_command" if state.executor == "container" else "engine_command": argv}
     r = processes.Running(process, argv, state.role_logs[process.role], state.workdir,

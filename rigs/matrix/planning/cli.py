@@ -20,6 +20,25 @@ from results import safeio
 RUN_ID_RE = store.RUN_ID_RE
 
 
+@dataclasses.dataclass(frozen=True)
+class RunEnvironment:
+    """What the runner reads of its process environment, read once where it starts (runner.execute) and
+    handed down: no module below it reads os.environ (TUNELAB_STATE_DIR is --state-dir's default, read with
+    the arguments; a cell's processes inherit the environment)."""
+    workspace: str  # BUILD_WORKSPACE_DIRECTORY (set by bazel run), else the current folder: where results go
+    runner_image: str = ""  # TUNELAB_RUNNER_IMAGE: this runner runs in the rigs' image (a fleet host's choice)
+    fleet: tuple = ()  # ((key, value)...) of TUNELAB_FLEET_HOST and _ID: which inventory host and fleet run
+    shipped_commit: str = ""  # TUNELAB_HARNESS_COMMIT: the commit a fleet bundle was built from (no git there)
+
+    @classmethod
+    def read(cls, environ):
+        fleet = tuple((key, environ[var]) for key, var in (("host", "TUNELAB_FLEET_HOST"), ("fleet_id", "TUNELAB_FLEET_ID"))
+                      if environ.get(var))
+        return cls(workspace=environ.get("BUILD_WORKSPACE_DIRECTORY") or os.getcwd(),
+                   runner_image=environ.get("TUNELAB_RUNNER_IMAGE", ""), fleet=fleet,
+                   shipped_commit=environ.get("TUNELAB_HARNESS_COMMIT", ""))
+
+
 def new_run_id():
     return time.strftime("%Y%m%dT%H%M%SZ", time.gmtime()) + "-" + secrets.token_hex(2)
 
@@ -118,7 +137,7 @@ def load_variants(items, matrix):
     return variants
 
 
-def load_revisions(items, matrix, rig_data, runfiles_ws, matrix_path, required=True):
+def load_revisions(items, matrix, rig_data, runfiles_ws, matrix_path, required=True, shipped_commit=""):
     """{name: Revision} for every --revision; refuses a revision axis value without a build to run
     (unless not `required`: a dry run plans without the builds)."""
     revisions = {}
@@ -142,7 +161,7 @@ def load_revisions(items, matrix, rig_data, runfiles_ws, matrix_path, required=T
             data[key] = theirs
         # Runfiles entries link back to the source tree the revision was built from: ask its git.
         source = os.path.realpath(os.path.join(ws, os.path.relpath(os.path.abspath(matrix_path), runfiles_ws)))
-        commit, dirty = harness_provenance(os.path.dirname(source))
+        commit, dirty = harness_provenance(os.path.dirname(source), shipped_commit)
         revisions[name] = Revision(name, ws, commit + ("-dirty" if dirty else ""), data)
     wanted = set(matrix.axes.get("revision", [])) - {spec.CANDIDATE_REVISION}
     missing = sorted(wanted - set(revisions))
@@ -156,16 +175,28 @@ def load_revisions(items, matrix, rig_data, runfiles_ws, matrix_path, required=T
     return revisions
 
 
-def stored_run_settings(results_root, run_id):
-    """(profile, overrides) of a stored run, found under any host folder of `results_root`; None if absent."""
+@dataclasses.dataclass(frozen=True)
+class StoredRun:
+    """The run --resume names, read once (the one resume path: its settings go into the arguments, then the
+    runner opens its folder): its folder, and its manifest or why it could not be read."""
+    run_dir: str
+    manifest: dict = None
+    error: str = ""
+
+
+def find_stored_run(results_root, run_id):
+    """The StoredRun `run_id` names under any host folder of `results_root` (a readable manifest first), or None;
+    a run id not of the runner's shape is refused first (it becomes part of a path)."""
+    if not RUN_ID_RE.match(run_id):
+        raise spec.SpecError(f"--resume {run_id!r}: expected a run id (YYYYMMDDTHHMMSSZ-xxxx, as the runner makes them)")
+    found = []
     for manifest_path in sorted(glob.glob(os.path.join(glob.escape(results_root), "*", glob.escape(run_id),
                                                        "manifest.json"))):
         try:
-            matrix = store.load_manifest(manifest_path)["matrix"]
-        except store.StoreError:
-            continue
-        return matrix.get("profile"), list(matrix.get("overrides") or [])
-    return None
+            found.append(StoredRun(os.path.dirname(manifest_path), store.load_manifest(manifest_path)))
+        except store.StoreError as e:
+            found.append(StoredRun(os.path.dirname(manifest_path), None, str(e)))
+    return sorted(found, key=lambda s: s.manifest is None)[0] if found else None
 
 
 def spec_digest(matrix_path, profile, overrides, workload):
@@ -176,7 +207,7 @@ def spec_digest(matrix_path, profile, overrides, workload):
     return h.hexdigest()
 
 
-def harness_provenance(workspace):
+def harness_provenance(workspace, shipped_commit=""):
     def git(*args):
         try:
             return subprocess.run(["git", "-C", workspace, *args], stdout=subprocess.PIPE,
@@ -187,20 +218,19 @@ def harness_provenance(workspace):
     if not commit:
         # A copy of the runfiles on another host (//tools:fleet) has no git: the tool that built and shipped
         # it says which commit it was, as `<sha>` or `<sha>-dirty`.
-        shipped = os.environ.get("TUNELAB_HARNESS_COMMIT", "")
+        shipped = shipped_commit
         return (shipped[:-len("-dirty")], True) if shipped.endswith("-dirty") else (shipped or "unknown", False)
     dirty = bool(git("status", "--porcelain", "--untracked-files=no"))
     return commit, dirty
 
 
-def resume_as_stored(args, results_root):
-    """`--resume RUN_ID` alone continues the stored run as it was started: its profile and --set values go into
-    `args`. Returns the line saying so, or None (other arguments given, or no such run)."""
-    if not (args.resume and args.profile is None and not args.set):
+def resume_as_stored(args, stored):
+    """`--resume RUN_ID` alone continues the stored run (`stored`: find_stored_run's) as it was started: its
+    profile and --set values go into `args`. Returns the line saying so, or None (other arguments given, or
+    no such run)."""
+    if not (args.resume and args.profile is None and not args.set) or stored is None or stored.manifest is None:
         return None
-    stored = stored_run_settings(results_root, args.resume)
-    if not stored:
-        return None
-    args.profile, args.set = stored
+    matrix = stored.manifest["matrix"]
+    args.profile, args.set = matrix.get("profile"), list(matrix.get("overrides") or [])
     return (f"resuming {args.resume}: profile {args.profile or '(default)'}"
             + (f", --set {' '.join(args.set)}" if args.set else ""))

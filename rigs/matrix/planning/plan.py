@@ -44,8 +44,9 @@ def host_nodes(report):
     return {n["id"]: cpu_set(n["cpus"]) for n in report["numa"]["nodes"]} or {0: set(range(os.cpu_count()))}
 
 
-def plan(matrix, report):
-    """PlannedCell per cell; raises SpecError for problems no host could run past."""
+def plan(matrix, report, runner_image=""):
+    """PlannedCell per cell; raises SpecError for problems no host could run past. runner_image: the rigs'
+    image this runner itself runs in (RunEnvironment.runner_image), if it does."""
     caps = report["capabilities"]
     nodes = host_nodes(report)
     host_cpus = set().union(*nodes.values())
@@ -57,7 +58,7 @@ def plan(matrix, report):
             pc = PlannedCell(cell, None, [])
             pc.skip_reason = host_skip_reason(matrix, cell, caps, nodes, host_cpus, None,
                                               report.get("memory", {}).get("available_kb"),
-                                              report.get("memory", {}).get("hugepage_size_kb"))
+                                              report.get("memory", {}).get("hugepage_size_kb"), runner_image)
             planned.append(pc)
             continue
         try:
@@ -83,18 +84,19 @@ def plan(matrix, report):
         pc = PlannedCell(cell, jdk, gc_flags)
         pc.skip_reason = host_skip_reason(matrix, cell, caps, nodes, host_cpus, jdk,
                                           report.get("memory", {}).get("available_kb"),
-                                              report.get("memory", {}).get("hugepage_size_kb"))
+                                          report.get("memory", {}).get("hugepage_size_kb"), runner_image)
         planned.append(pc)
     if errors:
         raise spec.SpecError("cannot run this matrix:\n  " + "\n  ".join(sorted(set(errors))))
     return planned
 
 
-def host_skip_reason(matrix, cell, caps, nodes, host_cpus, jdk, memory_available_kb=None, hugepage_kb=None):
+def host_skip_reason(matrix, cell, caps, nodes, host_cpus, jdk, memory_available_kb=None, hugepage_kb=None,
+                     runner_image=""):
     p = cell.params
     executor = p.get("executor")
     if executor in container.ENGINES:
-        if os.environ.get("TUNELAB_RUNNER_IMAGE"):
+        if runner_image:
             return (f"executor={executor}: this matrix runs in the rigs' image already (a fleet host with "
                     "tunelab_runner=image), so its process cells are the containerized ones")
         reason = container.unavailable_reason(executor)
