@@ -5,7 +5,7 @@ profile (`[nightly]`), the profiles the gate's sensitivity figures describe and 
 they come from (`[sensitivity]`), and the report kind a set varying one of its axes calls for (`[reports]`).
 The site (tools/publish), the nightly (tools/nightly/nightly.sh, through `python3 -m rigs.registry
 --nightly`) and the calibrator (tools/sensitivity.py) read these and keep no list of rigs of their own;
-//:lint_test checks each file against rigs/BUILD.bazel and the rig's matrix.toml (lint_test.py
+//:add_a_rig_test checks each file against rigs/BUILD.bazel and the rig's matrix.toml (add_a_rig_test.py
 rig_layout_problems).
 
 Standard library and results.safeio only: the nightly runs this module with the host's python3.

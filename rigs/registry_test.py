@@ -14,7 +14,7 @@ from rigs import registry
 class TheCheckoutsRegistry(unittest.TestCase):
     def test_every_rig_with_a_rig_py_is_registered_and_read_from_the_runfiles(self):
         rigs = registry.load()
-        # The six rigs of this checkout; a rig folder without rig.toml is //:lint_test's to name (step 1).
+        # The six rigs of this checkout; a rig folder without rig.toml is //:add_a_rig_test's to name (step 1).
         self.assertEqual(set(rigs), {"calibration", "mapreduce", "namenode", "redis", "yarn_cps", "yarn_failover"})
         self.assertEqual(rigs["mapreduce"].label, "//rigs:mr_compare_matrix")
         self.assertEqual(rigs["yarn_failover"].title, "ResourceManager failover")

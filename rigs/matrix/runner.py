@@ -310,18 +310,14 @@ def execute(argv=None, console=None, host_paths=None, report=None, args=None, en
     console = console or Console(highlight=False, soft_wrap=True, width=terminal.width())
     env = env or cli.RunEnvironment.read(os.environ)
     results_root = args.results_dir or os.path.join(env.workspace, "results")
-    try:
-        stored = cli.find_stored_run(results_root, args.resume) if args.resume else None
-    except spec.SpecError as e:
-        console.print(f"[red]error:[/red] {escape(str(e))}")
-        return Outcome(EXIT_BAD_INPUT)
-    resumed = cli.resume_as_stored(args, stored)
-    if resumed:
-        console.print(resumed)
     # This file is <runfiles>/tunelab/rigs/matrix/runner.py.
     runfiles = os.path.abspath(os.path.join(os.path.dirname(__file__), "..", "..", ".."))
     runfiles_ws = os.path.join(runfiles, "tunelab")
     try:
+        stored = cli.find_stored_run(results_root, args.resume) if args.resume else None
+        resumed = cli.resume_as_stored(args, stored)  # --resume alone: the stored run's profile and --set
+        if resumed:
+            console.print(resumed)
         loaded = load(args, runfiles, report, env)
     except (spec.SpecError, workload_def.WorkloadError, ValueError, ImportError) as e:
         console.print(f"[red]error:[/red] {escape(str(e))}")
@@ -340,18 +336,11 @@ def execute(argv=None, console=None, host_paths=None, report=None, args=None, en
         console.print(stop.text)
         return stop.outcome
     run_id, run_dir, stored_reference = folder.run_id, folder.run_dir, folder.stored_reference
-
-    lock_file = os.path.join(os.path.abspath(args.state_dir), hoststate.LOCK_NAME)
-    lock = hoststate.HostLock(lock_file)
     try:
-        lock.acquire({"run_id": run_id, "pid": os.getpid(), "matrix": matrix.name, "started_at": now_iso(),
-                      "run_dir": run_dir})
-    except hoststate.LockHeld as e:
-        console.print(f"[red]error:[/red] another matrix run holds this host ({lock_file}): {escape(str(e))}")
-        return Outcome(EXIT_LOCKED)
-    except (OSError, hoststate.StateError) as e:
-        console.print(f"[red]error:[/red] cannot take the host lock {lock_file}: {escape(str(e))}")
-        return Outcome(EXIT_BAD_INPUT)
+        lock, lock_file = take_host_lock(args.state_dir, folder, matrix.name)
+    except Stop as stop:
+        console.print(stop.text)
+        return stop.outcome
 
     run = new_run_state(loaded, folder)
     try:
@@ -387,6 +376,22 @@ def execute(argv=None, console=None, host_paths=None, report=None, args=None, en
         if run.cell_runner is not None:
             run.cell_runner.kill()  # its processes stopped, the host knobs it set put back
         lock.release()
+
+
+def take_host_lock(state_dir, folder, matrix_name):
+    """(HostLock held, its file) for this run; raises Stop when another matrix holds the host (EXIT_LOCKED) or
+    the lock cannot be taken."""
+    lock_file = os.path.join(os.path.abspath(state_dir), hoststate.LOCK_NAME)
+    lock = hoststate.HostLock(lock_file)
+    try:
+        lock.acquire({"run_id": folder.run_id, "pid": os.getpid(), "matrix": matrix_name, "started_at": now_iso(),
+                      "run_dir": folder.run_dir})
+    except hoststate.LockHeld as e:
+        raise Stop(f"[red]error:[/red] another matrix run holds this host ({lock_file}): {escape(str(e))}",
+                   Outcome(EXIT_LOCKED)) from None
+    except (OSError, hoststate.StateError) as e:
+        raise Stop(f"[red]error:[/red] cannot take the host lock {lock_file}: {escape(str(e))}") from None
+    return lock, lock_file
 
 
 def reference_scale(report):
