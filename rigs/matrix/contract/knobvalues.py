@@ -1,5 +1,5 @@
 """The knobs' values as a matrix writes them: JVM heap sizes (`512m`), JDK names (`17`, `jdk21`). Read by the
-matrix schema (spec.py, which turns a ValueError into a SpecError), the knobs (hostknobs.py, launchargv.py), the evidence checks
+matrix schema (spec.py, which turns a ValueError into a SpecError), the knobs (hugepages.py), the evidence checks
 (evidence.py) and the planner (plan.py). CPU lists (`0-3,8`) have one parser, rigs/host/cpuid.py's."""
 
 import re
