@@ -28,7 +28,8 @@ from rigs.matrix.knobs import container, hostknobs
 from rigs.matrix.planning import cli, plan, planview, schedule, spec
 from rigs.matrix.rounds import noisyrounds, sequential_rounds
 from rigs.matrix.planning.cli import check_run_id, load_revisions, load_variants, new_run_id, parse_args, spec_digest
-from rigs.matrix.cell.runcontext import RunContext, now_iso
+from results.cellresult import now_iso
+from rigs.matrix.cell.runcontext import RunContext
 from rigs.matrix.planning.preflight import preflight
 from rigs.host import doctor, jdks, terminal
 

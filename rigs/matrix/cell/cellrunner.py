@@ -6,12 +6,10 @@ owns the order of cells; runcontext.py what they share."""
 
 import os
 import subprocess
-import time
 
 from rigs.matrix.cell import cellcgroup, cellstatus, memorydirs, processes, supervise
 from rigs.matrix.knobs import container, hostknobs, hugepages, launchargv
 from rigs.matrix.planning import spec
-from rigs.matrix.cell.runcontext import now_iso
 
 
 class CellRunner:
@@ -52,74 +50,78 @@ class CellRunner:
         base = f"{cell.id}.r{repetition}"
         log_dir = os.path.join(ctx.run_dir, "logs")
         logs = {"stdout": os.path.join(log_dir, base + ".out"), "stderr": os.path.join(log_dir, base + ".err")}
-        doc = ctx.skeleton(planned, repetition, logs)
+        result = ctx.start_result(planned, repetition, logs)
         if planned.skip_reason:
-            doc.update(status="skipped", reason=planned.skip_reason, finished_at=now_iso(), duration_s=0.0)
-            return doc
+            return result.skipped(planned.skip_reason, ran=False).document()
         os.makedirs(log_dir, exist_ok=True)
         workdir = os.path.join(ctx.run_dir, "work", base)
         os.makedirs(workdir, exist_ok=True)
         state = self.state = supervise.CellState(planned, repetition, workdir, logs)
         state.cgroup, why_none = cellcgroup.for_cell(ctx.run_id, base)
         state.ev["cgroup"] = {"path": state.cgroup.path} if state.cgroup else {"unavailable": why_none}
-        policy = ctx.matrix.policy
         host_knobs = hostknobs.HostKnobs(ctx.host_paths, journal=ctx.knob_journal,
-                                     hugepage_bytes=hugepages.host_page_bytes(ctx.report))
+                                         hugepage_bytes=hugepages.host_page_bytes(ctx.report))
         self.active_knobs = host_knobs
+        memory_folders = []  # folders placed in memory for this cell, removed after it
+        refused = skipped = None
         failure, timed_out = None, False
-        memory_folders = []
-
-        def fail(reason):
-            doc.update(status="failed", reason=reason, evidence=state.ev, finished_at=now_iso(),
-                       duration_s=time.monotonic() - state.started)
-            return doc
-
         try:
-            if state.executor in container.ENGINES and not self.image_ids.get(state.executor):
-                try:
-                    self.image_ids[state.executor] = container.ensure_image(
-                        ctx.container_image["tar"], ctx.container_image["tag"], state.executor)
-                except (container.ContainerError, OSError, subprocess.SubprocessError) as e:
-                    return fail(f"executor={state.executor}: {e}")
-            state.image_id = self.image_ids.get(state.executor)
-            with host_knobs:
-                state.ev["applied_host_knobs"] = host_knobs.apply(cell)
-                state.launch = ctx.rig.launch(cell, ctx.workload, policy, workdir, ctx.rig_data_for(cell),
-                                              os.path.join(ctx.run_dir, "inputs"))
-                refused = self._prepare(state, doc)
-                if refused:
-                    return fail(refused)
-                if state.launch.memory_dirs:
-                    if state.executor != "process":
-                        return fail(f"the rig asks for {', '.join(state.launch.memory_dirs)} in memory: only "
-                                    f"with executor=process (not {state.executor})")
-                    try:
-                        state.ev["memory_dirs"], memory_folders = memorydirs.place(workdir, state.launch.memory_dirs)
-                    except memorydirs.MemoryDirError as e:
-                        return fail(str(e))
-                # The runner (it polls, samples and reads evidence while the load runs) keeps off the CPUs
-                # the cell's processes are bound to, when the host has one to spare.
-                spare = launchargv.spare_cpus(cell, ctx.matrix, state.launch.processes, os.sched_getaffinity(0))
-                with processes.runner_kept_off(spare):
-                    if spare:
-                        state.ev["harness_cpus"] = ",".join(str(c) for c in sorted(os.sched_getaffinity(0)))
-                    timed_out, failure = self._run_phases(state, state.started + policy.timeout_s)
-                    supervise.stop_servers(ctx, state, look_first=failure is None and not timed_out)
+            refused, failure, timed_out = self._attempt(state, result, host_knobs, memory_folders)
         except hostknobs.HostCannotNow as e:
-            doc.update(status="skipped", reason=f"host knob: {e}", finished_at=now_iso(),
-                       duration_s=time.monotonic() - state.started)
-            return doc
+            skipped = f"host knob: {e}"
         except hostknobs.KnobError as e:
-            return fail(f"host knob: {e}")
+            refused = f"host knob: {e}"
         finally:
             state.kill()
             memorydirs.remove(memory_folders)
             self.active_knobs = None
+        # Only now, after the kill: what it found (a process that outlived its stop) is evidence too.
+        if skipped:
+            return result.skipped(skipped).document()
+        if refused:
+            return result.failed(refused, evidence=state.ev).document()
         if state.noise is not None:
-            doc["provenance"]["noise"] = state.noise
-        return cellstatus.judge(ctx, state, doc, failure, timed_out)
+            result.add_provenance("noise", state.noise)
+        return cellstatus.judge(ctx, state, result, failure, timed_out).document()
 
-    def _prepare(self, state, doc):
+    def _attempt(self, state, result, host_knobs, memory_folders):
+        """Loads the image, applies the host knobs, asks the rig for its launch and runs its phases. Returns
+        (why the cell could not start, or None; the phase loop's failure, or None; whether it timed out)."""
+        ctx, cell, policy, workdir = self.ctx, state.cell, self.ctx.matrix.policy, state.workdir
+        if state.executor in container.ENGINES and not self.image_ids.get(state.executor):
+            try:
+                self.image_ids[state.executor] = container.ensure_image(
+                    ctx.container_image["tar"], ctx.container_image["tag"], state.executor)
+            except (container.ContainerError, OSError, subprocess.SubprocessError) as e:
+                return f"executor={state.executor}: {e}", None, False
+        state.image_id = self.image_ids.get(state.executor)
+        with host_knobs:
+            state.ev["applied_host_knobs"] = host_knobs.apply(cell)
+            state.launch = ctx.rig.launch(cell, ctx.workload, policy, workdir, ctx.rig_data_for(cell),
+                                          os.path.join(ctx.run_dir, "inputs"))
+            refused = self._prepare(state, result)
+            if refused:
+                return refused, None, False
+            if state.launch.memory_dirs:
+                if state.executor != "process":
+                    return (f"the rig asks for {', '.join(state.launch.memory_dirs)} in memory: only with "
+                            f"executor=process (not {state.executor})"), None, False
+                try:
+                    state.ev["memory_dirs"], placed = memorydirs.place(workdir, state.launch.memory_dirs)
+                except memorydirs.MemoryDirError as e:
+                    return str(e), None, False
+                memory_folders.extend(placed)
+            # The runner (it polls, samples and reads evidence while the load runs) keeps off the CPUs the
+            # cell's processes are bound to, when the host has one to spare.
+            spare = launchargv.spare_cpus(cell, ctx.matrix, state.launch.processes, os.sched_getaffinity(0))
+            with processes.runner_kept_off(spare):
+                if spare:
+                    state.ev["harness_cpus"] = ",".join(str(c) for c in sorted(os.sched_getaffinity(0)))
+                timed_out, failure = self._run_phases(state, state.started + policy.timeout_s)
+                supervise.stop_servers(ctx, state, look_first=failure is None and not timed_out)
+        return None, failure, timed_out
+
+    def _prepare(self, state, result):
         """Checks the rig's launch can run as this cell and works out each process' command and logs; the
         reason it cannot, or None."""
         ctx, planned, cell, launch = self.ctx, state.planned, state.cell, state.launch
@@ -152,18 +154,15 @@ class CellRunner:
             state.commands[p.role] = self.argv_for(state, p)
             state.role_logs[p.role] = state.logs if single else {
                 k: os.path.join(log_dir, f"{state.base}.{p.role}.{k[3:]}") for k in ("stdout", "stderr")}
-        doc["provenance"]["command"] = state.commands[under_test.role]
+        result.add_provenance("command", state.commands[under_test.role])
         if not single:
-            doc["provenance"]["commands"] = state.commands
-            doc["logs"] = {f"{role}.{k}": path for role, paths in state.role_logs.items()
-                           for k, path in paths.items()}
-            doc["logs"].update(stdout=state.role_logs[under_test.role]["stdout"],
-                               stderr=state.role_logs[under_test.role]["stderr"])
+            result.add_provenance("commands", state.commands)
+            logs = {f"{role}.{k}": path for role, paths in state.role_logs.items() for k, path in paths.items()}
+            result.set_logs(dict(logs, stdout=state.role_logs[under_test.role]["stdout"],
+                                 stderr=state.role_logs[under_test.role]["stderr"]))
         if launch.generated_inputs:
-            doc["provenance"]["workload"]["generated"] = dict(sorted(launch.generated_inputs.items()))
-            host_specific = sorted(set(launch.host_specific_inputs) & set(launch.generated_inputs))
-            if host_specific:
-                doc["provenance"]["workload"]["generated_host_specific"] = host_specific
+            result.add_generated_inputs(launch.generated_inputs,
+                                        set(launch.host_specific_inputs) & set(launch.generated_inputs))
         return None
 
     def _run_phases(self, state, deadline):

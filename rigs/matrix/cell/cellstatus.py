@@ -5,18 +5,17 @@ and the status: ok, invalid (with the first problem) or failed (with its reason)
 better or worse: analysis/compare.py.)"""
 
 import math
-import time
 
 from analysis import ceilings
 from results import resultfile
 from rigs.matrix.cell import steadystate
 from rigs.matrix.contract import evidence, rig as rig_contract
 from rigs.matrix.knobs import process_evidence
-from rigs.matrix.cell.runcontext import now_iso
 
 
-def judge(ctx, state, doc, failure, timed_out):
-    """Fills `doc` from the ended cell `state`; `failure`: the reason the phase loop stopped, if any.
+def judge(ctx, state, result, failure, timed_out):
+    """Gives `result` (results/cellresult.CellResult) its parts and status from the ended cell `state`;
+    `failure`: the reason the phase loop stopped, if any. Returns `result`.
 
     Why one function: the order of the checks is the rule (a timeout, then a failed process, then a dead
     server, then the parse, then the evidence): the first that fails names the cell's status."""
@@ -29,7 +28,7 @@ def judge(ctx, state, doc, failure, timed_out):
                and r.killed_on_purpose is None]
     exit_statuses = {r.role: r.popen.returncode for r in state.running}
     # The cell's exit status: the first non-zero one of its load generators, else 0.
-    doc["exit_status"] = next((r.popen.returncode for r in clients if r.popen.returncode), 0) if clients else None
+    exit_status = next((r.popen.returncode for r in clients if r.popen.returncode), 0) if clients else None
     single = len(state.running) <= 1
     if not single:
         ev["exit_statuses"] = exit_statuses
@@ -40,57 +39,47 @@ def judge(ctx, state, doc, failure, timed_out):
     outputs = {r.role: r.output()[0] for r in state.running}
     all_output = "\n".join("\n".join(r.output()) for r in state.running if r.process.is_jvm)
     ev["jvm_output_warnings"] = evidence.large_page_failures(all_output)
-    doc["evidence"] = ev
-    doc["finished_at"] = now_iso()
-    doc["duration_s"] = time.monotonic() - state.started
+    result.ended(exit_status, ev)
     if timed_out:
-        doc.update(status="failed", reason=f"timed out after {policy.timeout_s:g} s; killed")
-        return doc
+        return result.failed(f"timed out after {policy.timeout_s:g} s; killed")
     dead = next((r for r in state.running if r.process.server and ev["servers"][r.role]["died_before_stop"]), None)
     if failure is None and dead is not None:
         # A server that died under load is the cause; its clients' errors are the consequence.
         failure = (f"server {dead.role} exited with status {dead.popen.returncode} while the load ran: "
                    f"{dead.stderr_tail()}")
     if failure:
-        doc.update(status="failed", reason=failure)
-        return doc
+        return result.failed(failure)
     failed = next((r for r in clients if r.popen.returncode != 0), None)
     if failed is not None:
         who = "" if single else f"{failed.role}: "
-        doc.update(status="failed", reason=f"{who}exit status {failed.popen.returncode}: {failed.stderr_tail()}")
-        return doc
+        return result.failed(f"{who}exit status {failed.popen.returncode}: {failed.stderr_tail()}")
     try:
         parsed = ctx.rig.parse(outputs, policy, state.workdir, state.launch)
     except rig_contract.MeasurementInvalid as e:
-        doc.update(status="invalid", reason=str(e))
-        return doc
+        return result.invalid(str(e))
     except (ValueError, KeyError) as e:
-        doc.update(status="failed", reason=f"could not parse the rig's output: {e}")
-        return doc
+        return result.failed(f"could not parse the rig's output: {e}")
     measured = parsed.samples
     if len(parsed.split) > 1 or any(len(parts) < 2 for parts in parsed.split.values()):
-        doc.update(status="failed", reason=f"the rig's split is not one axis of two or more parts: "
-                                           f"{ {axis: sorted(parts) for axis, parts in parsed.split.items()} }")
-        return doc
+        return result.failed(f"the rig's split is not one axis of two or more parts: "
+                             f"{ {axis: sorted(parts) for axis, parts in parsed.split.items()} }")
     part_samples = [s for parts in parsed.split.values() for samples in parts.values() for s in samples]
     bad = next((s for s in parsed.warmup_samples + measured + part_samples
                 if not isinstance(s["value"], (int, float)) or not math.isfinite(s["value"]) or s["value"] < 0), None)
     if bad is not None:
-        doc.update(status="invalid", reason=f"the rig reported {bad['metric']} = {bad['value']!r} at t={bad['t']}: "
-                                            "not a finite, non-negative number")
-        return doc
-    doc["warmup_samples"], doc["samples"] = parsed.warmup_samples, measured
-    if parsed.observations:
-        doc["observations"] = parsed.observations
-    doc["metrics"] = ceilings.mark(resultfile.run_metrics(measured, ctx.workload.metrics), ctx.ceilings, cell.params)
-    for axis, parts in parsed.split.items():
-        doc["split"] = {"axis": axis, "parts": [
-            {"value": value, "samples": samples,
-             "metrics": ceilings.mark(resultfile.run_metrics(samples, ctx.workload.metrics), ctx.ceilings, cell.params)}
-            for value, samples in parts.items()]}
+        return result.invalid(f"the rig reported {bad['metric']} = {bad['value']!r} at t={bad['t']}: "
+                              "not a finite, non-negative number")
+
+    def metrics(samples):
+        return ceilings.mark(resultfile.run_metrics(samples, ctx.workload.metrics), ctx.ceilings, cell.params)
+    split = next(({"axis": axis, "parts": [{"value": value, "samples": samples, "metrics": metrics(samples)}
+                                           for value, samples in parts.items()]}
+                  for axis, parts in parsed.split.items()), None)
+    result.measured(parsed.warmup_samples, measured, metrics(measured), parsed.observations, split)
     variant = ctx.variants.get(cell.params["variant"])
     if variant and under_test.is_jvm:
         ev["patched_classes"] = process_evidence.patched_class_sources(state.class_load_log, variant["manifest"])
+        result.add_evidence("patched_classes", ev["patched_classes"])
     problems = process_evidence.verify(cell, ctx.matrix, ev, ctx.nodes)
     if "patched_classes" in ev:
         problems += evidence.patched_class_problems(ev["patched_classes"], variant["manifest"])
@@ -103,20 +92,17 @@ def judge(ctx, state, doc, failure, timed_out):
     unsteady = []
     if policy.iterating:
         steadiness = steadystate.check(measured, policy.steady_band)
-        doc["steady_state"] = {"band": policy.steady_band, "metrics": {s.metric: s.to_json() for s in steadiness}}
+        result.steady_state(policy.steady_band, {s.metric: s.to_json() for s in steadiness})
         counts = {len(values) for values in steadystate.iteration_values(measured).values()}
         if counts != {policy.iterations}:
             problems.append(f"the policy asks for {policy.iterations} measured iterations a launch; the rig reported "
                             f"{', '.join(map(str, sorted(counts))) or 'none'} (samples tagged with their iteration)")
         unsteady = [s for s in steadiness if not s.steady]
-    doc["problems"] = problems
     if problems:
-        doc.update(status="invalid", reason="knob not in effect: " + problems[0])
-    elif unsteady:
+        return result.invalid("knob not in effect: " + problems[0], problems)
+    if unsteady:
         # A rig that warms up in time (warmup_iterations 0: the YARN rig's sub-windows) is told warmup_s.
         knob = "policy.warmup_iterations" if policy.warmup_iterations else "policy.warmup_s"
-        doc.update(status="invalid", reason=f"no steady state: {unsteady[0].describe()}; warm up longer "
-                                            f"({knob}) or widen policy.steady_band")
-    else:
-        doc["status"] = "ok"
-    return doc
+        return result.invalid(f"no steady state: {unsteady[0].describe()}; warm up longer ({knob}) or widen "
+                              "policy.steady_band", problems)
+    return result.ok()

@@ -1,17 +1,12 @@
 """What the cells of one run share (RunContext, built by runner.py once the run is planned: frozen, the run's
-state is the loop's, runner.RunState), and the skeleton of each cell's result document with its provenance."""
+state is the loop's, runner.RunState), and the blocks each cell's result starts from (results/cellresult.py)."""
 
 import dataclasses
-import datetime
 
-from results import resultfile
+from results import cellresult
 from rigs.matrix.contract import rig as rig_contract, workload as workload_def
 from rigs.matrix.knobs import hostknobs
 from rigs.matrix.planning import spec
-
-
-def now_iso():
-    return datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="milliseconds")
 
 
 @dataclasses.dataclass(frozen=True)
@@ -46,30 +41,28 @@ class RunContext:
     fleet: dict = dataclasses.field(default_factory=dict)  # {host, fleet_id} when //tools:fleet drives the run
     ceilings: dict = dataclasses.field(default_factory=dict)  # metric -> analysis.ceilings.Rule (ceilings.toml)
 
-    def skeleton(self, planned, repetition, logs):
+    def start_result(self, planned, repetition, logs):
+        """The cell result of (planned cell, repetition), started from what the run knows about it
+        (results/cellresult.py owns it from here)."""
         m = self.matrix
-        jdk = planned.jdk
-        return {
-            "schema_version": resultfile.SCHEMA_VERSION, "kind": "tunelab.cell_result", "run_id": self.run_id,
-            "matrix": {"name": m.name, "rig": m.rig, "source": self.matrix_source, "profile": self.profile,
-                       "seed": m.seed, "spec_sha256": self.spec_sha256},
-            "cell": {"id": planned.cell.id, "params": planned.cell.params, "repetition": repetition},
-            "status": "failed", "exit_status": None,
-            "policy": {"warmup_s": m.policy.warmup_s, "measure_s": m.policy.measure_s,
-                       "repetitions": m.policy.repetitions, "cooldown_s": m.policy.cooldown_s,
-                       "timeout_s": m.policy.timeout_s,
-                       **({"warmup_iterations": m.policy.warmup_iterations, "iterations": m.policy.iterations,
-                           "steady_band": m.policy.steady_band} if m.policy.iterating else {})},
-            "metrics": [], "samples": [], "warmup_samples": [], "evidence": {}, "problems": [],
-            "provenance": {
-                "host": self.report, "jdk": jdk, "command": [], "harness_commit": self.harness_commit,
+        return cellresult.CellResult(
+            self.run_id,
+            matrix={"name": m.name, "rig": m.rig, "source": self.matrix_source, "profile": self.profile,
+                    "seed": m.seed, "spec_sha256": self.spec_sha256},
+            cell={"id": planned.cell.id, "params": planned.cell.params, "repetition": repetition},
+            policy={"warmup_s": m.policy.warmup_s, "measure_s": m.policy.measure_s,
+                    "repetitions": m.policy.repetitions, "cooldown_s": m.policy.cooldown_s,
+                    "timeout_s": m.policy.timeout_s,
+                    **({"warmup_iterations": m.policy.warmup_iterations, "iterations": m.policy.iterations,
+                        "steady_band": m.policy.steady_band} if m.policy.iterating else {})},
+            provenance={
+                "host": self.report, "jdk": planned.jdk, "command": [], "harness_commit": self.harness_commit,
                 "harness_dirty": self.harness_dirty, "bazel_target": self.bazel_target,
                 "workload": {"id": self.workload.id, "sha256": self.workload.sha256, "files": self.workload.inputs},
                 "variant": self.variant_provenance(planned.cell.params["variant"]),
                 **self.provenance_extras(planned.cell),
             },
-            "logs": logs, "started_at": now_iso(), "finished_at": now_iso(),
-        }
+            logs=logs)
 
     def provenance_extras(self, cell):
         """The revision a cell's rig artifacts were built from (with a revision axis) and the host reference
