@@ -18,7 +18,7 @@ from rich.console import Console
 from rich.markup import escape
 from rich.table import Table
 
-from analysis import ceilings, compare, distributions, resultsets, sensitivity_figures, sequential, stats, thresholds
+from analysis import ceilings, compare, distributions, profiles, resultsets, sensitivity_figures, sequential, stats, thresholds
 
 WIDTH = 100
 FOOTNOTE = ("Runs are the unit: a cell is the median of its run medians, its CI a bootstrap over runs. Verdict: "
@@ -305,6 +305,8 @@ def render(console, result_set, metrics=None):
     for line in companion_lines(compared, metrics, matrix.get("comparison_groups"), matrix.get("axes"), effects,
                                 thresholds.companions(None, result_set.docs)):
         console.print(escape(line))
+    for line in profile_lines(result_set):
+        console.print(escape(line))
     tails = tail_table(compared, result_set.docs)
     if tails is not None:
         console.print(tails)
@@ -313,6 +315,25 @@ def render(console, result_set, metrics=None):
     if context:  # the last line, where the verdicts end: the preflight's warning scrolled off at the top
         console.print(escape(f"verdicts above on a busy host: {context}"))
     return True
+
+
+def profile_lines(result_set, event="cpu"):
+    """One line per profiled comparison naming the frames that moved (analysis/profiles.py), and what is
+    missing; none for a run without profiles."""
+    lines = []
+    try:
+        found = profiles.comparisons(result_set, event)
+    except profiles.ProfileError as e:
+        return [f"profiles: {e}"]
+    for c in found:
+        if c.rows:
+            lines.append(f"profile ({event}, {len(c.baseline_runs)}/{len(c.candidate_runs)} runs) of {c.label()}: "
+                         f"{profiles.one_line(c.rows)}")
+        for why in c.missing[:3]:
+            lines.append(f"profile missing: {why}")
+    if found:
+        lines.append("flame graphs and every mover: bazel run //tools:profile_diff -- --run " + result_set.path)
+    return lines
 
 
 def tail_table(cells, docs):

@@ -92,6 +92,14 @@ class CellResult:
         self._open()
         self._doc["steady_state"] = {"band": band, "metrics": dict(metrics)}
 
+    def add_profile(self, profile):
+        """The profiled launch's block (rigs/matrix/cell/cellrunner.py _profile): its events, the stored
+        recording and collapsed stacks, or why it is missing. Taken after the status too: the profile comes from
+        its own launch after the timed one was judged, and changes nothing of the measurement."""
+        if self._status not in (None, "ok"):
+            raise CellResultError(f"a {self._status} cell has no profile: only a measured one is profiled")
+        self._doc["profile"] = copy.deepcopy(profile)
+
     # The status, given once.
 
     def skipped(self, reason, ran=True):

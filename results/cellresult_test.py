@@ -79,6 +79,36 @@ class Statuses(unittest.TestCase):
             started().ok(problems=["heap"])
 
 
+PROFILE = {"events": ["cpu"], "launch": "extra", "duration_s": 4.4,
+           "jfr": {"file": "profiles/ca872129ac7c.r0.jfr.gz", "sha256": "a" * 64, "bytes": 15354},
+           "collapsed": {"cpu": {"file": "profiles/ca872129ac7c.r0.cpu.collapsed.gz", "sha256": "b" * 64, "bytes": 2261}}}
+
+
+class Profile(unittest.TestCase):
+    def measured(self):
+        result = started()
+        result.ended(0, {})
+        result.measured([], SAMPLES, [])
+        return result.ok()
+
+    def test_a_measured_cell_takes_its_profile_after_its_status(self):
+        doc = self.measured()
+        doc.add_profile(PROFILE)
+        self.assertEqual(doc.document()["profile"], PROFILE)
+
+    def test_a_missing_profile_says_why_and_a_block_that_says_neither_is_refused(self):
+        doc = self.measured()
+        doc.add_profile({"events": ["cpu"], "launch": "extra", "duration_s": 1.0, "missing": "timed out"})
+        self.assertEqual(doc.document()["profile"]["missing"], "timed out")
+        doc.add_profile({"events": ["cpu"], "launch": "extra", "duration_s": 1.0})
+        with self.assertRaisesRegex(resultfile.ResultError, "profile"):
+            doc.document()
+
+    def test_a_cell_that_was_not_measured_has_no_profile(self):
+        with self.assertRaisesRegex(cellresult.CellResultError, "a failed cell has no profile"):
+            started().failed("exit status 1").add_profile(PROFILE)
+
+
 class Order(unittest.TestCase):
     def test_a_status_is_given_once_and_fixes_the_parts(self):
         result = started().failed("exit status 1")

@@ -32,7 +32,7 @@ _EXTENDED_TYPES = (b"x", b"g", b"L", b"K", b"X")
 _UNSAFE_CHARS = re.compile(r"[\x00-\x1f\x7f\\]")
 # What a run folder holds (rigs/matrix/runner.py, cellrunner.py): the manifest, cell results, logs, rig work
 # folders and cached inputs.
-RUN_TOP_LEVEL = ("manifest.json", "cells", "logs", "work", "inputs")
+RUN_TOP_LEVEL = ("manifest.json", "cells", "logs", "work", "inputs", "profiles")
 
 
 class ArchiveError(ValueError):

@@ -13,6 +13,8 @@ results/reference/*.json, results/.fleet/<fleet id>/. Rules:
   folder beside its target, checked, and renamed into place: never half there.
 """
 
+import gzip
+import hashlib
 import os
 import re
 import shutil
@@ -204,6 +206,39 @@ def write_result_file(path, doc):
     if os.path.lexists(path):
         raise resultfile.ResultError(f"{path} exists; stored results are never rewritten")
     safeio.write_json(path, doc)
+
+
+# A cell's profiles (issue 60): the profiled launch's JFR recording and its collapsed stacks per event, each
+# gzip-compressed under profiles/ of the run, written once like a result.
+PROFILE_EVENTS = ("cpu", "wall", "alloc", "lock")  # the events a profile may hold (the result schema's enum)
+PROFILE_PARTS = {"jfr": "jfr", **{event: f"{event}.collapsed" for event in PROFILE_EVENTS}}
+MAX_PROFILE_SOURCE_BYTES = 1 << 30
+
+
+def profile_path(folder, cell_id, repetition, part):
+    """profiles/<cell>.r<rep>.<part>.gz of a run folder (part: PROFILE_PARTS)."""
+    if part not in PROFILE_PARTS:
+        raise StoreError(f"profile part {part!r}: one of {', '.join(PROFILE_PARTS)}")
+    base = os.path.basename(resultfile.result_path(folder, cell_id, repetition))[: -len(".json")]
+    return os.path.join(folder, "profiles", f"{base}.{PROFILE_PARTS[part]}.gz")
+
+
+def write_profile(folder, cell_id, repetition, part, source):
+    """Stores the file `source` (a recording or collapsed stacks) compressed as the cell's profile `part`, never
+    replacing one; returns {file (relative to the run), sha256 (of the stored file), bytes}."""
+    if stored_state(folder) == "complete":
+        raise StoreError(f"{folder} is a complete run: nothing is added to it")
+    path = profile_path(folder, cell_id, repetition, part)
+    if os.path.lexists(path):
+        raise StoreError(f"{path} exists; stored profiles are never rewritten")
+    try:
+        data = safeio.read_bytes(source, MAX_PROFILE_SOURCE_BYTES)
+    except (safeio.InputError, OSError) as e:
+        raise StoreError(f"profile {part}: {e}") from None
+    packed = gzip.compress(data, compresslevel=6, mtime=0)
+    safeio.check_folder(os.path.dirname(path), create=True)
+    safeio.write_bytes(path, packed)
+    return {"file": os.path.relpath(path, folder), "sha256": hashlib.sha256(packed).hexdigest(), "bytes": len(packed)}
 
 
 # The documents tunelab keeps beside a run's or a set's results, by file name, with the kinds each may hold:

@@ -4,6 +4,14 @@ load("@rules_python//python:defs.bzl", "py_binary", "py_library", "py_test")
 load("//tools/fleet:defs.bzl", "matrix_bundle")
 load("//tools/jdk:defs.bzl", "PINNED_JDK_JAVAS")
 load("//tools/jdk:jdks.bzl", "MISSING_JDKS_AARCH64", "PINNED_JDKS_AARCH64")
+load("//tools/maven:defs.bzl", "maven_jar_label")
+
+# async-profiler's agent (its library for each platform inside) and converter, for policy.profile
+# (rigs/matrix/knobs/profiling.py): files the runner uses, never on a classpath.
+_PROFILER_JARS = {
+    "agent": maven_jar_label("tools.profiler:async-profiler:4.6"),
+    "converter": maven_jar_label("tools.profiler:jfr-converter:4.5"),
+}
 
 # What an aarch64 bundle carries instead of the build host's files (tools/fleet/defs.bzl: stand_ins).
 _AARCH64_STAND_INS = [
@@ -95,7 +103,7 @@ def rig_matrix(
         "--matrix=$(rootpath %s)" % matrix,
         "--workload=$(rootpath %s)" % workload_toml,
         "--bazel-target=//%s:%s" % (native.package_name(), name),
-    ] + data_args
+    ] + data_args + ["--profiler-jar=%s=$(rootpath %s)" % (k, v) for k, v in sorted(_PROFILER_JARS.items())]
     variant_labels = []
     for variant, files in sorted(variants.items()):
         for k, v in sorted(files.items()):
@@ -110,7 +118,7 @@ def rig_matrix(
 
     # The committed sensitivity figures: the steal band of rerun_noisy_rounds comes from this build, not the checkout.
     stored = ["//results:schema", "//results:sensitivity_figures"]
-    data = [matrix, workload_toml, workload + ":definition"] + rig_data.values() + variant_labels + PINNED_JDK_JAVAS + stored + container_os
+    data = [matrix, workload_toml, workload + ":definition"] + rig_data.values() + variant_labels + PINNED_JDK_JAVAS + stored + container_os + _PROFILER_JARS.values()
     if probe not in rig_data.values():
         data.append(probe)
     deps = [rig, "//rigs/matrix:runner", "//analysis:summary_lib"]

@@ -21,7 +21,8 @@ import unittest
 
 from rich.console import Console
 
-from results import resultfile
+from analysis import profiles, resultsets
+from results import resultfile, safeio
 from rigs import main as rig_main
 from rigs.matrix import runner
 from rigs.matrix.cell import processes
@@ -146,11 +147,28 @@ class RigMatrixTest(unittest.TestCase):
                 if placed["cpuset_cpus"]:
                     self.assertEqual(ev["process_status"]["Cpus_allowed_list"], placed["cpuset_cpus"])
             self.assertEqual(doc["provenance"]["host"]["host"]["host_id"], host)
+            # A profiled cell (policy.profile): its extra launch's recording and stacks stored as recorded.
+            for event in doc["policy"].get("profile", []):
+                self.assertNotIn("missing", doc["profile"], doc["profile"].get("missing"))
+                for stored in (doc["profile"]["jfr"], doc["profile"]["collapsed"][event]):
+                    self.assertEqual(safeio.sha256_of(os.path.join(run_dir, stored["file"])), stored["sha256"])
             # Every server the cell started (a ZooKeeper, a NameNode, redis-server) is gone, its ports free.
             for role, server in ev.get("servers", {}).items():
                 self.assertTrue(all(server["ports_freed"].values()), (role, server))
                 self.assertFalse(processes.running_with_argv(doc["provenance"]["commands"][role]), role)
         self.assertGreater(ok, 0)
+        self.check_profiles(run_dir)
+
+    def check_profiles(self, run_dir):
+        """Every comparison of a profiled run has its movers; an injected slowdown (the calibration rig's
+        profile_slowdown) shows as the spinning frame, within 2 points of the injected share, and moved."""
+        for c in profiles.comparisons(resultsets.load_run(run_dir)):
+            self.assertTrue(c.rows, c.missing)
+            if c.axis == "injected_slowdown_pct" and c.baseline_value == "0":
+                top = c.rows[0]
+                self.assertEqual(top.frame, "tunelab/rigs/calibration/Calibration.spin", c.rows[:3])
+                self.assertAlmostEqual(top.change, float(c.value), delta=2.0)
+                self.assertTrue(top.moved, top.describe())
 
 
 if __name__ == "__main__":

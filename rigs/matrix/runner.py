@@ -11,6 +11,7 @@ after), sequential_rounds.py and noisyrounds.py (sequential rounds; rounds run a
 
 import dataclasses
 import os
+import platform
 import signal
 import sys
 import time
@@ -24,7 +25,7 @@ from analysis import ceilings, compare, sensitivity_figures, stats
 from rigs.host import host_reference, hoststate
 from rigs.matrix.cell import cellrunner
 from rigs.matrix.contract import rig as rig_contract, workload as workload_def
-from rigs.matrix.knobs import container, hostknobs
+from rigs.matrix.knobs import container, hostknobs, profiling
 from rigs.matrix.planning import cli, plan, planview, schedule, spec
 from rigs.matrix.rounds import noisyrounds, sequential_rounds
 from rigs.matrix.planning.cli import check_run_id, load_revisions, load_variants, new_run_id, parse_args, spec_digest
@@ -68,7 +69,9 @@ def check_cells(rig, planned, policy, pinnings=None):
                                  "unit of work per launch for this cell: use iterations = 1 and warmup_iterations "
                                  "= 0 (repetitions launch it again)")
             rig.check_policy(p.cell.params, policy)
-        except ValueError as e:
+            if policy.profile:
+                profiling.check_cell(p.cell.params, p.jdk)
+        except (ValueError, profiling.ProfileError) as e:
             raise spec.SpecError(f"cell {p.cell.id} ({p.cell.label()}): {e}") from None
 
 
@@ -146,6 +149,7 @@ class Loaded:
     # (band, where it came from): the steal a round may lose before rerun_noisy_rounds runs it again, from the
     # committed A/A sets in this target's runfiles (//results:sensitivity_figures), never the user's checkout.
     steal_band: tuple = (sensitivity_figures.DEFAULT_STEAL_BAND, "no A/A set recorded steal: the default")
+    profiler: dict = dataclasses.field(default_factory=dict)  # {agent_jar, converter_jar} under policy.profile
 
 
 def load(args, runfiles, report, env):
@@ -187,8 +191,12 @@ def load(args, runfiles, report, env):
                              "(//tools/container:rig_os; rig_matrix adds it)")
     # The workload's metric ceilings (ceilings.toml): a wrong declaration is an error before anything runs.
     band = sensitivity_figures.steal_band(os.path.join(runfiles_ws, "results", "baselines"), matrix.rig)
+    try:
+        profiler = profiling.tools(args.profiler_jar, platform.machine()) if matrix.policy.profile else {}
+    except profiling.ProfileError as e:
+        raise spec.SpecError(f"policy.profile = {list(matrix.policy.profile)}: {e}") from None
     return Loaded(workload, workload_dir, matrix, rig_data, revisions, variants, rig, pinned, report, planned,
-                  rounds, image, ceilings.for_folder(workload_dir), band)
+                  rounds, image, ceilings.for_folder(workload_dir), band, profiler)
 
 
 class Stop(Exception):
@@ -267,7 +275,7 @@ def make_context(console, args, loaded, folder, lock_file, host_paths, env):
         host_lock=lock_file, knob_journal=os.path.join(os.path.dirname(lock_file), hoststate.JOURNAL_NAME),
         host_reference=None,
         container_image=loaded.image or {}, ceilings=loaded.ceilings, runner_image=env.runner_image,
-        fleet=dict(env.fleet))
+        fleet=dict(env.fleet), profiler=loaded.profiler)
     return ctx
 
 

@@ -1229,12 +1229,24 @@ MAVEN_LOCK = {
             "coordinates": "tomcat:jasper-runtime:5.5.12",
             "sha256": "128aa292e50cd956e8c7bbda90b7e220d044097771ed5d62ebbd5d37253ebef4",
         },
+        "maven__tools_profiler__async_profiler__4_6": {
+            "coordinates": "tools.profiler:async-profiler:4.6",
+            "sha256": "a5d3d9f4582c2033fa9db518046e73ef97219801f3e7542b82e3e09261ebe493",
+        },
+        "maven__tools_profiler__jfr_converter__4_5": {
+            "coordinates": "tools.profiler:jfr-converter:4.5",
+            "sha256": "d8a5452b26adb11a2a0abf0c53799a6fd60dbccb0647efa5a734e3c46ced3df4",
+        },
         "maven__xmlenc__xmlenc__0_52": {
             "coordinates": "xmlenc:xmlenc:0.52",
             "sha256": "282ae185fc2ff27da7714af9962897c09cfefafb88072219c4a2f9c73616c026",
         },
     },
     "sets": {
+        "async_profiler": [
+            "maven__tools_profiler__async_profiler__4_6",
+            "maven__tools_profiler__jfr_converter__4_5",
+        ],
         "google_java_format": [
             "maven__com_google_code_findbugs__jsr305__3_0_2",
             "maven__com_google_errorprone__error_prone_annotations__2_21_1",

@@ -5,10 +5,13 @@ is read from the host about them), cellstatus.py (the cell's status once they ha
 owns the order of cells; runcontext.py what they share."""
 
 import os
+import platform
 import subprocess
+import time
 
+from results import store
 from rigs.matrix.cell import cellcgroup, cellstatus, memorydirs, processes, supervise
-from rigs.matrix.knobs import container, hostknobs, hugepages, launchargv
+from rigs.matrix.knobs import container, hostknobs, hugepages, launchargv, profiling
 from rigs.matrix.planning import spec
 
 
@@ -41,22 +44,51 @@ class CellRunner:
         if process.under_test and ctx.variants.get(cell.params["variant"]):
             # Where every class came from: the proof that a patched cell ran the patched classes.
             flags = flags + [f"-Xlog:class+load=info:file={state.class_load_log}"]
+        if process.under_test and state.profile_jfr:
+            flags = flags + [profiling.agent_flag(self.agent_library(), ctx.matrix.policy.profile, state.profile_jfr)]
         return argv + [java] + flags + process.jvm_flags + ["-cp", ":".join(process.classpath),
                                                             process.main_class] + process.args
+
+    def agent_library(self):
+        """async-profiler's agent for this host, unpacked once a run into its work folder."""
+        return profiling.extract_agent(self.ctx.profiler["agent_jar"], platform.machine(),
+                                       os.path.join(self.ctx.run_dir, "work", "profiler"))
 
     def run(self, planned, repetition):
         ctx = self.ctx
         cell = planned.cell
         base = f"{cell.id}.r{repetition}"
-        log_dir = os.path.join(ctx.run_dir, "logs")
-        logs = {"stdout": os.path.join(log_dir, base + ".out"), "stderr": os.path.join(log_dir, base + ".err")}
-        result = ctx.start_result(planned, repetition, logs)
+        result = ctx.start_result(planned, repetition, self.logs_of(base))
         if planned.skip_reason:
             return result.skipped(planned.skip_reason, ran=False).document()
-        os.makedirs(log_dir, exist_ok=True)
+        state, (refused, skipped, failure, timed_out) = self._launch(planned, repetition, base, result)
+        # Only now, after the kill: what it found (a process that outlived its stop) is evidence too.
+        if skipped:
+            return result.skipped(skipped).document()
+        if refused:
+            return result.failed(refused, evidence=state.ev).document()
+        if state.noise is not None:
+            result.add_provenance("noise", state.noise)
+        cellstatus.judge(ctx, state, result, failure, timed_out)
+        if ctx.matrix.policy.profile and result.status == "ok":
+            result.add_profile(self._profile(planned, repetition))
+        return result.document()
+
+    def logs_of(self, base):
+        log_dir = os.path.join(self.ctx.run_dir, "logs")
+        return {"stdout": os.path.join(log_dir, base + ".out"), "stderr": os.path.join(log_dir, base + ".err")}
+
+    def _launch(self, planned, repetition, base, result=None, profile_jfr=None):
+        """One launch of the cell in its own work folder and cgroup, with its host knobs applied and put back,
+        everything it started stopped. Returns (its CellState, (why it could not start, why it was skipped, the
+        phase loop's failure, whether it timed out)). `result`: the cell result its provenance goes to (None
+        for the profiled launch); `profile_jfr`: where the profiler's agent records, for the profiled one."""
+        ctx = self.ctx
+        logs = self.logs_of(base)
+        os.makedirs(os.path.dirname(logs["stdout"]), exist_ok=True)
         workdir = os.path.join(ctx.run_dir, "work", base)
         os.makedirs(workdir, exist_ok=True)
-        state = self.state = supervise.CellState(planned, repetition, workdir, logs)
+        state = self.state = supervise.CellState(planned, repetition, workdir, logs, profile_jfr=profile_jfr)
         state.cgroup, why_none = cellcgroup.for_cell(ctx.run_id, base)
         state.ev["cgroup"] = {"path": state.cgroup.path} if state.cgroup else {"unavailable": why_none}
         host_knobs = hostknobs.HostKnobs(ctx.host_paths, journal=ctx.knob_journal,
@@ -69,20 +101,41 @@ class CellRunner:
             refused, failure, timed_out = self._attempt(state, result, host_knobs, memory_folders)
         except hostknobs.HostCannotNow as e:
             skipped = f"host knob: {e}"
-        except hostknobs.KnobError as e:
-            refused = f"host knob: {e}"
+        except (hostknobs.KnobError, profiling.ProfileError) as e:
+            refused = f"host knob: {e}" if isinstance(e, hostknobs.KnobError) else str(e)
         finally:
             state.kill()
             memorydirs.remove(memory_folders)
             self.active_knobs = None
-        # Only now, after the kill: what it found (a process that outlived its stop) is evidence too.
-        if skipped:
-            return result.skipped(skipped).document()
-        if refused:
-            return result.failed(refused, evidence=state.ev).document()
-        if state.noise is not None:
-            result.add_provenance("noise", state.noise)
-        return cellstatus.judge(ctx, state, result, failure, timed_out).document()
+        return state, (refused, skipped, failure, timed_out)
+
+    def _profile(self, planned, repetition):
+        """The profiled launch: the cell once more, the profiler's agent on its JVM under test, outside the
+        timed launches (nothing of it is measured). Its recording is stored compressed with its collapsed
+        stacks per event (results/store.py write_profile); the result's profile block, or why it is missing."""
+        ctx, cell = self.ctx, planned.cell
+        events = list(ctx.matrix.policy.profile)
+        base = f"{cell.id}.r{repetition}.profile"
+        started = time.monotonic()
+        jfr = os.path.join(ctx.run_dir, "work", base, "profile.jfr")
+        state, (refused, skipped, failure, timed_out) = self._launch(planned, repetition, base, profile_jfr=jfr)
+        block = {"events": events, "launch": "extra", "logs": self.logs_of(base)}
+        why = refused or skipped or failure or ("timed out" if timed_out else "")
+        if not why and not os.path.exists(jfr):
+            why = "the agent wrote no recording (is the process under test a JVM?)"
+        if why:
+            return dict(block, missing=f"the profiled launch: {why}", duration_s=time.monotonic() - started)
+        java = os.path.join(planned.jdk["java_home"], "bin", "java")
+        try:
+            stored = {"jfr": store.write_profile(ctx.run_dir, cell.id, repetition, "jfr", jfr)}
+            collapsed = {}
+            for event in events:
+                out = os.path.join(state.workdir, f"{event}.collapsed")
+                profiling.convert(java, ctx.profiler["converter_jar"], jfr, event, out)
+                collapsed[event] = store.write_profile(ctx.run_dir, cell.id, repetition, event, out)
+        except (profiling.ProfileError, store.StoreError) as e:
+            return dict(block, missing=str(e), duration_s=time.monotonic() - started)
+        return dict(block, **stored, collapsed=collapsed, duration_s=time.monotonic() - started)
 
     def _attempt(self, state, result, host_knobs, memory_folders):
         """Loads the image, applies the host knobs, asks the rig for its launch and runs its phases. Returns
@@ -154,6 +207,8 @@ class CellRunner:
             state.commands[p.role] = self.argv_for(state, p)
             state.role_logs[p.role] = state.logs if single else {
                 k: os.path.join(log_dir, f"{state.base}.{p.role}.{k[3:]}") for k in ("stdout", "stderr")}
+        if result is None:  # the profiled launch: its commands are in its logs, not in the cell's result
+            return None
         result.add_provenance("command", state.commands[under_test.role])
         if not single:
             result.add_provenance("commands", state.commands)

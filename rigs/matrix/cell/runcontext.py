@@ -40,6 +40,7 @@ class RunContext:
     runner_image: str = ""  # the rigs' image this runner runs in (cli.RunEnvironment), for provenance
     fleet: dict = dataclasses.field(default_factory=dict)  # {host, fleet_id} when //tools:fleet drives the run
     ceilings: dict = dataclasses.field(default_factory=dict)  # metric -> analysis.ceilings.Rule (ceilings.toml)
+    profiler: dict = dataclasses.field(default_factory=dict)  # {agent_jar, converter_jar} under policy.profile
 
     def start_result(self, planned, repetition, logs):
         """The cell result of (planned cell, repetition), started from what the run knows about it
@@ -54,7 +55,8 @@ class RunContext:
                     "repetitions": m.policy.repetitions, "cooldown_s": m.policy.cooldown_s,
                     "timeout_s": m.policy.timeout_s,
                     **({"warmup_iterations": m.policy.warmup_iterations, "iterations": m.policy.iterations,
-                        "steady_band": m.policy.steady_band} if m.policy.iterating else {})},
+                        "steady_band": m.policy.steady_band} if m.policy.iterating else {}),
+                    **({"profile": list(m.policy.profile)} if m.policy.profile else {})},
             provenance={
                 "host": self.report, "jdk": planned.jdk, "command": [], "harness_commit": self.harness_commit,
                 "harness_dirty": self.harness_dirty, "bazel_target": self.bazel_target,

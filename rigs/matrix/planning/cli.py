@@ -75,6 +75,8 @@ def parse_args(argv):
     parser.add_argument("--workload", required=True,
                         help=argparse.SUPPRESS if target else "the workload folder (holds workload.toml)")
     parser.add_argument("--rig-data", action="append", default=[], metavar="NAME=PATH", help=argparse.SUPPRESS)
+    parser.add_argument("--profiler-jar", action="append", default=[], metavar="agent|converter=PATH",
+                        help=argparse.SUPPRESS)
     parser.add_argument("--bazel-target", default="", help=argparse.SUPPRESS)
     parser.add_argument("--profile", help="a named profile of the matrix file (e.g. smoke, full)")
     parser.add_argument("--set", action="append", default=[], metavar="AXIS=V1,V2",

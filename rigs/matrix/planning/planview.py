@@ -27,6 +27,8 @@ def estimate_seconds(planned, policy, rig=None, repetitions_of=None):
         per = rig.estimate_seconds(p.cell.params, policy) if rig is not None else None
         if per is None:
             per = policy.warmup_s + policy.measure_s + JVM_START_ESTIMATE_S
+        if policy.profile:  # the profiled launch: the cell once more each round
+            per *= 2
         total += (per + policy.cooldown_s) * (repetitions_of(p.cell) if repetitions_of else policy.repetitions)
     return total
 
@@ -67,6 +69,7 @@ def print_plan(console, matrix, planned, profile, rig=None):
     else:
         counted, when = f"{pol.repetitions} repetitions", f"estimated time {datetime.timedelta(seconds=round(est))}"
     iterations = f"{pol.describe_iterations()}, " if pol.iterating else ""
+    iterations += f"{pol.describe_profile()}, " if pol.profile else ""
     console.print(f"{len(planned)} cells, {runnable} to run x {counted} "
                   f"({iterations}warm-up {pol.warmup_s:g} s, measure {pol.measure_s:g} s, cool-down {pol.cooldown_s:g} s, "
                   f"timeout {pol.timeout_s:g} s), {len(planned) - runnable} skipped; {when}")

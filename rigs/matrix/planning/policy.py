@@ -13,6 +13,8 @@ they stop, what a cell may take before it is killed.
     warmup_iterations = 3  # timed units of work inside one launch (for cells that can: Rig.can_iterate),
     iterations = 8         # each on fresh state: warm-up ones kept apart, measured ones checked steady
     steady_band = 0.05     # not steady: halves' medians further apart than this, and a trend (steadystate.py)
+    profile = ["cpu"]      # profiles to take (cpu, wall, alloc, lock), in one extra launch per cell and round,
+                           # never in the timed ones (rigs/matrix/knobs/profiling.py); --set policy.profile=cpu,alloc
 
 Levels (JMH's forks x iterations): a repetition is one launch of the cell's processes (a JVM fork) in its own
 interleaved round; `iterations` are the timed units of work inside that launch. With iterations > 1 the
@@ -30,7 +32,7 @@ import typing
 
 POLICY_KEYS = {"warmup_s": float, "measure_s": float, "repetitions": int, "cooldown_s": float, "timeout_s": float,
                "stop": str, "decide_on": list, "rerun_noisy_rounds": int, "warmup_iterations": int, "iterations": int,
-               "steady_band": float}
+               "steady_band": float, "profile": list}
 # The fewest measured iterations the steady-state check can judge (steadystate.py: its trend test reaches
 # p < 0.05 from 5 values on).
 MIN_STEADY_ITERATIONS = 5
@@ -45,6 +47,10 @@ MAX_REPETITIONS = 1000
 MAX_SEQUENTIAL_ROUNDS = 100
 MAX_ITERATIONS = 1000
 MAX_SECONDS = 7 * 24 * 3600  # any one duration of the policy: a week
+# The profiles a policy may ask for (rigs/matrix/knobs/profiling.py takes them; the result schema's enum and
+# results/store.py PROFILE_EVENTS name the same, spec_test checks it). Kept here so the policy, which mypy
+# checks with the rig contract, imports nothing of the runner.
+PROFILE_EVENTS = ("cpu", "wall", "alloc", "lock")
 
 
 class PolicyError(ValueError):
@@ -67,6 +73,8 @@ class Policy:
     warmup_iterations: int = 0
     iterations: int = 1
     steady_band: float = 0.05
+    # Profiles taken in one extra launch per cell and round, outside the timed launches (profiling.EVENTS).
+    profile: tuple = ()
 
     @property
     def iterating(self) -> bool:
@@ -86,6 +94,12 @@ class Policy:
             return f"x{self.repetitions} (+ at most {self.rerun_noisy_rounds} for noisy rounds)"
         return f"x{self.repetitions}"
 
+    def describe_profile(self):
+        """The profiling in words, "" for none: "+1 profiled launch a cell and round (cpu, alloc)"."""
+        if not self.profile:
+            return ""
+        return f"+1 profiled launch a cell and round ({', '.join(self.profile)})"
+
     def describe_iterations(self):
         """The iterations in words, "" for a policy without them: "3 + 8 iterations a launch (steady within 5 %)"."""
         if not self.iterating:
@@ -99,6 +113,16 @@ def parse(where, table):
     if extra:
         raise PolicyError(f"{where}: [policy] has unknown keys {sorted(extra)}; keys: {sorted(POLICY_KEYS)}")
     values = _parse_sequential(where, table)
+    if "profile" in table:
+        events = table["profile"]
+        if not isinstance(events, list) or not all(isinstance(e, str) for e in events):
+            raise PolicyError(f"{where}: [policy] profile must be a list of events, e.g. [\"cpu\", \"alloc\"]; "
+                              f"events: {', '.join(PROFILE_EVENTS)}")
+        unknown = [e for e in events if e not in PROFILE_EVENTS]
+        if unknown:
+            raise PolicyError(f"{where}: [policy] profile: unknown profile event {unknown[0]!r}; events: "
+                              f"{', '.join(PROFILE_EVENTS)}")
+        values["profile"] = tuple(e for e in PROFILE_EVENTS if e in events)
     for key, kind in POLICY_KEYS.items():
         if key in table and key not in values and kind is not str and kind is not list:
             raw = table[key]
@@ -155,10 +179,13 @@ def merge(table, layer):
 
 def override(item, key, value):
     """--set policy.<key>=<number>: one number of the policy. policy.repetitions=N is a fixed count of N
-    (the sequential policy's min/max and decide_on are dropped): the fixed design stays one flag away."""
+    (the sequential policy's min/max and decide_on are dropped): the fixed design stays one flag away.
+    --set policy.profile=cpu,alloc: the profiles to take (policy.profile=none: none)."""
+    if key == "profile":
+        return {"profile": [] if value.strip() == "none" else [e.strip() for e in value.split(",") if e.strip()]}
     numeric = {k for k, kind in POLICY_KEYS.items() if kind in (int, float)}
     if key not in numeric:
-        raise PolicyError(f"--set {item!r}: policy keys that --set takes: {', '.join(sorted(numeric))}")
+        raise PolicyError(f"--set {item!r}: policy keys that --set takes: {', '.join(sorted(numeric | {'profile'}))}")
     try:
         number = POLICY_KEYS[key](value)
     except ValueError:

@@ -6,6 +6,7 @@ import tempfile
 import unittest
 
 from analysis import sequential
+from results import resultfile, store
 from rigs.matrix.planning import policy as policy_module
 from rigs.matrix.contract import workload
 from rigs.matrix.planning import schedule, spec
@@ -192,6 +193,25 @@ class ValidationTest(unittest.TestCase):
                 ({"measure_s": True}, "measure_s = True: expected a number")):
             with self.assertRaisesRegex(spec.SpecError, re.escape(message)):
                 build({"policy": policy})
+
+    def test_profiles_and_their_bad_input(self):
+        m = build({"policy": {"profile": ["alloc", "cpu"]}})
+        self.assertEqual(m.policy.profile, ("cpu", "alloc"))  # in the declared order of events
+        self.assertEqual(m.policy.describe_profile(), "+1 profiled launch a cell and round (cpu, alloc)")
+        self.assertEqual(build().policy.profile, ())
+        self.assertEqual(build(overrides=["policy.profile=wall,lock"]).policy.profile, ("wall", "lock"))
+        self.assertEqual(build({"policy": {"profile": ["cpu"]}}, overrides=["policy.profile=none"]).policy.profile, ())
+        for policy, message in (({"profile": ["cpu", "cache-misses"]}, "unknown profile event 'cache-misses'"),
+                                ({"profile": "cpu"}, "profile must be a list of events"),
+                                ({"profile": [1]}, "profile must be a list of events")):
+            with self.subTest(policy=policy), self.assertRaisesRegex(spec.SpecError, re.escape(message)):
+                build({"policy": policy})
+        with self.assertRaisesRegex(spec.SpecError, "unknown profile event 'itimer'"):
+            build(overrides=["policy.profile=cpu,itimer"])
+        # One list of events: the policy's, the store's and the result schema's.
+        self.assertEqual(policy_module.PROFILE_EVENTS, store.PROFILE_EVENTS)
+        schema = resultfile.schema()["properties"]["policy"]["properties"]["profile"]["items"]["enum"]
+        self.assertEqual(tuple(schema), store.PROFILE_EVENTS)
 
     def test_a_zip_group_of_the_wrong_shape_is_refused(self):
         # Issue 58, row 12: `zip = [{axes = 3}]` raised TypeError instead of a clear error.

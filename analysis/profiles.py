@@ -1,0 +1,237 @@
+"""Profiles compared (issue 60): what moved between two sides of a comparison, frame by frame, with an interval
+over runs, so a frame that moved by noise says so.
+
+Input: collapsed stacks ("frame;frame;...;leaf count" per line, jfr-converter's `-o collapsed`), one file per
+(cell, repetition) and event, kept gzip-compressed with the cell's result (rigs/matrix/knobs/profiling.py).
+
+A frame's share in one run is the fraction of that run's samples whose stack holds it (inclusive) or ends in
+it (self). Per frame, the change is the candidate's mean share minus the baseline's, in percentage points; its
+interval is Welch's t interval over the runs of each side (runs are the independent units: a round's profile
+comes from its own launch), Bonferroni-widened over the frames compared so the 95 % holds for the whole table
+at once (dozens of frames at 95 % each would show a few "moved" by noise alone: measured on an A/A pair of the
+recorded profiles). Assumptions: runs independent, shares roughly normal across runs; with one run a side
+there is no interval and the table says so. A frame "moved" when its interval excludes zero."""
+
+import dataclasses
+import gzip
+import io
+import math
+import os
+import re
+
+from scipy import stats as scipy_stats
+
+from analysis import compare
+from results import safeio, store
+
+MAX_COLLAPSED_BYTES = 64 << 20  # one profile, decompressed
+MAX_COMPRESSED_BYTES = 16 << 20
+# jfr-converter marks each frame with its kind ("_[j]" compiled, "_[i]" inlined, "_[0]" interpreted,
+# "_[1]" C1, "_[k]" kernel): the same method under two kinds is one frame to a reader of the table.
+FRAME_KIND = re.compile(r"_\[[a-z0-9]\]$")
+# A lambda's hidden class carries its address ("Foo$$Lambda$2.0x0000000100003800"): another launch, another
+# name for the same code (jfr-converter's --norm does the same to what it converts).
+HIDDEN_CLASS = re.compile(r"(\$\$Lambda\$?[0-9]*)[./]0x[0-9a-f]+")
+CONFIDENCE = 0.95
+EVENTS = store.PROFILE_EVENTS
+
+
+class ProfileError(ValueError):
+    pass
+
+
+def parse_collapsed(text, name="profile"):
+    """{stack (tuple of frames, root first): samples}; ProfileError naming the first line that is not one."""
+    stacks = {}
+    for number, line in enumerate(text.splitlines(), 1):
+        if not line.strip():
+            continue
+        stack, _, count = line.rpartition(" ")
+        if not stack or not count.isdigit() or len(count) > 15:
+            raise ProfileError(f"{name}:{number}: not a collapsed stack line ('frame;frame;... count')")
+        frames = tuple(HIDDEN_CLASS.sub(r"\1", FRAME_KIND.sub("", f)) for f in stack.split(";"))
+        stacks[frames] = stacks.get(frames, 0) + int(count)
+    return stacks
+
+
+def read_collapsed(path):
+    """A stored profile (gzip-compressed collapsed stacks) through the bounded reader; ProfileError when it is
+    corrupt, truncated or too large."""
+    try:
+        data = safeio.read_bytes(path, MAX_COMPRESSED_BYTES)
+    except (safeio.InputError, OSError) as e:
+        raise ProfileError(f"{path}: {e}") from None
+    try:
+        with gzip.GzipFile(fileobj=io.BytesIO(data)) as f:
+            text = f.read(MAX_COLLAPSED_BYTES + 1)
+    except (OSError, EOFError) as e:
+        raise ProfileError(f"{path}: not a complete gzip file ({e})") from None
+    if len(text) > MAX_COLLAPSED_BYTES:
+        raise ProfileError(f"{path}: more than {MAX_COLLAPSED_BYTES >> 20} MiB of stacks")
+    try:
+        return parse_collapsed(text.decode("utf-8"), path)
+    except UnicodeDecodeError:
+        raise ProfileError(f"{path}: not UTF-8 text") from None
+
+
+def shares(stacks, self_only=False):
+    """{frame: share of the samples} of one profile: inclusive (a stack counts once for every frame it
+    holds) or self (the leaf only)."""
+    total = sum(stacks.values())
+    if not total:
+        return {}
+    found = {}
+    for frames, count in stacks.items():
+        for frame in ({frames[-1]} if self_only else set(frames)):
+            found[frame] = found.get(frame, 0) + count
+    return {frame: count / total for frame, count in found.items()}
+
+
+@dataclasses.dataclass(frozen=True)
+class Mover:
+    frame: str
+    baseline: float  # mean share over the baseline's runs, percentage points
+    candidate: float
+    change: float  # candidate - baseline, points
+    low: float  # the interval of the change, points (nan: one run a side)
+    high: float
+    runs: tuple  # (baseline runs, candidate runs)
+
+    @property
+    def moved(self):
+        """The interval excludes zero (False with no interval)."""
+        return not math.isnan(self.low) and (self.low > 0 or self.high < 0)
+
+    def describe(self):
+        interval = "no interval (one run a side)" if math.isnan(self.low) else f"[{self.low:+.1f}, {self.high:+.1f}]"
+        verdict = "moved" if self.moved else "within noise"
+        return f"{self.frame}: {self.baseline:.1f} -> {self.candidate:.1f} ({self.change:+.1f} points, {interval}, {verdict})"
+
+
+def welch_interval(a, b, confidence=CONFIDENCE):
+    """Welch's t interval of mean(b) - mean(a); (nan, nan) with fewer than two values a side."""
+    if len(a) < 2 or len(b) < 2:
+        return math.nan, math.nan
+    ma, mb = sum(a) / len(a), sum(b) / len(b)
+    va = sum((x - ma) ** 2 for x in a) / (len(a) - 1)
+    vb = sum((x - mb) ** 2 for x in b) / (len(b) - 1)
+    se2 = va / len(a) + vb / len(b)
+    diff = mb - ma
+    if se2 == 0:
+        return diff, diff
+    df = se2 ** 2 / ((va / len(a)) ** 2 / (len(a) - 1) + (vb / len(b)) ** 2 / (len(b) - 1))
+    t = scipy_stats.t.ppf(0.5 + confidence / 2, df)
+    return diff - t * math.sqrt(se2), diff + t * math.sqrt(se2)
+
+
+def movers(baseline_runs, candidate_runs, self_only=False, min_share=0.005, top=10):
+    """The frames whose share changed most between the sides (lists of parsed profiles, one per run), largest
+    change first; frames under `min_share` in every run are left out (and out of the interval's correction)."""
+    if not baseline_runs or not candidate_runs:
+        raise ProfileError("a comparison of profiles needs at least one run a side")
+    base = [shares(s, self_only) for s in baseline_runs]
+    cand = [shares(s, self_only) for s in candidate_runs]
+    frames = {f for run in base + cand for f, share in run.items() if share >= min_share}
+    confidence = 1 - (1 - CONFIDENCE) / max(1, len(frames))  # simultaneous over the table
+    rows = []
+    for frame in frames:
+        a = [100 * run.get(frame, 0.0) for run in base]
+        b = [100 * run.get(frame, 0.0) for run in cand]
+        low, high = welch_interval(a, b, confidence)
+        if not math.isnan(low):  # a share moves by 100 points at most
+            low, high = max(-100.0, low), min(100.0, high)
+        ma, mb = sum(a) / len(a), sum(b) / len(b)
+        rows.append(Mover(frame, ma, mb, mb - ma, low, high, (len(a), len(b))))
+    rows.sort(key=lambda m: (-abs(m.change), m.frame))
+    return rows[:top]
+
+
+def merged(runs):
+    """One profile of several runs (their samples added), e.g. a side of a differential flame graph."""
+    total = {}
+    for stacks in runs:
+        for frames, count in stacks.items():
+            total[frames] = total.get(frames, 0) + count
+    return total
+
+
+def collapsed_text(stacks):
+    """Collapsed lines of a parsed profile, heaviest first (the converter's input for --diff)."""
+    return "".join(f"{';'.join(frames)} {count}\n" for frames, count in sorted(stacks.items(), key=lambda x: -x[1]))
+
+
+def one_line(rows, limit=2):
+    """The movers in one line, for a summary: "<frame> +N points, <frame> -M points" (moved ones only)."""
+    moved = [m for m in rows if m.moved][:limit]
+    if not moved:
+        return "no frame moved beyond its interval"
+    return ", ".join(f"{m.frame} {m.change:+.1f} points" for m in moved)
+
+
+@dataclasses.dataclass
+class Comparison:
+    """The profiles of one comparison of a run (a cell and its partner with the axis' baseline value)."""
+    axis: str
+    baseline_value: str
+    value: str
+    baseline_id: str
+    cell_id: str
+    event: str
+    baseline_runs: list  # parsed profiles, one per profiled repetition
+    candidate_runs: list
+    missing: list  # "cell rN: why" for each repetition without a usable profile
+    rows: list = dataclasses.field(default_factory=list)  # movers()
+
+    def label(self):
+        return f"{self.axis}: {self.value} vs {self.baseline_value}"
+
+
+def profiles_of(run_dir, docs, event):
+    """(parsed profiles, missing) of the ok results `docs` of one cell: each stored profile read through the
+    bounded reader and checked against the sha256 its result records; a missing or unusable one named."""
+    runs, missing = [], []
+    for doc in sorted(docs, key=lambda d: d["cell"]["repetition"]):
+        where = f"{doc['cell']['id']} r{doc['cell']['repetition']}"
+        block = doc.get("profile")
+        if doc["status"] != "ok":
+            continue
+        if block is None:
+            missing.append(f"{where}: not profiled (policy.profile)")
+            continue
+        if "missing" in block:
+            missing.append(f"{where}: {block['missing']}")
+            continue
+        stored = block.get("collapsed", {}).get(event)
+        if stored is None:
+            missing.append(f"{where}: no {event} profile (events {', '.join(block['events'])})")
+            continue
+        path = os.path.join(run_dir, stored["file"])
+        try:
+            if safeio.sha256_of(path) != stored["sha256"]:
+                raise ProfileError(f"{stored['file']}: its sha256 is not the one its result records")
+            runs.append(read_collapsed(path))
+        except (ProfileError, OSError) as e:
+            missing.append(f"{where}: {e}")
+    return runs, missing
+
+
+def comparisons(result_set, event="cpu", self_only=False, top=10):
+    """A Comparison with its movers for every declared comparison of a measured set whose cells were
+    profiled (analysis/compare.py pairs them as the summary does)."""
+    docs_by_cell = {}
+    for d in result_set.docs:
+        docs_by_cell.setdefault(d["cell"]["id"], []).append(d)
+    if not any(d.get("profile") for d in result_set.docs):
+        return []
+    cells = [c for c in compare.collect(result_set.docs) if c.statuses.get("ok")]
+    groups = compare.axis_groups(cells, result_set.manifest.get("matrix", {}).get("comparison_groups"))
+    out = []
+    for group, base_value, partner, cell in compare.partners(cells, groups):
+        base_runs, base_missing = profiles_of(result_set.path, docs_by_cell[partner.id], event)
+        cand_runs, cand_missing = profiles_of(result_set.path, docs_by_cell[cell.id], event)
+        comparison = Comparison("+".join(group), base_value, "/".join(cell.params[a] for a in group), partner.id,
+                                cell.id, event, base_runs, cand_runs, base_missing + cand_missing)
+        if base_runs and cand_runs:
+            comparison.rows = movers(base_runs, cand_runs, self_only=self_only, top=top)
+        out.append(comparison)
+    return out

@@ -1,0 +1,85 @@
+"""analysis/profiles.py on recorded profiles (testdata/profiles/README.md): the calibration driver's injected
+20 % spin shows as the spinning frame within 2 points of 20, moved; an A/A pair (two launches against
+two other launches of the same configuration) moves no frame beyond its interval; a corrupt or truncated
+profile is refused with its name."""
+
+import gzip
+import math
+import os
+import tempfile
+import unittest
+
+from analysis import profiles
+
+HERE = os.path.join(os.path.dirname(os.path.abspath(__file__)), "testdata", "profiles")
+SPIN = "tunelab/rigs/calibration/Calibration.spin"
+
+
+def recorded(pct, reps=(0, 1, 2)):
+    return [profiles.read_collapsed(os.path.join(HERE, f"calibration_slowdown{pct}.r{r}.cpu.collapsed.gz"))
+            for r in reps]
+
+
+class KnownAnswers(unittest.TestCase):
+    def test_the_injected_spin_is_the_top_mover_within_two_points_of_its_share(self):
+        rows = profiles.movers(recorded(0), recorded(20))
+        top = rows[0]
+        self.assertEqual(top.frame, SPIN)
+        self.assertTrue(top.moved)
+        self.assertAlmostEqual(top.change, 20.0, delta=2.0)
+        self.assertLess(top.low, top.change)
+        self.assertGreater(top.high, top.change)
+        self.assertIn(SPIN + " +2", profiles.one_line(rows))
+
+    def test_an_a_a_pair_moves_no_frame_beyond_its_interval(self):
+        # Four launches of one configuration, two against the other two: nothing changed, so whatever differs
+        # is noise and must say so.
+        rows = profiles.movers(recorded(0, (0, 1)), recorded(0, (2, 3)), top=50)
+        self.assertGreater(len(rows), 5)
+        self.assertEqual([m.describe() for m in rows if m.moved], [])
+
+    def test_one_run_a_side_has_no_interval_and_says_so(self):
+        rows = profiles.movers(recorded(0, (0,)), recorded(20, (0,)))
+        self.assertTrue(math.isnan(rows[0].low))
+        self.assertFalse(rows[0].moved)
+        self.assertIn("no interval (one run a side)", rows[0].describe())
+
+    def test_self_shares_move_from_the_loop_to_the_spin(self):
+        rows = {m.frame: m for m in profiles.movers(recorded(0), recorded(20), self_only=True, top=50)}
+        self.assertLess(rows["tunelab/rigs/calibration/Calibration.cpuLoop"].change, -15)
+        self.assertGreater(rows[SPIN].change, 0)
+
+
+class Parsing(unittest.TestCase):
+    def test_frame_kinds_are_one_frame_and_counts_add_up(self):
+        stacks = profiles.parse_collapsed("a_[0];b_[j] 3\na_[0];b_[i] 2\na_[0] 5\n")
+        self.assertEqual(stacks, {("a", "b"): 5, ("a",): 5})
+        self.assertEqual(profiles.shares(stacks), {"a": 1.0, "b": 0.5})
+        self.assertEqual(profiles.shares(stacks, self_only=True), {"a": 0.5, "b": 0.5})
+        # A lambda's hidden class is named as jfr-converter's --norm names it, whatever its address.
+        lam = profiles.parse_collapsed("p/C$$Lambda$2.0x0000000100003800.run_[0] 1\np/C$$Lambda$2.0x00ff.run_[0] 2")
+        self.assertEqual(lam, {("p/C$$Lambda$2.run",): 3})
+
+    def test_merged_sides_round_trip_through_collapsed_text(self):
+        runs = recorded(20)
+        both = profiles.merged(runs)
+        self.assertEqual(sum(both.values()), sum(sum(r.values()) for r in runs))
+        self.assertEqual(profiles.parse_collapsed(profiles.collapsed_text(both)), both)
+
+    def test_a_corrupt_truncated_or_foreign_profile_is_refused_with_its_name(self):
+        folder = tempfile.mkdtemp(dir=os.environ.get("TEST_TMPDIR"))
+        with open(os.path.join(HERE, "calibration_slowdown0.r0.cpu.collapsed.gz"), "rb") as f:
+            whole = f.read()
+        cases = {"truncated.gz": (whole[: len(whole) // 2], "not a complete gzip file"),
+                 "plain.gz": (b"a;b 1\n", "not a complete gzip file"),
+                 "foreign.gz": (gzip.compress(b"<html>a flame graph</html>\n"), "not a collapsed stack line")}
+        for name, (data, expected) in cases.items():
+            path = os.path.join(folder, name)
+            with open(path, "wb") as f:
+                f.write(data)
+            with self.subTest(name=name), self.assertRaisesRegex(profiles.ProfileError, f"{name}.*{expected}"):
+                profiles.read_collapsed(path)
+
+
+if __name__ == "__main__":
+    unittest.main()

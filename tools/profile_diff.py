@@ -1,0 +1,122 @@
+"""What moved between the two sides of each comparison of a profiled run (policy.profile, issue 60): the frames
+whose share of samples changed most, each with its interval over runs (analysis/profiles.py), and a
+differential flame graph per comparison (async-profiler's converter, --diff: candidate against baseline, each
+side merged over its runs; red grew, blue shrank).
+
+    bazel run //tools:profile_diff -- --run RUN [--axis A --baseline V --candidate V] [--event cpu] [--self]
+                                      [--top 15] [--html-dir DIR]
+
+RUN: a run folder, a run id under results/, or a committed set (as //tools:gate takes them). Exit status: 0
+printed, 2 bad input (no such run, no profiled comparison, a corrupt profile is named and left out)."""
+
+import argparse
+import os
+import subprocess
+import sys
+import tempfile
+
+from rich.console import Console
+from rich.markup import escape
+from rich.table import Table
+
+from analysis import profiles, resultsets
+from results import safeio
+
+EXIT_OK, EXIT_BAD_INPUT = 0, 2
+
+
+def parse_args(argv):
+    parser = argparse.ArgumentParser(prog="profile_diff", description=__doc__.split("\n\n")[0],
+                                     formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--run", required=True, help="a run folder, a run id, or a set under results/")
+    parser.add_argument("--axis", help="only the comparisons of this axis")
+    parser.add_argument("--baseline", help="with --axis: the baseline value (default: the matrix's)")
+    parser.add_argument("--candidate", help="with --axis: only this candidate value")
+    parser.add_argument("--event", default="cpu", choices=profiles.EVENTS, help="the profile event")
+    parser.add_argument("--self", action="store_true", dest="self_only",
+                        help="self shares (the frame is the leaf) instead of inclusive ones")
+    parser.add_argument("--top", type=int, default=15, help="movers per comparison (default 15)")
+    parser.add_argument("--html-dir", help="where the differential flame graphs go (default ./profile-diffs)")
+    parser.add_argument("--java", help=argparse.SUPPRESS)
+    parser.add_argument("--converter", help=argparse.SUPPRESS)
+    args = parser.parse_args(argv)
+    if (args.baseline or args.candidate) and not args.axis:
+        parser.error("--baseline and --candidate need --axis")
+    if args.top < 1:
+        parser.error("--top must be at least 1")
+    return args
+
+
+def mover_table(comparison):
+    table = Table(title=escape(f"{comparison.label()} ({comparison.event}, runs {len(comparison.baseline_runs)}/"
+                               f"{len(comparison.candidate_runs)}): share of samples, points"), title_justify="left")
+    for column, justify in (("frame", "left"), ("baseline", "right"), ("candidate", "right"), ("change", "right"),
+                            ("interval", "right"), ("", "left")):
+        table.add_column(column, justify=justify, overflow="fold", min_width=36 if column == "frame" else None)
+    for m in comparison.rows:
+        interval = "-" if m.low != m.low else f"{m.low:+.1f}..{m.high:+.1f}"
+        table.add_row(escape(m.frame), f"{m.baseline:.1f}", f"{m.candidate:.1f}", f"{m.change:+.1f}", interval,
+                      "moved" if m.moved else "noise")
+    return table
+
+
+def flame_graph(java, converter, comparison, html_dir):
+    """The differential flame graph of one comparison, written to html_dir; its path."""
+    name = f"{comparison.cell_id}_vs_{comparison.baseline_id}.{comparison.event}.html"
+    with tempfile.TemporaryDirectory() as tmp:
+        sides = []
+        for side, runs in (("baseline", comparison.baseline_runs), ("candidate", comparison.candidate_runs)):
+            path = os.path.join(tmp, f"{side}.collapsed")
+            safeio.write_text(path, profiles.collapsed_text(profiles.merged(runs)))
+            sides.append(path)
+        out = os.path.join(tmp, name)
+        argv = [java, "-jar", converter, "--diff", "--title", f"{comparison.label()} ({comparison.event})",
+                *sides, out]
+        done = subprocess.run(argv, capture_output=True, text=True, timeout=300, check=False)
+        if done.returncode != 0 or not os.path.exists(out):
+            raise profiles.ProfileError(f"jfr-converter --diff: {(done.stderr or done.stdout).strip()[-300:]}")
+        target = os.path.join(html_dir, name)
+        safeio.check_folder(html_dir, create=True)
+        safeio.copy_file(out, target)
+    return target
+
+
+def main(argv=None, console=None):
+    args = parse_args(sys.argv[1:] if argv is None else argv)
+    console = console or Console()
+    where = os.environ.get("BUILD_WORKING_DIRECTORY", os.getcwd())
+    results_root = os.path.join(os.environ.get("BUILD_WORKSPACE_DIRECTORY", where), "results")
+    try:
+        result_set = resultsets.resolve(os.path.join(where, args.run) if os.path.isdir(os.path.join(where, args.run))
+                                        else args.run, results_root)
+        found = profiles.comparisons(result_set, args.event, args.self_only, args.top)
+    except (resultsets.ResultSetError, profiles.ProfileError) as e:
+        console.print(f"[red]error:[/red] {escape(str(e))}")
+        return EXIT_BAD_INPUT
+    if args.axis:
+        found = [c for c in found if c.axis == args.axis and (not args.baseline or c.baseline_value == args.baseline)
+                 and (not args.candidate or c.value == args.candidate)]
+    usable = [c for c in found if c.rows]
+    if not usable:
+        why = "; ".join(c.missing[0] for c in found if c.missing)[:400] or "its cells were not profiled (policy.profile)"
+        console.print(f"[red]error:[/red] {escape(result_set.name)}: no profiled comparison"
+                      + (f" of {escape(args.axis)}" if args.axis else "") + f": {escape(why)}")
+        return EXIT_BAD_INPUT
+    html_dir = os.path.join(where, args.html_dir or "profile-diffs")
+    for c in usable:
+        console.print(mover_table(c))
+        console.print(escape(f"movers: {profiles.one_line(c.rows, limit=3)}"))
+        for why in c.missing:
+            console.print(escape(f"left out: {why}"))
+        if args.java and args.converter:
+            try:
+                console.print(escape(f"differential flame graph: {flame_graph(args.java, args.converter, c, html_dir)}"))
+            except (profiles.ProfileError, OSError, subprocess.SubprocessError) as e:
+                console.print(f"[yellow]no flame graph:[/yellow] {escape(str(e))}")
+    console.print("Intervals: Welch's t over runs, simultaneous over the frames of a table (Bonferroni); 'noise': "
+                  "the interval holds zero.")
+    return EXIT_OK
+
+
+if __name__ == "__main__":
+    sys.exit(main())
