@@ -102,10 +102,21 @@ class Mover:
         """The interval excludes zero (False with no interval)."""
         return not math.isnan(self.low) and (self.low > 0 or self.high < 0)
 
+    @property
+    def short(self):
+        """The frame as a reader names it: a Java method without its package ("Calibration.spin")."""
+        return short_name(self.frame)
+
     def describe(self):
         interval = "no interval (one run a side)" if math.isnan(self.low) else f"[{self.low:+.1f}, {self.high:+.1f}]"
         verdict = "moved" if self.moved else "within noise"
         return f"{self.frame}: {self.baseline:.1f} -> {self.candidate:.1f} ({self.change:+.1f} points, {interval}, {verdict})"
+
+
+def short_name(frame):
+    """A Java frame ("pkg/sub/Class.method") without its package; a native or kernel frame as it is."""
+    head, _, tail = frame.rpartition("/")
+    return tail if head and "." in tail else frame
 
 
 def welch_interval(a, b, confidence=CONFIDENCE):
@@ -165,7 +176,7 @@ def one_line(rows, limit=2):
     moved = [m for m in rows if m.moved][:limit]
     if not moved:
         return "no frame moved beyond its interval"
-    return ", ".join(f"{m.frame} {m.change:+.1f} points" for m in moved)
+    return ", ".join(f"{m.short} {m.change:+.1f} points" for m in moved)
 
 
 @dataclasses.dataclass

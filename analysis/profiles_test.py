@@ -29,7 +29,8 @@ class KnownAnswers(unittest.TestCase):
         self.assertAlmostEqual(top.change, 20.0, delta=2.0)
         self.assertLess(top.low, top.change)
         self.assertGreater(top.high, top.change)
-        self.assertIn(SPIN + " +2", profiles.one_line(rows))
+        self.assertIn("Calibration.spin +2", profiles.one_line(rows))
+        self.assertEqual(profiles.short_name("__vdso_clock_gettime"), "__vdso_clock_gettime")
 
     def test_an_a_a_pair_moves_no_frame_beyond_its_interval(self):
         # Four launches of one configuration, two against the other two: nothing changed, so whatever differs

@@ -52,11 +52,11 @@ def mover_table(comparison):
                                f"{len(comparison.candidate_runs)}): share of samples, points"), title_justify="left")
     for column, justify in (("frame", "left"), ("baseline", "right"), ("candidate", "right"), ("change", "right"),
                             ("interval", "right"), ("", "left")):
-        table.add_column(column, justify=justify, overflow="fold", min_width=36 if column == "frame" else None)
+        table.add_column(column, justify=justify, overflow="fold")
     for m in comparison.rows:
         interval = "-" if m.low != m.low else f"{m.low:+.1f}..{m.high:+.1f}"
-        table.add_row(escape(m.frame), f"{m.baseline:.1f}", f"{m.candidate:.1f}", f"{m.change:+.1f}", interval,
-                      "moved" if m.moved else "noise")
+        table.add_row(escape(m.short), f"{m.baseline:.1f}", f"{m.candidate:.1f}", f"{m.change:+.1f}", interval,
+                      "moved" if m.moved else ("noise" if m.low == m.low else "1 run"))
     return table
 
 
@@ -114,7 +114,7 @@ def main(argv=None, console=None):
             except (profiles.ProfileError, OSError, subprocess.SubprocessError) as e:
                 console.print(f"[yellow]no flame graph:[/yellow] {escape(str(e))}")
     console.print("Intervals: Welch's t over runs, simultaneous over the frames of a table (Bonferroni); 'noise': "
-                  "the interval holds zero.")
+                  "the interval holds zero; '1 run': one run a side, no interval (run more rounds).")
     return EXIT_OK
 
 

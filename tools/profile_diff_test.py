@@ -49,7 +49,7 @@ class ProfileDiff(unittest.TestCase):
         status, out = run("--run", RUN, "--html-dir", html, *TOOLS)
         self.assertEqual(status, 0, out)
         self.assertIn("injected_slowdown_pct: 20 vs 0 (cpu, runs 3/3)", out)
-        self.assertIn(f"movers: {SPIN} +2", out)
+        self.assertIn("movers: Calibration.spin +2", out)
         self.assertIn("moved", out)
         [page] = os.listdir(html)
         self.assertEqual(page, "2e4a7ea95ecc_vs_2c0b5e67fcfd.cpu.html")
