@@ -220,3 +220,47 @@ def bisect_steps(path, title, points, first_bad=None):
     fig.tight_layout()
     _save(fig, path)
     return path
+
+
+def flame_diff(path, title, baseline, candidate, min_share=0.005, max_depth=48):
+    """A differential flame graph as a picture (for the PDF; //tools:profile_diff writes the interactive one):
+    the candidate's merged stacks (analysis/profiles.py parse_collapsed, {frames: samples}), each frame as wide
+    as its share of the candidate's samples, red where its share grew against the baseline, blue where it shrank,
+    grey within half a point. Frames under `min_share` are left out."""
+    def tree(stacks):
+        total = sum(stacks.values()) or 1
+        nodes = {}
+        for frames, count in stacks.items():
+            for depth in range(1, min(len(frames), max_depth) + 1):
+                nodes[frames[:depth]] = nodes.get(frames[:depth], 0) + count / total
+        return nodes
+    cand, base = tree(candidate), tree(baseline)
+    depth = max((len(k) for k, v in cand.items() if v >= min_share), default=1)
+    fig, ax = plt.subplots(figsize=(10, 0.22 * depth + 1.2))
+    left = {(): 0.0}  # where each node's children start
+    for node in sorted((k for k, v in cand.items() if v >= min_share), key=lambda k: (len(k), -cand[k], k)):
+        parent = node[:-1]
+        if parent not in left:
+            continue  # its parent was too narrow to draw
+        x, width = left[parent], cand[node]
+        left[parent] = x + width
+        left[node] = x
+        change = width - base.get(node, 0.0)
+        strength = min(1.0, abs(change) / 0.10)  # full colour at 10 points
+        colour = ("#9e9e9e" if abs(change) < 0.005 else
+                  (1.0, 0.85 - 0.6 * strength, 0.85 - 0.6 * strength) if change > 0 else
+                  (0.85 - 0.6 * strength, 0.85 - 0.6 * strength, 1.0))
+        y = len(node) - 1
+        ax.barh(y, width, left=x, height=0.9, color=colour, edgecolor="white", linewidth=0.3)
+        label = node[-1].rpartition("/")[2] if "/" in node[-1] and "." in node[-1].rpartition("/")[2] else node[-1]
+        if width > 0.06:
+            ax.text(x + 0.003, y, textwrap.shorten(label, int(width * 160), placeholder=".."), va="center",
+                    fontsize=6, clip_on=True)
+    ax.set_xlim(0, 1)
+    ax.set_ylim(-0.6, depth - 0.4)
+    ax.set_yticks([])
+    ax.set_xlabel("share of the candidate's samples (red: grew against the baseline, blue: shrank)")
+    ax.set_title(title, fontsize=9)
+    fig.tight_layout()
+    _save(fig, path)
+    return path

@@ -202,6 +202,22 @@ class ReportTest(unittest.TestCase):
                                 "sum": ["0.94", "0.73"]})
         self.assertEqual(report.thread_cpu_blocks([d for d in docs if d["status"] != "ok"], self.dir), [])
 
+    def test_a_profiled_run_gets_a_page_per_comparison_with_its_flame_graph_and_movers(self):
+        # A real profiled run (testdata/profiled_run/README.md): the calibration loop with a 20 % injected spin.
+        folder = os.path.join(HERE, "testdata", "profiled_run", "vm-0035969e", "20261128T191712Z-edcd")
+        blocks = self.build("axis", [resultsets.load_run(folder, name="profiled")])
+        start = next(i for i, b in enumerate(blocks) if getattr(b, "text", "").startswith("Profile (cpu)"))
+        heading, figure, table = blocks[start:start + 3]
+        self.assertEqual(heading.text, "Profile (cpu): injected_slowdown_pct: 20 vs 0")
+        self.assertGreater(os.path.getsize(figure.path), 10000)
+        self.assertIn("movers Calibration.spin +21.4 points", figure.caption)
+        self.assertEqual(table.rows[0][:4], ["Calibration.spin", "0.0", "21.4", "+21.4"])
+        self.assertEqual(table.rows[0][5], "moved")
+        self.assertEqual({r[5] for r in table.rows[1:]}, {"noise"})
+        # A run without profiles gets no such page.
+        plain = self.build("axis", [resultsets.load_run(REAL_RUN, name="plain")])
+        self.assertFalse([b for b in plain if getattr(b, "text", "").startswith("Profile (")])
+
     def test_latency_tails_come_from_each_cells_merged_runs(self):
         def doc(variant, rep, slow, status="ok"):
             # 1,000 requests a run: 990 at or below 0.2 ms, the rest at `slow` ms.

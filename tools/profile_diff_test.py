@@ -1,4 +1,4 @@
-"""//tools:profile_diff on a recorded profiled run (testdata/profiled_run/README.md): the injected spin is the
+"""//tools:profile_diff on a recorded profiled run (analysis/testdata/profiled_run/README.md): the injected spin is the
 top mover and the differential flame graph holds it; a comparison that is not there, a truncated profile and
 one swapped for another are named, never read as data."""
 
@@ -15,7 +15,7 @@ from rich.console import Console
 from tools import profile_diff
 
 HERE = os.path.dirname(os.path.abspath(__file__))
-RUN = os.path.join(HERE, "testdata", "profiled_run", "vm-0035969e", "20261128T191712Z-edcd")
+RUN = os.path.join(os.path.dirname(HERE), "analysis", "testdata", "profiled_run", "vm-0035969e", "20261128T191712Z-edcd")
 SPIN = "tunelab/rigs/calibration/Calibration.spin"
 
 
