@@ -14,6 +14,7 @@ there is no interval and the table says so. A frame "moved" when its interval ex
 
 import dataclasses
 import gzip
+import statistics
 import io
 import math
 import os
@@ -192,9 +193,29 @@ class Comparison:
     candidate_runs: list
     missing: list  # "cell rN: why" for each repetition without a usable profile
     rows: list = dataclasses.field(default_factory=list)  # movers()
+    gc: tuple = ((), ())  # the profiled launches' GC summaries (profile.gc), baseline's and candidate's
 
     def label(self):
         return f"{self.axis}: {self.value} vs {self.baseline_value}"
+
+    def gc_line(self):
+        """The pauses of both sides in one line, for a comparison of collectors ("" without GC logs): the median
+        over runs of the pauses' share of the JVM's wall time, of its CPU, and the longest pause."""
+        def side(name, logs):
+            if not logs:
+                return f"{name}: no GC log"
+            shares = [g["pause_share"] for g in logs if "pause_share" in g]
+            cpu = [g["pause_cpu_share"] for g in logs if "pause_cpu_share" in g]
+            text = f"{name}: {statistics.median(g['pauses'] for g in logs):g} pauses"
+            if shares:
+                text += f", {100 * statistics.median(shares):.2f} % of wall"
+            if cpu:
+                text += f", {100 * statistics.median(cpu):.2f} % of CPU"
+            return text + f", longest {max(g['pause_ms_max'] for g in logs):.1f} ms"
+        if not any(self.gc):
+            return ""
+        return (f"GC pauses (profiled launches, median of runs) {side(self.value, self.gc[1])}; "
+                f"{side(self.baseline_value, self.gc[0])}")
 
 
 def profiles_of(run_dir, docs, event):
@@ -244,5 +265,7 @@ def comparisons(result_set, event="cpu", self_only=False, top=10):
                                 cell.id, event, base_runs, cand_runs, base_missing + cand_missing)
         if base_runs and cand_runs:
             comparison.rows = movers(base_runs, cand_runs, self_only=self_only, top=top)
+        comparison.gc = tuple([d["profile"]["gc"] for d in docs_by_cell[c.id]
+                               if d["status"] == "ok" and "gc" in d.get("profile", {})] for c in (partner, cell))
         out.append(comparison)
     return out

@@ -286,6 +286,8 @@ def profile_blocks(result_sets, out_dir, event="cpu"):
             blocks.append(render.TableBlock(["frame", "baseline", "candidate", "change", "interval", ""], rows,
                                             caption=f"Share of {event} samples in points; interval: Welch over "
                                                     "runs, simultaneous over the table's frames"))
+            if c.gc_line():
+                blocks.append(render.Para(c.gc_line()))
             for why in c.missing:
                 blocks.append(render.Para(f"Left out: {why}"))
     return blocks

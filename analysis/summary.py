@@ -329,6 +329,8 @@ def profile_lines(result_set, event="cpu"):
         if c.rows:
             lines.append(f"profile ({event}, {len(c.baseline_runs)}/{len(c.candidate_runs)} runs) of {c.label()}: "
                          f"{profiles.one_line(c.rows)}")
+        if "gc" in c.axis.split("+") and c.gc_line():
+            lines.append(c.gc_line())
         for why in c.missing[:3]:
             lines.append(f"profile missing: {why}")
     if found:

@@ -106,6 +106,8 @@ def main(argv=None, console=None):
     for c in usable:
         console.print(mover_table(c))
         console.print(escape(f"movers: {profiles.one_line(c.rows, limit=3)}"))
+        if c.gc_line():
+            console.print(escape(c.gc_line()))
         for why in c.missing:
             console.print(escape(f"left out: {why}"))
         if args.java and args.converter:

@@ -45,7 +45,8 @@ class CellRunner:
             # Where every class came from: the proof that a patched cell ran the patched classes.
             flags = flags + [f"-Xlog:class+load=info:file={state.class_load_log}"]
         if process.under_test and state.profile_jfr:
-            flags = flags + [profiling.agent_flag(self.agent_library(), ctx.matrix.policy.profile, state.profile_jfr)]
+            flags = flags + [profiling.agent_flag(self.agent_library(), ctx.matrix.policy.profile, state.profile_jfr),
+                             profiling.gc_log_flag(os.path.join(state.workdir, "gc.log"))]
         return argv + [java] + flags + process.jvm_flags + ["-cp", ":".join(process.classpath),
                                                             process.main_class] + process.args
 
@@ -135,6 +136,12 @@ class CellRunner:
                 collapsed[event] = store.write_profile(ctx.run_dir, cell.id, repetition, event, out)
         except (profiling.ProfileError, store.StoreError) as e:
             return dict(block, missing=str(e), duration_s=time.monotonic() - started)
+        try:  # the launch's collections beside its profile: a GC comparison's pauses
+            under_test = next((r for r in state.running if r.process.under_test), None)
+            block["gc"] = profiling.read_gc_summary(os.path.join(state.workdir, "gc.log"),
+                                                    under_test.cpu if under_test else None)
+        except profiling.ProfileError as e:
+            block["gc_missing"] = str(e)
         return dict(block, **stored, collapsed=collapsed, duration_s=time.monotonic() - started)
 
     def _attempt(self, state, result, host_knobs, memory_folders):

@@ -8,6 +8,7 @@ What this module owns: the events a policy may ask for, the agent's library for 
 the agent jar, which carries one per platform), the JVM flag that attaches it, and the conversion."""
 
 import os
+import re
 import subprocess
 import zipfile
 
@@ -130,3 +131,54 @@ def convert(java, converter_jar, jfr_path, event, out_path, timeout_s=300):
         tail = (done.stderr or done.stdout).strip().splitlines()[-1:] or ["no output"]
         raise ProfileError(f"jfr-converter could not read {os.path.basename(jfr_path)} ({event}): {tail[0][:200]}")
     return out_path
+
+
+# The profiled launch's GC log (issue 60: for GC comparisons, the pauses beside the profile): every collection
+# and the CPU of each pause, with the JVM's uptime. Unified logging: JDK 9 on, every pinned JDK.
+GC_PAUSE = re.compile(r"\[(?P<t>[0-9.]+)s\]\[info\]\[gc\s*\] GC\((?P<n>\d+)\) Pause (?P<what>.+?) "
+                      r"(?:\S+->\S+ )?(?P<ms>[0-9.]+)ms")
+GC_CPU = re.compile(r"^\[[0-9.]+s\]\[info\]\[gc,cpu\s*\] GC\(\d+\) User=(?P<user>[0-9.]+)s Sys=(?P<sys>[0-9.]+)s")
+GC_USING = re.compile(r"\[[0-9.]+s\]\[info\]\[gc\s*\] Using (?P<name>.+)")
+MAX_GC_LOG_BYTES = 64 << 20
+
+
+def gc_log_flag(path):
+    """The JVM option that logs every collection and its pause CPU to `path`."""
+    return f"-Xlog:gc,gc+cpu:file={path}:uptime,level,tags"
+
+
+def gc_summary(text, process_cpu=None):
+    """{collector, pauses, pause_ms_total, pause_ms_max, pause_cpu_s} of one GC log: the stop-the-world pauses
+    (concurrent phases run beside the application and are not counted) and the CPU the JVM reports for them;
+    with `process_cpu` ({cpu_s, wall_s} of the JVM, the runner's last sample before it exited) also their share
+    of its wall time (pause_share) and of its CPU time (pause_cpu_share)."""
+    collector, pauses, cpu = None, [], 0.0
+    for line in text.splitlines():
+        using = GC_USING.fullmatch(line)
+        if using:
+            collector = using["name"]
+            continue
+        pause = GC_PAUSE.fullmatch(line)
+        if pause:
+            pauses.append(float(pause["ms"]))
+            continue
+        spent = GC_CPU.match(line)
+        if spent:
+            cpu += float(spent["user"]) + float(spent["sys"])
+    total = sum(pauses)
+    summary = {"collector": collector, "pauses": len(pauses), "pause_ms_total": round(total, 3),
+               "pause_ms_max": round(max(pauses, default=0.0), 3), "pause_cpu_s": round(cpu, 3)}
+    if process_cpu and process_cpu.get("wall_s", 0) > 0:
+        summary.update(process_wall_s=process_cpu["wall_s"], process_cpu_s=process_cpu["cpu_s"],
+                       pause_share=round(total / 1000 / process_cpu["wall_s"], 5))
+        if process_cpu["cpu_s"] > 0:
+            summary["pause_cpu_share"] = round(cpu / process_cpu["cpu_s"], 5)
+    return summary
+
+
+def read_gc_summary(path, process_cpu=None):
+    """gc_summary of the log at `path` through the bounded reader; ProfileError when it is missing or too big."""
+    try:
+        return gc_summary(safeio.read_text(path, MAX_GC_LOG_BYTES), process_cpu)
+    except (safeio.InputError, OSError) as e:
+        raise ProfileError(f"GC log: {e}") from None

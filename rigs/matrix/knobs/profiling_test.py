@@ -35,6 +35,34 @@ class Events(unittest.TestCase):
                          "-agentpath:/a/lib.so=start,event=wall,interval=10ms,file=/w/p.jfr,jfr")
 
 
+GC_LOGS = os.path.join(os.path.dirname(os.path.abspath(__file__)), "testdata", "gclogs")
+
+
+class GcLogs(unittest.TestCase):
+    def summary(self, name, process_cpu=None):
+        with open(os.path.join(GC_LOGS, name)) as f:
+            return profiling.gc_summary(f.read(), process_cpu)
+
+    def test_pauses_and_their_cpu_are_read_from_every_pinned_jdk_and_concurrent_phases_are_not_pauses(self):
+        # Known answers read off the recorded logs (testdata/gclogs/README.md).
+        self.assertEqual(self.summary("jdk11_G1.log"), {"collector": "G1", "pauses": 3, "pause_ms_total": 2.813,
+                                                        "pause_ms_max": 1.611, "pause_cpu_s": 0.0})
+        self.assertEqual(self.summary("jdk17_Serial.log"), {"collector": "Serial", "pauses": 1, "pause_ms_total": 41.096,
+                                                            "pause_ms_max": 41.096, "pause_cpu_s": 0.04})
+        self.assertEqual(self.summary("jdk21_Serial.log")["pause_ms_total"], 34.931)
+        self.assertEqual(self.summary("jdk21_G1.log")["pause_cpu_s"], 0.01)
+        for jdk in ("jdk11", "jdk17", "jdk21"):
+            with self.subTest(jdk=jdk):
+                self.assertEqual(self.summary(f"{jdk}_Parallel.log"),
+                                 {"collector": "Parallel", "pauses": 0, "pause_ms_total": 0, "pause_ms_max": 0.0,
+                                  "pause_cpu_s": 0.0})
+
+    def test_shares_come_from_the_jvms_sampled_wall_and_cpu_time(self):
+        found = self.summary("jdk11_Serial.log", {"cpu_s": 0.8, "wall_s": 2.0})
+        self.assertEqual((found["pause_share"], found["pause_cpu_share"]), (round(0.041416 / 2.0, 5), 0.05))
+        self.assertNotIn("pause_share", self.summary("jdk11_Serial.log", {"cpu_s": 0.0, "wall_s": 0.0}))
+
+
 class Tools(unittest.TestCase):
     def test_the_agent_is_unpacked_from_the_locked_jar_for_this_host(self):
         tools = profiling.tools(JARS, platform.machine())
