@@ -9,6 +9,8 @@ results/reference/*.json, results/.fleet/<fleet id>/. Rules:
   cells it is missing, under the same run id. Cell results are never rewritten (write_result_file).
 - The documents kept beside results (sensitivity figures, fidelity reports, a bisect's record) are written
   here too (write_side_document), each under its own name with the kind that name holds.
+- A cell's profiles (its profiled launch's recording and collapsed stacks, issue 60) go under profiles/ of its
+  run, compressed, once (write_profile); a resumed run removes those of a cell that has no result.
 - A run or baseline arriving whole (an archive from another machine, a promotion) is written into a staging
   folder beside its target, checked, and renamed into place: never half there.
 """
@@ -239,6 +241,27 @@ def write_profile(folder, cell_id, repetition, part, source):
     safeio.check_folder(os.path.dirname(path), create=True)
     safeio.write_bytes(path, packed)
     return {"file": os.path.relpath(path, folder), "sha256": hashlib.sha256(packed).hexdigest(), "bytes": len(packed)}
+
+
+def remove_orphan_profiles(folder):
+    """Deletes the profiles of a (cell, repetition) with no stored result: a cell interrupted between its
+    profiled launch and its result left them, and nothing names them (a result names its profiles), so the
+    resumed run profiles it again. Returns their names."""
+    profiles_dir = os.path.join(folder, "profiles")
+    if not os.path.isdir(profiles_dir) or os.path.islink(profiles_dir):
+        return []
+    done = resultfile.stored_results(folder)
+    removed = []
+    for name in sorted(os.listdir(profiles_dir)):
+        cell_id, sep, rest = name.partition(".r")
+        rep = rest.split(".", 1)[0]
+        if sep and rep.isdigit() and (cell_id, int(rep)) in done:
+            continue
+        path = os.path.join(profiles_dir, name)
+        if os.path.isfile(path) and not os.path.islink(path):
+            os.unlink(path)
+            removed.append(name)
+    return removed
 
 
 # The documents tunelab keeps beside a run's or a set's results, by file name, with the kinds each may hold:

@@ -1,12 +1,13 @@
 """The documents the store keeps beside results (write_side_document): each under its own name with the kind
 that name holds, replaced whole, never through a link; anything else refused before a byte is written."""
 
+import gzip
 import json
 import os
 import tempfile
 import unittest
 
-from results import safeio, store
+from results import safeio, store, testruns
 
 
 class SideDocuments(unittest.TestCase):
@@ -44,6 +45,35 @@ class SideDocuments(unittest.TestCase):
             store.write_side_document(self.dir, "fidelity.json", {"kind": "tunelab.namenode_fidelity"})
         with open(target) as f:
             self.assertEqual(f.read(), "{}")
+
+
+class Profiles(unittest.TestCase):
+    def setUp(self):
+        self.root = tempfile.mkdtemp(dir=os.environ.get("TEST_TMPDIR"))
+        self.run = testruns.make_run(self.root, state="running", repetitions=(0,))
+        self.cell = testruns.recorded_result()["cell"]["id"]
+        self.source = os.path.join(self.root, "stacks.collapsed")
+        with open(self.source, "w") as f:
+            f.write("a;b 3\n")
+
+    def test_a_profile_is_stored_compressed_once_and_never_rewritten(self):
+        stored = store.write_profile(self.run, self.cell, 0, "cpu", self.source)
+        self.assertEqual(stored["file"], f"profiles/{self.cell}.r0.cpu.collapsed.gz")
+        path = os.path.join(self.run, stored["file"])
+        self.assertEqual(safeio.sha256_of(path), stored["sha256"])
+        with gzip.open(path) as f:
+            self.assertEqual(f.read(), b"a;b 3\n")
+        with self.assertRaisesRegex(store.StoreError, "never rewritten"):
+            store.write_profile(self.run, self.cell, 0, "cpu", self.source)
+        with self.assertRaisesRegex(store.StoreError, "profile part 'cycles'"):
+            store.write_profile(self.run, self.cell, 0, "cycles", self.source)
+
+    def test_a_resumed_run_removes_the_profiles_of_a_cell_that_has_no_result(self):
+        kept = store.write_profile(self.run, self.cell, 0, "jfr", self.source)["file"]
+        orphan = store.write_profile(self.run, self.cell, 1, "cpu", self.source)["file"]  # repetition 1: no result
+        self.assertEqual(store.remove_orphan_profiles(self.run), [os.path.basename(orphan)])
+        self.assertTrue(os.path.exists(os.path.join(self.run, kept)))
+        self.assertFalse(os.path.exists(os.path.join(self.run, orphan)))
 
 
 if __name__ == "__main__":

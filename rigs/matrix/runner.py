@@ -307,6 +307,9 @@ def clean_leftovers(console, ctx):
     removed = resultfile.remove_partial_files(ctx.run_dir)
     if removed:
         console.print(f"removed {len(removed)} partial file(s) left by an interrupted write")
+    orphans = store.remove_orphan_profiles(ctx.run_dir)
+    if orphans:
+        console.print(f"removed {len(orphans)} profile file(s) of a cell interrupted before its result")
 
 
 def execute(argv=None, console=None, host_paths=None, report=None, args=None, env=None):
