@@ -39,7 +39,7 @@ import sys
 import tempfile
 import traceback
 
-from analysis import gate_decision, resultsets, sequential, stats, thresholds
+from analysis import gate_decision, profiles, resultsets, sequential, stats, thresholds
 from analysis.gate_decision import GateError
 from tools import gate_confirm, gate_output
 from results import safeio
@@ -177,12 +177,30 @@ def run(args):
         print(f"error: {e}", file=sys.stderr)
         return EXIT_UNUSABLE
     text = gate_output.markdown(checks, baseline, candidate, confirmed, warnings)
+    if args.run:
+        text += profile_note(run, args.axis, args.baseline_value, args.candidate_value)
     print(text, end="")
     if args.markdown:
         safeio.write_text(os.path.join(cwd, args.markdown), text)
     if args.junit:
         safeio.write_text(os.path.join(cwd, args.junit), gate_output.junit(checks, baseline, candidate))
     return exit_status(checks)
+
+
+def profile_note(run, axis, baseline_value=None, candidate_value=None):
+    """Why, beside whether (issue 60): the frames that moved in the gated comparison of a profiled run
+    (policy.profile), as markdown lines; "" for a run without profiles."""
+    try:
+        found = [c for c in profiles.comparisons(run) if c.axis == axis and c.rows
+                 and baseline_value in (None, c.baseline_value) and candidate_value in (None, c.value)]
+    except profiles.ProfileError as e:
+        return f"\nProfiles: not compared ({e})\n"
+    lines = [f"- {c.label()} ({c.event}, runs {len(c.baseline_runs)}/{len(c.candidate_runs)}): "
+             f"{profiles.one_line(c.rows, limit=3)}" for c in found]
+    if not lines:
+        return ""
+    return ("\nProfiles, the frames that moved (every mover and a flame graph: bazel run //tools:profile_diff -- "
+            f"--run {run.name} --axis {axis}):\n" + "\n".join(lines) + "\n")
 
 
 def within_run(run, axis, baseline_value=None, candidate_value=None):

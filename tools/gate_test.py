@@ -230,6 +230,19 @@ class GateTest(unittest.TestCase):
             code = gate.main(["--run", run, "--axis", "revision", "--results-dir", self.dir, *extra])
         return code, out.getvalue() + err.getvalue()
 
+    def test_a_profiled_run_names_the_frames_that_moved_beside_its_verdict(self):
+        # A real profiled run (analysis/testdata/profiled_run): the 20 % injected spin regresses the rate, and
+        # the answer says why; a run without profiles (the rest of this class) gets no such lines.
+        run = os.path.join(RUNFILES, "analysis", "testdata", "profiled_run", "vm-0035969e", "20261128T191712Z-edcd")
+        out, err = io.StringIO(), io.StringIO()
+        with redirect_stdout(out), redirect_stderr(err):
+            code = gate.main(["--run", run, "--axis", "injected_slowdown_pct", "--results-dir", self.dir])
+        self.assertEqual(code, gate.EXIT_REGRESSED, out.getvalue() + err.getvalue())
+        self.assertIn("- injected_slowdown_pct: 20 vs 0 (cpu, runs 3/3): Calibration.spin +21.4 points",
+                      out.getvalue())
+        code, text = self.run_within(1000.0, 1000.0)
+        self.assertNotIn("Profiles, the frames that moved", text)
+
     def test_run_and_axis_swapped_are_named_as_such(self):
         # Issue 41, item 5: `--run revision --axis SET` said only "no result set 'revision'".
         run = os.path.join(self.dir, "swapped-run")
