@@ -375,8 +375,22 @@ def import_run(results_root, host_folder, run_id, contents):
 PROMOTED_EXTRAS = ("sensitivity.json",)
 
 
+def profiles_named(cells_folder):
+    """[(path relative to the run, sha256)] of every profile file the results in `cells_folder` name."""
+    named = []
+    for name in sorted(os.listdir(cells_folder)):
+        if name.startswith(".tmp-") or not name.endswith(".json"):
+            continue
+        doc = resultfile.load_result(os.path.join(cells_folder, name))
+        block = doc.get("profile") or {}
+        for stored in [block.get("jfr")] + list(block.get("collapsed", {}).values()):
+            if stored:
+                named.append((stored["file"], stored["sha256"]))
+    return named
+
+
 def promote(run_folder, baselines, name, replace=False, load_run=None):
-    """Copies a run's manifest and cell results to baselines/<name> (staged, then renamed into place);
+    """Copies a run's manifest and cell results, with the profiles they name, to baselines/<name> (staged, then renamed into place);
     an existing baseline only with `replace`, swapped whole. load_run validates the run first (every
     result; analysis.resultsets.load_run)."""
     if not BASELINE_NAME_RE.fullmatch(name or ""):
@@ -402,6 +416,11 @@ def promote(run_folder, baselines, name, replace=False, load_run=None):
         for cell in sorted(os.listdir(cells)):
             if not cell.startswith(".tmp-"):
                 safeio.copy_file(os.path.join(cells, cell), os.path.join(staging, "cells", cell), 0o644)
+        for rel, sha256 in profiles_named(os.path.join(staging, "cells")):
+            source = os.path.join(run_folder, rel)
+            if not os.path.isfile(source) or os.path.islink(source) or safeio.sha256_of(source) != sha256:
+                raise StoreError(f"{source}: missing, or not the profile its result names (sha256); not promoted")
+            safeio.copy_file(source, os.path.join(staging, rel), 0o644)
         os.chmod(staging, 0o755)
         old = None
         if os.path.exists(target):

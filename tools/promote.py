@@ -2,7 +2,8 @@
 
     bazel run //tools:promote -- RUN --name NAME [--replace]
 
-Copies the manifest and every cell result (not logs or work folders), after validating each result; refuses
+Copies the manifest, every cell result and the profiles they name (policy.profile; each checked against the
+sha256 its result records), not logs or work folders, after validating each result; refuses
 to overwrite an existing baseline unless --replace, and then swaps it in whole (never half-written).
 """
 

@@ -1,6 +1,10 @@
 """Promotion copies results (not logs), validates them, and never overwrites or half-writes a baseline."""
 
+import gzip
+import hashlib
+import json
 import os
+import shutil
 import tempfile
 import unittest
 
@@ -38,6 +42,35 @@ class PromoteTest(unittest.TestCase):
             with self.assertRaisesRegex(store.StoreError, "sensitivity.json.*NaN"):
                 promote.promote(run, baselines, "corrupt")
             self.assertFalse(os.path.exists(os.path.join(baselines, "corrupt")))
+
+    def test_a_profiled_run_is_promoted_with_the_profiles_its_results_name(self):
+        recorded = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "analysis", "testdata",
+                                "profiled_run", "vm-0035969e", "20261128T191712Z-edcd")
+        with tempfile.TemporaryDirectory() as d:
+            run = os.path.join(d, "20261128T191712Z-edcd")
+            shutil.copytree(recorded, run)
+            for doc_name in os.listdir(os.path.join(run, "cells")):
+                # The recorded run keeps no JFR recording (its README): a stand-in file, named as the result's.
+                path = os.path.join(run, "cells", doc_name)
+                with open(path) as f:
+                    doc = json.load(f)
+                stand_in = gzip.compress(doc_name.encode())
+                with open(os.path.join(run, doc["profile"]["jfr"]["file"]), "wb") as f:
+                    f.write(stand_in)
+                doc["profile"]["jfr"].update(sha256=hashlib.sha256(stand_in).hexdigest(), bytes=len(stand_in))
+                with open(path, "w") as f:
+                    json.dump(doc, f)
+            target, n = promote.promote(run, os.path.join(d, "baselines"), "profiled")
+            self.assertEqual(n, 6)
+            self.assertEqual(sorted(os.listdir(os.path.join(target, "profiles"))),
+                             sorted(os.listdir(os.path.join(run, "profiles"))))
+            # A profile that is not the one its result names is never promoted.
+            victim = os.path.join(run, "profiles", sorted(os.listdir(os.path.join(run, "profiles")))[0])
+            with open(victim, "ab") as f:
+                f.write(b"\0")
+            with self.assertRaisesRegex(store.StoreError, "not the profile its result names"):
+                promote.promote(run, os.path.join(d, "baselines"), "profiled2")
+            self.assertFalse(os.path.exists(os.path.join(d, "baselines", "profiled2")))
 
     def test_a_corrupt_run_is_not_promoted(self):
         with tempfile.TemporaryDirectory() as d:
