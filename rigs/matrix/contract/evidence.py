@@ -186,7 +186,7 @@ GC_FLAG_NAMES = {"serial": "UseSerialGC", "parallel": "UseParallelGC", "g1": "Us
 def verify(cell, matrix, evidence, host_nodes):
     """Problems with the evidence for one cell: [] when every knob took effect. (Why one function: one check
     per knob, each adding to the one list of problems, so that every knob of the matrix has its check here, but
-    an axis with a module of its own: rigs/matrix/knobs/hugepages.py; knobs/process_evidence.verify runs both.)
+    an axis with a module of its own: rigs/matrix/knobs/hugepages.py, numa.py; knobs/process_evidence.verify runs all.)
 
     evidence keys (of the process under test unless said): role, native_program, vm_flags (parsed),
     process_status (parsed), numa_maps (parsed), other_processes ({role: {cpus_wanted, process_status}}),
@@ -247,29 +247,4 @@ def verify(cell, matrix, evidence, host_nodes):
     for pattern, _cpus in pinning.threads:
         if not any(t["pattern"] == pattern for t in evidence.get("threads", [])):
             problems.append(f"no Java thread matched {pattern!r}: nothing was pinned for it")
-
-    numa = evidence.get("numa_maps")
-    policy = p["numa"]
-    if policy != "default":
-        if numa is None:
-            problems.append("could not read numa_maps")
-        else:
-            expected = expected_policy_prefix(policy, evidence.get("numa_nodes", {}))
-            by_policy = numa["bytes_per_policy"]
-            total = sum(by_policy.values()) or 1
-            share = sum(b for pol, b in by_policy.items() if pol.startswith(expected)) / total
-            # The policy is inherited across exec, so nearly all resident memory carries it; 90% leaves room
-            # for mappings shared with other processes (e.g. the CDS archive) that keep their own.
-            if share < 0.9:
-                problems.append(f"numa={policy}: only {share:.0%} of resident memory has policy {expected}*; "
-                                f"policies seen: {by_policy}")
     return problems
-
-
-def expected_policy_prefix(policy, nodes):
-    """The numa_maps policy text a numactl policy produces (nodes: {"cpu_node", "mem_node"})."""
-    mem = nodes.get("mem_node", 0)
-    return {"bind_local": f"bind:{mem}", "bind_remote": f"bind:{mem}", "interleave": "interleave:",
-            "weighted_interleave": "weighted interleave:", "preferred": f"prefer:{mem}",
-            # CPUs bound, memory where the kernel puts it: the rig moves it (rigs/redis).
-            "pressured_migrated": "default"}[policy]

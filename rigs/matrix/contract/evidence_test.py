@@ -128,11 +128,6 @@ class VerifyTest(unittest.TestCase):
         self.assertEqual(by_opts, {"fixed": [], "young128": [
             "gc_opts=young128: asked for -XX:NewSize=128m, the JVM reports NewSize=268435456"]})
 
-    def test_numa_policy_not_in_effect(self):
-        m = matrix(gc="parallel", heap="256m", numa="interleave")
-        problems = evidence.verify(m.cells[0], m, self.good_evidence(), {0: {0, 1}})
-        self.assertTrue(any("policy interleave:" in p for p in problems), problems)
-
     def test_thread_not_pinned_or_missing(self):
         m = matrix(gc="parallel", heap="256m", pinning="workers")
         ev = self.good_evidence()

@@ -3,10 +3,9 @@ places a process (taskset/numactl, or the memory-policy helper mempolicy.py) on 
 the container engines' cpuset for the same. Everything shells out with argument lists, never a shell."""
 
 import os
-import sys
 
 from rigs.host.cpuid import cpu_set
-from rigs.matrix.knobs import hugepages
+from rigs.matrix.knobs import hugepages, numa
 
 MEMPOLICY = os.path.join(os.path.dirname(os.path.abspath(__file__)), "mempolicy.py")
 
@@ -25,24 +24,9 @@ def jvm_flags(cell, matrix, gc_probe_flags, hugepage_bytes=hugepages.DEFAULT_PAG
 
 
 def numa_nodes_for(cell, matrix, host_nodes, role=None, under_test=True):
-    """{"cpu_node", "mem_node"} of a process for its NUMA policy, from the host's nodes ({id: set(cpus)}).
-
-    bind_remote puts memory on the node farthest from the CPUs' node (any other node on 2-node hosts).
-    """
+    """{"cpu_node", "mem_node"} of a process for its NUMA policy (numa.nodes_for), from its role's CPUs."""
     pinning = matrix.pinnings[cell.params["pinning"]]
-    cpu_text = pinning.cpus_for(role, under_test)
-    cpus = cpu_set(cpu_text) if cpu_text else None
-    cpu_node = min(host_nodes)
-    if cpus:
-        for node, node_cpus in sorted(host_nodes.items()):
-            if cpus & node_cpus:
-                cpu_node = node
-                break
-    mem_node = cpu_node
-    if under_test and cell.params["numa"] == "bind_remote":
-        others = [n for n in sorted(host_nodes) if n != cpu_node]
-        mem_node = others[-1] if others else None
-    return {"cpu_node": cpu_node, "mem_node": mem_node}
+    return numa.nodes_for(cell.params["numa"], pinning.cpus_for(role, under_test), host_nodes, under_test)
 
 
 def wrapper_argv(cell, matrix, host_nodes, role=None, under_test=True):
@@ -54,22 +38,7 @@ def wrapper_argv(cell, matrix, host_nodes, role=None, under_test=True):
     nodes = numa_nodes_for(cell, matrix, host_nodes, role, under_test)
     if policy == "default":
         return ["taskset", "-c", cpus] if cpus else []
-    argv = ["numactl"]
-    if cpus:
-        argv.append(f"--physcpubind={cpus}")
-    elif policy in ("bind_local", "bind_remote", "pressured_migrated"):
-        argv.append(f"--cpunodebind={nodes['cpu_node']}")
-    if policy in ("bind_local", "bind_remote"):
-        argv.append(f"--membind={nodes['mem_node']}")
-    elif policy == "interleave":
-        argv.append("--interleave=all")
-    elif policy == "preferred":
-        argv.append(f"--preferred={nodes['mem_node']}")
-    argv.append("--")
-    if policy == "weighted_interleave":
-        # numactl 2.0.16 has no flag for it: a small helper sets it and execs the program.
-        argv += [sys.executable, MEMPOLICY, "weighted-interleave", "all", "--"]
-    return argv
+    return numa.policy_argv(policy, cpus, nodes, MEMPOLICY)
 
 
 def spare_cpus(cell, matrix, processes, allowed):
@@ -89,6 +58,4 @@ def container_mems(cell, matrix, host_nodes, role=None, under_test=True):
     """--cpuset-mems for a process's container: the bound memory node under numa=bind_local/bind_remote (the
     cgroup then enforces what numactl's --membind asks inside), else None (every node, as the policy needs)."""
     policy = cell.params["numa"] if under_test else "default"
-    if policy not in ("bind_local", "bind_remote"):
-        return None
-    return str(numa_nodes_for(cell, matrix, host_nodes, role, under_test)["mem_node"])
+    return numa.container_mems(policy, numa_nodes_for(cell, matrix, host_nodes, role, under_test))

@@ -7,13 +7,14 @@ import os
 import subprocess
 
 from rigs.matrix.contract import evidence
-from rigs.matrix.knobs import container, hostknobs, hugepages
+from rigs.matrix.knobs import container, hostknobs, hugepages, numa
 
 
 def verify(cell, matrix, ev, host_nodes):
-    """Problems with the evidence for one cell ([] when every knob took effect): evidence.verify's, then the
-    hugepages axis' (hugepages.problems)."""
-    return evidence.verify(cell, matrix, ev, host_nodes) + hugepages.problems(cell.params["hugepages"], ev)
+    """Problems with the evidence for one cell ([] when every knob took effect): evidence.verify's, then those
+    of the axes with a module of their own (hugepages.problems, numa.problems)."""
+    return (evidence.verify(cell, matrix, ev, host_nodes) + hugepages.problems(cell.params["hugepages"], ev)
+            + numa.problems(cell.params["numa"], ev))
 
 
 def placement(ctx, running, pinning):

@@ -9,7 +9,7 @@ import dataclasses
 import os
 
 from rigs.matrix.contract import knobvalues
-from rigs.matrix.knobs import container, hugepages
+from rigs.matrix.knobs import container, hugepages, numa
 from rigs.matrix.planning import spec
 from rigs.host import jdks
 from rigs.host.cpuid import cpu_set
@@ -121,17 +121,5 @@ def host_skip_reason(matrix, cell, caps, nodes, host_cpus, jdk, memory_available
         return f"pinning={p['pinning']} needs jcmd to find Java threads; {jdk['java_home']}/bin/jcmd is missing"
     if (pinning.cpus or pinning.roles) and p["numa"] == "default" and not caps.get("taskset", {}).get("available"):
         return "taskset is not installed (CPU binding)"
-    if p["numa"] != "default":
-        if not caps.get("numactl", {}).get("available"):
-            return f"numa={p['numa']} needs numactl, which is not installed"
-        if p["numa"] == "weighted_interleave" and not caps.get("weighted_interleave", {}).get("available"):
-            return f"numa=weighted_interleave: {caps.get('weighted_interleave', {}).get('evidence', 'not probed')}"
-        if p["numa"] == "pressured_migrated":
-            missing = [t for t in ("migratepages", "memhog") if not caps.get(t, {}).get("available")]
-            if missing:
-                return f"numa=pressured_migrated needs {' and '.join(missing)} (Debian's numactl package)"
-        if p["numa"] in ("bind_remote", "interleave", "weighted_interleave", "pressured_migrated") and len(nodes) < 2:
-            # Interleaving over one node is binding to it: measured, it would pass for an interleave result.
-            return (f"numa={p['numa']} needs two NUMA nodes; this host has {len(nodes)} "
-                    f"({caps.get('numa_multi_node', {}).get('evidence', '')})")
-    return hugepages.host_skip_reason(p["hugepages"], p["heap"], caps, hugepage_kb, memory_available_kb)
+    return (numa.host_skip_reason(p["numa"], caps, nodes)
+            or hugepages.host_skip_reason(p["hugepages"], p["heap"], caps, hugepage_kb, memory_available_kb))

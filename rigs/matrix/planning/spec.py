@@ -43,7 +43,7 @@ import typing
 
 from rigs.host.cpuid import cpu_set
 from rigs.matrix.contract import knobvalues
-from rigs.matrix.knobs import hugepages
+from rigs.matrix.knobs import hugepages, numa
 from rigs.matrix.planning import policy
 from results import safeio
 
@@ -52,8 +52,7 @@ GCS = ("serial", "parallel", "g1", "cms", "zgc", "shenandoah")
 HUGEPAGES = hugepages.VALUES  # what each means, and everything else of the axis: rigs/matrix/knobs/hugepages.py
 # pressured_migrated: the CPUs on one node, memory where the kernel puts it (the local node first); the rig
 # fills that node while loading so pages spill to another, then migrates them back (rigs/redis).
-NUMA_POLICIES = ("default", "bind_local", "bind_remote", "interleave", "weighted_interleave", "preferred",
-                 "pressured_migrated")
+NUMA_POLICIES = numa.VALUES  # and everything else of the axis: rigs/matrix/knobs/numa.py
 STANDARD_AXES = ("jdk", "gc", "gc_opts", "heap", "pinning", "hugepages", "numa", "variant", "revision", "executor")
 CANDIDATE_REVISION = "candidate"
 DEFAULTS = {"gc": "g1", "gc_opts": "default", "heap": "512m", "pinning": "none", "hugepages": "off",
