@@ -179,14 +179,10 @@ def large_page_failures(jvm_output):
             or ("large pages" in line.lower() and "fail" in line.lower())]
 
 
-GC_FLAG_NAMES = {"serial": "UseSerialGC", "parallel": "UseParallelGC", "g1": "UseG1GC",
-                 "cms": "UseConcMarkSweepGC", "zgc": "UseZGC", "shenandoah": "UseShenandoahGC"}
-
-
 def verify(cell, matrix, evidence, host_nodes):
     """Problems with the evidence for one cell: [] when every knob took effect. (Why one function: one check
     per knob, each adding to the one list of problems, so that every knob of the matrix has its check here, but
-    an axis with a module of its own: rigs/matrix/knobs/hugepages.py, numa.py; knobs/process_evidence.verify runs all.)
+    an axis with a module of its own: rigs/matrix/knobs/jvm.py, hugepages.py, numa.py; process_evidence.verify runs all.)
 
     evidence keys (of the process under test unless said): role, native_program, vm_flags (parsed),
     process_status (parsed), numa_maps (parsed), other_processes ({role: {cpus_wanted, process_status}}),
@@ -206,21 +202,6 @@ def verify(cell, matrix, evidence, host_nodes):
                                           cpu_set(placed["cpuset_mems"])):
             problems.append(f"executor={p['executor']}: --cpuset-mems {placed['cpuset_mems']} not in effect: "
                             f"Mems_allowed_list={mems}")
-    flags = evidence.get("vm_flags")
-    if evidence.get("native_program"):
-        pass  # a native program under test: the JVM knobs have nothing to act on (the rig's matrix omits them)
-    elif flags is None:
-        problems.append("could not read the JVM's flags (jcmd VM.flags)")
-    else:
-        gc_flag = GC_FLAG_NAMES[p["gc"]]
-        if flags.get(gc_flag) is not True:
-            problems.append(f"asked for gc={p['gc']} but the JVM does not report -XX:+{gc_flag}")
-        heap = knobvalues.parse_heap(p["heap"])
-        if str(flags.get("MaxHeapSize")) != str(heap):
-            problems.append(f"asked for heap={p['heap']} ({heap} bytes), JVM reports MaxHeapSize={flags.get('MaxHeapSize')}")
-        problems += [f"gc_opts={p['gc_opts']}: {problem}"
-                     for problem in declared_flag_problems(matrix.gc_opts.get(p["gc_opts"], []), flags)]
-
     pinning = matrix.pinnings[p["pinning"]]
     status = evidence.get("process_status") or {}
     role = evidence.get("role")

@@ -5,7 +5,7 @@ the container engines' cpuset for the same. Everything shells out with argument 
 import os
 
 from rigs.host.cpuid import cpu_set
-from rigs.matrix.knobs import hugepages, numa
+from rigs.matrix.knobs import hugepages, jvm, numa
 
 MEMPOLICY = os.path.join(os.path.dirname(os.path.abspath(__file__)), "mempolicy.py")
 
@@ -14,9 +14,7 @@ def jvm_flags(cell, matrix, gc_probe_flags, hugepage_bytes=hugepages.DEFAULT_PAG
     """The JVM options a cell implies. gc_probe_flags: the flags the doctor found select that GC on this JDK;
     hugepage_bytes: the host's explicit hugepage size."""
     p = cell.params
-    flags = list(gc_probe_flags)
-    flags += matrix.gc_opts[p["gc_opts"]]
-    flags += [f"-Xms{p['heap']}", f"-Xmx{p['heap']}"]
+    flags = jvm.flags(gc_probe_flags, matrix.gc_opts[p["gc_opts"]], p["heap"])
     flags += hugepages.jvm_flags(p["hugepages"], hugepage_bytes)
     # Sandboxes and shared /tmp make hsperfdata files collide; jcmd attaches without them.
     flags += ["-XX:-UsePerfData"]

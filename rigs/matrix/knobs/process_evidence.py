@@ -7,14 +7,15 @@ import os
 import subprocess
 
 from rigs.matrix.contract import evidence
-from rigs.matrix.knobs import container, hostknobs, hugepages, numa
+from rigs.matrix.knobs import container, hostknobs, hugepages, jvm, numa
 
 
 def verify(cell, matrix, ev, host_nodes):
     """Problems with the evidence for one cell ([] when every knob took effect): evidence.verify's, then those
-    of the axes with a module of their own (hugepages.problems, numa.problems)."""
-    return (evidence.verify(cell, matrix, ev, host_nodes) + hugepages.problems(cell.params["hugepages"], ev)
-            + numa.problems(cell.params["numa"], ev))
+    of the axes with a module of their own (jvm: gc, heap, gc_opts; hugepages; numa)."""
+    p = cell.params
+    return (evidence.verify(cell, matrix, ev, host_nodes) + jvm.problems(p, matrix.gc_opts.get(p["gc_opts"], []), ev)
+            + hugepages.problems(p["hugepages"], ev) + numa.problems(p["numa"], ev))
 
 
 def placement(ctx, running, pinning):

@@ -9,9 +9,8 @@ import dataclasses
 import os
 
 from rigs.matrix.contract import knobvalues
-from rigs.matrix.knobs import container, hugepages, numa
+from rigs.matrix.knobs import container, hugepages, jvm, numa
 from rigs.matrix.planning import spec
-from rigs.host import jdks
 from rigs.host.cpuid import cpu_set
 
 
@@ -74,13 +73,10 @@ def plan(matrix, report, runner_image=""):
             else:
                 errors.append(str(e))
             continue
-        gc = (jdk.get("gcs") or {}).get(p["gc"])
-        if gc is not None and not gc["accepted"]:
-            errors.append(f"gc={p['gc']} on jdk={p['jdk']} ({jdk['version']}): the JVM refuses it: {gc['evidence']}")
+        gc_flags, refused = jvm.selection(jdk, p["gc"], p["jdk"])
+        if refused:
+            errors.append(refused)
             continue
-        gc_flags = gc["flags"] if gc else None
-        if gc_flags is None:  # GC probes were skipped: use the plain selector flags
-            gc_flags = jdks.GC_FLAGS[p["gc"]]
         pc = PlannedCell(cell, jdk, gc_flags)
         pc.skip_reason = host_skip_reason(matrix, cell, caps, nodes, host_cpus, jdk,
                                           report.get("memory", {}).get("available_kb"),

@@ -43,12 +43,12 @@ import typing
 
 from rigs.host.cpuid import cpu_set
 from rigs.matrix.contract import knobvalues
-from rigs.matrix.knobs import hugepages, numa
+from rigs.matrix.knobs import hugepages, jvm, numa
 from rigs.matrix.planning import policy
 from results import safeio
 
 # Axis -> allowed scalar values (None: free-form, checked elsewhere).
-GCS = ("serial", "parallel", "g1", "cms", "zgc", "shenandoah")
+GCS = jvm.GCS  # and everything else of the gc, gc_opts and heap axes: rigs/matrix/knobs/jvm.py
 HUGEPAGES = hugepages.VALUES  # what each means, and everything else of the axis: rigs/matrix/knobs/hugepages.py
 # pressured_migrated: the CPUs on one node, memory where the kernel puts it (the local node first); the rig
 # fills that node while loading so pages spill to another, then migrates them back (rigs/redis).
@@ -63,7 +63,6 @@ EXECUTORS = ("process", "container", "docker")
 # Axes added after results were stored: at this value a cell is what it was before the axis existed, so the
 # value stays out of the cell id (stored runs resume and compare as before).
 ID_NEUTRAL = {"executor": "process"}
-CMS_LAST_JDK = 13
 # jdk = ["none"]: a matrix of native programs only (e.g. Redis); its cells start no JVM and need no JDK.
 NO_JDK = "none"
 # A value of the variant axis other than stock: a patch set built by Bazel, whole or its first k patches.
@@ -534,15 +533,11 @@ def static_cell_errors(matrix, cell):
     """Combinations that cannot work on any host (not host-dependent skips)."""
     p = cell.params
     errors = []
-    major = knobvalues.jdk_major(p["jdk"])
-    if p["gc"] == "cms" and major is not None and major > CMS_LAST_JDK:
-        errors.append(f"gc=cms with jdk={p['jdk']}: CMS was removed in JDK 14 (exclude it, or zip gc with jdk)")
     flags = matrix.gc_opts.get(p["gc_opts"], [])
+    errors += jvm.static_problems(p["gc"], p["gc_opts"], flags, knobvalues.jdk_major(p["jdk"]))
     conflict = hugepages.gc_opts_problem(p["hugepages"], p["gc_opts"], flags)
     if conflict:
         errors.append(conflict)
-    if any("CMS" in f for f in flags) and p["gc"] != "cms":
-        errors.append(f"gc_opts={p['gc_opts']} has CMS flags but gc={p['gc']}")
     return errors
 
 
