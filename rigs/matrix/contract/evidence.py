@@ -11,7 +11,6 @@ import re
 from results import safeio
 from rigs.matrix.contract import knobvalues
 from rigs.host import capabilities
-from rigs.host.cpuid import cpu_set
 
 
 def parse_status(text):
@@ -179,53 +178,13 @@ def large_page_failures(jvm_output):
             or ("large pages" in line.lower() and "fail" in line.lower())]
 
 
-def verify(cell, matrix, evidence, host_nodes):
-    """Problems with the evidence for one cell: [] when every knob took effect. (Why one function: one check
-    per knob, each adding to the one list of problems, so that every knob of the matrix has its check here, but
-    an axis with a module of its own: rigs/matrix/knobs/jvm.py, hugepages.py, numa.py; process_evidence.verify runs all.)
-
-    evidence keys (of the process under test unless said): role, native_program, vm_flags (parsed),
-    process_status (parsed), numa_maps (parsed), other_processes ({role: {cpus_wanted, process_status}}),
-    servers ({role: {ports_freed}}), containers ({role: {name, image, cpuset_cpus, cpuset_mems, cgroups}}), threads
-    ([{"pattern","name","tid","wanted","cpus_allowed"}]), jvm_output_warnings, thp_mode, hugetlb_kb.
-    """
-    p = cell.params
+def server_problems(evidence):
+    """Servers that still held their ports after they were stopped (evidence key servers: {role: {ports_freed}}).
+    Every axis proves itself in its own module (rigs/matrix/knobs/: jvm, pinning, hugepages, numa, container);
+    rigs/matrix/knobs/process_evidence.verify runs them all with this."""
     problems = []
-    if p.get("executor") in ("container", "docker"):
-        placed = evidence.get("containers", {}).get(evidence.get("role"), {})
-        engine = placed.get("engine", "podman")
-        if not placed.get("cgroups"):
-            problems.append(f"executor={p['executor']}: the process under test was not seen in a {engine} container "
-                            f"(its cgroups: {placed.get('cgroups', placed.get('cgroups_error', 'not read'))})")
-        mems = (evidence.get("process_status") or {}).get("Mems_allowed_list")
-        if placed.get("cpuset_mems") and (mems is None or cpu_set(mems) !=
-                                          cpu_set(placed["cpuset_mems"])):
-            problems.append(f"executor={p['executor']}: --cpuset-mems {placed['cpuset_mems']} not in effect: "
-                            f"Mems_allowed_list={mems}")
-    pinning = matrix.pinnings[p["pinning"]]
-    status = evidence.get("process_status") or {}
-    role = evidence.get("role")
-    wanted_cpus = pinning.cpus_for(role, True)
-    if wanted_cpus:
-        actual = status.get("Cpus_allowed_list")
-        if actual is None or cpu_set(actual) != cpu_set(wanted_cpus):
-            problems.append(f"process CPU binding {wanted_cpus} not in effect: Cpus_allowed_list={actual}")
-    for other_role, other in sorted(evidence.get("other_processes", {}).items()):
-        wanted = other.get("cpus_wanted")
-        actual = other.get("process_status", {}).get("Cpus_allowed_list")
-        if wanted and (actual is None or cpu_set(actual) != cpu_set(wanted)):
-            problems.append(f"{other_role}: CPU binding {wanted} not in effect: Cpus_allowed_list={actual}")
     for server_role, server in sorted(evidence.get("servers", {}).items()):
         held = [port for port, freed in server.get("ports_freed", {}).items() if not freed]
         if held:
             problems.append(f"server {server_role} still holds ports {held} after it was stopped")
-    for thread in evidence.get("threads", []):
-        if thread.get("cpus_allowed") is None:
-            problems.append(f"thread {thread['name']!r} (tid {thread['tid']}) vanished before it could be checked")
-        elif cpu_set(thread["cpus_allowed"]) != cpu_set(thread["wanted"]):
-            problems.append(f"thread {thread['name']!r} (tid {thread['tid']}) allowed on {thread['cpus_allowed']}, "
-                            f"wanted {thread['wanted']}")
-    for pattern, _cpus in pinning.threads:
-        if not any(t["pattern"] == pattern for t in evidence.get("threads", [])):
-            problems.append(f"no Java thread matched {pattern!r}: nothing was pinned for it")
     return problems

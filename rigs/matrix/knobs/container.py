@@ -17,6 +17,8 @@ import shutil
 import subprocess
 import time
 
+from rigs.host.cpuid import cpu_set
+
 PODMAN_OPTIONS = ["--cgroup-manager=cgroupfs", "--events-backend=file", "--runtime", "runc"]
 
 
@@ -70,6 +72,38 @@ def unavailable_reason(executor="container"):
             why = (info.stderr.strip().splitlines() or ["no answer"])[-1][:200]
             return f"no Docker engine answers ({why}); start dockerd, or set DOCKER_HOST"
     return None
+
+
+def host_skip_reason(executor, numa_value, runner_image=""):
+    """Why this host cannot run a cell with `executor` ("" when it can, and for executor=process)."""
+    if executor not in ENGINES:
+        return ""
+    if runner_image:
+        return (f"executor={executor}: this matrix runs in the rigs' image already (a fleet host with "
+                "tunelab_runner=image), so its process cells are the containerized ones")
+    reason = unavailable_reason(executor)
+    if reason:
+        return f"executor={executor}: {reason}"
+    if numa_value == "weighted_interleave":
+        return f"executor={executor} with numa=weighted_interleave is not supported (its helper is the host's Python)"
+    return ""
+
+
+def problems(executor, ev):
+    """What the process under test shows against `executor` (evidence keys: role, process_status, containers
+    {role: {engine, cgroups, cpuset_mems}}): it ran in its engine's container, on the memory nodes it was given."""
+    if executor not in ENGINES:
+        return []
+    found = []
+    placed = ev.get("containers", {}).get(ev.get("role"), {})
+    engine = placed.get("engine", "podman")
+    if not placed.get("cgroups"):
+        found.append(f"executor={executor}: the process under test was not seen in a {engine} container "
+                     f"(its cgroups: {placed.get('cgroups', placed.get('cgroups_error', 'not read'))})")
+    mems = (ev.get("process_status") or {}).get("Mems_allowed_list")
+    if placed.get("cpuset_mems") and (mems is None or cpu_set(mems) != cpu_set(placed["cpuset_mems"])):
+        found.append(f"executor={executor}: --cpuset-mems {placed['cpuset_mems']} not in effect: Mems_allowed_list={mems}")
+    return found
 
 
 def _engine(executor, *args, timeout=120):

@@ -75,7 +75,7 @@ def jvm_flags(value, page_bytes=DEFAULT_PAGE_BYTES):
 
 def problems(value, evidence):
     """What the process under test shows against `value`: its JVM flags (a JVM's only), the JVM's large-page
-    warnings and hugetlb pages (explicit), the THP mode in effect (thp_*). Evidence keys as evidence.verify's."""
+    warnings and hugetlb pages (explicit), the THP mode in effect (thp_*). Evidence keys as process_evidence.verify reads them."""
     found = []
     flags = evidence.get("vm_flags")
     if not evidence.get("native_program") and flags is not None:

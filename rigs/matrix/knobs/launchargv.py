@@ -4,8 +4,8 @@ the container engines' cpuset for the same. Everything shells out with argument 
 
 import os
 
-from rigs.host.cpuid import cpu_set
 from rigs.matrix.knobs import hugepages, jvm, numa
+from rigs.matrix.knobs import pinning as pinning_axis
 
 MEMPOLICY = os.path.join(os.path.dirname(os.path.abspath(__file__)), "mempolicy.py")
 
@@ -35,21 +35,13 @@ def wrapper_argv(cell, matrix, host_nodes, role=None, under_test=True):
     policy = cell.params["numa"] if under_test else "default"
     nodes = numa_nodes_for(cell, matrix, host_nodes, role, under_test)
     if policy == "default":
-        return ["taskset", "-c", cpus] if cpus else []
+        return pinning_axis.taskset_argv(cpus)
     return numa.policy_argv(policy, cpus, nodes, MEMPOLICY)
 
 
 def spare_cpus(cell, matrix, processes, allowed):
-    """The CPUs of `allowed` (the runner's own) that no process of the cell is bound to, when every process
-    is bound to CPUs; else the empty set (an unbound process may run on any CPU: none is spare)."""
-    pinning = matrix.pinnings[cell.params["pinning"]]
-    bound = set()
-    for p in processes:
-        cpus = pinning.cpus_for(p.role, p.under_test)
-        if not cpus:
-            return set()
-        bound |= cpu_set(cpus)
-    return set(allowed) - bound
+    """The CPUs of `allowed` (the runner's own) no process of the cell is bound to (pinning.spare_cpus)."""
+    return pinning_axis.spare_cpus(matrix.pinnings[cell.params["pinning"]], processes, allowed)
 
 
 def container_mems(cell, matrix, host_nodes, role=None, under_test=True):

@@ -7,15 +7,18 @@ import os
 import subprocess
 
 from rigs.matrix.contract import evidence
-from rigs.matrix.knobs import container, hostknobs, hugepages, jvm, numa
+from rigs.matrix.knobs import container, hostknobs, hugepages, jvm, numa, pinning
 
 
 def verify(cell, matrix, ev, host_nodes):
-    """Problems with the evidence for one cell ([] when every knob took effect): evidence.verify's, then those
-    of the axes with a module of their own (jvm: gc, heap, gc_opts; hugepages; numa)."""
+    """Problems with the evidence for one cell ([] when every knob took effect): each axis' own proof, in the
+    order a reader fixes them (executor, then the JVM's gc, heap and gc_opts, pinning, hugepages, numa), then
+    servers that kept their ports. Evidence keys: each module's `problems` names those it reads."""
     p = cell.params
-    return (evidence.verify(cell, matrix, ev, host_nodes) + jvm.problems(p, matrix.gc_opts.get(p["gc_opts"], []), ev)
-            + hugepages.problems(p["hugepages"], ev) + numa.problems(p["numa"], ev))
+    return (container.problems(p.get("executor", "process"), ev)
+            + jvm.problems(p, matrix.gc_opts.get(p["gc_opts"], []), ev)
+            + pinning.problems(matrix.pinnings[p["pinning"]], ev) + hugepages.problems(p["hugepages"], ev)
+            + numa.problems(p["numa"], ev) + evidence.server_problems(ev))
 
 
 def placement(ctx, running, pinning):

@@ -9,7 +9,7 @@ import dataclasses
 import os
 
 from rigs.matrix.contract import knobvalues
-from rigs.matrix.knobs import container, hugepages, jvm, numa
+from rigs.matrix.knobs import container, hugepages, jvm, numa, pinning
 from rigs.matrix.planning import spec
 from rigs.host.cpuid import cpu_set
 
@@ -90,32 +90,13 @@ def plan(matrix, report, runner_image=""):
 def host_skip_reason(matrix, cell, caps, nodes, host_cpus, jdk, memory_available_kb=None, hugepage_kb=None,
                      runner_image=""):
     p = cell.params
-    executor = p.get("executor")
-    if executor in container.ENGINES:
-        if runner_image:
-            return (f"executor={executor}: this matrix runs in the rigs' image already (a fleet host with "
-                    "tunelab_runner=image), so its process cells are the containerized ones")
-        reason = container.unavailable_reason(executor)
-        if reason:
-            return f"executor={executor}: {reason}"
-        if p["numa"] == "weighted_interleave":
-            return f"executor={executor} with numa=weighted_interleave is not supported (its helper is the host's Python)"
+    reason = container.host_skip_reason(p.get("executor"), p["numa"], runner_image)
+    if reason:
+        return reason
     if p.get("measure") == "instructions":
         missing = [t for t in ("valgrind", "callgrind_control") if not caps.get(t, {}).get("available")]
         if missing:
             return f"measure=instructions needs {' and '.join(missing)} (Debian's valgrind package)"
-    pinning = matrix.pinnings[p["pinning"]]
-    wanted_cpus = cpu_set(pinning.cpus) if pinning.cpus else set()
-    for _, cpus in pinning.threads + pinning.roles:
-        wanted_cpus |= cpu_set(cpus)
-    missing = sorted(wanted_cpus - host_cpus)
-    if missing:
-        return f"pinning={p['pinning']} uses CPUs {missing} this host does not have (CPUs {sorted(host_cpus)})"
-    if pinning.threads and jdk is None:
-        return f"pinning={p['pinning']} pins Java threads; jdk={spec.NO_JDK} starts no JVM"
-    if pinning.threads and not os.path.exists(os.path.join(jdk["java_home"], "bin", "jcmd")):
-        return f"pinning={p['pinning']} needs jcmd to find Java threads; {jdk['java_home']}/bin/jcmd is missing"
-    if (pinning.cpus or pinning.roles) and p["numa"] == "default" and not caps.get("taskset", {}).get("available"):
-        return "taskset is not installed (CPU binding)"
-    return (numa.host_skip_reason(p["numa"], caps, nodes)
+    return (pinning.host_skip_reason(matrix.pinnings[p["pinning"]], jdk, caps, host_cpus, p["numa"], spec.NO_JDK)
+            or numa.host_skip_reason(p["numa"], caps, nodes)
             or hugepages.host_skip_reason(p["hugepages"], p["heap"], caps, hugepage_kb, memory_available_kb))

@@ -1,0 +1,97 @@
+"""Every axis' proof through process_evidence.verify on real captures (rigs/matrix/testdata/captures/README.md):
+a good capture passes; a container cell must have run in its container on its memory nodes; threads and
+processes bound as the pinning asks; a server that kept its ports."""
+
+import os
+import unittest
+
+from rigs.matrix.contract import evidence
+from rigs.matrix.knobs import pinning, process_evidence
+from rigs.matrix.planning import spec
+
+CAPTURES = os.path.join(os.path.dirname(os.path.abspath(__file__)), os.pardir, "testdata", "captures")
+
+
+def capture(name):
+    with open(os.path.join(CAPTURES, name)) as f:
+        return f.read()
+
+
+def matrix(**axes):
+    data = {"matrix": {"name": "t", "rig": "r"}, "axes": {"jdk": [17], **{k: [v] for k, v in axes.items()}},
+            "pinning": {"workers": {"threads": {"^calibration-cpu-worker-": "1"}}, "cpu0": {"cpus": "0"}}}
+    return spec.from_dict(data)
+
+
+class VerifyTest(unittest.TestCase):
+    def good_evidence(self):
+        return {"vm_flags": evidence.parse_vm_flags(capture("vm_flags.txt")),
+                "process_status": evidence.parse_status(capture("status.txt")),
+                "numa_maps": evidence.parse_numa_maps(capture("numa_maps_membind0.txt")),
+                "numa_nodes": {"cpu_node": 0, "mem_node": 0}, "threads": [], "thp_mode": "never"}
+
+    def test_good_capture_passes(self):
+        m = matrix(gc="parallel", heap="256m", numa="bind_local")
+        self.assertEqual(process_evidence.verify(m.cells[0], m, self.good_evidence(), {0: {0, 1}}), [])
+
+    def test_a_container_cell_must_have_run_in_its_container(self):
+        m = matrix(gc="parallel", heap="256m", numa="bind_local", executor="container")
+        ev = dict(self.good_evidence(), role="main")
+        problems = process_evidence.verify(m.cells[0], m, ev, {0: {0, 1}})
+        self.assertEqual(len(problems), 1, problems)
+        self.assertIn("was not seen in a podman container", problems[0])
+        # The cgroup line recorded from a calibration JVM in a podman container on this VM (cgroupfs manager).
+        recorded = "/libpod_parent/libpod-fe3f03ddba28bb8d88e805c35844023623e7980721a1a0556eddea3bed4cd2ee"
+        ev["containers"] = {"main": {"cgroups": [recorded]}}
+        self.assertEqual(process_evidence.verify(m.cells[0], m, ev, {0: {0, 1}}), [])
+        # The container's memory nodes must be what the process sees (the capture shows Mems_allowed_list 0).
+        ev["containers"]["main"]["cpuset_mems"] = "0"
+        self.assertEqual(process_evidence.verify(m.cells[0], m, ev, {0: {0, 1}}), [])
+        ev["containers"]["main"]["cpuset_mems"] = "1"
+        problems = process_evidence.verify(m.cells[0], m, ev, {0: {0, 1}})
+        self.assertEqual(problems, ["executor=container: --cpuset-mems 1 not in effect: Mems_allowed_list=0"])
+
+    def test_thread_not_pinned_or_missing(self):
+        m = matrix(gc="parallel", heap="256m", pinning="workers")
+        ev = self.good_evidence()
+        problems = process_evidence.verify(m.cells[0], m, ev, {0: {0, 1}})
+        self.assertTrue(any("no Java thread matched" in p for p in problems), problems)
+        ev["threads"] = [{"pattern": "^calibration-cpu-worker-", "name": "calibration-cpu-worker-0", "tid": 1,
+                          "wanted": "1", "cpus_allowed": "0-1"}]
+        problems = process_evidence.verify(m.cells[0], m, ev, {0: {0, 1}})
+        self.assertEqual(len(problems), 1, problems)
+        self.assertIn("allowed on 0-1, wanted 1", problems[0])
+
+    def test_process_binding_not_in_effect(self):
+        m = matrix(gc="parallel", heap="256m", pinning="cpu0")
+        problems = process_evidence.verify(m.cells[0], m, self.good_evidence(), {0: {0, 1}})
+        self.assertEqual(problems, ["process CPU binding 0 not in effect: Cpus_allowed_list=0-1"])
+
+    def test_a_server_that_kept_its_ports_is_named(self):
+        m = matrix(gc="parallel", heap="256m")
+        ev = dict(self.good_evidence(), servers={"namenode": {"ports_freed": {"8020": False, "9870": True}}})
+        self.assertEqual(process_evidence.verify(m.cells[0], m, ev, {0: {0, 1}}),
+                         ["server namenode still holds ports ['8020'] after it was stopped"])
+
+
+class PinningPlan(unittest.TestCase):
+    def test_what_a_host_must_offer_for_a_pinning(self):
+        m = matrix(pinning="workers")
+        workers, cpu0 = m.pinnings["workers"], m.pinnings["cpu0"]
+        jdk = {"java_home": os.path.dirname(os.path.dirname(CAPTURES))}  # a folder without bin/jcmd
+        taskset = {"taskset": {"available": True}}
+        self.assertEqual(pinning.host_skip_reason(cpu0, jdk, taskset, {0, 1}, "default"), "")
+        self.assertEqual(pinning.host_skip_reason(cpu0, jdk, {}, {0, 1}, "default"),
+                         "taskset is not installed (CPU binding)")
+        self.assertEqual(pinning.host_skip_reason(cpu0, jdk, {}, {0, 1}, "bind_local"), "")  # numactl binds
+        self.assertEqual(pinning.host_skip_reason(workers, jdk, taskset, {0}, "default"),
+                         "pinning=workers uses CPUs [1] this host does not have (CPUs [0])")
+        self.assertEqual(pinning.host_skip_reason(workers, None, taskset, {0, 1}, "default"),
+                         "pinning=workers pins Java threads; jdk=none starts no JVM")
+        self.assertIn("needs jcmd to find Java threads", pinning.host_skip_reason(workers, jdk, taskset, {0, 1}, "default"))
+        self.assertEqual(pinning.taskset_argv("0"), ["taskset", "-c", "0"])
+        self.assertEqual(pinning.taskset_argv(""), [])
+
+
+if __name__ == "__main__":
+    unittest.main()
