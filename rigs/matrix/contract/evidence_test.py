@@ -86,7 +86,7 @@ class DeclaredFlagsTest(unittest.TestCase):
              "asked for -XX:+UseLargePages, the JVM reports UseLargePages=unset",
              "asked for -XX:ParallelGCThreads=1, the JVM reports ParallelGCThreads=2"])
         # A cell's declared set checked against its JVM: rigs/matrix/knobs/jvm_test.py; every axis' proof
-        # through process_evidence.verify: rigs/matrix/knobs/verify_test.py.
+        # through process_evidence.verify: rigs/matrix/knobs/process_evidence_test.py.
 
 
 class PatchedClassTest(unittest.TestCase):

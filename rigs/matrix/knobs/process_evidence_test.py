@@ -1,12 +1,12 @@
-"""Every axis' proof through process_evidence.verify on real captures (rigs/matrix/testdata/captures/README.md):
-a good capture passes; a container cell must have run in its container on its memory nodes; threads and
+"""process_evidence.verify, every axis' proof, on real captures (rigs/matrix/testdata/captures/README.md): a
+good capture passes; a container cell must have run in its container on its memory nodes; threads and
 processes bound as the pinning asks; a server that kept its ports."""
 
 import os
 import unittest
 
 from rigs.matrix.contract import evidence
-from rigs.matrix.knobs import pinning, process_evidence
+from rigs.matrix.knobs import process_evidence
 from rigs.matrix.planning import spec
 
 CAPTURES = os.path.join(os.path.dirname(os.path.abspath(__file__)), os.pardir, "testdata", "captures")
@@ -72,25 +72,6 @@ class VerifyTest(unittest.TestCase):
         ev = dict(self.good_evidence(), servers={"namenode": {"ports_freed": {"8020": False, "9870": True}}})
         self.assertEqual(process_evidence.verify(m.cells[0], m, ev, {0: {0, 1}}),
                          ["server namenode still holds ports ['8020'] after it was stopped"])
-
-
-class PinningPlan(unittest.TestCase):
-    def test_what_a_host_must_offer_for_a_pinning(self):
-        m = matrix(pinning="workers")
-        workers, cpu0 = m.pinnings["workers"], m.pinnings["cpu0"]
-        jdk = {"java_home": os.path.dirname(os.path.dirname(CAPTURES))}  # a folder without bin/jcmd
-        taskset = {"taskset": {"available": True}}
-        self.assertEqual(pinning.host_skip_reason(cpu0, jdk, taskset, {0, 1}, "default"), "")
-        self.assertEqual(pinning.host_skip_reason(cpu0, jdk, {}, {0, 1}, "default"),
-                         "taskset is not installed (CPU binding)")
-        self.assertEqual(pinning.host_skip_reason(cpu0, jdk, {}, {0, 1}, "bind_local"), "")  # numactl binds
-        self.assertEqual(pinning.host_skip_reason(workers, jdk, taskset, {0}, "default"),
-                         "pinning=workers uses CPUs [1] this host does not have (CPUs [0])")
-        self.assertEqual(pinning.host_skip_reason(workers, None, taskset, {0, 1}, "default"),
-                         "pinning=workers pins Java threads; jdk=none starts no JVM")
-        self.assertIn("needs jcmd to find Java threads", pinning.host_skip_reason(workers, jdk, taskset, {0, 1}, "default"))
-        self.assertEqual(pinning.taskset_argv("0"), ["taskset", "-c", "0"])
-        self.assertEqual(pinning.taskset_argv(""), [])
 
 
 if __name__ == "__main__":
