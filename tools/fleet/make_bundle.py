@@ -2,7 +2,8 @@
 contents followed through Bazel's symlinks, modes kept (launchers and JDK binaries stay executable).
 
   make_bundle.py --listing LISTING --out BUNDLE.tar.gz [--machine aarch64]
-LISTING lines: `file DEST SOURCE` or `empty DEST` (DEST relative to the bundle's root).
+LISTING lines: `file DEST SOURCE` or `empty DEST` (DEST relative to the bundle's root; a SOURCE folder brings
+every file under it).
 
 The bundle's first member, BUNDLE.sha256, lists every file's sha256, mode and path: a fleet host checks the
 unpacked bundle against it (tools/fleet/work_root.py), and the controller checks that manifest's own digest,
@@ -42,10 +43,25 @@ def read_listing(path):
                 raise ValueError(f"{path}:{number}: {MANIFEST_NAME} is the bundle's own manifest")
             if os.path.isabs(dest) or os.path.normpath(dest).startswith(".."):
                 raise ValueError(f"{path}:{number}: destination leaves the bundle: {dest}")
-            if entries.get(dest, source) != source:
-                raise ValueError(f"{path}:{number}: {dest} listed twice with different sources")
-            entries[dest] = source
+            for file_dest, file_source in expand_folder(dest, source):
+                if entries.get(file_dest, file_source) != file_source:
+                    raise ValueError(f"{path}:{number}: {file_dest} listed twice with different sources")
+                entries[file_dest] = file_source
     return entries
+
+
+def expand_folder(dest, source):
+    """[(dest, source)] for a file; for a folder (a runfile that is a whole folder, like the locked Python
+    site), each file under it, links followed, bytecode caches left out (they hold times: not reproducible)."""
+    if source is None or not os.path.isdir(source):
+        return [(dest, source)]
+    found = []
+    for folder, subfolders, files in os.walk(source, followlinks=True):
+        subfolders[:] = sorted(d for d in subfolders if d != "__pycache__")
+        rel = os.path.relpath(folder, source)
+        for name in sorted(files):
+            found.append((os.path.normpath(os.path.join(dest, rel, name)), os.path.join(folder, name)))
+    return found
 
 
 # ELF e_machine values (the ELF specification's registry).

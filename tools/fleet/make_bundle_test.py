@@ -62,6 +62,23 @@ class MakeBundleTest(unittest.TestCase):
         self.assertEqual(make_bundle.manifest_sha256(first),
                          hashlib.sha256(("\n".join(listed) + "\n").encode()).hexdigest())
 
+    def test_a_folder_runfile_brings_its_files_without_bytecode(self):
+        # The locked Python site is one runfile, a folder (tools/python/pip.bzl): the bundle carries its files.
+        site = os.path.join(self.src, "site")
+        os.makedirs(os.path.join(site, "pkg", "__pycache__"))
+        for rel, text in (("pkg/mod.py", "x = 1\n"), ("pkg/__pycache__/mod.cpython-311.pyc", "pyc"),
+                          ("data with space.txt", "d\n")):
+            with open(os.path.join(site, rel), "w") as f:
+                f.write(text)
+        with open(self.listing, "a") as f:
+            f.write(f"file matrix.runfiles/pypi/site {site}\n")
+        out, _ = self.bundle("a.tar.gz")
+        with tarfile.open(out) as tar:
+            names = set(tar.getnames())
+            self.assertEqual(tar.extractfile("matrix.runfiles/pypi/site/pkg/mod.py").read(), b"x = 1\n")
+        self.assertIn("matrix.runfiles/pypi/site/data with space.txt", names)
+        self.assertFalse([n for n in names if "__pycache__" in n], names)
+
     def test_bad_listings_are_refused(self):
         for line in ("file ../escape /etc/passwd", "copy a b", "file a", "empty BUNDLE.sha256"):
             with open(self.listing, "w") as f:

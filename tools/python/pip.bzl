@@ -103,16 +103,22 @@ package(default_visibility = ["//visibility:public"])
 
 # One library for the whole locked set: pip installs it into one folder, so per-package targets
 # would only be names. The aliases below keep BUILD files readable (`@pypi//:numpy`).
-# Left out: file names with spaces (a few test data files), which Bazel 4's runfiles manifest cannot
-# represent. Test folders stay: numpy.testing imports from numpy._core.tests.
-_EXCLUDED = ["site/**/* *", "site/**/__pycache__/**", "site/bin/**"]
-
+# The folder is one runfile (a link to it), not its ~10,000 files: each file a link in each of ~160 runfiles
+# trees made 3 million links, minutes of every build and of removing the clean room. Bazel does not look
+# inside a folder for changes (it warns so once); site.lock, a copy of the lock, changes whenever the
+# folder's content can. pip compiled the bytecode at install, so no run writes into the folder.
 py_library(
     name = "site_packages",
-    srcs = glob(["site/**/*.py"], exclude = _EXCLUDED),
-    data = glob(["site/**"], exclude = _EXCLUDED + ["site/**/*.py"]),
+    data = [
+        "site",
+        "site.lock",
+    ],
     imports = ["site"],
 )
+
+# Left out of :files: file names with spaces (a few test data files), which Bazel 4's runfiles manifest
+# cannot represent, bytecode, and programs. Test folders stay: numpy.testing imports from numpy._core.tests.
+_EXCLUDED = ["site/**/* *", "site/**/__pycache__/**", "site/bin/**"]
 
 # Every installed file, for bundles that carry this site to another machine (tools/fleet/defs.bzl).
 filegroup(
@@ -142,7 +148,6 @@ def _pip_locked_wheels_impl(rctx):
         "--disable-pip-version-check",
         "--no-index",
         "--no-deps",
-        "--no-compile",
         "--only-binary=:all:",
         "--require-hashes",
     ] + rctx.attr.target_args + [
@@ -154,6 +159,7 @@ def _pip_locked_wheels_impl(rctx):
         rctx.path(rctx.attr.lock),
     ], "pip install")
     rctx.delete("wheels")
+    rctx.file("site.lock", rctx.read(rctx.attr.lock))
     build = _SITE_BUILD.format(lock = rctx.attr.lock, files_exclude = repr(rctx.attr.files_exclude))
     for e in entries:
         build += "\nalias(name = \"%s\", actual = \":site_packages\")\n" % e.name.replace("-", "_")
