@@ -45,7 +45,8 @@ class CellRunner:
             # Where every class came from: the proof that a patched cell ran the patched classes.
             flags = flags + [f"-Xlog:class+load=info:file={state.class_load_log}"]
         if process.under_test and state.profile_jfr:
-            flags = flags + [profiling.agent_flag(self.agent_library(), ctx.matrix.policy.profile, state.profile_jfr),
+            flags = flags + [profiling.agent_flag(self.agent_library(), ctx.matrix.policy.profile, state.profile_jfr,
+                                                  profiling.interval_us(state.repetition)),
                              profiling.gc_log_flag(os.path.join(state.workdir, "gc.log"))]
         return argv + [java] + flags + process.jvm_flags + ["-cp", ":".join(process.classpath),
                                                             process.main_class] + process.args
@@ -120,7 +121,8 @@ class CellRunner:
         started = time.monotonic()
         jfr = os.path.join(ctx.run_dir, "work", base, "profile.jfr")
         state, (refused, skipped, failure, timed_out) = self._launch(planned, repetition, base, profile_jfr=jfr)
-        block = {"events": events, "launch": "extra", "logs": self.logs_of(base)}
+        block = {"events": events, "launch": "extra", "logs": self.logs_of(base),
+                 "interval_us": profiling.interval_us(repetition)}
         why = refused or skipped or failure or ("timed out" if timed_out else "")
         if not why and not os.path.exists(jfr):
             why = "the agent wrote no recording (is the process under test a JVM?)"

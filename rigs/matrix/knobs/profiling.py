@@ -23,9 +23,21 @@ CONVERTER_OPTIONS = {"cpu": "--cpu", "wall": "--wall", "alloc": "--alloc", "lock
 # Where the agent jar keeps each architecture's library (platform.machine()'s names on the left).
 AGENT_LIBRARY_IN_JAR = {"x86_64": "linux-x64/libasyncProfiler.so", "aarch64": "linux-arm64/libasyncProfiler.so"}
 MAX_AGENT_BYTES = 16 << 20
-# A sample every 10 ms of CPU (cpu, wall): ~100 a second a thread, enough for a share to within ~1 point over
-# a few seconds of a busy thread; alloc and lock keep the agent's defaults (512 KiB, every contention).
-INTERVAL = "10ms"
+# cpu and wall: a sample every ~10 ms of CPU (~100 a second a thread: a share to within ~2 points a launch of
+# a few seconds of a busy thread, binomial); alloc and lock keep the agent's defaults (512 KiB, every contention).
+# The sampling interval of a profiled launch, microseconds, by round: 10 ms give or take 10 %, a different one
+# each round (the same for every cell of a round). A fixed interval samples a periodic program in lockstep:
+# measured 2026-11-28 on the calibration loop (a ~1.25 ms batch then its spin, 20 % injected), one 3-s launch
+# per interval, the spin read 22.5, 20.5, 20.6, 19.4, 23.6, 31.3, 17.4, 16.8, 18.1 % of samples at 8.0, 8.5,
+# ... 12.0 ms (at 2 ms: 31 %), a bias a fixed interval repeats in every round. Varied by round, the phase
+# differs between rounds: the bias becomes spread between runs, which the movers' interval over runs holds.
+# The values are primes (no round number of microseconds a program's own period is likely to share).
+INTERVALS_US = (9973, 10711, 9349, 10369, 9661, 10987, 9043, 10531, 9811, 10177)
+
+
+def interval_us(repetition):
+    """The profiled launch's sampling interval for round `repetition` (INTERVALS_US, in turn)."""
+    return INTERVALS_US[repetition % len(INTERVALS_US)]
 
 
 class ProfileError(ValueError):
@@ -102,15 +114,17 @@ def extract_agent(agent_jar, architecture, folder):
     return path
 
 
-def agent_flag(library, events, jfr_path):
+def agent_flag(library, events, jfr_path, sampling_us=INTERVALS_US[0]):
     """The JVM option that starts the agent at launch with `events`, recording to `jfr_path` (JFR format: every
-    event in one file). cpu and wall together: wall rides on cpu as its own sampler."""
+    event in one file), sampling every `sampling_us` microseconds (interval_us). cpu and wall together: wall
+    rides on cpu as its own sampler."""
     events = check_events(events)
     options = ["start"]
+    interval = f"{int(sampling_us)}us"
     if "cpu" in events:
-        options += ["event=cpu", f"interval={INTERVAL}"] + ([f"wall={INTERVAL}"] if "wall" in events else [])
+        options += ["event=cpu", f"interval={interval}"] + ([f"wall={interval}"] if "wall" in events else [])
     elif "wall" in events:
-        options += ["event=wall", f"interval={INTERVAL}"]
+        options += ["event=wall", f"interval={interval}"]
     if "alloc" in events:
         options.append("alloc")
     if "lock" in events:

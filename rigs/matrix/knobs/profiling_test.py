@@ -27,12 +27,21 @@ class Events(unittest.TestCase):
             profiling.check_events(["cpu", "cycles"])
 
     def test_the_agent_flag_records_every_event_to_one_jfr(self):
-        self.assertEqual(profiling.agent_flag("/a/lib.so", ["cpu"], "/w/p.jfr"),
-                         "-agentpath:/a/lib.so=start,event=cpu,interval=10ms,file=/w/p.jfr,jfr")
-        self.assertEqual(profiling.agent_flag("/a/lib.so", ["wall", "alloc", "lock", "cpu"], "/w/p.jfr"),
-                         "-agentpath:/a/lib.so=start,event=cpu,interval=10ms,wall=10ms,alloc,lock,file=/w/p.jfr,jfr")
-        self.assertEqual(profiling.agent_flag("/a/lib.so", ["wall"], "/w/p.jfr"),
-                         "-agentpath:/a/lib.so=start,event=wall,interval=10ms,file=/w/p.jfr,jfr")
+        self.assertEqual(profiling.agent_flag("/a/lib.so", ["cpu"], "/w/p.jfr", 9973),
+                         "-agentpath:/a/lib.so=start,event=cpu,interval=9973us,file=/w/p.jfr,jfr")
+        self.assertEqual(profiling.agent_flag("/a/lib.so", ["wall", "alloc", "lock", "cpu"], "/w/p.jfr", 10711),
+                         "-agentpath:/a/lib.so=start,event=cpu,interval=10711us,wall=10711us,alloc,lock,file=/w/p.jfr,jfr")
+        self.assertEqual(profiling.agent_flag("/a/lib.so", ["wall"], "/w/p.jfr", 9349),
+                         "-agentpath:/a/lib.so=start,event=wall,interval=9349us,file=/w/p.jfr,jfr")
+
+    def test_each_round_samples_at_its_own_interval(self):
+        # Rounds 0..9 each their own interval, all within 10 % of 10 ms, then again: lockstep with a periodic
+        # program is not repeated in every round.
+        intervals = [profiling.interval_us(r) for r in range(10)]
+        self.assertEqual(len(set(intervals)), 10)
+        self.assertTrue(all(9000 <= i <= 11000 for i in intervals), intervals)
+        self.assertEqual(profiling.interval_us(10), intervals[0])
+        self.assertTrue(all(all(i % d for d in range(2, int(i ** 0.5) + 1)) for i in intervals), "primes")
 
 
 GC_LOGS = os.path.join(os.path.dirname(os.path.abspath(__file__)), "testdata", "gclogs")
