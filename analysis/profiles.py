@@ -97,6 +97,7 @@ class Mover:
     low: float  # the interval of the change, points (nan: one run a side)
     high: float
     runs: tuple  # (baseline runs, candidate runs)
+    unit: str = "points"  # of baseline, candidate, change: "points" of a share, or e.g. "instructions/request"
 
     @property
     def moved(self):
@@ -111,7 +112,8 @@ class Mover:
     def describe(self):
         interval = "no interval (one run a side)" if math.isnan(self.low) else f"[{self.low:+.1f}, {self.high:+.1f}]"
         verdict = "moved" if self.moved else "within noise"
-        return f"{self.frame}: {self.baseline:.1f} -> {self.candidate:.1f} ({self.change:+.1f} points, {interval}, {verdict})"
+        return (f"{self.frame}: {self.baseline:.1f} -> {self.candidate:.1f} ({self.change:+.1f} {self.unit}, "
+                f"{interval}, {verdict})")
 
 
 def short_name(frame):
@@ -141,19 +143,27 @@ def movers(baseline_runs, candidate_runs, self_only=False, min_share=0.005, top=
     change first; frames under `min_share` in every run are left out (and out of the interval's correction)."""
     if not baseline_runs or not candidate_runs:
         raise ProfileError("a comparison of profiles needs at least one run a side")
-    base = [shares(s, self_only) for s in baseline_runs]
-    cand = [shares(s, self_only) for s in candidate_runs]
-    frames = {f for run in base + cand for f, share in run.items() if share >= min_share}
-    confidence = 1 - (1 - CONFIDENCE) / max(1, len(frames))  # simultaneous over the table
+    def points(run):
+        return {frame: 100 * share for frame, share in shares(run, self_only).items()}
+    return value_movers([points(r) for r in baseline_runs], [points(r) for r in candidate_runs],
+                        min_value=100 * min_share, top=top, bounds=(-100.0, 100.0))
+
+
+def value_movers(baseline_runs, candidate_runs, min_value=0.0, top=10, bounds=None, unit="points"):
+    """movers() of per-run values ({name: value} per run, a name absent from a run is 0 there): a frame's share
+    in points, a function's instructions per request. Names under `min_value` in every run are left out (and
+    out of the interval's correction); `bounds` clip the interval (a share moves by 100 points at most)."""
+    names = {n for run in baseline_runs + candidate_runs for n, v in run.items() if abs(v) >= min_value}
+    confidence = 1 - (1 - CONFIDENCE) / max(1, len(names))  # simultaneous over the table
     rows = []
-    for frame in frames:
-        a = [100 * run.get(frame, 0.0) for run in base]
-        b = [100 * run.get(frame, 0.0) for run in cand]
+    for name in names:
+        a = [run.get(name, 0.0) for run in baseline_runs]
+        b = [run.get(name, 0.0) for run in candidate_runs]
         low, high = welch_interval(a, b, confidence)
-        if not math.isnan(low):  # a share moves by 100 points at most
-            low, high = max(-100.0, low), min(100.0, high)
+        if bounds and not math.isnan(low):
+            low, high = max(bounds[0], low), min(bounds[1], high)
         ma, mb = sum(a) / len(a), sum(b) / len(b)
-        rows.append(Mover(frame, ma, mb, mb - ma, low, high, (len(a), len(b))))
+        rows.append(Mover(name, ma, mb, mb - ma, low, high, (len(a), len(b)), unit))
     rows.sort(key=lambda m: (-abs(m.change), m.frame))
     return rows[:top]
 
@@ -176,8 +186,8 @@ def one_line(rows, limit=2):
     """The movers in one line, for a summary: "<frame> +N points, <frame> -M points" (moved ones only)."""
     moved = [m for m in rows if m.moved][:limit]
     if not moved:
-        return "no frame moved beyond its interval"
-    return ", ".join(f"{m.short} {m.change:+.1f} points" for m in moved)
+        return f"no {'frame' if not rows or rows[0].unit == 'points' else 'function'} moved beyond its interval"
+    return ", ".join(f"{m.short} {m.change:+.1f} {m.unit}" for m in moved)
 
 
 @dataclasses.dataclass
@@ -247,18 +257,28 @@ def profiles_of(run_dir, docs, event):
     return runs, missing
 
 
-def comparisons(result_set, event="cpu", self_only=False, top=10):
-    """A Comparison with its movers for every declared comparison of a measured set whose cells were
-    profiled (analysis/compare.py pairs them as the summary does)."""
+def _pairs(result_set):
+    """(axis group, baseline value, baseline cell, cell, {cell id: docs}) for every declared comparison of a
+    measured set, paired as the summary pairs them (analysis/compare.py)."""
     docs_by_cell = {}
     for d in result_set.docs:
         docs_by_cell.setdefault(d["cell"]["id"], []).append(d)
+    # The manifest's cell order, as the summary's: the first cell holds each axis' baseline value (stock, 0 %),
+    # not whichever cell's result came first.
+    order = [c["id"] for c in result_set.manifest.get("cells", [])]
+    cells = [c for c in compare.collect(result_set.docs, order) if c.statuses.get("ok")]
+    groups = compare.axis_groups(cells, result_set.manifest.get("matrix", {}).get("comparison_groups"))
+    for group, base_value, partner, cell in compare.partners(cells, groups):
+        yield group, base_value, partner, cell, docs_by_cell
+
+
+def comparisons(result_set, event="cpu", self_only=False, top=10):
+    """A Comparison with its movers for every declared comparison of a measured set whose cells were
+    profiled (analysis/compare.py pairs them as the summary does)."""
     if not any(d.get("profile") for d in result_set.docs):
         return []
-    cells = [c for c in compare.collect(result_set.docs) if c.statuses.get("ok")]
-    groups = compare.axis_groups(cells, result_set.manifest.get("matrix", {}).get("comparison_groups"))
     out = []
-    for group, base_value, partner, cell in compare.partners(cells, groups):
+    for group, base_value, partner, cell, docs_by_cell in _pairs(result_set):
         base_runs, base_missing = profiles_of(result_set.path, docs_by_cell[partner.id], event)
         cand_runs, cand_missing = profiles_of(result_set.path, docs_by_cell[cell.id], event)
         comparison = Comparison("+".join(group), base_value, "/".join(cell.params[a] for a in group), partner.id,
@@ -268,4 +288,46 @@ def comparisons(result_set, event="cpu", self_only=False, top=10):
         comparison.gc = tuple([d["profile"]["gc"] for d in docs_by_cell[c.id]
                                if d["status"] == "ok" and "gc" in d.get("profile", {})] for c in (partner, cell))
         out.append(comparison)
+    return out
+
+
+INSTRUCTIONS_UNIT = "instructions/request"
+
+
+def function_costs(docs, test, self_only=False):
+    """([{function: instructions per request}] one per ok run, missing) of one cell's results that counted
+    instructions (Redis' measure=instructions: observations.instructions[test].functions, from Callgrind)."""
+    runs, missing = [], []
+    for doc in sorted(docs, key=lambda d: d["cell"]["repetition"]):
+        if doc["status"] != "ok":
+            continue
+        counted = doc.get("observations", {}).get("instructions", {}).get(test, {})
+        if "functions" not in counted or not counted.get("requests"):
+            missing.append(f"{doc['cell']['id']} r{doc['cell']['repetition']}: no per-function counts for {test} "
+                           "(a result from before 2026-11-29, or not measure=instructions)")
+            continue
+        column = 0 if self_only else 1
+        runs.append({name: costs[column] / counted["requests"] for name, costs in counted["functions"].items()})
+    return runs, missing
+
+
+def instruction_comparisons(result_set, self_only=True, top=10):
+    """Per-function instruction deltas per request (self by default: a change in one function moves the
+    inclusive count of every caller up to main by the same amount; inclusive with self_only=False) for every
+    declared comparison whose results counted instructions per function, a Comparison per request type.
+    Callgrind counts each run exactly, so the interval over runs holds what differs between launches (the
+    data set's layout, the timer's work), not sampling."""
+    out = []
+    for group, base_value, partner, cell, docs_by_cell in _pairs(result_set):
+        tests = sorted({t for d in docs_by_cell[cell.id] + docs_by_cell[partner.id]
+                        for t in d.get("observations", {}).get("instructions", {})})
+        for test in tests:
+            base_runs, base_missing = function_costs(docs_by_cell[partner.id], test, self_only)
+            cand_runs, cand_missing = function_costs(docs_by_cell[cell.id], test, self_only)
+            comparison = Comparison("+".join(group), base_value, "/".join(cell.params[a] for a in group),
+                                    partner.id, cell.id, f"instructions ({test.upper()})", base_runs, cand_runs,
+                                    base_missing + cand_missing)
+            if base_runs and cand_runs:
+                comparison.rows = value_movers(base_runs, cand_runs, top=top, unit=INSTRUCTIONS_UNIT)
+            out.append(comparison)
     return out

@@ -9,9 +9,10 @@ import os
 import tempfile
 import unittest
 
-from analysis import profiles
+from analysis import profiles, resultsets
 
 HERE = os.path.join(os.path.dirname(os.path.abspath(__file__)), "testdata", "profiles")
+BASELINES = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "results", "baselines")
 SPIN = "tunelab/rigs/calibration/Calibration.spin"
 
 
@@ -49,6 +50,35 @@ class KnownAnswers(unittest.TestCase):
         rows = {m.frame: m for m in profiles.movers(recorded(0), recorded(20), self_only=True, top=50)}
         self.assertLess(rows["tunelab/rigs/calibration/Calibration.cpuLoop"].change, -15)
         self.assertGreater(rows[SPIN].change, 0)
+
+
+class CountedInstructions(unittest.TestCase):
+    def test_the_embstr_patch_moves_the_allocations_of_a_set(self):
+        # A committed run (results/baselines/README.md): stock vs the embstr patch, Callgrind's counts per
+        # function in each result. Per SET of a 100-byte value the value is embedded: one allocation fewer.
+        run = resultsets.load_run(os.path.join(BASELINES, "redis-embstr-instructions-functions-20261128-2vcpu"),
+                                  name="embstr")
+        found = {c.event: c for c in profiles.instruction_comparisons(run)}
+        self.assertEqual(sorted(found), ["instructions (GET)", "instructions (SET)"])
+        sets = found["instructions (SET)"]
+        self.assertEqual((sets.baseline_value, sets.value), ("stock", "patched:embstr-to-128-bytes"))
+        self.assertEqual((len(sets.baseline_runs), len(sets.candidate_runs), sets.missing), (6, 6, []))
+        rows = {m.frame: m for m in sets.rows}
+        self.assertEqual(sets.rows[0].frame, "malloc_usable_size")
+        self.assertAlmostEqual(rows["malloc_usable_size"].change, -80.0, delta=0.5)
+        self.assertAlmostEqual(rows["_sdsnewlen"].change, -74.0, delta=0.5)
+        self.assertTrue(rows["_sdsnewlen"].moved)
+        self.assertEqual(rows["_sdsnewlen"].unit, "instructions/request")
+        self.assertIn("malloc_usable_size -80.0 instructions/request", profiles.one_line(sets.rows))
+        # Inclusive counts move every caller too: the event loop's count moves with the request's.
+        inclusive = {c.event: c for c in profiles.instruction_comparisons(run, self_only=False)}
+        callers = {m.frame for m in inclusive["instructions (SET)"].rows}
+        self.assertIn("aeMain", callers)
+        # A run that counted no functions (before 2026-11-29) says so per result.
+        older = resultsets.load_run(os.path.join(BASELINES, "redis-embstr-instructions-20261127-2vcpu"), name="old")
+        old = profiles.instruction_comparisons(older)
+        self.assertTrue(old and not any(c.rows for c in old))
+        self.assertIn("no per-function counts", old[0].missing[0])
 
 
 class Parsing(unittest.TestCase):

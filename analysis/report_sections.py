@@ -290,4 +290,26 @@ def profile_blocks(result_sets, out_dir, event="cpu"):
                 blocks.append(render.Para(c.gc_line()))
             for why in c.missing:
                 blocks.append(render.Para(f"Left out: {why}"))
+        blocks += instruction_blocks(result_set)
+    return blocks
+
+
+def instruction_blocks(result_set):
+    """A table per comparison of counted instructions (Callgrind, Redis' measure=instructions): the functions
+    whose own instructions per request moved most, each with its interval over runs."""
+    blocks = []
+    for c in profiles.instruction_comparisons(result_set):
+        blocks.append(render.Heading(f"Per function, {c.event}: {c.label()}"))
+        if not c.rows:
+            blocks.append(render.Para("No per-function counts on one side: " + "; ".join(c.missing[:3])))
+            continue
+        rows = [[m.frame, f"{m.baseline:,.1f}", f"{m.candidate:,.1f}", f"{m.change:+,.1f}",
+                 "-" if m.low != m.low else f"{m.low:+,.1f}..{m.high:+,.1f}",
+                 "moved" if m.moved else ("noise" if m.low == m.low else "1 run")] for m in c.rows]
+        blocks.append(render.TableBlock(["function", "baseline", "candidate", "change", "interval", ""], rows,
+                                        caption="Self instructions per request (Callgrind, the whole dump: "
+                                                "the function's own code and what it inlined); interval: Welch "
+                                                "over runs, simultaneous over the table"))
+        for why in c.missing:
+            blocks.append(render.Para(f"Left out: {why}"))
     return blocks

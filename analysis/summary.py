@@ -319,7 +319,8 @@ def render(console, result_set, metrics=None):
 
 def profile_lines(result_set, event="cpu"):
     """One line per profiled comparison naming the frames that moved (analysis/profiles.py), and what is
-    missing; none for a run without profiles."""
+    missing; likewise the functions whose instructions per request moved (Callgrind); none for a run without
+    either."""
     lines = []
     try:
         found = profiles.comparisons(result_set, event)
@@ -335,6 +336,12 @@ def profile_lines(result_set, event="cpu"):
             lines.append(f"profile missing: {why}")
     if found:
         lines.append("flame graphs and every mover: bazel run //tools:profile_diff -- --run " + result_set.path)
+    for c in profiles.instruction_comparisons(result_set):
+        if c.rows:
+            lines.append(f"{c.event}, {len(c.baseline_runs)}/{len(c.candidate_runs)} runs, of {c.label()}: "
+                         f"{profiles.one_line(c.rows)}")
+        for why in c.missing[:3]:
+            lines.append(f"per-function counts missing: {why}")
     return lines
 
 

@@ -6,6 +6,9 @@ side merged over its runs; red grew, blue shrank).
     bazel run //tools:profile_diff -- --run RUN [--axis A --baseline V --candidate V] [--event cpu] [--self]
                                       [--top 15] [--html-dir DIR]
 
+--event instructions: for Redis runs with measure=instructions, the functions whose own instructions per
+request (Callgrind; --inclusive: with all they call) moved most, with their intervals; no flame graph.
+
 RUN: a run folder, a run id under results/, or a committed set (as //tools:gate takes them). Exit status: 0
 printed, 2 bad input (no such run, no profiled comparison, a corrupt profile is named and left out)."""
 
@@ -23,6 +26,7 @@ from analysis import profiles, resultsets
 from results import safeio
 
 EXIT_OK, EXIT_BAD_INPUT = 0, 2
+INSTRUCTIONS = "instructions"
 
 
 def parse_args(argv):
@@ -32,9 +36,13 @@ def parse_args(argv):
     parser.add_argument("--axis", help="only the comparisons of this axis")
     parser.add_argument("--baseline", help="with --axis: the baseline value (default: the matrix's)")
     parser.add_argument("--candidate", help="with --axis: only this candidate value")
-    parser.add_argument("--event", default="cpu", choices=profiles.EVENTS, help="the profile event")
+    parser.add_argument("--event", default="cpu", choices=(*profiles.EVENTS, INSTRUCTIONS),
+                        help="the profile event, or instructions: Callgrind's per-function counts (Redis, "
+                             "measure=instructions)")
     parser.add_argument("--self", action="store_true", dest="self_only",
                         help="self shares (the frame is the leaf) instead of inclusive ones")
+    parser.add_argument("--inclusive", action="store_true",
+                        help="instructions: inclusive counts (a function and all it calls) instead of self ones")
     parser.add_argument("--top", type=int, default=15, help="movers per comparison (default 15)")
     parser.add_argument("--html-dir", help="where the differential flame graphs go (default ./profile-diffs)")
     parser.add_argument("--java", help=argparse.SUPPRESS)
@@ -48,14 +56,16 @@ def parse_args(argv):
 
 
 def mover_table(comparison):
+    unit = comparison.rows[0].unit if comparison.rows else "points"
+    what = "share of samples, points" if unit == "points" else unit
     table = Table(title=escape(f"{comparison.label()} ({comparison.event}, runs {len(comparison.baseline_runs)}/"
-                               f"{len(comparison.candidate_runs)}): share of samples, points"), title_justify="left")
-    for column, justify in (("frame", "left"), ("baseline", "right"), ("candidate", "right"), ("change", "right"),
-                            ("interval", "right"), ("", "left")):
+                               f"{len(comparison.candidate_runs)}): {what}"), title_justify="left")
+    for column, justify in (("frame" if unit == "points" else "function", "left"), ("baseline", "right"),
+                            ("candidate", "right"), ("change", "right"), ("interval", "right"), ("", "left")):
         table.add_column(column, justify=justify, overflow="fold")
     for m in comparison.rows:
-        interval = "-" if m.low != m.low else f"{m.low:+.1f}..{m.high:+.1f}"
-        table.add_row(escape(m.short), f"{m.baseline:.1f}", f"{m.candidate:.1f}", f"{m.change:+.1f}", interval,
+        interval = "-" if m.low != m.low else f"{m.low:+,.1f}..{m.high:+,.1f}"
+        table.add_row(escape(m.short), f"{m.baseline:,.1f}", f"{m.candidate:,.1f}", f"{m.change:+,.1f}", interval,
                       "moved" if m.moved else ("noise" if m.low == m.low else "1 run"))
     return table
 
@@ -89,7 +99,10 @@ def main(argv=None, console=None):
     try:
         result_set = resultsets.resolve(os.path.join(where, args.run) if os.path.isdir(os.path.join(where, args.run))
                                         else args.run, results_root)
-        found = profiles.comparisons(result_set, args.event, args.self_only, args.top)
+        if args.event == INSTRUCTIONS:
+            found = profiles.instruction_comparisons(result_set, not args.inclusive, args.top)
+        else:
+            found = profiles.comparisons(result_set, args.event, args.self_only, args.top)
     except (resultsets.ResultSetError, profiles.ProfileError) as e:
         console.print(f"[red]error:[/red] {escape(str(e))}")
         return EXIT_BAD_INPUT
@@ -110,7 +123,7 @@ def main(argv=None, console=None):
             console.print(escape(c.gc_line()))
         for why in c.missing:
             console.print(escape(f"left out: {why}"))
-        if args.java and args.converter:
+        if args.java and args.converter and args.event != INSTRUCTIONS:
             try:
                 console.print(escape(f"differential flame graph: {flame_graph(args.java, args.converter, c, html_dir)}"))
             except (profiles.ProfileError, OSError, subprocess.SubprocessError) as e:

@@ -312,10 +312,49 @@ def callgrind_cost(text: str) -> dict[str, int]:
     return {"summary": int(summary.group(1)), "timer": timer, "counted": int(summary.group(1)) - timer}
 
 
-def callgrind_dumps(workdir: str) -> dict[str, dict[str, int]]:
-    """{dump name: callgrind_cost} of the Callgrind dumps in `workdir` made by `callgrind_control --dump=NAME`
+# The functions a result keeps per dump (the largest by self and by inclusive cost): enough to name what moved,
+# bounded in size.
+FUNCTIONS_KEPT = 40
+
+
+def callgrind_functions(text: str, keep: int = FUNCTIONS_KEPT) -> dict[str, list[int]]:
+    """{function: [self, inclusive]} instructions of a dump: the `keep` largest by self and by inclusive cost
+    (largest inclusive first). Self: the
+    cost lines of the function's own code (their sum over all functions is the dump's "totals:"). Inclusive:
+    self plus the cost carried by each of its calls (the line after a calls= line), as callgrind_annotate
+    --inclusive=yes counts it (a recursive call counts again)."""
+    names: dict[str, str] = {}
+    costs: dict[str, list[int]] = {}
+    current, after_calls = None, False
+    for line in text.splitlines():
+        named = _NAMED.fullmatch(line)
+        if named:
+            if named.group(3):
+                names[named.group(2)] = named.group(3)
+            if named.group(1) == "fn":
+                current = costs.setdefault(names.get(named.group(2), named.group(2)), [0, 0])
+            continue
+        if line.startswith("calls="):
+            after_calls = True
+            continue
+        if current is None or line[:1] not in "0123456789+-*":
+            continue
+        fields = line.split()
+        cost = int(fields[1]) if len(fields) > 1 and fields[1].isdigit() else 0
+        if not after_calls:
+            current[0] += cost
+        current[1] += cost
+        after_calls = False
+    by_self = sorted(costs, key=lambda name: (-costs[name][0], name))[:keep]
+    by_inclusive = sorted(costs, key=lambda name: (-costs[name][1], name))[:keep]
+    return {name: costs[name] for name in sorted(set(by_self) | set(by_inclusive), key=lambda n: (-costs[n][1], n))}
+
+
+def callgrind_dumps(workdir: str) -> dict[str, dict[str, Any]]:
+    """{dump name: callgrind_cost and its "functions"} of the Callgrind dumps in `workdir` made by
+    `callgrind_control --dump=NAME`
     (the server's own dump at its exit has no such trigger and is left out)."""
-    found: dict[str, dict[str, int]] = {}
+    found: dict[str, dict[str, Any]] = {}
     for name in sorted(os.listdir(workdir)):
         if not name.startswith("callgrind.out."):
             continue
@@ -325,7 +364,7 @@ def callgrind_dumps(workdir: str) -> dict[str, dict[str, int]]:
         if desc:
             if desc.group(1) in found:
                 raise ValueError(f"two Callgrind dumps named {desc.group(1)!r} in {workdir}")
-            found[desc.group(1)] = callgrind_cost(text)
+            found[desc.group(1)] = {**callgrind_cost(text), "functions": callgrind_functions(text)}
     return found
 
 
@@ -350,8 +389,10 @@ def instruction_samples(outputs: Mapping[str, str], workdir: str, requests: int
             raise ValueError(f"no Callgrind dump {test!r} in {workdir} (callgrind_control --dump={test} failed?)")
         samples.append({"metric": f"{test}_instructions_per_request", "value": dumps[test]["counted"] / requests,
                         "unit": "instructions/request", "t": 0.0})
+        # Per function, for the comparison's per-function deltas (analysis/profiles.py): the whole dump's
+        # self and inclusive instructions (timer work included: serverCron is named there as itself).
         counted[test] = {"instructions": dumps[test]["counted"], "timer_instructions": dumps[test]["timer"],
-                         "requests": requests}
+                         "requests": requests, "functions": dumps[test]["functions"]}
     if not samples:
         raise ValueError("measure=instructions: no request script ran")
     # Said in every such result: what the script does not use (it is one connection, one request at a time).

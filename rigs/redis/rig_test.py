@@ -67,7 +67,8 @@ class ParseTest(unittest.TestCase):
             f.write(recorded("callgrind-3.19.0-redis-7.0.15-dump-get-5000.out"))
         with open(os.path.join(workdir, "callgrind.out.19518"), "w") as f:
             f.write("# callgrind format\nsummary: 5\n")  # the dump at exit: no trigger, left out
-        self.assertEqual(rig.callgrind_dumps(workdir), {"get": cost})
+        functions = rig.callgrind_functions(recorded("callgrind-3.19.0-redis-7.0.15-dump-get-5000.out"))
+        self.assertEqual(rig.callgrind_dumps(workdir), {"get": {**cost, "functions": functions}})
         with self.assertRaisesRegex(ValueError, "without its summary"):
             rig.callgrind_cost("# callgrind format\ndesc: Trigger: dump get\n")
         replies = {"script_get": "v\n" * 5000, "script_set": "OK\n" * 5000}
@@ -79,6 +80,23 @@ class ParseTest(unittest.TestCase):
         self.assertEqual([(s["metric"], s["unit"]) for s in samples],
                          [("get_instructions_per_request", "instructions/request")])
         self.assertEqual(counted["instructions"]["get"]["timer_instructions"], 3073337)
+
+    def test_a_recorded_dump_per_function(self):
+        # Known answers from Valgrind 3.19's callgrind_annotate on the same dump: --inclusive=yes per function;
+        # --inclusive=no per file:function, summed over the files a function's code came from (inlined
+        # headers: readQueryFromClient is 330,137 in networking.c + 265,065 in sds.h + 15,006 in connection.h).
+        text = recorded("callgrind-3.19.0-redis-7.0.15-dump-get-5000.out")
+        every = rig.callgrind_functions(text, keep=10**6)
+        self.assertEqual(every["lookupKey"], [280000, 1739648])
+        self.assertEqual(every["readQueryFromClient"], [610208, 24333619])
+        self.assertEqual(every["aeProcessEvents.part.0"], [876687, 32240615])
+        self.assertEqual(every["serverCron"][1], 3073337)  # what callgrind_cost takes out as the timer's
+        # Self costs add up to the dump's "totals:" line (its "summary:" leaves out the calls still open).
+        self.assertEqual(sum(c[0] for c in every.values()), 32840895)
+        kept = rig.callgrind_functions(text)
+        by_self = sorted(every, key=lambda n: -every[n][0])[:rig.FUNCTIONS_KEPT]
+        self.assertEqual(set(kept), set(by_self) | set(list(every)[:rig.FUNCTIONS_KEPT]))  # the largest of each
+        self.assertLessEqual(len(kept), 2 * rig.FUNCTIONS_KEPT)
 
     def test_csv_output(self):
         tests = rig.parse_csv(recorded("redis-benchmark-7.0.15-get-set.csv"))
