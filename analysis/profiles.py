@@ -19,6 +19,8 @@ import io
 import math
 import os
 import re
+import subprocess
+import tempfile
 
 from scipy import stats as scipy_stats
 
@@ -331,3 +333,29 @@ def instruction_comparisons(result_set, self_only=True, top=10):
                 comparison.rows = value_movers(base_runs, cand_runs, top=top, unit=INSTRUCTIONS_UNIT)
             out.append(comparison)
     return out
+
+
+def flame_graph(java, converter, comparison, html_dir, timeout_s=300):
+    """The differential flame graph of one comparison (async-profiler's converter, --diff: candidate against
+    baseline, each side merged over its runs; red grew, blue shrank), an interactive HTML page written to
+    html_dir; its path. ProfileError with the converter's words when it fails."""
+    name = f"{comparison.cell_id}_vs_{comparison.baseline_id}.{comparison.event}.html"
+    with tempfile.TemporaryDirectory() as tmp:
+        sides = []
+        for side, runs in (("baseline", comparison.baseline_runs), ("candidate", comparison.candidate_runs)):
+            path = os.path.join(tmp, f"{side}.collapsed")
+            safeio.write_text(path, collapsed_text(merged(runs)))
+            sides.append(path)
+        out = os.path.join(tmp, name)
+        argv = [java, "-jar", converter, "--diff", "--title", f"{comparison.label()} ({comparison.event})",
+                *sides, out]
+        try:
+            done = subprocess.run(argv, capture_output=True, text=True, timeout=timeout_s, check=False)
+        except (OSError, subprocess.TimeoutExpired) as e:
+            raise ProfileError(f"jfr-converter --diff: {e}") from None
+        if done.returncode != 0 or not os.path.exists(out):
+            raise ProfileError(f"jfr-converter --diff: {(done.stderr or done.stdout).strip()[-300:]}")
+        target = os.path.join(html_dir, name)
+        safeio.check_folder(html_dir, create=True)
+        safeio.copy_file(out, target)
+    return target

@@ -16,14 +16,12 @@ import argparse
 import os
 import subprocess
 import sys
-import tempfile
 
 from rich.console import Console
 from rich.markup import escape
 from rich.table import Table
 
 from analysis import profiles, resultsets
-from results import safeio
 
 EXIT_OK, EXIT_BAD_INPUT = 0, 2
 INSTRUCTIONS = "instructions"
@@ -70,27 +68,6 @@ def mover_table(comparison):
     return table
 
 
-def flame_graph(java, converter, comparison, html_dir):
-    """The differential flame graph of one comparison, written to html_dir; its path."""
-    name = f"{comparison.cell_id}_vs_{comparison.baseline_id}.{comparison.event}.html"
-    with tempfile.TemporaryDirectory() as tmp:
-        sides = []
-        for side, runs in (("baseline", comparison.baseline_runs), ("candidate", comparison.candidate_runs)):
-            path = os.path.join(tmp, f"{side}.collapsed")
-            safeio.write_text(path, profiles.collapsed_text(profiles.merged(runs)))
-            sides.append(path)
-        out = os.path.join(tmp, name)
-        argv = [java, "-jar", converter, "--diff", "--title", f"{comparison.label()} ({comparison.event})",
-                *sides, out]
-        done = subprocess.run(argv, capture_output=True, text=True, timeout=300, check=False)
-        if done.returncode != 0 or not os.path.exists(out):
-            raise profiles.ProfileError(f"jfr-converter --diff: {(done.stderr or done.stdout).strip()[-300:]}")
-        target = os.path.join(html_dir, name)
-        safeio.check_folder(html_dir, create=True)
-        safeio.copy_file(out, target)
-    return target
-
-
 def main(argv=None, console=None):
     args = parse_args(sys.argv[1:] if argv is None else argv)
     console = console or Console()
@@ -125,7 +102,7 @@ def main(argv=None, console=None):
             console.print(escape(f"left out: {why}"))
         if args.java and args.converter and args.event != INSTRUCTIONS:
             try:
-                console.print(escape(f"differential flame graph: {flame_graph(args.java, args.converter, c, html_dir)}"))
+                console.print(escape(f"differential flame graph: {profiles.flame_graph(args.java, args.converter, c, html_dir)}"))
             except (profiles.ProfileError, OSError, subprocess.SubprocessError) as e:
                 console.print(f"[yellow]no flame graph:[/yellow] {escape(str(e))}")
     console.print("Intervals: Welch's t over runs, simultaneous over the frames of a table (Bonferroni); 'noise': "

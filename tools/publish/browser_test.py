@@ -9,6 +9,7 @@ import http.server
 import io
 import os
 import shutil
+import sys
 import tempfile
 import threading
 import unittest
@@ -24,6 +25,11 @@ from tools.publish import publish
 
 RESULTS = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "results")
 CHROMIUM, CHROMEDRIVER = "/usr/bin/chromium", "/usr/bin/chromedriver"
+PROFILED_SET = "calibration-profile-slowdown-20261129-2vcpu"  # results/baselines/README.md
+# The java and converter jar the test is given (its args, as //tools:publish's): the flame graph pages.
+_GIVEN = dict(a[2:].split("=", 1) for a in sys.argv[1:] if a.startswith("--java=") or a.startswith("--converter="))
+FLAME_TOOLS = (os.path.abspath(_GIVEN["java"]), os.path.abspath(_GIVEN["converter"])) if len(_GIVEN) == 2 else None
+del sys.argv[1:]
 
 
 class RecordingHandler(http.server.SimpleHTTPRequestHandler):
@@ -48,7 +54,9 @@ class BrowserTest(unittest.TestCase):
                 raise AssertionError(f"{tool} is missing: ./bazelw installs Debian's chromium and chromium-driver")
         cls.dir = tempfile.mkdtemp(dir=os.environ.get("TEST_TMPDIR"))
         cls.site = os.path.join(cls.dir, "site")
-        publish.build_site(RESULTS, cls.site, "2026-11-24T00:00:00Z", Console(file=io.StringIO()))
+        if FLAME_TOOLS is None:
+            raise AssertionError("give --java and --converter (the BUILD's args): the flame graph pages need them")
+        publish.build_site(RESULTS, cls.site, "2026-11-24T00:00:00Z", Console(file=io.StringIO()), FLAME_TOOLS)
         cls.requests = []
         handler = functools.partial(RecordingHandler, directory=cls.site, requests=cls.requests)
         cls.server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), handler)
@@ -91,9 +99,9 @@ class BrowserTest(unittest.TestCase):
             for link in links:
                 self.assertTrue(link.startswith(self.base), f"{page} links outside the site: {link}")
                 target = link[len(self.base):].split("#")[0]
-                if target.endswith(".html"):
+                if target.endswith(".html") and "/flames/" not in target:
                     pages.append(target)
-                else:  # a PDF or JSON: fetched as a reader's browser would download it
+                else:  # a PDF, JSON or flame graph (the converter's page, its own test below): fetched
                     with urllib.request.urlopen(link, timeout=10) as response:
                         self.assertEqual(response.status, 200, link)
             errors += [f"{page}: {e['message']}" for e in self.driver.get_log("browser") if e["level"] == "SEVERE"]
@@ -112,6 +120,31 @@ class BrowserTest(unittest.TestCase):
         self.assertTrue(self.driver.save_screenshot(os.path.join(outputs, "sensitivity.png")))
         self.driver.get(self.base + "sets/yarn_cps-gate-cps-lean-2vcpu/report.html")
         self.assertTrue(self.driver.save_screenshot(os.path.join(outputs, "report.png")))
+
+    def test_a_profiled_sets_flame_graph_page_is_interactive(self):
+        # Issue 60: a profiled set's page links the differential flame graph of each comparison; the page
+        # draws on its canvas and a search highlights the injected spin (the converter's own page script).
+        self.driver.get(self.base + f"sets/{PROFILED_SET}/index.html")
+        links = self.driver.find_elements(By.CSS_SELECTOR, "a.flame")
+        self.assertEqual(len(links), 1, self.driver.find_element(By.TAG_NAME, "body").text[:500])
+        self.assertIn("injected_slowdown_pct: 20 vs 0 (cpu): Calibration.spin +", links[0].text)
+        links[0].click()
+        self.assertTrue(self.driver.current_url.endswith(".cpu.html"), self.driver.current_url)
+        canvas = self.driver.find_element(By.TAG_NAME, "canvas")
+        self.assertGreater(int(canvas.get_attribute("height")), 100)
+        drawn = self.driver.execute_script(
+            "const c = document.querySelector('canvas'); const d = c.getContext('2d')"
+            ".getImageData(0, 0, c.width, c.height).data; let n = 0;"
+            "for (let i = 3; i < d.length; i += 4) { if (d[i]) n++; } return n;")
+        self.assertGreater(drawn, 1000)  # pixels painted: the graph was drawn, not only loaded
+        # The page's own search (its names are compressed in the page): the spin's share of the merged samples.
+        self.driver.execute_script("search('Calibration\\.spin')")
+        matched = self.driver.find_element(By.ID, "matchval").text
+        self.assertGreater(float(matched.rstrip("%")), 5.0, matched)
+        self.assertEqual([e for e in self.driver.get_log("browser") if e["level"] == "SEVERE"], [])
+        outputs = os.environ.get("TEST_UNDECLARED_OUTPUTS_DIR", self.dir)
+        self.driver.execute_script("window.scrollTo(0, document.body.scrollHeight)")  # the graph grows upwards
+        self.assertTrue(self.driver.save_screenshot(os.path.join(outputs, "flame-graph.png")))
 
     def test_the_kunpeng_vs_x86_study_from_the_index(self):
         # Issue 40: the study is reached from the index, says what it is, that a host was emulated and that the

@@ -41,7 +41,8 @@ import matplotlib
 from rich.console import Console
 from rich.progress import BarColumn, Progress, TextColumn, TimeRemainingColumn
 
-from analysis import bisect_report, compare, history, kinds, plots, render, report, resultsets, sensitivity_figures
+from analysis import (bisect_report, compare, history, kinds, plots, profiles, render, report, resultsets,
+                      sensitivity_figures)
 from results import safeio
 from rigs import registry
 from rigs.host import terminal
@@ -81,6 +82,8 @@ class Study:
     case_study: str = ""
     command: str = ""  # how to regenerate its report
     declared: bool = False
+    flame_graphs: list = dataclasses.field(default_factory=list)  # [(comparison, file under flames/)], interactive
+    flame_note: str = ""  # why a profiled set has no flame graph pages, if it has none
 
     @property
     def folder(self):
@@ -129,10 +132,34 @@ def question_of(blocks, kind):
 THUMB_SCALE = 0.35  # of the report's figure (about 7.5 x 3 in at 100 dpi): an index row's picture
 
 
-def render_study(result_set, references, out_dir, declared=None, sets=None):
+def write_flame_graphs(sets, out_dir, flame_tools):
+    """The interactive differential flame graph of every profiled comparison of `sets` (analysis/profiles.py,
+    async-profiler's converter), under out_dir/flames/: ([(label, file name)], why there are none)."""
+    found = []
+    for result_set in sets:
+        events = sorted({e for d in result_set.docs for e in (d.get("profile") or {}).get("events", [])})
+        for event in events:
+            found += [c for c in profiles.comparisons(result_set, event) if c.rows]
+    if not found:
+        return [], ""
+    if not flame_tools:
+        return [], "no flame graph pages: this site was built without the converter (bazel run //tools:publish builds them)"
+    pages = []
+    for c in found:
+        path = profiles.flame_graph(flame_tools[0], flame_tools[1], c, os.path.join(out_dir, "flames"))
+        # The converter's page names no icon, so a browser asks the site's root for one: say there is none,
+        # as the site's own pages do.
+        html = safeio.read_bytes(path, MAX_SITE_FILE_BYTES).decode()
+        safeio.write_text(path, html.replace("<head>", '<head>\n<link rel="icon" href="data:,">', 1))
+        pages.append((f"{c.label()} ({c.event}): {profiles.one_line(c.rows)}", os.path.basename(path)))
+    return pages, ""
+
+
+def render_study(result_set, references, out_dir, declared=None, sets=None, flame_tools=None):
     """Writes a report (PDF, HTML), provenance and a small picture of the main figure into out_dir; returns
     its Study. Without `declared`, the report of one committed set; with it, the declared study's report of
-    `sets` (its kind and question)."""
+    `sets` (its kind and question). flame_tools: (java, jfr-converter jar) for the profiled comparisons'
+    interactive differential flame graphs (write_flame_graphs)."""
     sets = sets or [result_set]
     study = Study(name=declared.id if declared else result_set.name,
                   rig=result_set.manifest.get("matrix", {}).get("rig", ""),
@@ -160,6 +187,7 @@ def render_study(result_set, references, out_dir, declared=None, sets=None):
     study.ceiling = [b.text.removeprefix("AT CEILING: ").split(" (analysis/ceilings.py", 1)[0] for b in blocks
                      if isinstance(b, render.Para) and b.text.startswith("AT CEILING: ")]
     study.banner = blocks[0].banner if blocks and isinstance(blocks[0], render.Title) else ""
+    study.flame_graphs, study.flame_note = write_flame_graphs(sets, out_dir, flame_tools)
     safeio.write_text(os.path.join(out_dir, "manifest.json"), json.dumps(
         result_set.manifest if not declared else {s.name: s.manifest for s in sets}, indent=1, sort_keys=True) + "\n")
     return study
@@ -298,9 +326,10 @@ def index_groups(entries, references):
     return groups
 
 
-def build_site(results_root, out, built_at, console=None):
+def build_site(results_root, out, built_at, console=None, flame_tools=None):
     """Builds the site into `out` (replaced whole, through a temporary folder beside it); returns the
-    entries (sets and declared studies), failed ones included."""
+    entries (sets and declared studies), failed ones included. flame_tools: (java, jfr-converter jar), for
+    the profiled sets' flame graph pages."""
     console = console or Console(highlight=False, soft_wrap=True)
     baselines = os.path.join(results_root, "baselines")
     if not os.path.isdir(baselines):
@@ -333,7 +362,7 @@ def build_site(results_root, out, built_at, console=None):
                 os.makedirs(folder)
                 try:
                     studies.append(render_study(result_set, references, folder, study,
-                                                [by_name[n] for n in study.sets] if study else None))
+                                                [by_name[n] for n in study.sets] if study else None, flame_tools))
                 except Exception as e:  # noqa: BLE001 -- each set in isolation: listed with its reason (issue 39)
                     shutil.rmtree(folder)
                     reason = str(e) if isinstance(e, (kinds.ReportError, resultsets.ResultSetError, ValueError)) \
@@ -430,6 +459,8 @@ def parse_args(argv):
     parser.add_argument("--results", help="the results folder (default: the workspace's results/)")
     parser.add_argument("--built-at", help="the build time stated on every page, ISO 8601 (default: now); "
                                            "the same sets and --built-at give the same bytes")
+    parser.add_argument("--java", help=argparse.SUPPRESS)  # with --converter: given by the binary's BUILD args
+    parser.add_argument("--converter", help=argparse.SUPPRESS)
     return parser.parse_args(argv)
 
 
@@ -445,7 +476,8 @@ def main(argv=None, console=None):
         return EXIT_BAD_INPUT
     started = time.monotonic()
     try:
-        studies = build_site(results_root, out, built_at, console)
+        studies = build_site(results_root, out, built_at, console,
+                             (args.java, args.converter) if args.java and args.converter else None)
     except PublishError as e:
         console.print(f"[red]error:[/red] {e}")
         return EXIT_BAD_INPUT
