@@ -19,6 +19,7 @@ import gzip
 import hashlib
 import io
 import os
+import re
 import sys
 import tarfile
 
@@ -52,16 +53,22 @@ def read_listing(path):
 
 def expand_folder(dest, source):
     """[(dest, source)] for a file; for a folder (a runfile that is a whole folder, like the locked Python
-    site), each file under it, links followed, bytecode caches left out (they hold times: not reproducible)."""
+    site), each file under it, links followed, bytecode caches left out (they hold times: not reproducible),
+    and names with white space left out as Bazel's runfiles leave them out: BUNDLE.sha256 is one path a line
+    after two fields (the site's are a few test data files of its wheels, e.g. scipy's "Transparent Busy.ani")."""
     if source is None or not os.path.isdir(source):
         return [(dest, source)]
     found = []
     for folder, subfolders, files in os.walk(source, followlinks=True):
-        subfolders[:] = sorted(d for d in subfolders if d != "__pycache__")
+        subfolders[:] = sorted(d for d in subfolders if d != "__pycache__" and not WHITE_SPACE.search(d))
         rel = os.path.relpath(folder, source)
         for name in sorted(files):
-            found.append((os.path.normpath(os.path.join(dest, rel, name)), os.path.join(folder, name)))
+            if not WHITE_SPACE.search(name):
+                found.append((os.path.normpath(os.path.join(dest, rel, name)), os.path.join(folder, name)))
     return found
+
+
+WHITE_SPACE = re.compile(r"\s")
 
 
 # ELF e_machine values (the ELF specification's registry).
