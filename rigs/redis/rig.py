@@ -42,6 +42,7 @@ from rigs.matrix.contract import rig as rig_contract
 from rigs.matrix.contract.rig import Sample
 from rigs.matrix.contract.workload import Workload
 from results import safeio
+from rigs.redis import callgrind
 
 TESTS = ("get", "set")
 BENCH_ITERATIONS = os.path.join(os.path.dirname(os.path.abspath(__file__)), "bench_iterations.py")
@@ -268,111 +269,16 @@ def counted_scripts(params: Mapping[str, str], cli: list[str], inputs_dir: str
     return processes, inputs
 
 
-# callgrind_control --dump=NAME writes "desc: Trigger: dump NAME" (Valgrind 3.19) and the dump's cost in its
-# header's "summary:" line (its "totals:" at the end also counts costs carried in open calls).
 # measure=instructions: jemalloc's time-based purging off (dirty and muzzy pages kept): its decay runs inside
 # allocation calls when enough time has passed, so with it the request path itself would count by the clock.
 COUNTED_ENV = {"MALLOC_CONF": "dirty_decay_ms:-1,muzzy_decay_ms:-1"}
-CALLGRIND_DESC = re.compile(r"^desc: Trigger: dump (\w+)$", re.M)
-CALLGRIND_TOTAL = re.compile(r"^summary: (\d+)$", re.M)
-
-
-# Functions whose calls are taken out of a dump's count, with all they call: serverCron is the server's timer
-# work and runs by the clock (10 times a second; its memory statistics alone cost ~1.5 M instructions a call),
-# so a run that took longer under Callgrind would count more. Measured 2026-11-27: with it, one build's GET
-# count varied ~5 % between launches. (Callgrind's --toggle-collect=serverCron collected only inside it here,
-# whatever --collect-atstart said, so the dump is read whole and the calls are subtracted.)
-TIMER_FUNCTIONS = ("serverCron",)
-_NAMED = re.compile(r"^(c?fn)=\((\d+)\)(?: (.*))?$")
-
-
-def callgrind_cost(text: str) -> dict[str, int]:
-    """A dump's "summary" (every instruction between the zero and the dump), "timer" (the inclusive cost of the
-    calls to TIMER_FUNCTIONS in it) and "counted" (summary - timer). Reads Callgrind's format with name
-    compression: fn=(id) name / cfn=(id) name, a calls= line, then the line holding the call's inclusive cost."""
-    summary = CALLGRIND_TOTAL.search(text)
-    if not summary:
-        raise ValueError("a Callgrind dump without its summary: line")
-    names: dict[str, str] = {}
-    callee, after_calls, timer = "", False, 0
-    for line in text.splitlines():
-        named = _NAMED.fullmatch(line)
-        if named:
-            if named.group(3):
-                names[named.group(2)] = named.group(3)
-            if named.group(1) == "cfn":
-                callee = names.get(named.group(2), "")
-            continue
-        if line.startswith("calls="):
-            after_calls = True
-        elif after_calls and line[:1] in "0123456789+-*":
-            after_calls = False
-            if callee in TIMER_FUNCTIONS:
-                timer += int(line.split()[1])
-    return {"summary": int(summary.group(1)), "timer": timer, "counted": int(summary.group(1)) - timer}
-
-
-# The functions a result keeps per dump (the largest by self and by inclusive cost): enough to name what moved,
-# bounded in size.
-FUNCTIONS_KEPT = 40
-
-
-def callgrind_functions(text: str, keep: int = FUNCTIONS_KEPT) -> dict[str, list[int]]:
-    """{function: [self, inclusive]} instructions of a dump: the `keep` largest by self and by inclusive cost
-    (largest inclusive first). Self: the
-    cost lines of the function's own code (their sum over all functions is the dump's "totals:"). Inclusive:
-    self plus the cost carried by each of its calls (the line after a calls= line), as callgrind_annotate
-    --inclusive=yes counts it (a recursive call counts again)."""
-    names: dict[str, str] = {}
-    costs: dict[str, list[int]] = {}
-    current, after_calls = None, False
-    for line in text.splitlines():
-        named = _NAMED.fullmatch(line)
-        if named:
-            if named.group(3):
-                names[named.group(2)] = named.group(3)
-            if named.group(1) == "fn":
-                current = costs.setdefault(names.get(named.group(2), named.group(2)), [0, 0])
-            continue
-        if line.startswith("calls="):
-            after_calls = True
-            continue
-        if current is None or line[:1] not in "0123456789+-*":
-            continue
-        fields = line.split()
-        cost = int(fields[1]) if len(fields) > 1 and fields[1].isdigit() else 0
-        if not after_calls:
-            current[0] += cost
-        current[1] += cost
-        after_calls = False
-    by_self = sorted(costs, key=lambda name: (-costs[name][0], name))[:keep]
-    by_inclusive = sorted(costs, key=lambda name: (-costs[name][1], name))[:keep]
-    return {name: costs[name] for name in sorted(set(by_self) | set(by_inclusive), key=lambda n: (-costs[n][1], n))}
-
-
-def callgrind_dumps(workdir: str) -> dict[str, dict[str, Any]]:
-    """{dump name: callgrind_cost and its "functions"} of the Callgrind dumps in `workdir` made by
-    `callgrind_control --dump=NAME`
-    (the server's own dump at its exit has no such trigger and is left out)."""
-    found: dict[str, dict[str, Any]] = {}
-    for name in sorted(os.listdir(workdir)):
-        if not name.startswith("callgrind.out."):
-            continue
-        with open(os.path.join(workdir, name), errors="replace") as f:
-            text = f.read()
-        desc = CALLGRIND_DESC.search(text)
-        if desc:
-            if desc.group(1) in found:
-                raise ValueError(f"two Callgrind dumps named {desc.group(1)!r} in {workdir}")
-            found[desc.group(1)] = {**callgrind_cost(text), "functions": callgrind_functions(text)}
-    return found
 
 
 def instruction_samples(outputs: Mapping[str, str], workdir: str, requests: int
                         ) -> tuple[list[Sample], dict[str, Any]]:
     """measure=instructions: each test's instructions between its zero and its dump over its script's requests
     (every script must have been answered without an error)."""
-    dumps = callgrind_dumps(workdir)
+    dumps = callgrind.dumps(workdir)
     samples: list[Sample] = []
     counted: dict[str, Any] = {}
     for role in sorted(r for r in outputs if r.startswith("script_")):
@@ -529,11 +435,11 @@ class RedisRig(rig_contract.Rig):
         counted = p["measure"] == "instructions"
         # measure=instructions: the same binary under Callgrind (a measuring wrapper, inside the placement),
         # its instructions (user space) counted between each zero and dump.
-        callgrind = ["valgrind", "--tool=callgrind", f"--callgrind-out-file={workdir}/callgrind.out.%p", "--"]
+        under_callgrind = ["valgrind", "--tool=callgrind", f"--callgrind-out-file={workdir}/callgrind.out.%p", "--"]
         processes = [
             rig_contract.Process("server", program=server, server=True, ready_pattern=READY,
                                  ready_timeout_s=300 if counted else 30, ports=[port],
-                                 fail_pattern=r"# (OOM|Can't|Fatal)", wrapper=callgrind if counted else [],
+                                 fail_pattern=r"# (OOM|Can't|Fatal)", wrapper=under_callgrind if counted else [],
                                  env=COUNTED_ENV if counted else {}),
             rig_contract.Process("loader", program=cli + ["--pipe"], stdin=dataset, under_test=False, phase=0),
             rig_contract.Process("memory", program=cli + ["info", "memory"], under_test=False, phase=1),

@@ -10,7 +10,7 @@ import unittest
 from analysis import distributions
 from rigs.matrix.contract import rig as rig_contract
 from rigs.matrix.planning import spec
-from rigs.redis import rig
+from rigs.redis import callgrind, rig
 
 TESTDATA = os.path.join(os.path.dirname(os.path.abspath(__file__)), "testdata")
 
@@ -59,7 +59,7 @@ class ParseTest(unittest.TestCase):
         self.assertIsNone(distributions.percentile(merged, 99.99))  # 4 requests beyond it: not read
 
     def test_a_recorded_callgrind_dump_without_the_timer_work(self):
-        cost = rig.callgrind_cost(recorded("callgrind-3.19.0-redis-7.0.15-dump-get-5000.out"))
+        cost = callgrind.cost(recorded("callgrind-3.19.0-redis-7.0.15-dump-get-5000.out"))
         self.assertEqual(cost, {"summary": 32270479, "timer": 3073337, "counted": 29197142})
         self.assertAlmostEqual(cost["counted"] / 5000, 5839.43, places=2)  # instructions per GET
         workdir = tempfile.mkdtemp()
@@ -67,10 +67,10 @@ class ParseTest(unittest.TestCase):
             f.write(recorded("callgrind-3.19.0-redis-7.0.15-dump-get-5000.out"))
         with open(os.path.join(workdir, "callgrind.out.19518"), "w") as f:
             f.write("# callgrind format\nsummary: 5\n")  # the dump at exit: no trigger, left out
-        functions = rig.callgrind_functions(recorded("callgrind-3.19.0-redis-7.0.15-dump-get-5000.out"))
-        self.assertEqual(rig.callgrind_dumps(workdir), {"get": {**cost, "functions": functions}})
+        functions = callgrind.functions(recorded("callgrind-3.19.0-redis-7.0.15-dump-get-5000.out"))
+        self.assertEqual(callgrind.dumps(workdir), {"get": {**cost, "functions": functions}})
         with self.assertRaisesRegex(ValueError, "without its summary"):
-            rig.callgrind_cost("# callgrind format\ndesc: Trigger: dump get\n")
+            callgrind.cost("# callgrind format\ndesc: Trigger: dump get\n")
         replies = {"script_get": "v\n" * 5000, "script_set": "OK\n" * 5000}
         with self.assertRaisesRegex(ValueError, "no Callgrind dump 'set'"):
             rig.instruction_samples(replies, workdir, 5000)
@@ -86,17 +86,17 @@ class ParseTest(unittest.TestCase):
         # --inclusive=no per file:function, summed over the files a function's code came from (inlined
         # headers: readQueryFromClient is 330,137 in networking.c + 265,065 in sds.h + 15,006 in connection.h).
         text = recorded("callgrind-3.19.0-redis-7.0.15-dump-get-5000.out")
-        every = rig.callgrind_functions(text, keep=10**6)
+        every = callgrind.functions(text, keep=10**6)
         self.assertEqual(every["lookupKey"], [280000, 1739648])
         self.assertEqual(every["readQueryFromClient"], [610208, 24333619])
         self.assertEqual(every["aeProcessEvents.part.0"], [876687, 32240615])
         self.assertEqual(every["serverCron"][1], 3073337)  # what callgrind_cost takes out as the timer's
         # Self costs add up to the dump's "totals:" line (its "summary:" leaves out the calls still open).
         self.assertEqual(sum(c[0] for c in every.values()), 32840895)
-        kept = rig.callgrind_functions(text)
-        by_self = sorted(every, key=lambda n: -every[n][0])[:rig.FUNCTIONS_KEPT]
-        self.assertEqual(set(kept), set(by_self) | set(list(every)[:rig.FUNCTIONS_KEPT]))  # the largest of each
-        self.assertLessEqual(len(kept), 2 * rig.FUNCTIONS_KEPT)
+        kept = callgrind.functions(text)
+        by_self = sorted(every, key=lambda n: -every[n][0])[:callgrind.FUNCTIONS_KEPT]
+        self.assertEqual(set(kept), set(by_self) | set(list(every)[:callgrind.FUNCTIONS_KEPT]))  # the largest of each
+        self.assertLessEqual(len(kept), 2 * callgrind.FUNCTIONS_KEPT)
 
     def test_csv_output(self):
         tests = rig.parse_csv(recorded("redis-benchmark-7.0.15-get-set.csv"))
