@@ -213,7 +213,8 @@ def write_result_file(path, doc):
 # A cell's profiles (issue 60): the profiled launch's JFR recording and its collapsed stacks per event, each
 # gzip-compressed under profiles/ of the run, written once like a result.
 PROFILE_EVENTS = ("cpu", "wall", "alloc", "lock")  # the events a profile may hold (the result schema's enum)
-PROFILE_PARTS = {"jfr": "jfr", **{event: f"{event}.collapsed" for event in PROFILE_EVENTS}}
+# A recording (the JVM agent's JFR, or perf script's text of a native server's perf record) and collapsed stacks per event.
+PROFILE_PARTS = {"jfr": "jfr", "perf_script": "perf.script", **{event: f"{event}.collapsed" for event in PROFILE_EVENTS}}
 MAX_PROFILE_SOURCE_BYTES = 1 << 30
 
 
@@ -383,7 +384,7 @@ def profiles_named(cells_folder):
             continue
         doc = resultfile.load_result(os.path.join(cells_folder, name))
         block = doc.get("profile") or {}
-        for stored in [block.get("jfr")] + list(block.get("collapsed", {}).values()):
+        for stored in [block.get("jfr"), block.get("perf_script")] + list(block.get("collapsed", {}).values()):
             if stored:
                 named.append((stored["file"], stored["sha256"]))
     return named

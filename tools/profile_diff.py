@@ -42,7 +42,8 @@ def parse_args(argv):
     parser.add_argument("--inclusive", action="store_true",
                         help="instructions: inclusive counts (a function and all it calls) instead of self ones")
     parser.add_argument("--top", type=int, default=15, help="movers per comparison (default 15)")
-    parser.add_argument("--html-dir", help="where the differential flame graphs go (default ./profile-diffs)")
+    parser.add_argument("--html-dir", help="where the differential flame graphs go (default: "
+                        "results/profile-diffs/<set>/ of the workspace, which git ignores as it ignores fresh runs)")
     parser.add_argument("--java", help=argparse.SUPPRESS)
     parser.add_argument("--converter", help=argparse.SUPPRESS)
     args = parser.parse_args(argv)
@@ -92,7 +93,9 @@ def main(argv=None, console=None):
         console.print(f"[red]error:[/red] {escape(result_set.name)}: no profiled comparison"
                       + (f" of {escape(args.axis)}" if args.axis else "") + f": {escape(why)}")
         return EXIT_BAD_INPUT
-    html_dir = os.path.join(where, args.html_dir or "profile-diffs")
+    # Not the working folder by default: run from the workspace, that made a new top-level folder in the clone.
+    html_dir = (os.path.join(where, args.html_dir) if args.html_dir
+                else os.path.join(results_root, "profile-diffs", result_set.name))
     for c in usable:
         console.print(mover_table(c))
         console.print(escape(f"movers: {profiles.one_line(c.rows, limit=3)}"))

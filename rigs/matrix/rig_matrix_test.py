@@ -26,6 +26,7 @@ from results import resultfile, safeio
 from rigs import main as rig_main
 from rigs.matrix import runner
 from rigs.matrix.cell import processes
+from rigs.matrix.knobs import perfrecord
 
 MODE_ARGS, RIG_ARGS = sys.argv[1:sys.argv.index("--")], sys.argv[sys.argv.index("--") + 1:]
 MODE = next(a.split("=", 1)[1] for a in MODE_ARGS if a.startswith("--mode="))
@@ -147,11 +148,21 @@ class RigMatrixTest(unittest.TestCase):
                 if placed["cpuset_cpus"]:
                     self.assertEqual(ev["process_status"]["Cpus_allowed_list"], placed["cpuset_cpus"])
             self.assertEqual(doc["provenance"]["host"]["host"]["host_id"], host)
-            # A profiled cell (policy.profile): its extra launch's recording and stacks stored as recorded.
+            # A profiled cell (policy.profile): its extra launch's recording and stacks stored as recorded; a
+            # native server's by perf, unless this host's perf cannot sample (then missing with that reason).
+            profile = doc.get("profile")
+            native_problem = perfrecord.problem(perfrecord.binary()) if ev.get("native_program") else ""
             for event in doc["policy"].get("profile", []):
-                self.assertNotIn("missing", doc["profile"], doc["profile"].get("missing"))
-                for stored in (doc["profile"]["jfr"], doc["profile"]["collapsed"][event]):
+                if native_problem:
+                    self.assertEqual(profile.get("missing"), native_problem)
+                    continue
+                self.assertNotIn("missing", profile, profile.get("missing"))
+                recording = profile["perf_script"] if ev.get("native_program") else profile["jfr"]
+                for stored in (recording, profile["collapsed"][event]):
                     self.assertEqual(safeio.sha256_of(os.path.join(run_dir, stored["file"])), stored["sha256"])
+                if ev.get("native_program"):  # the server's own code, unwound to its main
+                    stacks = profiles.read_collapsed(os.path.join(run_dir, profile["collapsed"][event]["file"]))
+                    self.assertGreater(sum(n for stack, n in stacks.items() if "main" in stack), 0, stacks)
             # Every server the cell started (a ZooKeeper, a NameNode, redis-server) is gone, its ports free.
             for role, server in ev.get("servers", {}).items():
                 self.assertTrue(all(server["ports_freed"].values()), (role, server))

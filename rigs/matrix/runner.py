@@ -25,7 +25,7 @@ from analysis import ceilings, compare, sensitivity_figures, stats
 from rigs.host import host_reference, hoststate
 from rigs.matrix.cell import cellrunner
 from rigs.matrix.contract import rig as rig_contract, workload as workload_def
-from rigs.matrix.knobs import container, hostknobs, profiling
+from rigs.matrix.knobs import container, hostknobs, perfrecord, profiling
 from rigs.matrix.planning import cli, plan, planview, schedule, spec
 from rigs.matrix.rounds import noisyrounds, sequential_rounds
 from rigs.matrix.planning.cli import check_run_id, load_revisions, load_variants, new_run_id, parse_args, spec_digest
@@ -70,7 +70,7 @@ def check_cells(rig, planned, policy, pinnings=None):
                                  "= 0 (repetitions launch it again)")
             rig.check_policy(p.cell.params, policy)
             if policy.profile:
-                profiling.check_cell(p.cell.params, p.jdk)
+                profiling.check_cell(p.cell.params, p.jdk, policy.profile)
         except (ValueError, profiling.ProfileError) as e:
             raise spec.SpecError(f"cell {p.cell.id} ({p.cell.label()}): {e}") from None
 
@@ -193,6 +193,10 @@ def load(args, runfiles, report, env):
     band = sensitivity_figures.steal_band(os.path.join(runfiles_ws, "results", "baselines"), matrix.rig)
     try:
         profiler = profiling.tools(args.profiler_jar, platform.machine()) if matrix.policy.profile else {}
+        if profiler and any(p.jdk is None and not p.skip_reason for p in planned):
+            # A native server's profile is perf's: where perf cannot sample here, each such cell's profile is
+            # missing with this reason (its timed launches run as ever); said once, in the plan's notes.
+            profiler.update(perf=perfrecord.binary(), perf_problem=perfrecord.problem(perfrecord.binary()))
     except profiling.ProfileError as e:
         raise spec.SpecError(f"policy.profile = {list(matrix.policy.profile)}: {e}") from None
     return Loaded(workload, workload_dir, matrix, rig_data, revisions, variants, rig, pinned, report, planned,
@@ -335,6 +339,9 @@ def execute(argv=None, console=None, host_paths=None, report=None, args=None, en
         console.print(f"[red]error:[/red] {escape(str(e))}")
         return Outcome(EXIT_BAD_INPUT)
     workload, matrix, rig, report, planned = loaded.workload, loaded.matrix, loaded.rig, loaded.report, loaded.planned
+    if loaded.profiler.get("perf_problem"):
+        console.print(f"[yellow]note:[/yellow] the profiles of the cells without a JVM will be missing (perf record "
+                      f"samples them): {escape(loaded.profiler['perf_problem'])}")
 
     if args.dry_run:
         planview.print_plan(console, matrix, planned, args.profile, rig)

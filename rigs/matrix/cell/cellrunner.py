@@ -4,6 +4,7 @@ supervise.py (starting, watching and stopping the processes; the per-cell state)
 is read from the host about them), cellstatus.py (the cell's status once they have ended). The runner (runner.py)
 owns the order of cells; runcontext.py what they share."""
 
+import dataclasses
 import os
 import platform
 import subprocess
@@ -11,7 +12,8 @@ import time
 
 from results import store
 from rigs.matrix.cell import cellcgroup, cellstatus, memorydirs, processes, supervise
-from rigs.matrix.knobs import container, hostknobs, hugepages, launchargv, profiling
+from rigs.matrix.contract import rig as rig_contract
+from rigs.matrix.knobs import container, hostknobs, hugepages, launchargv, perfrecord, profiling
 from rigs.matrix.planning import spec
 
 
@@ -44,8 +46,8 @@ class CellRunner:
         if process.under_test and ctx.variants.get(cell.params["variant"]):
             # Where every class came from: the proof that a patched cell ran the patched classes.
             flags = flags + [f"-Xlog:class+load=info:file={state.class_load_log}"]
-        if process.under_test and state.profile_jfr:
-            flags = flags + [profiling.agent_flag(self.agent_library(), ctx.matrix.policy.profile, state.profile_jfr,
+        if process.under_test and state.profile_recording:
+            flags = flags + [profiling.agent_flag(self.agent_library(), ctx.matrix.policy.profile, state.profile_recording,
                                                   profiling.interval_us(state.repetition)),
                              profiling.gc_log_flag(os.path.join(state.workdir, "gc.log"))]
         return argv + [java] + flags + process.jvm_flags + ["-cp", ":".join(process.classpath),
@@ -80,17 +82,17 @@ class CellRunner:
         log_dir = os.path.join(self.ctx.run_dir, "logs")
         return {"stdout": os.path.join(log_dir, base + ".out"), "stderr": os.path.join(log_dir, base + ".err")}
 
-    def _launch(self, planned, repetition, base, result=None, profile_jfr=None):
+    def _launch(self, planned, repetition, base, result=None, profile_recording=None):
         """One launch of the cell in its own work folder and cgroup, with its host knobs applied and put back,
         everything it started stopped. Returns (its CellState, (why it could not start, why it was skipped, the
         phase loop's failure, whether it timed out)). `result`: the cell result its provenance goes to (None
-        for the profiled launch); `profile_jfr`: where the profiler's agent records, for the profiled one."""
+        for the profiled launch); `profile_recording`: where the profiler's agent records, for the profiled one."""
         ctx = self.ctx
         logs = self.logs_of(base)
         os.makedirs(os.path.dirname(logs["stdout"]), exist_ok=True)
         workdir = os.path.join(ctx.run_dir, "work", base)
         os.makedirs(workdir, exist_ok=True)
-        state = self.state = supervise.CellState(planned, repetition, workdir, logs, profile_jfr=profile_jfr)
+        state = self.state = supervise.CellState(planned, repetition, workdir, logs, profile_recording=profile_recording)
         state.cgroup, why_none = cellcgroup.for_cell(ctx.run_id, base)
         state.ev["cgroup"] = {"path": state.cgroup.path} if state.cgroup else {"unavailable": why_none}
         host_knobs = hostknobs.HostKnobs(ctx.host_paths, journal=ctx.knob_journal,
@@ -112,39 +114,68 @@ class CellRunner:
         return state, (refused, skipped, failure, timed_out)
 
     def _profile(self, planned, repetition):
-        """The profiled launch: the cell once more, the profiler's agent on its JVM under test, outside the
-        timed launches (nothing of it is measured). Its recording is stored compressed with its collapsed
-        stacks per event (results/store.py write_profile); the result's profile block, or why it is missing."""
+        """The profiled launch: the cell once more, profiled, outside the timed launches (nothing of it is
+        measured): async-profiler's agent on its JVM under test, or perf record attached to a native one for
+        its measured phase. Its recording is stored compressed with its collapsed stacks per event
+        (results/store.py write_profile); the result's profile block, or why it is missing."""
         ctx, cell = self.ctx, planned.cell
         events = list(ctx.matrix.policy.profile)
         base = f"{cell.id}.r{repetition}.profile"
+        native = planned.jdk is None
+        block = {"events": events, "launch": "extra", "profiler": "perf" if native else "async-profiler",
+                 "logs": self.logs_of(base), "interval_us": profiling.interval_us(repetition)}
         started = time.monotonic()
-        jfr = os.path.join(ctx.run_dir, "work", base, "profile.jfr")
-        state, (refused, skipped, failure, timed_out) = self._launch(planned, repetition, base, profile_jfr=jfr)
-        block = {"events": events, "launch": "extra", "logs": self.logs_of(base),
-                 "interval_us": profiling.interval_us(repetition)}
+        if native and ctx.profiler.get("perf_problem"):
+            return dict(block, missing=ctx.profiler["perf_problem"], duration_s=0.0)
+        recording = os.path.join(ctx.run_dir, "work", base, "perf.data" if native else "profile.jfr")
+        state, (refused, skipped, failure, timed_out) = self._launch(planned, repetition, base,
+                                                                     profile_recording=recording)
         why = refused or skipped or failure or ("timed out" if timed_out else "")
-        if not why and not os.path.exists(jfr):
-            why = "the agent wrote no recording (is the process under test a JVM?)"
+        if not why and not os.path.exists(recording):
+            why = "the profiler wrote no recording" + ("" if native else " (is the process under test a JVM?)")
         if why:
             return dict(block, missing=f"the profiled launch: {why}", duration_s=time.monotonic() - started)
-        java = os.path.join(planned.jdk["java_home"], "bin", "java")
         try:
-            stored = {"jfr": store.write_profile(ctx.run_dir, cell.id, repetition, "jfr", jfr)}
             collapsed = {}
-            for event in events:
-                out = os.path.join(state.workdir, f"{event}.collapsed")
-                profiling.convert(java, ctx.profiler["converter_jar"], jfr, event, out)
-                collapsed[event] = store.write_profile(ctx.run_dir, cell.id, repetition, event, out)
-        except (profiling.ProfileError, store.StoreError) as e:
+            if native:  # perf's samples kept as its symbolized text (perfrecord.convert), cpu their only event
+                out, script = perfrecord.convert(ctx.profiler["perf"], recording,
+                                                 os.path.join(state.workdir, "cpu.collapsed"))
+                stored = {"perf_script": store.write_profile(ctx.run_dir, cell.id, repetition, "perf_script", script)}
+                collapsed["cpu"] = store.write_profile(ctx.run_dir, cell.id, repetition, "cpu", out)
+            else:
+                stored = {"jfr": store.write_profile(ctx.run_dir, cell.id, repetition, "jfr", recording)}
+                for event in events:
+                    out = os.path.join(state.workdir, f"{event}.collapsed")
+                    profiling.convert(os.path.join(planned.jdk["java_home"], "bin", "java"),
+                                      ctx.profiler["converter_jar"], recording, event, out)
+                    collapsed[event] = store.write_profile(ctx.run_dir, cell.id, repetition, event, out)
+        except (profiling.ProfileError, perfrecord.PerfError, store.StoreError) as e:
             return dict(block, missing=str(e), duration_s=time.monotonic() - started)
-        try:  # the launch's collections beside its profile: a GC comparison's pauses
-            under_test = next((r for r in state.running if r.process.under_test), None)
-            block["gc"] = profiling.read_gc_summary(os.path.join(state.workdir, "gc.log"),
-                                                    under_test.cpu if under_test else None)
-        except profiling.ProfileError as e:
-            block["gc_missing"] = str(e)
+        if not native:
+            try:  # the launch's collections beside its profile: a GC comparison's pauses
+                under_test = next((r for r in state.running if r.process.under_test), None)
+                block["gc"] = profiling.read_gc_summary(os.path.join(state.workdir, "gc.log"),
+                                                        under_test.cpu if under_test else None)
+            except profiling.ProfileError as e:
+                block["gc_missing"] = str(e)
         return dict(block, **stored, collapsed=collapsed, duration_s=time.monotonic() - started)
+
+    def _with_perf_record(self, state):
+        """The rig's launch plus perf record attached to its native process under test for the measured (last)
+        phase, stopped with it; ProfileError when that process already runs under a measuring wrapper."""
+        launch = state.launch
+        under_test = launch.under_test
+        if under_test.wrapper:
+            raise profiling.ProfileError(
+                f"{under_test.role} runs under {os.path.basename(under_test.wrapper[0])} in this cell (a measuring "
+                "wrapper): perf record is not attached beside it")
+        measured = max(p.phase for p in launch.processes if not p.server)
+        recorder = rig_contract.Process(
+            "perf_record", program=perfrecord.record_argv(self.ctx.profiler["perf"], state.profile_recording,
+                                                          profiling.interval_us(state.repetition),
+                                                          f"{{pid:{under_test.role}}}"),
+            under_test=False, background=True, phase=measured)
+        return dataclasses.replace(launch, processes=list(launch.processes) + [recorder])
 
     def _attempt(self, state, result, host_knobs, memory_folders):
         """Loads the image, applies the host knobs, asks the rig for its launch and runs its phases. Returns
@@ -161,6 +192,8 @@ class CellRunner:
             state.ev["applied_host_knobs"] = host_knobs.apply(cell)
             state.launch = ctx.rig.launch(cell, ctx.workload, policy, workdir, ctx.rig_data_for(cell),
                                           os.path.join(ctx.run_dir, "inputs"))
+            if state.profile_recording and not state.launch.under_test.is_jvm:
+                state.launch = self._with_perf_record(state)
             refused = self._prepare(state, result)
             if refused:
                 return refused, None, False

@@ -31,7 +31,7 @@ class CellState:
     noise: dict = None  # the measured phase's host noise (hostnoise.window), for the result's provenance
     cgroup: object = None  # cellcgroup.CellCgroup every process of the cell joins; None where there is none
     image_id: str = None  # the container engine's id of the rigs' image, for executor=container/docker
-    profile_jfr: str = None  # the profiled launch's recording (cellrunner._profile); None for a timed launch
+    profile_recording: str = None  # the profiled launch's recording (cellrunner._profile); None for a timed launch
 
     @property
     def cell(self):
@@ -40,7 +40,7 @@ class CellState:
     @property
     def base(self):
         """The launch's file name stem: <cell id>.r<repetition>, plus .profile for the profiled launch."""
-        return f"{self.cell.id}.r{self.repetition}" + (".profile" if self.profile_jfr else "")
+        return f"{self.cell.id}.r{self.repetition}" + (".profile" if self.profile_recording else "")
 
     @property
     def executor(self):

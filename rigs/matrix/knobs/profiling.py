@@ -12,6 +12,7 @@ import re
 import subprocess
 import zipfile
 
+from rigs.matrix.knobs import perfrecord
 from results import safeio, store
 
 # The events a policy may ask for, and the agent's option each turns into. `cpu` samples on-CPU stacks
@@ -79,13 +80,16 @@ def tools(items, architecture):
     return found
 
 
-def check_cell(params, jdk):
-    """ProfileError for a cell the profiler cannot profile, before anything runs: one that starts no JVM
-    (jdk=none: a native server), or one whose JVM runs in a container (the agent's library and recording live
-    on the host; not built)."""
+def check_cell(params, jdk, events):
+    """ProfileError for a cell the profilers cannot profile, before anything runs: a native server (jdk=none,
+    sampled by perf record: rigs/matrix/knobs/perfrecord.py) asked for an event other than cpu, or a JVM run in a
+    container (the agent's library and recording live on the host; not built)."""
     if jdk is None:
-        raise ProfileError("policy.profile profiles the JVM under test; this cell runs none (jdk=none). A native "
-                           "server's per-function profile (Callgrind) is not built yet: drop policy.profile here")
+        try:
+            perfrecord.check_events(events)
+        except perfrecord.PerfError as e:
+            raise ProfileError(f"this cell runs no JVM (jdk=none): {e}") from None
+        return
     executor = params.get("executor", "process")
     if executor != "process":
         raise ProfileError(f"policy.profile profiles a JVM run as a process; this cell runs it with "

@@ -89,13 +89,14 @@ class Tools(unittest.TestCase):
         with self.assertRaisesRegex(profiling.ProfileError, "this host is riscv64"):
             profiling.tools(JARS, "riscv64")
 
-    def test_a_cell_without_a_jvm_or_in_a_container_is_refused(self):
-        profiling.check_cell({"executor": "process"}, {"name": "jdk17"})
-        with self.assertRaisesRegex(profiling.ProfileError, "runs none \\(jdk=none\\)"):
-            profiling.check_cell({}, None)
+    def test_a_cell_without_a_jvm_gets_cpu_only_and_a_jvm_in_a_container_is_refused(self):
+        profiling.check_cell({"executor": "process"}, {"name": "jdk17"}, ("cpu", "alloc"))
+        profiling.check_cell({}, None, ("cpu",))  # a native server: perf record's on-CPU stacks
+        with self.assertRaisesRegex(profiling.ProfileError, r"runs no JVM \(jdk=none\).*samples on-CPU stacks only "
+                                    r"\(policy.profile=cpu\); alloc, lock are the JVM agent's"):
+            profiling.check_cell({}, None, ("cpu", "alloc", "lock"))
         with self.assertRaisesRegex(profiling.ProfileError, "executor=container"):
-            profiling.check_cell({"executor": "container"}, {"name": "jdk17"})
-
+            profiling.check_cell({"executor": "container"}, {"name": "jdk17"}, ("cpu",))
 
 if __name__ == "__main__":
     unittest.main()
