@@ -274,6 +274,12 @@ def _pairs(result_set):
         yield group, base_value, partner, cell, docs_by_cell
 
 
+def profiled_events(result_set):
+    """The events any result of the set was profiled for (its policy.profile), in EVENTS' order."""
+    asked = {e for d in result_set.docs for e in (d.get("policy") or {}).get("profile", [])}
+    return tuple(e for e in EVENTS if e in asked)
+
+
 def comparisons(result_set, event="cpu", self_only=False, top=10):
     """A Comparison with its movers for every declared comparison of a measured set whose cells were
     profiled (analysis/compare.py pairs them as the summary does)."""

@@ -52,6 +52,26 @@ class KnownAnswers(unittest.TestCase):
         self.assertGreater(rows[SPIN].change, 0)
 
 
+class LockProfiles(unittest.TestCase):
+    def test_a_lock_profile_names_the_locks_the_threads_waited_on(self):
+        # A committed run (results/baselines/README.md): NameNode addBlock in-process, stock vs each prefix of
+        # nn-log-out-of-lock, profiled for cpu and lock (contended monitors and java.util.concurrent locks).
+        result_set = resultsets.load_run(os.path.join(BASELINES, "namenode-log-out-of-lock-lock-profile-20261129-2vcpu"))
+        self.assertEqual(profiles.profiled_events(result_set), ("cpu", "lock"))
+        found = profiles.comparisons(result_set, "lock", self_only=True)
+        self.assertEqual(len(found), 2)
+        for c in found:
+            self.assertEqual((len(c.baseline_runs), len(c.candidate_runs), c.missing), (5, 5, []))
+            waits = {m.short: m.baseline for m in c.rows}
+            # Where stock's handlers waited: the namesystem lock and the edit log, then log4j's root logger.
+            self.assertGreater(waits["java.util.concurrent.locks.ReentrantReadWriteLock$FairSync"], 40)
+            self.assertGreater(waits["org.apache.hadoop.hdfs.server.namenode.FSEditLogAsync"], 40)
+            self.assertGreater(waits["org.apache.log4j.spi.RootLogger"], 0.5)
+        # A set profiled for cpu only has no lock comparison to make.
+        cpu_only = resultsets.load_run(os.path.join(BASELINES, "calibration-profile-slowdown-20261129-2vcpu"))
+        self.assertEqual(profiles.profiled_events(cpu_only), ("cpu",))
+
+
 class CountedInstructions(unittest.TestCase):
     def test_the_embstr_patch_moves_the_allocations_of_a_set(self):
         # A committed run (results/baselines/README.md): stock vs the embstr patch, Callgrind's counts per

@@ -259,38 +259,46 @@ def sequential_blocks(measured):
     return blocks
 
 
-def profile_blocks(result_sets, out_dir, event="cpu"):
-    """A page per profiled comparison (policy.profile, issue 60): its differential flame graph as a picture and
-    the frames that moved most, each with its interval over runs; nothing for sets without profiles."""
+def profile_blocks(result_sets, out_dir):
+    """A page per profiled comparison and event (policy.profile, issue 60): its differential flame graph as a
+    picture and the frames that moved most, each with its interval over runs; nothing for sets without
+    profiles."""
     blocks = []
-    for result_set in result_sets:
-        try:
-            found = profiles.comparisons(result_set, event)
-        except profiles.ProfileError as e:
-            blocks += [render.Heading("Profiles"), render.Para(f"The profiles could not be compared: {e}")]
-            continue
-        for index, c in enumerate(found):
-            blocks.append(render.Heading(f"Profile ({event}): {c.label()}"))
-            if not c.rows:
-                blocks.append(render.Para("No profile on one side: " + "; ".join(c.missing[:3])))
-                continue
-            path = plots.flame_diff(os.path.join(out_dir, f"profile{index + 1}.png"),
-                                    f"{c.label()}: {event} samples, candidate against baseline",
-                                    profiles.merged(c.baseline_runs), profiles.merged(c.candidate_runs))
-            blocks.append(render.Figure(path, f"Differential flame graph, {len(c.baseline_runs)} baseline and "
-                                              f"{len(c.candidate_runs)} candidate runs merged: movers "
-                                              f"{profiles.one_line(c.rows)}."))
-            rows = [[m.short, f"{m.baseline:.1f}", f"{m.candidate:.1f}", f"{m.change:+.1f}",
-                     "-" if m.low != m.low else f"{m.low:+.1f}..{m.high:+.1f}",
-                     "moved" if m.moved else ("noise" if m.low == m.low else "1 run")] for m in c.rows]
-            blocks.append(render.TableBlock(["frame", "baseline", "candidate", "change", "interval", ""], rows,
-                                            caption=f"Share of {event} samples in points; interval: Welch over "
-                                                    "runs, simultaneous over the table's frames"))
-            if c.gc_line():
-                blocks.append(render.Para(c.gc_line()))
-            for why in c.missing:
-                blocks.append(render.Para(f"Left out: {why}"))
+    for set_index, result_set in enumerate(result_sets):
+        for event in profiles.profiled_events(result_set):
+            blocks += event_blocks(result_set, event, os.path.join(out_dir, f"profile{set_index + 1}-{event}"))
         blocks += instruction_blocks(result_set)
+    return blocks
+
+
+def event_blocks(result_set, event, out_stem):
+    """profile_blocks of one set and event; pictures at out_stem + "-N.png"."""
+    blocks = []
+    try:
+        found = profiles.comparisons(result_set, event)
+    except profiles.ProfileError as e:
+        return [render.Heading("Profiles"), render.Para(f"The profiles could not be compared: {e}")]
+    for index, c in enumerate(found):
+        blocks.append(render.Heading(f"Profile ({event}): {c.label()}"))
+        if not c.rows:
+            blocks.append(render.Para("No profile on one side: " + "; ".join(c.missing[:3])))
+            continue
+        path = plots.flame_diff(f"{out_stem}-{index + 1}.png",
+                                f"{c.label()}: {event} samples, candidate against baseline",
+                                profiles.merged(c.baseline_runs), profiles.merged(c.candidate_runs))
+        blocks.append(render.Figure(path, f"Differential flame graph, {len(c.baseline_runs)} baseline and "
+                                          f"{len(c.candidate_runs)} candidate runs merged: movers "
+                                          f"{profiles.one_line(c.rows)}."))
+        rows = [[m.short, f"{m.baseline:.1f}", f"{m.candidate:.1f}", f"{m.change:+.1f}",
+                 "-" if m.low != m.low else f"{m.low:+.1f}..{m.high:+.1f}",
+                 "moved" if m.moved else ("noise" if m.low == m.low else "1 run")] for m in c.rows]
+        blocks.append(render.TableBlock(["frame", "baseline", "candidate", "change", "interval", ""], rows,
+                                        caption=f"Share of {event} samples in points; interval: Welch over "
+                                                "runs, simultaneous over the table's frames"))
+        if "gc" in c.axis.split("+") and c.gc_line():
+            blocks.append(render.Para(c.gc_line()))
+        for why in c.missing:
+            blocks.append(render.Para(f"Left out: {why}"))
     return blocks
 
 

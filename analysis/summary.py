@@ -317,25 +317,28 @@ def render(console, result_set, metrics=None):
     return True
 
 
-def profile_lines(result_set, event="cpu"):
-    """One line per profiled comparison naming the frames that moved (analysis/profiles.py), and what is
-    missing; likewise the functions whose instructions per request moved (Callgrind); none for a run without
-    either."""
-    lines = []
-    try:
-        found = profiles.comparisons(result_set, event)
-    except profiles.ProfileError as e:
-        return [f"profiles: {e}"]
-    for c in found:
-        if c.rows:
-            lines.append(f"profile ({event}, {len(c.baseline_runs)}/{len(c.candidate_runs)} runs) of {c.label()}: "
-                         f"{profiles.one_line(c.rows)}")
-        if "gc" in c.axis.split("+") and c.gc_line():
-            lines.append(c.gc_line())
-        for why in c.missing[:3]:
-            lines.append(f"profile missing: {why}")
+def profile_lines(result_set):
+    """One line per profiled comparison and event (cpu first, then wall, alloc, lock: a lock profile sits beside
+    a rig's own lock-hold figures) naming the frames that moved (analysis/profiles.py), and what is missing;
+    likewise the functions whose instructions per request moved (Callgrind); none for a run without either."""
+    lines, found, events = [], [], profiles.profiled_events(result_set)
+    for event in events:
+        try:
+            of_event = profiles.comparisons(result_set, event)
+        except profiles.ProfileError as e:
+            return [f"profiles: {e}"]
+        for c in of_event:
+            if c.rows:
+                lines.append(f"profile ({event}, {len(c.baseline_runs)}/{len(c.candidate_runs)} runs) of {c.label()}: "
+                             f"{profiles.one_line(c.rows)}")
+            if not found and "gc" in c.axis.split("+") and c.gc_line():  # the pauses once, under the first event
+                lines.append(c.gc_line())
+            for why in c.missing[:3] if not found else []:  # a launch that failed is missing for every event
+                lines.append(f"profile missing: {why}")
+        found += of_event
     if found:
-        lines.append("flame graphs and every mover: bazel run //tools:profile_diff -- --run " + result_set.path)
+        lines.append("flame graphs and every mover: bazel run //tools:profile_diff -- --run " + result_set.path
+                     + (f" [--event {'|'.join(events)}]" if len(events) > 1 else ""))
     for c in profiles.instruction_comparisons(result_set):
         if c.rows:
             lines.append(f"{c.event}, {len(c.baseline_runs)}/{len(c.candidate_runs)} runs, of {c.label()}: "

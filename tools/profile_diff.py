@@ -99,7 +99,7 @@ def main(argv=None, console=None):
     for c in usable:
         console.print(mover_table(c))
         console.print(escape(f"movers: {profiles.one_line(c.rows, limit=3)}"))
-        if c.gc_line():
+        if "gc" in c.axis.split("+") and c.gc_line():  # pauses beside a comparison of collectors only
             console.print(escape(c.gc_line()))
         for why in c.missing:
             console.print(escape(f"left out: {why}"))

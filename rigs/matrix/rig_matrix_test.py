@@ -152,7 +152,11 @@ class RigMatrixTest(unittest.TestCase):
             # native server's by perf, unless this host's perf cannot sample (then missing with that reason).
             profile = doc.get("profile")
             native_problem = perfrecord.problem(perfrecord.binary()) if ev.get("native_program") else ""
-            for event in doc["policy"].get("profile", []):
+            known_answer = any(k["cell_id"] == doc["cell"]["id"] for k in manifest["matrix"].get("known_answers", []))
+            if doc["policy"].get("profile") and not known_answer and not native_problem:
+                # Where the profiler ran: in an extra launch, or in the timed launch itself (profile_launch=timed).
+                self.assertEqual(profile.get("launch"), params.get("profile_launch", "extra"), profile)
+            for event in doc["policy"].get("profile", []) if not known_answer else []:
                 if native_problem:
                     self.assertEqual(profile.get("missing"), native_problem)
                     continue

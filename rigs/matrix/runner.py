@@ -71,6 +71,9 @@ def check_cells(rig, planned, policy, pinnings=None):
             rig.check_policy(p.cell.params, policy)
             if policy.profile:
                 profiling.check_cell(p.cell.params, p.jdk, policy.profile)
+            elif p.cell.params.get("profile_launch", "extra") != "extra":
+                raise ValueError(f"profile_launch={p.cell.params['profile_launch']} profiles the timed launch; "
+                                 "policy.profile names no event to profile (e.g. --set policy.profile=cpu)")
         except (ValueError, profiling.ProfileError) as e:
             raise spec.SpecError(f"cell {p.cell.id} ({p.cell.label()}): {e}") from None
 

@@ -212,6 +212,10 @@ class RunnerTest(FakeRigTestCase):
         code, out = self.box.main("--set", "variant=patched")
         self.assertEqual(code, runner.EXIT_BAD_INPUT)
         self.assertIn("is not stock, patched:<set> or patched:<set>@<k>", out)
+        # The profiler inside the timed launch needs the events to profile.
+        code, out = self.box.main("--set", "profile_launch=extra,timed", "--dry-run")
+        self.assertEqual(code, runner.EXIT_BAD_INPUT)
+        self.assertIn("profile_launch=timed profiles the timed launch; policy.profile names no event", " ".join(out.split()))
         self.assertEqual(self.box.run_dirs(), [])
 
     def test_dry_run_writes_nothing(self):

@@ -65,7 +65,13 @@ class CellRunner:
         result = ctx.start_result(planned, repetition, self.logs_of(base))
         if planned.skip_reason:
             return result.skipped(planned.skip_reason, ran=False).document()
-        state, (refused, skipped, failure, timed_out) = self._launch(planned, repetition, base, result)
+        # profile_launch=timed: the profiler in the timed launch itself (its numbers carry its cost), no extra one.
+        in_timed = bool(ctx.matrix.policy.profile) and cell.params.get("profile_launch", "extra") == "timed"
+        problem = ctx.profiler.get("perf_problem", "") if in_timed and planned.jdk is None else ""
+        started = time.monotonic()
+        state, (refused, skipped, failure, timed_out) = self._launch(
+            planned, repetition, base, result,
+            profile_recording=self._recording(planned, base) if in_timed and not problem else None)
         # Only now, after the kill: what it found (a process that outlived its stop) is evidence too.
         if skipped:
             return result.skipped(skipped).document()
@@ -74,9 +80,17 @@ class CellRunner:
         if state.noise is not None:
             result.add_provenance("noise", state.noise)
         cellstatus.judge(ctx, state, result, failure, timed_out)
-        if ctx.matrix.policy.profile and result.status == "ok":
-            result.add_profile(self._profile(planned, repetition))
+        # A known answer's cell is a self-check, never compared: no profile of it to explain a comparison.
+        known_answer = any(k.cell_id == cell.id for k in ctx.matrix.known_answers)
+        if ctx.matrix.policy.profile and result.status == "ok" and not known_answer:
+            result.add_profile(self._stored_profile(planned, repetition, None if problem else state, "timed",
+                                                    problem, started) if in_timed
+                               else self._profile(planned, repetition))
         return result.document()
+
+    def _recording(self, planned, base):
+        """Where the profiler of launch `base` records: the JVM agent's JFR, or a native server's perf.data."""
+        return os.path.join(self.ctx.run_dir, "work", base, "perf.data" if planned.jdk is None else "profile.jfr")
 
     def logs_of(self, base):
         log_dir = os.path.join(self.ctx.run_dir, "logs")
@@ -116,25 +130,33 @@ class CellRunner:
     def _profile(self, planned, repetition):
         """The profiled launch: the cell once more, profiled, outside the timed launches (nothing of it is
         measured): async-profiler's agent on its JVM under test, or perf record attached to a native one for
-        its measured phase. Its recording is stored compressed with its collapsed stacks per event
-        (results/store.py write_profile); the result's profile block, or why it is missing."""
-        ctx, cell = self.ctx, planned.cell
-        events = list(ctx.matrix.policy.profile)
-        base = f"{cell.id}.r{repetition}.profile"
-        native = planned.jdk is None
-        block = {"events": events, "launch": "extra", "profiler": "perf" if native else "async-profiler",
-                 "logs": self.logs_of(base), "interval_us": profiling.interval_us(repetition)}
+        its measured phase. The result's profile block (_stored_profile)."""
+        ctx = self.ctx
+        base = f"{planned.cell.id}.r{repetition}.profile"
         started = time.monotonic()
-        if native and ctx.profiler.get("perf_problem"):
-            return dict(block, missing=ctx.profiler["perf_problem"], duration_s=0.0)
-        recording = os.path.join(ctx.run_dir, "work", base, "perf.data" if native else "profile.jfr")
-        state, (refused, skipped, failure, timed_out) = self._launch(planned, repetition, base,
-                                                                     profile_recording=recording)
+        if planned.jdk is None and ctx.profiler.get("perf_problem"):
+            return self._stored_profile(planned, repetition, None, "extra", ctx.profiler["perf_problem"], started)
+        state, (refused, skipped, failure, timed_out) = self._launch(
+            planned, repetition, base, profile_recording=self._recording(planned, base))
         why = refused or skipped or failure or ("timed out" if timed_out else "")
+        return self._stored_profile(planned, repetition, state, "extra", why and f"the profiled launch: {why}",
+                                    started)
+
+    def _stored_profile(self, planned, repetition, state, launch, why, started):
+        """The profile block of a profiled launch (`launch`: extra or timed) that has ended: its recording
+        stored compressed with its collapsed stacks per event (results/store.py write_profile), or `why` it is
+        missing."""
+        ctx, cell = self.ctx, planned.cell
+        native = planned.jdk is None
+        block = {"events": list(ctx.matrix.policy.profile), "launch": launch,
+                 "profiler": "perf" if native else "async-profiler", "interval_us": profiling.interval_us(repetition)}
+        if state is not None:
+            block["logs"] = dict(state.logs)
+        recording = state.profile_recording if state is not None else None
         if not why and not os.path.exists(recording):
             why = "the profiler wrote no recording" + ("" if native else " (is the process under test a JVM?)")
         if why:
-            return dict(block, missing=f"the profiled launch: {why}", duration_s=time.monotonic() - started)
+            return dict(block, missing=why, duration_s=round(time.monotonic() - started, 3))
         try:
             collapsed = {}
             if native:  # perf's samples kept as its symbolized text (perfrecord.convert), cpu their only event
@@ -144,13 +166,13 @@ class CellRunner:
                 collapsed["cpu"] = store.write_profile(ctx.run_dir, cell.id, repetition, "cpu", out)
             else:
                 stored = {"jfr": store.write_profile(ctx.run_dir, cell.id, repetition, "jfr", recording)}
-                for event in events:
+                for event in block["events"]:
                     out = os.path.join(state.workdir, f"{event}.collapsed")
                     profiling.convert(os.path.join(planned.jdk["java_home"], "bin", "java"),
                                       ctx.profiler["converter_jar"], recording, event, out)
                     collapsed[event] = store.write_profile(ctx.run_dir, cell.id, repetition, event, out)
         except (profiling.ProfileError, perfrecord.PerfError, store.StoreError) as e:
-            return dict(block, missing=str(e), duration_s=time.monotonic() - started)
+            return dict(block, missing=str(e), duration_s=round(time.monotonic() - started, 3))
         if not native:
             try:  # the launch's collections beside its profile: a GC comparison's pauses
                 under_test = next((r for r in state.running if r.process.under_test), None)
@@ -158,7 +180,7 @@ class CellRunner:
                                                         under_test.cpu if under_test else None)
             except profiling.ProfileError as e:
                 block["gc_missing"] = str(e)
-        return dict(block, **stored, collapsed=collapsed, duration_s=time.monotonic() - started)
+        return dict(block, **stored, collapsed=collapsed, duration_s=round(time.monotonic() - started, 3))
 
     def _with_perf_record(self, state):
         """The rig's launch plus perf record attached to its native process under test for the measured (last)

@@ -31,7 +31,9 @@ class CellState:
     noise: dict = None  # the measured phase's host noise (hostnoise.window), for the result's provenance
     cgroup: object = None  # cellcgroup.CellCgroup every process of the cell joins; None where there is none
     image_id: str = None  # the container engine's id of the rigs' image, for executor=container/docker
-    profile_recording: str = None  # the profiled launch's recording (cellrunner._profile); None for a timed launch
+    # Where the profiler records this launch (cellrunner.py): the extra, profiled launch's, or a timed launch's
+    # with profile_launch=timed; None for a launch without a profiler.
+    profile_recording: str = None
 
     @property
     def cell(self):
@@ -39,8 +41,9 @@ class CellState:
 
     @property
     def base(self):
-        """The launch's file name stem: <cell id>.r<repetition>, plus .profile for the profiled launch."""
-        return f"{self.cell.id}.r{self.repetition}" + (".profile" if self.profile_recording else "")
+        """The launch's file name stem (its work folder's name): <cell id>.r<repetition>, plus .profile for the
+        extra, profiled launch."""
+        return os.path.basename(self.workdir)
 
     @property
     def executor(self):

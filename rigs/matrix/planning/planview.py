@@ -17,9 +17,10 @@ HOST_REFERENCE_ESTIMATE_S = 8.0
 PLAN_SCHEMA = "tunelab.plan/1"
 
 
-def estimate_seconds(planned, policy, rig=None, repetitions_of=None):
+def estimate_seconds(planned, policy, rig=None, repetitions_of=None, known=()):
     """Wall time of the runnable cells: the rig's own estimate per cell if it has one (a trace-driven rig
-    runs as long as its trace), else warm-up + measurement + cool-down + JVM start."""
+    runs as long as its trace), else warm-up + measurement + cool-down + JVM start; a profiled cell's extra
+    launch twice that (not the cells in `known`: known answers, never profiled)."""
     total = 0.0
     for p in planned:
         if p.skip_reason:
@@ -27,8 +28,9 @@ def estimate_seconds(planned, policy, rig=None, repetitions_of=None):
         per = rig.estimate_seconds(p.cell.params, policy) if rig is not None else None
         if per is None:
             per = policy.warmup_s + policy.measure_s + JVM_START_ESTIMATE_S
-        if policy.profile:  # the profiled launch: the cell once more each round
-            per *= 2
+        if (policy.profile and p.cell.params.get("profile_launch", "extra") == "extra"
+                and p.cell.id not in known):
+            per *= 2  # the profiled launch: the cell once more each round
         total += (per + policy.cooldown_s) * (repetitions_of(p.cell) if repetitions_of else policy.repetitions)
     return total
 
@@ -53,8 +55,8 @@ def print_plan(console, matrix, planned, profile, rig=None):
         jdk = f"{p.jdk['name']} {p.jdk.get('version', '')}" if p.jdk else spec.NO_JDK
         t.add_row(p.cell.id, escape(p.cell.label(varying)), jdk, status)
     console.print(t)
-    est = estimate_seconds(planned, matrix.policy, rig, matrix.repetitions_of) + (
-        2 * HOST_REFERENCE_ESTIMATE_S)
+    known = {k.cell_id for k in matrix.known_answers}
+    est = estimate_seconds(planned, matrix.policy, rig, matrix.repetitions_of, known) + 2 * HOST_REFERENCE_ESTIMATE_S
     runnable = sum(1 for p in planned if not p.skip_reason)
     if pol.sequential:
         shortest = est * pol.min_repetitions / pol.repetitions
@@ -69,7 +71,9 @@ def print_plan(console, matrix, planned, profile, rig=None):
     else:
         counted, when = f"{pol.repetitions} repetitions", f"estimated time {datetime.timedelta(seconds=round(est))}"
     iterations = f"{pol.describe_iterations()}, " if pol.iterating else ""
+    timed = sum(1 for p in planned if not p.skip_reason and p.cell.params.get("profile_launch") == "timed")
     iterations += f"{pol.describe_profile()}, " if pol.profile else ""
+    iterations += f"{timed} cell(s) profiled in their timed launches instead (profile_launch=timed), " if timed else ""
     console.print(f"{len(planned)} cells, {runnable} to run x {counted} "
                   f"({iterations}warm-up {pol.warmup_s:g} s, measure {pol.measure_s:g} s, cool-down {pol.cooldown_s:g} s, "
                   f"timeout {pol.timeout_s:g} s), {len(planned) - runnable} skipped; {when}")
@@ -89,7 +93,8 @@ def plan_document(matrix, planned, profile, rig, report):
     """The plan as JSON: what this host will run and skip (with reasons), and the doctor report it used."""
     return {
         "schema": PLAN_SCHEMA, "matrix": matrix.name, "rig": matrix.rig, "profile": profile,
-        "estimated_s": round(estimate_seconds(planned, matrix.policy, rig, matrix.repetitions_of)
+        "estimated_s": round(estimate_seconds(planned, matrix.policy, rig, matrix.repetitions_of,
+                                              {k.cell_id for k in matrix.known_answers})
                              + 2 * HOST_REFERENCE_ESTIMATE_S),
         "cells": [{"id": p.cell.id, "params": p.cell.params, "repetitions": matrix.repetitions_of(p.cell),
                    "skip_reason": p.skip_reason or None} for p in planned],

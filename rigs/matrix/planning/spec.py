@@ -53,16 +53,21 @@ HUGEPAGES = hugepages.VALUES  # what each means, and everything else of the axis
 # pressured_migrated: the CPUs on one node, memory where the kernel puts it (the local node first); the rig
 # fills that node while loading so pages spill to another, then migrates them back (rigs/redis).
 NUMA_POLICIES = numa.VALUES  # and everything else of the axis: rigs/matrix/knobs/numa.py
-STANDARD_AXES = ("jdk", "gc", "gc_opts", "heap", "pinning", "hugepages", "numa", "variant", "revision", "executor")
+STANDARD_AXES = ("jdk", "gc", "gc_opts", "heap", "pinning", "hugepages", "numa", "variant", "revision", "executor",
+                 "profile_launch")
 CANDIDATE_REVISION = "candidate"
 DEFAULTS = {"gc": "g1", "gc_opts": "default", "heap": "512m", "pinning": "none", "hugepages": "off",
-            "numa": "default", "variant": "stock", "executor": "process"}
+            "numa": "default", "variant": "stock", "executor": "process", "profile_launch": "extra"}
 # executor: where a cell's processes run. process = directly on the host; container = each in a podman
 # container of the rigs' OS image (rigs/matrix/knobs/container.py), placed by the same pinning and NUMA knobs.
 EXECUTORS = ("process", "container", "docker")
+# profile_launch: where a profiled cell's profiler runs (policy.profile; rigs/matrix/knobs/profiling.py). extra = in
+# one more launch a round, outside the timed ones (the numbers never carry it); timed = inside the timed launch
+# itself (no extra launch; its numbers carry the profiler's cost: `--set profile_launch=extra,timed` measures it).
+PROFILE_LAUNCHES = ("extra", "timed")
 # Axes added after results were stored: at this value a cell is what it was before the axis existed, so the
 # value stays out of the cell id (stored runs resume and compare as before).
-ID_NEUTRAL = {"executor": "process"}
+ID_NEUTRAL = {"executor": "process", "profile_launch": "extra"}
 # jdk = ["none"]: a matrix of native programs only (e.g. Redis); its cells start no JVM and need no JDK.
 NO_JDK = "none"
 # A value of the variant axis other than stock: a patch set built by Bazel, whole or its first k patches.
@@ -419,7 +424,7 @@ def _parse_pinning(where, name, body):
 
 def _check_values(where, axes, pinnings, gc_opts, variants):
     checks = {"gc": GCS, "hugepages": HUGEPAGES, "numa": NUMA_POLICIES, "pinning": tuple(pinnings),
-              "gc_opts": tuple(gc_opts), "executor": EXECUTORS}
+              "gc_opts": tuple(gc_opts), "executor": EXECUTORS, "profile_launch": PROFILE_LAUNCHES}
     for v in axes.get("variant", []):
         if v != "stock" and not VARIANT_RE.fullmatch(str(v)):
             raise SpecError(f"{where}: axis variant: {v!r} is not stock, patched:<set> or patched:<set>@<k>")

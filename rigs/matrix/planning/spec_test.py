@@ -33,10 +33,13 @@ class ExpansionTest(unittest.TestCase):
             self.assertEqual(cell.params["variant"], "stock")
         # revision has no default: cells of matrices without the axis do not carry it (their ids stay).
         self.assertEqual(set(cell.params), set(spec.STANDARD_AXES) - {"revision"} | {"mode"})
-        # The executor axis came later: its default stays out of the id, so stored cells keep theirs.
-        self.assertEqual(cell.params["executor"], "process")
-        self.assertEqual(cell.id, spec.cell_id({k: v for k, v in cell.params.items() if k != "executor"}))
+        # The executor and profile_launch axes came later: their defaults stay out of the id, so stored cells keep
+        # theirs.
+        self.assertEqual((cell.params["executor"], cell.params["profile_launch"]), ("process", "extra"))
+        self.assertEqual(cell.id, spec.cell_id({k: v for k, v in cell.params.items()
+                                                if k not in ("executor", "profile_launch")}))
         self.assertNotEqual(spec.cell_id(dict(cell.params, executor="container")), cell.id)
+        self.assertNotEqual(spec.cell_id(dict(cell.params, profile_launch="timed")), cell.id)
 
     def test_zip_pairs_instead_of_crossing(self):
         m = build({"axes": {"jdk": [11, 17], "gc": ["cms", "g1"]}, "zip": [{"axes": ["jdk", "gc"]}]})
@@ -193,6 +196,12 @@ class ValidationTest(unittest.TestCase):
                 ({"measure_s": True}, "measure_s = True: expected a number")):
             with self.assertRaisesRegex(spec.SpecError, re.escape(message)):
                 build({"policy": policy})
+
+    def test_where_the_profiler_runs_is_an_axis(self):
+        m = build({"policy": {"profile": ["cpu"]}}, overrides=["profile_launch=extra,timed"])
+        self.assertEqual(sorted(c.params["profile_launch"] for c in m.cells), ["extra", "timed"])
+        with self.assertRaisesRegex(spec.SpecError, "axis profile_launch: unknown value 'inside'; allowed: extra, timed"):
+            build(overrides=["profile_launch=inside"])
 
     def test_profiles_and_their_bad_input(self):
         m = build({"policy": {"profile": ["alloc", "cpu"]}})
