@@ -156,6 +156,39 @@ def blocks(record, name, out_dir, command=None):
                 render.TableBlock(["pair", "state", "worse by", "98% CI", "catches >=", "this run could see", "rounds",
                                    "run"], rows, "catches >=: the smallest regression the gate promises to catch "
                                                  "here (the larger of the asked effect and the rig's stated D).")]
+    out += profile_blocks(record)
     commands = [f"bazel run //tools:bisect -- --resume results/bisect-out/{name}"] + ([command] if command else [])
     out += [render.Heading("Rerun"), render.Code("\n".join(commands))]
+    return out
+
+
+def points(x):
+    return "-" if not isinstance(x, (int, float)) or x != x else f"{x:+.1f}"
+
+
+def profile_blocks(record):
+    """What moved in the profiles of the answer's run (the record's final_profiles: //tools:bisect's
+    answer_profiles), a table per event; none for a bisect without profiles."""
+    out = []
+    for e in record.get("final_profiles") or []:
+        if not isinstance(e, dict):
+            continue
+        event = str(e.get("event", "?"))[:20]
+        rows = [[str(r.get("frame", ""))[:70], points(r.get("baseline")).lstrip("+"),
+                 points(r.get("candidate")).lstrip("+"), points(r.get("change")),
+                 f"{points((r.get('interval') or [None, None])[0])}..{points((r.get('interval') or [None, None])[-1])}",
+                 "moved" if r.get("moved") is True else "noise"]
+                for r in e.get("rows") or [] if isinstance(r, dict)]
+        if not out:
+            out.append(render.Heading("What moved: the profiles of the first bad against the last good"))
+        if rows:
+            out.append(render.TableBlock(["frame", "last good", "first bad", "change", "interval", ""], rows[:10],
+                                         f"{event}: share of samples (points) in the answer's run, merged over its "
+                                         "rounds; the interval is Welch's over the rounds (Bonferroni over the "
+                                         "frames), 'noise' where it holds zero."))
+        if isinstance(e.get("flame_graph"), str):
+            out.append(render.Para(f"Differential flame graph ({event}): {e['flame_graph'][:200]} in the bisect's "
+                                   "folder (red grew, blue shrank)."))
+        if e.get("why"):
+            out.append(render.Para(f"Profile ({event}): {str(e['why'])[:300]}"))
     return out

@@ -285,18 +285,42 @@ def comparisons(result_set, event="cpu", self_only=False, top=10):
     profiled (analysis/compare.py pairs them as the summary does)."""
     if not any(d.get("profile") for d in result_set.docs):
         return []
+    return [_comparison(result_set.path, group, base_value, partner, cell, docs_by_cell, event, self_only, top)
+            for group, base_value, partner, cell, docs_by_cell in _pairs(result_set)]
+
+
+def pair_comparisons(result_set, axis, baseline_value, value, event="cpu", self_only=False, top=10):
+    """A Comparison for each cell whose `axis` is `value` against the cell with `baseline_value` and every other
+    parameter equal, whether or not the matrix declares that pair (a bisect's step compares its commit with the
+    bad end, neither of them the axis' baseline)."""
+    if not any(d.get("profile") for d in result_set.docs):
+        return []
+    docs_by_cell = {}
+    for d in result_set.docs:
+        docs_by_cell.setdefault(d["cell"]["id"], []).append(d)
+    cells = [c for c in compare.collect(result_set.docs) if c.statuses.get("ok")]
+
+    def others(c):
+        return {k: v for k, v in c.params.items() if k != axis}
     out = []
-    for group, base_value, partner, cell, docs_by_cell in _pairs(result_set):
-        base_runs, base_missing = profiles_of(result_set.path, docs_by_cell[partner.id], event)
-        cand_runs, cand_missing = profiles_of(result_set.path, docs_by_cell[cell.id], event)
-        comparison = Comparison("+".join(group), base_value, "/".join(cell.params[a] for a in group), partner.id,
-                                cell.id, event, base_runs, cand_runs, base_missing + cand_missing)
-        if base_runs and cand_runs:
-            comparison.rows = movers(base_runs, cand_runs, self_only=self_only, top=top)
-        comparison.gc = tuple([d["profile"]["gc"] for d in docs_by_cell[c.id]
-                               if d["status"] == "ok" and "gc" in d.get("profile", {})] for c in (partner, cell))
-        out.append(comparison)
+    for cell in (c for c in cells if c.params.get(axis) == value):
+        partner = next((c for c in cells if c.params.get(axis) == baseline_value and others(c) == others(cell)), None)
+        if partner is not None:
+            out.append(_comparison(result_set.path, (axis,), baseline_value, partner, cell, docs_by_cell, event,
+                                   self_only, top))
     return out
+
+
+def _comparison(run_dir, group, base_value, partner, cell, docs_by_cell, event, self_only, top):
+    base_runs, base_missing = profiles_of(run_dir, docs_by_cell[partner.id], event)
+    cand_runs, cand_missing = profiles_of(run_dir, docs_by_cell[cell.id], event)
+    comparison = Comparison("+".join(group), base_value, "/".join(cell.params[a] for a in group), partner.id,
+                            cell.id, event, base_runs, cand_runs, base_missing + cand_missing)
+    if base_runs and cand_runs:
+        comparison.rows = movers(base_runs, cand_runs, self_only=self_only, top=top)
+    comparison.gc = tuple([d["profile"]["gc"] for d in docs_by_cell[c.id]
+                           if d["status"] == "ok" and "gc" in d.get("profile", {})] for c in (partner, cell))
+    return comparison
 
 
 INSTRUCTIONS_UNIT = "instructions/request"

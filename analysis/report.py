@@ -26,7 +26,7 @@ from analysis import bisect_report, ceilings, compare, crosshost, oneline, plots
 # The kinds and the preparation of their documents: analysis/kinds.py.
 from analysis.kinds import KINDS, ReportError, prepare
 # The report's sections after its comparison tables (attribution, threads, observations, provenance).
-from analysis.report_sections import (attribution_blocks, observation_tables, profile_blocks, provenance_appendix,
+from analysis.report_sections import (attribution_blocks, monitor_blocks, observation_tables, profile_blocks, provenance_appendix,
                                       rerun_commands, sequential_blocks, tail_blocks, thread_cpu_blocks, verdict)
 from results import safeio
 
@@ -255,6 +255,7 @@ def build(kind_name, sets, out_dir, metrics=None, axis=None, allow_mismatch=Fals
             caption="Reference rows: the authors' numbers, not measured by tunelab; their setups differ from ours"))
 
     blocks += thread_cpu_blocks(prepared.docs, out_dir)
+    blocks += monitor_blocks(prepared.docs, out_dir)
     blocks += profile_blocks(measured, out_dir)
     blocks += tail_blocks(prepared.docs)
     blocks += observation_tables(prepared.docs)

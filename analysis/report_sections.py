@@ -100,6 +100,44 @@ def thread_cpu_blocks(docs, out_dir):
     return blocks
 
 
+MONITOR_CELLS = 8  # the report draws the host of this many cells; the rest are named in a line
+
+
+def monitor_blocks(docs, out_dir):
+    """The host during each cell's runs (the results' monitors, issue 63): per cell, each run's cores busy
+    (user + system + iowait) and stolen over time, so a reader sees whether a slow run had a busy host; a table
+    of each cell's largest steal and load. None for results measured before monitors were stored."""
+    cells = _ok_cells(docs, lambda d: (d.get("monitors") or {}).get("t"))
+    if not cells:
+        return []
+    blocks = [render.Heading("The host during each cell")]
+    rows = []
+    for index, (label, cell_docs) in enumerate(cells):
+        lines, steal_max, load_max = [], 0.0, 0.0
+        for d in cell_docs:
+            m = d["monitors"]
+            s = m["series"]
+            busy = [sum(v for v in (s.get(f"host_cpu_{mode}_cores", [None] * len(m["t"]))[i] for mode in
+                                    ("user", "system", "iowait")) if v is not None) for i in range(len(m["t"]))]
+            steal = [v or 0.0 for v in s.get("host_cpu_steal_cores", [0.0] * len(m["t"]))]
+            rep = d["cell"]["repetition"]
+            lines += [(f"r{rep} busy", m["t"], busy), (f"r{rep} steal", m["t"], steal)]
+            steal_max = max([steal_max] + steal)
+            load_max = max([load_max] + [v for v in s.get("host_load1", []) if v is not None])
+        rows.append([label[:60], str(len(cell_docs)), f"{steal_max:.2f}", f"{load_max:.2f}"])
+        if index < MONITOR_CELLS:
+            path = plots.series(os.path.join(out_dir, f"monitor_{index}.png"), f"host during {label}"[:90],
+                                "cores", lines)
+            blocks.append(render.Figure(path, f"{label}: the host's cores busy (user + system + iowait) and "
+                                              "stolen by the hypervisor, once a second, each run."))
+    if len(cells) > MONITOR_CELLS:
+        blocks.append(render.Para(f"{len(cells) - MONITOR_CELLS} more cells: their figures are left out; the table "
+                                  "has them all."))
+    blocks.append(render.TableBlock(["cell", "runs", "steal max (cores)", "load max"], rows,
+                                    caption="The largest steal and load average any run of the cell saw."))
+    return blocks
+
+
 def tail_blocks(docs):
     """Latency tails per cell from its runs' merged distributions (analysis/distributions.py), ms with a 95 %
     bootstrap interval over runs; nothing for results that kept no distribution."""

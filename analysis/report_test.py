@@ -218,6 +218,26 @@ class ReportTest(unittest.TestCase):
         plain = self.build("axis", [resultsets.load_run(REAL_RUN, name="plain")])
         self.assertFalse([b for b in plain if getattr(b, "text", "").startswith("Profile (")])
 
+    def test_the_host_during_each_cell_is_drawn_from_the_results_monitors(self):
+        # A real watched run (testdata/monitored_run/README.md): every result holds its launch's monitors.
+        folder = os.path.join(HERE, "testdata", "monitored_run", "vm-0035969e", "20261129T072540Z-7aef")
+        monitored = resultsets.load_run(folder, name="monitored")
+        blocks = self.build("axis", [monitored])
+        start = next(i for i, b in enumerate(blocks) if getattr(b, "text", "") == "The host during each cell")
+        cells = {d["cell"]["id"] for d in monitored.docs if d["status"] == "ok"}
+        figures = [b for b in blocks[start + 1:] if hasattr(b, "path")][:len(cells)]
+        self.assertTrue(all(os.path.getsize(f.path) > 5000 for f in figures))
+        self.assertIn("stolen by the hypervisor", figures[0].caption)
+        table = next(b for b in blocks[start:] if getattr(b, "columns", None) == ["cell", "runs", "steal max (cores)",
+                                                                                  "load max"])
+        self.assertEqual(len(table.rows), len(cells))
+        loads = [max(v for v in d["monitors"]["series"]["host_load1"] if v is not None)
+                 for d in monitored.docs if d["status"] == "ok"]
+        self.assertEqual(max(float(r[3]) for r in table.rows), round(max(loads), 2))
+        # Results from before monitors were stored get no such section.
+        plain = self.build("axis", [resultsets.load_run(REAL_RUN, name="plain")])
+        self.assertFalse([b for b in plain if getattr(b, "text", "") == "The host during each cell"])
+
     def test_latency_tails_come_from_each_cells_merged_runs(self):
         def doc(variant, rep, slow, status="ok"):
             # 1,000 requests a run: 990 at or below 0.2 ms, the rest at `slow` ms.

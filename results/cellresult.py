@@ -92,6 +92,11 @@ class CellResult:
         self._open()
         self._doc["steady_state"] = {"band": band, "metrics": dict(metrics)}
 
+    def add_monitors(self, monitors):
+        """The launch's monitors (rigs/matrix/cell/monitor.py): the host and the rig's live values once a
+        second, bounded there."""
+        self._doc["monitors"] = copy.deepcopy(monitors)
+
     def add_profile(self, profile):
         """The profiled launch's block (rigs/matrix/cell/cellrunner.py _profile): its events, the stored
         recording and collapsed stacks, or why it is missing. Taken after the status too: the profile comes from

@@ -292,9 +292,23 @@ def write_side_document(folder, name, doc):
 
 def write_fleet_state(results_root, fleet_id, doc):
     """The fleet controller's state file, results/.fleet/<fleet id>/fleet.json."""
+    safeio.write_json(os.path.join(_fleet_folder(results_root, fleet_id), "fleet.json"), doc)
+
+
+def write_fleet_service_discovery(results_root, fleet_id, targets):
+    """Prometheus' file_sd list of a watched fleet run's endpoints ([{targets, labels}]), beside its state:
+    results/.fleet/<fleet id>/prometheus-sd.json; its path."""
+    if not isinstance(targets, list) or not all(isinstance(t, dict) and set(t) == {"targets", "labels"} for t in targets):
+        raise StoreError("a service discovery file holds a list of {targets, labels}")
+    path = os.path.join(_fleet_folder(results_root, fleet_id), "prometheus-sd.json")
+    safeio.write_json(path, targets)
+    return path
+
+
+def _fleet_folder(results_root, fleet_id):
     if not re.fullmatch(r"^fleet-[0-9]{8}T[0-9]{6}Z-[0-9a-f]{4}$", fleet_id):
         raise StoreError(f"fleet id {fleet_id[:80]!r}: not a fleet id")
-    safeio.write_json(os.path.join(results_root, ".fleet", fleet_id, "fleet.json"), doc)
+    return os.path.join(results_root, ".fleet", fleet_id)
 
 
 def _same_bytes(path, data):

@@ -22,6 +22,9 @@ _AARCH64_STAND_INS = [
 # Marks the filegroup each rig_matrix call makes of its rig's registration; rig_registry collects them.
 _REGISTRATION_TAG = "rig_registration"
 
+# Marks the py_library each rig_matrix call makes of its rig's code; rig_registry collects them too.
+_RIG_CODE_TAG = "rig_code"
+
 def _java_classpath_impl(ctx):
     # An overlay's own jars come first, so its classes win over the same classes in the stock jars.
     first = [jar for o in ctx.attr.overlay for jar in o[JavaInfo].runtime_output_jars]
@@ -58,6 +61,7 @@ def rig_matrix(
         smoke_size = "medium",
         extra_smoke_profiles = [],
         dockerd_smoke_profiles = [],
+        watched_smoke_profiles = [],
         smoke_needs = {},
         aarch64_data = []):
     """A runnable matrix for one rig, with its tests.
@@ -67,6 +71,7 @@ def rig_matrix(
       <name>_dry_run_test: plans every profile's cells on this host (fast; no rig runs).
       <name>_smoke_test: runs the `smoke_profile` for real into a temporary folder and checks the stored
         results (tagged integration and exclusive: it measures, so it runs alone).
+      <name>_rig_code: a py_library of the rig's code, which rig_registry collects.
       <name>.args: the arguments `bazel run` passes, one per line (runfiles-relative paths), for running the
         matrix elsewhere from a copy of its runfiles (e.g. inside //tools/guest's guest).
       <name>_bundle: <name>_bundle.tar.gz, the target with its runfiles and arguments as one archive for
@@ -90,6 +95,8 @@ def rig_matrix(
       extra_smoke_profiles: more profiles run for real the same way, each as <name>_<profile>_test.
       dockerd_smoke_profiles: profiles run the same way with a Docker engine the test starts for itself
         (executor=docker; its own data root, no bridge, no iptables), each as <name>_<profile>_test.
+      watched_smoke_profiles: profiles run the same way while Debian's Prometheus (on loopback, started by
+        the test) scrapes the run's live metrics endpoint (--metrics-port), each as <name>_<profile>_watched_test.
       smoke_needs: {profile: [tag]}: what a profile's smoke test needs of its host beyond root, as tags that
         tools/cleanroom/cleanroom.sh knows (e.g. "needs-podman"); dockerd_smoke_profiles get "needs-dockerd".
       aarch64_data: the aarch64 builds of the rig's native files, each named as what it stands in for plus
@@ -129,6 +136,11 @@ def rig_matrix(
         name = name + "_registration",
         srcs = [rig.rsplit(":", 1)[0] + ":rig.toml", matrix, workload_toml],
         tags = [_REGISTRATION_TAG],
+    )
+    py_library(
+        name = name + "_rig_code",
+        deps = [rig],
+        tags = [_RIG_CODE_TAG],
     )
     native.genrule(
         name = name + "_args",
@@ -175,6 +187,9 @@ def rig_matrix(
     ] + [
         ("%s_%s_test" % (name, p), p, ["--dockerd"], ["needs-dockerd"])
         for p in dockerd_smoke_profiles
+    ] + [
+        ("%s_%s_watched_test" % (name, p), p, ["--prometheus"], [])
+        for p in watched_smoke_profiles
     ]:
         py_test(
             name = test_name,
@@ -190,11 +205,17 @@ def rig_matrix(
 def rig_registry(name, visibility = None):
     """The registry of every rig: call once, after the last rig_matrix call of the package.
 
+    Args:
+      name: the registry's name ("registry": rigs/registry.py).
+      visibility: who may read it (the tools that read the registry).
+
     Creates:
       <name>s: a filegroup of every rig_matrix's registration (the rig's rig.toml, its matrix.toml and its
         workload.toml), collected from the calls above it, so adding a rig adds no line here.
       <name>: the py_library rigs/registry.py with those files, for what reads the registry (the site, the
         calibrator, the gate's tests).
+      <name>_rigs: a py_library of every rig's code (rigs.<rig>.rig), for what reads the rigs' declarations
+        (the live dashboard, tools/grafana), collected the same way.
     """
     registrations = sorted([
         ":" + rule["name"]
@@ -204,6 +225,15 @@ def rig_registry(name, visibility = None):
     native.filegroup(
         name = name + "s",
         srcs = registrations,
+    )
+    py_library(
+        name = name + "_rigs",
+        deps = sorted([
+            ":" + rule["name"]
+            for rule in native.existing_rules().values()
+            if rule["kind"] == "py_library" and _RIG_CODE_TAG in rule.get("tags", [])
+        ]),
+        visibility = visibility,
     )
     py_library(
         name = name,

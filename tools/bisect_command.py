@@ -22,6 +22,7 @@ UNKNOWN (the rounds it would need are printed); 4 the regression did not reprodu
 
 import argparse
 import datetime
+import subprocess
 import glob
 import math
 import os
@@ -31,7 +32,7 @@ import shlex
 import sys
 import time
 
-from analysis import bisect_report, resultsets, thresholds
+from analysis import bisect_report, profiles, resultsets, thresholds
 from analysis.gate_decision import GateError
 from results import safeio, store
 from rigs.host import hoststate
@@ -43,7 +44,7 @@ EXIT_FOUND, EXIT_UNUSABLE, EXIT_UNKNOWN, EXIT_NOT_REPRODUCED, EXIT_INTERRUPTED =
 SCHEMA, RECORD = bisect_report.SCHEMA, bisect_report.RECORD
 BUILD_ESTIMATE_S = 90  # a worktree build of a matrix target here: ~30 s (calibration) to a few minutes (Hadoop)
 OWNED_SETTINGS = ("revision", "policy.repetitions")  # the bisect sets these itself
-RESUME_TAKES = {"budget", "force", "builder", "keep_builds", "results_dir", "state_dir", "answer_file"}
+RESUME_TAKES = {"budget", "force", "builder", "keep_builds", "results_dir", "state_dir", "answer_file", "java", "converter"}
 
 
 def parse_duration(text):
@@ -91,6 +92,8 @@ def parse_args(argv):
     p.add_argument("--results-dir", help="where runs and bisects are stored (default: <workspace>/results)")
     p.add_argument("--state-dir", default=hoststate.default_state_dir(),
                    help="the host state folder holding the bisect lock (as the runner's)")
+    p.add_argument("--java", help=argparse.SUPPRESS)  # with --converter: the answer's differential flame graphs
+    p.add_argument("--converter", help=argparse.SUPPRESS)
     args = p.parse_args(argv)
     if args.resume:
         given = [k for k, v in vars(args).items() if k not in RESUME_TAKES | {"resume"} and v != p.get_default(k)]
@@ -107,6 +110,8 @@ def parse_args(argv):
     if not 3 <= args.rounds <= args.max_rounds <= 200:
         p.error(f"--rounds {args.rounds} --max-rounds {args.max_rounds}: need 3 <= rounds <= max-rounds <= 200 (the "
                 "gate's rule needs 3 rounds to test)")
+    if args.java and args.converter:  # given relative to the runfiles by the target's args
+        args.java, args.converter = os.path.abspath(args.java), os.path.abspath(args.converter)
     for item in args.set:
         if item.split("=", 1)[0].strip() in OWNED_SETTINGS + ((args.axis,) if args.axis else ()):
             p.error(f"--set {item}: the bisect sets {' and '.join(OWNED_SETTINGS)} itself (use --rounds)")
@@ -408,10 +413,60 @@ def final(bisect, answer):
             rec["final"] = measured
         else:
             print(f"== the first bad commit {short(first_bad)} against {short(last_good)}", flush=True)
-            rec["final"] = bisect.measure(first_bad, {"good": last_good}, [("good", "candidate")], rec["rounds"],
-                                          "final")
+            rec["final"] = dict(bisect.measure(first_bad, {"good": last_good}, [("good", "candidate")],
+                                               rec["rounds"], "final"), roles=["good", "candidate"])
         bisect.save()
     return rec["final"]["pairs"]["good->candidate"]
+
+
+PROFILES_FOLDER = "profiles"
+
+
+def answer_profiles(bisect, answer):
+    """What moved in the profiles of the answer's run (a run with policy.profile, e.g. --set policy.profile=cpu):
+    for each profiled event, the first bad commit against the last good one, its movers with their intervals
+    over the rounds and, given --java and --converter, the differential flame graph in the bisect's folder.
+    Stored as the record's `final_profiles`; [] for a run without profiles."""
+    rec = bisect.record
+    final = rec["final"] or {}
+    axis = rec.get("axis") or "revision"
+    base, cand = ((answer["last_good"], answer["first_bad"]) if rec.get("axis")
+                  else tuple(final.get("roles") or ("good", "candidate")))
+    try:
+        result_set = resultsets.resolve(final["run"], bisect.results_root)
+        events = profiles.profiled_events(result_set)
+        found = [c for e in events for c in profiles.pair_comparisons(result_set, axis, base, cand, e)]
+    except (KeyError, resultsets.ResultSetError, profiles.ProfileError) as e:
+        return [{"event": "-", "why": f"its profiles could not be read: {e}"}]
+    out = []
+    for c in found:
+        entry = {"event": c.event, "cell": c.cell_id, "runs": [len(c.baseline_runs), len(c.candidate_runs)],
+                 "movers": profiles.one_line(c.rows, limit=3) if c.rows else "",
+                 "rows": [{"frame": m.short, "baseline": float(m.baseline), "candidate": float(m.candidate),
+                           "change": float(m.change), "interval": [finite(float(m.low)), finite(float(m.high))],
+                           "moved": bool(m.moved)} for m in c.rows[:10]],
+                 "why": "; ".join(c.missing)[:300] if not c.rows else ""}
+        if c.rows and bisect.args.java and bisect.args.converter:
+            try:
+                page = profiles.flame_graph(bisect.args.java, bisect.args.converter, c,
+                                            os.path.join(bisect.folder, PROFILES_FOLDER))
+                entry["flame_graph"] = os.path.relpath(page, bisect.folder)
+            except (profiles.ProfileError, OSError, subprocess.SubprocessError) as e:
+                entry["why"] = f"no flame graph: {e}"[:300]
+        out.append(entry)
+    return out
+
+
+def profile_text(entries):
+    """The answer's lines of what moved in its profiles."""
+    lines = []
+    for e in entries:
+        if e.get("movers"):
+            line = f"profile ({e['event']}, {e['runs'][0]}/{e['runs'][1]} runs): {e['movers']}"
+            lines.append(line + (f"; differential flame graph {e['flame_graph']}" if e.get("flame_graph") else ""))
+        if e.get("why"):
+            lines.append(f"profile ({e['event']}): {e['why']}")
+    return lines
 
 
 def measured_pair(rec, good, bad):
@@ -419,13 +474,13 @@ def measured_pair(rec, good, bad):
     run measured the two: the confirmation, a step of `bad` with `good` as its good end, or a step of `good`
     with `bad` as its bad end."""
     if (good, bad) == (rec["good"], rec["bad"]):
-        return rec["confirmation"]
+        return dict(rec["confirmation"], roles=["good", "candidate"])
     for commit, m in rec["measures"].items():
         against = m.get("against", {})
         if commit == bad and against.get("good") == good:
-            return dict(m, pairs={"good->candidate": m["pairs"]["good->candidate"]})
+            return dict(m, pairs={"good->candidate": m["pairs"]["good->candidate"]}, roles=["good", "candidate"])
         if commit == good and against.get("bad") == bad:
-            return dict(m, pairs={"good->candidate": m["pairs"]["candidate->bad"]})
+            return dict(m, pairs={"good->candidate": m["pairs"]["candidate->bad"]}, roles=["candidate", "bad"])
     return None
 
 
@@ -470,6 +525,10 @@ def run_bisect(bisect):
     if answer["skipped_between"]:
         text += ("\n   commits between them that do not build (the culprit may be one of them): "
                  + ", ".join(f"{short(c)} {rec['subjects'].get(c, '')[:50]}" for c in answer["skipped_between"]))
+    if rec.get("final_profiles") is None:
+        rec["final_profiles"] = answer_profiles(bisect, answer)
+        bisect.save()
+    text += "".join(f"\n   {line}" for line in profile_text(rec["final_profiles"]))
     return finish(bisect, "found", text, EXIT_FOUND, answer)
 
 

@@ -7,15 +7,28 @@ import contextlib
 import io
 import json
 import os
+import shutil
 import stat
 import subprocess
+import sys
 import tempfile
 import textwrap
+import types
 import unittest
 
+from analysis import bisect_report
 from rigs.host import hoststate
 from tools import bisect_build, bisect_command
 from tools.bisect_build import BisectInputError, BuildFailed
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+# A recorded profiled run (analysis/testdata/profiled_run/README.md): the calibration loop with 0 and 20 % of
+# injected spin, profiled (cpu) 3 rounds; the answer's run of an axis bisect over injected_slowdown_pct.
+PROFILED_RUN = os.path.join(os.path.dirname(HERE), "analysis", "testdata", "profiled_run", "vm-0035969e",
+                            "20261128T191712Z-edcd")
+# The java and converter jar //tools:bisect_test is given (its args, as //tools:bisect's).
+TOOLS = {k: os.path.abspath(v) for k, v in (a[2:].split("=", 1) for a in sys.argv[1:] if a.startswith("--"))}
+del sys.argv[1:]
 
 
 def git(repo, *args):
@@ -191,6 +204,65 @@ class Builds(unittest.TestCase):
         self.assertEqual(self.builder.build(self.good).runfiles, build.runfiles)
         self.builder.remove([self.good])
         self.assertFalse(os.path.exists(build.runfiles))
+
+
+class AnswerProfiles(unittest.TestCase):
+    """What moved between the last good and the first bad value, from the answer run's profiles."""
+
+    def bisect(self, run, converter=True):
+        folder = tempfile.mkdtemp(dir=os.environ.get("TEST_TMPDIR"))
+        args = types.SimpleNamespace(java=TOOLS["java"], converter=TOOLS["converter"] if converter else None)
+        return types.SimpleNamespace(record={"axis": "injected_slowdown_pct", "final": {"run": run}}, folder=folder,
+                                     results_root=folder, args=args)
+
+    def test_the_injected_spin_moved_and_its_flame_graph_is_drawn(self):
+        bisect = self.bisect(PROFILED_RUN)
+        [entry] = bisect_command.answer_profiles(bisect, {"last_good": "0", "first_bad": "20"})
+        self.assertEqual((entry["event"], entry["runs"]), ("cpu", [3, 3]))
+        self.assertRegex(entry["movers"], r"^Calibration\.spin \+[0-9.]+ points")
+        self.assertTrue(entry["rows"][0]["moved"])
+        self.assertLess(entry["rows"][0]["interval"][0], entry["rows"][0]["change"])
+        page = os.path.join(bisect.folder, entry["flame_graph"])
+        self.assertTrue(page.startswith(os.path.join(bisect.folder, "profiles") + os.sep) and os.path.isfile(page))
+        [line] = bisect_command.profile_text([entry])
+        self.assertIn("profile (cpu, 3/3 runs): Calibration.spin +", line)
+        self.assertIn("differential flame graph profiles/", line)
+
+    def test_the_report_shows_the_movers_and_reads_a_hostile_entry_as_text(self):
+        [entry] = bisect_command.answer_profiles(self.bisect(PROFILED_RUN), {"last_good": "0", "first_bad": "20"})
+        hostile = {"event": "lock" * 30, "rows": [{"frame": "x" * 500, "baseline": "1", "change": float("nan")}, 7],
+                   "why": ["not", "text"], "flame_graph": 3}
+        blocks = bisect_report.profile_blocks({"final_profiles": [entry, "junk", hostile]})
+        heading, table, flame, other = blocks[:4]
+        self.assertIn("What moved", heading.text)
+        self.assertEqual(table.rows[0][0], "Calibration.spin")
+        self.assertEqual(table.rows[0][-1], "moved")
+        self.assertIn(entry["flame_graph"], flame.text)
+        self.assertEqual(other.rows, [["x" * 70, "-", "-", "-", "-..-", "noise"]])
+        self.assertEqual(len(blocks), 5)  # the hostile entry's table and its reason; no flame graph line
+        self.assertEqual(bisect_report.profile_blocks({}), [])
+
+    def test_the_pair_is_oriented_as_the_answer_names_it(self):
+        # A bisect's good end need not be the matrix's baseline value: 20 as the good end, 0 as the bad one.
+        [entry] = bisect_command.answer_profiles(self.bisect(PROFILED_RUN, converter=False),
+                                                 {"last_good": "20", "first_bad": "0"})
+        self.assertRegex(entry["movers"], r"^Calibration\.spin -[0-9.]+ points")
+        self.assertNotIn("flame_graph", entry)
+
+    def test_a_run_without_profiles_adds_nothing_and_an_unreadable_one_says_why(self):
+        plain = os.path.join(tempfile.mkdtemp(dir=os.environ.get("TEST_TMPDIR")), "run")
+        shutil.copytree(PROFILED_RUN, plain, ignore=shutil.ignore_patterns("profiles"))
+        for name in os.listdir(os.path.join(plain, "cells")):
+            path = os.path.join(plain, "cells", name)
+            with open(path) as f:
+                doc = json.load(f)
+            doc.pop("profile", None)
+            with open(path, "w") as f:
+                json.dump(doc, f)
+        self.assertEqual(bisect_command.answer_profiles(self.bisect(plain), {"last_good": "0", "first_bad": "20"}), [])
+        [entry] = bisect_command.answer_profiles(self.bisect("/nonexistent/run"), {"last_good": "0", "first_bad": "20"})
+        self.assertIn("could not be read", entry["why"])
+        self.assertEqual(bisect_command.profile_text([entry]), [f"profile (-): {entry['why']}"])
 
 
 if __name__ == "__main__":

@@ -2,11 +2,13 @@
 
 from typing import Mapping
 
-from rigs.matrix.contract.rig import MAIN_ROLE, CellView, Launch, Param, Parsed, PolicyView, Rig, Sample
+from rigs.matrix.contract.rig import MAIN_ROLE, CellView, Launch, LiveMetric, Param, Parsed, PolicyView, Rig, Sample
 from rigs.matrix.contract.workload import Workload
 from results import safeio
 
 UNITS = {"cpu_loop_rate": "ops/s", "memory_copy_rate": "MiB/s"}
+# The per-second rate lines, as a watched run serves them (issue 63).
+LIVE_NAMES = {"cpu_loop_rate": "cpu_loop_ops_per_second", "memory_copy_rate": "memory_copy_mib_per_second"}
 
 
 class CalibrationRig(Rig):
@@ -18,6 +20,17 @@ class CalibrationRig(Rig):
         "injected_slowdown_pct": Param(float, low=0, high=99.9, doc="a known slowdown, for gate calibration"),
         "arm": Param(doc="a label only: two arms of one configuration (A/A calibration)"),
     }
+    live_metrics = {
+        "cpu_loop_ops_per_second": LiveMetric("gauge", "The CPU loop's rate over the last second (mode=cpu)"),
+        "memory_copy_mib_per_second": LiveMetric("gauge", "The memory copy's rate over the last second (mode=memory)"),
+    }
+
+    def live(self, role: str, line: str) -> Mapping[str, float]:
+        if role != MAIN_ROLE or not line.startswith("{"):
+            return {}
+        rec = safeio.parse_json(line)
+        name = LIVE_NAMES.get(str(rec.get("metric"))) if isinstance(rec, dict) else None
+        return {name: float(rec["value"])} if name else {}
 
     def launch(self, cell: CellView, workload: Workload, policy: PolicyView, workdir: str, data: Mapping[str, str],
                inputs_dir: str) -> Launch:

@@ -231,6 +231,12 @@ class MapReduceRig(Rig):
                       generated_inputs=dict(input_digests), wrapper=wrapper,
                       state={"job": p["job"], "output": out_dir, "expected_output_sha256": expected})
 
+    # A watched run's live values: the iterating driver's cost lines (issue 63).
+    live_metrics = iterations.LIVE_METRICS
+
+    def live(self, role: str, line: str) -> Mapping[str, float]:
+        return iterations.live_values(line) if role == MAIN_ROLE else {}
+
     def parse(self, outputs: Mapping[str, str], policy: PolicyView, workdir: str, launch: Launch) -> Parsed:
         stdout_text = outputs[MAIN_ROLE]
         found = iterations.split(stdout_text)

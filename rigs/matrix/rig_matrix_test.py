@@ -5,18 +5,23 @@ estimated time. --mode=smoke runs the given profile for real into a temporary re
 what was stored: a complete manifest, schema-valid results, evidence for every knob of every ok cell, and
 a reason for every cell that did not run. With --dockerd, the test first starts a Docker engine of its own
 (Debian's docker.io: its own data root and socket, no bridge, no iptables) for executor=docker cells, and
-stops it at the end.
+stops it at the end. With --prometheus, the run is watched (--metrics-port) by Debian's Prometheus, which the
+test starts on loopback and reads back through its HTTP API: every cell that ran with its labels, a CPU rate
+that moved, the host's steal (issue 63).
 """
 
 import io
 import json
 import os
 import shutil
+import socket
 import subprocess
 import sys
 import tempfile
 import time
 import tomllib
+import urllib.parse
+import urllib.request
 import unittest
 
 from rich.console import Console
@@ -82,6 +87,64 @@ class Dockerd:
         shutil.rmtree(self.root, ignore_errors=True)
 
 
+def free_port():
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+class Prometheus:
+    """Debian's Prometheus (./bazelw installs it) on loopback, scraping `target` every second, its data in a
+    folder of the test's."""
+
+    def __init__(self, target, root):
+        binary = shutil.which("prometheus") or "/usr/bin/prometheus"
+        if not os.path.exists(binary):
+            raise AssertionError("no prometheus: ./bazelw installs Debian's prometheus")
+        self.port = free_port()
+        config = os.path.join(root, "prometheus.yml")
+        with open(config, "w") as f:
+            f.write("global:\n  scrape_interval: 1s\n  scrape_timeout: 900ms\nscrape_configs:\n  - job_name: tunelab\n"
+                    f"    static_configs:\n      - targets: ['{target}']\n")
+        self.log = open(os.path.join(root, "prometheus.log"), "w")
+        self.popen = subprocess.Popen(
+            [binary, f"--config.file={config}", f"--storage.tsdb.path={root}/data",
+             f"--web.listen-address=127.0.0.1:{self.port}", "--log.level=warn"],
+            stdout=self.log, stderr=subprocess.STDOUT, start_new_session=True)
+        deadline = time.monotonic() + 60
+        while True:
+            try:
+                with urllib.request.urlopen(f"http://127.0.0.1:{self.port}/-/ready", timeout=2) as r:
+                    if r.status == 200:
+                        return
+            except OSError:
+                pass
+            if self.popen.poll() is not None or time.monotonic() > deadline:
+                self.stop()
+                raise AssertionError(f"prometheus did not become ready (see {root}/prometheus.log)")
+            time.sleep(0.3)
+
+    def series(self, query, start, end):
+        """[(labels, [values])] of a range query over [start, end], one point a second."""
+        url = (f"http://127.0.0.1:{self.port}/api/v1/query_range?" +
+               urllib.parse.urlencode({"query": query, "start": start, "end": end, "step": 1}))
+        with urllib.request.urlopen(url, timeout=30) as r:
+            answer = json.load(r)
+        if answer.get("status") != "success":
+            raise AssertionError(f"{query}: {answer}")
+        return [(s["metric"], [float(v) for _, v in s["values"]]) for s in answer["data"]["result"]]
+
+    def stop(self):
+        if self.popen.poll() is None:
+            self.popen.terminate()
+            try:
+                self.popen.wait(timeout=30)
+            except subprocess.TimeoutExpired:
+                self.popen.kill()
+                self.popen.wait()
+        self.log.close()
+
+
 def matrix_path():
     return next(a.split("=", 1)[1] for a in RIG_ARGS if a.startswith("--matrix="))
 
@@ -104,10 +167,19 @@ class RigMatrixTest(unittest.TestCase):
             self.addCleanup(dockerd.stop)
         tmp = os.environ["TEST_TMPDIR"]
         results_dir = os.path.join(tmp, "results")
+        watched, prometheus = [], None
+        if "--prometheus" in MODE_ARGS:
+            port = free_port()
+            prometheus = Prometheus(f"127.0.0.1:{port}", tempfile.mkdtemp(dir=tmp))
+            self.addCleanup(prometheus.stop)
+            watched = ["--metrics-port", str(port)]
+        started = time.time()
         code, out = run(["--profile", PROFILE, "--results-dir", results_dir,
-                         "--state-dir", os.path.join(tmp, "state")])
+                         "--state-dir", os.path.join(tmp, "state")] + watched)
         print(out)
         self.assertEqual(code, runner.EXIT_OK, out)
+        if prometheus:
+            self.check_watched(prometheus, results_dir, started, time.time(), out)
         (host,) = os.listdir(results_dir)
         (run_id,) = os.listdir(os.path.join(results_dir, host))
         run_dir = os.path.join(results_dir, host, run_id)
@@ -129,6 +201,10 @@ class RigMatrixTest(unittest.TestCase):
                 continue
             self.assertEqual(doc["status"], "ok", doc.get("reason"))
             ok += 1
+            # The launch's monitors: the host once a second and at its end (issue 63), in every result.
+            monitors = doc["monitors"]
+            self.assertTrue(monitors["t"] and "host_load1" in monitors["series"], monitors)
+            self.assertFalse(monitors.get("problem"), monitors.get("problem"))
             ev = doc["evidence"]
             if ev.get("native_program"):  # a native server under test (Redis): the program it ran, proven
                 self.assertRegex(ev["executable"]["sha256"], "^[0-9a-f]{64}$")
@@ -148,31 +224,72 @@ class RigMatrixTest(unittest.TestCase):
                 if placed["cpuset_cpus"]:
                     self.assertEqual(ev["process_status"]["Cpus_allowed_list"], placed["cpuset_cpus"])
             self.assertEqual(doc["provenance"]["host"]["host"]["host_id"], host)
-            # A profiled cell (policy.profile): its extra launch's recording and stacks stored as recorded; a
-            # native server's by perf, unless this host's perf cannot sample (then missing with that reason).
-            profile = doc.get("profile")
-            native_problem = perfrecord.problem(perfrecord.binary()) if ev.get("native_program") else ""
-            known_answer = any(k["cell_id"] == doc["cell"]["id"] for k in manifest["matrix"].get("known_answers", []))
-            if doc["policy"].get("profile") and not known_answer and not native_problem:
-                # Where the profiler ran: in an extra launch, or in the timed launch itself (profile_launch=timed).
-                self.assertEqual(profile.get("launch"), params.get("profile_launch", "extra"), profile)
-            for event in doc["policy"].get("profile", []) if not known_answer else []:
-                if native_problem:
-                    self.assertEqual(profile.get("missing"), native_problem)
-                    continue
-                self.assertNotIn("missing", profile, profile.get("missing"))
-                recording = profile["perf_script"] if ev.get("native_program") else profile["jfr"]
-                for stored in (recording, profile["collapsed"][event]):
-                    self.assertEqual(safeio.sha256_of(os.path.join(run_dir, stored["file"])), stored["sha256"])
-                if ev.get("native_program"):  # the server's own code, unwound to its main
-                    stacks = profiles.read_collapsed(os.path.join(run_dir, profile["collapsed"][event]["file"]))
-                    self.assertGreater(sum(n for stack, n in stacks.items() if "main" in stack), 0, stacks)
+            self.check_cell_profile(doc, manifest, run_dir)
             # Every server the cell started (a ZooKeeper, a NameNode, redis-server) is gone, its ports free.
             for role, server in ev.get("servers", {}).items():
                 self.assertTrue(all(server["ports_freed"].values()), (role, server))
                 self.assertFalse(processes.running_with_argv(doc["provenance"]["commands"][role]), role)
         self.assertGreater(ok, 0)
         self.check_profiles(run_dir)
+
+    def check_cell_profile(self, doc, manifest, run_dir):
+        """A profiled cell (policy.profile): its extra launch's recording and stacks stored as recorded; a native
+        server's by perf, unless this host's perf cannot sample (then missing with that reason)."""
+        ev, params = doc["evidence"], doc["cell"]["params"]
+        profile = doc.get("profile")
+        native_problem = perfrecord.problem(perfrecord.binary()) if ev.get("native_program") else ""
+        known_answer = any(k["cell_id"] == doc["cell"]["id"] for k in manifest["matrix"].get("known_answers", []))
+        if doc["policy"].get("profile") and not known_answer and not native_problem:
+            # Where the profiler ran: in an extra launch, or in the timed launch itself (profile_launch=timed).
+            self.assertEqual(profile.get("launch"), params.get("profile_launch", "extra"), profile)
+        for event in doc["policy"].get("profile", []) if not known_answer else []:
+            if native_problem:
+                self.assertEqual(profile.get("missing"), native_problem)
+                continue
+            self.assertNotIn("missing", profile, profile.get("missing"))
+            recording = profile["perf_script"] if ev.get("native_program") else profile["jfr"]
+            for stored in (recording, profile["collapsed"][event]):
+                self.assertEqual(safeio.sha256_of(os.path.join(run_dir, stored["file"])), stored["sha256"])
+            if ev.get("native_program"):  # the server's own code, unwound to its main
+                stacks = profiles.read_collapsed(os.path.join(run_dir, profile["collapsed"][event]["file"]))
+                self.assertGreater(sum(n for stack, n in stacks.items() if "main" in stack), 0, stacks)
+
+    def check_watched(self, prometheus, results_dir, started, ended, out):
+        """What Prometheus scraped from the run's endpoint: each cell that ran, with its axes as labels; the
+        CPU of the cell's process and of the host moving; the host's steal (0 is a value)."""
+        self.assertIn("live metrics: http://127.0.0.1:", out)
+        (host,) = os.listdir(results_dir)
+        (run_id,) = os.listdir(os.path.join(results_dir, host))
+        run_dir = os.path.join(results_dir, host, run_id)
+        ran = {}
+        for cell_id, rep in resultfile.stored_results(run_dir):
+            doc = resultfile.load_result(resultfile.result_path(run_dir, cell_id, rep))
+            if doc["status"] == "ok":
+                ran[cell_id] = doc["cell"]["params"]
+        cells = prometheus.series("tunelab_cell_info", started, ended)
+        seen = {labels["cell"]: labels for labels, _ in cells}
+        # A cell shorter than a scrape could slip between two; these cells run for seconds.
+        self.assertEqual(set(seen), set(ran), cells)
+        with open(os.path.join(run_dir, "manifest.json")) as f:
+            rig = json.load(f)["matrix"]["rig"]
+        for cell_id, labels in seen.items():
+            self.assertEqual(labels["rig"], rig)
+            for axis in ("jdk", "gc", "pinning"):
+                if axis in labels:
+                    self.assertEqual(labels[axis], str(ran[cell_id][axis]), labels)
+        info = prometheus.series("tunelab_run_info", started, ended)
+        self.assertEqual({labels["run_id"] for labels, _ in info}, {run_id})
+        moved = prometheus.series("rate(tunelab_cell_process_cpu_seconds_total[3s])", started, ended)
+        self.assertTrue(any(v > 0 for _, values in moved for v in values), moved)
+        user = prometheus.series('rate(tunelab_host_cpu_seconds_total{mode="user"}[3s])', started, ended)
+        self.assertTrue(user and max(user[0][1]) > 0, user)
+        steal = prometheus.series('tunelab_host_cpu_seconds_total{mode="steal"}', started, ended)
+        self.assertTrue(steal and all(v >= 0 for v in steal[0][1]), steal)
+        # The rig's own live values (its live_metrics, read from its output as it ran), e.g. the loop's rate.
+        own = prometheus.series(f'{{__name__=~"tunelab_{rig}_.+"}}', started, ended)
+        self.assertTrue(any(v > 0 for _, values in own for v in values), own)
+        done = prometheus.series("max(tunelab_run_cell_repetitions_done_total)", started, ended)
+        self.assertTrue(done and max(done[0][1]) >= 1, done)
 
     def check_profiles(self, run_dir):
         """Every comparison of a profiled run has its movers; an injected slowdown (the calibration rig's

@@ -23,6 +23,7 @@ from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, T
 from results import resultfile, store
 from analysis import ceilings, compare, sensitivity_figures, stats
 from rigs.host import host_reference, hoststate
+from rigs.matrix import livemetrics
 from rigs.matrix.cell import cellrunner
 from rigs.matrix.contract import rig as rig_contract, workload as workload_def
 from rigs.matrix.knobs import container, hostknobs, perfrecord, profiling
@@ -341,16 +342,13 @@ def execute(argv=None, console=None, host_paths=None, report=None, args=None, en
     except (spec.SpecError, workload_def.WorkloadError, ValueError, ImportError) as e:
         console.print(f"[red]error:[/red] {escape(str(e))}")
         return Outcome(EXIT_BAD_INPUT)
-    workload, matrix, rig, report, planned = loaded.workload, loaded.matrix, loaded.rig, loaded.report, loaded.planned
+    workload, matrix, planned = loaded.workload, loaded.matrix, loaded.planned
     if loaded.profiler.get("perf_problem"):
         console.print(f"[yellow]note:[/yellow] the profiles of the cells without a JVM will be missing (perf record "
                       f"samples them): {escape(loaded.profiler['perf_problem'])}")
 
     if args.dry_run:
-        planview.print_plan(console, matrix, planned, args.profile, rig)
-        if args.plan_json:
-            planview.write_plan_json(args.plan_json, planview.plan_document(matrix, planned, args.profile, rig, report))
-        return Outcome(EXIT_OK)
+        return dry_run(console, args, loaded)
 
     try:
         folder = open_run(args, loaded, results_root, stored)
@@ -365,10 +363,12 @@ def execute(argv=None, console=None, host_paths=None, report=None, args=None, en
         return stop.outcome
 
     run = new_run_state(loaded, folder)
+    stop_watching = list
     try:
         try:
             ctx = make_context(console, args, loaded, folder, lock_file, host_paths, env)
             clean_leftovers(console, ctx)
+            ctx, stop_watching = watch(console, args, ctx)
         except Stop as stop:
             console.print(stop.text)
             return stop.outcome
@@ -397,7 +397,51 @@ def execute(argv=None, console=None, host_paths=None, report=None, args=None, en
     finally:
         if run.cell_runner is not None:
             run.cell_runner.kill()  # its processes stopped, the host knobs it set put back
+        stop_watching()
         lock.release()
+
+
+def watch(console, args, ctx):
+    """(ctx with the run's LiveMetrics, a function that stops its endpoint and writer) when the run is watched
+    (--metrics-port, --influx-url), else (ctx, a function that does nothing). An endpoint that cannot bind is
+    said once; the run goes on without it."""
+    if args.metrics_port is None and not args.influx_url:
+        return ctx, list
+    m = ctx.matrix
+    try:
+        live = livemetrics.LiveMetrics(ctx.run_id, m.rig, m.name, ctx.profile, sorted(m.axes), proc=ctx.host_paths.proc,
+                                       rig_metrics=ctx.rig.live_metrics)
+    except livemetrics.LiveMetricsError as e:
+        raise Stop(f"[red]error:[/red] live metrics: {escape(str(e))}") from None
+    stops = []
+    if args.metrics_port is not None:
+        try:
+            server, url = livemetrics.serve(live, args.metrics_port, args.metrics_address)
+            console.print(f"live metrics: {escape(url)} (Prometheus text and OpenMetrics)")
+            stops += [server.shutdown, server.server_close]
+        except OSError as e:
+            console.print(f"[yellow]note:[/yellow] live metrics: cannot serve on {escape(args.metrics_address)}:"
+                          f"{args.metrics_port} ({escape(str(e))}); the run goes on without the endpoint")
+    if args.influx_url:
+        writer = livemetrics.InfluxWriter(live.registry, args.influx_url,
+                                          lambda text: console.print(f"[yellow]note:[/yellow] {escape(text)}"))
+        stops.append(writer.start().stop)
+
+    def stop_all():
+        for stop in stops:
+            stop()
+        if live.problem:
+            console.print(f"[yellow]note:[/yellow] live metrics: {escape(live.problem)} (the rig's other values were served)")
+    return dataclasses.replace(ctx, live=live), stop_all
+
+
+def dry_run(console, args, loaded):
+    """--dry-run: the plan and its estimate printed (and written as JSON with --plan-json); nothing runs."""
+    planview.print_plan(console, loaded.matrix, loaded.planned, args.profile, loaded.rig)
+    if args.plan_json:
+        planview.write_plan_json(args.plan_json, planview.plan_document(loaded.matrix, loaded.planned, args.profile,
+                                                                        loaded.rig, loaded.report))
+    return Outcome(EXIT_OK)
 
 
 def take_host_lock(state_dir, folder, matrix_name):
@@ -510,7 +554,13 @@ def run_cells(console, ctx, run, planned):
                     continue
                 planned_cell = by_id[cell.id]
                 progress.update(task, description=f"{cell.id} r{rep} {escape(cell.label(ctx.varying))[:60]}")
+                if ctx.live:
+                    ctx.live.set_planned(progress.tasks[0].total, progress.tasks[0].time_remaining)
+                    if not planned_cell.skip_reason:  # a skipped cell runs nothing to watch
+                        ctx.live.cell_started(cell.id, rep, cell.params)
                 doc = run.cell_runner.run(planned_cell, rep)
+                if ctx.live:
+                    ctx.live.cell_done(doc["status"])
                 store.write_result(run_dir, cell.id, rep, doc)
                 statuses[(cell.id, rep)] = doc["status"]
                 if rounds:

@@ -216,6 +216,12 @@ class NameNodeRig(Rig):
             found["metrics_file_complete"] = wait_for_calls(os.path.join(workdir, METRICS_FILE), served)
         return found
 
+    # A watched run's live values: the iterating driver's cost lines (issue 63).
+    live_metrics = iterations.LIVE_METRICS
+
+    def live(self, role: str, line: str) -> Mapping[str, float]:
+        return iterations.live_values(line) if role == MAIN_ROLE else {}
+
     def parse(self, outputs: Mapping[str, str], policy: PolicyView, workdir: str, launch: Launch) -> Parsed:
         clients = sorted(role for role in outputs if role.startswith("client-"))
         if not clients:

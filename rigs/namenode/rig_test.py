@@ -181,6 +181,20 @@ class ParseTest(unittest.TestCase):
         self.assertFalse([k for k in default if "callqueue" in k])
 
 
+class LiveValuesTest(unittest.TestCase):
+    def test_each_cost_line_gives_the_iterations_done_and_the_last_ones_cost(self):
+        with open(os.path.join(HERE, "inprocess_create_iterations.log")) as f:
+            lines = f.read().splitlines()
+        values = [v for v in (rig.RIG.live(rig.MAIN_ROLE, line) for line in lines) if v]
+        costs = [json.loads(line) for line in lines if line.startswith('{"event":"cost"')]
+        self.assertEqual(len(values), len(costs))
+        self.assertEqual([v["iterations_done"] for v in values], [c["index"] + 1 for c in costs])
+        self.assertEqual(values[-1]["iteration_wall_seconds"], costs[-1]["wall_ns"] / 1e9)
+        self.assertEqual(values[-1]["iteration_allocated_bytes"], costs[-1]["allocated_bytes"])
+        self.assertTrue(all(set(v) <= set(rig.RIG.live_metrics) for v in values))
+        self.assertEqual(rig.RIG.live(rig.NAMENODE_ROLE, lines[2]), {})
+
+
 class RpcEvidenceTest(unittest.TestCase):
     def test_clients_reports_add_up(self):
         log = recorded("rpc_create_5000_client.log")

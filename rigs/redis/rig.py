@@ -376,6 +376,12 @@ class RedisRig(rig_contract.Rig):
         if params.get("measure") == "instructions" and params.get("numa") == "pressured_migrated":
             raise ValueError("measure=instructions counts a fixed request script's instructions; "
                              "numa=pressured_migrated measures where pages are (use measure=wall)")
+        if params.get("measure") == "instructions" and params.get("profile_launch", "extra") == "timed":
+            # The timed launch runs the server under Callgrind; perf record attaches to the pid it is given,
+            # which would be valgrind's, sampling the emulator rather than the server.
+            raise ValueError("profile_launch=timed attaches perf record to the timed launch's server, which "
+                             "measure=instructions runs under Callgrind (its per-function counts are this cell's "
+                             "profile already): use profile_launch=extra, or measure=wall")
 
     def check_policy(self, params: Mapping[str, str], policy: rig_contract.PolicyView) -> None:
         """A tail the cell's runs cannot support is refused before anything runs: p99.99 needs 100,000
@@ -479,6 +485,16 @@ class RedisRig(rig_contract.Rig):
         processes.append(rig_contract.Process("benchmark", program=measured, under_test=False,
                                               phase=6 if pressured else 3))
         return rig_contract.Launch(processes, generated_inputs={"dataset.resp": digest}, state=state)
+
+    # A watched run's live value: redis-benchmark's progress lines ("SET: rps=77015.9 (overall: ...) ..."; each
+    # ends in a carriage return, which the runner's line reader splits at too).
+    live_metrics = {"requests_per_second": rig_contract.LiveMetric(
+        "gauge", "redis-benchmark's rate over its last progress interval (the test it runs now)")}
+    PROGRESS = re.compile(r"^\s*[A-Za-z_ -]+: rps=([0-9.]+) \(overall: ")
+
+    def live(self, role: str, line: str) -> Mapping[str, float]:
+        found = self.PROGRESS.match(line) if role.startswith("benchmark") or role == "warmup" else None
+        return {"requests_per_second": float(found.group(1))} if found else {}
 
     def parse(self, outputs: Mapping[str, str], policy: rig_contract.PolicyView, workdir: str,
               launch: rig_contract.Launch) -> rig_contract.Parsed:

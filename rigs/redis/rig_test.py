@@ -1,6 +1,7 @@
 """The Redis rig on recorded real output (testdata/README.md) and its launch, without starting Redis."""
 
 import os
+import re
 import subprocess
 import sys
 import tempfile
@@ -181,6 +182,18 @@ def cell_workdir(run_dir=None):
     return tempfile.mkdtemp(prefix="cell.r", dir=work)
 
 
+class LiveValuesTest(unittest.TestCase):
+    def test_the_benchmarks_progress_lines_give_its_rate(self):
+        """redis-benchmark's recorded output, split as the runner splits a live line (at \\n or \\r)."""
+        with open(os.path.join(TESTDATA, "redis-benchmark-7.0.15-get-set.txt")) as f:
+            lines = [line for line in re.split(r"[\r\n]", f.read()) if line]
+        rates = [rig.RIG.live("benchmark", line) for line in lines]
+        self.assertIn({"requests_per_second": 77015.9}, rates)
+        self.assertIn({"requests_per_second": 0.0}, rates)  # the first progress line, before any reply
+        self.assertEqual(rig.RIG.live("server", lines[1]), {})
+        self.assertEqual(rig.RIG.live("benchmark", "====== SET ======"), {})
+
+
 class LaunchTest(unittest.TestCase):
     def test_phases_dataset_and_placement_roles(self):
         run_dir = tempfile.mkdtemp()
@@ -323,6 +336,13 @@ class LaunchTest(unittest.TestCase):
                 with self.assertRaisesRegex(ValueError, message):  # as the core checks a cell: declarations first
                     rig.RIG.typed(params)
                     rig.RIG.check(params)
+
+    def test_a_timed_profile_of_a_cell_under_callgrind_is_refused(self):
+        counted = dict(PARAMS, measure="instructions")
+        rig.RIG.check(dict(counted, profile_launch="extra"))  # its extra launch says why its profile is missing
+        rig.RIG.check(dict(PARAMS, measure="wall", profile_launch="timed"))
+        with self.assertRaisesRegex(ValueError, "profile_launch=timed .* under Callgrind"):
+            rig.RIG.check(dict(counted, profile_launch="timed"))
 
     def test_a_tail_the_requests_cannot_support_is_refused_with_the_count_needed(self):
         policy = types.SimpleNamespace(repetitions=3, warmup_iterations=0, iterations=1)

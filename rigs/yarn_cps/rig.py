@@ -15,6 +15,7 @@ from rigs.matrix.contract.rig import (
     MAIN_ROLE,
     CellView,
     Launch,
+    LiveMetric,
     MeasurementInvalid,
     Param,
     Parsed,
@@ -177,6 +178,34 @@ class YarnCpsRig(Rig):
             host_specific_inputs=("hosts",),
             state=launched,
         )
+
+    # The driver's once-a-second sample of the RM's counters and its JVM, as a watched run serves them.
+    live_metrics = {
+        "containers_allocated": LiveMetric("counter", "Containers the ResourceManager allocated (its rate: CPS)"),
+        "containers_released": LiveMetric("counter", "Containers released"),
+        "running_containers": LiveMetric("gauge", "Containers running"),
+        "pending_containers": LiveMetric("gauge", "Containers asked for and not allocated yet"),
+        "scheduler_event_queue_events": LiveMetric("gauge", "The scheduler's event queue (growing: the scheduler "
+                                                            "is the limit)"),
+        "rm_event_queue_events": LiveMetric("gauge", "The RM's central dispatcher queue"),
+        "jvm_heap_used_bytes": LiveMetric("gauge", "The JVM's heap in use"),
+        "jvm_gc_seconds": LiveMetric("counter", "Time the JVM's collectors spent"),
+    }
+    LIVE_KEYS = {"allocated": "containers_allocated", "released": "containers_released",
+                 "running_containers": "running_containers", "pending_containers": "pending_containers",
+                 "scheduler_event_queue": "scheduler_event_queue_events", "rm_event_queue": "rm_event_queue_events",
+                 "heap_used_bytes": "jvm_heap_used_bytes"}
+
+    def live(self, role: str, line: str) -> Mapping[str, float]:
+        if role != MAIN_ROLE or not line.startswith("{"):
+            return {}
+        rec = safeio.parse_json(line)
+        if not isinstance(rec, dict) or rec.get("event") != "sample":
+            return {}
+        out = {name: float(rec[key]) for key, name in self.LIVE_KEYS.items() if isinstance(rec.get(key), (int, float))}
+        if isinstance(rec.get("gc_time_ms"), (int, float)):
+            out["jvm_gc_seconds"] = rec["gc_time_ms"] / 1000
+        return out
 
     def parse(self, outputs: Mapping[str, str], policy: PolicyView, workdir: str, launch: Launch) -> Parsed:
         stdout_text = outputs[MAIN_ROLE]

@@ -62,6 +62,24 @@ def parse_recorded(name, pol):
     return rig.RIG.parse({MAIN_ROLE: stdout}, pol, tempfile.mkdtemp(dir=os.environ.get("TEST_TMPDIR")), launch)
 
 
+class LiveValuesTest(unittest.TestCase):
+    def test_the_recorded_run_read_line_by_line_as_a_watched_run_reads_it(self):
+        """Each sample line gives the RM's counters and the JVM's heap and GC time, all declared; other lines
+        and roles give nothing; the allocated count only grows and ends where the run's last sample does."""
+        with open(os.path.join(TESTDATA, NAME + ".jsonl")) as f:
+            lines = f.read().splitlines()
+        values = [rig.RIG.live(MAIN_ROLE, line) for line in lines]
+        self.assertTrue(all(set(v) <= set(rig.RIG.live_metrics) for v in values))
+        allocated = [v["containers_allocated"] for v in values if "containers_allocated" in v]
+        last = [r for r in rig.records("\n".join(lines)) if r.get("event") == "sample"][-1]
+        self.assertEqual(allocated, sorted(allocated))
+        self.assertEqual(allocated[-1], last["allocated"])
+        self.assertEqual(values[lines.index(next(x for x in lines if '"allocated"' in x))]["jvm_gc_seconds"] * 1000,
+                         rig.records(next(x for x in lines if '"allocated"' in x))[0]["gc_time_ms"])
+        self.assertEqual(rig.RIG.live("other_role", lines[-1]), {})
+        self.assertEqual(rig.RIG.live(MAIN_ROLE, "log4j: a line"), {})
+
+
 class SubWindowIterationsTest(unittest.TestCase):
     """policy.iterations on this rig cuts the measured window into sub-windows, which the runner's steady-state
     check judges (cellstatus: steadystate.check on the measured samples). Known answers from two real runs of

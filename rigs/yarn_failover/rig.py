@@ -21,6 +21,7 @@ from rigs.matrix.contract import knobvalues
 from rigs.matrix.contract.rig import (
     CellView,
     Launch,
+    LiveMetric,
     MeasurementInvalid,
     Param,
     Parsed,
@@ -201,6 +202,23 @@ class YarnFailoverRig(Rig):
             return None
         host, port = launch.state["zookeeper"].split(":")
         return zookeeper_stats(host, int(port))
+
+    # A watched run's live values: the recovering RM's account once it is active (its driver prints no phase
+    # while it recovers).
+    live_metrics = {
+        "recovery_seconds": LiveMetric("gauge", "The RM's recovery time, from its JVM's start to active"),
+        "store_load_seconds": LiveMetric("gauge", "Of which: reading its state store"),
+        "app_recovery_seconds": LiveMetric("gauge", "Of which: recovering the applications"),
+    }
+
+    def live(self, role: str, line: str) -> Mapping[str, float]:
+        if role != "rm" or not line.startswith('{"event":"recovered"'):
+            return {}
+        rec = safeio.parse_json(line)
+        return {name: float(rec[key]) for name, key in (("recovery_seconds", "recovery_s"),
+                                                         ("store_load_seconds", "store_load_s"),
+                                                         ("app_recovery_seconds", "app_recovery_s"))
+                if isinstance(rec.get(key), (int, float))}
 
     def parse(self, outputs: Mapping[str, str], policy: PolicyView, workdir: str, launch: Launch) -> Parsed:
         state = launch.state

@@ -129,6 +129,18 @@ class LaunchTest(unittest.TestCase):
             self.assertEqual([p.role for p in launch.processes], ["rm_killed", "rm"])
 
 
+class LiveValuesTest(unittest.TestCase):
+    def test_the_recovered_record_gives_the_recovery_and_its_parts(self):
+        with open(os.path.join(TESTDATA, "tiny_zookeeper.rm.jsonl")) as f:
+            lines = f.read().splitlines()
+        [values] = [v for v in (rig.RIG.live("rm", line) for line in lines) if v]
+        recovered = json.loads(lines[1])
+        self.assertEqual(values, {"recovery_seconds": recovered["recovery_s"],
+                                  "store_load_seconds": recovered["store_load_s"],
+                                  "app_recovery_seconds": recovered["app_recovery_s"]})
+        self.assertEqual(rig.RIG.live("rm_killed", lines[1]), {})
+
+
 class ParseTest(unittest.TestCase):
     """testdata/tiny_zookeeper.*: both RMs' stdout of one real cell (20 applications, 2 attempts, 2 containers)."""
 

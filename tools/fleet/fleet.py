@@ -82,6 +82,8 @@ FLEET_STATE_SCHEMA = {
         "overrides": {"type": ["array", "null"], "maxItems": 1000, "items": _TEXT},
         "bundles": {"type": "object", "additionalProperties": {"type": "string", "maxLength": 200}},
         "bundle_sha256": {"type": "string", "maxLength": 200},
+        "metrics": {"type": ["object", "null"], "additionalProperties": False, "properties": {
+            "port": {"type": "integer", "minimum": 0, "maximum": 65535}, "address": {"type": "string", "maxLength": 200}}},
         "hosts": {"type": "object", "maxProperties": 10000, "additionalProperties": {
             "type": "object", "additionalProperties": False,
             "properties": {name: _TEXT for name in ("run_id", "status", "error", "run_dir", "host_id", "machine")}}},
@@ -121,10 +123,11 @@ with open(os.path.join(os.path.dirname(os.path.abspath(__file__)), "work_root.py
     WORK_ROOT_SOURCE = _f.read()
 
 
-def host_plan(host, hostvars, fleet_id, bundle_sha, manifest_sha, matrix_args, run_args, commit, state):
+def host_plan(host, hostvars, fleet_id, bundle_sha, manifest_sha, matrix_args, run_args, commit, state, metrics=None):
     """Every path and argument list the playbooks use for one host (they hold no logic of their own).
     bundle_sha names the bundle's folder; manifest_sha is its BUNDLE.sha256's digest, what the host's copy
-    is checked against."""
+    is checked against. metrics: {port, address} when the runs serve their live metrics (the host's
+    `tunelab_metrics_port` overrides the port: two inventory hosts on one machine need two)."""
     root = hostvars.get("tunelab_root", DEFAULT_ROOT)
     if not os.path.isabs(root):
         raise FleetError(f"{host}: tunelab_root {root!r} must be an absolute path")
@@ -141,6 +144,9 @@ def host_plan(host, hostvars, fleet_id, bundle_sha, manifest_sha, matrix_args, r
         env[hoststate.STATE_DIR_ENV] = host_state
     if hostvars.get("tunelab_jdks"):
         env["TUNELAB_JDKS"] = hostvars["tunelab_jdks"]  # the host's own JDKs, NAME=PATH:NAME=PATH
+    if metrics:
+        port = metrics_port(host, hostvars, metrics["port"])
+        run_args = [*run_args, f"--metrics-port={port}", f"--metrics-address={metrics['address']}"]
     matrix = [f"{bundle_dir}/matrix", *matrix_args, *run_args, "--results-dir", results]
     remote_run = [REMOTE_PYTHON, f"{bundle_dir}/remote_run.py"]
     cwd = f"{bundle_dir}/matrix.runfiles/tunelab"
@@ -184,6 +190,24 @@ def host_plan(host, hostvars, fleet_id, bundle_sha, manifest_sha, matrix_args, r
                               *in_image[2:], *[f"--env={k}={v}" for k, v in sorted(env.items())], "--", *matrix,
                               "--no-next-steps"]
     return plan
+
+
+def metrics_port(host, hostvars, port):
+    given = hostvars.get("tunelab_metrics_port", port)
+    try:
+        value = int(given)
+    except (TypeError, ValueError):
+        value = -1
+    if not 0 < value <= 65535:
+        raise FleetError(f"{host}: tunelab_metrics_port {given!r}: a TCP port, 1-65535")
+    return value
+
+
+def service_discovery(hosts, inventory, metrics, fleet_id):
+    """Prometheus' file-based service discovery for the runs' endpoints: a target per host (its address in the
+    inventory, its metrics port) labelled with the fleet run and the inventory host."""
+    return [{"targets": [f"{inventory[h].get('ansible_host', h)}:{metrics_port(h, inventory[h], metrics['port'])}"],
+             "labels": {"fleet_id": fleet_id, "host": h}} for h in sorted(hosts)]
 
 
 def start_argv(plan, run_state, run_id):
@@ -247,7 +271,18 @@ class Fleet:
             self.hosts = {h: HostState() for h in chosen}
             self.meta = {"fleet_id": self.fleet_id, "target": a.target, "profile": a.profile,
                          "overrides": a.set, "inventory": os.path.abspath(a.inventory), "bundles": {},
-                         "created_at": now_iso()}
+                         "created_at": now_iso(), "metrics": None}
+        if getattr(a, "metrics_port", None) is not None:  # a resumed fleet run may be watched from now on
+            self.meta["metrics"] = {"port": a.metrics_port, "address": a.metrics_address}
+
+    def write_service_discovery(self, hosts, inventory):
+        """The file Prometheus' file_sd_configs reads to scrape every host's run, beside the fleet's state;
+        its path (None when the runs are not watched)."""
+        metrics = self.meta.get("metrics")
+        if not metrics:
+            return None
+        return store.write_fleet_service_discovery(self.results_root, self.fleet_id,
+                                                   service_discovery(hosts, inventory, metrics, self.fleet_id))
 
     def chosen_hosts(self, inventory_hosts):
         if not self.args.limit:
@@ -328,7 +363,7 @@ class Fleet:
                 continue
             sha = self.meta["bundles"][s.machine]
             hosts[h] = dict(host_plan(h, inventory[h], self.fleet_id, sha, manifests[s.machine], matrix_args, run_args,
-                                      commit, s),
+                                      commit, s, self.meta.get("metrics")),
                             bundle=bundles[s.machine], bundle_sha256=sha, machine=s.machine)
         return {"bundles": bundles, "hosts": hosts,
                 "staging": os.path.join(os.path.dirname(self.state_path(self.fleet_id)), "incoming"),
@@ -513,7 +548,16 @@ def parse_args(argv):
                         help="a bundle built already (<target>_bundle.tar.gz; aarch64=<target>_bundle_aarch64.tar.gz) "
                              "instead of building it; needs --args-file")
     parser.add_argument("--args-file", help="with --bundle: the target's <name>.args")
-    return parser.parse_args(argv)
+    parser.add_argument("--metrics-port", type=int, metavar="PORT",
+                        help="each host's run serves its live metrics on this port (a host's tunelab_metrics_port "
+                             "overrides it); a Prometheus file_sd file names them all")
+    parser.add_argument("--metrics-address", default="127.0.0.1", metavar="ADDRESS",
+                        help="the address each host's endpoint binds (default 127.0.0.1: scrape it on the host, or "
+                             "give the host's own address)")
+    args = parser.parse_args(argv)
+    if args.metrics_port is not None and not 0 < args.metrics_port <= 65535:
+        parser.error(f"--metrics-port {args.metrics_port}: a TCP port, 1-65535")
+    return args
 
 
 def main(argv=None, console=None):
@@ -543,6 +587,11 @@ def main(argv=None, console=None):
         fleet.save()
         if todo:
             fleet_vars = fleet.fleet_vars(bundles, fleet.matrix_args, inventory)
+            sd = fleet.write_service_discovery(fleet.hosts, inventory)
+            if sd:
+                where = "; ".join(t for entry in service_discovery(fleet.hosts, inventory, fleet.meta["metrics"],
+                                                                    fleet.fleet_id) for t in entry["targets"])
+                console.print(f"live metrics: {escape(where)}; Prometheus file_sd: {escape(shown_path(sd, workspace))}")
             plans, run_states = fleet.check(inventory, todo, fleet_vars, env)
             runnable = [h for h in todo if fleet.hosts[h].status == "planned" or
                         (h in plans and fleet.hosts[h].status in ("running", "interrupted", "dropped"))]

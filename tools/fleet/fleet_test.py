@@ -69,6 +69,23 @@ class HostPlanTest(unittest.TestCase):
             plan_for({"tunelab_root": "relative/root"})
 
 
+    def test_a_watched_fleet_run_serves_each_hosts_endpoint_and_names_them_for_prometheus(self):
+        metrics = {"port": 9464, "address": "0.0.0.0"}
+        state = fleet.HostState(run_id=RUN)
+        p = fleet.host_plan("h1", {"tunelab_metrics_port": "9465"}, "fleet-20261124T101500Z-0000", SHA, MANIFEST_SHA,
+                            [], ["--profile", "smoke"], "c0ffee", state, metrics)
+        self.assertIn("--metrics-port=9465", p["matrix_argv"])
+        self.assertIn("--metrics-address=0.0.0.0", p["start_base"])
+        self.assertNotIn("--metrics-port=9464", p["start_base"])
+        inventory = {"h1": {"ansible_host": "10.0.0.7", "tunelab_metrics_port": 9465}, "h2": {}}
+        self.assertEqual(fleet.service_discovery(["h2", "h1"], inventory, metrics, "fleet-x"), [
+            {"targets": ["10.0.0.7:9465"], "labels": {"fleet_id": "fleet-x", "host": "h1"}},
+            {"targets": ["h2:9464"], "labels": {"fleet_id": "fleet-x", "host": "h2"}}])
+        for bad in ("0", "70000", "http"):
+            with self.assertRaisesRegex(fleet.FleetError, "tunelab_metrics_port"):
+                fleet.host_plan("h1", {"tunelab_metrics_port": bad}, "f", SHA, MANIFEST_SHA, [], [], "c", state, metrics)
+        self.assertNotIn("--metrics-port", " ".join(plan_for()["matrix_argv"]))  # not watched: nothing added
+
     def test_a_host_that_runs_in_the_image(self):
         p = plan_for({"tunelab_root": "/srv/tl", "tunelab_runner": "image", "tunelab_jdks": "bisheng=/opt/bisheng17"})
         bundle = f"/srv/tl/bundles/{SHA[:16]}"
@@ -145,7 +162,7 @@ class ShownPathTest(unittest.TestCase):
 
 def make_args(**kw):
     base = dict(inventory="hosts.ini", target="//rigs:calibration_matrix", profile="smoke", set=None, limit=None,
-                resume=None, results_dir=None, plan_only=False)
+                resume=None, results_dir=None, plan_only=False, metrics_port=None, metrics_address="127.0.0.1")
     base.update(kw)
     return argparse.Namespace(**base)
 
@@ -158,6 +175,20 @@ class ResumeTest(unittest.TestCase):
     def new_fleet(self, **kw):
         f = fleet.Fleet(make_args(results_dir=self.results, **kw), self.console, self.results)
         return f
+
+    def test_the_service_discovery_file_sits_beside_the_fleets_state(self):
+        plain = self.new_fleet()
+        plain.load_or_create(["a"])
+        self.assertIsNone(plain.write_service_discovery(plain.hosts, {"a": {}}))
+        watched = self.new_fleet(metrics_port=9464, metrics_address="127.0.0.1")
+        watched.load_or_create(["a", "b"])
+        watched.save()
+        path = watched.write_service_discovery(watched.hosts, {"a": {}, "b": {"tunelab_metrics_port": 9470}})
+        self.assertEqual(os.path.dirname(path), os.path.dirname(watched.state_path(watched.fleet_id)))
+        with open(path) as f:
+            self.assertEqual([e["targets"] for e in json.load(f)], [["a:9464"], ["b:9470"]])
+        self.assertEqual(fleet.read_state(watched.state_path(watched.fleet_id))["metrics"],
+                         {"port": 9464, "address": "127.0.0.1"})
 
     def test_a_fleet_run_resumes_with_its_own_matrix_and_hosts(self):
         first = self.new_fleet()

@@ -11,7 +11,7 @@ import subprocess
 import time
 
 from results import store
-from rigs.matrix.cell import cellcgroup, cellstatus, memorydirs, processes, supervise
+from rigs.matrix.cell import cellcgroup, cellstatus, memorydirs, monitor, processes, supervise
 from rigs.matrix.contract import rig as rig_contract
 from rigs.matrix.knobs import container, hostknobs, hugepages, launchargv, perfrecord, profiling
 from rigs.matrix.planning import spec
@@ -79,6 +79,8 @@ class CellRunner:
             return result.failed(refused, evidence=state.ev).document()
         if state.noise is not None:
             result.add_provenance("noise", state.noise)
+        state.monitor.sample(time.monotonic(), state.running)  # the launch's end: its last lines too
+        result.add_monitors(state.monitor.document())
         cellstatus.judge(ctx, state, result, failure, timed_out)
         # A known answer's cell is a self-check, never compared: no profile of it to explain a comparison.
         known_answer = any(k.cell_id == cell.id for k in ctx.matrix.known_answers)
@@ -107,6 +109,7 @@ class CellRunner:
         workdir = os.path.join(ctx.run_dir, "work", base)
         os.makedirs(workdir, exist_ok=True)
         state = self.state = supervise.CellState(planned, repetition, workdir, logs, profile_recording=profile_recording)
+        state.monitor = monitor.Monitor(ctx.rig, ctx.host_paths.proc, state.started)
         state.cgroup, why_none = cellcgroup.for_cell(ctx.run_id, base)
         state.ev["cgroup"] = {"path": state.cgroup.path} if state.cgroup else {"unavailable": why_none}
         host_knobs = hostknobs.HostKnobs(ctx.host_paths, journal=ctx.knob_journal,

@@ -95,6 +95,7 @@ class Running:
         self.stopped_by = None  # None (exited by itself), "SIGTERM" or "SIGKILL"
         self.killed_on_purpose = None  # {"line", "after_s", "signal"} once killed at its kill_pattern line
         self._scanned = {"stdout": 0, "stderr": 0}  # bytes of each log already searched for the kill line
+        self._live_offset = 0  # bytes of stdout already given to a watched run's live metrics
         self.cpu = None  # {"cpu_s", "wall_s"} at the last sample_cpu()
         self._out = safeio.open_log(logs["stdout"])
         self._err = safeio.open_log(logs["stderr"])
@@ -201,6 +202,24 @@ class Running:
                     self.killed_on_purpose["exit_status"] = self.popen.returncode
                     return True
         return False
+
+    def new_stdout_lines(self, max_bytes=1 << 20):
+        """The whole lines of stdout written since the last call (the monitors' and a watched run's live
+        values: issue 63; a line ends at \n or \r, empty ones left out), at most max_bytes a call (the rest next
+        time); a line longer than that is passed over."""
+        try:
+            with open(self.logs["stdout"], "rb") as f:
+                f.seek(self._live_offset)
+                chunk = f.read(max_bytes)
+        except OSError:
+            return []
+        # A progress line may end in a carriage return only (redis-benchmark's): a line ends at either.
+        end = max(chunk.rfind(b"\n"), chunk.rfind(b"\r")) + 1
+        if end == 0 and len(chunk) == max_bytes:
+            self._live_offset += len(chunk)
+            return []
+        self._live_offset += end
+        return [line for line in re.split(r"[\r\n]", chunk[:end].decode(errors="replace")) if line]
 
     def wait_ready(self, deadline_monotonic):
         """Waits until a line of the server's output matches its ready pattern. Raises StartError when it

@@ -41,6 +41,7 @@ class RunContext:
     fleet: dict = dataclasses.field(default_factory=dict)  # {host, fleet_id} when //tools:fleet drives the run
     ceilings: dict = dataclasses.field(default_factory=dict)  # metric -> analysis.ceilings.Rule (ceilings.toml)
     profiler: dict = dataclasses.field(default_factory=dict)  # {agent_jar, converter_jar} under policy.profile
+    live: object = None  # the run's livemetrics.LiveMetrics when watched (--metrics-port, --influx-url), else None
 
     def start_result(self, planned, repetition, logs):
         """The cell result of (planned cell, repetition), started from what the run knows about it

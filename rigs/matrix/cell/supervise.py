@@ -34,6 +34,7 @@ class CellState:
     # Where the profiler records this launch (cellrunner.py): the extra, profiled launch's, or a timed launch's
     # with profile_launch=timed; None for a launch without a profiler.
     profile_recording: str = None
+    monitor: object = None  # the launch's monitor.Monitor (host and rig values once a second), for its result
 
     @property
     def cell(self):
@@ -127,6 +128,18 @@ def stop_servers(ctx, state, look_first):
             "ports_freed": processes.wait_ports_free(r.process)}
 
 
+def watch(ctx, state, now):
+    """Once a second: a point of the launch's monitors (the host, the rig's live values), given to the watched
+    run's endpoint too."""
+    if state.monitor is None or not state.monitor.due(now):
+        return
+    by_role = state.monitor.sample(now, state.running)
+    if ctx.live:
+        for role, values in by_role.items():
+            ctx.live.set_rig_values(role, values)
+        ctx.live.problem = ctx.live.problem or state.monitor.problem
+
+
 def supervise(ctx, state, deadline, clients, measured=True):
     """Pins threads, enforces the timeout and watches for failures until every one of `clients` (the
     processes of one phase) has exited; in the measured (last) phase it also collects the evidence of the
@@ -152,12 +165,15 @@ def supervise(ctx, state, deadline, clients, measured=True):
                 ev.setdefault("killed_on_purpose", {})[r.role] = r.killed_on_purpose
         if window_at is not None and now >= window_at:
             window_at, noise_start = None, hostnoise.snapshot(proc)  # the warm-up is over
+        watch(ctx, state, now)
         if now >= next_output_check:
             next_output_check = now + 1.0
             for r in state.running:
                 if r.running():
                     r.sample_cpu((process_evidence.jvm_pid(r.program_pid(), proc) if r.process.is_jvm else None)
                                  or r.program_pid(), proc)
+                if ctx.live and r.cpu:
+                    ctx.live.process_cpu_seconds(r.role, r.cpu["cpu_s"])
                 line = r.failure_line()
                 if line:
                     return False, f"{r.role} reported a failure: {line}"

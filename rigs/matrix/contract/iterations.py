@@ -7,12 +7,29 @@ compiler threads' share apart; jit_cpu_ns is -1 where the host cannot say).
 import dataclasses
 import re
 
-from rigs.matrix.contract.rig import MeasurementInvalid
+from rigs.matrix.contract.rig import LiveMetric, MeasurementInvalid
 from results import safeio
 
 ITERATION_MARK = re.compile(r'^\{"event":"iteration","index":(\d+),"warmup":(true|false)\}$', re.M)
 COST_LINE = re.compile(r'^(\{"event":"cost",.*\})$', re.M)
 COST_FIELDS = ("allocated_bytes", "cpu_ns", "driver_allocated_bytes", "driver_cpu_ns", "jit_cpu_ns", "wall_ns")
+
+
+# What a watched run serves of an iterating driver while it runs (a rig's live_metrics; issue 63).
+LIVE_METRICS = {
+    "iterations_done": LiveMetric("counter", "Iterations the driver finished in this launch, warm-up ones too"),
+    "iteration_wall_seconds": LiveMetric("gauge", "The last finished iteration's wall time"),
+    "iteration_allocated_bytes": LiveMetric("gauge", "Heap the last finished iteration allocated"),
+}
+
+
+def live_values(line: str) -> dict[str, float]:
+    """The live values of one output line of an iterating driver: its cost line's (LIVE_METRICS), else {}."""
+    if not line.startswith('{"event":"cost"'):
+        return {}
+    data = safeio.parse_json(line)
+    return {"iterations_done": float(int(data["index"]) + 1), "iteration_wall_seconds": int(data["wall_ns"]) / 1e9,
+            "iteration_allocated_bytes": float(int(data["allocated_bytes"]))}
 
 
 @dataclasses.dataclass(frozen=True)

@@ -243,6 +243,19 @@ def read_classpath_file(path: str) -> list[str]:
 
 
 @dataclasses.dataclass(frozen=True)
+class LiveMetric:
+    """One value a rig reads from its processes' output while a cell runs (issue 63), served by a watched
+    run's endpoint as tunelab_<rig>_<name> (a counter's with _total) and drawn by the generated dashboard.
+    The name carries the unit (e.g. containers_allocated, heap_used_bytes)."""
+    kind: str  # "counter" (only grows within a launch: the dashboard draws its rate) or "gauge"
+    help: str
+
+    def __post_init__(self) -> None:
+        if self.kind not in ("counter", "gauge"):
+            raise ValueError(f"LiveMetric kind {self.kind!r}: counter or gauge")
+
+
+@dataclasses.dataclass(frozen=True)
 class Param:
     """One parameter a rig takes, declared once in its `parameters`: the type its text is read as, and the
     values (`choices`) or the range (`low`, `high`, inclusive) it allows. The core checks every cell against
@@ -292,6 +305,8 @@ class Rig(abc.ABC):
     # The parameters it takes, {name: Param}: every cell must give each, with a value its Param allows (the
     # workload's [parameters] hold the defaults). Parameters not declared reach the rig as text.
     parameters: Mapping[str, Param] = {}
+    # What live() reads from its processes' output, {name: LiveMetric}: a watched run serves them.
+    live_metrics: Mapping[str, LiveMetric] = {}
 
     def typed(self, params: Mapping[str, str]) -> dict[str, Any]:
         """The declared parameters of `params` as their types ({name: value}); ValueError for the first a
@@ -334,6 +349,11 @@ class Rig(abc.ABC):
         """The rig's own look at a running server when "ready" and when "clients_done" (`launch`: the cell's
         Launch, its `state`): a dict stored as evidence (its "problems" make the cell invalid), or None."""
         return None
+
+    def live(self, role: str, line: str) -> Mapping[str, float]:
+        """The live values (names of live_metrics) one new line of `role`'s stdout says, or {}; a watched run
+        calls it once a second for each whole line a running process printed since."""
+        return {}
 
     def estimate_seconds(self, params: Mapping[str, str], policy: PolicyView) -> float | None:
         """One repetition's wall time for the plan's ETA, or None for the runner's own estimate (warm-up +

@@ -7,6 +7,7 @@ import glob
 import hashlib
 import json
 import os
+import re
 import secrets
 import subprocess
 import sys
@@ -110,9 +111,24 @@ def parse_args(argv):
                         help="write what a calling script needs as JSON to FILE when the runner ends: the exit "
                              "status, the run id and folder (null if no run started); scripts read this, never the "
                              "console")
+    parser.add_argument("--metrics-port", type=int, metavar="PORT",
+                        help="serve the run's live metrics (progress, the running cell's labels, its processes' CPU, "
+                             "the host's CPU by mode, steal and load) for Prometheus on this port (0: any free one); "
+                             "loopback only unless --metrics-address says otherwise")
+    parser.add_argument("--metrics-address", default="127.0.0.1", metavar="ADDRESS",
+                        help="the address the metrics endpoint binds (default 127.0.0.1)")
+    parser.add_argument("--influx-url", metavar="URL",
+                        help="also write the live metrics once a second as InfluxDB line protocol to this URL, e.g. "
+                             "http://127.0.0.1:8086/write?db=tunelab (a refusal is said once; the run goes on)")
     parser.add_argument("--no-gc-probes", action="store_true", help=argparse.SUPPRESS)
     parser.add_argument("--no-next-steps", action="store_true", help=argparse.SUPPRESS)  # for tools wrapping a run
-    return parser.parse_args(argv)
+    args = parser.parse_args(argv)
+    if args.metrics_port is not None and not 0 <= args.metrics_port <= 65535:
+        parser.error(f"--metrics-port {args.metrics_port}: a TCP port, 0-65535")
+    if args.influx_url is not None and not re.fullmatch(r"https?://[^\s/]+/\S*", args.influx_url):
+        parser.error(f"--influx-url {args.influx_url!r}: give an http(s) URL of InfluxDB's write endpoint, e.g. "
+                     "http://127.0.0.1:8086/write?db=tunelab")
+    return args
 
 
 def load_variants(items, matrix):
