@@ -117,12 +117,14 @@ def monitor_blocks(docs, out_dir):
         for d in cell_docs:
             m = d["monitors"]
             s = m["series"]
-            busy = [sum(v for v in (s.get(f"host_cpu_{mode}_cores", [None] * len(m["t"]))[i] for mode in
-                                    ("user", "system", "iowait")) if v is not None) for i in range(len(m["t"]))]
-            steal = [v or 0.0 for v in s.get("host_cpu_steal_cores", [0.0] * len(m["t"]))]
+            nan = float("nan")  # a point without a second before it has no CPU rate: a gap, not a zero
+            parts = [s.get(f"host_cpu_{mode}_cores") or [None] * len(m["t"]) for mode in ("user", "system", "iowait")]
+            busy = [nan if all(p[i] is None for p in parts) else sum(p[i] or 0.0 for p in parts)
+                    for i in range(len(m["t"]))]
+            steal = [nan if v is None else v for v in s.get("host_cpu_steal_cores") or [None] * len(m["t"])]
             rep = d["cell"]["repetition"]
             lines += [(f"r{rep} busy", m["t"], busy), (f"r{rep} steal", m["t"], steal)]
-            steal_max = max([steal_max] + steal)
+            steal_max = max([steal_max] + [v for v in steal if v == v])
             load_max = max([load_max] + [v for v in s.get("host_load1", []) if v is not None])
         rows.append([label[:60], str(len(cell_docs)), f"{steal_max:.2f}", f"{load_max:.2f}"])
         if index < MONITOR_CELLS:
