@@ -168,7 +168,7 @@ def points(x):
 
 def profile_blocks(record):
     """What moved in the profiles of the answer's run (the record's final_profiles: //tools:bisect's
-    answer_profiles), a table per event; none for a bisect without profiles."""
+    tools/bisect_profiles.py), a table per event; none for a bisect without profiles."""
     out = []
     for e in record.get("final_profiles") or []:
         if not isinstance(e, dict):

@@ -22,7 +22,6 @@ UNKNOWN (the rounds it would need are printed); 4 the regression did not reprodu
 
 import argparse
 import datetime
-import subprocess
 import glob
 import math
 import os
@@ -32,13 +31,14 @@ import shlex
 import sys
 import time
 
-from analysis import bisect_report, profiles, resultsets, thresholds
+from analysis import bisect_report, resultsets, thresholds
 from analysis.gate_decision import GateError
 from results import safeio, store
 from rigs.host import hoststate
-from tools import bisect_build, bisect_core, gate, gate_confirm
+from tools import bisect_build, bisect_core, bisect_profiles, gate, gate_confirm
 from tools.bisect_build import BisectInputError, BuildFailed
 from tools.bisect_core import SKIPPED, UNKNOWN
+from tools.bisect_profiles import finite
 
 EXIT_FOUND, EXIT_UNUSABLE, EXIT_UNKNOWN, EXIT_NOT_REPRODUCED, EXIT_INTERRUPTED = 0, 2, 3, 4, 130
 SCHEMA, RECORD = bisect_report.SCHEMA, bisect_report.RECORD
@@ -253,10 +253,6 @@ def rounds_to_see(rounds, could_see, can_see):
     return math.ceil(rounds * (could_see / can_see) ** 2)
 
 
-def finite(x):
-    return x if isinstance(x, (int, float)) and x == x and abs(x) != float("inf") else None
-
-
 def pct(x):
     return "-" if x is None else f"{x:+.1%}"
 
@@ -419,56 +415,6 @@ def final(bisect, answer):
     return rec["final"]["pairs"]["good->candidate"]
 
 
-PROFILES_FOLDER = "profiles"
-
-
-def answer_profiles(bisect, answer):
-    """What moved in the profiles of the answer's run (a run with policy.profile, e.g. --set policy.profile=cpu):
-    for each profiled event, the first bad commit against the last good one, its movers with their intervals
-    over the rounds and, given --java and --converter, the differential flame graph in the bisect's folder.
-    Stored as the record's `final_profiles`; [] for a run without profiles."""
-    rec = bisect.record
-    final = rec["final"] or {}
-    axis = rec.get("axis") or "revision"
-    base, cand = ((answer["last_good"], answer["first_bad"]) if rec.get("axis")
-                  else tuple(final.get("roles") or ("good", "candidate")))
-    try:
-        result_set = resultsets.resolve(final["run"], bisect.results_root)
-        events = profiles.profiled_events(result_set)
-        found = [c for e in events for c in profiles.pair_comparisons(result_set, axis, base, cand, e)]
-    except (KeyError, resultsets.ResultSetError, profiles.ProfileError) as e:
-        return [{"event": "-", "why": f"its profiles could not be read: {e}"}]
-    out = []
-    for c in found:
-        entry = {"event": c.event, "cell": c.cell_id, "runs": [len(c.baseline_runs), len(c.candidate_runs)],
-                 "movers": profiles.one_line(c.rows, limit=3) if c.rows else "",
-                 "rows": [{"frame": m.short, "baseline": float(m.baseline), "candidate": float(m.candidate),
-                           "change": float(m.change), "interval": [finite(float(m.low)), finite(float(m.high))],
-                           "moved": bool(m.moved)} for m in c.rows[:10]],
-                 "why": "; ".join(c.missing)[:300] if not c.rows else ""}
-        if c.rows and bisect.args.java and bisect.args.converter:
-            try:
-                page = profiles.flame_graph(bisect.args.java, bisect.args.converter, c,
-                                            os.path.join(bisect.folder, PROFILES_FOLDER))
-                entry["flame_graph"] = os.path.relpath(page, bisect.folder)
-            except (profiles.ProfileError, OSError, subprocess.SubprocessError) as e:
-                entry["why"] = f"no flame graph: {e}"[:300]
-        out.append(entry)
-    return out
-
-
-def profile_text(entries):
-    """The answer's lines of what moved in its profiles."""
-    lines = []
-    for e in entries:
-        if e.get("movers"):
-            line = f"profile ({e['event']}, {e['runs'][0]}/{e['runs'][1]} runs): {e['movers']}"
-            lines.append(line + (f"; differential flame graph {e['flame_graph']}" if e.get("flame_graph") else ""))
-        if e.get("why"):
-            lines.append(f"profile ({e['event']}): {e['why']}")
-    return lines
-
-
 def measured_pair(rec, good, bad):
     """The stored measurement (a run's result, its pair as "good->candidate") of `bad` against `good`, if one
     run measured the two: the confirmation, a step of `bad` with `good` as its good end, or a step of `good`
@@ -526,9 +472,9 @@ def run_bisect(bisect):
         text += ("\n   commits between them that do not build (the culprit may be one of them): "
                  + ", ".join(f"{short(c)} {rec['subjects'].get(c, '')[:50]}" for c in answer["skipped_between"]))
     if rec.get("final_profiles") is None:
-        rec["final_profiles"] = answer_profiles(bisect, answer)
+        rec["final_profiles"] = bisect_profiles.answer_profiles(bisect, answer)
         bisect.save()
-    text += "".join(f"\n   {line}" for line in profile_text(rec["final_profiles"]))
+    text += "".join(f"\n   {line}" for line in bisect_profiles.profile_text(rec["final_profiles"]))
     return finish(bisect, "found", text, EXIT_FOUND, answer)
 
 

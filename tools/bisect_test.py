@@ -18,7 +18,7 @@ import unittest
 
 from analysis import bisect_report
 from rigs.host import hoststate
-from tools import bisect_build, bisect_command
+from tools import bisect_build, bisect_command, bisect_profiles
 from tools.bisect_build import BisectInputError, BuildFailed
 
 HERE = os.path.dirname(os.path.abspath(__file__))
@@ -217,19 +217,19 @@ class AnswerProfiles(unittest.TestCase):
 
     def test_the_injected_spin_moved_and_its_flame_graph_is_drawn(self):
         bisect = self.bisect(PROFILED_RUN)
-        [entry] = bisect_command.answer_profiles(bisect, {"last_good": "0", "first_bad": "20"})
+        [entry] = bisect_profiles.answer_profiles(bisect, {"last_good": "0", "first_bad": "20"})
         self.assertEqual((entry["event"], entry["runs"]), ("cpu", [3, 3]))
         self.assertRegex(entry["movers"], r"^Calibration\.spin \+[0-9.]+ points")
         self.assertTrue(entry["rows"][0]["moved"])
         self.assertLess(entry["rows"][0]["interval"][0], entry["rows"][0]["change"])
         page = os.path.join(bisect.folder, entry["flame_graph"])
         self.assertTrue(page.startswith(os.path.join(bisect.folder, "profiles") + os.sep) and os.path.isfile(page))
-        [line] = bisect_command.profile_text([entry])
+        [line] = bisect_profiles.profile_text([entry])
         self.assertIn("profile (cpu, 3/3 runs): Calibration.spin +", line)
         self.assertIn("differential flame graph profiles/", line)
 
     def test_the_report_shows_the_movers_and_reads_a_hostile_entry_as_text(self):
-        [entry] = bisect_command.answer_profiles(self.bisect(PROFILED_RUN), {"last_good": "0", "first_bad": "20"})
+        [entry] = bisect_profiles.answer_profiles(self.bisect(PROFILED_RUN), {"last_good": "0", "first_bad": "20"})
         hostile = {"event": "lock" * 30, "rows": [{"frame": "x" * 500, "baseline": "1", "change": float("nan")}, 7],
                    "why": ["not", "text"], "flame_graph": 3}
         blocks = bisect_report.profile_blocks({"final_profiles": [entry, "junk", hostile]})
@@ -244,7 +244,7 @@ class AnswerProfiles(unittest.TestCase):
 
     def test_the_pair_is_oriented_as_the_answer_names_it(self):
         # A bisect's good end need not be the matrix's baseline value: 20 as the good end, 0 as the bad one.
-        [entry] = bisect_command.answer_profiles(self.bisect(PROFILED_RUN, converter=False),
+        [entry] = bisect_profiles.answer_profiles(self.bisect(PROFILED_RUN, converter=False),
                                                  {"last_good": "20", "first_bad": "0"})
         self.assertRegex(entry["movers"], r"^Calibration\.spin -[0-9.]+ points")
         self.assertNotIn("flame_graph", entry)
@@ -259,10 +259,10 @@ class AnswerProfiles(unittest.TestCase):
             doc.pop("profile", None)
             with open(path, "w") as f:
                 json.dump(doc, f)
-        self.assertEqual(bisect_command.answer_profiles(self.bisect(plain), {"last_good": "0", "first_bad": "20"}), [])
-        [entry] = bisect_command.answer_profiles(self.bisect("/nonexistent/run"), {"last_good": "0", "first_bad": "20"})
+        self.assertEqual(bisect_profiles.answer_profiles(self.bisect(plain), {"last_good": "0", "first_bad": "20"}), [])
+        [entry] = bisect_profiles.answer_profiles(self.bisect("/nonexistent/run"), {"last_good": "0", "first_bad": "20"})
         self.assertIn("could not be read", entry["why"])
-        self.assertEqual(bisect_command.profile_text([entry]), [f"profile (-): {entry['why']}"])
+        self.assertEqual(bisect_profiles.profile_text([entry]), [f"profile (-): {entry['why']}"])
 
 
 if __name__ == "__main__":

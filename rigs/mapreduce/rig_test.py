@@ -8,6 +8,7 @@ import types
 import unittest
 
 from rigs.mapreduce import joblog, rig
+from rigs.matrix.contract import iterations
 from rigs.matrix.contract.rig import Launch, MeasurementInvalid
 
 HERE = os.path.join(os.path.dirname(__file__), "testdata")
@@ -118,17 +119,15 @@ class OutputCheckTest(unittest.TestCase):
 
 
 class LiveValuesTest(unittest.TestCase):
-    def test_each_cost_line_gives_the_iterations_done_and_the_last_ones_cost(self):
+    def test_the_drivers_cost_lines_are_read_as_every_iterating_driver_s(self):
+        """What the values are is the driver kit's (rigs/matrix/contract/iterations.py, read in full by the
+        NameNode rig's test); here: MrJobLoop's recorded lines reach it, and only the job's own role's."""
         with open(os.path.join(HERE, "mr2_wordcount_iterations.log")) as f:
             lines = f.read().splitlines()
-        values = [v for v in (rig.RIG.live(rig.MAIN_ROLE, line) for line in lines) if v]
-        costs = [json.loads(line) for line in lines if line.startswith('{"event":"cost"')]
-        self.assertEqual(len(values), len(costs))
-        self.assertEqual([v["iterations_done"] for v in values], [c["index"] + 1 for c in costs])
-        self.assertEqual(values[-1]["iteration_wall_seconds"], costs[-1]["wall_ns"] / 1e9)
-        self.assertEqual(values[-1]["iteration_allocated_bytes"], costs[-1]["allocated_bytes"])
-        self.assertTrue(all(set(v) <= set(rig.RIG.live_metrics) for v in values))
-        self.assertEqual(rig.RIG.live("other", lines[2]), {})
+        costs = [line for line in lines if line.startswith('{"event":"cost"')]
+        self.assertTrue(costs)
+        self.assertEqual([rig.RIG.live(rig.MAIN_ROLE, line) for line in costs], [iterations.live_values(line) for line in costs])
+        self.assertEqual(rig.RIG.live("other", costs[0]), {})
 
 
 class IterationsTest(unittest.TestCase):
