@@ -8,7 +8,7 @@ import re
 import shlex
 import statistics
 
-from analysis import compare, distributions, plots, profiles, render, resultsets, sequential, summary
+from analysis import compare, distributions, monitor_series, plots, profiles, render, resultsets, sequential, summary
 
 JVM_FLAG_PREFIXES = ("-X", "--add-opens", "-Dsun.", "-Djdk.net")
 
@@ -60,7 +60,7 @@ def _flatten(value, prefix=""):
     return out
 
 
-def _ok_cells(docs, has):
+def ok_cells(docs, has):
     """[(label, ok docs)] per cell, in first-seen order, of the docs for which has(doc) is truthy; the label
     names the parameters that vary across all docs (or the cell id)."""
     by_cell = collections.OrderedDict()
@@ -75,7 +75,7 @@ def _ok_cells(docs, has):
 def thread_cpu_blocks(docs, out_dir):
     """Where the process' CPU went, per cell: the rig's `window.cpu_cores_by_thread_group` (e.g. the YARN
     rig's scheduler, dispatcher, simulator and GC threads), median per group over the cell's ok runs."""
-    cells = _ok_cells(docs, lambda d: ((d.get("observations") or {}).get("window") or {})
+    cells = ok_cells(docs, lambda d: ((d.get("observations") or {}).get("window") or {})
                       .get("cpu_cores_by_thread_group"))
     if not cells:
         return []
@@ -107,26 +107,15 @@ def monitor_blocks(docs, out_dir):
     """The host during each cell's runs (the results' monitors, issue 63): per cell, each run's cores busy
     (user + system + iowait) and stolen over time, so a reader sees whether a slow run had a busy host; a table
     of each cell's largest steal and load. None for results measured before monitors were stored."""
-    cells = _ok_cells(docs, lambda d: (d.get("monitors") or {}).get("t"))
+    cells = ok_cells(docs, lambda d: (d.get("monitors") or {}).get("t"))
     if not cells:
         return []
     blocks = [render.Heading("The host during each cell")]
     rows = []
     for index, (label, cell_docs) in enumerate(cells):
-        lines, steal_max, load_max = [], 0.0, 0.0
-        for d in cell_docs:
-            m = d["monitors"]
-            s = m["series"]
-            nan = float("nan")  # a point without a second before it has no CPU rate: a gap, not a zero
-            parts = [s.get(f"host_cpu_{mode}_cores") or [None] * len(m["t"]) for mode in ("user", "system", "iowait")]
-            busy = [nan if all(p[i] is None for p in parts) else sum(p[i] or 0.0 for p in parts)
-                    for i in range(len(m["t"]))]
-            steal = [nan if v is None else v for v in s.get("host_cpu_steal_cores") or [None] * len(m["t"])]
-            rep = d["cell"]["repetition"]
-            lines += [(f"r{rep} busy", m["t"], busy), (f"r{rep} steal", m["t"], steal)]
-            steal_max = max([steal_max] + [v for v in steal if v == v])
-            load_max = max([load_max] + [v for v in s.get("host_load1", []) if v is not None])
-        rows.append([label[:60], str(len(cell_docs)), f"{steal_max:.2f}", f"{load_max:.2f}"])
+        lines = [line for d in cell_docs for line in monitor_series.host_cpu_lines(d)]
+        rows.append([label[:60], str(len(cell_docs)), f"{monitor_series.largest(cell_docs, 'host_cpu_steal_cores'):.2f}",
+                     f"{monitor_series.largest(cell_docs, 'host_load1'):.2f}"])
         if index < MONITOR_CELLS:
             path = plots.series(os.path.join(out_dir, f"monitor_{index}.png"), f"host during {label}"[:90],
                                 "cores", lines)
@@ -143,7 +132,7 @@ def monitor_blocks(docs, out_dir):
 def tail_blocks(docs):
     """Latency tails per cell from its runs' merged distributions (analysis/distributions.py), ms with a 95 %
     bootstrap interval over runs; nothing for results that kept no distribution."""
-    cells = _ok_cells(docs, distributions.run_distributions)
+    cells = ok_cells(docs, distributions.run_distributions)
     if not cells:
         return []
     rows, percents = [], []
@@ -168,7 +157,7 @@ def tail_blocks(docs):
 def observation_tables(docs, per_table=6):
     """What the rig observed besides the metrics (e.g. window length, peak RSS, CPU per thread group), the
     median over each cell's ok repetitions; one column per cell."""
-    cells = _ok_cells(docs, lambda d: d.get("observations"))
+    cells = ok_cells(docs, lambda d: d.get("observations"))
     if not cells:
         return []
     columns, values = [], []

@@ -76,7 +76,7 @@ class CheckTest(unittest.TestCase):
                                 ({"trace": "/nonexistent/trace.json", "hadoop": "3.3.5"}, "does not exist"),
                                 ({"nodes": "0"}, "`nodes` must be at least 1"),
                                 ({"simulator": "fast"}, "simulator='fast': one of stock, lean"),
-                                ({"simulator": "lean", "hadoop": "3.3.5"}, "simulator=lean drives Hadoop 3.4.2"),
+                                ({"simulator": "lean", "hadoop": "3.3.5"}, "lean drives the SLS runners of Hadoop 3.4.2 and 3.4.3"),
                                 ({"simulator": "lean", "sls_metrics": "on"}, "simulator=lean runs with sls_metrics=off"),
                                 ({"simulator": "lean", "heartbeat_threads": "0"}, "heartbeat_threads=0: at least 1"),
                                 ({"nm_heartbeat_ms": "fast"}, "nm_heartbeat_ms='fast' is not a whole number")):

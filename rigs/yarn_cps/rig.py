@@ -29,10 +29,12 @@ from rigs.yarn_cps import configs, window
 from workloads.yarn_cps import trace
 from results import safeio
 
-HADOOP_VERSIONS = {"3.4.2": "classpath_3_4_2", "3.3.5": "classpath_3_3_5"}
+HADOOP_VERSIONS = {"3.4.2": "classpath_3_4_2", "3.4.3": "classpath_3_4_3", "3.3.5": "classpath_3_3_5"}
 # 3.4.2 reads `job.tasks` of SLS traces as a string; every AM fails, SLS hangs with 0 apps (README.md, "Facts").
-TRACE_FORMATS = {"3.4.2": ("synth",), "3.3.5": ("synth", "sls", "rumen")}
-DEFAULT_FORMAT = {"3.4.2": "synth", "3.3.5": "sls"}
+# 3.4.3 (the bump study, issue 61): synthetic traces only, as 3.4.2 (its SLS traces not tried).
+TRACE_FORMATS = {"3.4.2": ("synth",), "3.4.3": ("synth",), "3.3.5": ("synth", "sls", "rumen")}
+DEFAULT_FORMAT = {"3.4.2": "synth", "3.4.3": "synth", "3.3.5": "sls"}
+LEAN_VERSIONS = ("3.4.2", "3.4.3")  # whose SLS runners the lean simulator drives (built against each)
 SLS_TRACE_TYPE = {"synth": "SYNTH", "sls": "SLS", "rumen": "RUMEN"}
 RATE_UNIT = "containers/s"
 # stock: SLS as shipped; lean: SLS's runners with the rig's NodeManagers (LeanSimulation.java).
@@ -90,8 +92,9 @@ class YarnCpsRig(Rig):
         if params["trace_nodes"] and not os.path.isfile(params["trace_nodes"]):
             raise ValueError(f"nodes file {params['trace_nodes']} does not exist")
         if params["simulator"] == "lean":
-            if hadoop != "3.4.2":
-                raise ValueError("simulator=lean drives Hadoop 3.4.2's SLS runners; use hadoop=3.4.2 (or simulator=stock)")
+            if hadoop not in LEAN_VERSIONS:
+                raise ValueError(f"simulator=lean drives the SLS runners of Hadoop {' and '.join(LEAN_VERSIONS)}; "
+                                 f"use one of them (or simulator=stock)")
             if params["sls_metrics"] != "off":
                 raise ValueError("simulator=lean runs with sls_metrics=off (SLS's metrics web app is not wired to "
                                  "the lean NodeManagers); the fidelity benchmark uses simulator=stock")

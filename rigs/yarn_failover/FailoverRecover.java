@@ -25,8 +25,80 @@ import tunelab.rigs.matrix.DriverArgs;
  * every node re-registered with its containers and every application RUNNING again.
  */
 final class FailoverRecover extends FailoverDriver {
+  /**
+   * The recovery's phases, in order, as a watched run shows them (the rig's recovery_phase): the
+   * first four are read from the store's and the RM's timings while {@code rm.start()} runs.
+   */
+  static final String[] PHASES = {
+    "starting",
+    "loading the state store",
+    "recovering applications",
+    "becoming active",
+    "nodes re-registering",
+    "AMs re-registering",
+    "waiting for containers and applications",
+    "recovered"
+  };
+
+  /** The phase the main thread has reached after the RM's start (0 while it starts). */
+  private volatile int mainPhase = 0;
+
+  private volatile long startCallNanos = -1;
+
   FailoverRecover(DriverArgs args) {
     super(args);
+  }
+
+  private int phase() {
+    if (mainPhase > 0) {
+      return mainPhase;
+    }
+    if (recoverEndNanos >= 0) {
+      return 3;
+    }
+    if (TimedStores.Timing.loadEndNanos >= 0) {
+      return 2;
+    }
+    return TimedStores.Timing.loadStartNanos >= 0 ? 1 : 0;
+  }
+
+  /**
+   * Prints a phase record when the phase changes and once a second (the driver is otherwise silent
+   * until active): a daemon thread that only reads volatile fields, waking 5 times a second.
+   */
+  private Thread phaseReporter() {
+    Thread t =
+        new Thread(
+            () -> {
+              int last = -1;
+              long lastPrint = 0;
+              while (last < PHASES.length - 1) {
+                int now = phase();
+                long t0 = System.nanoTime();
+                if (now != last || t0 - lastPrint >= 1_000_000_000L) {
+                  long since = startCallNanos < 0 ? 0 : t0 - startCallNanos;
+                  record(
+                      "phase",
+                      "phase",
+                      now,
+                      "phase_name",
+                      PHASES[now],
+                      "since_rm_start_s",
+                      since / 1e9);
+                  last = now;
+                  lastPrint = t0;
+                }
+                try {
+                  Thread.sleep(200);
+                } catch (InterruptedException e) {
+                  return;
+                }
+              }
+            },
+            "tunelab-recovery-phase");
+    t.setDaemon(true);
+    t.start();
+    return t;
   }
 
   @Override
@@ -34,9 +106,12 @@ final class FailoverRecover extends FailoverDriver {
     JsonNode handoff = JSON.readTree(new File(need("handoff")));
     rm = new DriverRM();
     rm.init(conf);
+    Thread phases = phaseReporter();
     long startCall = System.nanoTime();
+    startCallNanos = startCall;
     rm.start();
     long active = System.nanoTime();
+    mainPhase = 4;
     if (TimedStores.Timing.loadEndNanos < 0) {
       throw new IllegalStateException(
           "the RM started without loading its state store (recovery off?)");
@@ -75,6 +150,7 @@ final class FailoverRecover extends FailoverDriver {
       node.register(reports, running);
     }
     long registered = System.nanoTime();
+    mainPhase = 5;
     Thread beats = heartbeats();
     // The AMs re-register (the new RM knows their attempts from the store).
     List<ApplicationAttemptId> pending = new ArrayList<>();
@@ -99,6 +175,7 @@ final class FailoverRecover extends FailoverDriver {
       }
     }
     long amsRegistered = System.nanoTime();
+    mainPhase = 6;
     long containersBack = -1;
     long appsRunning = -1;
     while (containersBack < 0 || appsRunning < 0) {
@@ -123,6 +200,8 @@ final class FailoverRecover extends FailoverDriver {
       }
     }
     long end = Math.max(containersBack, appsRunning);
+    mainPhase = PHASES.length - 1;
+    phases.join(1000);
     // From the JVM's start (the new process) to the RM's start call: JVM start, configuration,
     // init.
     double jvmToStart =

@@ -203,16 +203,27 @@ class YarnFailoverRig(Rig):
         host, port = launch.state["zookeeper"].split(":")
         return zookeeper_stats(host, int(port))
 
-    # A watched run's live values: the recovering RM's account once it is active (its driver prints no phase
-    # while it recovers).
+    # A watched run's live values: the recovering RM's phase while it recovers (its driver prints a phase record
+    # on each change and once a second, FailoverRecover.PHASES), then its account once it is active.
     live_metrics = {
+        "recovery_phase": LiveMetric("gauge", "The recovering RM's phase: 0 starting, 1 loading the state store, "
+                                              "2 recovering applications, 3 becoming active, 4 nodes re-registering, "
+                                              "5 AMs re-registering, 6 waiting for containers and applications, 7 recovered"),
+        "recovery_elapsed_seconds": LiveMetric("gauge", "Seconds since the recovering RM's start call"),
         "recovery_seconds": LiveMetric("gauge", "The RM's recovery time, from its JVM's start to active"),
         "store_load_seconds": LiveMetric("gauge", "Of which: reading its state store"),
         "app_recovery_seconds": LiveMetric("gauge", "Of which: recovering the applications"),
     }
 
     def live(self, role: str, line: str) -> Mapping[str, float]:
-        if role != "rm" or not line.startswith('{"event":"recovered"'):
+        if role != "rm" or not line.startswith('{"event":"'):
+            return {}
+        if line.startswith('{"event":"phase"'):
+            rec = safeio.parse_json(line)
+            return {name: float(rec[key]) for name, key in (("recovery_phase", "phase"),
+                                                             ("recovery_elapsed_seconds", "since_rm_start_s"))
+                    if isinstance(rec.get(key), (int, float))}
+        if not line.startswith('{"event":"recovered"'):
             return {}
         rec = safeio.parse_json(line)
         return {name: float(rec[key]) for name, key in (("recovery_seconds", "recovery_s"),

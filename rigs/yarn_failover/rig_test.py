@@ -140,6 +140,24 @@ class LiveValuesTest(unittest.TestCase):
                                   "app_recovery_seconds": recovered["app_recovery_s"]})
         self.assertEqual(rig.RIG.live("rm_killed", lines[1]), {})
 
+    def test_the_phase_records_show_the_recovery_move_on_while_it_recovers(self):
+        # A real cell's recovering RM with its phase records (testdata/README.md): a watched run sees each phase.
+        with open(os.path.join(TESTDATA, "tiny_zookeeper_phases.rm.jsonl")) as f:
+            lines = f.read().splitlines()
+        values = [rig.RIG.live("rm", line) for line in lines]
+        phases = [v["recovery_phase"] for v in values if "recovery_phase" in v]
+        self.assertEqual(phases[0], 0.0)
+        self.assertEqual(phases[-1], 7.0)  # recovered
+        self.assertEqual(phases, sorted(phases))  # never back
+        self.assertGreaterEqual(len(set(phases)), 4)  # a 20-application recovery passes through most phases
+        elapsed = [v["recovery_elapsed_seconds"] for v in values if "recovery_elapsed_seconds" in v]
+        self.assertEqual(elapsed, sorted(elapsed))
+        last_phase = max(i for i, v in enumerate(values) if "recovery_phase" in v)
+        recovered = [i for i, v in enumerate(values) if "recovery_seconds" in v]
+        self.assertEqual(len(recovered), 1)
+        self.assertGreater(recovered[0], last_phase)  # the account comes once recovered
+        self.assertEqual(rig.RIG.live("rm_killed", lines[0]), {})
+
 
 class ParseTest(unittest.TestCase):
     """testdata/tiny_zookeeper.*: both RMs' stdout of one real cell (20 applications, 2 attempts, 2 containers)."""

@@ -42,7 +42,7 @@ from results import runarchive, store
 from rigs.host import terminal
 from rigs.host import hoststate
 from rigs.matrix.planning import cli
-from tools.fleet import machines, make_bundle
+from tools.fleet import fleetmetrics, machines, make_bundle
 from tools.fleet.hostinput import REMOTE_PYTHON, FleetError, describe_failure, host_json, read_plan
 from tools.fleet.playbook import Playbook, ansible_env, load_inventory, write_cli_launchers
 from results import safeio
@@ -127,7 +127,7 @@ def host_plan(host, hostvars, fleet_id, bundle_sha, manifest_sha, matrix_args, r
     """Every path and argument list the playbooks use for one host (they hold no logic of their own).
     bundle_sha names the bundle's folder; manifest_sha is its BUNDLE.sha256's digest, what the host's copy
     is checked against. metrics: {port, address} when the runs serve their live metrics (the host's
-    `tunelab_metrics_port` overrides the port: two inventory hosts on one machine need two)."""
+    `tunelab_metrics_port` and `tunelab_metrics_address` override them: tools/fleet/fleetmetrics.py)."""
     root = hostvars.get("tunelab_root", DEFAULT_ROOT)
     if not os.path.isabs(root):
         raise FleetError(f"{host}: tunelab_root {root!r} must be an absolute path")
@@ -144,9 +144,7 @@ def host_plan(host, hostvars, fleet_id, bundle_sha, manifest_sha, matrix_args, r
         env[hoststate.STATE_DIR_ENV] = host_state
     if hostvars.get("tunelab_jdks"):
         env["TUNELAB_JDKS"] = hostvars["tunelab_jdks"]  # the host's own JDKs, NAME=PATH:NAME=PATH
-    if metrics:
-        port = metrics_port(host, hostvars, metrics["port"])
-        run_args = [*run_args, f"--metrics-port={port}", f"--metrics-address={metrics['address']}"]
+    run_args = [*run_args, *fleetmetrics.runner_args(host, hostvars, metrics)]
     matrix = [f"{bundle_dir}/matrix", *matrix_args, *run_args, "--results-dir", results]
     remote_run = [REMOTE_PYTHON, f"{bundle_dir}/remote_run.py"]
     cwd = f"{bundle_dir}/matrix.runfiles/tunelab"
@@ -190,24 +188,6 @@ def host_plan(host, hostvars, fleet_id, bundle_sha, manifest_sha, matrix_args, r
                               *in_image[2:], *[f"--env={k}={v}" for k, v in sorted(env.items())], "--", *matrix,
                               "--no-next-steps"]
     return plan
-
-
-def metrics_port(host, hostvars, port):
-    given = hostvars.get("tunelab_metrics_port", port)
-    try:
-        value = int(given)
-    except (TypeError, ValueError):
-        value = -1
-    if not 0 < value <= 65535:
-        raise FleetError(f"{host}: tunelab_metrics_port {given!r}: a TCP port, 1-65535")
-    return value
-
-
-def service_discovery(hosts, inventory, metrics, fleet_id):
-    """Prometheus' file-based service discovery for the runs' endpoints: a target per host (its address in the
-    inventory, its metrics port) labelled with the fleet run and the inventory host."""
-    return [{"targets": [f"{inventory[h].get('ansible_host', h)}:{metrics_port(h, inventory[h], metrics['port'])}"],
-             "labels": {"fleet_id": fleet_id, "host": h}} for h in sorted(hosts)]
 
 
 def start_argv(plan, run_state, run_id):
@@ -282,7 +262,7 @@ class Fleet:
         if not metrics:
             return None
         return store.write_fleet_service_discovery(self.results_root, self.fleet_id,
-                                                   service_discovery(hosts, inventory, metrics, self.fleet_id))
+                                                   fleetmetrics.service_discovery(hosts, inventory, metrics, self.fleet_id))
 
     def chosen_hosts(self, inventory_hosts):
         if not self.args.limit:
@@ -553,7 +533,7 @@ def parse_args(argv):
                              "overrides it); a Prometheus file_sd file names them all")
     parser.add_argument("--metrics-address", default="127.0.0.1", metavar="ADDRESS",
                         help="the address each host's endpoint binds (default 127.0.0.1: scrape it on the host, or "
-                             "give the host's own address)")
+                             "give the host's own address; a host's tunelab_metrics_address overrides it)")
     args = parser.parse_args(argv)
     if args.metrics_port is not None and not 0 < args.metrics_port <= 65535:
         parser.error(f"--metrics-port {args.metrics_port}: a TCP port, 1-65535")
@@ -589,7 +569,7 @@ def main(argv=None, console=None):
             fleet_vars = fleet.fleet_vars(bundles, fleet.matrix_args, inventory)
             sd = fleet.write_service_discovery(fleet.hosts, inventory)
             if sd:
-                where = "; ".join(t for entry in service_discovery(fleet.hosts, inventory, fleet.meta["metrics"],
+                where = "; ".join(t for entry in fleetmetrics.service_discovery(fleet.hosts, inventory, fleet.meta["metrics"],
                                                                     fleet.fleet_id) for t in entry["targets"])
                 console.print(f"live metrics: {escape(where)}; Prometheus file_sd: {escape(shown_path(sd, workspace))}")
             plans, run_states = fleet.check(inventory, todo, fleet_vars, env)

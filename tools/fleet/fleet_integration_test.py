@@ -29,6 +29,7 @@ import sys
 import tempfile
 import time
 import unittest
+import urllib.request
 
 from tools.fleet.testhosts import SSHD, Host, free_port
 
@@ -99,9 +100,12 @@ class FleetIntegrationTest(unittest.TestCase):
         cls.inventory = os.path.join(cls.base, "hosts.ini")
         with open(cls.inventory, "w") as f:
             f.write("[fleet]\n")
+            # Each host's runner serves its live metrics on its own loopback address (both share this kernel).
+            cls.metrics_ports = {h.name: free_port(h.address) for h in cls.hosts.values()}
             for h, extra in zip(cls.hosts.values(), ("", " tunelab_runner=image")):
                 f.write(f"{h.name} ansible_host={h.address} ansible_port={h.port} tunelab_root={h.root} "
-                        f"tunelab_state_dir={h.root}/state{extra}\n")
+                        f"tunelab_state_dir={h.root}/state tunelab_metrics_port={cls.metrics_ports[h.name]} "
+                        f"tunelab_metrics_address={h.address}{extra}\n")
             f.write(f"c ansible_host=127.0.0.4 ansible_port={cls.refusing_port} tunelab_root={cls.base}/c\n")
             f.write("\n[fleet:vars]\nansible_user=root\n"
                     f"ansible_ssh_private_key_file={key}\n"
@@ -132,16 +136,38 @@ class FleetIntegrationTest(unittest.TestCase):
         with open(os.path.join(self.results, ".fleet", fleet_id, "fleet.json")) as f:
             return json.load(f)
 
+    def scrape_hosts(self, log, seen):
+        """Scrapes each target of the fleet run's Prometheus file_sd list (once the fleet has written it);
+        keeps {host: what its endpoint served} of those that answered with a run."""
+        log.seek(0)
+        ids = [line.split()[2].rstrip(":") for line in log.read().splitlines() if line.startswith("fleet run fleet-")]
+        path = os.path.join(self.results, ".fleet", ids[0], "prometheus-sd.json") if ids else ""
+        if not path or not os.path.exists(path):
+            return
+        with open(path) as f:
+            targets = json.load(f)
+        for entry in targets:
+            try:
+                with urllib.request.urlopen(f"http://{entry['targets'][0]}/metrics", timeout=2) as r:
+                    text = r.read().decode()
+            except OSError:
+                continue
+            if "tunelab_run_info{" in text:
+                seen[entry["labels"]["host"]] = text
+
     def test_fleet_runs_drops_a_host_resumes_it_and_reports_across_hosts(self):
         a, b = self.hosts["a"], self.hosts["b"]
-        proc, log = self.fleet("//rigs:calibration_matrix", "--profile", PROFILE, wait=False)
+        proc, log = self.fleet("//rigs:calibration_matrix", "--profile", PROFILE, "--metrics-port", "9464", wait=False)
         deadline = time.monotonic() + 600
+        seen = {}  # issue 63: each host's runner serves its endpoint where the fleet's file_sd list says
         while not b.cells():
             if proc.poll() is not None:
                 log.seek(0)
                 self.fail(f"the fleet ended before host b stored a result:\n{log.read()}")
             self.assertLess(time.monotonic(), deadline, "host b stored no result within 10 minutes")
+            self.scrape_hosts(log, seen)
             time.sleep(0.2)
+        self.scrape_hosts(log, seen)
         b.drop_out()
         before_kill = {}
         for path in b.cells():
@@ -165,6 +191,11 @@ class FleetIntegrationTest(unittest.TestCase):
             manifest = json.load(f)
         self.assertEqual(manifest["state"], "complete")
         self.assertEqual(manifest["fleet"], {"host": "a", "fleet_id": fleet_id})
+        self.assertIn(f"live metrics: 127.0.0.2:{self.metrics_ports['a']}; 127.0.0.3:{self.metrics_ports['b']}", out)
+        self.assertEqual(sorted(seen), ["a", "b"], out)  # both hosts' runs were watched live, each its own run
+        for host in ("a", "b"):
+            self.assertIn(f'run_id="{state[host]["run_id"]}"', seen[host])
+            self.assertIn("tunelab_host_cpu_seconds_total{", seen[host])
         a_files = {p: os.stat(p).st_mtime_ns for p in glob.glob(os.path.join(run_a, "**"), recursive=True)}
         a_markers = sorted(glob.glob(os.path.join(a.root, "fleet", "*.pid")))
 

@@ -15,7 +15,7 @@ import unittest
 from rich.console import Console
 
 from results import runarchive, testruns
-from tools.fleet import fleet, hostinput, playbook
+from tools.fleet import fleet, fleetmetrics, hostinput, playbook
 
 SHA = "ab" * 32
 MANIFEST_SHA = "cd" * 32
@@ -78,12 +78,22 @@ class HostPlanTest(unittest.TestCase):
         self.assertIn("--metrics-address=0.0.0.0", p["start_base"])
         self.assertNotIn("--metrics-port=9464", p["start_base"])
         inventory = {"h1": {"ansible_host": "10.0.0.7", "tunelab_metrics_port": 9465}, "h2": {}}
-        self.assertEqual(fleet.service_discovery(["h2", "h1"], inventory, metrics, "fleet-x"), [
+        self.assertEqual(fleetmetrics.service_discovery(["h2", "h1"], inventory, metrics, "fleet-x"), [
             {"targets": ["10.0.0.7:9465"], "labels": {"fleet_id": "fleet-x", "host": "h1"}},
             {"targets": ["h2:9464"], "labels": {"fleet_id": "fleet-x", "host": "h2"}}])
+        # Two inventory hosts on one machine: a loopback address each, where its runner binds and is scraped.
+        on_one = {"a": {"ansible_host": "127.0.0.2", "tunelab_metrics_address": "127.0.0.2"},
+                  "b": {"ansible_host": "127.0.0.3", "tunelab_metrics_address": "0.0.0.0"}}
+        p = fleet.host_plan("a", on_one["a"], "f", SHA, MANIFEST_SHA, [], [], "c", state, metrics)
+        self.assertIn("--metrics-address=127.0.0.2", p["matrix_argv"])
+        self.assertEqual([e["targets"] for e in fleetmetrics.service_discovery(["a", "b"], on_one, metrics, "f")],
+                         [["127.0.0.2:9464"], ["127.0.0.3:9464"]])
         for bad in ("0", "70000", "http"):
             with self.assertRaisesRegex(fleet.FleetError, "tunelab_metrics_port"):
                 fleet.host_plan("h1", {"tunelab_metrics_port": bad}, "f", SHA, MANIFEST_SHA, [], [], "c", state, metrics)
+        for bad in ("localhost", "127.0.0.1; rm -rf /", ""):
+            with self.assertRaisesRegex(fleet.FleetError, "tunelab_metrics_address"):
+                fleet.host_plan("h1", {"tunelab_metrics_address": bad}, "f", SHA, MANIFEST_SHA, [], [], "c", state, metrics)
         self.assertNotIn("--metrics-port", " ".join(plan_for()["matrix_argv"]))  # not watched: nothing added
 
     def test_a_host_that_runs_in_the_image(self):

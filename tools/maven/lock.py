@@ -80,7 +80,7 @@ def load_spec(path):
     for name, body in sets.items():
         if not re.fullmatch(r"[a-z][a-z0-9_]*", name):
             raise ValueError(f"{path}: set name {name!r} must be lower_snake_case (it becomes a Bazel target)")
-        unknown = set(body) - {"artifacts", "sources"}
+        unknown = set(body) - {"artifacts", "sources", "managed"}
         if unknown:
             raise ValueError(f"{path}: set {name}: unknown keys {sorted(unknown)}")
         artifacts = [Coordinate.parse(c) for c in body.get("artifacts", [])]
@@ -90,12 +90,16 @@ def load_spec(path):
         missing = [str(s) for s in sources if s not in artifacts]
         if missing:
             raise ValueError(f"{path}: set {name}: sources {missing} are not among its artifacts")
-        spec[name] = {"artifacts": artifacts, "sources": sources}
+        # managed: versions that win wherever the closure meets the artifact (Maven's dependencyManagement),
+        # for a release whose own version of a dependency is not served.
+        managed = [Coordinate.parse(c) for c in body.get("managed", [])]
+        spec[name] = {"artifacts": artifacts, "sources": sources, "managed": managed}
     return spec
 
 
-def render_pom(set_name, coordinates, classifier_override=None, transitive=True):
-    """A minimal pom whose dependency closure is the set's."""
+def render_pom(set_name, coordinates, classifier_override=None, transitive=True, managed=()):
+    """A minimal pom whose dependency closure is the set's (`managed` coordinates fix the version of those
+    artifacts wherever the closure meets them)."""
     deps = []
     for c in coordinates:
         classifier = classifier_override if classifier_override is not None else c.classifier
@@ -113,6 +117,11 @@ def render_pom(set_name, coordinates, classifier_override=None, transitive=True)
                          "</exclusion></exclusions>")
         lines.append("    </dependency>")
         deps.append("\n".join(lines))
+    management = "".join(
+        f"      <dependency><groupId>{escape(c.group)}</groupId><artifactId>{escape(c.artifact)}</artifactId>"
+        f"<version>{escape(c.version)}</version></dependency>\n" for c in managed)
+    if management:
+        management = f"  <dependencyManagement>\n    <dependencies>\n{management}    </dependencies>\n  </dependencyManagement>\n"
     return f"""<?xml version="1.0" encoding="UTF-8"?>
 <project xmlns="http://maven.apache.org/POM/4.0.0">
   <modelVersion>4.0.0</modelVersion>
@@ -120,7 +129,7 @@ def render_pom(set_name, coordinates, classifier_override=None, transitive=True)
   <artifactId>{escape(set_name)}</artifactId>
   <version>0</version>
   <packaging>pom</packaging>
-  <dependencies>
+{management}  <dependencies>
 {chr(10).join(deps)}
   </dependencies>
 </project>
@@ -233,7 +242,7 @@ def main(argv=None):
         source_jars = {}
         for i, (name, body) in enumerate(sorted(spec.items()), 1):
             print(f"[{i}/{len(spec)}] resolving {name} ({len(body['artifacts'])} top-level artifacts)", flush=True)
-            listing = run_maven(render_pom(name, body["artifacts"]), os.path.join(workdir, name), local_repo, mvn)
+            listing = run_maven(render_pom(name, body["artifacts"], managed=body["managed"]), os.path.join(workdir, name), local_repo, mvn)
             resolved[name] = parse_dependency_list(listing)
             if body["sources"]:
                 listing = run_maven(render_pom(name + "_sources", body["sources"], "sources", transitive=False),

@@ -33,13 +33,25 @@ MAVEN_LOCK = {
             "coordinates": "com.fasterxml.jackson.core:jackson-annotations:2.12.7",
             "sha256": "3cacef714a89f3d68b69fa11263afa55a6aa2fdef1fff93ded22caa16b54687c",
         },
+        "maven__com_fasterxml_jackson_core__jackson_annotations__2_18_6": {
+            "coordinates": "com.fasterxml.jackson.core:jackson-annotations:2.18.6",
+            "sha256": "face5c37bee1f0768f5f198d077fc29d163becca95de9e0f13962c84d1047662",
+        },
         "maven__com_fasterxml_jackson_core__jackson_core__2_12_7": {
             "coordinates": "com.fasterxml.jackson.core:jackson-core:2.12.7",
             "sha256": "3987a6a335046e226e56b81d69668fb5a91b155ea7fd96b0851adbb7d4ac1ca6",
         },
+        "maven__com_fasterxml_jackson_core__jackson_core__2_18_6": {
+            "coordinates": "com.fasterxml.jackson.core:jackson-core:2.18.6",
+            "sha256": "e7e1bfa50f0a79db37e6aa37db111cf03aebf4a484b359d21127ab43ab2398c6",
+        },
         "maven__com_fasterxml_jackson_core__jackson_databind__2_12_7_1": {
             "coordinates": "com.fasterxml.jackson.core:jackson-databind:2.12.7.1",
             "sha256": "3f504cac405ce066d5665ff69541484d5322f35ac7a7ec6104cf86a01008e02d",
+        },
+        "maven__com_fasterxml_jackson_core__jackson_databind__2_18_6": {
+            "coordinates": "com.fasterxml.jackson.core:jackson-databind:2.18.6",
+            "sha256": "45d124736ea29dc374171fc1a8a9958e0f44407c1e0aae0297d8eee267fb592e",
         },
         "maven__com_fasterxml_jackson_jaxrs__jackson_jaxrs_base__2_12_7": {
             "coordinates": "com.fasterxml.jackson.jaxrs:jackson-jaxrs-base:2.12.7",
@@ -93,13 +105,25 @@ MAVEN_LOCK = {
             "coordinates": "com.google.guava:failureaccess:1.0.1",
             "sha256": "a171ee4c734dd2da837e4b16be9df4661afab72a41adaf31eb84dfdaf936ca26",
         },
+        "maven__com_google_guava__failureaccess__1_0_3": {
+            "coordinates": "com.google.guava:failureaccess:1.0.3",
+            "sha256": "cbfc3906b19b8f55dd7cfd6dfe0aa4532e834250d7f080bd8d211a3e246b59cb",
+        },
         "maven__com_google_guava__guava__27_0_jre": {
             "coordinates": "com.google.guava:guava:27.0-jre",
             "sha256": "63b09db6861011e7fb2481be7790c7fd4b03f0bb884b3de2ecba8823ad19bf3f",
         },
+        "maven__com_google_guava__guava__32_0_1_jre": {
+            "coordinates": "com.google.guava:guava:32.0.1-jre",
+            "sha256": "bd7fa227591fb8509677d0d1122cf95158f3b8a9f45653f58281d879f6dc48c5",
+        },
         "maven__com_google_guava__guava__32_1_3_jre": {
             "coordinates": "com.google.guava:guava:32.1.3-jre",
             "sha256": "6d4e2b5a118aab62e6e5e29d185a0224eed82c85c40ac3d33cf04a270c3b3744",
+        },
+        "maven__com_google_guava__guava__33_4_8_jre": {
+            "coordinates": "com.google.guava:guava:33.4.8-jre",
+            "sha256": "f3d7f57f67fd622f4d468dfdd692b3a5e3909246c28017ac3263405f0fe617ed",
         },
         "maven__com_google_guava__listenablefuture__9999_0_empty_to_avoid_conflict_with_guava": {
             "coordinates": "com.google.guava:listenablefuture:9999.0-empty-to-avoid-conflict-with-guava",
@@ -129,6 +153,10 @@ MAVEN_LOCK = {
             "coordinates": "com.google.j2objc:j2objc-annotations:2.8",
             "sha256": "f02a95fa1a5e95edb3ed859fd0fb7df709d121a35290eff8b74dce2ab7f4d6ed",
         },
+        "maven__com_google_j2objc__j2objc_annotations__3_0_0": {
+            "coordinates": "com.google.j2objc:j2objc-annotations:3.0.0",
+            "sha256": "88241573467ddca44ffd4d74aa04c2bbfd11bf7c17e0c342c94c9de7a70a7c64",
+        },
         "maven__com_google_protobuf__protobuf_java__2_5_0": {
             "coordinates": "com.google.protobuf:protobuf-java:2.5.0",
             "sha256": "e0c1c64575c005601725e7c6a02cebf9e1285e888f756b2a1d73ffa8d725cc74",
@@ -144,6 +172,10 @@ MAVEN_LOCK = {
         "maven__com_microsoft_sqlserver__mssql_jdbc__6_2_1_jre7": {
             "coordinates": "com.microsoft.sqlserver:mssql-jdbc:6.2.1.jre7",
             "sha256": "9cfa259450ae3471d2e6e2c3d8aefcce236e3daef8b3734d21dc93c3a5bbe806",
+        },
+        "maven__com_nimbusds__nimbus_jose_jwt__10_4": {
+            "coordinates": "com.nimbusds:nimbus-jose-jwt:10.4",
+            "sha256": "6f13f3480ddc53d820d276f582f54843cff1daf5c6e35e534947e9de7723b46b",
         },
         "maven__com_nimbusds__nimbus_jose_jwt__9_37_2": {
             "coordinates": "com.nimbusds:nimbus-jose-jwt:9.37.2",
@@ -161,9 +193,17 @@ MAVEN_LOCK = {
             "coordinates": "com.squareup.okio:okio:2.8.0",
             "sha256": "4496b06e73982fcdd8a5393f46e5df2ce2fa4465df5895454cac68a32f09bbc8",
         },
+        "maven__com_sun_activation__jakarta_activation__1_2_2": {
+            "coordinates": "com.sun.activation:jakarta.activation:1.2.2",
+            "sha256": "02156773e4ae9d048d14a56ad35d644bee9f1052a791d072df3ded3c656e6e1a",
+        },
         "maven__com_sun_codemodel__codemodel__2_6": {
             "coordinates": "com.sun.codemodel:codemodel:2.6",
             "sha256": "2735816d68f85adca141179951889653ce355ae7e7ab4eb92a322ea0ef671767",
+        },
+        "maven__com_sun_istack__istack_commons_runtime__3_0_12": {
+            "coordinates": "com.sun.istack:istack-commons-runtime:3.0.12",
+            "sha256": "27d85fc134c9271d5c79d3300fc4669668f017e72409727c428f54f2417f04cd",
         },
         "maven__com_sun_istack__istack_commons_runtime__3_0_7": {
             "coordinates": "com.sun.istack:istack-commons-runtime:3.0.7",
@@ -345,153 +385,465 @@ MAVEN_LOCK = {
             "coordinates": "io.netty:netty-all:4.1.118.Final",
             "sha256": "44790974f057722b9d9d19dcb7afb91504eeb46d81fa2494db4f0fe01c5b7242",
         },
+        "maven__io_netty__netty_all__4_1_127_Final": {
+            "coordinates": "io.netty:netty-all:4.1.127.Final",
+            "sha256": "741131a05f613cfd0bf82cf4dec0578c071491f0dd91cd7280da0aabff656fd8",
+        },
+        "maven__io_netty__netty_all__4_1_130_Final": {
+            "coordinates": "io.netty:netty-all:4.1.130.Final",
+            "sha256": "ffe4e8f925c428493e03f395df65fdcba6e6482ad517029172b119275add2dd4",
+        },
         "maven__io_netty__netty_buffer__4_1_118_Final": {
             "coordinates": "io.netty:netty-buffer:4.1.118.Final",
             "sha256": "0eea4e8666a9636a28722661d8ba5fa8564477e75fec6dd2ff3e324e361f8b3c",
+        },
+        "maven__io_netty__netty_buffer__4_1_127_Final": {
+            "coordinates": "io.netty:netty-buffer:4.1.127.Final",
+            "sha256": "4a0a17dc5a58d910c56545be6912b9923cfe902522dc1df268e774bc22443eb6",
+        },
+        "maven__io_netty__netty_buffer__4_1_130_Final": {
+            "coordinates": "io.netty:netty-buffer:4.1.130.Final",
+            "sha256": "00a522b67ea35cb7b4dd9cf27f85c6c58f5e306785aa045302e5f6b2d4944a87",
         },
         "maven__io_netty__netty_codec__4_1_118_Final": {
             "coordinates": "io.netty:netty-codec:4.1.118.Final",
             "sha256": "4abd215fd1ed7ce86509d169cc9cbede5042176c265a79b3b70602b017226c3f",
         },
+        "maven__io_netty__netty_codec__4_1_127_Final": {
+            "coordinates": "io.netty:netty-codec:4.1.127.Final",
+            "sha256": "187d21cee1a114f43b87be235f66c83828bdd0a3e0c1cdfebedaa37748e6e470",
+        },
+        "maven__io_netty__netty_codec__4_1_130_Final": {
+            "coordinates": "io.netty:netty-codec:4.1.130.Final",
+            "sha256": "52636bc29bd62120b97bbe5d1d21eab9b1cb2bef8efbb54d2221c5f3fa08d8cd",
+        },
         "maven__io_netty__netty_codec_dns__4_1_118_Final": {
             "coordinates": "io.netty:netty-codec-dns:4.1.118.Final",
             "sha256": "e115e42ca1e3cc8d85e3a632d8faa102d18c0ebc1fa4511af30bec79f8c147d4",
+        },
+        "maven__io_netty__netty_codec_dns__4_1_127_Final": {
+            "coordinates": "io.netty:netty-codec-dns:4.1.127.Final",
+            "sha256": "4398b97193aad6bf2a9a90ad86a83b892b62589a4a2c90d0d0a3d94a71b47976",
+        },
+        "maven__io_netty__netty_codec_dns__4_1_130_Final": {
+            "coordinates": "io.netty:netty-codec-dns:4.1.130.Final",
+            "sha256": "814bf9e764a2a9e4d7ace718f661e1f19d2a2cc35b2d3ac0065d4306cfec34ad",
         },
         "maven__io_netty__netty_codec_haproxy__4_1_118_Final": {
             "coordinates": "io.netty:netty-codec-haproxy:4.1.118.Final",
             "sha256": "442adc9857f129389cb7fc43c8d602dfb60305c75f14338d60e9f24646b307fe",
         },
+        "maven__io_netty__netty_codec_haproxy__4_1_127_Final": {
+            "coordinates": "io.netty:netty-codec-haproxy:4.1.127.Final",
+            "sha256": "4d08dffdac33cbdffbae328d03990a169a5e21b20e0f1ae3fcf73601d7d79594",
+        },
+        "maven__io_netty__netty_codec_haproxy__4_1_130_Final": {
+            "coordinates": "io.netty:netty-codec-haproxy:4.1.130.Final",
+            "sha256": "7195ce9d4fb0c466173fe7fb9562c6c3e380e3511a22355d15c16da349c6aa33",
+        },
         "maven__io_netty__netty_codec_http2__4_1_118_Final": {
             "coordinates": "io.netty:netty-codec-http2:4.1.118.Final",
             "sha256": "68da0b1a34dceb00a6f9f6f788fb2f6b7b9e4adba8c70658ac2bd7eb898b97ae",
+        },
+        "maven__io_netty__netty_codec_http2__4_1_127_Final": {
+            "coordinates": "io.netty:netty-codec-http2:4.1.127.Final",
+            "sha256": "0eb1befa55f785b47729d58d4fce72abea73b7f48fc1c434d71953e6a558ffaa",
+        },
+        "maven__io_netty__netty_codec_http2__4_1_130_Final": {
+            "coordinates": "io.netty:netty-codec-http2:4.1.130.Final",
+            "sha256": "f8ffdb550368fd5dee7c7f1393fa49552522f280ed8de96aebf4269cab0dc8f3",
         },
         "maven__io_netty__netty_codec_http__4_1_118_Final": {
             "coordinates": "io.netty:netty-codec-http:4.1.118.Final",
             "sha256": "09822d785e9a794838031ddd5346cf419b30c036a981c2e277a062bea884174b",
         },
+        "maven__io_netty__netty_codec_http__4_1_127_Final": {
+            "coordinates": "io.netty:netty-codec-http:4.1.127.Final",
+            "sha256": "2408776c87c1808b5522298c25e8290427123763f4addfda02dff6a24a538f61",
+        },
+        "maven__io_netty__netty_codec_http__4_1_130_Final": {
+            "coordinates": "io.netty:netty-codec-http:4.1.130.Final",
+            "sha256": "5b6addc1df7b3397a193bd6544a8bfdb18ecac99fd13bee4ec75b1781a664e5e",
+        },
         "maven__io_netty__netty_codec_memcache__4_1_118_Final": {
             "coordinates": "io.netty:netty-codec-memcache:4.1.118.Final",
             "sha256": "e808b9fb1e0c165517782fa7efa97b25b69eb29029f8c39cd934c4a740aaf4c6",
+        },
+        "maven__io_netty__netty_codec_memcache__4_1_127_Final": {
+            "coordinates": "io.netty:netty-codec-memcache:4.1.127.Final",
+            "sha256": "c304b07e735d0a0280a28e61175befccb12ec396b097cbbb05671665c649ec0d",
+        },
+        "maven__io_netty__netty_codec_memcache__4_1_130_Final": {
+            "coordinates": "io.netty:netty-codec-memcache:4.1.130.Final",
+            "sha256": "07934c0523c64e85f695253add1e64189d821dad6dddb6054c610761da755e19",
         },
         "maven__io_netty__netty_codec_mqtt__4_1_118_Final": {
             "coordinates": "io.netty:netty-codec-mqtt:4.1.118.Final",
             "sha256": "11055eaff1fca2a4df3f97b8a5a86732366ca99ff823ceef1c1a4bc4ddcb3b20",
         },
+        "maven__io_netty__netty_codec_mqtt__4_1_127_Final": {
+            "coordinates": "io.netty:netty-codec-mqtt:4.1.127.Final",
+            "sha256": "b3c3aab9859778cf254d9e1d4754f9fefce649b8b843b7c5ceeac1e8ea13e6ae",
+        },
+        "maven__io_netty__netty_codec_mqtt__4_1_130_Final": {
+            "coordinates": "io.netty:netty-codec-mqtt:4.1.130.Final",
+            "sha256": "24da9fbae79dc30c49dd49ba47048f5daedb1ff05a91eb44bd44b27a07ce05a2",
+        },
         "maven__io_netty__netty_codec_redis__4_1_118_Final": {
             "coordinates": "io.netty:netty-codec-redis:4.1.118.Final",
             "sha256": "1a516f6c038976cfd8132d10ff01075d184eb94b168f95db36b7aef283fc2337",
+        },
+        "maven__io_netty__netty_codec_redis__4_1_127_Final": {
+            "coordinates": "io.netty:netty-codec-redis:4.1.127.Final",
+            "sha256": "de19c46b252ee70ff32cc01aa34c6d18a1e2ea40b3e3d76abb84331273ebae30",
+        },
+        "maven__io_netty__netty_codec_redis__4_1_130_Final": {
+            "coordinates": "io.netty:netty-codec-redis:4.1.130.Final",
+            "sha256": "0b4973a41b1c9dc049961f9f3b7d09d595c7546837954d9fdea8e239c6dba8ba",
         },
         "maven__io_netty__netty_codec_smtp__4_1_118_Final": {
             "coordinates": "io.netty:netty-codec-smtp:4.1.118.Final",
             "sha256": "ea97d0622440bcdf20278252d8c276430e17749204e169cd3ee60199e6d3ba3c",
         },
+        "maven__io_netty__netty_codec_smtp__4_1_127_Final": {
+            "coordinates": "io.netty:netty-codec-smtp:4.1.127.Final",
+            "sha256": "9177fd20262d4f5fd8b77668ac0d908e1571840dd10a1010645ee2c0eba34ed9",
+        },
+        "maven__io_netty__netty_codec_smtp__4_1_130_Final": {
+            "coordinates": "io.netty:netty-codec-smtp:4.1.130.Final",
+            "sha256": "0fa35d715a693a49aa3cbd3d469d67f006994798713bbb6f8f24af738b7dacee",
+        },
         "maven__io_netty__netty_codec_socks__4_1_118_Final": {
             "coordinates": "io.netty:netty-codec-socks:4.1.118.Final",
             "sha256": "094465e3cfb3aef0fca38ed82b801f53a6c8be7ae1f83ab0c1b2e8ece2586840",
+        },
+        "maven__io_netty__netty_codec_socks__4_1_127_Final": {
+            "coordinates": "io.netty:netty-codec-socks:4.1.127.Final",
+            "sha256": "d3d251f9239951a845f22e39191f95471fb2eb7951b9878ea4555ccac99529fb",
+        },
+        "maven__io_netty__netty_codec_socks__4_1_130_Final": {
+            "coordinates": "io.netty:netty-codec-socks:4.1.130.Final",
+            "sha256": "9b8f8b2fab256411936ddf5358c3eb6b184c49ea7b8b01f40d473fa94ed7b92c",
         },
         "maven__io_netty__netty_codec_stomp__4_1_118_Final": {
             "coordinates": "io.netty:netty-codec-stomp:4.1.118.Final",
             "sha256": "a9a6c2ed43cc1f0769f9e130f9df5c76be9fd9294e4611227341d8b28689ec57",
         },
+        "maven__io_netty__netty_codec_stomp__4_1_127_Final": {
+            "coordinates": "io.netty:netty-codec-stomp:4.1.127.Final",
+            "sha256": "dafd5e461116443eb40fd85730db72e7f9617e9e2c4b8ef2ea6d0a786f0738b0",
+        },
+        "maven__io_netty__netty_codec_stomp__4_1_130_Final": {
+            "coordinates": "io.netty:netty-codec-stomp:4.1.130.Final",
+            "sha256": "69ec3633a34787f59f95ae394657841660215fbfd236e6c28fd1d2e6b5c8f27a",
+        },
         "maven__io_netty__netty_codec_xml__4_1_118_Final": {
             "coordinates": "io.netty:netty-codec-xml:4.1.118.Final",
             "sha256": "47ac0297e67213a4dd24ef4e81f170a87787df92ac6f2a2a9da051f272a5a482",
+        },
+        "maven__io_netty__netty_codec_xml__4_1_127_Final": {
+            "coordinates": "io.netty:netty-codec-xml:4.1.127.Final",
+            "sha256": "be8d88abb5a893e3df9758971cbce142071bef1c10c797f170ebf4a4c986971b",
+        },
+        "maven__io_netty__netty_codec_xml__4_1_130_Final": {
+            "coordinates": "io.netty:netty-codec-xml:4.1.130.Final",
+            "sha256": "ae76e9dd7246d95b66daa7306f0d1b52fc286f76f0fcba1aabd52db7666579f4",
         },
         "maven__io_netty__netty_common__4_1_118_Final": {
             "coordinates": "io.netty:netty-common:4.1.118.Final",
             "sha256": "65cce901ecf0f9d6591cc7750772614ab401a84415dc9aec9da4d046f0f9a77c",
         },
+        "maven__io_netty__netty_common__4_1_127_Final": {
+            "coordinates": "io.netty:netty-common:4.1.127.Final",
+            "sha256": "a6732bb70dc15ed96aa33ecca82c0d7b20f8ff41adf04f74f168f626adf359e8",
+        },
+        "maven__io_netty__netty_common__4_1_130_Final": {
+            "coordinates": "io.netty:netty-common:4.1.130.Final",
+            "sha256": "53921f28dd5a352b1bed0e1cbcc54d013dc60ffebeae9b2b1e53eabef317e581",
+        },
         "maven__io_netty__netty_handler__4_1_118_Final": {
             "coordinates": "io.netty:netty-handler:4.1.118.Final",
             "sha256": "26e3f8a5e859fd62cf3c13dc6d75e4e18879f000a5d0ad7f58f8679675d23dae",
+        },
+        "maven__io_netty__netty_handler__4_1_127_Final": {
+            "coordinates": "io.netty:netty-handler:4.1.127.Final",
+            "sha256": "88b6892bc1321d32409392e5b9f94e59d8e800678c029c71e7c0d76daf6050d0",
+        },
+        "maven__io_netty__netty_handler__4_1_130_Final": {
+            "coordinates": "io.netty:netty-handler:4.1.130.Final",
+            "sha256": "98c78ec187ca30a4b9775bf6f632f5c9929db6bf06a60e6971f945813880ca0f",
         },
         "maven__io_netty__netty_handler_proxy__4_1_118_Final": {
             "coordinates": "io.netty:netty-handler-proxy:4.1.118.Final",
             "sha256": "fef926126f44c668968dd3e2389c2552981d452e6dfc23b1f9bd03db92c21f96",
         },
+        "maven__io_netty__netty_handler_proxy__4_1_127_Final": {
+            "coordinates": "io.netty:netty-handler-proxy:4.1.127.Final",
+            "sha256": "2c0c8046e5d737e08f40a7c2907526648860d0434e125bd51de3c2cf390453fb",
+        },
+        "maven__io_netty__netty_handler_proxy__4_1_130_Final": {
+            "coordinates": "io.netty:netty-handler-proxy:4.1.130.Final",
+            "sha256": "33656875d0001587eea4a9778cf2242b418bc887ed03b2d37ef3969e0b7d3b5e",
+        },
         "maven__io_netty__netty_handler_ssl_ocsp__4_1_118_Final": {
             "coordinates": "io.netty:netty-handler-ssl-ocsp:4.1.118.Final",
             "sha256": "c311f4f3389432544bf103162b40736d9b67001dbae1cb92d67adcb56f50f1c6",
+        },
+        "maven__io_netty__netty_handler_ssl_ocsp__4_1_127_Final": {
+            "coordinates": "io.netty:netty-handler-ssl-ocsp:4.1.127.Final",
+            "sha256": "fdd48aec44bd28230016aedf7168cb52ba38d8f03b2caeaba32bbb018f3c3da9",
+        },
+        "maven__io_netty__netty_handler_ssl_ocsp__4_1_130_Final": {
+            "coordinates": "io.netty:netty-handler-ssl-ocsp:4.1.130.Final",
+            "sha256": "36dfbe584d2cf7f01f8bf7ceb9b1430e4d0c3d7acb759ba5576df47a7eccc5db",
         },
         "maven__io_netty__netty_resolver__4_1_118_Final": {
             "coordinates": "io.netty:netty-resolver:4.1.118.Final",
             "sha256": "3170c225972c18b6850d28add60db15bb28d83c4e3d5b686ca220e0bd7273c8a",
         },
+        "maven__io_netty__netty_resolver__4_1_127_Final": {
+            "coordinates": "io.netty:netty-resolver:4.1.127.Final",
+            "sha256": "a57ee62deb54ed99690db2696039f0f768a65c974677946ed48b2a2d8510ded3",
+        },
+        "maven__io_netty__netty_resolver__4_1_130_Final": {
+            "coordinates": "io.netty:netty-resolver:4.1.130.Final",
+            "sha256": "48c5b218a89d184e1b601d46433957f515fcefdb4464182b1348bce4f5a18f35",
+        },
         "maven__io_netty__netty_resolver_dns__4_1_118_Final": {
             "coordinates": "io.netty:netty-resolver-dns:4.1.118.Final",
             "sha256": "c0e0fdaffaba849e3145b2b96288fc8fc6f3b2a623cf72aaba708288348e4938",
+        },
+        "maven__io_netty__netty_resolver_dns__4_1_127_Final": {
+            "coordinates": "io.netty:netty-resolver-dns:4.1.127.Final",
+            "sha256": "a9b619a902ede5ced0579082734011111d099a52f512d03a17f9a7d79afa3c69",
+        },
+        "maven__io_netty__netty_resolver_dns__4_1_130_Final": {
+            "coordinates": "io.netty:netty-resolver-dns:4.1.130.Final",
+            "sha256": "bbc4d5ce181a2322941b480b1bbf01faa75254eee4d3a8e146317315f61a8283",
         },
         "maven__io_netty__netty_resolver_dns_classes_macos__4_1_118_Final": {
             "coordinates": "io.netty:netty-resolver-dns-classes-macos:4.1.118.Final",
             "sha256": "fb51c17c4eaba431da57dcf185d9a02c767dbc2925f281e19a4f14ba1b0ae5ed",
         },
+        "maven__io_netty__netty_resolver_dns_classes_macos__4_1_127_Final": {
+            "coordinates": "io.netty:netty-resolver-dns-classes-macos:4.1.127.Final",
+            "sha256": "2ac04be6bee607331e0f09a57c9f724ae0947a39702d98b23ec1b6a74dd82076",
+        },
+        "maven__io_netty__netty_resolver_dns_classes_macos__4_1_130_Final": {
+            "coordinates": "io.netty:netty-resolver-dns-classes-macos:4.1.130.Final",
+            "sha256": "946e81879b128d6e59d398c218a830b6127e0a539eb63ee5ac0028b0178ca2f0",
+        },
         "maven__io_netty__netty_resolver_dns_native_macos__osx_aarch_64__4_1_118_Final": {
             "coordinates": "io.netty:netty-resolver-dns-native-macos:jar:osx-aarch_64:4.1.118.Final",
             "sha256": "e1e95fe184946a0e14171c494e54456b9160f9f9f2a07e5db30426ed9f9b76d8",
+        },
+        "maven__io_netty__netty_resolver_dns_native_macos__osx_aarch_64__4_1_127_Final": {
+            "coordinates": "io.netty:netty-resolver-dns-native-macos:jar:osx-aarch_64:4.1.127.Final",
+            "sha256": "fd6cc9ddaa1417351de7e7e52aad937a06813820b0e258a27d9275ec424d39ff",
+        },
+        "maven__io_netty__netty_resolver_dns_native_macos__osx_aarch_64__4_1_130_Final": {
+            "coordinates": "io.netty:netty-resolver-dns-native-macos:jar:osx-aarch_64:4.1.130.Final",
+            "sha256": "5ffadb42c5bb105ad413a38e7a8f14cf7268610f45cc363405075e3506cf4ba9",
         },
         "maven__io_netty__netty_resolver_dns_native_macos__osx_x86_64__4_1_118_Final": {
             "coordinates": "io.netty:netty-resolver-dns-native-macos:jar:osx-x86_64:4.1.118.Final",
             "sha256": "0bb6cd68b24b844eae224a1846909adbdffa7f78407bb588bf77f01f334b5bb5",
         },
+        "maven__io_netty__netty_resolver_dns_native_macos__osx_x86_64__4_1_127_Final": {
+            "coordinates": "io.netty:netty-resolver-dns-native-macos:jar:osx-x86_64:4.1.127.Final",
+            "sha256": "85956fdc92618f3880c612f0943d4e91c9dcd543f4c58fa055d04dfa64bf8f66",
+        },
+        "maven__io_netty__netty_resolver_dns_native_macos__osx_x86_64__4_1_130_Final": {
+            "coordinates": "io.netty:netty-resolver-dns-native-macos:jar:osx-x86_64:4.1.130.Final",
+            "sha256": "ac14827e8baaa6b95cf8dbd25a90108e1016f171fac568ed75536f3fadb0f1ea",
+        },
         "maven__io_netty__netty_transport__4_1_118_Final": {
             "coordinates": "io.netty:netty-transport:4.1.118.Final",
             "sha256": "ab3751e717daef9c8d91e4d74728a48730bd8530b72e2466b222b2ea3fb07db9",
+        },
+        "maven__io_netty__netty_transport__4_1_127_Final": {
+            "coordinates": "io.netty:netty-transport:4.1.127.Final",
+            "sha256": "0d1ad82bc658f9919ca750cebe2571d4b0ae4514ec781964091f405343760e92",
+        },
+        "maven__io_netty__netty_transport__4_1_130_Final": {
+            "coordinates": "io.netty:netty-transport:4.1.130.Final",
+            "sha256": "1bf573266d271f856705a9984d25449c56a1d73c02a16af12033ceccfe555dbb",
         },
         "maven__io_netty__netty_transport_classes_epoll__4_1_118_Final": {
             "coordinates": "io.netty:netty-transport-classes-epoll:4.1.118.Final",
             "sha256": "bd86e6d41e1f6053f9577931655236259778ab045646e1e6ab04150f070864f3",
         },
+        "maven__io_netty__netty_transport_classes_epoll__4_1_127_Final": {
+            "coordinates": "io.netty:netty-transport-classes-epoll:4.1.127.Final",
+            "sha256": "a39452eb911cb60068da6cdfd00e513b0a06e195b064fc44bd6fbfbc43c9527e",
+        },
+        "maven__io_netty__netty_transport_classes_epoll__4_1_130_Final": {
+            "coordinates": "io.netty:netty-transport-classes-epoll:4.1.130.Final",
+            "sha256": "1c352508d70aca1ccc3068daac907ad1e9d8dc68b07148d57426730bf0d0c8b6",
+        },
         "maven__io_netty__netty_transport_classes_kqueue__4_1_118_Final": {
             "coordinates": "io.netty:netty-transport-classes-kqueue:4.1.118.Final",
             "sha256": "9ac68d26efb78d74a24eeec8309d60bc80265655b60c44920dcac0828db4e8e2",
+        },
+        "maven__io_netty__netty_transport_classes_kqueue__4_1_127_Final": {
+            "coordinates": "io.netty:netty-transport-classes-kqueue:4.1.127.Final",
+            "sha256": "9428ce83fb5c6b482bfe2d8ce244a5d2370674aff6e7ff30ee89ce0d962964db",
+        },
+        "maven__io_netty__netty_transport_classes_kqueue__4_1_130_Final": {
+            "coordinates": "io.netty:netty-transport-classes-kqueue:4.1.130.Final",
+            "sha256": "56487b7d42ca520a1d737463de71809da72276bf9e3d1aa16cd043378152760c",
         },
         "maven__io_netty__netty_transport_native_epoll__4_1_118_Final": {
             "coordinates": "io.netty:netty-transport-native-epoll:4.1.118.Final",
             "sha256": "892c85d067ecf495808b7090d8b62afa0248404b4e07cde88287ea116dfa6fba",
         },
+        "maven__io_netty__netty_transport_native_epoll__4_1_127_Final": {
+            "coordinates": "io.netty:netty-transport-native-epoll:4.1.127.Final",
+            "sha256": "96002a230b45c7fab3fa20c4b09161e6c81cad0b34afdb07af4477e02b072f0e",
+        },
+        "maven__io_netty__netty_transport_native_epoll__4_1_130_Final": {
+            "coordinates": "io.netty:netty-transport-native-epoll:4.1.130.Final",
+            "sha256": "2ebe4278bced6908a13c85a068982b695fd7b07f1eb3dc82c9e7ccab00d3587e",
+        },
         "maven__io_netty__netty_transport_native_epoll__linux_aarch_64__4_1_118_Final": {
             "coordinates": "io.netty:netty-transport-native-epoll:jar:linux-aarch_64:4.1.118.Final",
             "sha256": "53b3bec1d019bd3db6eeed30c6a770b49052ddd8fa1566796ae759e62b572425",
+        },
+        "maven__io_netty__netty_transport_native_epoll__linux_aarch_64__4_1_127_Final": {
+            "coordinates": "io.netty:netty-transport-native-epoll:jar:linux-aarch_64:4.1.127.Final",
+            "sha256": "9235f669327d2879c943b3fccbec604d4796cfcaf7de5acce8b159dcc6a374b9",
+        },
+        "maven__io_netty__netty_transport_native_epoll__linux_aarch_64__4_1_130_Final": {
+            "coordinates": "io.netty:netty-transport-native-epoll:jar:linux-aarch_64:4.1.130.Final",
+            "sha256": "49b26640f82b33e7c60cbe53487546dd0eaa09c28d0338077c1ef7b46a12463a",
         },
         "maven__io_netty__netty_transport_native_epoll__linux_riscv64__4_1_118_Final": {
             "coordinates": "io.netty:netty-transport-native-epoll:jar:linux-riscv64:4.1.118.Final",
             "sha256": "e7b7a5403a580be2f38c99c2559e551ebb563fdddd89d7f6e142fb1b475ba95d",
         },
+        "maven__io_netty__netty_transport_native_epoll__linux_riscv64__4_1_127_Final": {
+            "coordinates": "io.netty:netty-transport-native-epoll:jar:linux-riscv64:4.1.127.Final",
+            "sha256": "eb8ffa0a4edf5ea2e9585c0c2752c3622f95489f93110e9106e4363e2891680b",
+        },
+        "maven__io_netty__netty_transport_native_epoll__linux_riscv64__4_1_130_Final": {
+            "coordinates": "io.netty:netty-transport-native-epoll:jar:linux-riscv64:4.1.130.Final",
+            "sha256": "cad7274faf7204e6edb5527df385d7291feab9bc8d6e6e13cc4e252c51d7606a",
+        },
         "maven__io_netty__netty_transport_native_epoll__linux_x86_64__4_1_118_Final": {
             "coordinates": "io.netty:netty-transport-native-epoll:jar:linux-x86_64:4.1.118.Final",
             "sha256": "c95f66b9ab3f7fb6e666a81a5d0120e0c6acddf8fdf440e2ba212bfaf76a7c73",
+        },
+        "maven__io_netty__netty_transport_native_epoll__linux_x86_64__4_1_127_Final": {
+            "coordinates": "io.netty:netty-transport-native-epoll:jar:linux-x86_64:4.1.127.Final",
+            "sha256": "3d03f27eea1cd23357a56a96e1eeedfeb3d74fa0ba4d5c36a862bd035056275b",
+        },
+        "maven__io_netty__netty_transport_native_epoll__linux_x86_64__4_1_130_Final": {
+            "coordinates": "io.netty:netty-transport-native-epoll:jar:linux-x86_64:4.1.130.Final",
+            "sha256": "d5d4611cb667eb215667c65aabfc75f8d9ef24de2a3e3a32eb28204f9c2a7a30",
         },
         "maven__io_netty__netty_transport_native_kqueue__osx_aarch_64__4_1_118_Final": {
             "coordinates": "io.netty:netty-transport-native-kqueue:jar:osx-aarch_64:4.1.118.Final",
             "sha256": "599f32b702fb515f6fe15064250f525ad7eee13676dd3bcfc4c42704a17c7c7e",
         },
+        "maven__io_netty__netty_transport_native_kqueue__osx_aarch_64__4_1_127_Final": {
+            "coordinates": "io.netty:netty-transport-native-kqueue:jar:osx-aarch_64:4.1.127.Final",
+            "sha256": "bb1ad6e7a0041844fe6dc8750265bc81d9d75175aa55dea25038164eea5f4b5d",
+        },
+        "maven__io_netty__netty_transport_native_kqueue__osx_aarch_64__4_1_130_Final": {
+            "coordinates": "io.netty:netty-transport-native-kqueue:jar:osx-aarch_64:4.1.130.Final",
+            "sha256": "9a6f231324d42fe236a410b0232f1c7d227810a1cc4c275c51992817d5c8bffa",
+        },
         "maven__io_netty__netty_transport_native_kqueue__osx_x86_64__4_1_118_Final": {
             "coordinates": "io.netty:netty-transport-native-kqueue:jar:osx-x86_64:4.1.118.Final",
             "sha256": "dc0a100920afadd39c252ba682ea62bfdb139945eaa9efdb6472f20b6bae4ef2",
+        },
+        "maven__io_netty__netty_transport_native_kqueue__osx_x86_64__4_1_127_Final": {
+            "coordinates": "io.netty:netty-transport-native-kqueue:jar:osx-x86_64:4.1.127.Final",
+            "sha256": "d7d806a9f245492ec5898440478e1795a9ec95389a6de9aae53f13aae3276b71",
+        },
+        "maven__io_netty__netty_transport_native_kqueue__osx_x86_64__4_1_130_Final": {
+            "coordinates": "io.netty:netty-transport-native-kqueue:jar:osx-x86_64:4.1.130.Final",
+            "sha256": "123386d877b01e4a7a0e0c7de67795aceadaba3d11d9e804821b1a1229bdf4a3",
         },
         "maven__io_netty__netty_transport_native_unix_common__4_1_118_Final": {
             "coordinates": "io.netty:netty-transport-native-unix-common:4.1.118.Final",
             "sha256": "69b16793d7b41ea76a762bd2bd144fc4f7c39c156a7a59ebf69baeb560fb10b7",
         },
+        "maven__io_netty__netty_transport_native_unix_common__4_1_127_Final": {
+            "coordinates": "io.netty:netty-transport-native-unix-common:4.1.127.Final",
+            "sha256": "0e3a45e3ce1fe034ca8b32c1579afa5f06729ca6427b7b0610528c4ef37c6e50",
+        },
+        "maven__io_netty__netty_transport_native_unix_common__4_1_130_Final": {
+            "coordinates": "io.netty:netty-transport-native-unix-common:4.1.130.Final",
+            "sha256": "cf5efc4168597d7cd14695b469418cac2a1134533f9a0c82ef0538d796fd39e1",
+        },
         "maven__io_netty__netty_transport_rxtx__4_1_118_Final": {
             "coordinates": "io.netty:netty-transport-rxtx:4.1.118.Final",
             "sha256": "e5cdde9a3b70ea9cca796872c86598bff60883332151794b3900d533e1316739",
+        },
+        "maven__io_netty__netty_transport_rxtx__4_1_127_Final": {
+            "coordinates": "io.netty:netty-transport-rxtx:4.1.127.Final",
+            "sha256": "a5c47cd081a31cdd2b902d1b49aed0a1f7477b79308f7edb519b23b81f11a027",
+        },
+        "maven__io_netty__netty_transport_rxtx__4_1_130_Final": {
+            "coordinates": "io.netty:netty-transport-rxtx:4.1.130.Final",
+            "sha256": "9c12442f56edea87f385bd78d079539b2c07666af696bb600a14221c0b842502",
         },
         "maven__io_netty__netty_transport_sctp__4_1_118_Final": {
             "coordinates": "io.netty:netty-transport-sctp:4.1.118.Final",
             "sha256": "1f9f992bb1681637932dbd0449dc931088ea8bb25f968c07524ef0f193ea6c52",
         },
+        "maven__io_netty__netty_transport_sctp__4_1_127_Final": {
+            "coordinates": "io.netty:netty-transport-sctp:4.1.127.Final",
+            "sha256": "17e2d24c8b2885ece54ccb460d5349f00ad1a8f8325cf33977e11166096253dd",
+        },
+        "maven__io_netty__netty_transport_sctp__4_1_130_Final": {
+            "coordinates": "io.netty:netty-transport-sctp:4.1.130.Final",
+            "sha256": "b5f18b9045948a3a638de871fadf5036d1ce7505704f3f8d3eca181beaf2008f",
+        },
         "maven__io_netty__netty_transport_udt__4_1_118_Final": {
             "coordinates": "io.netty:netty-transport-udt:4.1.118.Final",
             "sha256": "f8ca98ebc019f4fed190c959abfd8d32996250c1a4f97f4fd88c99ab97759d1b",
+        },
+        "maven__io_netty__netty_transport_udt__4_1_127_Final": {
+            "coordinates": "io.netty:netty-transport-udt:4.1.127.Final",
+            "sha256": "0586da152d751dc834ccd1992493844eaf1b699c75d8aadafe094b5b08083401",
+        },
+        "maven__io_netty__netty_transport_udt__4_1_130_Final": {
+            "coordinates": "io.netty:netty-transport-udt:4.1.130.Final",
+            "sha256": "4ac1e53f82d9fa1ba0f3593562e88bd7a1041d3e6e77b2bcdb2c3a56a8829ce0",
         },
         "maven__jakarta_activation__jakarta_activation_api__1_2_1": {
             "coordinates": "jakarta.activation:jakarta.activation-api:1.2.1",
             "sha256": "8b0a0f52fa8b05c5431921a063ed866efaa41dadf2e3a7ee3e1961f2b0d9645b",
         },
+        "maven__jakarta_annotation__jakarta_annotation_api__1_3_5": {
+            "coordinates": "jakarta.annotation:jakarta.annotation-api:1.3.5",
+            "sha256": "85fb03fc054cdf4efca8efd9b6712bbb418e1ab98241c4539c8585bbc23e1b8a",
+        },
+        "maven__jakarta_servlet__jakarta_servlet_api__4_0_4": {
+            "coordinates": "jakarta.servlet:jakarta.servlet-api:4.0.4",
+            "sha256": "586e27706c21258f5882f43be06904f49b02db9ac54e345d393fe4a32494d127",
+        },
+        "maven__jakarta_servlet_jsp__jakarta_servlet_jsp_api__2_3_6": {
+            "coordinates": "jakarta.servlet.jsp:jakarta.servlet.jsp-api:2.3.6",
+            "sha256": "e915fa9db7245592460dfaf1a2df9cdfe800cc3976562ed492870db56369dde9",
+        },
+        "maven__jakarta_validation__jakarta_validation_api__2_0_2": {
+            "coordinates": "jakarta.validation:jakarta.validation-api:2.0.2",
+            "sha256": "b42d42428f3d922c892a909fa043287d577c0c5b165ad9b7d568cebf87fc9ea4",
+        },
+        "maven__jakarta_ws_rs__jakarta_ws_rs_api__2_1_6": {
+            "coordinates": "jakarta.ws.rs:jakarta.ws.rs-api:2.1.6",
+            "sha256": "4cea299c846c8a6e6470cbfc2f7c391bc29b9caa2f9264ac1064ba91691f4adf",
+        },
         "maven__jakarta_xml_bind__jakarta_xml_bind_api__2_3_2": {
             "coordinates": "jakarta.xml.bind:jakarta.xml.bind-api:2.3.2",
             "sha256": "69156304079bdeed9fc0ae3b39389f19b3cc4ba4443bc80508995394ead742ea",
+        },
+        "maven__jakarta_xml_bind__jakarta_xml_bind_api__2_3_3": {
+            "coordinates": "jakarta.xml.bind:jakarta.xml.bind-api:2.3.3",
+            "sha256": "c04539f472e9a6dd0c7685ea82d677282269ab8e7baca2e14500e381e0c6cec5",
         },
         "maven__javax_activation__activation__1_1": {
             "coordinates": "javax.activation:activation:1.1",
@@ -561,6 +913,10 @@ MAVEN_LOCK = {
             "coordinates": "org.apache.avro:avro:1.11.4",
             "sha256": "eeba11b77070b9aa6337d886fdf778f6695f6c4c3dcfd2a02389925c885079fa",
         },
+        "maven__org_apache_avro__avro__1_11_5": {
+            "coordinates": "org.apache.avro:avro:1.11.5",
+            "sha256": "b3c55da4c58304f823f4a2161a308888b9e7b8bc1c7387a4fa3ca1cd48617f93",
+        },
         "maven__org_apache_avro__avro__1_7_7": {
             "coordinates": "org.apache.avro:avro:1.7.7",
             "sha256": "5ba0a81f4b0769122b6045b98bb9bbba5f2c69dbf736a6cc7ca4eb603c337487",
@@ -597,6 +953,10 @@ MAVEN_LOCK = {
             "coordinates": "org.apache.commons:commons-lang3:3.17.0",
             "sha256": "6ee731df5c8e5a2976a1ca023b6bb320ea8d3539fbe64c8a1d5cb765127c33b4",
         },
+        "maven__org_apache_commons__commons_lang3__3_18_0": {
+            "coordinates": "org.apache.commons:commons-lang3:3.18.0",
+            "sha256": "4eeeae8d20c078abb64b015ec158add383ac581571cddc45c68f0c9ae0230720",
+        },
         "maven__org_apache_commons__commons_math3__3_1_1": {
             "coordinates": "org.apache.commons:commons-math3:3.1.1",
             "sha256": "a07e39d31c46032879f0a48ae1bd0142b17dd67664c008b50216e9891f346c54",
@@ -612,6 +972,10 @@ MAVEN_LOCK = {
         "maven__org_apache_commons__commons_text__1_10_0": {
             "coordinates": "org.apache.commons:commons-text:1.10.0",
             "sha256": "770cd903fa7b604d1f7ef7ba17f84108667294b2b478be8ed1af3bffb4ae0018",
+        },
+        "maven__org_apache_commons__commons_text__1_14_0": {
+            "coordinates": "org.apache.commons:commons-text:1.14.0",
+            "sha256": "121fce2282910c8f0c3ba793a5436b31beb710423cbe2d574a3fb7a73c508e92",
         },
         "maven__org_apache_curator__curator_client__4_2_0": {
             "coordinates": "org.apache.curator:curator-client:4.2.0",
@@ -649,6 +1013,14 @@ MAVEN_LOCK = {
             "coordinates": "org.apache.hadoop:hadoop-annotations:3.4.2",
             "sha256": "48fd931eb47c3b93b7cd1943d2fb075549fc17b1cb2739182498ef198b853d58",
         },
+        "maven__org_apache_hadoop__hadoop_annotations__3_4_3": {
+            "coordinates": "org.apache.hadoop:hadoop-annotations:3.4.3",
+            "sha256": "523c1f218af5354fae5b78aebe643a6f1535b9be281517b3307ae69761b7888a",
+        },
+        "maven__org_apache_hadoop__hadoop_annotations__3_5_0": {
+            "coordinates": "org.apache.hadoop:hadoop-annotations:3.5.0",
+            "sha256": "f2291ae546bb40bc30d1ea5c527b48b3277b51bfeb3dbd2941a7d6f98c5f37bf",
+        },
         "maven__org_apache_hadoop__hadoop_auth__3_3_5": {
             "coordinates": "org.apache.hadoop:hadoop-auth:3.3.5",
             "sha256": "71a4087ddba20a41c883f9afab0a37e4efda079df6c04bfa98b08ac7ba3ddcb1",
@@ -656,6 +1028,14 @@ MAVEN_LOCK = {
         "maven__org_apache_hadoop__hadoop_auth__3_4_2": {
             "coordinates": "org.apache.hadoop:hadoop-auth:3.4.2",
             "sha256": "ea907ce5a1b7ffdfd51e4fdd15e6671c551c37f3e5b9029f42e3f2fa81d42769",
+        },
+        "maven__org_apache_hadoop__hadoop_auth__3_4_3": {
+            "coordinates": "org.apache.hadoop:hadoop-auth:3.4.3",
+            "sha256": "31fe9d26066ac98515476098133e2ccdfbc262f9b75d2b66a76c2d6a087f290c",
+        },
+        "maven__org_apache_hadoop__hadoop_auth__3_5_0": {
+            "coordinates": "org.apache.hadoop:hadoop-auth:3.5.0",
+            "sha256": "dd3f8552262124fa13e8b16962d75dc84a6761a3356faf40505af480accc17ad",
         },
         "maven__org_apache_hadoop__hadoop_common__3_3_5": {
             "coordinates": "org.apache.hadoop:hadoop-common:3.3.5",
@@ -665,9 +1045,21 @@ MAVEN_LOCK = {
             "coordinates": "org.apache.hadoop:hadoop-common:3.4.2",
             "sha256": "043c1d24cde62ef170bb7ee5d5293466a900ece7fe764f1d6e25f78f8b408c3a",
         },
+        "maven__org_apache_hadoop__hadoop_common__3_4_3": {
+            "coordinates": "org.apache.hadoop:hadoop-common:3.4.3",
+            "sha256": "73cc542694c25555b026a41c91f6192863afee18de947551f6225acfe23faf7a",
+        },
+        "maven__org_apache_hadoop__hadoop_common__3_5_0": {
+            "coordinates": "org.apache.hadoop:hadoop-common:3.5.0",
+            "sha256": "dad07af66b59454e71b046a2fce0c0fddb9c522eadd146075e6add82aad86ce6",
+        },
         "maven__org_apache_hadoop__hadoop_common__tests__3_4_2": {
             "coordinates": "org.apache.hadoop:hadoop-common:jar:tests:3.4.2",
             "sha256": "19b10fc76b9a2a4c08a55ffc207895a7f88443035c0a95629d22b3d75b608ac6",
+        },
+        "maven__org_apache_hadoop__hadoop_common__tests__3_5_0": {
+            "coordinates": "org.apache.hadoop:hadoop-common:jar:tests:3.5.0",
+            "sha256": "bd4305419e2236b2f80e03fadf1c1b3f22288eaf6d67c901d0272d726e04e829",
         },
         "maven__org_apache_hadoop__hadoop_core__1_2_1": {
             "coordinates": "org.apache.hadoop:hadoop-core:1.2.1",
@@ -682,9 +1074,17 @@ MAVEN_LOCK = {
             "sha256": "8b4121fa56c67fd66204c6b72e92fc4a3aa93981424b4db610c7a5a112d8066e",
             "srcjar_sha256": "bae6ec4cdd274a70bdf6f95621de15cecedfcedb57c3e1bb31244c4dc9896157",
         },
+        "maven__org_apache_hadoop__hadoop_hdfs__3_5_0": {
+            "coordinates": "org.apache.hadoop:hadoop-hdfs:3.5.0",
+            "sha256": "1267508c98bc560e52b62785417c1618b1b1ce9f8552d0fbef823f26b9b6b651",
+        },
         "maven__org_apache_hadoop__hadoop_hdfs__tests__3_4_2": {
             "coordinates": "org.apache.hadoop:hadoop-hdfs:jar:tests:3.4.2",
             "sha256": "5bf71648784a613961ec39d9f4e4847fb5d1b16a9ab375901293ef37c17d85dc",
+        },
+        "maven__org_apache_hadoop__hadoop_hdfs__tests__3_5_0": {
+            "coordinates": "org.apache.hadoop:hadoop-hdfs:jar:tests:3.5.0",
+            "sha256": "afcb2a1a357b531bde29197adfc9cac4ed8e1e46ee3cdb1385d0ecdd16a520b2",
         },
         "maven__org_apache_hadoop__hadoop_hdfs_client__3_3_5": {
             "coordinates": "org.apache.hadoop:hadoop-hdfs-client:3.3.5",
@@ -693,6 +1093,14 @@ MAVEN_LOCK = {
         "maven__org_apache_hadoop__hadoop_hdfs_client__3_4_2": {
             "coordinates": "org.apache.hadoop:hadoop-hdfs-client:3.4.2",
             "sha256": "5097203bfa7713a914e8a2d526661df950b9890047aee9c690f387fa4321d660",
+        },
+        "maven__org_apache_hadoop__hadoop_hdfs_client__3_4_3": {
+            "coordinates": "org.apache.hadoop:hadoop-hdfs-client:3.4.3",
+            "sha256": "6f15bf0e903945079f8161c491a9950256cc989265f60421d98e32d39d85a7c0",
+        },
+        "maven__org_apache_hadoop__hadoop_hdfs_client__3_5_0": {
+            "coordinates": "org.apache.hadoop:hadoop-hdfs-client:3.5.0",
+            "sha256": "cf51412f4019259e3bbeb6fcdb23cfd0afd4d38704b82ef14b6dfcc0b1855880",
         },
         "maven__org_apache_hadoop__hadoop_mapreduce_client_common__3_4_2": {
             "coordinates": "org.apache.hadoop:hadoop-mapreduce-client-common:3.4.2",
@@ -706,6 +1114,10 @@ MAVEN_LOCK = {
             "coordinates": "org.apache.hadoop:hadoop-mapreduce-client-core:3.4.2",
             "sha256": "5ce265b1e742c6a1c10c251421491b9a12fc9738c3036ffa3720c25544bbd587",
             "srcjar_sha256": "f504a35283bcea698cf119fd076b4304db12ac24113db7d14b88075a90f35cd4",
+        },
+        "maven__org_apache_hadoop__hadoop_mapreduce_client_core__3_4_3": {
+            "coordinates": "org.apache.hadoop:hadoop-mapreduce-client-core:3.4.3",
+            "sha256": "27a2f2ccca486d9fe4150ec01cd3929ffe582c24d1c3f667f6354f4f23bfef4d",
         },
         "maven__org_apache_hadoop__hadoop_mapreduce_client_jobclient__3_4_2": {
             "coordinates": "org.apache.hadoop:hadoop-mapreduce-client-jobclient:3.4.2",
@@ -722,6 +1134,10 @@ MAVEN_LOCK = {
         "maven__org_apache_hadoop__hadoop_registry__3_4_2": {
             "coordinates": "org.apache.hadoop:hadoop-registry:3.4.2",
             "sha256": "cc2aca3fc3797ad6f7e1c82db4298e0dab6ccec0c1504a8e5c116cd191285e94",
+        },
+        "maven__org_apache_hadoop__hadoop_registry__3_4_3": {
+            "coordinates": "org.apache.hadoop:hadoop-registry:3.4.3",
+            "sha256": "cbe83043a53dc078c7056df6b74a13c275bb68457b599e4412fdec73660f78c9",
         },
         "maven__org_apache_hadoop__hadoop_rumen__3_3_5": {
             "coordinates": "org.apache.hadoop:hadoop-rumen:3.3.5",
@@ -740,6 +1156,10 @@ MAVEN_LOCK = {
             "sha256": "760d63dbbfe82c239ead828544f1b6f87399d76aa54275428e83186b4c75fd50",
             "srcjar_sha256": "0b4822409bc16af78264748a15fe8df4f1ab38f8603ddbde7f4893577d784620",
         },
+        "maven__org_apache_hadoop__hadoop_sls__3_4_3": {
+            "coordinates": "org.apache.hadoop:hadoop-sls:3.4.3",
+            "sha256": "852e4496cc52c3d848a73d922e85ab186420074a4562b04ed54552647c4abef5",
+        },
         "maven__org_apache_hadoop__hadoop_yarn_api__3_3_5": {
             "coordinates": "org.apache.hadoop:hadoop-yarn-api:3.3.5",
             "sha256": "43dda94f8ee6f46499a51b5f15addfe521305791108bce78ef4f9e12e3eae34a",
@@ -747,6 +1167,10 @@ MAVEN_LOCK = {
         "maven__org_apache_hadoop__hadoop_yarn_api__3_4_2": {
             "coordinates": "org.apache.hadoop:hadoop-yarn-api:3.4.2",
             "sha256": "037c3c32cba97f2da0799b2286443ba7e68daa8b175577d7a59c87b68f29812b",
+        },
+        "maven__org_apache_hadoop__hadoop_yarn_api__3_4_3": {
+            "coordinates": "org.apache.hadoop:hadoop-yarn-api:3.4.3",
+            "sha256": "91e7191db91a069eb6ebf54a8a2b4e87c3ff339ebaafce939ce49c30cfc0de0e",
         },
         "maven__org_apache_hadoop__hadoop_yarn_client__3_3_5": {
             "coordinates": "org.apache.hadoop:hadoop-yarn-client:3.3.5",
@@ -756,6 +1180,10 @@ MAVEN_LOCK = {
             "coordinates": "org.apache.hadoop:hadoop-yarn-client:3.4.2",
             "sha256": "65c13b9c904d7726f15f7e003049b3d141ef129324aa763ab1dfb33f45e55ee2",
         },
+        "maven__org_apache_hadoop__hadoop_yarn_client__3_4_3": {
+            "coordinates": "org.apache.hadoop:hadoop-yarn-client:3.4.3",
+            "sha256": "aa4c39ed67c3eb7caa80d4ab695a8053f2bcbcf0204fd20b73ec13d985380256",
+        },
         "maven__org_apache_hadoop__hadoop_yarn_common__3_3_5": {
             "coordinates": "org.apache.hadoop:hadoop-yarn-common:3.3.5",
             "sha256": "89db152560c070e874a2cc49581ade3e1564bdd6c50ab7c5c74de17f27d786d9",
@@ -763,6 +1191,10 @@ MAVEN_LOCK = {
         "maven__org_apache_hadoop__hadoop_yarn_common__3_4_2": {
             "coordinates": "org.apache.hadoop:hadoop-yarn-common:3.4.2",
             "sha256": "3a59085e6477c5963e201c1ff1d8c53168510fe5169ab46770e8af5ac59c6a6c",
+        },
+        "maven__org_apache_hadoop__hadoop_yarn_common__3_4_3": {
+            "coordinates": "org.apache.hadoop:hadoop-yarn-common:3.4.3",
+            "sha256": "caa2c5c07d09b9a512b9406f6cd297795cb66f1a23f07f38abde1103a1ce78f1",
         },
         "maven__org_apache_hadoop__hadoop_yarn_server_applicationhistoryservice__3_3_5": {
             "coordinates": "org.apache.hadoop:hadoop-yarn-server-applicationhistoryservice:3.3.5",
@@ -772,6 +1204,10 @@ MAVEN_LOCK = {
             "coordinates": "org.apache.hadoop:hadoop-yarn-server-applicationhistoryservice:3.4.2",
             "sha256": "a680d73b64ddf1ec0cbcac8dffaa1dcb49fe51fbf3def35db782590ee100a389",
         },
+        "maven__org_apache_hadoop__hadoop_yarn_server_applicationhistoryservice__3_4_3": {
+            "coordinates": "org.apache.hadoop:hadoop-yarn-server-applicationhistoryservice:3.4.3",
+            "sha256": "2194fb830dd7637ff677440b695319a0757109a2def8006726356285f6edabda",
+        },
         "maven__org_apache_hadoop__hadoop_yarn_server_common__3_3_5": {
             "coordinates": "org.apache.hadoop:hadoop-yarn-server-common:3.3.5",
             "sha256": "f6ae2dc93f348eda428a0dc3961bffb75c84fc81fcabc9935b066630777b693b",
@@ -779,6 +1215,10 @@ MAVEN_LOCK = {
         "maven__org_apache_hadoop__hadoop_yarn_server_common__3_4_2": {
             "coordinates": "org.apache.hadoop:hadoop-yarn-server-common:3.4.2",
             "sha256": "0b2d10f3d90112145edc811051bee75e903b6d3cc6ba5d5bb0397223f19ded54",
+        },
+        "maven__org_apache_hadoop__hadoop_yarn_server_common__3_4_3": {
+            "coordinates": "org.apache.hadoop:hadoop-yarn-server-common:3.4.3",
+            "sha256": "9178270a3c9272dec588ea7bfcf92bdefbbc26901a97bb80bf9665efb726bb83",
         },
         "maven__org_apache_hadoop__hadoop_yarn_server_resourcemanager__3_3_5": {
             "coordinates": "org.apache.hadoop:hadoop-yarn-server-resourcemanager:3.3.5",
@@ -789,6 +1229,10 @@ MAVEN_LOCK = {
             "sha256": "0ab7a926abba6d8b82b0bd32dba2472ea579bb015f47914b0eeace2d80fc0082",
             "srcjar_sha256": "0c96bc07fe7b9130f311eef65d3ca9b407752a931a3fdf46fcfaa4c105c24450",
         },
+        "maven__org_apache_hadoop__hadoop_yarn_server_resourcemanager__3_4_3": {
+            "coordinates": "org.apache.hadoop:hadoop-yarn-server-resourcemanager:3.4.3",
+            "sha256": "01afc33a7194d90af4c169161c375fb07a5cc7c3230ffdf6c34fa9a650c7e63e",
+        },
         "maven__org_apache_hadoop__hadoop_yarn_server_timelineservice__3_3_5": {
             "coordinates": "org.apache.hadoop:hadoop-yarn-server-timelineservice:3.3.5",
             "sha256": "56f0045f91fe718d91fb8bdd2071e737c9cad66922825a090c807b65cf80a78d",
@@ -796,6 +1240,10 @@ MAVEN_LOCK = {
         "maven__org_apache_hadoop__hadoop_yarn_server_timelineservice__3_4_2": {
             "coordinates": "org.apache.hadoop:hadoop-yarn-server-timelineservice:3.4.2",
             "sha256": "8c5038becede9f41cf693e5d7b18f1f79d3ad3bfe637def63d8b0851c859234d",
+        },
+        "maven__org_apache_hadoop__hadoop_yarn_server_timelineservice__3_4_3": {
+            "coordinates": "org.apache.hadoop:hadoop-yarn-server-timelineservice:3.4.3",
+            "sha256": "58126021de1fe3aa90b795caa714a0d031d1796c55ca4900a74cc2fe2d9205d1",
         },
         "maven__org_apache_hadoop__hadoop_yarn_server_web_proxy__3_3_5": {
             "coordinates": "org.apache.hadoop:hadoop-yarn-server-web-proxy:3.3.5",
@@ -805,6 +1253,10 @@ MAVEN_LOCK = {
             "coordinates": "org.apache.hadoop:hadoop-yarn-server-web-proxy:3.4.2",
             "sha256": "ca3701d50a0f2c04d56a5d1d2499d0f227ad38c7a32d58e3e62e5eea6c8e25a7",
         },
+        "maven__org_apache_hadoop__hadoop_yarn_server_web_proxy__3_4_3": {
+            "coordinates": "org.apache.hadoop:hadoop-yarn-server-web-proxy:3.4.3",
+            "sha256": "3fe8c979cf2d0e32fb51b688d893b3670e01ee07c9d0fe1e3aa6a607ef715bd5",
+        },
         "maven__org_apache_hadoop_thirdparty__hadoop_shaded_guava__1_1_1": {
             "coordinates": "org.apache.hadoop.thirdparty:hadoop-shaded-guava:1.1.1",
             "sha256": "66711253edbb9a172efbf12e8b4511cd413627d069e0f5a62ea475b4e14093f8",
@@ -813,9 +1265,17 @@ MAVEN_LOCK = {
             "coordinates": "org.apache.hadoop.thirdparty:hadoop-shaded-guava:1.4.0",
             "sha256": "a5dd4b1ca2521ad66cc555f784c4d35927171ed04d263d4b233cebab745430b5",
         },
+        "maven__org_apache_hadoop_thirdparty__hadoop_shaded_guava__1_5_0": {
+            "coordinates": "org.apache.hadoop.thirdparty:hadoop-shaded-guava:1.5.0",
+            "sha256": "70d5c152622df6fffbf8836af7833215dc7acdd5d9c881af11b8c0fbf30cdc0a",
+        },
         "maven__org_apache_hadoop_thirdparty__hadoop_shaded_protobuf_3_25__1_4_0": {
             "coordinates": "org.apache.hadoop.thirdparty:hadoop-shaded-protobuf_3_25:1.4.0",
             "sha256": "ae76613b89f4b983c2a09962d9b30365170395a594e97e6f28f019ced3c482a5",
+        },
+        "maven__org_apache_hadoop_thirdparty__hadoop_shaded_protobuf_3_25__1_5_0": {
+            "coordinates": "org.apache.hadoop.thirdparty:hadoop-shaded-protobuf_3_25:1.5.0",
+            "sha256": "b3182ff49abd6c3ee0f0504bcea027434e7f2dfd7b5cc7111c6292ba3e9f3b8e",
         },
         "maven__org_apache_hadoop_thirdparty__hadoop_shaded_protobuf_3_7__1_1_1": {
             "coordinates": "org.apache.hadoop.thirdparty:hadoop-shaded-protobuf_3_7:1.1.1",
@@ -933,6 +1393,10 @@ MAVEN_LOCK = {
             "coordinates": "org.apache.zookeeper:zookeeper:3.8.4",
             "sha256": "2d77b152039e7f85dc5438a9304febff86a2f3e55c88976a8be309af39028e97",
         },
+        "maven__org_apache_zookeeper__zookeeper__3_8_6": {
+            "coordinates": "org.apache.zookeeper:zookeeper:3.8.6",
+            "sha256": "a00943a87b9c83379267ebda487be1ddb83e9997a03e59f9199338a033b71ed7",
+        },
         "maven__org_apache_zookeeper__zookeeper_jute__3_5_6": {
             "coordinates": "org.apache.zookeeper:zookeeper-jute:3.5.6",
             "sha256": "a31b6a604894ef9cb8075c828061f390c598b5baceea088230315c7795cee50a",
@@ -940,6 +1404,10 @@ MAVEN_LOCK = {
         "maven__org_apache_zookeeper__zookeeper_jute__3_8_4": {
             "coordinates": "org.apache.zookeeper:zookeeper-jute:3.8.4",
             "sha256": "93e854b55d731e745bafec187e2e7bf3389fd2a88e2fc8d1a3c1b9110284b284",
+        },
+        "maven__org_apache_zookeeper__zookeeper_jute__3_8_6": {
+            "coordinates": "org.apache.zookeeper:zookeeper-jute:3.8.6",
+            "sha256": "640777a745364b617d05a0309cd2edc5d725d76f9d93e2b29f07561da9575efb",
         },
         "maven__org_bouncycastle__bcpkix_jdk15on__1_68": {
             "coordinates": "org.bouncycastle:bcpkix-jdk15on:1.68",
@@ -949,6 +1417,10 @@ MAVEN_LOCK = {
             "coordinates": "org.bouncycastle:bcpkix-jdk18on:1.78.1",
             "sha256": "4b48ea084e5232b9d79ebca1887b9de037b124931807cd60710748c2aee08cc9",
         },
+        "maven__org_bouncycastle__bcpkix_jdk18on__1_82": {
+            "coordinates": "org.bouncycastle:bcpkix-jdk18on:1.82",
+            "sha256": "bdc723e20834832ac6af136cb5b5ff05e43b71d4fa151cc6510d9212ee086e63",
+        },
         "maven__org_bouncycastle__bcprov_jdk15on__1_68": {
             "coordinates": "org.bouncycastle:bcprov-jdk15on:1.68",
             "sha256": "f732a46c8de7e2232f2007c682a21d1f4cc8a8a0149b6b7bd6aa1afdc65a0f8d",
@@ -957,13 +1429,25 @@ MAVEN_LOCK = {
             "coordinates": "org.bouncycastle:bcprov-jdk18on:1.78.1",
             "sha256": "add5915e6acfc6ab5836e1fd8a5e21c6488536a8c1f21f386eeb3bf280b702d7",
         },
+        "maven__org_bouncycastle__bcprov_jdk18on__1_82": {
+            "coordinates": "org.bouncycastle:bcprov-jdk18on:1.82",
+            "sha256": "14cde2fdfaa8890480a8e5b67aceef0c90f96682c1e23c133bafdc9e0b3255ce",
+        },
         "maven__org_bouncycastle__bcutil_jdk18on__1_78_1": {
             "coordinates": "org.bouncycastle:bcutil-jdk18on:1.78.1",
             "sha256": "d9fa56f97b0f761ce3bc8d9d74c5d7137a987bf5bd3abfe1003f9bafa45a1d2f",
         },
+        "maven__org_bouncycastle__bcutil_jdk18on__1_82": {
+            "coordinates": "org.bouncycastle:bcutil-jdk18on:1.82",
+            "sha256": "4420691958ad1c0ba275a6d6d8a6317adbdbdc9277055b6a72aa89c88cda8c7d",
+        },
         "maven__org_checkerframework__checker_qual__2_5_2": {
             "coordinates": "org.checkerframework:checker-qual:2.5.2",
             "sha256": "64b02691c8b9d4e7700f8ee2e742dce7ea2c6e81e662b7522c9ee3bf568c040a",
+        },
+        "maven__org_checkerframework__checker_qual__3_33_0": {
+            "coordinates": "org.checkerframework:checker-qual:3.33.0",
+            "sha256": "e316255bbfcd9fe50d165314b85abb2b33cb2a66a93c491db648e498a82c2de1",
         },
         "maven__org_checkerframework__checker_qual__3_37_0": {
             "coordinates": "org.checkerframework:checker-qual:3.37.0",
@@ -1033,6 +1517,10 @@ MAVEN_LOCK = {
             "coordinates": "org.eclipse.jetty:jetty-http:9.4.57.v20241219",
             "sha256": "02c6514977f0051dfdecf8d0799acf7a88fd8008a5fd9320a92f2e5db45d297b",
         },
+        "maven__org_eclipse_jetty__jetty_http__9_4_58_v20250814": {
+            "coordinates": "org.eclipse.jetty:jetty-http:9.4.58.v20250814",
+            "sha256": "8f49b8583fc8dbbfe3a0ba80a04c97df64ebabca2981b56ee403c989aba9d4da",
+        },
         "maven__org_eclipse_jetty__jetty_io__9_4_48_v20220622": {
             "coordinates": "org.eclipse.jetty:jetty-io:9.4.48.v20220622",
             "sha256": "4d2f60a0348905a0a70bb266d1eb23a29959281391aba54d17d4a3a0460b8b47",
@@ -1040,6 +1528,10 @@ MAVEN_LOCK = {
         "maven__org_eclipse_jetty__jetty_io__9_4_57_v20241219": {
             "coordinates": "org.eclipse.jetty:jetty-io:9.4.57.v20241219",
             "sha256": "f6246a2cf0abcee7f0971217c0ce4cd30d8ce15a91530363457113907ab38690",
+        },
+        "maven__org_eclipse_jetty__jetty_io__9_4_58_v20250814": {
+            "coordinates": "org.eclipse.jetty:jetty-io:9.4.58.v20250814",
+            "sha256": "f55b2cc7c05244fd7b1773e99979b740002b0186e45b8a688243d89c7006fe21",
         },
         "maven__org_eclipse_jetty__jetty_security__9_4_48_v20220622": {
             "coordinates": "org.eclipse.jetty:jetty-security:9.4.48.v20220622",
@@ -1049,6 +1541,10 @@ MAVEN_LOCK = {
             "coordinates": "org.eclipse.jetty:jetty-security:9.4.57.v20241219",
             "sha256": "af923d4f395a73bf8ddcb754f42d7617c6b7055e37e5a6b625ed894f73107ae9",
         },
+        "maven__org_eclipse_jetty__jetty_security__9_4_58_v20250814": {
+            "coordinates": "org.eclipse.jetty:jetty-security:9.4.58.v20250814",
+            "sha256": "301548ebf008551a3a4312b04df0ea0468acc2780f863b83cc9cf0d668e62252",
+        },
         "maven__org_eclipse_jetty__jetty_server__9_4_48_v20220622": {
             "coordinates": "org.eclipse.jetty:jetty-server:9.4.48.v20220622",
             "sha256": "dbb2b64216b0f10db591319c313979c1389249a196afb9690c022a923c0f0f77",
@@ -1056,6 +1552,10 @@ MAVEN_LOCK = {
         "maven__org_eclipse_jetty__jetty_server__9_4_57_v20241219": {
             "coordinates": "org.eclipse.jetty:jetty-server:9.4.57.v20241219",
             "sha256": "ba957ae07da647023cfa52c923732aea1c67f5273a594cee1863365dfebb9a02",
+        },
+        "maven__org_eclipse_jetty__jetty_server__9_4_58_v20250814": {
+            "coordinates": "org.eclipse.jetty:jetty-server:9.4.58.v20250814",
+            "sha256": "608dbd3e1c4184374f02c70704e5d1c9daaded45e6a31d07824f40dac6083ba9",
         },
         "maven__org_eclipse_jetty__jetty_servlet__9_4_48_v20220622": {
             "coordinates": "org.eclipse.jetty:jetty-servlet:9.4.48.v20220622",
@@ -1065,6 +1565,10 @@ MAVEN_LOCK = {
             "coordinates": "org.eclipse.jetty:jetty-servlet:9.4.57.v20241219",
             "sha256": "c5e9517974dec9e4606b2d810f4995ea81091b1e24bd9640cb45d8b2aefd722c",
         },
+        "maven__org_eclipse_jetty__jetty_servlet__9_4_58_v20250814": {
+            "coordinates": "org.eclipse.jetty:jetty-servlet:9.4.58.v20250814",
+            "sha256": "1c6bb17326147e642c8a41e4657b32bca5057c8958db4da770d09c0904aefcff",
+        },
         "maven__org_eclipse_jetty__jetty_util__9_4_48_v20220622": {
             "coordinates": "org.eclipse.jetty:jetty-util:9.4.48.v20220622",
             "sha256": "24cafd449ca4b4bea9c2792b28fc6fe1c43beb628c0c1a0a72ee33afeac82b87",
@@ -1072,6 +1576,10 @@ MAVEN_LOCK = {
         "maven__org_eclipse_jetty__jetty_util__9_4_57_v20241219": {
             "coordinates": "org.eclipse.jetty:jetty-util:9.4.57.v20241219",
             "sha256": "6ccbf678716778e316cc097d8aada4fe2a2e16c0bbfd8a1763204d6724b423f4",
+        },
+        "maven__org_eclipse_jetty__jetty_util__9_4_58_v20250814": {
+            "coordinates": "org.eclipse.jetty:jetty-util:9.4.58.v20250814",
+            "sha256": "8d591679d318d20c8fb2b1e83900562b3c4571ff7a189696be700293e0204146",
         },
         "maven__org_eclipse_jetty__jetty_util_ajax__9_4_48_v20220622": {
             "coordinates": "org.eclipse.jetty:jetty-util-ajax:9.4.48.v20220622",
@@ -1081,6 +1589,10 @@ MAVEN_LOCK = {
             "coordinates": "org.eclipse.jetty:jetty-util-ajax:9.4.57.v20241219",
             "sha256": "67af50dd7714803b1bcdfabac181dd8b279d0ba6ba7fd27ea80c5b2099016542",
         },
+        "maven__org_eclipse_jetty__jetty_util_ajax__9_4_58_v20250814": {
+            "coordinates": "org.eclipse.jetty:jetty-util-ajax:9.4.58.v20250814",
+            "sha256": "185430a2eafcdffba18204dbf51cb18436ab4ca09b74d97c1dc13abbadd9704b",
+        },
         "maven__org_eclipse_jetty__jetty_webapp__9_4_48_v20220622": {
             "coordinates": "org.eclipse.jetty:jetty-webapp:9.4.48.v20220622",
             "sha256": "bdb33dd7e9a30ea428f301010d08c7f69b37ec75dda340b79a86e95149fec0b2",
@@ -1089,6 +1601,10 @@ MAVEN_LOCK = {
             "coordinates": "org.eclipse.jetty:jetty-webapp:9.4.57.v20241219",
             "sha256": "f2cef977201142d18ad40986b388623e4ca22b89f38b7208a36a6453f993e37c",
         },
+        "maven__org_eclipse_jetty__jetty_webapp__9_4_58_v20250814": {
+            "coordinates": "org.eclipse.jetty:jetty-webapp:9.4.58.v20250814",
+            "sha256": "3f58ac238deb2218140ffa446661c1d1323752bc4b4ae01653d9500c3fca38aa",
+        },
         "maven__org_eclipse_jetty__jetty_xml__9_4_48_v20220622": {
             "coordinates": "org.eclipse.jetty:jetty-xml:9.4.48.v20220622",
             "sha256": "fe94705c7f49fe56194abfc16050fafc44be0faf691a2e6dca13c5d343a2bea5",
@@ -1096,6 +1612,10 @@ MAVEN_LOCK = {
         "maven__org_eclipse_jetty__jetty_xml__9_4_57_v20241219": {
             "coordinates": "org.eclipse.jetty:jetty-xml:9.4.57.v20241219",
             "sha256": "531320243d5ab3a90c1e0d254d1267b3ec1af6531b8b0a3cce4c21ddb2366f33",
+        },
+        "maven__org_eclipse_jetty__jetty_xml__9_4_58_v20250814": {
+            "coordinates": "org.eclipse.jetty:jetty-xml:9.4.58.v20250814",
+            "sha256": "2fc7f7364ec009fe2bbae574554994cef16c4230de170bd6be51ecd6f6bb95d3",
         },
         "maven__org_eclipse_jetty_websocket__websocket_api__9_4_48_v20220622": {
             "coordinates": "org.eclipse.jetty.websocket:websocket-api:9.4.48.v20220622",
@@ -1133,17 +1653,77 @@ MAVEN_LOCK = {
             "coordinates": "org.fusesource.leveldbjni:leveldbjni-all:1.8",
             "sha256": "c297213b0e6f9392305952753f3099a4c02e70b3656266fe01867e7b6c160ffe",
         },
+        "maven__org_glassfish_hk2__hk2_api__2_6_1": {
+            "coordinates": "org.glassfish.hk2:hk2-api:2.6.1",
+            "sha256": "c2cb80a01e58440ae57d5ee59af4d4d94e5180e04aff112b0cb611c07d61e773",
+        },
+        "maven__org_glassfish_hk2__hk2_locator__2_6_1": {
+            "coordinates": "org.glassfish.hk2:hk2-locator:2.6.1",
+            "sha256": "febc668deb9f2000c76bd4918d8086c0a4c74d07bd0c60486b72c6bd38b62874",
+        },
+        "maven__org_glassfish_hk2__hk2_utils__2_6_1": {
+            "coordinates": "org.glassfish.hk2:hk2-utils:2.6.1",
+            "sha256": "30727f79086452fdefdab08451d982c2082aa239d9f75cdeb1ba271e3c887036",
+        },
+        "maven__org_glassfish_hk2__osgi_resource_locator__1_0_3": {
+            "coordinates": "org.glassfish.hk2:osgi-resource-locator:1.0.3",
+            "sha256": "aab5d7849f7cfcda2cc7c541ba1bd365151d42276f151c825387245dfde3dd74",
+        },
+        "maven__org_glassfish_hk2_external__aopalliance_repackaged__2_6_1": {
+            "coordinates": "org.glassfish.hk2.external:aopalliance-repackaged:2.6.1",
+            "sha256": "bad77f9278d753406360af9e4747bd9b3161554ea9cd3d62411a0ae1f2c141fd",
+        },
+        "maven__org_glassfish_hk2_external__jakarta_inject__2_6_1": {
+            "coordinates": "org.glassfish.hk2.external:jakarta.inject:2.6.1",
+            "sha256": "5e88c123b3e41bca788b2683118867d9b6dec714247ea91c588aed46a36ee24f",
+        },
         "maven__org_glassfish_jaxb__jaxb_runtime__2_3_1": {
             "coordinates": "org.glassfish.jaxb:jaxb-runtime:2.3.1",
             "sha256": "45fecfa5c8217ce1f3652ab95179790ec8cc0dec0384bca51cbeb94a293d9f2f",
+        },
+        "maven__org_glassfish_jaxb__jaxb_runtime__2_3_9": {
+            "coordinates": "org.glassfish.jaxb:jaxb-runtime:2.3.9",
+            "sha256": "ba88e5bde7c0d878c3e1f2ec2fcabaf51d201eaf93b3bb9cfecfc1f11b2304d4",
         },
         "maven__org_glassfish_jaxb__txw2__2_3_1": {
             "coordinates": "org.glassfish.jaxb:txw2:2.3.1",
             "sha256": "34975dde1c6920f1a39791142235689bc3cd357e24d05edd8ff93b885bd68d60",
         },
+        "maven__org_glassfish_jaxb__txw2__2_3_9": {
+            "coordinates": "org.glassfish.jaxb:txw2:2.3.9",
+            "sha256": "973018b87af911ecf6e6d861dd0d6a477e4d8ae6a883ec5d073d3df1330b87f0",
+        },
+        "maven__org_glassfish_jersey_containers__jersey_container_servlet__2_46": {
+            "coordinates": "org.glassfish.jersey.containers:jersey-container-servlet:2.46",
+            "sha256": "1953e27fa86b95ebc16caa393ce0c3ba3e7c445f2b2793ad5c4bc7d4c0f63a46",
+        },
+        "maven__org_glassfish_jersey_containers__jersey_container_servlet_core__2_46": {
+            "coordinates": "org.glassfish.jersey.containers:jersey-container-servlet-core:2.46",
+            "sha256": "e9be12ee694f541f4acfe29b45b22f03568a2f28fc644f968399186590f8180b",
+        },
+        "maven__org_glassfish_jersey_core__jersey_client__2_46": {
+            "coordinates": "org.glassfish.jersey.core:jersey-client:2.46",
+            "sha256": "97318a81535314bf9a3ef7ed92ccdd62d42000971fea74807f3668afc95aa694",
+        },
+        "maven__org_glassfish_jersey_core__jersey_common__2_46": {
+            "coordinates": "org.glassfish.jersey.core:jersey-common:2.46",
+            "sha256": "a2e2aae5e63c4bb55f47508702ebecc3598802e758de75d92c7bda985bc6415f",
+        },
+        "maven__org_glassfish_jersey_core__jersey_server__2_46": {
+            "coordinates": "org.glassfish.jersey.core:jersey-server:2.46",
+            "sha256": "4e79f6cac34a675798e4626c2517dcc6179dd84ff2ed9165ddec7b8b113256e3",
+        },
+        "maven__org_glassfish_jersey_inject__jersey_hk2__2_46": {
+            "coordinates": "org.glassfish.jersey.inject:jersey-hk2:2.46",
+            "sha256": "1f5973286b514d758ea1b447aaf844c1cab0d50b77509d123f2bc8fd6db23886",
+        },
         "maven__org_hamcrest__hamcrest_core__1_3": {
             "coordinates": "org.hamcrest:hamcrest-core:1.3",
             "sha256": "66fdef91e9739348df7a096aa384a5685f4e875584cce89386a7a47251c4d8e9",
+        },
+        "maven__org_javassist__javassist__3_30_2_GA": {
+            "coordinates": "org.javassist:javassist:3.30.2-GA",
+            "sha256": "eba37290994b5e4868f3af98ff113f6244a6b099385d9ad46881307d3cb01aaf",
         },
         "maven__org_jetbrains_kotlin__kotlin_stdlib__1_4_10": {
             "coordinates": "org.jetbrains.kotlin:kotlin-stdlib:1.4.10",
@@ -1160,6 +1740,10 @@ MAVEN_LOCK = {
         "maven__org_jsonschema2pojo__jsonschema2pojo_core__1_0_2": {
             "coordinates": "org.jsonschema2pojo:jsonschema2pojo-core:1.0.2",
             "sha256": "92ecce55d555071dc298843259319639336cb5108101c0b97879151b12dbcdd6",
+        },
+        "maven__org_jspecify__jspecify__1_0_0": {
+            "coordinates": "org.jspecify:jspecify:1.0.0",
+            "sha256": "1fad6e6be7557781e4d33729d49ae1cdc8fdda6fe477bb0cc68ce351eafdfbab",
         },
         "maven__org_jvnet_staxex__stax_ex__1_8": {
             "coordinates": "org.jvnet.staxex:stax-ex:1.8",
@@ -1377,6 +1961,140 @@ MAVEN_LOCK = {
             "maven__org_eclipse_jetty__jetty_xml__9_4_57_v20241219",
             "maven__org_fusesource_leveldbjni__leveldbjni_all__1_8",
             "maven__org_hamcrest__hamcrest_core__1_3",
+            "maven__org_slf4j__slf4j_api__1_7_36",
+            "maven__org_slf4j__slf4j_reload4j__1_7_36",
+            "maven__org_xerial_snappy__snappy_java__1_1_10_4",
+        ],
+        "hadoop_hdfs_bench_3_5_0": [
+            "maven__ch_qos_reload4j__reload4j__1_2_22",
+            "maven__com_fasterxml_jackson_core__jackson_annotations__2_18_6",
+            "maven__com_fasterxml_jackson_core__jackson_core__2_18_6",
+            "maven__com_fasterxml_jackson_core__jackson_databind__2_18_6",
+            "maven__com_fasterxml_woodstox__woodstox_core__5_4_0",
+            "maven__com_google_code_findbugs__jsr305__3_0_2",
+            "maven__com_google_code_gson__gson__2_9_0",
+            "maven__com_google_guava__failureaccess__1_0_3",
+            "maven__com_google_guava__guava__33_4_8_jre",
+            "maven__com_google_guava__listenablefuture__9999_0_empty_to_avoid_conflict_with_guava",
+            "maven__com_google_j2objc__j2objc_annotations__3_0_0",
+            "maven__com_google_re2j__re2j__1_1",
+            "maven__com_jcraft__jsch__0_1_55",
+            "maven__com_nimbusds__nimbus_jose_jwt__10_4",
+            "maven__com_sun_activation__jakarta_activation__1_2_2",
+            "maven__com_sun_istack__istack_commons_runtime__3_0_12",
+            "maven__commons_cli__commons_cli__1_9_0",
+            "maven__commons_codec__commons_codec__1_15",
+            "maven__commons_daemon__commons_daemon__1_0_13",
+            "maven__commons_io__commons_io__2_16_1",
+            "maven__commons_logging__commons_logging__1_2",
+            "maven__commons_net__commons_net__3_9_0",
+            "maven__dnsjava__dnsjava__3_6_1",
+            "maven__io_dropwizard_metrics__metrics_core__3_2_4",
+            "maven__io_netty__netty_all__4_1_130_Final",
+            "maven__io_netty__netty_buffer__4_1_130_Final",
+            "maven__io_netty__netty_codec__4_1_130_Final",
+            "maven__io_netty__netty_codec_dns__4_1_130_Final",
+            "maven__io_netty__netty_codec_haproxy__4_1_130_Final",
+            "maven__io_netty__netty_codec_http2__4_1_130_Final",
+            "maven__io_netty__netty_codec_http__4_1_130_Final",
+            "maven__io_netty__netty_codec_memcache__4_1_130_Final",
+            "maven__io_netty__netty_codec_mqtt__4_1_130_Final",
+            "maven__io_netty__netty_codec_redis__4_1_130_Final",
+            "maven__io_netty__netty_codec_smtp__4_1_130_Final",
+            "maven__io_netty__netty_codec_socks__4_1_130_Final",
+            "maven__io_netty__netty_codec_stomp__4_1_130_Final",
+            "maven__io_netty__netty_codec_xml__4_1_130_Final",
+            "maven__io_netty__netty_common__4_1_130_Final",
+            "maven__io_netty__netty_handler__4_1_130_Final",
+            "maven__io_netty__netty_handler_proxy__4_1_130_Final",
+            "maven__io_netty__netty_handler_ssl_ocsp__4_1_130_Final",
+            "maven__io_netty__netty_resolver__4_1_130_Final",
+            "maven__io_netty__netty_resolver_dns__4_1_130_Final",
+            "maven__io_netty__netty_resolver_dns_classes_macos__4_1_130_Final",
+            "maven__io_netty__netty_resolver_dns_native_macos__osx_aarch_64__4_1_130_Final",
+            "maven__io_netty__netty_resolver_dns_native_macos__osx_x86_64__4_1_130_Final",
+            "maven__io_netty__netty_transport__4_1_130_Final",
+            "maven__io_netty__netty_transport_classes_epoll__4_1_130_Final",
+            "maven__io_netty__netty_transport_classes_kqueue__4_1_130_Final",
+            "maven__io_netty__netty_transport_native_epoll__4_1_130_Final",
+            "maven__io_netty__netty_transport_native_epoll__linux_aarch_64__4_1_130_Final",
+            "maven__io_netty__netty_transport_native_epoll__linux_riscv64__4_1_130_Final",
+            "maven__io_netty__netty_transport_native_epoll__linux_x86_64__4_1_130_Final",
+            "maven__io_netty__netty_transport_native_kqueue__osx_aarch_64__4_1_130_Final",
+            "maven__io_netty__netty_transport_native_kqueue__osx_x86_64__4_1_130_Final",
+            "maven__io_netty__netty_transport_native_unix_common__4_1_130_Final",
+            "maven__io_netty__netty_transport_rxtx__4_1_130_Final",
+            "maven__io_netty__netty_transport_sctp__4_1_130_Final",
+            "maven__io_netty__netty_transport_udt__4_1_130_Final",
+            "maven__jakarta_activation__jakarta_activation_api__1_2_1",
+            "maven__jakarta_annotation__jakarta_annotation_api__1_3_5",
+            "maven__jakarta_servlet__jakarta_servlet_api__4_0_4",
+            "maven__jakarta_servlet_jsp__jakarta_servlet_jsp_api__2_3_6",
+            "maven__jakarta_validation__jakarta_validation_api__2_0_2",
+            "maven__jakarta_ws_rs__jakarta_ws_rs_api__2_1_6",
+            "maven__jakarta_xml_bind__jakarta_xml_bind_api__2_3_3",
+            "maven__javax_servlet__javax_servlet_api__3_1_0",
+            "maven__junit__junit__4_13_2",
+            "maven__org_apache_avro__avro__1_11_5",
+            "maven__org_apache_commons__commons_collections4__4_4",
+            "maven__org_apache_commons__commons_compress__1_26_1",
+            "maven__org_apache_commons__commons_configuration2__2_10_1",
+            "maven__org_apache_commons__commons_lang3__3_18_0",
+            "maven__org_apache_commons__commons_math3__3_6_1",
+            "maven__org_apache_commons__commons_text__1_14_0",
+            "maven__org_apache_curator__curator_client__5_2_0",
+            "maven__org_apache_curator__curator_framework__5_2_0",
+            "maven__org_apache_curator__curator_recipes__5_2_0",
+            "maven__org_apache_hadoop__hadoop_annotations__3_5_0",
+            "maven__org_apache_hadoop__hadoop_auth__3_5_0",
+            "maven__org_apache_hadoop__hadoop_common__3_5_0",
+            "maven__org_apache_hadoop__hadoop_common__tests__3_5_0",
+            "maven__org_apache_hadoop__hadoop_hdfs__3_5_0",
+            "maven__org_apache_hadoop__hadoop_hdfs__tests__3_5_0",
+            "maven__org_apache_hadoop__hadoop_hdfs_client__3_5_0",
+            "maven__org_apache_hadoop_thirdparty__hadoop_shaded_guava__1_5_0",
+            "maven__org_apache_hadoop_thirdparty__hadoop_shaded_protobuf_3_25__1_5_0",
+            "maven__org_apache_httpcomponents__httpclient__4_5_13",
+            "maven__org_apache_httpcomponents__httpcore__4_4_13",
+            "maven__org_apache_kerby__kerb_core__2_0_3",
+            "maven__org_apache_kerby__kerb_crypto__2_0_3",
+            "maven__org_apache_kerby__kerb_util__2_0_3",
+            "maven__org_apache_kerby__kerby_asn1__2_0_3",
+            "maven__org_apache_kerby__kerby_config__2_0_3",
+            "maven__org_apache_kerby__kerby_pkix__2_0_3",
+            "maven__org_apache_kerby__kerby_util__2_0_3",
+            "maven__org_apache_yetus__audience_annotations__0_12_0",
+            "maven__org_apache_zookeeper__zookeeper__3_8_6",
+            "maven__org_apache_zookeeper__zookeeper_jute__3_8_6",
+            "maven__org_bouncycastle__bcprov_jdk18on__1_82",
+            "maven__org_codehaus_woodstox__stax2_api__4_2_1",
+            "maven__org_eclipse_jetty__jetty_http__9_4_58_v20250814",
+            "maven__org_eclipse_jetty__jetty_io__9_4_58_v20250814",
+            "maven__org_eclipse_jetty__jetty_security__9_4_58_v20250814",
+            "maven__org_eclipse_jetty__jetty_server__9_4_58_v20250814",
+            "maven__org_eclipse_jetty__jetty_servlet__9_4_58_v20250814",
+            "maven__org_eclipse_jetty__jetty_util__9_4_58_v20250814",
+            "maven__org_eclipse_jetty__jetty_util_ajax__9_4_58_v20250814",
+            "maven__org_eclipse_jetty__jetty_webapp__9_4_58_v20250814",
+            "maven__org_eclipse_jetty__jetty_xml__9_4_58_v20250814",
+            "maven__org_fusesource_leveldbjni__leveldbjni_all__1_8",
+            "maven__org_glassfish_hk2__hk2_api__2_6_1",
+            "maven__org_glassfish_hk2__hk2_locator__2_6_1",
+            "maven__org_glassfish_hk2__hk2_utils__2_6_1",
+            "maven__org_glassfish_hk2__osgi_resource_locator__1_0_3",
+            "maven__org_glassfish_hk2_external__aopalliance_repackaged__2_6_1",
+            "maven__org_glassfish_hk2_external__jakarta_inject__2_6_1",
+            "maven__org_glassfish_jaxb__jaxb_runtime__2_3_9",
+            "maven__org_glassfish_jaxb__txw2__2_3_9",
+            "maven__org_glassfish_jersey_containers__jersey_container_servlet__2_46",
+            "maven__org_glassfish_jersey_containers__jersey_container_servlet_core__2_46",
+            "maven__org_glassfish_jersey_core__jersey_client__2_46",
+            "maven__org_glassfish_jersey_core__jersey_common__2_46",
+            "maven__org_glassfish_jersey_core__jersey_server__2_46",
+            "maven__org_glassfish_jersey_inject__jersey_hk2__2_46",
+            "maven__org_hamcrest__hamcrest_core__1_3",
+            "maven__org_javassist__javassist__3_30_2_GA",
+            "maven__org_jspecify__jspecify__1_0_0",
             "maven__org_slf4j__slf4j_api__1_7_36",
             "maven__org_slf4j__slf4j_reload4j__1_7_36",
             "maven__org_xerial_snappy__snappy_java__1_1_10_4",
@@ -1841,6 +2559,166 @@ MAVEN_LOCK = {
             "maven__org_checkerframework__checker_qual__2_5_2",
             "maven__org_codehaus_jettison__jettison__1_5_4",
             "maven__org_codehaus_mojo__animal_sniffer_annotations__1_17",
+            "maven__org_codehaus_woodstox__stax2_api__4_2_1",
+            "maven__org_eclipse_jetty__jetty_client__9_4_57_v20241219",
+            "maven__org_eclipse_jetty__jetty_http__9_4_57_v20241219",
+            "maven__org_eclipse_jetty__jetty_io__9_4_57_v20241219",
+            "maven__org_eclipse_jetty__jetty_security__9_4_57_v20241219",
+            "maven__org_eclipse_jetty__jetty_server__9_4_57_v20241219",
+            "maven__org_eclipse_jetty__jetty_servlet__9_4_57_v20241219",
+            "maven__org_eclipse_jetty__jetty_util__9_4_57_v20241219",
+            "maven__org_eclipse_jetty__jetty_util_ajax__9_4_57_v20241219",
+            "maven__org_eclipse_jetty__jetty_webapp__9_4_57_v20241219",
+            "maven__org_eclipse_jetty__jetty_xml__9_4_57_v20241219",
+            "maven__org_eclipse_jetty_websocket__websocket_api__9_4_57_v20241219",
+            "maven__org_eclipse_jetty_websocket__websocket_client__9_4_57_v20241219",
+            "maven__org_eclipse_jetty_websocket__websocket_common__9_4_57_v20241219",
+            "maven__org_ehcache__ehcache__3_8_2",
+            "maven__org_fusesource_leveldbjni__leveldbjni_all__1_8",
+            "maven__org_glassfish_jaxb__jaxb_runtime__2_3_1",
+            "maven__org_glassfish_jaxb__txw2__2_3_1",
+            "maven__org_jline__jline__3_9_0",
+            "maven__org_jsonschema2pojo__jsonschema2pojo_core__1_0_2",
+            "maven__org_jvnet_staxex__stax_ex__1_8",
+            "maven__org_objenesis__objenesis__2_5_1",
+            "maven__org_slf4j__slf4j_api__1_7_36",
+            "maven__org_slf4j__slf4j_reload4j__1_7_36",
+            "maven__org_xerial_snappy__snappy_java__1_1_10_4",
+        ],
+        "hadoop_sls_3_4_3": [
+            "maven__aopalliance__aopalliance__1_0",
+            "maven__ch_qos_reload4j__reload4j__1_2_22",
+            "maven__com_fasterxml_jackson_core__jackson_annotations__2_12_7",
+            "maven__com_fasterxml_jackson_core__jackson_core__2_12_7",
+            "maven__com_fasterxml_jackson_core__jackson_databind__2_12_7_1",
+            "maven__com_fasterxml_jackson_jaxrs__jackson_jaxrs_base__2_12_7",
+            "maven__com_fasterxml_jackson_jaxrs__jackson_jaxrs_json_provider__2_12_7",
+            "maven__com_fasterxml_jackson_module__jackson_module_jaxb_annotations__2_12_7",
+            "maven__com_fasterxml_woodstox__woodstox_core__5_4_0",
+            "maven__com_github_pjfanning__jersey_json__1_22_0",
+            "maven__com_google_code_findbugs__jsr305__3_0_2",
+            "maven__com_google_code_gson__gson__2_9_0",
+            "maven__com_google_guava__failureaccess__1_0_1",
+            "maven__com_google_guava__guava__32_0_1_jre",
+            "maven__com_google_guava__listenablefuture__9999_0_empty_to_avoid_conflict_with_guava",
+            "maven__com_google_inject__guice__4_2_3",
+            "maven__com_google_inject_extensions__guice_servlet__4_2_3",
+            "maven__com_google_j2objc__j2objc_annotations__2_8",
+            "maven__com_google_re2j__re2j__1_1",
+            "maven__com_jcraft__jsch__0_1_55",
+            "maven__com_microsoft_sqlserver__mssql_jdbc__6_2_1_jre7",
+            "maven__com_nimbusds__nimbus_jose_jwt__10_4",
+            "maven__com_sun_codemodel__codemodel__2_6",
+            "maven__com_sun_istack__istack_commons_runtime__3_0_7",
+            "maven__com_sun_jersey__jersey_client__1_19_4",
+            "maven__com_sun_jersey__jersey_core__1_19_4",
+            "maven__com_sun_jersey__jersey_server__1_19_4",
+            "maven__com_sun_jersey__jersey_servlet__1_19_4",
+            "maven__com_sun_jersey_contribs__jersey_guice__1_19_4",
+            "maven__com_sun_xml_bind__jaxb_impl__2_2_3_1",
+            "maven__com_sun_xml_fastinfoset__FastInfoset__1_2_15",
+            "maven__com_zaxxer__HikariCP__4_0_3",
+            "maven__commons_cli__commons_cli__1_9_0",
+            "maven__commons_codec__commons_codec__1_15",
+            "maven__commons_daemon__commons_daemon__1_0_13",
+            "maven__commons_io__commons_io__2_16_1",
+            "maven__commons_lang__commons_lang__2_6",
+            "maven__commons_logging__commons_logging__1_2",
+            "maven__commons_net__commons_net__3_9_0",
+            "maven__de_ruedigermoeller__fst__2_50",
+            "maven__dnsjava__dnsjava__3_6_1",
+            "maven__io_dropwizard_metrics__metrics_core__3_2_4",
+            "maven__io_netty__netty_all__4_1_127_Final",
+            "maven__io_netty__netty_buffer__4_1_127_Final",
+            "maven__io_netty__netty_codec__4_1_127_Final",
+            "maven__io_netty__netty_codec_dns__4_1_127_Final",
+            "maven__io_netty__netty_codec_haproxy__4_1_127_Final",
+            "maven__io_netty__netty_codec_http2__4_1_127_Final",
+            "maven__io_netty__netty_codec_http__4_1_127_Final",
+            "maven__io_netty__netty_codec_memcache__4_1_127_Final",
+            "maven__io_netty__netty_codec_mqtt__4_1_127_Final",
+            "maven__io_netty__netty_codec_redis__4_1_127_Final",
+            "maven__io_netty__netty_codec_smtp__4_1_127_Final",
+            "maven__io_netty__netty_codec_socks__4_1_127_Final",
+            "maven__io_netty__netty_codec_stomp__4_1_127_Final",
+            "maven__io_netty__netty_codec_xml__4_1_127_Final",
+            "maven__io_netty__netty_common__4_1_127_Final",
+            "maven__io_netty__netty_handler__4_1_127_Final",
+            "maven__io_netty__netty_handler_proxy__4_1_127_Final",
+            "maven__io_netty__netty_handler_ssl_ocsp__4_1_127_Final",
+            "maven__io_netty__netty_resolver__4_1_127_Final",
+            "maven__io_netty__netty_resolver_dns__4_1_127_Final",
+            "maven__io_netty__netty_resolver_dns_classes_macos__4_1_127_Final",
+            "maven__io_netty__netty_resolver_dns_native_macos__osx_aarch_64__4_1_127_Final",
+            "maven__io_netty__netty_resolver_dns_native_macos__osx_x86_64__4_1_127_Final",
+            "maven__io_netty__netty_transport__4_1_127_Final",
+            "maven__io_netty__netty_transport_classes_epoll__4_1_127_Final",
+            "maven__io_netty__netty_transport_classes_kqueue__4_1_127_Final",
+            "maven__io_netty__netty_transport_native_epoll__4_1_127_Final",
+            "maven__io_netty__netty_transport_native_epoll__linux_aarch_64__4_1_127_Final",
+            "maven__io_netty__netty_transport_native_epoll__linux_riscv64__4_1_127_Final",
+            "maven__io_netty__netty_transport_native_epoll__linux_x86_64__4_1_127_Final",
+            "maven__io_netty__netty_transport_native_kqueue__osx_aarch_64__4_1_127_Final",
+            "maven__io_netty__netty_transport_native_kqueue__osx_x86_64__4_1_127_Final",
+            "maven__io_netty__netty_transport_native_unix_common__4_1_127_Final",
+            "maven__io_netty__netty_transport_rxtx__4_1_127_Final",
+            "maven__io_netty__netty_transport_sctp__4_1_127_Final",
+            "maven__io_netty__netty_transport_udt__4_1_127_Final",
+            "maven__jakarta_activation__jakarta_activation_api__1_2_1",
+            "maven__jakarta_xml_bind__jakarta_xml_bind_api__2_3_2",
+            "maven__javax_activation__javax_activation_api__1_2_0",
+            "maven__javax_cache__cache_api__1_1_1",
+            "maven__javax_inject__javax_inject__1",
+            "maven__javax_servlet__javax_servlet_api__3_1_0",
+            "maven__javax_servlet_jsp__jsp_api__2_1",
+            "maven__javax_ws_rs__jsr311_api__1_1_1",
+            "maven__javax_xml_bind__jaxb_api__2_2_11",
+            "maven__org_apache_avro__avro__1_11_4",
+            "maven__org_apache_commons__commons_collections4__4_4",
+            "maven__org_apache_commons__commons_compress__1_26_1",
+            "maven__org_apache_commons__commons_configuration2__2_10_1",
+            "maven__org_apache_commons__commons_csv__1_9_0",
+            "maven__org_apache_commons__commons_lang3__3_18_0",
+            "maven__org_apache_commons__commons_math3__3_6_1",
+            "maven__org_apache_commons__commons_text__1_14_0",
+            "maven__org_apache_curator__curator_client__5_2_0",
+            "maven__org_apache_curator__curator_framework__5_2_0",
+            "maven__org_apache_curator__curator_recipes__5_2_0",
+            "maven__org_apache_hadoop__hadoop_annotations__3_4_3",
+            "maven__org_apache_hadoop__hadoop_auth__3_4_3",
+            "maven__org_apache_hadoop__hadoop_common__3_4_3",
+            "maven__org_apache_hadoop__hadoop_hdfs_client__3_4_3",
+            "maven__org_apache_hadoop__hadoop_mapreduce_client_core__3_4_3",
+            "maven__org_apache_hadoop__hadoop_registry__3_4_3",
+            "maven__org_apache_hadoop__hadoop_rumen__3_4_2",
+            "maven__org_apache_hadoop__hadoop_sls__3_4_3",
+            "maven__org_apache_hadoop__hadoop_yarn_api__3_4_3",
+            "maven__org_apache_hadoop__hadoop_yarn_client__3_4_3",
+            "maven__org_apache_hadoop__hadoop_yarn_common__3_4_3",
+            "maven__org_apache_hadoop__hadoop_yarn_server_applicationhistoryservice__3_4_3",
+            "maven__org_apache_hadoop__hadoop_yarn_server_common__3_4_3",
+            "maven__org_apache_hadoop__hadoop_yarn_server_resourcemanager__3_4_3",
+            "maven__org_apache_hadoop__hadoop_yarn_server_timelineservice__3_4_3",
+            "maven__org_apache_hadoop__hadoop_yarn_server_web_proxy__3_4_3",
+            "maven__org_apache_hadoop_thirdparty__hadoop_shaded_guava__1_5_0",
+            "maven__org_apache_hadoop_thirdparty__hadoop_shaded_protobuf_3_25__1_5_0",
+            "maven__org_apache_httpcomponents__httpclient__4_5_13",
+            "maven__org_apache_httpcomponents__httpcore__4_4_13",
+            "maven__org_apache_kerby__kerb_core__2_0_3",
+            "maven__org_apache_kerby__kerb_crypto__2_0_3",
+            "maven__org_apache_kerby__kerb_util__2_0_3",
+            "maven__org_apache_kerby__kerby_asn1__2_0_3",
+            "maven__org_apache_kerby__kerby_config__2_0_3",
+            "maven__org_apache_kerby__kerby_pkix__2_0_3",
+            "maven__org_apache_kerby__kerby_util__2_0_3",
+            "maven__org_apache_yetus__audience_annotations__0_12_0",
+            "maven__org_apache_zookeeper__zookeeper__3_8_4",
+            "maven__org_apache_zookeeper__zookeeper_jute__3_8_4",
+            "maven__org_bouncycastle__bcpkix_jdk18on__1_82",
+            "maven__org_bouncycastle__bcprov_jdk18on__1_82",
+            "maven__org_bouncycastle__bcutil_jdk18on__1_82",
+            "maven__org_checkerframework__checker_qual__3_33_0",
+            "maven__org_codehaus_jettison__jettison__1_5_4",
             "maven__org_codehaus_woodstox__stax2_api__4_2_1",
             "maven__org_eclipse_jetty__jetty_client__9_4_57_v20241219",
             "maven__org_eclipse_jetty__jetty_http__9_4_57_v20241219",

@@ -46,6 +46,7 @@ from analysis import (bisect_report, compare, history, kinds, plots, profiles, r
 from results import safeio
 from rigs import registry
 from rigs.host import terminal
+from tools.publish import monitor_pages
 from tools.publish import studies as studies_toml
 
 matplotlib.use("Agg")
@@ -84,6 +85,7 @@ class Study:
     declared: bool = False
     flame_graphs: list = dataclasses.field(default_factory=list)  # [(comparison, file under flames/)], interactive
     flame_note: str = ""  # why a profiled set has no flame graph pages, if it has none
+    monitor_cells: list = dataclasses.field(default_factory=list)  # [monitor_pages.MonitorCell], a page each
 
     @property
     def folder(self):
@@ -188,6 +190,7 @@ def render_study(result_set, references, out_dir, declared=None, sets=None, flam
                      if isinstance(b, render.Para) and b.text.startswith("AT CEILING: ")]
     study.banner = blocks[0].banner if blocks and isinstance(blocks[0], render.Title) else ""
     study.flame_graphs, study.flame_note = write_flame_graphs(sets, out_dir, flame_tools)
+    study.monitor_cells = monitor_pages.write(sets, out_dir)
     safeio.write_text(os.path.join(out_dir, "manifest.json"), json.dumps(
         result_set.manifest if not declared else {s.name: s.manifest for s in sets}, indent=1, sort_keys=True) + "\n")
     return study
@@ -392,6 +395,7 @@ def build_site(results_root, out, built_at, console=None, flame_tools=None):
             if not study.failed:
                 safeio.write_text(os.path.join(staging, study.folder, "index.html"),
                                   env.get_template("set.html.j2").render(root="../..", study=study, **page))
+                monitor_pages.render(env, staging, study, page)
         safeio.copy_file(os.path.join(TEMPLATES, "style.css"), os.path.join(staging, "style.css"), 0o644)
         safeio.write_text(os.path.join(staging, MARKER), tree_digest(staging) + "\n")
         os.chmod(staging, 0o755)  # a static site: readable by the web server's user (mkdtemp made it 0700)

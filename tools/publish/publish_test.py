@@ -23,6 +23,8 @@ from tools.publish import studies as studies_toml
 
 RESULTS = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "results")
 BUILT_AT = "2026-11-24T00:00:00Z"
+MONITORED_RUN = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "analysis", "testdata", "monitored_run",
+                             "vm-0035969e", "20261129T072540Z-7aef")
 
 
 class Links(html.parser.HTMLParser):
@@ -63,9 +65,9 @@ class PublishTest(unittest.TestCase):
     def setUp(self):
         self.dir = tempfile.mkdtemp(dir=os.environ.get("TEST_TMPDIR"))
 
-    def small_results(self, names):
+    def small_results(self, names, folder="results"):
         """A results folder with some of the committed sets and every published reference."""
-        root = os.path.join(self.dir, "results")
+        root = os.path.join(self.dir, folder)
         os.makedirs(os.path.join(root, "baselines"))
         for name in names:
             shutil.copytree(os.path.join(RESULTS, "baselines", name), os.path.join(root, "baselines", name))
@@ -272,6 +274,42 @@ class PublishTest(unittest.TestCase):
                  len({d["cell"]["params"].get("mapreduce") for d in s.docs}) == 2 and
                  len({d["cell"]["params"].get("variant") for d in s.docs}) == 1}
         self.assertEqual(kinds, {"mapreduce": "mr1-vs-mr2"})
+
+    def test_a_monitored_set_gets_a_page_per_cell_drawing_every_series_it_stored(self):
+        # Issue 63: the site plots each cell's monitors (a recorded watched run, analysis/testdata/monitored_run).
+        root = self.small_results([])
+        name = "calibration-monitored-fixture"
+        shutil.copytree(MONITORED_RUN, os.path.join(root, "baselines", name))
+        out = os.path.join(self.dir, "site")
+        studies = publish.build_site(root, out, BUILT_AT, quiet())
+        study = next(s for s in studies if s.name == name)
+        monitored = resultsets.load_run(MONITORED_RUN)
+        cells = {d["cell"]["id"] for d in monitored.docs if d["status"] == "ok" and d.get("monitors")}
+        self.assertEqual({c.cell_id for c in study.monitor_cells}, cells)
+        set_page = os.path.join(out, "sets", name, "index.html")
+        pages = [t for t in links_of(set_page) if t.startswith("monitors/")]
+        self.assertEqual(len(pages), len(cells))
+        for target in pages:
+            page = os.path.join(out, "sets", name, target)
+            images = [t for t in links_of(page) if t.endswith(".png")]
+            cell = next(c for c in study.monitor_cells if c.page == os.path.basename(target))
+            docs = [d for d in monitored.docs if d["cell"]["id"] == cell.cell_id and d["status"] == "ok"]
+            # host CPU, load, memory, then one per rig series: every series the endpoint served is drawn.
+            rig_series = {k for d in docs for k in d["monitors"]["series"] if "." in k}
+            self.assertTrue(rig_series)
+            self.assertEqual(len(images), 3 + len(rig_series))
+            with open(page) as f:
+                text = f.read()
+            for series in rig_series:
+                self.assertIn(series, text)
+            for image in images:
+                self.assertGreater(os.path.getsize(os.path.join(os.path.dirname(page), image)), 5000)
+            self.assertEqual(cell.runs, len(docs))
+            self.assertEqual(cell.load_max, max(v for d in docs for v in d["monitors"]["series"]["host_load1"] if v is not None))
+        # A set measured before monitors were stored gets no such section.
+        plain = self.small_results(["calibration-profile-overhead-20261129-2vcpu"], folder="plain-results")
+        studies = publish.build_site(plain, os.path.join(self.dir, "plain"), BUILT_AT, quiet())
+        self.assertEqual([s.monitor_cells for s in studies if s.name.startswith("calibration-profile")], [[]])
 
     def test_a_nightly_series_gets_its_history_plots(self):
         # Issue 41, item 3: history wrote OUT-0.png.. while the site looked for OUT itself: no nightly history

@@ -84,6 +84,14 @@ class LockTest(unittest.TestCase):
         self.assertIn("<classifier>sources</classifier>", pom)
         self.assertIn("<exclusion><groupId>*</groupId>", pom)
 
+    def test_a_managed_version_is_in_the_poms_dependency_management_not_its_dependencies(self):
+        pom = lock.render_pom("s", [lock.Coordinate.parse("a:b:1")], managed=[lock.Coordinate.parse("a:r:0.9")])
+        management, dependencies = pom.split("</dependencyManagement>")
+        self.assertIn("<artifactId>r</artifactId><version>0.9</version>", management)
+        self.assertNotIn("<artifactId>r</artifactId>", dependencies)
+        self.assertIn("<artifactId>b</artifactId>", dependencies)
+        self.assertNotIn("dependencyManagement", lock.render_pom("s", [lock.Coordinate.parse("a:b:1")]))
+
     def test_spec_errors(self):
         cases = {
             '[sets.Bad]\nartifacts = ["a:b:1"]\n': "lower_snake_case",
