@@ -7,6 +7,7 @@ import dataclasses
 
 NAN = float("nan")  # a point without a value (the first point has no CPU rate): a gap in the line, not a zero
 BUSY_MODES = ("user", "system", "iowait")
+XLABEL = "time since the launch started (s)"  # monitors run by the launch's clock, whatever its phases
 HOST_PANELS = (("host_load1", "host load average (1 min)", "load"),
                ("host_memory_available_bytes", "host memory available", "bytes"))
 

@@ -54,12 +54,12 @@ def ci_bars(path, title, unit, bars):
     return path
 
 
-def series(path, title, unit, lines):
+def series(path, title, unit, lines, xlabel="time since the process started (s)"):
     """lines: [(label, [t], [value])], one per cell (its first measured repetition)."""
     fig, ax = plt.subplots(figsize=(7.0, 3.0))
     for label, ts, values in lines:
         ax.plot(ts, values, linewidth=1, label=label)
-    ax.set_xlabel("time since the process started (s)")
+    ax.set_xlabel(xlabel)
     ax.set_ylabel(unit)
     ax.yaxis.set_major_formatter(EngFormatter())
     ax.set_title(title, fontsize=10)

@@ -118,7 +118,7 @@ def monitor_blocks(docs, out_dir):
                      f"{monitor_series.largest(cell_docs, 'host_load1'):.2f}"])
         if index < MONITOR_CELLS:
             path = plots.series(os.path.join(out_dir, f"monitor_{index}.png"), f"host during {label}"[:90],
-                                "cores", lines)
+                                "cores", lines, xlabel=monitor_series.XLABEL)
             blocks.append(render.Figure(path, f"{label}: the host's cores busy (user + system + iowait) and "
                                               "stolen by the hypervisor, once a second, each run."))
     if len(cells) > MONITOR_CELLS:

@@ -129,6 +129,7 @@ def rig_matrix(
     if probe not in rig_data.values():
         data.append(probe)
     deps = [rig, "//rigs/matrix:runner", "//analysis:summary_lib"]
+    test_deps = deps + ["//rigs/matrix/testing:localserver"]  # the watched test's Prometheus
 
     # What the registry (//rigs:registry, rig_registry below) reads of this rig: its rig.toml, and the matrix
     # and workload the calibrator reads its gated profiles' designs from.
@@ -179,7 +180,7 @@ def rig_matrix(
         main = "//rigs/matrix:rig_matrix_test.py",
         args = ["--mode=dry-run", "--"] + args,
         data = data,
-        deps = deps,
+        deps = test_deps,
     )
     for test_name, profile, mode_args, needs in [(name + "_smoke_test", smoke_profile, [], [])] + [
         ("%s_%s_test" % (name, p), p, [], [])
@@ -198,7 +199,7 @@ def rig_matrix(
             main = "//rigs/matrix:rig_matrix_test.py",
             args = ["--mode=smoke", "--profile=" + profile] + mode_args + ["--"] + args,
             data = data,
-            deps = deps,
+            deps = test_deps,
             tags = ["integration", "exclusive"] + needs + smoke_needs.get(profile, []),
         )
 

@@ -5,9 +5,6 @@ mode growing, and the run's progress; an influxd stopped mid-run is said once an
 
 import json
 import os
-import shutil
-import socket
-import subprocess
 import tempfile
 import time
 import unittest
@@ -15,23 +12,16 @@ import urllib.parse
 import urllib.request
 
 from rigs.matrix import livemetrics
+from rigs.matrix.testing.localserver import LocalServer, find_binary, free_port
 
 DATABASE = "tunelab"
-
-
-def free_port():
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
 
 
 class InfluxDB:
     """influxd on loopback only (HTTP and its backup RPC port), reporting and self-monitoring off."""
 
     def __init__(self, root):
-        binary = shutil.which("influxd") or "/usr/bin/influxd"
-        if not os.path.exists(binary):
-            raise AssertionError("no influxd: ./bazelw installs Debian's influxdb")
+        binary = find_binary("influxd", "influxdb")
         self.port = free_port()
         config = os.path.join(root, "influxdb.conf")
         with open(config, "w") as f:
@@ -41,21 +31,8 @@ class InfluxDB:
                     f'[http]\n  bind-address = "127.0.0.1:{self.port}"\n  log-enabled = false\n'
                     '[monitor]\n  store-enabled = false\n[continuous_queries]\n  enabled = false\n'
                     '[subscriber]\n  enabled = false\n')
-        self.log = open(os.path.join(root, "influxd.log"), "w")
-        self.popen = subprocess.Popen([binary, "run", "-config", config], stdout=self.log, stderr=subprocess.STDOUT,
-                                      start_new_session=True)
-        deadline = time.monotonic() + 60
-        while True:
-            try:
-                with urllib.request.urlopen(f"http://127.0.0.1:{self.port}/ping", timeout=2) as r:
-                    if r.status == 204:
-                        break
-            except OSError:
-                pass
-            if self.popen.poll() is not None or time.monotonic() > deadline:
-                self.stop()
-                raise AssertionError(f"influxd did not answer /ping (see {root}/influxd.log)")
-            time.sleep(0.3)
+        self.server = LocalServer("influxd", [binary, "run", "-config", config], root,
+                                  f"http://127.0.0.1:{self.port}/ping", 204)
         self.query(f"CREATE DATABASE {DATABASE}", post=True)
 
     def query(self, q, post=False):
@@ -71,14 +48,7 @@ class InfluxDB:
         return result.get("series", [])
 
     def stop(self):
-        if self.popen.poll() is None:
-            self.popen.terminate()
-            try:
-                self.popen.wait(timeout=30)
-            except subprocess.TimeoutExpired:
-                self.popen.kill()
-                self.popen.wait()
-        self.log.close()
+        self.server.stop()
 
 
 class InfluxWrites(unittest.TestCase):

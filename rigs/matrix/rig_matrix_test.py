@@ -14,7 +14,6 @@ import io
 import json
 import os
 import shutil
-import socket
 import subprocess
 import sys
 import tempfile
@@ -32,6 +31,7 @@ from rigs import main as rig_main
 from rigs.matrix import runner
 from rigs.matrix.cell import processes
 from rigs.matrix.knobs import perfrecord
+from rigs.matrix.testing.localserver import LocalServer, find_binary, free_port
 
 MODE_ARGS, RIG_ARGS = sys.argv[1:sys.argv.index("--")], sys.argv[sys.argv.index("--") + 1:]
 MODE = next(a.split("=", 1)[1] for a in MODE_ARGS if a.startswith("--mode="))
@@ -87,42 +87,21 @@ class Dockerd:
         shutil.rmtree(self.root, ignore_errors=True)
 
 
-def free_port():
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
 class Prometheus:
     """Debian's Prometheus (./bazelw installs it) on loopback, scraping `target` every second, its data in a
     folder of the test's."""
 
     def __init__(self, target, root):
-        binary = shutil.which("prometheus") or "/usr/bin/prometheus"
-        if not os.path.exists(binary):
-            raise AssertionError("no prometheus: ./bazelw installs Debian's prometheus")
+        binary = find_binary("prometheus", "prometheus")
         self.port = free_port()
         config = os.path.join(root, "prometheus.yml")
         with open(config, "w") as f:
             f.write("global:\n  scrape_interval: 1s\n  scrape_timeout: 900ms\nscrape_configs:\n  - job_name: tunelab\n"
                     f"    static_configs:\n      - targets: ['{target}']\n")
-        self.log = open(os.path.join(root, "prometheus.log"), "w")
-        self.popen = subprocess.Popen(
-            [binary, f"--config.file={config}", f"--storage.tsdb.path={root}/data",
-             f"--web.listen-address=127.0.0.1:{self.port}", "--log.level=warn"],
-            stdout=self.log, stderr=subprocess.STDOUT, start_new_session=True)
-        deadline = time.monotonic() + 60
-        while True:
-            try:
-                with urllib.request.urlopen(f"http://127.0.0.1:{self.port}/-/ready", timeout=2) as r:
-                    if r.status == 200:
-                        return
-            except OSError:
-                pass
-            if self.popen.poll() is not None or time.monotonic() > deadline:
-                self.stop()
-                raise AssertionError(f"prometheus did not become ready (see {root}/prometheus.log)")
-            time.sleep(0.3)
+        self.server = LocalServer(
+            "prometheus", [binary, f"--config.file={config}", f"--storage.tsdb.path={root}/data",
+                           f"--web.listen-address=127.0.0.1:{self.port}", "--log.level=warn"],
+            root, f"http://127.0.0.1:{self.port}/-/ready", 200)
 
     def series(self, query, start, end):
         """[(labels, [values])] of a range query over [start, end], one point a second."""
@@ -135,14 +114,7 @@ class Prometheus:
         return [(s["metric"], [float(v) for _, v in s["values"]]) for s in answer["data"]["result"]]
 
     def stop(self):
-        if self.popen.poll() is None:
-            self.popen.terminate()
-            try:
-                self.popen.wait(timeout=30)
-            except subprocess.TimeoutExpired:
-                self.popen.kill()
-                self.popen.wait()
-        self.log.close()
+        self.server.stop()
 
 
 def matrix_path():

@@ -26,6 +26,7 @@ from tools.publish import publish
 RESULTS = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "results")
 CHROMIUM, CHROMEDRIVER = "/usr/bin/chromium", "/usr/bin/chromedriver"
 PROFILED_SET = "calibration-profile-slowdown-20261129-2vcpu"  # results/baselines/README.md
+MONITORED_SET = "yarn-failover-profile-overhead-20261129-2vcpu"  # its results keep their launches' monitors
 # The java and converter jar the test is given (its args, as //tools:publish's): the flame graph pages.
 _GIVEN = dict(a[2:].split("=", 1) for a in sys.argv[1:] if a.startswith("--java=") or a.startswith("--converter="))
 FLAME_TOOLS = (os.path.abspath(_GIVEN["java"]), os.path.abspath(_GIVEN["converter"])) if len(_GIVEN) == 2 else None
@@ -145,6 +146,24 @@ class BrowserTest(unittest.TestCase):
         outputs = os.environ.get("TEST_UNDECLARED_OUTPUTS_DIR", self.dir)
         self.driver.execute_script("window.scrollTo(0, document.body.scrollHeight)")  # the graph grows upwards
         self.assertTrue(self.driver.save_screenshot(os.path.join(outputs, "flame-graph.png")))
+
+    def test_a_monitored_cells_page_draws_every_series_its_runs_stored(self):
+        # Issue 63: from a set's page to one cell's monitors (the host's CPU and steal, load, memory and the
+        # failover RM's own values), each a picture that loaded.
+        self.driver.get(self.base + f"sets/{MONITORED_SET}/index.html")
+        links = [a for a in self.driver.find_elements(By.CSS_SELECTOR, "a[href]")
+                 if "/monitors/" in a.get_attribute("href")]
+        self.assertEqual(len(links), 2, self.driver.find_element(By.TAG_NAME, "body").text[:500])  # extra, timed
+        links[0].click()
+        body = self.driver.find_element(By.TAG_NAME, "body").text
+        for series in ("host cores busy", "host load average", "host memory available", "rm.recovery_seconds"):
+            self.assertIn(series, body)
+        sizes = self.driver.execute_script("return Array.from(document.images).map(i => i.naturalWidth)")
+        self.assertGreaterEqual(len(sizes), 6)
+        self.assertTrue(all(w > 300 for w in sizes), sizes)
+        self.assertEqual([e for e in self.driver.get_log("browser") if e["level"] == "SEVERE"], [])
+        outputs = os.environ.get("TEST_UNDECLARED_OUTPUTS_DIR", self.dir)
+        self.assertTrue(self.driver.save_screenshot(os.path.join(outputs, "monitors.png")))
 
     def test_the_kunpeng_vs_x86_study_from_the_index(self):
         # Issue 40: the study is reached from the index, says what it is, that a host was emulated and that the

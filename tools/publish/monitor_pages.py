@@ -42,7 +42,8 @@ def write(sets, out_dir):
             figures = []
             for index, panel in enumerate(monitor_series.panels(cell_docs)):
                 name = f"{stem}-{index}.png"
-                plots.series(os.path.join(out_dir, FOLDER, name), panel.title[:90], panel.unit, panel.lines)
+                plots.series(os.path.join(out_dir, FOLDER, name), panel.title[:90], panel.unit, panel.lines,
+                             xlabel=monitor_series.XLABEL)
                 figures.append((panel.title, panel.unit, name))
             found.append(MonitorCell(page=f"{stem}.html", label=label, cell_id=cell_id, set_name=result_set.name,
                                      runs=len(cell_docs), steal_max=monitor_series.largest(cell_docs, "host_cpu_steal_cores"),
