@@ -447,8 +447,11 @@ def run_bisect(bisect):
         return finish(bisect, "not reproduced", f"the regression did not reproduce: bad is not worse than good at "
                                                 f"{rec['confirmation']['rounds']} rounds (ruled out)", EXIT_NOT_REPRODUCED)
     if state == "INCONCLUSIVE":
+        # The answer carries the check itself: the change, its interval, the gate's D and the rounds that would see it.
         return finish(bisect, "unknown", f"bad vs good stayed INCONCLUSIVE at {rec['max_rounds']} rounds: the regression "
-                                         "is neither shown nor ruled out; quiet the host or raise --max-rounds", EXIT_UNKNOWN)
+                                         "is neither shown nor ruled out; quiet the host or raise --max-rounds\n   "
+                                         f"bad vs good: {pair_text(rec['confirmation']['pairs']['good->candidate'])}",
+                      EXIT_UNKNOWN)
     while (index := b.next_index()) is not None:
         b.record(step(bisect, index))
         bisect.save()

@@ -127,6 +127,29 @@ class CommandLine(unittest.TestCase):
         self.assertEqual(text, "INCONCLUSIVE: worse by +1.0% (98 % CI -5.0%..+6.0%; catches >= 3.0%; too noisy; "
                                "~20 rounds would see it)")
 
+    def test_an_unknown_confirmation_answers_with_its_change_the_gates_d_and_the_rounds_it_would_need(self):
+        # Issue 61's NameNode acceptance: UNKNOWN is a correct answer only with what would decide it.
+        check = {"worse_by": 0.025, "interval_98": [-0.027, 0.075], "can_see": 0.05, "reasons": ["neither"],
+                 "rounds": 6, "rounds_to_see": 17}
+        record = {"confirmation": {"rounds": 10, "pairs": {"good->candidate": {"state": "INCONCLUSIVE", "checks": [check]}}},
+                  "max_rounds": 10, "machine_s": 1234.0, "axis": "variant", "commits": []}
+        saved, removed = [], []
+        fake = types.SimpleNamespace(record=record, bisection=types.SimpleNamespace(steps=[]), folder="/nonexistent",
+                                     save=lambda: saved.append(True), args=types.SimpleNamespace(keep_builds=False),
+                                     builder=types.SimpleNamespace(remove=removed.append))
+        with contextlib.redirect_stdout(io.StringIO()):
+            status = bisect_command.run_bisect(fake)
+        self.assertEqual(status, bisect_command.EXIT_UNKNOWN)
+        self.assertEqual(record["answer"]["state"], "unknown")
+        for words in ("stayed INCONCLUSIVE at 10 rounds", "worse by +2.5%", "-2.7%..+7.5%", "catches >= 5.0%",
+                      "~17 rounds would see it"):
+            self.assertIn(words, record["answer"]["text"])
+        self.assertTrue(saved)
+        self.assertEqual(removed, [["checkout"]])
+        # The report's comparison row says it too.
+        cells = bisect_report.check_cells(record["confirmation"]["pairs"]["good->candidate"])
+        self.assertEqual((cells[3], cells[5]), ("5.0%", "6 (~17 to see)"))
+
     def test_durations(self):
         for text, seconds in [("2h", 7200), ("90m", 5400), ("1h30m", 5400), ("45s", 45), ("3600", 3600)]:
             self.assertEqual(bisect_command.parse_duration(text), seconds)

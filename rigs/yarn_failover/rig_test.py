@@ -157,6 +157,11 @@ class LiveValuesTest(unittest.TestCase):
         self.assertEqual(len(recovered), 1)
         self.assertGreater(recovered[0], last_phase)  # the account comes once recovered
         self.assertEqual(rig.RIG.live("rm_killed", lines[0]), {})
+        # The phase records change nothing the rig measures: the recorded stdout parses to its account.
+        recovered = json.loads(next(line for line in lines if line.startswith('{"event":"recovered"')))
+        parsed = ParseTest.parse(ParseTest(), rm_text="\n".join(lines) + "\n")
+        self.assertEqual(next(s["value"] for s in parsed.samples if s["metric"] == "recovery_time"),
+                         recovered["recovery_s"])
 
 
 class ParseTest(unittest.TestCase):
