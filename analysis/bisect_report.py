@@ -53,7 +53,7 @@ def pct(x):
 
 def check_cells(pair):
     """(state, worse by, 98 % CI, catches >=, this run could see, rounds) of a pair's first check, as text; an
-    unclear check's rounds say how many would see the gate's D (`rounds_to_see`)."""
+    unclear (INCONCLUSIVE) check's rounds say how many would see the gate's D (`rounds_to_see`)."""
     if not isinstance(pair, dict) or not pair.get("checks"):
         return ["-"] * 6
     c = pair["checks"][0]
@@ -63,7 +63,8 @@ def check_cells(pair):
     return [str(pair.get("state", "-")), pct(c.get("worse_by")), f"{pct(low)}..{pct(high)}",
             "-" if not isinstance(see, (int, float)) else f"{see:.1%}",
             "-" if not isinstance(tonight, (int, float)) else f"{tonight:.1%}",
-            str(c.get("rounds", "-")) + (f" (~{c['rounds_to_see']} to see)" if isinstance(c.get("rounds_to_see"), int)
+            str(c.get("rounds", "-")) + (f" (~{c['rounds_to_see']} to see)" if pair.get("state") == "INCONCLUSIVE"
+                                         and isinstance(c.get("rounds_to_see"), int)
                                          and not isinstance(c.get("rounds_to_see"), bool) else "")]
 
 

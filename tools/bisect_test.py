@@ -149,6 +149,8 @@ class CommandLine(unittest.TestCase):
         # The report's comparison row says it too.
         cells = bisect_report.check_cells(record["confirmation"]["pairs"]["good->candidate"])
         self.assertEqual((cells[3], cells[5]), ("5.0%", "6 (~17 to see)"))
+        decided = dict(record["confirmation"]["pairs"]["good->candidate"], state="REGRESSED")
+        self.assertEqual(bisect_report.check_cells(decided)[5], "6")  # a decided check needs no more rounds
 
     def test_durations(self):
         for text, seconds in [("2h", 7200), ("90m", 5400), ("1h30m", 5400), ("45s", 45), ("3600", 3600)]:
