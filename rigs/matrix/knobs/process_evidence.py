@@ -66,9 +66,14 @@ def collect(ctx, jcmd, pid, ev, at_s, program=()):
                               ("smaps_rollup", "smaps_rollup", evidence.parse_smaps_rollup)):
         try:
             with open(os.path.join(proc_dir, name)) as f:
-                ev[key] = parser(f.read())
+                text = f.read()
         except OSError:
-            pass
+            continue
+        if not text.strip() and key in ev:
+            # The process ended between the look and the read (its maps read empty, as a busy host showed):
+            # an empty read is no evidence, so the earlier capture stands.
+            continue
+        ev[key] = parser(text)
     if "numa_maps" in ev and "numa_nodes" in ev:
         ev["local_memory_ratio"] = evidence.local_memory_ratio(ev["numa_maps"], ev["numa_nodes"]["cpu_node"])
     if not jcmd and "executable" not in ev:

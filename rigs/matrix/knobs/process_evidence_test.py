@@ -3,10 +3,12 @@ good capture passes; a container cell must have run in its container on its memo
 processes bound as the pinning asks; a server that kept its ports."""
 
 import os
+import tempfile
+import types
 import unittest
 
 from rigs.matrix.contract import evidence
-from rigs.matrix.knobs import process_evidence
+from rigs.matrix.knobs import hostknobs, numa, process_evidence
 from rigs.matrix.planning import spec
 
 CAPTURES = os.path.join(os.path.dirname(os.path.abspath(__file__)), os.pardir, "testdata", "captures")
@@ -72,6 +74,32 @@ class VerifyTest(unittest.TestCase):
         ev = dict(self.good_evidence(), servers={"namenode": {"ports_freed": {"8020": False, "9870": True}}})
         self.assertEqual(process_evidence.verify(m.cells[0], m, ev, {0: {0, 1}}),
                          ["server namenode still holds ports ['8020'] after it was stopped"])
+
+
+class CollectTest(unittest.TestCase):
+    def test_a_process_gone_by_the_second_look_keeps_the_first_looks_maps(self):
+        # A busy host: the JVM ended between the pid check and the read, its numa_maps read empty; that is no
+        # evidence of a policy (it made a bind_local cell invalid: "policies seen: {}").
+        root = tempfile.mkdtemp(dir=os.environ.get("TEST_TMPDIR"))
+        proc_dir = os.path.join(root, "proc", "4242")
+        os.makedirs(proc_dir)
+        thp = os.path.join(root, "thp")
+        with open(thp, "w") as f:
+            f.write("always madvise [never]\n")
+        ctx = types.SimpleNamespace(host_paths=hostknobs.HostPaths(thp_enabled=thp, proc=os.path.join(root, "proc")))
+        for name in ("numa_maps", "status"):
+            with open(os.path.join(proc_dir, name), "w") as f:
+                f.write(capture({"numa_maps": "numa_maps_membind0.txt", "status": "status.txt"}[name]))
+        ev = {"executable": "test"}
+        process_evidence.collect(ctx, None, 4242, ev, 1.0)
+        first = ev["numa_maps"]
+        self.assertTrue(first["bytes_per_policy"])
+        with open(os.path.join(proc_dir, "numa_maps"), "w") as f:
+            f.write("")
+        process_evidence.collect(ctx, None, 4242, ev, 2.0)
+        self.assertEqual(ev["numa_maps"], first)
+        self.assertEqual(ev["collected_at_s"], 2.0)
+        self.assertEqual(numa.problems("bind_local", dict(ev, numa_nodes={"cpu_node": 0, "mem_node": 0})), [])
 
 
 if __name__ == "__main__":
