@@ -22,6 +22,7 @@ from rich.markup import escape
 from rich.table import Table
 
 from analysis import profiles, resultsets
+from rigs.host import terminal
 
 EXIT_OK, EXIT_BAD_INPUT = 0, 2
 INSTRUCTIONS = "instructions"
@@ -71,7 +72,7 @@ def mover_table(comparison):
 
 def main(argv=None, console=None):
     args = parse_args(sys.argv[1:] if argv is None else argv)
-    console = console or Console()
+    console = console or Console(highlight=False, soft_wrap=True, width=terminal.width())  # 100 columns piped
     where = os.environ.get("BUILD_WORKING_DIRECTORY", os.getcwd())
     results_root = os.path.join(os.environ.get("BUILD_WORKSPACE_DIRECTORY", where), "results")
     try:
