@@ -141,6 +141,7 @@ JSON_WRITERS = {
     "rigs/main.py": "--run-info, a file at the path the caller names (scripts read it instead of the console)",
     "rigs/mapreduce/rig.py": "the expected output of a job, in the cell's scratch folder",
     "tools/bisect_command.py": "--answer-file, a file at the path the caller names (the nightly reads it)",
+    "tools/maven/bump_manifest.py": "a build output: a dependency bump's manifest, at the path the genrule names",
 }
 
 

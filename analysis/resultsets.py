@@ -197,7 +197,8 @@ def provenance(doc):
         "host-specific inputs": " ".join(f"{k}={v[:12]}" for k, v in sorted((p["workload"].get("generated") or {}).items())
                                          if k in (p["workload"].get("generated_host_specific") or [])),
         "jdk build": f"{jdk.get('vendor', '?')} {jdk.get('runtime_version', jdk.get('version', '?'))}" if jdk else "none",
-        "variant": f"{p['variant']['name']} patches {(p['variant'].get('patch_set_sha256') or 'none')[:12]}",
+        "variant": (f"{p['variant']['name']} jars {p['variant']['bump']['bump_sha256'][:12]}" if p["variant"].get("bump")
+                    else f"{p['variant']['name']} patches {(p['variant'].get('patch_set_sha256') or 'none')[:12]}"),
         "harness": p["harness_commit"][:12] + (" (dirty)" if p.get("harness_dirty") else ""),
         "rig": doc["matrix"]["rig"],
         "runner": f"in image {p['runner_image']}" if p.get("runner_image") else "on the host",

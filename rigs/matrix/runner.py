@@ -173,9 +173,11 @@ def load(args, runfiles, report, env):
                                required=not args.dry_run, shipped_commit=env.shipped_commit)
     variants = load_variants(args.variant_data, matrix)
     for cell in matrix.cells:
-        # The patch set's content is part of a patched cell's identity: a changed patch is another cell.
+        # The patch set's content (a bump's locked jars) is part of the cell's identity: a change is another cell.
         variant = variants.get(cell.params["variant"])
-        if variant:
+        if variant and variant["manifest"].get("kind") == "bump":
+            cell.identity = {"bump_sha256": variant["manifest"]["bump_sha256"]}
+        elif variant:
             cell.identity = {"patch_set_sha256": variant["manifest"]["patch_set_sha256"]}
     rig = rig_contract.load_rig(matrix.rig)
     pinned = jdks.pinned_in_runfiles(runfiles)

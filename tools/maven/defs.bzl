@@ -71,3 +71,37 @@ def _srcjar_name(coordinates):
     # jvm_import_external stores a fetched -sources jar as <artifact>-<version>-src.jar.
     parts = coordinates.split(":")
     return "%s-%s-src.jar" % (parts[1], parts[-1])
+
+def maven_bump_manifest(name, component, from_version, to_version, maven_set, classes, classes_jar, lock = MAVEN_LOCK):
+    """The manifest of a dependency bump (a `bump:<component>-<version>` variant of a rig_matrix).
+
+    Writes <name>.json with the set's locked artifacts and sha256s (its identity in results) and the classes
+    whose loading from `classes_jar` proves a cell ran on the new release (tools/maven/bump_manifest.py).
+
+    Args:
+      name: the target, a filegroup of the manifest.
+      component: e.g. "hadoop".
+      from_version: the release the rig's stock build is on, e.g. "3.4.2".
+      to_version: the release of `maven_set`, e.g. "3.5.0".
+      maven_set: a set of tools/maven/artifacts.toml, e.g. "hadoop_hdfs_bench_3_5_0".
+      classes: fully qualified class names the cell must load.
+      classes_jar: the jar file they must be loaded from, e.g. "hadoop-hdfs-3.5.0.jar".
+      lock: the dict written by //tools/maven:lock.
+    """
+    if maven_set not in lock["sets"]:
+        fail("%s is not a set of the Maven lock; add it to tools/maven/artifacts.toml and run //tools/maven:lock" % maven_set)
+    artifacts = ["--artifact %s=%s" % (lock["artifacts"][r]["coordinates"], lock["artifacts"][r]["sha256"]) for r in lock["sets"][maven_set]]
+    native.genrule(
+        name = name + "_json",
+        outs = [name + ".json"],
+        cmd = " ".join(
+            [
+                "$(location //tools/maven:bump_manifest)",
+                "--component %s --from %s --to %s --set %s" % (component, from_version, to_version, maven_set),
+                "--classes-jar %s" % classes_jar,
+                "--out $@",
+            ] + artifacts + ["--class %s" % c for c in classes],
+        ),
+        tools = ["//tools/maven:bump_manifest"],
+    )
+    native.filegroup(name = name, srcs = [":%s.json" % name])

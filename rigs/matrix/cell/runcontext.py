@@ -95,10 +95,14 @@ class RunContext:
         return data
 
     def variant_provenance(self, name):
-        """The variant's identity for provenance: its patch set's content hash and series (stock: none)."""
+        """The variant's identity for provenance: its patch set's content hash and series, or a bump's releases
+        and the hash of its locked jars (stock: none)."""
         variant = self.variants.get(name)
         if not variant:
             return {"name": name, "patch_set_sha256": None}
         m = variant["manifest"]
+        if m.get("kind") == "bump":
+            return {"name": name, "patch_set_sha256": None,
+                    "bump": {k: m[k] for k in ("component", "from", "to", "set", "bump_sha256")}}
         return {"name": name, "patch_set_sha256": m["patch_set_sha256"], "series": m["series"],
                 "applied": m["applied"], "patches_sha256": m["patches_sha256"]}

@@ -118,13 +118,16 @@ def parse_class_load(text):
 
 
 def patched_class_problems(sources, manifest):
-    """A patched cell must have loaded its patched classes, and only from the overlay jar."""
-    jar = manifest.get("overlay_jar", "")
+    """A patched cell must have loaded its patched classes, and only from the overlay jar; a bump's cell, the
+    classes its manifest names from the new release's jar (`classes_jar`)."""
+    bump = manifest.get("kind") == "bump"
+    jar = manifest.get("classes_jar" if bump else "overlay_jar", "")
+    what, where = ("bump's class", f"{manifest.get('to')}'s jar") if bump else ("patched class", "the overlay")
     loaded = {name: src for name, src in sources.items() if src is not None}
     if not loaded:
-        return [f"none of the patched classes ({', '.join(sources) or 'none listed'}) was loaded: the patch "
-                "was not exercised"]
-    return [f"patched class {name} was loaded from {src}, not from the overlay {jar}"
+        return [f"none of the {what}es ({', '.join(sources) or 'none listed'}) was loaded: the "
+                f"{'new release' if bump else 'patch'} was not exercised"]
+    return [f"{what} {name} was loaded from {src}, not from {where} {jar}"
             for name, src in sorted(loaded.items()) if not jar or os.path.basename(src.split(":", 1)[-1]) != jar]
 
 

@@ -117,6 +117,19 @@ class PatchedClassTest(unittest.TestCase):
         (problem,) = evidence.patched_class_problems(sources, self.MANIFEST)
         self.assertIn("the patch was not exercised", problem)
 
+    def test_a_bumps_classes_must_come_from_the_new_releases_jar(self):
+        bump = {"kind": "bump", "to": "3.5.0", "classes_jar": "hadoop-hdfs-3.5.0.jar",
+                "classes": ["org.apache.hadoop.hdfs.server.namenode.FSNamesystem"]}
+        name = bump["classes"][0]
+        new = "file:/x/external/maven__org_apache_hadoop__hadoop_hdfs__3_5_0/jar/hadoop-hdfs-3.5.0.jar"
+        self.assertEqual(evidence.patched_class_problems({name: new}, bump), [])
+        (problem,) = evidence.patched_class_problems({name: new.replace("3_5_0", "3_4_2").replace("3.5.0", "3.4.2")},
+                                                     bump)
+        self.assertIn("bump's class org.apache.hadoop.hdfs.server.namenode.FSNamesystem was loaded from", problem)
+        self.assertIn("not from 3.5.0's jar hadoop-hdfs-3.5.0.jar", problem)
+        (problem,) = evidence.patched_class_problems({name: None}, bump)
+        self.assertIn("the new release was not exercised", problem)
+
 
 if __name__ == "__main__":
     unittest.main()

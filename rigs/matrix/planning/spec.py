@@ -19,8 +19,9 @@ a profile other than `smoke` asks its own `question` (or none);
 `[matrix] not_compared` lists axes that only stratify (e.g. the job: WordCount vs TeraSort is no question).
 
 The `variant` axis is `stock` or a patch set built by Bazel (third_party/<component>/patches/<set>/):
-`patched:<set>` (the whole series) or `patched:<set>@<k>` (its first k patches); the rig_matrix target
-gives the runner each one's files (`--variant-data`), and a value without a build is refused.
+`patched:<set>` (the whole series) or `patched:<set>@<k>` (its first k patches), or a dependency bump,
+`bump:<component>-<version>` (the rig on another release's jars: third_party/<component>/defs.bzl); the
+rig_matrix target gives the runner each one's files (`--variant-data`), and a value without a build is refused.
 
 The `revision` axis names builds of the rigs: `candidate` is the build being run; any other value must be
 given to the runner as `--revision NAME=RUNFILES` (e.g. the last accepted commit built in a git worktree),
@@ -70,8 +71,9 @@ PROFILE_LAUNCHES = ("extra", "timed")
 ID_NEUTRAL = {"executor": "process", "profile_launch": "extra"}
 # jdk = ["none"]: a matrix of native programs only (e.g. Redis); its cells start no JVM and need no JDK.
 NO_JDK = "none"
-# A value of the variant axis other than stock: a patch set built by Bazel, whole or its first k patches.
-VARIANT_RE = re.compile(r"patched:([A-Za-z0-9][A-Za-z0-9_.-]*)(?:@([1-9][0-9]*))?")
+# A value of the variant axis other than stock: a patch set built by Bazel, whole or its first k patches, or
+# the rig built on another release of a dependency (bump:hadoop-3.5.0).
+VARIANT_RE = re.compile(r"patched:([A-Za-z0-9][A-Za-z0-9_.-]*)(?:@([1-9][0-9]*))?|bump:[a-z][a-z0-9_]*-[0-9][A-Za-z0-9_.-]*")
 
 
 class SpecError(ValueError):
@@ -427,7 +429,8 @@ def _check_values(where, axes, pinnings, gc_opts, variants):
               "gc_opts": tuple(gc_opts), "executor": EXECUTORS, "profile_launch": PROFILE_LAUNCHES}
     for v in axes.get("variant", []):
         if v != "stock" and not VARIANT_RE.fullmatch(str(v)):
-            raise SpecError(f"{where}: axis variant: {v!r} is not stock, patched:<set> or patched:<set>@<k>")
+            raise SpecError(f"{where}: axis variant: {v!r} is not stock, patched:<set>, patched:<set>@<k> or "
+                            "bump:<component>-<version>")
     for axis, allowed in checks.items():
         for v in axes.get(axis, []):
             if v not in allowed:
