@@ -33,6 +33,10 @@ KINDS = {
     "axis": Kind("Axis comparison", "Which knobs change {metric}, and by how much?"),
     "stock-vs-patched": Kind("Stock vs patched", "Does the patched build change {metric} compared with stock?",
                              axis="variant", baseline="stock", allowed=frozenset({"variant"})),
+    # A dependency bump (variant bump:<component>-<version>, README: Patched builds): the rig on the release we
+    # build on (stock) vs the same rig on another release's pinned jars.
+    "dependency-bump": Kind("Dependency bump", "Does the bumped release change {metric} compared with the one we "
+                            "build on?", axis="variant", baseline="stock", allowed=frozenset({"variant"})),
     "mr1-vs-mr2": Kind("MapReduce 1 vs MapReduce 2", "Is MapReduce 2 faster or slower than MapReduce 1 on "
                        "the same job ({metric})?", axis="mapreduce", baseline="mr1", set_labels=("mr1", "mr2"),
                        allowed=frozenset({"harness"}), extra_axes=(("io_sort_record_percent", "default"),),

@@ -42,18 +42,20 @@ def panels(cell_docs):
     out = [Panel("host cores busy (user + system + iowait) and stolen", "cores",
                  [line for d in docs for line in host_cpu_lines(d)])]
     for name, title, unit in HOST_PANELS:
-        lines = [(f"r{d['cell']['repetition']}", d["monitors"]["t"],
-                  _values(d["monitors"]["series"].get(name), len(d["monitors"]["t"])))
-                 for d in docs if name in d["monitors"]["series"]]
+        lines = _run_lines(docs, name)
         if lines:
             out.append(Panel(title, unit, lines))
     rig_names = sorted({k for d in docs for k in d["monitors"]["series"] if "." in k})
     for name in rig_names:
         unit = next((d["monitors"].get("units", {}).get(name) for d in docs if name in d["monitors"]["series"]), "")
-        out.append(Panel(name, str(unit or ""), [
-            (f"r{d['cell']['repetition']}", d["monitors"]["t"], _values(d["monitors"]["series"][name], len(d["monitors"]["t"])))
-            for d in docs if name in d["monitors"]["series"]]))
+        out.append(Panel(name, str(unit or ""), _run_lines(docs, name)))
     return out
+
+
+def _run_lines(docs, name):
+    """[(label, t, values)] of series `name`, one line per run that stored it."""
+    return [(f"r{d['cell']['repetition']}", d["monitors"]["t"], _values(d["monitors"]["series"][name], len(d["monitors"]["t"])))
+            for d in docs if name in d["monitors"]["series"]]
 
 
 def largest(cell_docs, name):

@@ -33,8 +33,10 @@ MAX_COMPRESSED_BYTES = 16 << 20
 # "_[1]" C1, "_[k]" kernel): the same method under two kinds is one frame to a reader of the table.
 FRAME_KIND = re.compile(r"_\[[a-z0-9]\]$")
 # A lambda's hidden class carries its address ("Foo$$Lambda$2.0x0000000100003800"): another launch, another
-# name for the same code (jfr-converter's --norm does the same to what it converts).
-HIDDEN_CLASS = re.compile(r"(\$\$Lambda\$?[0-9]*)[./]0x[0-9a-f]+")
+# name for the same code (jfr-converter's --norm does the same to what it converts); and on JDK 17 a serial
+# number, which follows the order lambdas are first used: another release of a dependency renumbers them
+# all (the Hadoop 3.5.0 bump: AddBlockBench$$Lambda$247 vs $403, one lambda), so the number goes too.
+HIDDEN_CLASS = re.compile(r"(\$\$Lambda)(?:\$[0-9]+)?(?:[./]0x[0-9a-f]+)?")
 CONFIDENCE = 0.95
 EVENTS = store.PROFILE_EVENTS
 

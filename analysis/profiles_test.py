@@ -108,8 +108,9 @@ class Parsing(unittest.TestCase):
         self.assertEqual(profiles.shares(stacks), {"a": 1.0, "b": 0.5})
         self.assertEqual(profiles.shares(stacks, self_only=True), {"a": 0.5, "b": 0.5})
         # A lambda's hidden class is named as jfr-converter's --norm names it, whatever its address.
-        lam = profiles.parse_collapsed("p/C$$Lambda$2.0x0000000100003800.run_[0] 1\np/C$$Lambda$2.0x00ff.run_[0] 2")
-        self.assertEqual(lam, {("p/C$$Lambda$2.run",): 3})
+        lam = profiles.parse_collapsed("p/C$$Lambda$2.0x0000000100003800.run_[0] 1\np/C$$Lambda$2.0x00ff.run_[0] 2\n"
+                                       "p/C$$Lambda$403.0x00ff.run_[0] 4\np/C$$Lambda.0x00ff.run_[0] 8\np/C$$Lambda$7.run 16")
+        self.assertEqual(lam, {("p/C$$Lambda.run",): 31})
 
     def test_merged_sides_round_trip_through_collapsed_text(self):
         runs = recorded(20)

@@ -74,6 +74,8 @@ class ReportTest(unittest.TestCase):
             "axis": [write_set(os.path.join(self.dir, "a1"), stock + patched)],
             "stock-vs-patched": [write_set(os.path.join(self.dir, "s1"), stock),
                                  write_set(os.path.join(self.dir, "s2"), patched)],
+            "dependency-bump": [write_set(os.path.join(self.dir, "b1"), stock + [
+                ({"variant": "bump:hadoop-3.5.0", "gc": g}, v * 0.97) for g, v in (("g1", 1000.0), ("parallel", 1010.0))])],
             # The study's 375 s (MR1) and 475 s (MR2), and an MR1 record share sweep the answer must not be about.
             "mr1-vs-mr2": [write_set(os.path.join(self.dir, "m1"), [
                 ({"mapreduce": "mr1", "io_sort_record_percent": "default"}, 375.0),

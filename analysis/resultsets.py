@@ -39,9 +39,12 @@ class ResultSet:
         return sorted({d["provenance"]["host"]["host"]["host_id"] for d in self.docs})
 
     def metrics(self):
-        """{metric: {"unit", "direction"}} from the documents' own declarations, in first-seen order."""
+        """{metric: {"unit", "direction"}} from the documents' own declarations, in first-seen order, the
+        documents taken in the matrix's order (the manifest's plan): the first metric of the matrix's first cell
+        heads a report, not the one whose cell id sorts first."""
+        plan = {c["id"]: i for i, c in enumerate(self.manifest.get("cells", [])) if isinstance(c, dict) and "id" in c}
         out = collections.OrderedDict()
-        for d in self.docs:
+        for d in sorted(self.docs, key=lambda d: plan.get(d["cell"]["id"], len(plan))):
             for m in d.get("metrics", []):
                 out.setdefault(m["name"], {"unit": m["unit"], "direction": m["direction"]})
         return out

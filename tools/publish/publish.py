@@ -101,7 +101,8 @@ def kind_for(result_set):
         return "memory-locality"
     varying = compare.varying_params(d["cell"]["params"] for d in docs)
     if "variant" in varying:
-        return "stock-vs-patched"
+        bumps = {d["cell"]["params"]["variant"].startswith("bump:") for d in docs if d["cell"]["params"]["variant"] != "stock"}
+        return "dependency-bump" if bumps == {True} else "stock-vs-patched"
     rig = registry.load().get(result_set.manifest.get("matrix", {}).get("rig", ""))
     return next((kind for axis, kind in sorted(rig.axis_kinds.items()) if axis in varying), "axis") if rig else "axis"
 

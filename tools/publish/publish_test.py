@@ -274,6 +274,10 @@ class PublishTest(unittest.TestCase):
                  len({d["cell"]["params"].get("mapreduce") for d in s.docs}) == 2 and
                  len({d["cell"]["params"].get("variant") for d in s.docs}) == 1}
         self.assertEqual(kinds, {"mapreduce": "mr1-vs-mr2"})
+        # A set whose variants are dependency bumps (issue 61's study) is reported as one, not as a patch.
+        bumps = [s for s in sets if any(d["cell"]["params"].get("variant", "").startswith("bump:") for d in s.docs)]
+        self.assertGreaterEqual(len(bumps), 2)
+        self.assertEqual({publish.kind_for(s) for s in bumps}, {"dependency-bump"})
 
     def test_a_monitored_set_gets_a_page_per_cell_drawing_every_series_it_stored(self):
         # Issue 63: the site plots each cell's monitors (a recorded watched run, analysis/testdata/monitored_run).

@@ -16,7 +16,7 @@ FILE_NAME = "studies.toml"
 STUDY_ID = re.compile(r"[a-z0-9][a-z0-9_-]{0,63}")
 CASE_STUDY = re.compile(r"|\d{3}")
 KEYS = {"id", "title", "question", "case_study", "sets", "kind"}
-TWO_SET_KINDS = ("cross-host", "stock-vs-patched", "mr1-vs-mr2", "memory-locality")
+TWO_SET_KINDS = ("cross-host", "stock-vs-patched", "dependency-bump", "mr1-vs-mr2", "memory-locality")
 MAX_STUDIES = 200
 MAX_FILE_BYTES = 1 << 20
 

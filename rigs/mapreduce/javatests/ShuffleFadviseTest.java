@@ -1,0 +1,62 @@
+package tunelab.rigs.mapreduce;
+
+import static org.junit.Assert.assertEquals;
+
+import java.io.ByteArrayOutputStream;
+import java.io.File;
+import java.io.RandomAccessFile;
+import java.nio.channels.Channels;
+import java.nio.channels.WritableByteChannel;
+import java.nio.file.Files;
+import org.apache.hadoop.mapred.FadvisedFileRegion;
+import org.junit.Test;
+
+/**
+ * Issue 62's known answer, on the shuffle server's own file region (hadoop-mapreduce-client-shuffle
+ * 3.4.2): the stock shuffle advises DONTNEED once per map output sent whole, and never for one a
+ * reducer dropped part way (case study 002's fix), so with no early disconnects the count is the
+ * fetches served.
+ */
+public class ShuffleFadviseTest {
+  private static final int BYTES = 1 << 16;
+
+  private static long send(FadvisedFileRegion region, long upTo) throws Exception {
+    WritableByteChannel sink = Channels.newChannel(new ByteArrayOutputStream());
+    long sent = 0;
+    while (sent < upTo) {
+      sent += region.transferTo(sink, sent);
+    }
+    return sent;
+  }
+
+  @Test
+  public void stockAdvisesDontneedOncePerWholeFetchAndNeverOnADroppedOne() throws Exception {
+    File dir =
+        Files.createTempDirectory(new File(System.getenv("TEST_TMPDIR")).toPath(), "nm").toFile();
+    File mapOutput = new File(dir, "file.out");
+    Files.write(mapOutput.toPath(), new byte[BYTES]);
+    FadviseCounterTest.RecordingLibC libc = new FadviseCounterTest.RecordingLibC();
+    FadviseCounter counter = FadviseCounter.install(libc);
+    counter.addNode(dir.getPath(), "nm-0");
+    for (int fetch = 0; fetch < 3; fetch++) { // three reducers fetch it whole
+      FadvisedFileRegion region = region(mapOutput);
+      assertEquals(BYTES, send(region, BYTES));
+      region.transferSuccessful();
+      region.release();
+    }
+    FadvisedFileRegion dropped = region(mapOutput); // a reducer that disconnects half way
+    send(dropped, BYTES / 2);
+    dropped.release();
+    assertEquals("{nm-0={dontneed=3}}", counter.snapshot().toString());
+    // each advice reached the C library as Linux's DONTNEED (4), over the whole map output
+    assertEquals(3, libc.calls.size());
+    assertEquals(4, libc.calls.get(2)[3]);
+    assertEquals(BYTES, libc.calls.get(2)[2]);
+  }
+
+  private static FadvisedFileRegion region(File f) throws Exception {
+    // manageOsCache on, no readahead pool (it needs libhadoop), transferTo allowed
+    return new FadvisedFileRegion(
+        new RandomAccessFile(f, "r"), 0, BYTES, true, 0, null, f.getPath(), 1 << 16, true);
+  }
+}
