@@ -20,7 +20,7 @@ a profile other than `smoke` asks its own `question` (or none);
 
 The `variant` axis is `stock` or a patch set built by Bazel (third_party/<component>/patches/<set>/):
 `patched:<set>` (the whole series) or `patched:<set>@<k>` (its first k patches), or a dependency bump,
-`bump:<component>-<version>` (the rig on another release's jars: third_party/<component>/defs.bzl); the
+`bump:<component>-<version>` (the rig on another release's jars: tools/maven/defs.bzl maven_bump_manifest); the
 rig_matrix target gives the runner each one's files (`--variant-data`), and a value without a build is refused.
 
 The `revision` axis names builds of the rigs: `candidate` is the build being run; any other value must be
