@@ -23,6 +23,7 @@ class CellData:
     values: dict  # metric -> [raw samples of every ok repetition]
     groups: dict  # metric -> [[samples of one repetition], ...]
     timed: dict = dataclasses.field(default_factory=dict)  # metric -> [(t, value)] of the first ok repetition
+    zero_possible: frozenset = frozenset()  # counts that may be 0 (workload.toml): no ratio where a side is 0
 
 
 @dataclasses.dataclass
@@ -68,7 +69,9 @@ def collect(docs, cell_order=None):
             for metric in metrics:
                 timed[metric] = [(s["t"], s["value"]) for s in ok[0]["samples"]
                                  if s["metric"] == metric and "t" in s]
-        out.append(CellData(cid, cell_docs[0]["cell"]["params"], statuses, reasons, values, groups, timed))
+        zero_possible = frozenset(m["name"] for d in ok for m in d.get("metrics", []) if m.get("zero_possible"))
+        out.append(CellData(cid, cell_docs[0]["cell"]["params"], statuses, reasons, values, groups, timed,
+                            zero_possible))
     return out
 
 
@@ -172,6 +175,8 @@ def axis_rows(cells, metric, axes=None, baselines=None, declared=None, defaults=
             others_axes = [a for a in others_axes if a in compared]
         if metric not in c.values or metric not in partner.values:
             continue
+        if metric in c.zero_possible and stats.summarize(partner.groups[metric]).median == 0:
+            continue  # a count whose baseline is 0 has no ratio: the cluster report shows its medians
         comparison = stats.compare(partner.groups[metric], c.groups[metric])
         shown = [a for a in varying if a not in group and (
             a in others_axes or (defaults is not None and c.params[a] != defaults.get(a, c.params[a])))]

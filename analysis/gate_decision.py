@@ -240,6 +240,8 @@ def gate(baseline, candidate, min_effect, min_runs=3, overrides=None, same_run=F
         params = dict(key)
         label = " ".join(f"{k}={v}" for k, v in key if k in varying) or "(the only cell)"
         for metric, decl in declared.items():
+            if decl.get("zero_possible"):
+                continue  # a count that may be 0 has no ratio: reported (ungated_note), never gated
             a, b = _runs(base_cells[key], metric), _runs(cand_docs, metric)
             a, b = [r for r in a if r], [r for r in b if r]
             if not a and not b:
@@ -287,6 +289,16 @@ def gate(baseline, candidate, min_effect, min_runs=3, overrides=None, same_run=F
     for check in checks:
         check.decide()
     return checks
+
+
+def ungated_note(baseline, candidate):
+    """The line saying which declared metrics the gate leaves to the reports (counts that may be 0), or None."""
+    declared = collections.OrderedDict()
+    for s in (baseline, candidate):
+        declared.update(s.metrics())
+    counts = [m for m, d in declared.items() if d.get("zero_possible")]
+    return (f"not gated: {', '.join(counts)} (counts that may be 0, so no ratio; the reports show their medians "
+            "and differences)") if counts else None
 
 
 def _check_gateable(baseline, candidate, same_run):

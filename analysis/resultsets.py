@@ -46,7 +46,8 @@ class ResultSet:
         out = collections.OrderedDict()
         for d in sorted(self.docs, key=lambda d: plan.get(d["cell"]["id"], len(plan))):
             for m in d.get("metrics", []):
-                out.setdefault(m["name"], {"unit": m["unit"], "direction": m["direction"]})
+                out.setdefault(m["name"], {"unit": m["unit"], "direction": m["direction"],
+                                           **({"zero_possible": True} if m.get("zero_possible") else {})})
         return out
 
     def first_ok(self):

@@ -148,6 +148,8 @@ def run_metrics(samples, metric_defs):
         if values:
             metrics.append({"name": name, "unit": d["unit"], "direction": d["direction"], "statistic": "median",
                             "value": statistics.median(values), "n": len(values)})
+            if d.get("zero_possible"):
+                metrics[-1]["zero_possible"] = True
     return metrics
 
 

@@ -176,7 +176,8 @@ def run(args):
     except (resultsets.ResultSetError, GateError, gate_confirm.ConfirmError, thresholds.ThresholdError) as e:
         print(f"error: {e}", file=sys.stderr)
         return EXIT_UNUSABLE
-    text = gate_output.markdown(checks, baseline, candidate, confirmed, warnings)
+    note = gate_decision.ungated_note(baseline, candidate)
+    text = gate_output.markdown(checks, baseline, candidate, confirmed, list(warnings) + ([note] if note else []))
     if args.run:
         text += profile_note(run, args.axis, args.baseline_value, args.candidate_value)
     print(text, end="")

@@ -25,7 +25,7 @@ import os
 import shutil
 from typing import Any, Mapping
 
-from rigs.mapreduce import joblog
+from rigs.mapreduce import cluster, joblog
 from rigs.matrix.contract import iterations
 from rigs.matrix.contract.rig import (
     MAIN_ROLE,
@@ -168,6 +168,14 @@ class MapReduceRig(Rig):
         "io_sort_mb": Param(int, low=1),
         "io_sort_record_percent": Param(float, low=0.001, high=0.999, special=("default",),
                                         doc="MR1's share of the sort buffer for record pointers"),
+        # Cluster mode (rigs/mapreduce/cluster.py; workloads/mapreduce_cluster gives these, local mode none).
+        "mode": Param(choices=("local", "cluster"), optional=True, doc="local runner (absent) or a small cluster"),
+        "nodes": Param(int, low=1, high=8, optional=True, doc="NodeManagers, each with its shuffle server"),
+        "node_memory_mb": Param(int, low=512, optional=True, doc="memory each NodeManager offers its containers"),
+        "reduces": Param(int, low=1, optional=True),
+        "task_heap_mb": Param(int, low=64, optional=True, doc="each map and reduce JVM's -Xmx"),
+        "shuffle_buffer_percent": Param(float, low=0.01, high=0.9, optional=True,
+                                        doc="the reducer's heap share for map outputs (early disconnects when small)"),
     }
 
     def check(self, params: Mapping[str, str]) -> None:
@@ -178,11 +186,25 @@ class MapReduceRig(Rig):
             raise ValueError(f"variant={params['variant']} with mapreduce=mr1: the patch sets are MR2's "
                              "(third_party/hadoop); exclude mr1 from the patched values")
         text_params(params).check()
+        if params.get("mode", "local") == "cluster":
+            if params["mapreduce"] not in cluster.DRIVERS:
+                raise ValueError(f"mode=cluster with mapreduce={params['mapreduce']}: cluster mode is built for "
+                                 f"{', '.join(cluster.DRIVERS)} only so far")
+            if params["job"] != "terasort":
+                raise ValueError("mode=cluster runs TeraSort (the shuffle-heavy job); set job=terasort")
+            missing = [n for n in ("nodes", "node_memory_mb", "reduces", "task_heap_mb", "shuffle_buffer_percent")
+                       if n not in params]
+            if missing:
+                raise ValueError(f"mode=cluster needs {', '.join(missing)} (workloads/mapreduce_cluster gives them)")
 
     def estimate_seconds(self, params: Mapping[str, str], policy: PolicyView) -> float | None:
         """JVM start-up, then about 1.2 M words/s through one map (measured: 3 M words in ~3 s of job time),
         or about 100 k TeraSort rows/s (measured: 100 k rows in 0.5-1.2 s); each job after the first of a
         launch with iterations, guessed a third faster, + two full collections for its cost line."""
+        if params.get("mode") == "cluster":
+            # Measured (2026-11-29): the cluster up in ~12 s; 1 M rows in 8 maps and 4 reducers ~22 s a job.
+            jobs = policy.warmup_iterations + max(1, policy.iterations)
+            return 15 + jobs * (8 + int(params["rows"]) / 7e4)
         job_s = int(params["rows"]) / 1e5 if params["job"] == "terasort" else int(params["words"]) / 1.2e6
         later = max(0, policy.warmup_iterations + policy.iterations - 1)
         return 3 + job_s + later * (job_s * 2 / 3 + 0.2)
@@ -196,6 +218,8 @@ class MapReduceRig(Rig):
         p = cell.params
         engine = p["mapreduce"]
         cached, input_digests, expected = ensure_input(p, inputs_dir)
+        if p.get("mode") == "cluster":
+            return self._launch_cluster(p, policy, workdir, data, cached, input_digests, expected)
         # The cell's own input folder of links to the cached files: MR1's TeraSort writes its partition file
         # into the input folder, which must stay the same for every cell.
         input_dir = os.path.join(workdir, "input")
@@ -231,6 +255,21 @@ class MapReduceRig(Rig):
                       generated_inputs=dict(input_digests), wrapper=wrapper,
                       state={"job": p["job"], "output": out_dir, "expected_output_sha256": expected})
 
+    def _launch_cluster(self, p: Mapping[str, str], policy: PolicyView, workdir: str, data: Mapping[str, str],
+                        cached: str, input_digests: Mapping[str, str], expected: str) -> Launch:
+        """The engine as a small cluster in the cell's folder (its work folder, history, logs)."""
+        typed = self.typed(p)
+        conf = os.path.join(workdir, "conf")
+        os.makedirs(conf, exist_ok=True)
+        safeio.write_text(os.path.join(conf, "log4j.properties"), LOG4J)
+        out_dir = os.path.join(workdir, "output")
+        args = cluster.driver_args(typed, policy.warmup_iterations, max(1, policy.iterations), cached, out_dir)
+        return Launch.jvm(main_class=cluster.DRIVERS[p["mapreduce"]], jvm_flags=cluster.jvm_flags(),
+                          classpath=[conf] + read_classpath_file(data[cluster.CLASSPATHS[p["mapreduce"]]]), args=args,
+                          generated_inputs=dict(input_digests),
+                          state={"mode": "cluster", "job": "terasort", "output": out_dir,
+                                 "expected_output_sha256": expected})
+
     # A watched run's live values: the iterating driver's cost lines (issue 63).
     live_metrics = iterations.LIVE_METRICS
 
@@ -239,19 +278,14 @@ class MapReduceRig(Rig):
 
     def parse(self, outputs: Mapping[str, str], policy: PolicyView, workdir: str, launch: Launch) -> Parsed:
         stdout_text = outputs[MAIN_ROLE]
+        check_output(launch.state)
+        if launch.state.get("mode") == "cluster":
+            warmup_samples, measured_samples, observed = cluster.parse(stdout_text)
+            return Parsed(warmup_samples, measured_samples, dict(observed, output_sha256=launch.state["expected_output_sha256"]))
         found = iterations.split(stdout_text)
         logs = [(it, job_log(it.text, f" in iteration {it.index}")) for it in found]
         single = None if found else job_log(stdout_text)
-        state = launch.state
-        actual = output_digest(state["output"])
-        if actual != state["expected_output_sha256"]:
-            raise MeasurementInvalid(f"the job's output (sha256 {actual[:12]}) is not the expected answer "
-                                     f"({state['expected_output_sha256'][:12]}): wrong result, not measured")
-        if state["job"] == "terasort":
-            # The digest above is over the lines re-sorted: it proves the records, not their order.
-            disorder = first_out_of_order(state["output"])
-            if disorder:
-                raise MeasurementInvalid(f"the job's output is not sorted: {disorder}: wrong result, not measured")
+        actual = launch.state["expected_output_sha256"]
         perf_path = os.path.join(workdir, "perf.csv")
         perf: dict[str, Any]  # {event: {"value", "unit"} or {"skipped": why}}, or {"skipped": why} without perf
         if os.path.exists(perf_path):
@@ -291,6 +325,19 @@ class MapReduceRig(Rig):
             per_iteration.append({"iteration": it.index, "warmup": it.warmup, "counters": log.counters, "cost": cost})
         # perf stat covers the whole launch (every iteration): kept for the reader, not a sample.
         return Parsed(warmup, measured, {"iterations": per_iteration, "output_sha256": actual, "perf_stat": perf})
+
+
+def check_output(state: Mapping[str, Any]) -> None:
+    """The last job's output is the expected answer (and TeraSort's in key order), else the cell is invalid."""
+    actual = output_digest(state["output"])
+    if actual != state["expected_output_sha256"]:
+        raise MeasurementInvalid(f"the job's output (sha256 {actual[:12]}) is not the expected answer "
+                                 f"({state['expected_output_sha256'][:12]}): wrong result, not measured")
+    if state["job"] == "terasort":
+        # The digest is over the lines re-sorted: it proves the records, not their order.
+        disorder = first_out_of_order(state["output"])
+        if disorder:
+            raise MeasurementInvalid(f"the job's output is not sorted: {disorder}: wrong result, not measured")
 
 
 def job_log(text: str, where: str = "") -> joblog.JobLog:

@@ -2764,6 +2764,7 @@ MAVEN_LOCK = {
             "maven__org_apache_hadoop__hadoop_annotations__3_4_2",
             "maven__org_apache_hadoop__hadoop_auth__3_4_2",
             "maven__org_apache_hadoop__hadoop_common__3_4_2",
+            "maven__org_apache_hadoop__hadoop_common__tests__3_4_2",
             "maven__org_apache_hadoop__hadoop_hdfs__3_4_2",
             "maven__org_apache_hadoop__hadoop_hdfs_client__3_4_2",
             "maven__org_apache_hadoop__hadoop_mapreduce_client_app__3_4_2",

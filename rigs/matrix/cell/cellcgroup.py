@@ -7,6 +7,11 @@ with the cgroup's own kill (cgroup.kill, Linux 5.14; else SIGKILL to each member
 removes it. The parent folder is root's, created by the runner: only root runs a matrix that can use it.
 The thread pinner acts only on a JVM that is a member (threadpinning.py).
 
+A cell with a memory limit (the axis memory_limit, issue 62) has it set on this cgroup where the cgroup v2
+hierarchy offers the memory controller (memory.max), else on a cgroup of the same name in the v1 memory
+hierarchy (memory.limit_in_bytes) that each process joins too (a hybrid host, such as this VM, keeps its
+controllers there). The limit read back is the cell's evidence, with the peak use and the out-of-memory kills.
+
 Where there is no cgroup v2 mount this runner may write (not root, a container without delegation, a chroot
 without /sys), a cell runs as before, in its process groups, and its evidence says why: {"unavailable": why}.
 """
@@ -48,7 +53,34 @@ def parent_folder(mount=None):
     mount = mount or v2_mount()
     if not mount:
         raise CgroupError("no cgroup v2 hierarchy mounted (/proc/self/mountinfo has no cgroup2)")
-    path = os.path.join(mount, PARENT_NAME)
+    return _root_folder(os.path.join(mount, PARENT_NAME))
+
+
+def memory_limit_bytes(value):
+    """Bytes of a memory_limit value (512m, 3g), None for none."""
+    if value == "none":
+        return None
+    m = re.fullmatch(r"([1-9][0-9]*)([mg])", value)
+    if not m:
+        raise CgroupError(f"memory_limit {value!r}: not none or a size such as 512m or 3g")
+    return int(m.group(1)) << (20 if m.group(2) == "m" else 30)
+
+
+def v1_memory_mount(mountinfo="/proc/self/mountinfo"):
+    """The mount point of the cgroup v1 memory hierarchy, or None."""
+    with open(mountinfo) as f:
+        for line in f:
+            fields = line.split(" - ", 1)
+            if len(fields) != 2:
+                continue
+            fstype, _source, options = (fields[1].split(" ") + ["", ""])[:3]
+            if fstype == "cgroup" and "memory" in options.strip().split(","):
+                return fields[0].split(" ")[4]
+    return None
+
+
+def _root_folder(path):
+    """`path` created (0755) if missing and checked a folder only root may write."""
     try:
         os.mkdir(path, 0o755)
     except FileExistsError:
@@ -61,12 +93,83 @@ def parent_folder(mount=None):
     return path
 
 
+def _read(path):
+    return safeio.read_text(path, 1 << 16).strip()
+
+
 class CellCgroup:
     """One cell's cgroup: created empty, joined by each process before exec, killed and removed at the end."""
 
     def __init__(self, path):
         self.path = path
         self.procs_path = os.path.join(path, "cgroup.procs")
+        self.memory_v1_path = None  # the v1 memory cgroup each process joins too, when the limit is set there
+
+    @property
+    def join_paths(self):
+        """The cgroup.procs files a process of the cell writes itself into before exec."""
+        extra = [os.path.join(self.memory_v1_path, "cgroup.procs")] if self.memory_v1_path else []
+        return tuple([self.procs_path] + extra)
+
+    def limit_memory(self, limit_bytes, v1_mount=None):
+        """Caps the memory (RSS and page cache) of the cell's processes at `limit_bytes`: memory.max here when
+        the v2 parent offers the memory controller, else memory.limit_in_bytes in a v1 memory cgroup of the
+        same name. Call before any process joins. Returns {hierarchy, path, limit_bytes read back}."""
+        parent = os.path.dirname(self.path)
+        try:
+            offered = _read(os.path.join(os.path.dirname(parent), "cgroup.controllers")).split()
+        except (OSError, safeio.InputError):
+            offered = []
+        if "memory" in offered:
+            safeio.write_setting(os.path.join(parent, "cgroup.subtree_control"), "+memory")
+            safeio.write_setting(os.path.join(self.path, "memory.max"), str(limit_bytes))
+            if os.path.exists(os.path.join(self.path, "memory.swap.max")):
+                safeio.write_setting(os.path.join(self.path, "memory.swap.max"), "0")
+            read_back = _read(os.path.join(self.path, "memory.max"))
+            return {"hierarchy": "v2", "path": self.path, "limit_bytes": int(read_back)}
+        mount = v1_mount or v1_memory_mount()
+        if not mount:
+            raise CgroupError("no memory controller: cgroup v2 does not offer it here and no v1 memory "
+                              "hierarchy is mounted")
+        path = os.path.join(_root_folder(os.path.join(mount, PARENT_NAME)), os.path.basename(self.path))
+        if os.path.isdir(path):
+            CellCgroup(path).remove()
+        try:
+            os.mkdir(path)
+        except OSError as e:
+            raise CgroupError(f"cannot create {path} ({e.strerror})") from None
+        self.memory_v1_path = path
+        safeio.write_setting(os.path.join(path, "memory.limit_in_bytes"), str(limit_bytes))
+        read_back = int(_read(os.path.join(path, "memory.limit_in_bytes")))
+        if read_back > limit_bytes:
+            raise CgroupError(f"{path}: memory.limit_in_bytes reads {read_back} after writing {limit_bytes}")
+        return {"hierarchy": "v1", "path": path, "limit_bytes": read_back}
+
+    def memory_use(self):
+        """What the cell's processes held, read before the cgroup goes: {peak_bytes, oom_kills, page_cache_bytes}
+        (those the kernel offers), or {} without a limit."""
+        out = {}
+        try:
+            if self.memory_v1_path:
+                d = self.memory_v1_path
+                out["peak_bytes"] = int(_read(os.path.join(d, "memory.max_usage_in_bytes")))
+                out["limit_hits"] = int(_read(os.path.join(d, "memory.failcnt")))
+                oom = dict(line.split() for line in _read(os.path.join(d, "memory.oom_control")).splitlines())
+                if "oom_kill" in oom:
+                    out["oom_kills"] = int(oom["oom_kill"])
+                stats = dict(line.split() for line in _read(os.path.join(d, "memory.stat")).splitlines())
+                out["page_cache_bytes"] = int(stats.get("total_cache", stats.get("cache", 0)))
+            elif os.path.exists(os.path.join(self.path, "memory.max")):
+                if os.path.exists(os.path.join(self.path, "memory.peak")):
+                    out["peak_bytes"] = int(_read(os.path.join(self.path, "memory.peak")))
+                events = dict(line.split() for line in _read(os.path.join(self.path, "memory.events")).splitlines())
+                out["limit_hits"] = int(events.get("max", 0))
+                out["oom_kills"] = int(events.get("oom_kill", 0))
+                stats = dict(line.split() for line in _read(os.path.join(self.path, "memory.stat")).splitlines())
+                out["page_cache_bytes"] = int(stats.get("file", 0))
+        except (OSError, ValueError, safeio.InputError) as e:
+            out["problem"] = f"reading the memory cgroup: {e}"
+        return out
 
     @classmethod
     def create(cls, name, mount=None):
@@ -114,8 +217,11 @@ class CellCgroup:
         return found
 
     def remove(self):
-        """Kills what is left and removes the cgroup; the pids that were left."""
+        """Kills what is left and removes the cgroup (and its v1 memory cgroup); the pids that were left."""
         left = self.kill()
+        if self.memory_v1_path:
+            memory, self.memory_v1_path = CellCgroup(self.memory_v1_path), None
+            left |= memory.remove()
         deadline = time.monotonic() + KILL_TIMEOUT_S
         while True:
             try:
@@ -137,6 +243,7 @@ def for_cell(run_id, cell_base):
         return None, str(e)
 
 
-def join(procs_path):
-    """In a child before exec: moves the calling process into the cgroup (its pid written as 0)."""
-    safeio.write_setting(procs_path, "0")
+def join(procs_paths):
+    """In a child before exec: moves the calling process into the cgroups (its pid written as 0)."""
+    for path in procs_paths:
+        safeio.write_setting(path, "0")

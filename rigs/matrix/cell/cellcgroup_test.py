@@ -81,6 +81,33 @@ class CellCgroupTest(unittest.TestCase):
         self.assertEqual(running.killed_on_purpose["exit_status"], -signal.SIGKILL)
         self.assertGreater(running.killed_on_purpose["after_s"], 0.9)  # the second line, not the first
 
+    def test_a_memory_limit_holds_the_processes_and_is_read_back(self):
+        """memory_limit: a process that touches more than the limit is killed by the kernel (never runs on
+        unlimited under the limit's name); the limit read back and the OOM kill are the evidence."""
+        try:
+            placed = self.cgroup.limit_memory(cellcgroup.memory_limit_bytes("64m"))
+        except cellcgroup.CgroupError as e:
+            self.skipTest(f"no memory controller here: {e}")
+        self.assertEqual(placed["limit_bytes"], 64 << 20)
+        running = self.start("exec python3 -c \"b = bytearray(200 << 20); print('survived')\"")
+        running.popen.wait(30)
+        self.assertEqual(running.popen.returncode, -signal.SIGKILL)
+        use = self.cgroup.memory_use()
+        self.assertGreaterEqual(use["limit_hits"], 1)
+        self.assertEqual(use.get("oom_kills", 1), 1)
+        self.assertLessEqual(use["peak_bytes"], 64 << 20)
+        memory_path = self.cgroup.memory_v1_path
+        self.cgroup.remove()
+        self.assertFalse(memory_path and os.path.exists(memory_path))
+
+    def test_memory_limit_values(self):
+        self.assertIsNone(cellcgroup.memory_limit_bytes("none"))
+        self.assertEqual(cellcgroup.memory_limit_bytes("3g"), 3 << 30)
+        self.assertEqual(cellcgroup.memory_limit_bytes("512m"), 512 << 20)
+        for bad in ("3G", "0m", "-1g", "3", "1.5g"):
+            with self.assertRaises(cellcgroup.CgroupError):
+                cellcgroup.memory_limit_bytes(bad)
+
 
 if __name__ == "__main__":
     unittest.main()

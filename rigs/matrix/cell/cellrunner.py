@@ -10,7 +10,7 @@ import platform
 import subprocess
 import time
 
-from results import store
+from results import safeio, store
 from rigs.matrix.cell import cellcgroup, cellstatus, memorydirs, monitor, processes, supervise
 from rigs.matrix.contract import rig as rig_contract
 from rigs.matrix.knobs import container, hostknobs, hugepages, launchargv, perfrecord, profiling
@@ -112,6 +112,7 @@ class CellRunner:
         state.monitor = monitor.Monitor(ctx.rig, ctx.host_paths.proc, state.started)
         state.cgroup, why_none = cellcgroup.for_cell(ctx.run_id, base)
         state.ev["cgroup"] = {"path": state.cgroup.path} if state.cgroup else {"unavailable": why_none}
+        limit = planned.cell.params.get("memory_limit", "none")
         host_knobs = hostknobs.HostKnobs(ctx.host_paths, journal=ctx.knob_journal,
                                          hugepage_bytes=hugepages.host_page_bytes(ctx.report))
         self.active_knobs = host_knobs
@@ -119,6 +120,8 @@ class CellRunner:
         refused = skipped = None
         failure, timed_out = None, False
         try:
+            if limit != "none":
+                state.ev["memory_limit"] = self._limit_memory(state, limit, why_none)
             refused, failure, timed_out = self._attempt(state, result, host_knobs, memory_folders)
         except hostknobs.HostCannotNow as e:
             skipped = f"host knob: {e}"
@@ -129,6 +132,17 @@ class CellRunner:
             memorydirs.remove(memory_folders)
             self.active_knobs = None
         return state, (refused, skipped, failure, timed_out)
+
+    @staticmethod
+    def _limit_memory(state, limit, why_no_cgroup):
+        """The cell's memory limit set on its cgroup before anything starts: its evidence (the limit read back),
+        or the cell is skipped where this host cannot limit memory (never run unlimited under a limit's name)."""
+        if state.cgroup is None:
+            raise hostknobs.HostCannotNow(f"memory_limit={limit} needs the cell's cgroup: {why_no_cgroup}")
+        try:
+            return dict(state.cgroup.limit_memory(cellcgroup.memory_limit_bytes(limit)), asked=limit)
+        except (cellcgroup.CgroupError, OSError, safeio.InputError) as e:
+            raise hostknobs.HostCannotNow(f"memory_limit={limit}: {e}") from None
 
     def _profile(self, planned, repetition):
         """The profiled launch: the cell once more, profiled, outside the timed launches (nothing of it is

@@ -104,7 +104,7 @@ class Running:
             self._in = open(process.stdin, "rb") if process.stdin else subprocess.DEVNULL
             self.popen = subprocess.Popen(argv, stdin=self._in, stdout=self._out, stderr=self._err, cwd=workdir,
                                           env=env, start_new_session=True,
-                                          preexec_fn=functools.partial(_before_exec, cgroup and cgroup.procs_path))
+                                          preexec_fn=functools.partial(_before_exec, cgroup and cgroup.join_paths))
         except OSError as e:
             self._close()
             raise StartError(f"{process.role}: could not start {argv[0]}: {e}") from None

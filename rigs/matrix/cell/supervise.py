@@ -59,6 +59,8 @@ class CellState:
         for proc in sorted(reversed(self.running), key=lambda r: r.process.server):
             proc.stop()
         if self.cgroup is not None:
+            if "memory_limit" in self.ev:
+                self.ev["memory_limit"].update(self.cgroup.memory_use())
             # What left its process group (a setsid grandchild) dies with the cell's cgroup.
             try:
                 outlived = self.cgroup.remove()

@@ -267,6 +267,8 @@ class Param:
     doc: str = ""
     # A value outside the type and the range that the rig takes as is (e.g. "default" for Hadoop's own).
     special: tuple[str, ...] = ()
+    # Given by some of the rig's workloads only (a mode's own settings): a cell without it reads None.
+    optional: bool = False
 
     def read(self, name: str, text: str) -> Any:
         """The value of `text`, typed; ValueError naming the parameter and what it allows otherwise."""
@@ -311,8 +313,11 @@ class Rig(abc.ABC):
     def typed(self, params: Mapping[str, str]) -> dict[str, Any]:
         """The declared parameters of `params` as their types ({name: value}); ValueError for the first a
         declaration refuses. The core calls it for every cell before anything runs."""
-        values = {}
+        values: dict[str, Any] = {}
         for name, param in self.parameters.items():
+            if name not in params and param.optional:
+                values[name] = None
+                continue
             if name not in params:
                 raise ValueError(f"no value for the rig's parameter {name} (give it in the workload's [parameters])")
             values[name] = param.read(name, params[name])

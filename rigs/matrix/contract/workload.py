@@ -43,6 +43,8 @@ def load_workload(folder: str) -> Workload:
         if m.get("direction") not in ("higher_is_better", "lower_is_better") or not m.get("unit"):
             raise WorkloadError(f"{path}: [metrics.{name}] needs `unit` and `direction` "
                                 "(higher_is_better or lower_is_better)")
+        if m.get("zero_possible", True) is not True:
+            raise WorkloadError(f"{path}: [metrics.{name}] zero_possible: true or leave it out")
     digest = hashlib.sha256(raw)
     inputs = dict(sorted(data.get("inputs", {}).items()))
     for rel, expected in inputs.items():

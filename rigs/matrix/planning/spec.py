@@ -55,10 +55,11 @@ HUGEPAGES = hugepages.VALUES  # what each means, and everything else of the axis
 # fills that node while loading so pages spill to another, then migrates them back (rigs/redis).
 NUMA_POLICIES = numa.VALUES  # and everything else of the axis: rigs/matrix/knobs/numa.py
 STANDARD_AXES = ("jdk", "gc", "gc_opts", "heap", "pinning", "hugepages", "numa", "variant", "revision", "executor",
-                 "profile_launch")
+                 "profile_launch", "memory_limit")
 CANDIDATE_REVISION = "candidate"
 DEFAULTS = {"gc": "g1", "gc_opts": "default", "heap": "512m", "pinning": "none", "hugepages": "off",
-            "numa": "default", "variant": "stock", "executor": "process", "profile_launch": "extra"}
+            "numa": "default", "variant": "stock", "executor": "process", "profile_launch": "extra",
+            "memory_limit": "none"}
 # executor: where a cell's processes run. process = directly on the host; container = each in a podman
 # container of the rigs' OS image (rigs/matrix/knobs/container.py), placed by the same pinning and NUMA knobs.
 EXECUTORS = ("process", "container", "docker")
@@ -68,7 +69,10 @@ EXECUTORS = ("process", "container", "docker")
 PROFILE_LAUNCHES = ("extra", "timed")
 # Axes added after results were stored: at this value a cell is what it was before the axis existed, so the
 # value stays out of the cell id (stored runs resume and compare as before).
-ID_NEUTRAL = {"executor": "process", "profile_launch": "extra"}
+ID_NEUTRAL = {"executor": "process", "profile_launch": "extra", "memory_limit": "none"}
+# memory_limit: none, or the most memory (RSS and page cache together) every process of a cell may hold, as
+# 512m or 3g: the cell's cgroup's memory limit (rigs/matrix/cell/cellcgroup.py), its read-back the evidence.
+MEMORY_LIMIT_RE = re.compile(r"none|[1-9][0-9]{0,6}[mg]")
 # jdk = ["none"]: a matrix of native programs only (e.g. Redis); its cells start no JVM and need no JDK.
 NO_JDK = "none"
 # A value of the variant axis other than stock: a patch set built by Bazel, whole or its first k patches, or
@@ -437,6 +441,9 @@ def _check_values(where, axes, pinnings, gc_opts, variants):
                 raise SpecError(f"{where}: axis {axis}: unknown value {v!r}; allowed: {', '.join(allowed)}")
     for v in axes.get("heap", []):
         parse_heap(v)
+    for v in axes.get("memory_limit", []):
+        if not MEMORY_LIMIT_RE.fullmatch(str(v)):
+            raise SpecError(f"{where}: axis memory_limit: {v!r} is not none or a size such as 512m or 3g")
     for v in axes.get("jdk", []):
         if not re.fullmatch(r"[A-Za-z0-9_.+-]+", v):
             raise SpecError(f"{where}: axis jdk: {v!r} is not a JDK name (11, 17, 21, a declared name, or "
@@ -546,6 +553,9 @@ def static_cell_errors(matrix, cell):
     conflict = hugepages.gc_opts_problem(p["hugepages"], p["gc_opts"], flags)
     if conflict:
         errors.append(conflict)
+    if p.get("memory_limit", "none") != "none" and p.get("executor", "process") != "process":
+        errors.append(f"memory_limit={p['memory_limit']} with executor={p['executor']}: a container's processes are "
+                      "in its engine's cgroup, not the cell's, so the limit would not hold them")
     return errors
 
 

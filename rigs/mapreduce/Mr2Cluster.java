@@ -1,0 +1,340 @@
+package tunelab.rigs.mapreduce;
+
+import java.io.File;
+import java.io.IOException;
+import java.nio.charset.StandardCharsets;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.util.ArrayList;
+import java.util.HashSet;
+import java.util.LinkedHashMap;
+import java.util.List;
+import java.util.Map;
+import java.util.Set;
+import java.util.TreeMap;
+import java.util.stream.Stream;
+import org.apache.hadoop.conf.Configuration;
+import org.apache.hadoop.examples.WordCount;
+import org.apache.hadoop.examples.terasort.TeraSort;
+import org.apache.hadoop.fs.FileSystem;
+import org.apache.hadoop.fs.FileUtil;
+import org.apache.hadoop.io.IntWritable;
+import org.apache.hadoop.io.Text;
+import org.apache.hadoop.mapred.JobConf;
+import org.apache.hadoop.mapreduce.Counter;
+import org.apache.hadoop.mapreduce.CounterGroup;
+import org.apache.hadoop.mapreduce.Counters;
+import org.apache.hadoop.mapreduce.Job;
+import org.apache.hadoop.mapreduce.TaskType;
+import org.apache.hadoop.mapreduce.jobhistory.JobHistoryParser;
+import org.apache.hadoop.mapreduce.lib.input.FileInputFormat;
+import org.apache.hadoop.mapreduce.lib.output.FileOutputFormat;
+import org.apache.hadoop.mapreduce.v2.MiniMRYarnCluster;
+import org.apache.hadoop.util.GenericOptionsParser;
+import org.apache.hadoop.util.ToolRunner;
+import org.apache.hadoop.yarn.conf.YarnConfiguration;
+import org.apache.hadoop.yarn.server.nodemanager.NodeManager;
+import tunelab.rigs.matrix.DriverArgs;
+import tunelab.rigs.matrix.DriverMain;
+import tunelab.rigs.matrix.Iterations;
+import tunelab.rigs.matrix.JsonLine;
+
+/**
+ * MR2 as a small cluster on loopback (issue 62): a ResourceManager and NODES NodeManagers, each
+ * with its ShuffleHandler and its own local and log folders, in this JVM ({@code
+ * MiniMRYarnCluster}); the tasks run in their own JVMs, children of this one. The examples'
+ * WordCount or TeraSort runs WARMUP + MEASURED times on it.
+ *
+ * <p>Usage: Mr2Cluster --nodes N --node-memory-mb MB --iterations WARMUP MEASURED -- JOB
+ * [-Dname=value ...] INPUT OUTPUT
+ *
+ * <p>Each job is followed by one line {"event":"cluster_job",...} read from the job's history file
+ * (the AM's .jhist, parsed by Hadoop's own JobHistoryParser): the phases, each reducer's shuffle
+ * (its start to its shuffle's end), the map attempts per node, the job counters; and what the
+ * shuffle servers did meanwhile: the page-cache advice they gave, counted by node ({@link
+ * FadviseCounter}: libhadoop is not served, so without it Hadoop's advice reaches nobody), the
+ * bytes this JVM read from storage ({@code /proc/self/io} read_bytes: the shuffle servers' reads of
+ * map outputs not in the page cache; the tasks' JVMs are other processes), and how often a reducer
+ * was told to wait by its merge manager and dropped its connection (the reducers' logs). The job
+ * history server is off (its ports and threads are not under test): the history files stay where
+ * the AM writes them.
+ */
+public final class Mr2Cluster {
+  private Mr2Cluster() {}
+
+  private static final String WAIT_LINE = "MergeManager returned status WAIT";
+
+  public static void main(String[] args) throws Exception {
+    DriverArgs a =
+        new DriverArgs(
+                "Mr2Cluster",
+                "Mr2Cluster --nodes N --node-memory-mb MB --iterations WARMUP MEASURED --"
+                    + " wordcount|terasort [-Dk=v ...] INPUT OUTPUT")
+            .option("--nodes", 1)
+            .option("--node-memory-mb", 1)
+            .option("--iterations", 2)
+            .restAfterDashDash()
+            .parse(args);
+    int nodes = a.integer("--nodes", 0, 2);
+    int nodeMemoryMb = a.integer("--node-memory-mb", 0, 4096);
+    int warmup = a.integer("--iterations", 0, 0);
+    int measured = a.integer("--iterations", 1, 1);
+    a.check(nodes >= 1, "--nodes: at least 1");
+    a.check(warmup >= 0 && measured >= 1, "--iterations: expected WARMUP >= 0 and MEASURED >= 1");
+    List<String> rest = a.rest();
+    a.check(rest.size() >= 3, "expected JOB [-Dk=v ...] INPUT OUTPUT after --");
+    String job = rest.get(0);
+    a.check(
+        job.equals("wordcount") || job.equals("terasort"),
+        "job " + job + ": wordcount or terasort");
+    String[] jobArgs = rest.subList(1, rest.size()).toArray(new String[0]);
+    File output = new File(jobArgs[jobArgs.length - 1]);
+    DriverMain.runAndHalt(() -> run(nodes, nodeMemoryMb, warmup, measured, job, jobArgs, output));
+  }
+
+  private static void run(
+      int nodes,
+      int nodeMemoryMb,
+      int warmup,
+      int measured,
+      String job,
+      String[] jobArgs,
+      File output)
+      throws Exception {
+    FadviseCounter counter = FadviseCounter.install();
+    File history = new File("history").getAbsoluteFile();
+    MiniMRYarnCluster cluster = new MiniMRYarnCluster("tunelab-mr2", nodes);
+    cluster.init(clusterConf(nodeMemoryMb, history));
+    cluster.start();
+    try {
+      if (!cluster.waitForNodeManagersToConnect(60_000)) {
+        throw new IllegalStateException("the NodeManagers did not register within 60 s");
+      }
+      Map<Integer, String> nodeByPort = new TreeMap<>();
+      List<File> logDirs = new ArrayList<>();
+      for (int i = 0; i < nodes; i++) {
+        NodeManager nm = cluster.getNodeManager(i);
+        String node = "nm-" + i;
+        nodeByPort.put(nm.getNMContext().getNodeId().getPort(), node);
+        for (String dir : nm.getConfig().getTrimmedStrings(YarnConfiguration.NM_LOCAL_DIRS)) {
+          counter.addNode(new File(dir).getAbsolutePath(), node);
+        }
+        for (String dir : nm.getConfig().getTrimmedStrings(YarnConfiguration.NM_LOG_DIRS)) {
+          logDirs.add(new File(dir));
+        }
+      }
+      JsonLine.event("cluster")
+          .put("nodes", nodes)
+          .put("node_memory_mb", nodeMemoryMb)
+          .put("nodes_by_port", nodeByPort)
+          .put("work_dir", cluster.getTestWorkDir().getAbsolutePath())
+          .print();
+      Configuration jobConf = new Configuration(cluster.getConfig());
+      Set<String> seen = new HashSet<>();
+      Map<String, Map<String, Long>>[] before = new Map[1];
+      long[] readBefore = new long[1];
+      boolean[] ok = new boolean[1];
+      Iterations.run(
+          warmup,
+          measured,
+          k -> {
+            FileUtil.fullyDelete(output);
+            before[0] = counter.snapshot();
+            readBefore[0] = readBytes();
+          },
+          k -> ok[0] = runJob(job, new Configuration(jobConf), jobArgs),
+          k -> {
+            if (!ok[0]) {
+              throw new IllegalStateException("iteration " + k + ": the job failed");
+            }
+            long read = readBytes() - readBefore[0];
+            File jhist = newHistoryFile(history, seen);
+            report(k, jhist, nodeByPort, logDirs, counter, before[0], read);
+          });
+      JsonLine.event("advice_problems")
+          .put("unreachable", counter.unreachable())
+          .put("failed", counter.failed())
+          .print();
+      JsonLine.event("end").print();
+    } finally {
+      cluster.stop();
+    }
+  }
+
+  static Configuration clusterConf(int nodeMemoryMb, File history) {
+    YarnConfiguration conf = new YarnConfiguration();
+    // Every server on loopback (the ShuffleHandler binds its port on every address: 3.4.2 has no
+    // setting for it; this JVM's cgroup and the rig's port check see it).
+    conf.set("yarn.resourcemanager.bind-host", "127.0.0.1");
+    conf.set("yarn.nodemanager.bind-host", "127.0.0.1");
+    conf.set("yarn.timeline-service.bind-host", "127.0.0.1");
+    conf.setInt(YarnConfiguration.NM_PMEM_MB, nodeMemoryMb);
+    conf.setInt(YarnConfiguration.NM_VCORES, 8);
+    conf.setInt(YarnConfiguration.RM_SCHEDULER_MINIMUM_ALLOCATION_MB, 128);
+    conf.setBoolean("mapreduce.jobhistory.minicluster.enabled", false);
+    conf.set("mapreduce.jobhistory.intermediate-done-dir", history.getPath());
+    conf.set("mapreduce.jobhistory.done-dir", new File(history, "done").getPath());
+    // The task containers' java: this JVM's.
+    conf.set(
+        YarnConfiguration.NM_ADMIN_USER_ENV,
+        "MALLOC_ARENA_MAX=4,JAVA_HOME=" + System.getProperty("java.home"));
+    return conf;
+  }
+
+  static boolean runJob(String job, Configuration conf, String[] jobArgs) throws Exception {
+    if (job.equals("terasort")) {
+      return ToolRunner.run(new JobConf(conf), new TeraSort(), jobArgs) == 0;
+    }
+    String[] rest = new GenericOptionsParser(conf, jobArgs).getRemainingArgs();
+    if (rest.length != 2) {
+      throw new IllegalArgumentException(
+          "wordcount: INPUT OUTPUT after the -D options, got " + rest.length);
+    }
+    Job j = Job.getInstance(conf, "word count");
+    j.setJarByClass(WordCount.class);
+    j.setMapperClass(WordCount.TokenizerMapper.class);
+    j.setCombinerClass(WordCount.IntSumReducer.class);
+    j.setReducerClass(WordCount.IntSumReducer.class);
+    j.setOutputKeyClass(Text.class);
+    j.setOutputValueClass(IntWritable.class);
+    FileInputFormat.addInputPath(j, new org.apache.hadoop.fs.Path(rest[0]));
+    FileOutputFormat.setOutputPath(j, new org.apache.hadoop.fs.Path(rest[1]));
+    return j.waitForCompletion(false);
+  }
+
+  /** read_bytes of this process (/proc/self/io): what it made the storage layer read. */
+  static long readBytes() throws IOException {
+    for (String line : Files.readAllLines(Path.of("/proc/self/io"), StandardCharsets.UTF_8)) {
+      if (line.startsWith("read_bytes:")) {
+        return Long.parseLong(line.substring("read_bytes:".length()).trim());
+      }
+    }
+    throw new IOException("/proc/self/io has no read_bytes line");
+  }
+
+  /** The one history file the last job added (the AM writes it on completion). */
+  static File newHistoryFile(File history, Set<String> seen) throws Exception {
+    for (int tries = 0; tries < 100; tries++) {
+      List<File> fresh = new ArrayList<>();
+      try (Stream<Path> files = Files.walk(history.toPath())) {
+        files
+            .filter(p -> p.toString().endsWith(".jhist") && !seen.contains(p.toString()))
+            .forEach(p -> fresh.add(p.toFile()));
+      }
+      if (fresh.size() == 1) {
+        seen.add(fresh.get(0).getPath());
+        return fresh.get(0);
+      }
+      if (fresh.size() > 1) {
+        throw new IllegalStateException("more than one new history file: " + fresh);
+      }
+      Thread.sleep(100);
+    }
+    throw new IllegalStateException("the job wrote no history file under " + history);
+  }
+
+  private static void report(
+      int k,
+      File jhist,
+      Map<Integer, String> nodeByPort,
+      List<File> logDirs,
+      FadviseCounter counter,
+      Map<String, Map<String, Long>> before,
+      long readBytes)
+      throws Exception {
+    JobHistoryParser.JobInfo info =
+        new JobHistoryParser(
+                FileSystem.getLocal(new Configuration()),
+                new org.apache.hadoop.fs.Path(jhist.getAbsolutePath()))
+            .parse();
+    long firstMapStart = Long.MAX_VALUE;
+    long lastMapEnd = 0;
+    long lastReduceEnd = 0;
+    Map<String, Long> mapsByNode = new TreeMap<>();
+    List<Map<String, Object>> reducers = new ArrayList<>();
+    for (JobHistoryParser.TaskAttemptInfo t : info.getAllCompletedTaskAttempts().values()) {
+      if (!"SUCCEEDED".equals(t.getTaskStatus())) {
+        continue;
+      }
+      if (t.getTaskType() == TaskType.MAP) {
+        firstMapStart = Math.min(firstMapStart, t.getStartTime());
+        lastMapEnd = Math.max(lastMapEnd, t.getFinishTime());
+        mapsByNode.merge(nodeByPort.getOrDefault(t.getPort(), "unknown"), 1L, Long::sum);
+      } else if (t.getTaskType() == TaskType.REDUCE) {
+        lastReduceEnd = Math.max(lastReduceEnd, t.getFinishTime());
+        Map<String, Object> r = new LinkedHashMap<>();
+        r.put("attempt", t.getAttemptId().toString());
+        r.put("node", nodeByPort.getOrDefault(t.getPort(), "unknown"));
+        r.put("start_ms", t.getStartTime());
+        r.put("shuffle_end_ms", t.getShuffleFinishTime());
+        r.put("finish_ms", t.getFinishTime());
+        reducers.add(r);
+      }
+    }
+    JsonLine.event("cluster_job")
+        .put("index", k)
+        .put("job_id", info.getJobId().toString())
+        .put("status", info.getJobStatus())
+        .put("launch_ms", info.getLaunchTime())
+        .put("finish_ms", info.getFinishTime())
+        .put("first_map_start_ms", firstMapStart)
+        .put("last_map_end_ms", lastMapEnd)
+        .put("last_reduce_end_ms", lastReduceEnd)
+        .put("maps", info.getTotalMaps())
+        .put("reduces", info.getTotalReduces())
+        .put("maps_by_node", mapsByNode)
+        .put("reducers", reducers)
+        .put("advice", difference(before, counter.snapshot()))
+        .put("shuffle_server_read_bytes", readBytes)
+        .put("merge_waits", waitLines(logDirs, info.getJobId().toString()))
+        .put("counters", counters(info.getTotalCounters()))
+        .print();
+  }
+
+  static Map<String, Map<String, Long>> difference(
+      Map<String, Map<String, Long>> before, Map<String, Map<String, Long>> after) {
+    Map<String, Map<String, Long>> out = new TreeMap<>();
+    after.forEach(
+        (node, byAdvice) ->
+            byAdvice.forEach(
+                (advice, n) -> {
+                  long was = before.getOrDefault(node, Map.of()).getOrDefault(advice, 0L);
+                  if (n - was != 0) {
+                    out.computeIfAbsent(node, x -> new TreeMap<>()).put(advice, n - was);
+                  }
+                }));
+    return out;
+  }
+
+  /** Lines of the application's task logs where a reducer's merge manager said WAIT. */
+  static long waitLines(List<File> logDirs, String jobId) throws IOException {
+    String app = "application_" + jobId.substring(jobId.indexOf('_') + 1);
+    long n = 0;
+    for (File dir : logDirs) {
+      Path appDir = new File(dir, app).toPath();
+      if (!Files.isDirectory(appDir)) {
+        continue;
+      }
+      try (Stream<Path> files = Files.walk(appDir)) {
+        for (Path p : (Iterable<Path>) files.filter(Files::isRegularFile)::iterator) {
+          try (Stream<String> lines = Files.lines(p, StandardCharsets.ISO_8859_1)) {
+            n += lines.filter(l -> l.contains(WAIT_LINE)).count();
+          }
+        }
+      }
+    }
+    return n;
+  }
+
+  static Map<String, Map<String, Long>> counters(Counters counters) {
+    Map<String, Map<String, Long>> out = new TreeMap<>();
+    for (CounterGroup group : counters) {
+      Map<String, Long> g = new TreeMap<>();
+      for (Counter c : group) {
+        g.put(c.getDisplayName(), c.getValue());
+      }
+      out.put(group.getDisplayName(), g);
+    }
+    return out;
+  }
+}
