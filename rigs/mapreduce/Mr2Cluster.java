@@ -140,14 +140,14 @@ public final class Mr2Cluster {
           k -> {
             FileUtil.fullyDelete(output);
             before[0] = counter.snapshot();
-            readBefore[0] = readBytes();
+            readBefore[0] = AdviceCounts.readBytes();
           },
           k -> ok[0] = runJob(job, new Configuration(jobConf), jobArgs),
           k -> {
             if (!ok[0]) {
               throw new IllegalStateException("iteration " + k + ": the job failed");
             }
-            long read = readBytes() - readBefore[0];
+            long read = AdviceCounts.readBytes() - readBefore[0];
             File jhist = newHistoryFile(history, seen);
             report(k, jhist, nodeByPort, logDirs, counter, before[0], read);
           });
@@ -200,16 +200,6 @@ public final class Mr2Cluster {
     FileInputFormat.addInputPath(j, new org.apache.hadoop.fs.Path(rest[0]));
     FileOutputFormat.setOutputPath(j, new org.apache.hadoop.fs.Path(rest[1]));
     return j.waitForCompletion(false);
-  }
-
-  /** read_bytes of this process (/proc/self/io): what it made the storage layer read. */
-  static long readBytes() throws IOException {
-    for (String line : Files.readAllLines(Path.of("/proc/self/io"), StandardCharsets.UTF_8)) {
-      if (line.startsWith("read_bytes:")) {
-        return Long.parseLong(line.substring("read_bytes:".length()).trim());
-      }
-    }
-    throw new IOException("/proc/self/io has no read_bytes line");
   }
 
   /** The one history file the last job added (the AM writes it on completion). */
@@ -284,26 +274,11 @@ public final class Mr2Cluster {
         .put("reduces", info.getTotalReduces())
         .put("maps_by_node", mapsByNode)
         .put("reducers", reducers)
-        .put("advice", difference(before, counter.snapshot()))
+        .put("advice", AdviceCounts.difference(before, counter.snapshot()))
         .put("shuffle_server_read_bytes", readBytes)
         .put("merge_waits", waitLines(logDirs, info.getJobId().toString()))
         .put("counters", counters(info.getTotalCounters()))
         .print();
-  }
-
-  static Map<String, Map<String, Long>> difference(
-      Map<String, Map<String, Long>> before, Map<String, Map<String, Long>> after) {
-    Map<String, Map<String, Long>> out = new TreeMap<>();
-    after.forEach(
-        (node, byAdvice) ->
-            byAdvice.forEach(
-                (advice, n) -> {
-                  long was = before.getOrDefault(node, Map.of()).getOrDefault(advice, 0L);
-                  if (n - was != 0) {
-                    out.computeIfAbsent(node, x -> new TreeMap<>()).put(advice, n - was);
-                  }
-                }));
-    return out;
   }
 
   /** Lines of the application's task logs where a reducer's merge manager said WAIT. */

@@ -27,8 +27,11 @@ from rigs.matrix.contract import iterations
 from rigs.matrix.contract.rig import MeasurementInvalid
 from results import safeio
 
-DRIVERS = {"mr2": "tunelab.rigs.mapreduce.Mr2Cluster"}
-CLASSPATHS = {"mr2": "classpath_mr2_cluster"}
+DRIVERS = {"mr1": "tunelab.rigs.mapreduce.Mr1Cluster", "mr2": "tunelab.rigs.mapreduce.Mr2Cluster"}
+CLASSPATHS = {"mr1": "classpath_mr1_cluster", "mr2": "classpath_mr2_cluster"}
+# A container or slot of 1 GB: MR2's NodeManager offers node_memory_mb in containers of that size (the AM
+# takes one); MR1's TaskTracker gets as many map slots, and the reducers' share of the nodes in reduce slots.
+SLOT_MB = 1024
 # JDK 17 and Hadoop 3.4.2's servers: Guice's web apps define classes by reflection; the fadvise counter reads
 # a descriptor's number. The AM gets them too (its web app).
 OPENS = ("java.base/java.lang", "java.base/java.io", "java.base/java.util", "java.base/java.lang.reflect",
@@ -40,13 +43,26 @@ UNITS = {"job_duration": "s", "map_time": "s", "reduce_time": "s", "shuffle_time
 SAME_WORK_COUNTERS = ("Map input records", "Map output records", "Reduce output records")
 
 
-def jvm_flags() -> list[str]:
-    return [f"--add-opens={m}=ALL-UNNAMED" for m in OPENS]
+def jvm_flags(engine: str = "mr2") -> list[str]:
+    """The cluster JVM's flags: the opens; MR1's also lets the driver attach Byte Buddy to itself (its
+    advice counter, rigs/mapreduce/Mr1FadviseCounter.java)."""
+    attach = ["-Djdk.attach.allowAttachSelf=true"] if engine == "mr1" else []
+    return attach + [f"--add-opens={m}=ALL-UNNAMED" for m in OPENS]
 
 
 def job_options(p: Mapping[str, Any]) -> dict[str, str]:
-    """The job's settings (MR2 names) from the cell's typed parameters."""
+    """The job's settings, in its engine's names, from the cell's typed parameters."""
     heap = f"-Xmx{p['task_heap_mb']}m"
+    if p["mapreduce"] == "mr1":
+        # MR1's TeraSort samples the input for its partitions (it has no simple partitioner); the keys are
+        # uniform, so both engines' reducers get even shares.
+        return {
+            "mapred.reduce.tasks": str(p["reduces"]),
+            "mapred.reduce.slowstart.completed.maps": "1.0",
+            "io.sort.mb": str(p["io_sort_mb"]),
+            "mapred.job.shuffle.input.buffer.percent": str(p["shuffle_buffer_percent"]),
+            "mapred.child.java.opts": heap,
+        }
     return {
         "mapreduce.terasort.simplepartitioner": "true",
         "mapreduce.job.reduces": str(p["reduces"]),
@@ -61,8 +77,12 @@ def job_options(p: Mapping[str, Any]) -> dict[str, str]:
 
 def driver_args(p: Mapping[str, Any], warmup: int, measured: int, input_dir: str, out_dir: str) -> list[str]:
     opts = job_options(p)
-    return (["--nodes", str(p["nodes"]), "--node-memory-mb", str(p["node_memory_mb"]),
-             "--iterations", str(warmup), str(measured), "--", "terasort"]
+    if p["mapreduce"] == "mr1":
+        reduce_slots = -(-int(p["reduces"]) // int(p["nodes"]))
+        shape = ["--slots", str(max(1, int(p["node_memory_mb"]) // SLOT_MB)), str(reduce_slots)]
+    else:
+        shape = ["--node-memory-mb", str(p["node_memory_mb"])]
+    return (["--nodes", str(p["nodes"])] + shape + ["--iterations", str(warmup), str(measured), "--", "terasort"]
             + [f"-D{k}={v}" for k, v in sorted(opts.items())] + [input_dir, out_dir])
 
 
@@ -110,8 +130,9 @@ def job_values(job: Mapping[str, Any]) -> dict[str, float]:
         "reduce_time": (last - last_map) / 1000, "shuffle_time": sum(shuffles) / len(shuffles),
         "shuffle_time_max": max(shuffles), "shuffle_server_read_bytes": float(job["shuffle_server_read_bytes"]),
         "dontneed_calls": float(sum(a.get("dontneed", 0) for a in job["advice"].values())),
-        "merge_waits": float(job["merge_waits"]),
         "spilled_records": float(_counter(job["counters"], "Spilled Records")),
+        # MR1's reducers drop their connection without a log line: not known there (-1), so no sample.
+        **({"merge_waits": float(job["merge_waits"])} if job["merge_waits"] >= 0 else {}),
     }
 
 

@@ -31,6 +31,16 @@ class KnownAnswerTest(unittest.TestCase):
                 self.assertEqual(advised, cluster.fetches_by_node(job), name)
                 self.assertEqual(sum(advised.values()), job["maps"] * job["reduces"])
 
+    def test_mr1_advises_once_per_whole_fetch(self):
+        # MR1's map output servlet advises once it has written a part whole (TaskTracker.MapOutputServlet).
+        for job in jobs(recorded("mr1_cluster_tiny.jsonl")):
+            advised = {node: a["dontneed"] for node, a in job["advice"].items()}
+            self.assertEqual(advised, cluster.fetches_by_node(job))
+            self.assertEqual(job["merge_waits"], -1)  # MR1 logs no wait: not known, never 0
+        warmup, measured, _ = cluster.parse(recorded("mr1_cluster_tiny.jsonl"))
+        self.assertNotIn("merge_waits", {s["metric"] for s in measured})
+        self.assertEqual({s["metric"]: s["value"] for s in measured}["dontneed_calls"], 4)
+
     def test_early_disconnects_add_advice_on_the_old_shuffle(self):
         job = jobs(recorded("mr2_cluster_1m_old_shuffle_waits.jsonl"))[0]
         self.assertGreater(job["merge_waits"], 0)

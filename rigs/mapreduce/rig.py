@@ -187,9 +187,6 @@ class MapReduceRig(Rig):
                              "(third_party/hadoop); exclude mr1 from the patched values")
         text_params(params).check()
         if params.get("mode", "local") == "cluster":
-            if params["mapreduce"] not in cluster.DRIVERS:
-                raise ValueError(f"mode=cluster with mapreduce={params['mapreduce']}: cluster mode is built for "
-                                 f"{', '.join(cluster.DRIVERS)} only so far")
             if params["job"] != "terasort":
                 raise ValueError("mode=cluster runs TeraSort (the shuffle-heavy job); set job=terasort")
             missing = [n for n in ("nodes", "node_memory_mb", "reduces", "task_heap_mb", "shuffle_buffer_percent")
@@ -218,14 +215,14 @@ class MapReduceRig(Rig):
         p = cell.params
         engine = p["mapreduce"]
         cached, input_digests, expected = ensure_input(p, inputs_dir)
-        if p.get("mode") == "cluster":
-            return self._launch_cluster(p, policy, workdir, data, cached, input_digests, expected)
         # The cell's own input folder of links to the cached files: MR1's TeraSort writes its partition file
         # into the input folder, which must stay the same for every cell.
         input_dir = os.path.join(workdir, "input")
         os.makedirs(input_dir, exist_ok=True)
         for name in input_digests:
             os.symlink(os.path.join(cached, name), os.path.join(input_dir, name))
+        if p.get("mode") == "cluster":
+            return self._launch_cluster(p, policy, workdir, data, input_dir, input_digests, expected)
         if p["job"] == "terasort" and engine == "mr1":
             # MR1's local runner cannot link the partition file into the task's working directory
             # ("LocalJobRunner does not support symlinking"): the rig links it into the JVM's own (the cell
@@ -256,15 +253,15 @@ class MapReduceRig(Rig):
                       state={"job": p["job"], "output": out_dir, "expected_output_sha256": expected})
 
     def _launch_cluster(self, p: Mapping[str, str], policy: PolicyView, workdir: str, data: Mapping[str, str],
-                        cached: str, input_digests: Mapping[str, str], expected: str) -> Launch:
+                        input_dir: str, input_digests: Mapping[str, str], expected: str) -> Launch:
         """The engine as a small cluster in the cell's folder (its work folder, history, logs)."""
         typed = self.typed(p)
         conf = os.path.join(workdir, "conf")
         os.makedirs(conf, exist_ok=True)
         safeio.write_text(os.path.join(conf, "log4j.properties"), LOG4J)
         out_dir = os.path.join(workdir, "output")
-        args = cluster.driver_args(typed, policy.warmup_iterations, max(1, policy.iterations), cached, out_dir)
-        return Launch.jvm(main_class=cluster.DRIVERS[p["mapreduce"]], jvm_flags=cluster.jvm_flags(),
+        args = cluster.driver_args(typed, policy.warmup_iterations, max(1, policy.iterations), input_dir, out_dir)
+        return Launch.jvm(main_class=cluster.DRIVERS[p["mapreduce"]], jvm_flags=cluster.jvm_flags(p["mapreduce"]),
                           classpath=[conf] + read_classpath_file(data[cluster.CLASSPATHS[p["mapreduce"]]]), args=args,
                           generated_inputs=dict(input_digests),
                           state={"mode": "cluster", "job": "terasort", "output": out_dir,

@@ -117,6 +117,21 @@ class Prometheus:
         self.server.stop()
 
 
+def processes_in(folder):
+    """[(pid, why)] of the processes whose working folder is in `folder` or whose command line names it."""
+    found = []
+    for pid in filter(str.isdigit, os.listdir("/proc")):
+        try:
+            cwd = os.readlink(f"/proc/{pid}/cwd")
+            with open(f"/proc/{pid}/cmdline", "rb") as f:
+                cmdline = f.read().replace(b"\0", b" ").decode(errors="replace")
+        except OSError:
+            continue
+        if cwd == folder or cwd.startswith(folder + "/") or folder in cmdline:
+            found.append((int(pid), cmdline[:200]))
+    return found
+
+
 def matrix_path():
     return next(a.split("=", 1)[1] for a in RIG_ARGS if a.startswith("--matrix="))
 
@@ -202,6 +217,9 @@ class RigMatrixTest(unittest.TestCase):
                 self.assertTrue(all(server["ports_freed"].values()), (role, server))
                 self.assertFalse(processes.running_with_argv(doc["provenance"]["commands"][role]), role)
         self.assertGreater(ok, 0)
+        # Nothing any cell started runs on (a cluster's task JVMs and their shells included): no process works
+        # in, or names, the run's folder.
+        self.assertEqual(processes_in(os.path.realpath(run_dir)), [])
         self.check_profiles(run_dir)
 
     def check_cell_profile(self, doc, manifest, run_dir):

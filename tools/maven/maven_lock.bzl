@@ -929,6 +929,14 @@ MAVEN_LOCK = {
             "coordinates": "log4j:log4j:1.2.17",
             "sha256": "1d31696445697720527091754369082a6651bd49781b6005deb94e56753406f9",
         },
+        "maven__net_bytebuddy__byte_buddy__1_18_17": {
+            "coordinates": "net.bytebuddy:byte-buddy:1.18.17",
+            "sha256": "bb78cc9d290d13e27e86fe89fb171521516a33c9822a528c0f151bece5790276",
+        },
+        "maven__net_bytebuddy__byte_buddy_agent__1_18_17": {
+            "coordinates": "net.bytebuddy:byte-buddy-agent:1.18.17",
+            "sha256": "4d72f491b272f461d9476018aada019fa366ddb07a6feece9340bb5b5ab64bdd",
+        },
         "maven__net_java_dev_jets3t__jets3t__0_6_1": {
             "coordinates": "net.java.dev.jets3t:jets3t:0.6.1",
             "sha256": "bf44c14d4381b3217abacc49707ecf61f50174ded2aa24594cfb7ab374a87734",
@@ -2345,6 +2353,9 @@ MAVEN_LOCK = {
             "maven__javax_xml_bind__jaxb_api__2_2_2",
             "maven__javax_xml_stream__stax_api__1_0_2",
             "maven__junit__junit__3_8_1",
+            "maven__log4j__log4j__1_2_17",
+            "maven__net_bytebuddy__byte_buddy__1_18_17",
+            "maven__net_bytebuddy__byte_buddy_agent__1_18_17",
             "maven__net_java_dev_jets3t__jets3t__0_6_1",
             "maven__org_apache_commons__commons_math__2_1",
             "maven__org_apache_ftpserver__ftplet_api__1_0_0",

@@ -86,6 +86,7 @@ class Study:
     flame_graphs: list = dataclasses.field(default_factory=list)  # [(comparison, file under flames/)], interactive
     flame_note: str = ""  # why a profiled set has no flame graph pages, if it has none
     monitor_cells: list = dataclasses.field(default_factory=list)  # [monitor_pages.MonitorCell], a page each
+    note: str = ""  # what the set measured, from studies.toml's [[set_note]] (its own page)
 
     @property
     def folder(self):
@@ -306,6 +307,24 @@ def read_studies(baselines, sets):
                       for where, reason in problems]
 
 
+def attach_set_notes(baselines, sets, studies):
+    """Gives each set's entry of `studies` its note from studies.toml's [[set_note]] tables; a wrong note is
+    listed (appended to `studies`) with its reason, as a wrong study is. read_studies has already said why a
+    file it could not read was not read."""
+    path = os.path.join(baselines, studies_toml.FILE_NAME)
+    if not os.path.isfile(path) or (os.path.islink(path) and not resultsets.in_bazel_runfiles(path)):
+        return
+    try:
+        notes, problems = studies_toml.set_notes(safeio.read_bytes(path, studies_toml.MAX_FILE_BYTES),
+                                                 {s.name for s in sets})
+    except (safeio.InputError, OSError):
+        return
+    for study in studies:
+        if not study.declared and not study.failed:
+            study.note = notes.get(study.name, "")
+    studies += [Study(name=f"{studies_toml.FILE_NAME}: {where}"[:80], failed=reason[:300]) for where, reason in problems]
+
+
 def index_groups(entries, references):
     """The index's groups, one per rig: its case study (from the published references), its declared studies,
     then its sets that no study reads. Rigs in the order of their case studies, the harness' own last."""
@@ -375,8 +394,8 @@ def build_site(results_root, out, built_at, console=None, flame_tools=None):
                                          date=set_date(result_set), failed=f"no report: {reason[:300]}",
                                          declared=study is not None))
                 progress.advance(task)
-        # Newest first, then by name; those that could not be rendered last.
-        studies.sort(key=lambda s: s.name)
+        attach_set_notes(baselines, sets, studies)
+        studies.sort(key=lambda s: s.name)  # newest first, then by name; those not rendered last
         studies.sort(key=lambda s: s.date, reverse=True)
         studies.sort(key=lambda s: bool(s.failed))
         histories = []

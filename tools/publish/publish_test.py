@@ -103,6 +103,11 @@ class PublishTest(unittest.TestCase):
             self.assertIn(html.escape(text, quote=False), page)
         self.assertIn('<a href="../../sets/yarn_cps-cross-arch-arm64-emulated-20261125/index.html">', page)
         self.assertNotIn("baselines/", kunpeng.question)  # a question in words, never a path
+        # Issue 62: the cold MR1 vs MR2 set says on its page that it measured start-up; the study reads the steady one.
+        with open(os.path.join(out, "sets", "mapreduce-mr1-vs-mr2-smoke-2vcpu", "index.html")) as f:
+            self.assertIn("<strong>What this set measured:</strong> JVM start-up", f.read())
+        self.assertEqual(next(s for s in studies if s.name == "mr1-vs-mr2").sets,
+                         ["mapreduce-mr1-vs-mr2-steady-20261126-2vcpu"])
         for study in studies:
             # A set a study reads is reached through that study's page; every other entry is on the index.
             self.assertIn(study.name, index if study.declared or study.name not in in_studies else

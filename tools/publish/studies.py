@@ -49,9 +49,10 @@ def parse(text, set_names):
         doc = safeio.parse_toml(text, MAX_FILE_BYTES)
     except safeio.InputError as e:
         raise StudiesError(f"{FILE_NAME}: {e}") from None
-    unknown = set(doc) - {"study"}
+    unknown = set(doc) - {"study", "set_note"}
     if unknown:
-        raise StudiesError(f"{FILE_NAME}: unknown table(s) {', '.join(sorted(unknown))}: studies are [[study]] tables")
+        raise StudiesError(f"{FILE_NAME}: unknown table(s) {', '.join(sorted(unknown))}: studies are [[study]] "
+                           "tables, notes on a set's page [[set_note]] tables")
     entries = doc.get("study", [])
     if not isinstance(entries, list) or not all(isinstance(e, dict) for e in entries):
         raise StudiesError(f"{FILE_NAME}: study must be a list of [[study]] tables")
@@ -94,3 +95,28 @@ def parse(text, set_names):
         except StudiesError as e:
             problems.append((where, str(e).removeprefix(where + ": ")))
     return studies, problems
+
+
+def set_notes(text, set_names):
+    """({set: note}, [(where, reason)]) of the file's [[set_note]] tables (set, text: one line of at most 400
+    characters), said on that set's own page: what a set measured where its name or its study could mislead
+    (a cold set measured start-up, not the engines)."""
+    doc = safeio.parse_toml(text, MAX_FILE_BYTES)
+    entries = doc.get("set_note", [])
+    if not isinstance(entries, list) or not all(isinstance(e, dict) for e in entries):
+        return {}, [(f"{FILE_NAME}", "set_note must be a list of [[set_note]] tables")]
+    notes, problems = {}, []
+    for number, entry in enumerate(entries, 1):
+        where = f"set_note #{number}"
+        try:
+            if set(entry) != {"set", "text"}:
+                raise StudiesError(f"{where}: needs exactly set and text")
+            name = entry["set"]
+            if name not in set_names:
+                raise StudiesError(f"{where}: no committed set {str(name)[:80]!r}")
+            if name in notes:
+                raise StudiesError(f"{where}: a second note for {name}")
+            notes[name] = _text(entry, "text", 400, where)
+        except StudiesError as e:
+            problems.append((where, str(e).removeprefix(where + ": ")))
+    return notes, problems

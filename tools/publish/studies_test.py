@@ -64,6 +64,26 @@ class StudiesTest(unittest.TestCase):
         declared, problems = studies.parse(GOOD + GOOD, SETS)
         self.assertRegex(problems[0][1], "a second study with this id")
 
+    def test_set_notes(self):
+        good = '[[set_note]]\nset = "b"\ntext = "JVM start-up, not the engines."\n'
+        self.assertEqual(studies.set_notes(GOOD + good, SETS), ({"b": "JVM start-up, not the engines."}, []))
+        self.assertEqual(studies.parse(GOOD + good, SETS)[1], [])  # a file with notes is still a studies file
+        for text, pattern in (('[[set_note]]\nset = "gone"\ntext = "t"\n', "no committed set 'gone'"),
+                              ('[[set_note]]\nset = "b"\n', "needs exactly set and text"),
+                              ('[[set_note]]\nset = "b"\ntext = "' + "x" * 401 + '"\n', "text must be one line"),
+                              (good + good, "a second note for b")):
+            with self.subTest(pattern):
+                notes, problems = studies.set_notes(text, SETS)
+                self.assertEqual(len(problems), 1, problems)
+                self.assertRegex(problems[0][1], pattern)
+
+    def test_the_committed_notes_are_valid(self):
+        names = {n for n in os.listdir(BASELINES) if os.path.isdir(os.path.join(BASELINES, n))}
+        with open(os.path.join(BASELINES, studies.FILE_NAME)) as f:
+            notes, problems = studies.set_notes(f.read(), names)
+        self.assertEqual(problems, [])
+        self.assertIn("start-up", notes["mapreduce-mr1-vs-mr2-smoke-2vcpu"])
+
     def test_a_wrong_file_is_an_error(self):
         for text, pattern in (("[[study]\n", "studies.toml"), ("study = 3\n", "list of"),
                               ("[other]\nx = 1\n", "unknown table"),
