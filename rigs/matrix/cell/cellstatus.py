@@ -52,8 +52,8 @@ def judge(ctx, state, result, failure, timed_out):
     failed = next((r for r in clients if r.popen.returncode != 0), None)
     if failed is not None:
         who = "" if single else f"{failed.role}: "
-        limit = ev.get("memory_limit")
-        if limit and state.cgroup is not None and state.cgroup.memory_use().get("oom_kills"):
+        limit = ev.get("memory_limit")  # read when the cell's cgroup went (supervise.CellState.kill)
+        if limit and limit.get("oom_kills"):
             return result.failed(f"{who}exit status {failed.popen.returncode}: killed by the kernel at the cell's "
                                  f"memory_limit={limit['asked']} (too small for its processes; the evidence's "
                                  f"memory_limit has the peak): {failed.stderr_tail()}")

@@ -1,0 +1,41 @@
+"""The axis memory_limit end to end with the fake rig (issue 62): a cell whose process touches more than its
+limit is killed by the kernel and fails saying it was the limit, its evidence the limit read back and the
+out-of-memory kill. Needs root and a memory controller (cgroup v2's, or v1's as on this VM): skipped elsewhere,
+saying why."""
+
+import json
+import os
+import unittest
+
+from rigs.matrix import runner
+from rigs.matrix.cell import cellcgroup
+from rigs.matrix.testing.fakerig import FakeRigTestCase
+
+
+class MemoryLimitRunTest(FakeRigTestCase):
+    def test_a_cell_killed_at_its_memory_limit_fails_saying_so(self):
+        try:
+            probe = cellcgroup.CellCgroup.create(f"probe-{os.getpid()}")
+            try:
+                probe.limit_memory(64 << 20)
+            finally:
+                probe.remove()
+        except cellcgroup.CgroupError as e:
+            self.skipTest(f"no memory limit on this host: {e}")
+        code, out = self.box.main("--set", "behaviour=hog", "--set", "memory_limit=64m",
+                                  "--set", "policy.repetitions=1")
+        self.assertEqual(code, runner.EXIT_CELLS_FAILED, out)
+        (run_dir,) = self.box.run_dirs()
+        docs = [os.path.join(run_dir, "cells", n) for n in os.listdir(os.path.join(run_dir, "cells"))]
+        self.assertTrue(docs)
+        for path in docs:
+            with open(path) as f:
+                doc = json.load(f)
+            self.assertEqual(doc["status"], "failed")
+            self.assertIn("killed by the kernel at the cell's memory_limit=64m", doc["reason"])
+            self.assertEqual(doc["evidence"]["memory_limit"]["limit_bytes"], 64 << 20)
+            self.assertGreaterEqual(doc["evidence"]["memory_limit"]["oom_kills"], 1)
+
+
+if __name__ == "__main__":
+    unittest.main()
