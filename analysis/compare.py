@@ -191,6 +191,41 @@ def axis_rows(cells, metric, axes=None, baselines=None, declared=None, defaults=
     return rows
 
 
+@dataclasses.dataclass
+class DifferenceRow:
+    axis: str
+    baseline_value: str
+    value: str
+    others: str
+    baseline: stats.Summary
+    summary: stats.Summary
+    difference: stats.Difference
+
+
+def difference_rows(cells, metric, axes=None, baselines=None, declared=None):
+    """Rows of a count that may be 0 (workload.toml's zero_possible): every pair axis_rows would make, a zero
+    baseline included, each the difference of the cells' values with its interval (stats.difference)."""
+    varying = varying_axes(cells)
+    rows = []
+    for group, base_value, partner, c in partners(cells, axis_groups(cells, declared), baselines):
+        if axes is not None and not set(group) & set(axes):
+            continue
+        if metric not in c.values or metric not in partner.values:
+            continue
+        rows.append(DifferenceRow(
+            axis="+".join(group), baseline_value=base_value, value="/".join(c.params[a] for a in group),
+            others=" ".join(f"{a}={c.params[a]}" for a in varying if a not in group),
+            baseline=stats.summarize(partner.groups[metric]), summary=stats.summarize(c.groups[metric]),
+            difference=stats.difference(partner.groups[metric], c.groups[metric])))
+    return rows
+
+
+def fmt_difference(d):
+    """"+64 (95% CI +62..+66)", or "+64" without an interval (fewer than 3 runs a side)."""
+    signed = lambda x: ("+" if x > 0 else "") + fmt_value(x)  # noqa: E731
+    return signed(d.difference) + (f" (95% CI {signed(d.ci_low)}..{signed(d.ci_high)})" if d.has_ci else "")
+
+
 _PATCHED = re.compile(r"patched:([^@]+)(?:@(\d+))?$")
 
 

@@ -39,7 +39,8 @@ KINDS = {
                             "build on?", axis="variant", baseline="stock", allowed=frozenset({"variant"})),
     "mr1-vs-mr2": Kind("MapReduce 1 vs MapReduce 2", "Is MapReduce 2 faster or slower than MapReduce 1 on "
                        "the same job ({metric})?", axis="mapreduce", baseline="mr1", set_labels=("mr1", "mr2"),
-                       allowed=frozenset({"harness"}), extra_axes=(("io_sort_record_percent", "default"),),
+                       allowed=frozenset({"harness"}),
+                       extra_axes=(("io_sort_record_percent", "default"), ("variant", "stock")),
                        time_words=("faster", "slower")),
     "memory-locality": Kind("Memory locality, pre vs post", "Does better memory locality change {metric}?",
                             axis="locality", baseline="pre", set_labels=("pre", "post")),

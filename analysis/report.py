@@ -1,6 +1,7 @@
 """Comparison reports as PDF and HTML from stored result sets.
 
     bazel run //analysis:report -- RESULT_SET [RESULT_SET] --kind KIND --out report.pdf
+    bazel run //analysis:report -- SET SET --kind mr1-vs-mr2 --parts --out report.pdf   # each set within itself
 
 Kinds (analysis/kinds.py): `axis` compares every varying axis of one run; `stock-vs-patched`, `mr1-vs-mr2` and
 `memory-locality` compare one axis (variant, mapreduce, locality), within one run or across two sets (the
@@ -205,7 +206,9 @@ def build(kind_name, sets, out_dir, metrics=None, axis=None, allow_mismatch=Fals
         decl = declared[metric]
         rows = rows_by_metric[metric]
         blocks.append(render.Heading(f"{metric} ({decl['unit']}, {decl['direction'].replace('_', ' ')})"))
-        if not rows:
+        if decl.get("zero_possible"):
+            blocks += count_blocks(cells, metric, decl, prepared, declared_groups)
+        elif not rows:
             blocks.append(render.Para("No comparable cells for this metric."))
         for ax in dict.fromkeys(r.axis for r in rows):
             group = [r for r in rows if r.axis == ax]
@@ -248,11 +251,7 @@ def build(kind_name, sets, out_dir, metrics=None, axis=None, allow_mismatch=Fals
 
     if published:
         blocks.append(render.Heading(f"Published figures ({resultsets.PUBLISHED_LABEL})"))
-        blocks.append(render.TableBlock(
-            ["source", "figure", "host", "parameters", "metric", "value", "note"],
-            [[f"case {d['source']['case_study']}", f["label"], f.get("host", ""), _params_text(f),
-              f["metric"], _published_value(f), f.get("note", "")] for d, f in published],
-            caption="Reference rows: the authors' numbers, not measured by tunelab; their setups differ from ours"))
+        blocks.append(_published_table(published))
 
     blocks += thread_cpu_blocks(prepared.docs, out_dir)
     blocks += monitor_blocks(prepared.docs, out_dir)
@@ -272,6 +271,104 @@ def build(kind_name, sets, out_dir, metrics=None, axis=None, allow_mismatch=Fals
     blocks.append(render.Heading("How to rerun"))
     blocks.append(render.Code("\n".join(rerun_commands(measured) + ["", "# this report:", command or ""]).strip()))
     return blocks
+
+
+def count_blocks(cells, metric, decl, prepared, declared_groups):
+    """A count that may be 0 (workload.toml's zero_possible: page-cache advice, disk bytes, waits): each pair's
+    medians and their difference with its interval over runs, a zero baseline included; its ratios, where the
+    baseline is not 0, follow in the usual table."""
+    rows = compare.difference_rows(cells, metric, axes=prepared.axes, baselines=prepared.baselines,
+                                   declared=declared_groups)
+    if not rows:
+        return [render.Para("No comparable cells for this metric.")]
+    return [render.TableBlock(
+        ["axis", "baseline", "candidate", "other parameters", "baseline median (runs' range)",
+         "candidate median (runs' range)", "difference (95% CI)"],
+        [[r.axis, r.baseline_value, r.value, r.others, _median_range(r.baseline), _median_range(r.summary),
+          compare.fmt_difference(r.difference)] for r in rows],
+        caption=f"{metric} ({decl['unit']}): a count that may be 0, compared as a difference of medians, not a "
+                "ratio; the interval is a bootstrap over runs (3 or more a side)")]
+
+
+def _median_range(s):
+    return f"{compare.fmt_value(s.median)} ({compare.fmt_value(s.minimum)}..{compare.fmt_value(s.maximum)}, {s.runs})"
+
+
+def build_parts(kind_name, sets, out_dir, metrics=None, axis=None, command=None, generated_at=None, question=None):
+    """Sets of different designs that each answer the kind's question within themselves (MR1 vs MR2 in local
+    mode and on a cluster): one part per set, each its own run's comparison on the kind's axis, under one
+    title page that gives every part's answer. The sets are never compared with each other: their cells
+    measure different things. Published figures once, after the parts."""
+    kind = KINDS[kind_name]
+    references = [s for s in sets if s.published]
+    measured = [s for s in sets if not s.published]
+    if len(measured) < 2:
+        raise ReportError("a report in parts takes two or more measured sets (one: the ordinary report)")
+    parts = []
+    for index, s in enumerate(measured, 1):
+        folder = os.path.join(out_dir, f"part{index}")
+        os.makedirs(folder, exist_ok=True)
+        chosen = [m for m in metrics or [] if m in s.metrics()] or None
+        blocks = build(kind_name, [s] + references, folder, chosen, axis, generated_at=generated_at)
+        parts.append((s, blocks))
+    hosts = sorted({h for s in measured for h in s.host_ids()})
+    names = [s.name for s in measured]
+    question = question or kind.question.format(metric=", ".join(dict.fromkeys(next(iter(s.metrics())) for s in measured)),
+                                                a=kind.baseline or "", b="")
+    labels = [f"part {i} ({s.name}, {(s.manifest.get('matrix') or {}).get('name', '?')})"
+              for i, (s, _) in enumerate(parts, 1)]
+    out = [render.Title(f"{kind.title}: {question}",
+                        f"{' + '.join(names)} | host(s) {', '.join(hosts)} | rig {measured[0].docs[0]['matrix']['rig']} "
+                        f"| generated {generated_at or datetime.datetime.now(datetime.timezone.utc).strftime('%Y-%m-%d %H:%M UTC')}",
+                        banner=next((b[0].banner for _, b in parts if b[0].banner), "")),
+           render.Para("Answer: " + " ".join(f"In {label}: {_para_text(b, 'Answer: ')}" for label, (_, b)
+                                             in zip(labels, parts)), strong=True),
+           render.Para("In one line: " + _parts_line(kind, [(s, _para_text(b, "In one line: ")) for s, b in parts])),
+           render.Para(f"This report has {len(parts)} parts, one per set: each set is one run whose cells were "
+                       "measured interleaved and is compared within itself. The sets are of different designs "
+                       "(their matrices and workloads differ), so no cell of one is compared with a cell of another.")]
+    for label, (s, blocks) in zip(labels, parts):
+        out.append(render.Break())
+        out.append(render.Heading(f"{label[0].upper()}{label[1:]}: {blocks[0].text.split(': ', 1)[-1]}"))
+        for b in blocks[1:]:
+            if isinstance(b, render.Heading) and b.text.startswith(f"Published figures ({resultsets.PUBLISHED_LABEL})"):
+                break  # said once, after the parts
+            out.append(render.Heading(b.text, 2) if isinstance(b, render.Heading) else b)
+    published = published_for(references, kind_name, measured[0].docs[0]["matrix"]["rig"])
+    if published:
+        out += [render.Break(), render.Heading(f"Published figures ({resultsets.PUBLISHED_LABEL})"),
+                _published_table(published)]
+    out += [render.Heading("This report"), render.Code(command or "")]
+    return out
+
+
+def _parts_line(kind, lines):
+    """The parts' one lines in one index row: each after its matrix' name, the kind's pair said once
+    ("mr2 vs mr1: mr_compare undecided -0.0% (...); mr_cluster +73.3% (...), worse")."""
+    pair = f"{kind.axis}={kind.set_labels[1]} vs {kind.set_labels[0]}" if kind.set_labels else ""
+    said = []
+    for s, line in lines:
+        name = (s.manifest.get("matrix") or {}).get("name", s.name)
+        if pair and pair in line:  # "undecided: mapreduce=mr2 vs mr1 -0.0% (...)" -> "undecided -0.0% (...)"
+            line = line.replace(pair, "")
+            line = " ".join((line.replace(":", "", 1) if line.startswith("undecided:") else line).split())
+        said.append(f"{name} {line}")
+    head = f"{kind.set_labels[1]} vs {kind.set_labels[0]}: " if pair and all(pair in line for _, line in lines) else ""
+    text = head + "; ".join(said)
+    return text if len(text) <= oneline.MAX_CHARS else text[:oneline.MAX_CHARS - 1] + "…"
+
+
+def _para_text(blocks, label):
+    para = next((b for b in blocks if isinstance(b, render.Para) and b.text.startswith(label)), None)
+    return para.text[len(label):] if para else ""
+
+
+def _published_table(published):
+    return render.TableBlock(
+        ["source", "figure", "host", "parameters", "metric", "value", "note"],
+        [[f"case {d['source']['case_study']}", f["label"], f.get("host", ""), _params_text(f),
+          f["metric"], _published_value(f), f.get("note", "")] for d, f in published],
+        caption="Reference rows: the authors' numbers, not measured by tunelab; their setups differ from ours")
 
 
 def _levels(cells, metric):
@@ -384,7 +481,8 @@ def main(argv=None):
         description="Write a comparison report (PDF, and the same as HTML) from stored result sets.",
         epilog="Result sets: a run folder, a run id, baselines/NAME or reference/NAME (relative to the results "
                "folder). Exit status: 0 written; 2 unusable input (nothing is written).")
-    parser.add_argument("sets", nargs="+", metavar="RESULT_SET", help="one or two measured sets (baseline first)")
+    parser.add_argument("sets", nargs="+", metavar="RESULT_SET",
+                        help="one or two measured sets (baseline first); with --parts, two or more")
     parser.add_argument("--kind", required=True, choices=sorted(KINDS) + ["bisect"],
                         help="bisect: RESULT_SET is a bisect's folder (results/bisect-out/ID, //tools:bisect)")
     parser.add_argument("--out", required=True, help="the PDF to write; the HTML goes next to it (.html)")
@@ -393,6 +491,10 @@ def main(argv=None):
     parser.add_argument("--metric", action="append", help="report only this metric (repeatable)")
     parser.add_argument("--axis", help="the axis to compare for a one-set stock-vs-patched/mr1-vs-mr2/"
                                        "memory-locality report (default: the kind's)")
+    parser.add_argument("--parts", action="store_true",
+                        help="sets of different designs, each compared within itself on the kind's axis: a part "
+                             "of the report each (MR1 vs MR2 in local mode and on a cluster), never one set "
+                             "against the other")
     parser.add_argument("--allow-provenance-mismatch", action="store_true",
                         help="report two sets whose provenance differs beyond the kind's allowance, with a warning")
     parser.add_argument("--no-reference", action="store_true", help="leave out the published reference figures")
@@ -418,8 +520,11 @@ def main(argv=None):
             os.makedirs(os.path.dirname(path) or ".", exist_ok=True)
         command = shlex.join(["bazel", "run", "//analysis:report", "--"] + (argv if argv is not None else sys.argv[1:]))
         with tempfile.TemporaryDirectory(prefix="tunelab-report-") as tmp:
-            blocks = build(args.kind, sets, tmp, args.metric, args.axis, args.allow_provenance_mismatch, command,
-                           question=args.question)
+            if args.parts:
+                blocks = build_parts(args.kind, sets, tmp, args.metric, args.axis, command, question=args.question)
+            else:
+                blocks = build(args.kind, sets, tmp, args.metric, args.axis, args.allow_provenance_mismatch,
+                               command, question=args.question)
             write(blocks, out_pdf, out_html, os.path.join(cwd, args.text) if args.text else None)
     except (resultsets.ResultSetError, ReportError, ValueError) as e:
         # ValueError: what the statistics refuse, e.g. a zero baseline has no ratio (issue 39: a traceback, exit 1).

@@ -125,6 +125,70 @@ class ReportTest(unittest.TestCase):
                     self.assertIn(resultsets.PUBLISHED_LABEL, everything)
                     self.assertIn("Kunpeng-920, HiSilicon (implementer 0x48, part 0xd01)", everything)
 
+    def study_set(self, name):
+        return resultsets.resolve(os.path.join(RESULTS_ROOT, "baselines", name), RESULTS_ROOT)
+
+    def test_counts_that_may_be_zero_are_differences_of_medians_with_intervals(self):
+        # The committed cluster set (real runs, 5 rounds): stock 3.4.2 advises no DONTNEED (0 in every run),
+        # MR1 66-67 a job and the old shuffle 89-91, so a ratio from stock has no meaning; the difference has.
+        cluster = self.study_set("mapreduce-cluster-shuffle-20261129-2vcpu")
+        blocks = self.build("mr1-vs-mr2", [cluster])
+        start = next(i for i, b in enumerate(blocks) if isinstance(b, render.Heading)
+                     and b.text.startswith("dontneed_calls ("))
+        table = blocks[start + 1]
+        rows = {(r[0], r[2]): r for r in table.rows}
+        self.assertEqual(set(rows), {("mapreduce", "mr2"), ("variant", "patched:mr2-shuffle-dontneed-on-disconnect")})
+        mr2 = rows["mapreduce", "mr2"]
+        self.assertEqual(mr2[4:6], ["66 (66..67, 5)", "0 (0..0, 5)"])
+        self.assertRegex(mr2[6], r"^-66 \(95% CI -67..-66\)$")
+        old = rows["variant", "patched:mr2-shuffle-dontneed-on-disconnect"]
+        self.assertEqual(old[4], "0 (0..0, 5)")
+        self.assertRegex(old[6], r"^\+9\d \(95% CI \+(89|90)..\+(90|91)\)$")
+        # The old shuffle against stock is compared too (the kind's further axis), but the title page answers
+        # MR2 vs MR1 with the stock shuffle.
+        answer = next(b.text for b in blocks if isinstance(b, render.Para) and b.text.startswith("Answer: "))
+        self.assertIn("mapreduce=mr2 vs mr1: job_duration +7", answer)
+        self.assertNotIn("variant=patched", answer)
+
+    def test_two_designs_are_reported_in_parts_each_within_itself(self):
+        steady = self.study_set("mapreduce-mr1-vs-mr2-steady-20261126-2vcpu")
+        cluster = self.study_set("mapreduce-cluster-shuffle-20261129-2vcpu")
+        blocks = report.build_parts("mr1-vs-mr2", [steady, cluster] + report.reference_sets(RESULTS_ROOT), self.dir,
+                                    generated_at=FIXED_TIME, command="bazel run //analysis:report -- ... --parts")
+        text = render.to_text(blocks)
+        answer = next(b.text for b in blocks if isinstance(b, render.Para) and b.text.startswith("Answer: "))
+        # Each part's own answer, on the one title page: local mode at steady state 4.69 vs 4.69 s, the cluster
+        # MR2 +73 % (its containers, not the engines: rigs/mapreduce/README.md).
+        self.assertRegex(answer, r"In part 1 \(.*mapreduce-mr1-vs-mr2-steady-20261126-2vcpu, mr_compare\): "
+                                 r"mapreduce=mr2 vs mr1: job_duration -0\.0%")
+        self.assertRegex(answer, r"In part 2 \(.*mapreduce-cluster-shuffle-20261129-2vcpu, mr_cluster\): "
+                                 r"mapreduce=mr2 vs mr1: job_duration \+7\d\.\d%")
+        # The index's one line: the pair said once, each part after its matrix' name, within the index's width.
+        line = next(b.text for b in blocks if isinstance(b, render.Para) and b.text.startswith("In one line: "))
+        self.assertRegex(line, r"^In one line: mr2 vs mr1: mr_compare undecided -0\.0% \(CI [^)]*\), wider than ±5%; "
+                               r"mr_cluster \+7\d\.\d% \(CI [^)]*\), worse$")
+        self.assertLessEqual(len(line.removeprefix("In one line: ")), 120)
+        headings = [b.text for b in blocks if isinstance(b, render.Heading) and b.level == 1]
+        self.assertEqual([h.split(":")[0] for h in headings if h.startswith("Part ")],
+                         ["Part 1 (baselines/mapreduce-mr1-vs-mr2-steady-20261126-2vcpu, mr_compare)",
+                          "Part 2 (baselines/mapreduce-cluster-shuffle-20261129-2vcpu, mr_cluster)"])
+        # The published figures once, after both parts, with the case study's cluster rows.
+        self.assertEqual(text.count("Reference rows: the authors' numbers"), 1)
+        self.assertGreater(text.index("Reference rows"), text.index("Part 2 ("))
+        for figure in ("cluster disk reads, MR2 then", "31.2 GB", "DONTNEED per node, MR1", "768 calls/node",
+                       "reducers' fetch time, MR2 then", "60 s"):
+            self.assertIn(figure, text)
+        # Both parts' figures were written apart (part1/, part2/), none overwriting another.
+        paths = [b.path for b in blocks if isinstance(b, render.Figure)]
+        self.assertEqual(len(paths), len(set(paths)))
+        self.assertTrue(any("/part1/" in p for p in paths) and any("/part2/" in p for p in paths))
+        out = os.path.join(self.dir, "parts.pdf")
+        report.write(blocks, out, out[:-4] + ".html")
+        pages, texts, _, _ = pdf_facts(out)
+        self.assertIn("In part 2", " ".join(texts[0].split()))
+        with self.assertRaisesRegex(kinds.ReportError, "two or more measured sets"):
+            report.build_parts("mr1-vs-mr2", [steady], self.dir)
+
     def locality_set(self, name, version):
         """SYNTHETIC: 5 runs of a pressured-then-migrated Redis cell with the case study's figures as values
         (GET 122,140 before, 129,367 after; local ratio 43 % -> 98 %), plus one bind_local cell; stored as

@@ -217,6 +217,43 @@ def compare(baseline_groups, candidate_groups, confidence=CONFIDENCE, seed=SEED,
                       ratio_ci_high=hi, p_value=p, p_adjusted=p, n_baseline=len(a), n_candidate=len(b))
 
 
+@dataclasses.dataclass
+class Difference:
+    """Candidate minus baseline, for counts that may be 0 (a ratio is undefined where the baseline is 0)."""
+    baseline_median: float
+    candidate_median: float
+    ci_low: float  # of the difference; nan without MIN_RUNS runs a side
+    ci_high: float
+    n_baseline: int
+    n_candidate: int
+
+    @property
+    def difference(self):
+        return self.candidate_median - self.baseline_median
+
+    @property
+    def has_ci(self):
+        return not math.isnan(self.ci_low)
+
+
+def difference(baseline_groups, candidate_groups, confidence=CONFIDENCE, seed=SEED, resamples=RESAMPLES):
+    """The difference of the two cells' values (medians of run medians) with a percentile-bootstrap CI over
+    runs, resampled as compare() resamples the ratio; 3 or more runs a side, else no interval. For counts
+    that may be 0 (workload.toml's zero_possible), shown as a difference, never a ratio; no test: a count
+    either moved by more than its runs spread or it did not, and the interval says which."""
+    a = np.asarray(run_medians(baseline_groups))
+    b = np.asarray(run_medians(candidate_groups))
+    if len(a) == 0 or len(b) == 0:
+        raise ValueError("both sides need values")
+    lo = hi = float("nan")
+    if len(a) >= MIN_RUNS and len(b) >= MIN_RUNS:
+        rng = np.random.default_rng(seed)
+        diffs = _bootstrap_medians(b, rng, resamples) - _bootstrap_medians(a, rng, resamples)
+        tail = (1 - confidence) / 2 * 100
+        lo, hi = (float(v) for v in np.percentile(diffs, [tail, 100 - tail]))
+    return Difference(float(np.median(a)), float(np.median(b)), lo, hi, len(a), len(b))
+
+
 def holm(p_values):
     """Holm-Bonferroni adjusted p-values (same order as given; nan stays nan).
 

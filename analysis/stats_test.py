@@ -88,6 +88,24 @@ class CompareTest(unittest.TestCase):
             stats.compare([[0.0], [0.0], [0.0]], [[1.0], [2.0], [3.0]])
 
 
+class DifferenceTest(unittest.TestCase):
+    def test_a_count_from_zero_is_a_difference_with_an_interval_over_runs(self):
+        # Stock advises 0 in every run, the old shuffle 89, 90, 91, 90, 89: medians 0 and 90, difference +90;
+        # any resample of the candidate's runs has a median in 89..91, so the interval lies in +89..+91.
+        d = stats.difference([[0.0]] * 5, [[89.0], [90.0], [91.0], [90.0], [89.0]])
+        self.assertEqual((d.baseline_median, d.candidate_median, d.difference), (0.0, 90.0, 90.0))
+        self.assertTrue(89.0 <= d.ci_low <= 90.0 <= d.ci_high <= 91.0, d)
+        self.assertEqual(stats.difference([[0.0]] * 5, [[89.0], [90.0], [91.0], [90.0], [89.0]]), d)  # seeded
+        # A ratio is undefined there; compare() says so.
+        with self.assertRaisesRegex(ValueError, "ratio is undefined"):
+            stats.compare([[0.0]] * 5, [[90.0]] * 5)
+
+    def test_fewer_than_three_runs_a_side_have_no_interval(self):
+        d = stats.difference([[66.0], [67.0]], [[0.0], [0.0], [0.0]])
+        self.assertEqual(d.difference, -66.5)
+        self.assertFalse(d.has_ci)
+
+
 class HolmTest(unittest.TestCase):
     def test_known_answer(self):
         # Sorted: 0.005 x4 = 0.02; 0.01 x3 = 0.03; 0.03 x2 = 0.06; 0.04 x1 = 0.04 -> raised to 0.06 (monotone).

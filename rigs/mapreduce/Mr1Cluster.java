@@ -2,16 +2,11 @@ package tunelab.rigs.mapreduce;
 
 import java.io.File;
 import java.io.IOException;
-import java.nio.file.Files;
-import java.nio.file.Path;
-import java.util.ArrayList;
 import java.util.HashSet;
-import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Map;
 import java.util.Set;
 import java.util.TreeMap;
-import java.util.stream.Stream;
 import org.apache.hadoop.examples.terasort.TeraInputFormat;
 import org.apache.hadoop.examples.terasort.TeraOutputFormat;
 import org.apache.hadoop.examples.terasort.TeraSort;
@@ -203,31 +198,15 @@ public final class Mr1Cluster {
 
   /** The one history file (not its _conf.xml) the last job added under the log folder. */
   static File historyFile(File logs, Set<String> seen) throws Exception {
-    for (int tries = 0; tries < 100; tries++) {
-      List<File> fresh = new ArrayList<>();
-      try (Stream<Path> files = Files.walk(logs.toPath())) {
-        files
-            .filter(Files::isRegularFile)
-            .filter(p -> p.getFileName().toString().startsWith("job_"))
-            .filter(p -> !p.toString().endsWith(".xml") && !p.toString().endsWith(".crc"))
-            .filter(p -> !seen.contains(p.getFileName().toString()))
-            .forEach(p -> fresh.add(p.toFile()));
-      }
-      if (fresh.size() == 1) {
-        seen.add(fresh.get(0).getName());
-        return fresh.get(0);
-      }
-      if (fresh.size() > 1) {
-        // The JobTracker writes the file where jobs run, then moves it to the done folder.
-        fresh.removeIf(f -> !f.getPath().contains("/done/"));
-        if (fresh.size() == 1) {
-          seen.add(fresh.get(0).getName());
-          return fresh.get(0);
-        }
-      }
-      Thread.sleep(100);
-    }
-    throw new IllegalStateException("the job wrote no history file under " + logs);
+    // The JobTracker writes the file where jobs run, then moves it to the done folder.
+    return ClusterJob.newHistoryFile(
+        logs,
+        p -> {
+          String name = p.getFileName().toString();
+          return name.startsWith("job_") && !name.endsWith(".xml") && !name.endsWith(".crc");
+        },
+        f -> f.getPath().contains("/done/"),
+        seen);
   }
 
   private static void report(
@@ -242,11 +221,7 @@ public final class Mr1Cluster {
     JobHistory.JobInfo job = new JobHistory.JobInfo(jobId(name));
     DefaultJobHistoryParser.parseJobTasks(
         history.getPath(), job, FileSystem.getLocal(new JobConf()));
-    long firstMapStart = Long.MAX_VALUE;
-    long lastMapEnd = 0;
-    long lastReduceEnd = 0;
-    Map<String, Long> mapsByNode = new TreeMap<>();
-    List<Map<String, Object>> reducers = new ArrayList<>();
+    ClusterJob out = new ClusterJob();
     for (JobHistory.Task task : job.getAllTasks().values()) {
       for (JobHistory.TaskAttempt t : task.getTaskAttempts().values()) {
         if (!"SUCCESS".equals(t.get(JobHistory.Keys.TASK_STATUS))) {
@@ -257,43 +232,30 @@ public final class Mr1Cluster {
         long start = t.getLong(JobHistory.Keys.START_TIME);
         long finish = t.getLong(JobHistory.Keys.FINISH_TIME);
         if ("MAP".equals(type)) {
-          firstMapStart = Math.min(firstMapStart, start);
-          lastMapEnd = Math.max(lastMapEnd, finish);
-          mapsByNode.merge(node, 1L, Long::sum);
+          out.map(node, start, finish);
         } else if ("REDUCE".equals(type)) {
-          lastReduceEnd = Math.max(lastReduceEnd, finish);
-          Map<String, Object> r = new LinkedHashMap<>();
-          r.put("attempt", t.get(JobHistory.Keys.TASK_ATTEMPT_ID));
-          r.put("node", node);
-          r.put("start_ms", start);
-          r.put("shuffle_end_ms", t.getLong(JobHistory.Keys.SHUFFLE_FINISHED));
-          r.put("finish_ms", finish);
-          reducers.add(r);
+          out.reduce(
+              t.get(JobHistory.Keys.TASK_ATTEMPT_ID),
+              node,
+              start,
+              t.getLong(JobHistory.Keys.SHUFFLE_FINISHED),
+              finish);
         }
       }
     }
-    Counters counters = Counters.fromEscapedCompactString(job.get(JobHistory.Keys.COUNTERS));
-    JsonLine.event("cluster_job")
-        .put("index", k)
-        .put("job_id", job.get(JobHistory.Keys.JOBID))
-        .put(
-            "status",
-            "SUCCESS".equals(job.get(JobHistory.Keys.JOB_STATUS))
-                ? "SUCCEEDED"
-                : job.get(JobHistory.Keys.JOB_STATUS))
-        .put("launch_ms", job.getLong(JobHistory.Keys.LAUNCH_TIME))
-        .put("finish_ms", job.getLong(JobHistory.Keys.FINISH_TIME))
-        .put("first_map_start_ms", firstMapStart)
-        .put("last_map_end_ms", lastMapEnd)
-        .put("last_reduce_end_ms", lastReduceEnd)
-        .put("maps", (long) job.getInt(JobHistory.Keys.TOTAL_MAPS))
-        .put("reduces", (long) job.getInt(JobHistory.Keys.TOTAL_REDUCES))
-        .put("maps_by_node", mapsByNode)
-        .put("reducers", reducers)
-        .put("advice", AdviceCounts.difference(before, counter.snapshot()))
-        .put("shuffle_server_read_bytes", readBytes)
-        .put("merge_waits", -1L)
-        .put("counters", counters(counters))
+    String status = job.get(JobHistory.Keys.JOB_STATUS);
+    out.line(
+            k,
+            job.get(JobHistory.Keys.JOBID),
+            "SUCCESS".equals(status) ? "SUCCEEDED" : status,
+            job.getLong(JobHistory.Keys.LAUNCH_TIME),
+            job.getLong(JobHistory.Keys.FINISH_TIME),
+            job.getInt(JobHistory.Keys.TOTAL_MAPS),
+            job.getInt(JobHistory.Keys.TOTAL_REDUCES),
+            AdviceCounts.difference(before, counter.snapshot()),
+            readBytes,
+            -1L,
+            counters(Counters.fromEscapedCompactString(job.get(JobHistory.Keys.COUNTERS))))
         .print();
   }
 

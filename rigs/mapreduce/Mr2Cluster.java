@@ -7,7 +7,6 @@ import java.nio.file.Files;
 import java.nio.file.Path;
 import java.util.ArrayList;
 import java.util.HashSet;
-import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Map;
 import java.util.Set;
@@ -115,6 +114,21 @@ public final class Mr2Cluster {
       for (int i = 0; i < nodes; i++) {
         NodeManager nm = cluster.getNodeManager(i);
         String node = "nm-" + i;
+        long offered =
+            cluster
+                .getResourceManager()
+                .getRMContext()
+                .getRMNodes()
+                .get(nm.getNMContext().getNodeId())
+                .getTotalCapability()
+                .getMemorySize();
+        if (offered != nodeMemoryMb) {
+          // MiniYARNCluster gives each NodeManager its own memory setting (4096 unless told): a
+          // node
+          // offering other than asked is another cluster, with other task JVMs at once.
+          throw new IllegalStateException(
+              node + " offers " + offered + " MB, not the " + nodeMemoryMb + " MB asked");
+        }
         nodeByPort.put(nm.getNMContext().getNodeId().getPort(), node);
         for (String dir : nm.getConfig().getTrimmedStrings(YarnConfiguration.NM_LOCAL_DIRS)) {
           counter.addNode(new File(dir).getAbsolutePath(), node);
@@ -169,6 +183,9 @@ public final class Mr2Cluster {
     conf.set("yarn.nodemanager.bind-host", "127.0.0.1");
     conf.set("yarn.timeline-service.bind-host", "127.0.0.1");
     conf.setInt(YarnConfiguration.NM_PMEM_MB, nodeMemoryMb);
+    // MiniYARNCluster sets each NodeManager's memory from its own key (4096 MB unless told), not
+    // NM_PMEM_MB.
+    conf.setInt(YarnConfiguration.YARN_MINICLUSTER_NM_PMEM_MB, nodeMemoryMb);
     conf.setInt(YarnConfiguration.NM_VCORES, 8);
     conf.setInt(YarnConfiguration.RM_SCHEDULER_MINIMUM_ALLOCATION_MB, 128);
     conf.setBoolean("mapreduce.jobhistory.minicluster.enabled", false);
@@ -204,23 +221,8 @@ public final class Mr2Cluster {
 
   /** The one history file the last job added (the AM writes it on completion). */
   static File newHistoryFile(File history, Set<String> seen) throws Exception {
-    for (int tries = 0; tries < 100; tries++) {
-      List<File> fresh = new ArrayList<>();
-      try (Stream<Path> files = Files.walk(history.toPath())) {
-        files
-            .filter(p -> p.toString().endsWith(".jhist") && !seen.contains(p.toString()))
-            .forEach(p -> fresh.add(p.toFile()));
-      }
-      if (fresh.size() == 1) {
-        seen.add(fresh.get(0).getPath());
-        return fresh.get(0);
-      }
-      if (fresh.size() > 1) {
-        throw new IllegalStateException("more than one new history file: " + fresh);
-      }
-      Thread.sleep(100);
-    }
-    throw new IllegalStateException("the job wrote no history file under " + history);
+    return ClusterJob.newHistoryFile(
+        history, p -> p.toString().endsWith(".jhist"), f -> false, seen);
   }
 
   private static void report(
@@ -237,47 +239,35 @@ public final class Mr2Cluster {
                 FileSystem.getLocal(new Configuration()),
                 new org.apache.hadoop.fs.Path(jhist.getAbsolutePath()))
             .parse();
-    long firstMapStart = Long.MAX_VALUE;
-    long lastMapEnd = 0;
-    long lastReduceEnd = 0;
-    Map<String, Long> mapsByNode = new TreeMap<>();
-    List<Map<String, Object>> reducers = new ArrayList<>();
+    ClusterJob out = new ClusterJob();
     for (JobHistoryParser.TaskAttemptInfo t : info.getAllCompletedTaskAttempts().values()) {
       if (!"SUCCEEDED".equals(t.getTaskStatus())) {
         continue;
       }
+      String node = nodeByPort.getOrDefault(t.getPort(), "unknown");
       if (t.getTaskType() == TaskType.MAP) {
-        firstMapStart = Math.min(firstMapStart, t.getStartTime());
-        lastMapEnd = Math.max(lastMapEnd, t.getFinishTime());
-        mapsByNode.merge(nodeByPort.getOrDefault(t.getPort(), "unknown"), 1L, Long::sum);
+        out.map(node, t.getStartTime(), t.getFinishTime());
       } else if (t.getTaskType() == TaskType.REDUCE) {
-        lastReduceEnd = Math.max(lastReduceEnd, t.getFinishTime());
-        Map<String, Object> r = new LinkedHashMap<>();
-        r.put("attempt", t.getAttemptId().toString());
-        r.put("node", nodeByPort.getOrDefault(t.getPort(), "unknown"));
-        r.put("start_ms", t.getStartTime());
-        r.put("shuffle_end_ms", t.getShuffleFinishTime());
-        r.put("finish_ms", t.getFinishTime());
-        reducers.add(r);
+        out.reduce(
+            t.getAttemptId().toString(),
+            node,
+            t.getStartTime(),
+            t.getShuffleFinishTime(),
+            t.getFinishTime());
       }
     }
-    JsonLine.event("cluster_job")
-        .put("index", k)
-        .put("job_id", info.getJobId().toString())
-        .put("status", info.getJobStatus())
-        .put("launch_ms", info.getLaunchTime())
-        .put("finish_ms", info.getFinishTime())
-        .put("first_map_start_ms", firstMapStart)
-        .put("last_map_end_ms", lastMapEnd)
-        .put("last_reduce_end_ms", lastReduceEnd)
-        .put("maps", info.getTotalMaps())
-        .put("reduces", info.getTotalReduces())
-        .put("maps_by_node", mapsByNode)
-        .put("reducers", reducers)
-        .put("advice", AdviceCounts.difference(before, counter.snapshot()))
-        .put("shuffle_server_read_bytes", readBytes)
-        .put("merge_waits", waitLines(logDirs, info.getJobId().toString()))
-        .put("counters", counters(info.getTotalCounters()))
+    out.line(
+            k,
+            info.getJobId().toString(),
+            info.getJobStatus(),
+            info.getLaunchTime(),
+            info.getFinishTime(),
+            info.getTotalMaps(),
+            info.getTotalReduces(),
+            AdviceCounts.difference(before, counter.snapshot()),
+            readBytes,
+            waitLines(logDirs, info.getJobId().toString()),
+            counters(info.getTotalCounters()))
         .print();
   }
 

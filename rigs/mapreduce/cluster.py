@@ -21,6 +21,7 @@ node x reducers), the bytes the cluster's JVM read from storage (the shuffle ser
 in the page cache) and the reducers' WAITs.
 """
 
+import os
 from typing import Any, Mapping
 
 from rigs.matrix.contract import iterations
@@ -43,6 +44,23 @@ UNITS = {"job_duration": "s", "map_time": "s", "reduce_time": "s", "shuffle_time
 SAME_WORK_COUNTERS = ("Map input records", "Map output records", "Reduce output records")
 
 
+def evict_input(paths: list[str]) -> int:
+    """Drops the job's input from the page cache before the cluster starts (written back first, then
+    POSIX_FADV_DONTNEED), as a cluster node's disks hold it: the tasks' reads then fill the cell's own page
+    cache, which a memory limit squeezes, beside the map outputs (generated once a run, the input was cached
+    and charged to whoever wrote it). Returns the bytes advised; a planted link is refused (O_NOFOLLOW)."""
+    total = 0
+    for path in paths:
+        fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW)
+        try:
+            os.fsync(fd)
+            os.posix_fadvise(fd, 0, 0, os.POSIX_FADV_DONTNEED)
+            total += os.fstat(fd).st_size
+        finally:
+            os.close(fd)
+    return total
+
+
 def jvm_flags(engine: str = "mr2") -> list[str]:
     """The cluster JVM's flags: the opens; MR1's also lets the driver attach Byte Buddy to itself (its
     advice counter, rigs/mapreduce/Mr1FadviseCounter.java)."""
@@ -63,7 +81,14 @@ def job_options(p: Mapping[str, Any]) -> dict[str, str]:
             "mapred.job.shuffle.input.buffer.percent": str(p["shuffle_buffer_percent"]),
             "mapred.child.java.opts": heap,
         }
+    # Containers of SLOT_MB, as MR1's slots: unset, Hadoop 3 sizes a task's container from its -Xmx / 0.8
+    # (MAPREDUCE-5785: 256m -> 384 MB, 8 a node of 3072) and the AM's at 1536 MB, so MR2 ran 3-4 times as many
+    # task JVMs at once as MR1 has slots (up to 16 on this 2-CPU host, 2026-12-01), not the same cluster.
+    slot = str(SLOT_MB)
     return {
+        "mapreduce.map.memory.mb": slot,
+        "mapreduce.reduce.memory.mb": slot,
+        "yarn.app.mapreduce.am.resource.mb": slot,
         "mapreduce.terasort.simplepartitioner": "true",
         "mapreduce.job.reduces": str(p["reduces"]),
         "mapreduce.job.reduce.slowstart.completedmaps": "1.0",

@@ -4,6 +4,7 @@ each early disconnect adds advice; stock 3.4.2 advises nothing (Netty 4 releases
 
 import json
 import os
+import tempfile
 import unittest
 
 from rigs.mapreduce import cluster
@@ -92,6 +93,28 @@ class ParseTest(unittest.TestCase):
                 lines[i] = json.dumps(job, separators=(",", ":"))
         with self.assertRaisesRegex(MeasurementInvalid, "reducers in the history"):
             cluster.parse("\n".join(lines))
+
+
+class ClusterShapeTest(unittest.TestCase):
+    def test_mr2_containers_are_the_slots_of_mr1(self):
+        # Unset, Hadoop 3 sized a 256m task's container at 384 MB and the AM's at 1536 MB (MAPREDUCE-5785):
+        # 3-4 times MR1's slots at once.
+        p = {"mapreduce": "mr2", "task_heap_mb": 256, "reduces": 4, "io_sort_mb": 32, "shuffle_buffer_percent": 0.08}
+        opts = cluster.job_options(p)
+        self.assertEqual({k: opts[k] for k in ("mapreduce.map.memory.mb", "mapreduce.reduce.memory.mb",
+                                               "yarn.app.mapreduce.am.resource.mb")},
+                         dict.fromkeys(("mapreduce.map.memory.mb", "mapreduce.reduce.memory.mb",
+                                        "yarn.app.mapreduce.am.resource.mb"), str(cluster.SLOT_MB)))
+
+    def test_the_input_is_evicted_through_no_link(self):
+        with tempfile.TemporaryDirectory() as d:
+            path = os.path.join(d, "part-0")
+            with open(path, "wb") as f:
+                f.write(b"x" * 5000)
+            self.assertEqual(cluster.evict_input([path]), 5000)
+            os.symlink(path, os.path.join(d, "planted"))
+            with self.assertRaises(OSError):
+                cluster.evict_input([os.path.join(d, "planted")])
 
 
 if __name__ == "__main__":

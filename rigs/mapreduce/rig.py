@@ -222,7 +222,10 @@ class MapReduceRig(Rig):
         for name in input_digests:
             os.symlink(os.path.join(cached, name), os.path.join(input_dir, name))
         if p.get("mode") == "cluster":
-            return self._launch_cluster(p, policy, workdir, data, input_dir, input_digests, expected)
+            evicted = cluster.evict_input([os.path.join(cached, name) for name in input_digests])
+            launch = self._launch_cluster(p, policy, workdir, data, input_dir, input_digests, expected)
+            launch.state["input_evicted_bytes"] = evicted
+            return launch
         if p["job"] == "terasort" and engine == "mr1":
             # MR1's local runner cannot link the partition file into the task's working directory
             # ("LocalJobRunner does not support symlinking"): the rig links it into the JVM's own (the cell
@@ -278,7 +281,8 @@ class MapReduceRig(Rig):
         check_output(launch.state)
         if launch.state.get("mode") == "cluster":
             warmup_samples, measured_samples, observed = cluster.parse(stdout_text)
-            return Parsed(warmup_samples, measured_samples, dict(observed, output_sha256=launch.state["expected_output_sha256"]))
+            return Parsed(warmup_samples, measured_samples, dict(observed, output_sha256=launch.state["expected_output_sha256"],
+                                                                 input_evicted_bytes=launch.state["input_evicted_bytes"]))
         found = iterations.split(stdout_text)
         logs = [(it, job_log(it.text, f" in iteration {it.index}")) for it in found]
         single = None if found else job_log(stdout_text)

@@ -175,10 +175,13 @@ def render_study(result_set, references, out_dir, declared=None, sets=None, flam
         study.title, study.case_study = declared.title, declared.case_study
     paths = " ".join(f"results/baselines/{s.name}" for s in sets)
     asked = f" --question {shlex.quote(declared.question)}" if declared else ""
-    study.command = f"bazel run //analysis:report -- {paths} --kind {study.kind}{asked} --out report.pdf"
+    parts = bool(declared and declared.parts)
+    study.command = (f"bazel run //analysis:report -- {paths} --kind {study.kind}{' --parts' if parts else ''}{asked} "
+                     "--out report.pdf")
     with tempfile.TemporaryDirectory() as figures:
-        blocks = report.build(study.kind, sets + references, figures, generated_at=study.date or "unknown date",
-                              command=study.command, question=declared.question if declared else None)
+        build = report.build_parts if parts else report.build
+        blocks = build(study.kind, sets + references, figures, generated_at=study.date or "unknown date",
+                       command=study.command, question=declared.question if declared else None)
         report.write(blocks, os.path.join(out_dir, "report.pdf"), os.path.join(out_dir, "report.html"))
         main_figure = next((b.path for b in blocks if isinstance(b, render.Figure)), None)
         if main_figure:  # the page shows it whole, the index small

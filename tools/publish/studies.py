@@ -1,8 +1,10 @@
 """The studies the site publishes: results/baselines/studies.toml, read and checked (issue 40).
 
-A study is one committed set, or two with the report kind that compares them, with its title, question and
-case study. Every entry is checked before anything is rendered; an entry that cannot be published (a set that
-is not committed, an unknown kind) comes back as a problem with its reason, for the index to list: one wrong
+A study is one committed set, or two with the report kind that compares them, or two of different designs
+that each answer the kind's question within themselves (`parts = true`: a part of the report each, MR1 vs MR2
+in local mode and on a cluster), with its title, question and case study. Every entry is checked before
+anything is rendered; an entry that cannot be published (a set that is not committed, an unknown kind) comes
+back as a problem with its reason, for the index to list: one wrong
 entry never takes the site down.
 """
 
@@ -15,7 +17,7 @@ from results import safeio
 FILE_NAME = "studies.toml"
 STUDY_ID = re.compile(r"[a-z0-9][a-z0-9_-]{0,63}")
 CASE_STUDY = re.compile(r"|\d{3}")
-KEYS = {"id", "title", "question", "case_study", "sets", "kind"}
+KEYS = {"id", "title", "question", "case_study", "sets", "kind", "parts"}
 TWO_SET_KINDS = ("cross-host", "stock-vs-patched", "dependency-bump", "mr1-vs-mr2", "memory-locality")
 MAX_STUDIES = 200
 MAX_FILE_BYTES = 1 << 20
@@ -33,6 +35,7 @@ class Declared:
     case_study: str
     sets: tuple
     kind: str  # "" for one set: the kind its contents call for
+    parts: bool = False  # each set compared within itself, a part of the report each (analysis/report.py)
 
 
 def _text(entry, key, limit, where):
@@ -87,11 +90,17 @@ def parse(text, set_names):
             kind = entry.get("kind", "")
             if not isinstance(kind, str) or (kind and kind not in kinds.KINDS):
                 raise StudiesError(f"{where}: kind {str(kind)[:40]!r} is not a report kind ({', '.join(kinds.KINDS)})")
-            if len(sets) == 2 and kind not in TWO_SET_KINDS:
+            parts = entry.get("parts", False)
+            if not isinstance(parts, bool):
+                raise StudiesError(f"{where}: parts must be true or false")
+            if parts and (len(sets) != 2 or not kind or not kinds.KINDS[kind].axis or kind == "cross-host"):
+                raise StudiesError(f"{where}: parts = true takes two sets and a kind that compares an axis within "
+                                   "one run (stock-vs-patched, dependency-bump, mr1-vs-mr2, memory-locality)")
+            if len(sets) == 2 and not parts and kind not in TWO_SET_KINDS:
                 raise StudiesError(f"{where}: two sets need the kind that compares them ({', '.join(TWO_SET_KINDS)})")
             if len(sets) == 1 and kind == "cross-host":
                 raise StudiesError(f"{where}: cross-host compares two sets, one per host")
-            studies.append(Declared(sid, title, question, case, tuple(sets), kind))
+            studies.append(Declared(sid, title, question, case, tuple(sets), kind, parts))
         except StudiesError as e:
             problems.append((where, str(e).removeprefix(where + ": ")))
     return studies, problems

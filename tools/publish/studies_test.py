@@ -54,6 +54,10 @@ class StudiesTest(unittest.TestCase):
             (entry(kind='"cross-host"'), "cross-host compares two sets"),
             (entry(kind='"fastest"'), "kind 'fastest' is not a report kind"),
             (entry(colour='"red"'), "unknown key.*colour"),
+            (entry(parts='"yes"'), "parts must be true or false"),
+            (entry(parts="true", kind='"mr1-vs-mr2"'), "parts = true takes two sets"),
+            (entry(parts="true", sets='["a-x86", "b"]'), "parts = true takes two sets and a kind"),
+            (entry(parts="true", sets='["a-x86", "b"]', kind='"cross-host"'), "parts = true takes"),
         ]
         for text, pattern in cases:
             with self.subTest(pattern):
@@ -63,6 +67,14 @@ class StudiesTest(unittest.TestCase):
                 self.assertRegex(problems[0][1], pattern)
         declared, problems = studies.parse(GOOD + GOOD, SETS)
         self.assertRegex(problems[0][1], "a second study with this id")
+
+    def test_two_sets_of_different_designs_in_parts(self):
+        # MR1 vs MR2 in local mode and on a cluster: each set answers the kind's question within itself.
+        declared, problems = studies.parse(GOOD + entry(parts="true", sets='["a-x86", "b"]', kind='"mr1-vs-mr2"'),
+                                           SETS)
+        self.assertEqual(problems, [])
+        self.assertEqual((declared[1].sets, declared[1].kind, declared[1].parts), (("a-x86", "b"), "mr1-vs-mr2", True))
+        self.assertFalse(declared[0].parts)
 
     def test_set_notes(self):
         good = '[[set_note]]\nset = "b"\ntext = "JVM start-up, not the engines."\n'

@@ -11,6 +11,8 @@ A cell with a memory limit (the axis memory_limit, issue 62) has it set on this 
 hierarchy offers the memory controller (memory.max), else on a cgroup of the same name in the v1 memory
 hierarchy (memory.limit_in_bytes) that each process joins too (a hybrid host, such as this VM, keeps its
 controllers there). The limit read back is the cell's evidence, with the peak use and the out-of-memory kills.
+A limit may instead follow the cell (CacheRoom): its processes' own memory plus a fixed room for the page
+cache, rewritten every 50 ms, so the cache is squeezed alike however much the processes hold at the moment.
 
 Where there is no cgroup v2 mount this runner may write (not root, a container without delegation, a chroot
 without /sys), a cell runs as before, in its process groups, and its evidence says why: {"unavailable": why}.
@@ -20,6 +22,7 @@ import os
 import re
 import signal
 import stat
+import threading
 import time
 
 from results import safeio
@@ -145,6 +148,32 @@ class CellCgroup:
             raise CgroupError(f"{path}: memory.limit_in_bytes reads {read_back} after writing {limit_bytes}")
         return {"hierarchy": "v1", "path": path, "limit_bytes": read_back}
 
+    def _memory_files(self):
+        """(limit file, usage file, stat file, stat keys of the page cache and of its mapped part) of the
+        cgroup that holds the cell's limit."""
+        if self.memory_v1_path:
+            d = self.memory_v1_path
+            return (os.path.join(d, "memory.limit_in_bytes"), os.path.join(d, "memory.usage_in_bytes"),
+                    os.path.join(d, "memory.stat"), "total_cache", "total_mapped_file")
+        return (os.path.join(self.path, "memory.max"), os.path.join(self.path, "memory.current"),
+                os.path.join(self.path, "memory.stat"), "file", "file_mapped")
+
+    def hold_cache_room(self, room_bytes):
+        """One step of a limit that follows the cell: what its processes hold themselves (their usage less the
+        page cache they have not mapped: resident memory, the kernel's for them, the jars they map) plus
+        `room_bytes` of page cache. Returns (limit written or None where the kernel refused it because it
+        could not reclaim enough, the page cache then)."""
+        limit_file, usage_file, stat_file, cache_key, mapped_key = self._memory_files()
+        usage = int(_read(usage_file))
+        stats = dict(line.split() for line in _read(stat_file).splitlines())
+        cache = int(stats.get(cache_key, 0)) - int(stats.get(mapped_key, 0))
+        limit = max(usage - max(cache, 0), 0) + room_bytes
+        try:
+            safeio.write_setting(limit_file, str(limit))
+        except OSError:
+            return None, cache
+        return limit, cache
+
     def memory_use(self):
         """What the cell's processes held, read before the cgroup goes: {peak_bytes, oom_kills, page_cache_bytes}
         (those the kernel offers), or {} without a limit."""
@@ -233,6 +262,47 @@ class CellCgroup:
                 if time.monotonic() > deadline:
                     raise CgroupError(f"cannot remove {self.path} ({e.strerror})") from None
                 time.sleep(0.05)
+
+
+class CacheRoom:
+    """A thread that keeps a cell's limit at its processes' own memory plus `room_bytes` of page cache (every
+    INTERVAL_S), from start() to stop(); stop() returns its evidence. Between two steps the processes may grow
+    by what they allocate in 50 ms: the kernel then takes it from the page cache, and kills only when the
+    processes alone outgrow the limit."""
+    INTERVAL_S = 0.05
+
+    def __init__(self, cgroup, room_bytes):
+        self.cgroup, self.room = cgroup, room_bytes
+        self.stopping = threading.Event()
+        self.ev = {"room_bytes": room_bytes, "steps": 0, "refused": 0, "limit_min_bytes": None,
+                   "limit_max_bytes": None, "page_cache_max_bytes": 0}
+        self.thread = threading.Thread(target=self._run, name="tunelab-cache-room", daemon=True)
+
+    def start(self):
+        self.thread.start()
+        return self
+
+    def _run(self):
+        while not self.stopping.is_set():
+            try:
+                limit, cache = self.cgroup.hold_cache_room(self.room)
+            except (OSError, ValueError, safeio.InputError) as e:
+                self.ev["problem"] = f"reading the memory cgroup: {e}"
+                return
+            ev = self.ev
+            ev["steps"] += 1
+            ev["page_cache_max_bytes"] = max(ev["page_cache_max_bytes"], cache)
+            if limit is None:
+                ev["refused"] += 1
+            else:
+                ev["limit_min_bytes"] = limit if ev["limit_min_bytes"] is None else min(ev["limit_min_bytes"], limit)
+                ev["limit_max_bytes"] = max(ev["limit_max_bytes"] or 0, limit)
+            self.stopping.wait(self.INTERVAL_S)
+
+    def stop(self):
+        self.stopping.set()
+        self.thread.join(timeout=5)
+        return dict(self.ev)
 
 
 def for_cell(run_id, cell_base):

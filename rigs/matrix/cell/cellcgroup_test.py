@@ -2,6 +2,7 @@
 group dies with the cell; a kill line hidden behind a carriage return kills nothing."""
 
 import os
+import shlex
 import shutil
 import signal
 import tempfile
@@ -99,6 +100,34 @@ class CellCgroupTest(unittest.TestCase):
         memory_path = self.cgroup.memory_v1_path
         self.cgroup.remove()
         self.assertFalse(memory_path and os.path.exists(memory_path))
+
+    def test_a_cache_room_limit_follows_the_processes_and_squeezes_only_the_page_cache(self):
+        """cache_room: a process holding 150 MB of its own lives under a limit that starts at 32 MB (the limit
+        follows it), while the 200 MB file it writes and reads back keeps no more than ~32 MB in the page
+        cache: the squeeze falls on the cache alone."""
+        try:
+            self.cgroup.limit_memory(cellcgroup.memory_limit_bytes("32m"))
+        except cellcgroup.CgroupError as e:
+            self.skipTest(f"no memory controller here: {e}")
+        room = cellcgroup.CacheRoom(self.cgroup, 32 << 20).start()
+        path = os.path.join(self.dir, "big")
+        # The process grows in 10 MB steps (as a JVM does), then writes and reads back 200 MB.
+        script = ("import os, time\nheld = []\nfor _ in range(15):\n    held.append(bytearray(10 << 20)); "
+                  "time.sleep(0.2)\n"
+                  f"with open({path!r}, 'wb') as f:\n    [f.write(b'x' * (1 << 20)) for _ in range(200)]\n"
+                  "    f.flush(); os.fsync(f.fileno())\n"
+                  f"with open({path!r}, 'rb') as f:\n    while f.read(1 << 20): pass\n"
+                  "print('survived', len(held))\n")
+        running = self.start(f"exec python3 -c {shlex.quote(script)}")
+        running.popen.wait(60)
+        ev = room.stop()
+        use = self.cgroup.memory_use()
+        self.assertEqual(running.popen.returncode, 0, use)
+        self.assertEqual(use.get("oom_kills", 0), 0)
+        self.assertGreaterEqual(ev["limit_max_bytes"], 150 << 20)  # it followed the process up
+        self.assertGreater(ev["steps"], 20)
+        self.assertLess(ev["page_cache_max_bytes"], 64 << 20)  # ~32 MB of the file's 200 MB, a step's slack
+        self.assertGreaterEqual(use["limit_hits"], 1)  # the cache was squeezed at the limit
 
     def test_memory_limit_values(self):
         self.assertIsNone(cellcgroup.memory_limit_bytes("none"))

@@ -112,7 +112,7 @@ class CellRunner:
         state.monitor = monitor.Monitor(ctx.rig, ctx.host_paths.proc, state.started)
         state.cgroup, why_none = cellcgroup.for_cell(ctx.run_id, base)
         state.ev["cgroup"] = {"path": state.cgroup.path} if state.cgroup else {"unavailable": why_none}
-        limit = planned.cell.params.get("memory_limit", "none")
+        limit = ctx.matrix.memory_limit_of(planned.cell)  # a named limit (squeezed) resolved to its size
         host_knobs = hostknobs.HostKnobs(ctx.host_paths, journal=ctx.knob_journal,
                                          hugepage_bytes=hugepages.host_page_bytes(ctx.report))
         self.active_knobs = host_knobs
@@ -120,8 +120,13 @@ class CellRunner:
         refused = skipped = None
         failure, timed_out = None, False
         try:
+            room = ctx.matrix.cache_room_of(planned.cell)
             if limit != "none":
                 state.ev["memory_limit"] = self._limit_memory(state, limit, why_none)
+                if limit != planned.cell.params["memory_limit"]:
+                    state.ev["memory_limit"]["named"] = planned.cell.params["memory_limit"]
+                if room:  # the limit follows the cell's own memory from here until its cgroup goes
+                    state.cache_room = cellcgroup.CacheRoom(state.cgroup, cellcgroup.memory_limit_bytes(room)).start()
             refused, failure, timed_out = self._attempt(state, result, host_knobs, memory_folders)
         except hostknobs.HostCannotNow as e:
             skipped = f"host knob: {e}"

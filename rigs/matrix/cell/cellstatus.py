@@ -54,8 +54,9 @@ def judge(ctx, state, result, failure, timed_out):
         who = "" if single else f"{failed.role}: "
         limit = ev.get("memory_limit")  # read when the cell's cgroup went (supervise.CellState.kill)
         if limit and limit.get("oom_kills"):
+            asked = f"{limit['named']} ({limit['asked']})" if limit.get("named") else limit["asked"]
             return result.failed(f"{who}exit status {failed.popen.returncode}: killed by the kernel at the cell's "
-                                 f"memory_limit={limit['asked']} (too small for its processes; the evidence's "
+                                 f"memory_limit={asked} (too small for its processes; the evidence's "
                                  f"memory_limit has the peak): {failed.stderr_tail()}")
         return result.failed(f"{who}exit status {failed.popen.returncode}: {failed.stderr_tail()}")
     try:

@@ -13,7 +13,8 @@ from rigs.matrix.testing.fakerig import FakeRigTestCase
 
 
 class MemoryLimitRunTest(FakeRigTestCase):
-    def test_a_cell_killed_at_its_memory_limit_fails_saying_so(self):
+    def setUp(self):
+        super().setUp()
         try:
             probe = cellcgroup.CellCgroup.create(f"probe-{os.getpid()}")
             try:
@@ -22,19 +23,32 @@ class MemoryLimitRunTest(FakeRigTestCase):
                 probe.remove()
         except cellcgroup.CgroupError as e:
             self.skipTest(f"no memory limit on this host: {e}")
-        code, out = self.box.main("--set", "behaviour=hog", "--set", "memory_limit=64m",
+
+    def test_a_cell_killed_at_its_memory_limit_fails_saying_so(self):
+        self.run_hog("64m", "killed by the kernel at the cell's memory_limit=64m")
+
+    def test_a_named_limit_takes_the_size_of_the_cells_value(self):
+        # fake_matrix.toml: [memory_limit.squeezed] sizes = { hog = "64m", ok = "2g" }.
+        docs = self.run_hog("squeezed", "killed by the kernel at the cell's memory_limit=squeezed (64m)")
+        self.assertEqual({d["evidence"]["memory_limit"]["named"] for d in docs}, {"squeezed"})
+
+    def run_hog(self, limit, reason):
+        code, out = self.box.main("--set", "behaviour=hog", "--set", f"memory_limit={limit}",
                                   "--set", "policy.repetitions=1")
         self.assertEqual(code, runner.EXIT_CELLS_FAILED, out)
         (run_dir,) = self.box.run_dirs()
         docs = [os.path.join(run_dir, "cells", n) for n in os.listdir(os.path.join(run_dir, "cells"))]
         self.assertTrue(docs)
+        out_docs = []
         for path in docs:
             with open(path) as f:
                 doc = json.load(f)
             self.assertEqual(doc["status"], "failed")
-            self.assertIn("killed by the kernel at the cell's memory_limit=64m", doc["reason"])
+            self.assertIn(reason, doc["reason"])
             self.assertEqual(doc["evidence"]["memory_limit"]["limit_bytes"], 64 << 20)
             self.assertGreaterEqual(doc["evidence"]["memory_limit"]["oom_kills"], 1)
+            out_docs.append(doc)
+        return out_docs
 
 
 if __name__ == "__main__":

@@ -35,6 +35,7 @@ class CellState:
     # with profile_launch=timed; None for a launch without a profiler.
     profile_recording: str = None
     monitor: object = None  # the launch's monitor.Monitor (host and rig values once a second), for its result
+    cache_room: object = None  # cellcgroup.CacheRoom: the limit that follows the cell's own memory, if any
 
     @property
     def cell(self):
@@ -58,6 +59,9 @@ class CellState:
         """Stops every process of the cell: load generators first, then servers in reverse start order."""
         for proc in sorted(reversed(self.running), key=lambda r: r.process.server):
             proc.stop()
+        if self.cache_room is not None:
+            self.ev["memory_limit"]["cache_room"] = self.cache_room.stop()
+            self.cache_room = None
         if self.cgroup is not None:
             if "memory_limit" in self.ev:
                 self.ev["memory_limit"].update(self.cgroup.memory_use())

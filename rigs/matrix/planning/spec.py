@@ -10,6 +10,8 @@ Structured axis values are named in their own tables and referred to by name:
   [pinning.workers]   cpus = "0-1", threads = { "calibration-cpu-worker" = "1" }
   [pinning.apart]     roles = { namenode = "1", client = "0" }   (each process role on its own CPUs)
   [gc_opts.iof80]     flags = ["-XX:CMSInitiatingOccupancyFraction=80"]
+  [memory_limit.squeezed]  by = "mapreduce", sizes = { mr1 = "850m", mr2 = "1480m" }   (a size per value of
+                      another axis), or cache_room = "96m" (a limit that follows the cell's own memory)
 so that every cell is a flat dict of scalars and its id (a hash of that dict) is stable.
 
 A `[[known_answer]]` adds a cell whose result is known in advance (`cell = {...}` like an include, `metric`,
@@ -73,6 +75,18 @@ ID_NEUTRAL = {"executor": "process", "profile_launch": "extra", "memory_limit": 
 # memory_limit: none, or the most memory (RSS and page cache together) every process of a cell may hold, as
 # 512m or 3g: the cell's cgroup's memory limit (rigs/matrix/cell/cellcgroup.py), its read-back the evidence.
 MEMORY_LIMIT_RE = re.compile(r"none|[1-9][0-9]{0,6}[mg]")
+MEMORY_LIMIT_NAME_RE = re.compile(r"[a-z][a-z0-9_]{0,31}")
+
+
+@dataclasses.dataclass(frozen=True)
+class NamedMemoryLimit:
+    """A memory_limit value named in a [memory_limit.NAME] table, so that cells whose own processes differ in
+    size (MR1 and MR2: ~600 MB) are squeezed alike and still pair on memory_limit=NAME: either a size per value
+    of the axis `by`, or `cache_room`, a limit that follows the cell (its processes' own memory plus that much
+    page cache: rigs/matrix/cell/cellcgroup.py CacheRoom)."""
+    by: str = ""
+    sizes: dict = dataclasses.field(default_factory=dict)  # value of `by` -> size (512m, 3g)
+    cache_room: str = ""  # a size
 # jdk = ["none"]: a matrix of native programs only (e.g. Redis); its cells start no JVM and need no JDK.
 NO_JDK = "none"
 # A value of the variant axis other than stock: a patch set built by Bazel, whole or its first k patches, or
@@ -144,6 +158,21 @@ class Matrix:
     known_answers: list = dataclasses.field(default_factory=list)  # [KnownAnswer]
     question: str = ""
     not_compared: tuple = ()
+    memory_limits: dict = dataclasses.field(default_factory=dict)  # name -> NamedMemoryLimit
+
+    def memory_limit_of(self, cell):
+        """The cell's memory limit as a size (512m) or none: a named one resolved by the cell's `by` value; a
+        cache room's is the room itself, where the limit starts before the cell's processes hold anything."""
+        value = cell.params.get("memory_limit", "none")
+        named = self.memory_limits.get(value)
+        if named is None:
+            return value
+        return named.cache_room or named.sizes[cell.params[named.by]]
+
+    def cache_room_of(self, cell):
+        """The page cache room of a limit that follows the cell, or None."""
+        named = self.memory_limits.get(cell.params.get("memory_limit", "none"))
+        return named.cache_room if named and named.cache_room else None
 
     def repetitions_of(self, cell):
         """A known-answer cell runs its own (smaller) number of repetitions; every other cell the policy's."""
@@ -220,7 +249,7 @@ def load(path, profile=None, overrides=(), rig_params=None, policy_defaults=None
                      policy_defaults=policy_defaults)
 
 
-TABLES = ("matrix", "axes", "profiles", "pinning", "gc_opts", "policy")
+TABLES = ("matrix", "axes", "profiles", "pinning", "gc_opts", "policy", "memory_limit")
 ARRAYS_OF_TABLES = ("zip", "include", "exclude", "known_answer")
 
 
@@ -248,7 +277,7 @@ def from_dict(data, source="<matrix>", profile=None, overrides=(), rig_params=No
     where = source
     _check_shape(where, data, "")
     known = {"matrix", "axes", "zip", "include", "exclude", "profiles", "pinning", "gc_opts", "variant", "policy",
-             "known_answer"}
+             "known_answer", "memory_limit"}
     unknown = set(data) - known
     if unknown:
         raise SpecError(f"{where}: unknown top-level tables {sorted(unknown)}; expected {sorted(known)}")
@@ -271,6 +300,7 @@ def from_dict(data, source="<matrix>", profile=None, overrides=(), rig_params=No
         if not isinstance(flags, list) or not all(isinstance(x, str) and x.startswith("-") for x in flags):
             raise SpecError(f"{where}: [gc_opts.{name}] needs `flags`, a list of JVM options")
         gc_opts[name] = flags
+    memory_limits = {name: _parse_memory_limit(where, name, body) for name, body in data.get("memory_limit", {}).items()}
     if "variant" in data:
         raise SpecError(f"{where}: [variant] tables are gone: a variant is a Bazel-built patch set, named on the "
                         "variant axis as patched:<set> or patched:<set>@<k> (third_party/<component>/patches/)")
@@ -321,7 +351,7 @@ def from_dict(data, source="<matrix>", profile=None, overrides=(), rig_params=No
         raise SpecError(f"{where}: [axes] needs `jdk` (e.g. jdk = [11, 17])")
     axes = {k: [str(v) for v in vals] for k, vals in axes.items()}
 
-    _check_values(where, axes, pinnings, gc_opts, variants)
+    _check_values(where, axes, pinnings, gc_opts, variants, memory_limits)
     measurement = _policy(policy.parse, where, policy_table)
     known_tables = data.get("known_answer", [])
     for known in known_tables:
@@ -331,13 +361,13 @@ def from_dict(data, source="<matrix>", profile=None, overrides=(), rig_params=No
     cells = expand(where, axes, data.get("zip", []), includes, data.get("exclude", []))
     known_answers = [_known_answer(where, k, axes) for k in known_tables]
     for cell in cells:
-        _check_values(where, {k: [v] for k, v in cell.params.items()}, pinnings, gc_opts, variants)
+        _check_values(where, {k: [v] for k, v in cell.params.items()}, pinnings, gc_opts, variants, memory_limits)
     matrix = Matrix(name=head["name"], rig=head["rig"], workload=head.get("workload", ""),
                     seed=_seed(where, head.get("seed", 0)), axes=axes,
                     rig_axes=tuple(sorted(set(axes) - set(STANDARD_AXES))), pinnings=pinnings,
                     gc_opts=gc_opts, variants=variants, policy=measurement, cells=cells, source=source,
                     zip_groups=[list(g["axes"]) for g in data.get("zip", [])], known_answers=known_answers,
-                    question=question, not_compared=tuple(head.get("not_compared", ())))
+                    question=question, not_compared=tuple(head.get("not_compared", ())), memory_limits=memory_limits)
     static_errors = [e for cell in cells for e in static_cell_errors(matrix, cell)]
     if static_errors:
         raise SpecError(f"{where}: " + "\n  ".join(["impossible cells:"] + sorted(set(static_errors))))
@@ -428,7 +458,27 @@ def _parse_pinning(where, name, body):
                    tuple(sorted((r, str(c)) for r, c in roles.items())), share_cpus)
 
 
-def _check_values(where, axes, pinnings, gc_opts, variants):
+def _parse_memory_limit(where, name, body):
+    if not MEMORY_LIMIT_NAME_RE.fullmatch(name) or name == "none":
+        raise SpecError(f"{where}: [memory_limit.{name[:40]}]: a name is 1-32 of a-z, 0-9 and '_', not none")
+    if isinstance(body, dict) and set(body) == {"cache_room"}:
+        room = body["cache_room"]
+        if not isinstance(room, str) or room == "none" or not MEMORY_LIMIT_RE.fullmatch(room):
+            raise SpecError(f"{where}: [memory_limit.{name}] cache_room: {room!r} is not a size such as 96m")
+        return NamedMemoryLimit(cache_room=room)
+    if not isinstance(body, dict) or set(body) != {"by", "sizes"}:
+        raise SpecError(f"{where}: [memory_limit.{name}] needs exactly `by` (an axis) and `sizes` (its values' "
+                        "sizes), or `cache_room` alone")
+    sizes = body["sizes"]
+    if not isinstance(body["by"], str) or not isinstance(sizes, dict) or not sizes:
+        raise SpecError(f"{where}: [memory_limit.{name}] `by` is an axis name, `sizes` a table of its values' sizes")
+    for value, size in sizes.items():
+        if not isinstance(size, str) or size == "none" or not MEMORY_LIMIT_RE.fullmatch(size):
+            raise SpecError(f"{where}: [memory_limit.{name}] sizes.{value}: {size!r} is not a size such as 512m or 3g")
+    return NamedMemoryLimit(body["by"], dict(sizes))
+
+
+def _check_values(where, axes, pinnings, gc_opts, variants, memory_limits=None):
     checks = {"gc": GCS, "hugepages": HUGEPAGES, "numa": NUMA_POLICIES, "pinning": tuple(pinnings),
               "gc_opts": tuple(gc_opts), "executor": EXECUTORS, "profile_launch": PROFILE_LAUNCHES}
     for v in axes.get("variant", []):
@@ -442,8 +492,12 @@ def _check_values(where, axes, pinnings, gc_opts, variants):
     for v in axes.get("heap", []):
         parse_heap(v)
     for v in axes.get("memory_limit", []):
-        if not MEMORY_LIMIT_RE.fullmatch(str(v)):
-            raise SpecError(f"{where}: axis memory_limit: {v!r} is not none or a size such as 512m or 3g")
+        if not MEMORY_LIMIT_RE.fullmatch(str(v)) and v not in (memory_limits or {}):
+            raise SpecError(f"{where}: axis memory_limit: {v!r} is not none, a size such as 512m or 3g, or a "
+                            f"[memory_limit.NAME] table's name ({', '.join(memory_limits or {}) or 'none declared'})")
+        named = (memory_limits or {}).get(v)
+        if named and named.by and named.by not in axes:
+            raise SpecError(f"{where}: [memory_limit.{v}] is by {named.by!r}, which is not an axis of this matrix")
     for v in axes.get("jdk", []):
         if not re.fullmatch(r"[A-Za-z0-9_.+-]+", v):
             raise SpecError(f"{where}: axis jdk: {v!r} is not a JDK name (11, 17, 21, a declared name, or "
@@ -553,6 +607,10 @@ def static_cell_errors(matrix, cell):
     conflict = hugepages.gc_opts_problem(p["hugepages"], p["gc_opts"], flags)
     if conflict:
         errors.append(conflict)
+    named = matrix.memory_limits.get(p.get("memory_limit"))
+    if named and named.by and p[named.by] not in named.sizes:
+        errors.append(f"memory_limit={p['memory_limit']} has no size for {named.by}={p[named.by]} "
+                      f"([memory_limit.{p['memory_limit']}] sizes: {', '.join(named.sizes)})")
     if p.get("memory_limit", "none") != "none" and p.get("executor", "process") != "process":
         errors.append(f"memory_limit={p['memory_limit']} with executor={p['executor']}: a container's processes are "
                       "in its engine's cgroup, not the cell's, so the limit would not hold them")

@@ -67,6 +67,38 @@ class ExpansionTest(unittest.TestCase):
         self.assertEqual(combos, [("11", "cms", "default"), ("11", "cms", "interleave"), ("11", "g1", "default"),
                                   ("17", "g1", "default")])
 
+    def test_a_named_memory_limit_has_a_size_per_value_of_its_axis(self):
+        # Engines of different footprints squeezed alike, and still paired on memory_limit=squeezed.
+        table = {"squeezed": {"by": "mode", "sizes": {"cpu": "850m", "memory": "1480m"}}}
+        m = build({"axes": {"mode": ["cpu", "memory"], "memory_limit": ["none", "squeezed"]}, "memory_limit": table})
+        limits = {(c.params["mode"], c.params["memory_limit"]): m.memory_limit_of(c) for c in m.cells}
+        self.assertEqual(limits, {("cpu", "none"): "none", ("memory", "none"): "none",
+                                  ("cpu", "squeezed"): "850m", ("memory", "squeezed"): "1480m"})
+        self.assertIn(["memory_limit"], m.comparison_groups())
+        cases = [
+            ({"squeezed": {"by": "mode", "sizes": {"cpu": "850m"}}}, r"impossible cells:[\s\S]*memory_limit=squeezed "
+             r"has no size for mode=memory"),
+            ({"squeezed": {"by": "gc", "sizes": {"parallel": "1g"}}}, r"no size for gc=g1"),
+            ({"squeezed": {"by": "nope", "sizes": {"x": "1g"}}}, r"by 'nope', which is not an axis"),
+            ({"squeezed": {"by": "mode", "sizes": {"cpu": "lots"}}}, r"sizes.cpu: 'lots' is not a size"),
+            ({"squeezed": {"by": "mode"}}, r"needs exactly `by`"),
+            ({"none": {"by": "mode", "sizes": {"cpu": "1g"}}}, r"\[memory_limit.none\]: a name is"),
+        ]
+        for bad, pattern in cases:
+            with self.subTest(pattern), self.assertRaisesRegex(spec.SpecError, pattern):
+                build({"axes": {"mode": ["cpu", "memory"], "memory_limit": ["none", "squeezed"]}, "memory_limit": bad})
+        # A limit that follows the cell: it starts at the room, the runner's CacheRoom keeps it there above
+        # the cell's own memory.
+        m = build({"axes": {"memory_limit": ["none", "room"]}, "memory_limit": {"room": {"cache_room": "96m"}}})
+        squeezed = next(c for c in m.cells if c.params["memory_limit"] == "room")
+        self.assertEqual((m.memory_limit_of(squeezed), m.cache_room_of(squeezed)), ("96m", "96m"))
+        self.assertIsNone(m.cache_room_of(next(c for c in m.cells if c.params["memory_limit"] == "none")))
+        with self.assertRaisesRegex(spec.SpecError, r"cache_room: 'lots' is not a size"):
+            build({"axes": {"memory_limit": ["room"]}, "memory_limit": {"room": {"cache_room": "lots"}}})
+        with self.assertRaisesRegex(spec.SpecError, r"'tight' is not none, a size such as 512m or 3g, or a "
+                                                    r"\[memory_limit.NAME\] table's name \(squeezed\)"):
+            build({"axes": {"memory_limit": ["tight"]}, "memory_limit": table})
+
     def test_profile_and_set_override(self):
         data = {"profiles": {"smoke": {"axes": {"gc": ["serial"]}, "policy": {"measure_s": 2, "repetitions": 1}}}}
         m = build(data, profile="smoke", overrides=["jdk=11,21"])
