@@ -27,13 +27,18 @@ class CellData:
 
 
 @dataclasses.dataclass
-class Row:
+class Pair:
+    """A cell and its baseline partner: the compared axis' two values, the other parameters, each a Summary."""
     axis: str
     baseline_value: str
     value: str
     others: str
     baseline: stats.Summary
     summary: stats.Summary
+
+
+@dataclasses.dataclass
+class Row(Pair):
     comparison: stats.Comparison
     runs: int  # the fewer ok repetitions of the two sides
     baseline_id: str = ""
@@ -192,13 +197,7 @@ def axis_rows(cells, metric, axes=None, baselines=None, declared=None, defaults=
 
 
 @dataclasses.dataclass
-class DifferenceRow:
-    axis: str
-    baseline_value: str
-    value: str
-    others: str
-    baseline: stats.Summary
-    summary: stats.Summary
+class DifferenceRow(Pair):
     difference: stats.Difference
 
 
@@ -267,6 +266,8 @@ def patch_attribution(cells, metric, applied_by_variant):
         before = index.get((name, k - 1, others)) or (index.get((None, 0, others)) if k == 1 else None)
         if before is None:
             continue
+        if metric in after.zero_possible and stats.summarize(before.groups[metric]).median == 0:
+            continue  # a count from 0 has no ratio: the report's count table gives its difference
         applied = applied_by_variant.get(after.params["variant"]) or []
         rows.append(AttributionRow(name, k, applied[k - 1] if len(applied) >= k else f"patch {k}",
                                    before.params["variant"], after.params["variant"],

@@ -19,8 +19,12 @@ class Kind:
     baseline: str = None  # the axis value that is the baseline, when the axis has a natural one
     set_labels: tuple = ()  # the axis values given to the first and second set when two are compared
     allowed: frozenset = frozenset()  # provenance facts that may differ between the two sets
-    # Further axes compared when one set varies them, {axis: baseline value} (e.g. MR1's record share sweep).
+    # Further axes compared when one set varies them, {axis: baseline value} (e.g. MR1's record share sweep);
+    # the title page's answer is of cells at these baselines.
     extra_axes: tuple = ()
+    # Axes compared too when one set varies them, whose every value the answer covers (memory pressure:
+    # MR2 vs MR1 unlimited and squeezed), ((axis, baseline value), ...).
+    also_compared: tuple = ()
     # The question's own words for better and worse, said when the headline metric is a time (mr1-vs-mr2:
     # "faster or slower?").
     time_words: tuple = ()
@@ -41,6 +45,7 @@ KINDS = {
                        "the same job ({metric})?", axis="mapreduce", baseline="mr1", set_labels=("mr1", "mr2"),
                        allowed=frozenset({"harness"}),
                        extra_axes=(("io_sort_record_percent", "default"), ("variant", "stock")),
+                       also_compared=(("memory_limit", "none"),),
                        time_words=("faster", "slower")),
     "memory-locality": Kind("Memory locality, pre vs post", "Does better memory locality change {metric}?",
                             axis="locality", baseline="pre", set_labels=("pre", "post")),
@@ -101,7 +106,7 @@ def prepare(kind_name, sets, axis=None, allow_mismatch=False):
             raise ReportError(f"{measured[0].name}: axis {axis!r} does not vary; give two sets (baseline first) "
                               f"or --axis NAME")
         baselines = {axis: kind.baseline} if axis and kind.baseline else {}
-        for extra, base in kind.extra_axes:
+        for extra, base in kind.extra_axes + kind.also_compared:
             if len({d["cell"]["params"].get(extra) for d in docs}) > 1:
                 axes.append(extra)
                 baselines[extra] = base

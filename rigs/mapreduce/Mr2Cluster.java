@@ -53,10 +53,10 @@ import tunelab.rigs.matrix.JsonLine;
  * shuffle servers did meanwhile: the page-cache advice they gave, counted by node ({@link
  * FadviseCounter}: libhadoop is not served, so without it Hadoop's advice reaches nobody), the
  * bytes this JVM read from storage ({@code /proc/self/io} read_bytes: the shuffle servers' reads of
- * map outputs not in the page cache; the tasks' JVMs are other processes), and how often a reducer
- * was told to wait by its merge manager and dropped its connection (the reducers' logs). The job
- * history server is off (its ports and threads are not under test): the history files stay where
- * the AM writes them.
+ * map outputs not in the page cache, and the task JVMs' once reaped: Linux adds a reaped child's
+ * I/O to its parent's), and how often a reducer was told to wait by its merge manager and dropped
+ * its connection (the reducers' logs). The job history server is off (its ports and threads are not
+ * under test): the history files stay where the AM writes them.
  */
 public final class Mr2Cluster {
   private Mr2Cluster() {}

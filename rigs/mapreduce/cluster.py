@@ -18,7 +18,8 @@ Per measured job (Mr2Cluster's "cluster_job" line, read from the job's history f
 times as in local mode, shuffle_time (each reducer's start to its shuffle's end, averaged), the shuffle
 servers' page-cache advice (dontneed_calls, by node in the observations, with the known answer maps on the
 node x reducers), the bytes the cluster's JVM read from storage (the shuffle servers' reads of map outputs not
-in the page cache) and the reducers' WAITs.
+in the page cache, and its task JVMs' reads once they exit: Linux adds a reaped child's I/O to its parent's,
+so the maps' cold input is part of it) and the reducers' WAITs.
 """
 
 import os

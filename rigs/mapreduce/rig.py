@@ -199,9 +199,12 @@ class MapReduceRig(Rig):
         or about 100 k TeraSort rows/s (measured: 100 k rows in 0.5-1.2 s); each job after the first of a
         launch with iterations, guessed a third faster, + two full collections for its cost line."""
         if params.get("mode") == "cluster":
-            # Measured (2026-11-29): the cluster up in ~12 s; 1 M rows in 8 maps and 4 reducers ~22 s a job.
+            # Measured (2026-12-01, pressure_study: 1 M rows in 8 maps, 4 reducers, one job a launch): an MR2
+            # launch ~95-110 s (its cluster up ~20 s, the job ~40 s, the rest stopping and checking), MR1 ~40 s.
             jobs = policy.warmup_iterations + max(1, policy.iterations)
-            return 15 + jobs * (8 + int(params["rows"]) / 7e4)
+            if params["mapreduce"] == "mr2":
+                return 55 + jobs * (10 + int(params["rows"]) / 3.3e4)
+            return 12 + jobs * (5 + int(params["rows"]) / 4.5e4)
         job_s = int(params["rows"]) / 1e5 if params["job"] == "terasort" else int(params["words"]) / 1.2e6
         later = max(0, policy.warmup_iterations + policy.iterations - 1)
         return 3 + job_s + later * (job_s * 2 / 3 + 0.2)

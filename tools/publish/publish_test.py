@@ -106,8 +106,17 @@ class PublishTest(unittest.TestCase):
         # Issue 62: the cold MR1 vs MR2 set says on its page that it measured start-up; the study reads the steady one.
         with open(os.path.join(out, "sets", "mapreduce-mr1-vs-mr2-smoke-2vcpu", "index.html")) as f:
             self.assertIn("<strong>What this set measured:</strong> JVM start-up", f.read())
-        self.assertEqual(next(s for s in studies if s.name == "mr1-vs-mr2").sets,
-                         ["mapreduce-mr1-vs-mr2-steady-20261126-2vcpu"])
+        # The study reads both designs in parts (local mode at steady state, the cluster under pressure); the
+        # first cluster set's page says its MR2 cluster ran more tasks at once than MR1's.
+        mr = next(s for s in studies if s.name == "mr1-vs-mr2")
+        self.assertEqual(mr.sets, ["mapreduce-mr1-vs-mr2-steady-20261126-2vcpu",
+                                   "mapreduce-cluster-pressure-20261201-2vcpu"])
+        with open(os.path.join(out, "studies", "mr1-vs-mr2", "index.html")) as f:
+            page = html.unescape(f.read())
+        for text in ("--kind mr1-vs-mr2 --parts", "In part 1 (", "In part 2 (", "mr2 vs mr1: mr_compare"):
+            self.assertIn(text, page)
+        with open(os.path.join(out, "sets", "mapreduce-cluster-shuffle-20261129-2vcpu", "index.html")) as f:
+            self.assertIn("up to ~16 tasks against MR1's 6", html.unescape(f.read()))
         for study in studies:
             # A set a study reads is reached through that study's page; every other entry is on the index.
             self.assertIn(study.name, index if study.declared or study.name not in in_studies else

@@ -32,6 +32,22 @@ class MemoryLimitRunTest(FakeRigTestCase):
         docs = self.run_hog("squeezed", "killed by the kernel at the cell's memory_limit=squeezed (64m)")
         self.assertEqual({d["evidence"]["memory_limit"]["named"] for d in docs}, {"squeezed"})
 
+    def test_a_cache_room_limit_follows_a_growing_cell(self):
+        # The same 200 MB lives under [memory_limit.roomy] cache_room = "64m" when it grows as a JVM does.
+        code, out = self.box.main("--set", "behaviour=grow", "--set", "memory_limit=roomy", "--set", "pinning=none",
+                                  "--set", "policy.repetitions=1")
+        self.assertEqual(code, runner.EXIT_OK, out)
+        (run_dir,) = self.box.run_dirs()
+        (name,) = os.listdir(os.path.join(run_dir, "cells"))
+        with open(os.path.join(run_dir, "cells", name)) as f:
+            doc = json.load(f)
+        self.assertEqual(doc["status"], "ok", doc.get("reason"))
+        limit = doc["evidence"]["memory_limit"]
+        self.assertEqual((limit["named"], limit["asked"], limit.get("oom_kills", 0)), ("roomy", "64m", 0))
+        self.assertGreater(limit["cache_room"]["steps"], 10)
+        self.assertGreaterEqual(limit["cache_room"]["limit_max_bytes"], 200 << 20)
+        self.assertEqual(limit["cache_room"]["room_bytes"], 64 << 20)
+
     def run_hog(self, limit, reason):
         code, out = self.box.main("--set", "behaviour=hog", "--set", f"memory_limit={limit}",
                                   "--set", "policy.repetitions=1")
