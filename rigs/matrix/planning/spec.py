@@ -46,7 +46,7 @@ import typing
 
 from rigs.host.cpuid import cpu_set
 from rigs.matrix.contract import knobvalues
-from rigs.matrix.knobs import hugepages, jvm, numa
+from rigs.matrix.knobs import hugepages, jvm, memorylimit, numa
 from rigs.matrix.planning import policy
 from results import safeio
 
@@ -72,21 +72,7 @@ PROFILE_LAUNCHES = ("extra", "timed")
 # Axes added after results were stored: at this value a cell is what it was before the axis existed, so the
 # value stays out of the cell id (stored runs resume and compare as before).
 ID_NEUTRAL = {"executor": "process", "profile_launch": "extra", "memory_limit": "none"}
-# memory_limit: none, or the most memory (RSS and page cache together) every process of a cell may hold, as
-# 512m or 3g: the cell's cgroup's memory limit (rigs/matrix/cell/cellcgroup.py), its read-back the evidence.
-MEMORY_LIMIT_RE = re.compile(r"none|[1-9][0-9]{0,6}[mg]")
-MEMORY_LIMIT_NAME_RE = re.compile(r"[a-z][a-z0-9_]{0,31}")
-
-
-@dataclasses.dataclass(frozen=True)
-class NamedMemoryLimit:
-    """A memory_limit value named in a [memory_limit.NAME] table, so that cells whose own processes differ in
-    size (MR1 and MR2: ~600 MB) are squeezed alike and still pair on memory_limit=NAME: either a size per value
-    of the axis `by`, or `cache_room`, a limit that follows the cell (its processes' own memory plus that much
-    page cache: rigs/matrix/cell/cellcgroup.py CacheRoom)."""
-    by: str = ""
-    sizes: dict = dataclasses.field(default_factory=dict)  # value of `by` -> size (512m, 3g)
-    cache_room: str = ""  # a size
+# memory_limit: none, a size or a [memory_limit.NAME] table's name: rigs/matrix/knobs/memorylimit.py.
 # jdk = ["none"]: a matrix of native programs only (e.g. Redis); its cells start no JVM and need no JDK.
 NO_JDK = "none"
 # A value of the variant axis other than stock: a patch set built by Bazel, whole or its first k patches, or
@@ -158,16 +144,14 @@ class Matrix:
     known_answers: list = dataclasses.field(default_factory=list)  # [KnownAnswer]
     question: str = ""
     not_compared: tuple = ()
-    memory_limits: dict = dataclasses.field(default_factory=dict)  # name -> NamedMemoryLimit
+    memory_limits: dict = dataclasses.field(default_factory=dict)  # name -> memorylimit.NamedMemoryLimit
 
     def memory_limit_of(self, cell):
         """The cell's memory limit as a size (512m) or none: a named one resolved by the cell's `by` value; a
         cache room's is the room itself, where the limit starts before the cell's processes hold anything."""
         value = cell.params.get("memory_limit", "none")
         named = self.memory_limits.get(value)
-        if named is None:
-            return value
-        return named.cache_room or named.sizes[cell.params[named.by]]
+        return named.size_for(cell.params) if named else value
 
     def cache_room_of(self, cell):
         """The page cache room of a limit that follows the cell, or None."""
@@ -459,23 +443,10 @@ def _parse_pinning(where, name, body):
 
 
 def _parse_memory_limit(where, name, body):
-    if not MEMORY_LIMIT_NAME_RE.fullmatch(name) or name == "none":
-        raise SpecError(f"{where}: [memory_limit.{name[:40]}]: a name is 1-32 of a-z, 0-9 and '_', not none")
-    if isinstance(body, dict) and set(body) == {"cache_room"}:
-        room = body["cache_room"]
-        if not isinstance(room, str) or room == "none" or not MEMORY_LIMIT_RE.fullmatch(room):
-            raise SpecError(f"{where}: [memory_limit.{name}] cache_room: {room!r} is not a size such as 96m")
-        return NamedMemoryLimit(cache_room=room)
-    if not isinstance(body, dict) or set(body) != {"by", "sizes"}:
-        raise SpecError(f"{where}: [memory_limit.{name}] needs exactly `by` (an axis) and `sizes` (its values' "
-                        "sizes), or `cache_room` alone")
-    sizes = body["sizes"]
-    if not isinstance(body["by"], str) or not isinstance(sizes, dict) or not sizes:
-        raise SpecError(f"{where}: [memory_limit.{name}] `by` is an axis name, `sizes` a table of its values' sizes")
-    for value, size in sizes.items():
-        if not isinstance(size, str) or size == "none" or not MEMORY_LIMIT_RE.fullmatch(size):
-            raise SpecError(f"{where}: [memory_limit.{name}] sizes.{value}: {size!r} is not a size such as 512m or 3g")
-    return NamedMemoryLimit(body["by"], dict(sizes))
+    try:
+        return memorylimit.parse_named(name, body)
+    except ValueError as e:
+        raise SpecError(f"{where}: {e}") from None
 
 
 def _check_values(where, axes, pinnings, gc_opts, variants, memory_limits=None):
@@ -492,12 +463,9 @@ def _check_values(where, axes, pinnings, gc_opts, variants, memory_limits=None):
     for v in axes.get("heap", []):
         parse_heap(v)
     for v in axes.get("memory_limit", []):
-        if not MEMORY_LIMIT_RE.fullmatch(str(v)) and v not in (memory_limits or {}):
-            raise SpecError(f"{where}: axis memory_limit: {v!r} is not none, a size such as 512m or 3g, or a "
-                            f"[memory_limit.NAME] table's name ({', '.join(memory_limits or {}) or 'none declared'})")
-        named = (memory_limits or {}).get(v)
-        if named and named.by and named.by not in axes:
-            raise SpecError(f"{where}: [memory_limit.{v}] is by {named.by!r}, which is not an axis of this matrix")
+        problem = memorylimit.value_problem(v, memory_limits or {}, axes)
+        if problem:
+            raise SpecError(f"{where}: {problem}")
     for v in axes.get("jdk", []):
         if not re.fullmatch(r"[A-Za-z0-9_.+-]+", v):
             raise SpecError(f"{where}: axis jdk: {v!r} is not a JDK name (11, 17, 21, a declared name, or "
@@ -607,10 +575,9 @@ def static_cell_errors(matrix, cell):
     conflict = hugepages.gc_opts_problem(p["hugepages"], p["gc_opts"], flags)
     if conflict:
         errors.append(conflict)
-    named = matrix.memory_limits.get(p.get("memory_limit"))
-    if named and named.by and p[named.by] not in named.sizes:
-        errors.append(f"memory_limit={p['memory_limit']} has no size for {named.by}={p[named.by]} "
-                      f"([memory_limit.{p['memory_limit']}] sizes: {', '.join(named.sizes)})")
+    unsized = memorylimit.cell_problem(p, matrix.memory_limits)
+    if unsized:
+        errors.append(unsized)
     if p.get("memory_limit", "none") != "none" and p.get("executor", "process") != "process":
         errors.append(f"memory_limit={p['memory_limit']} with executor={p['executor']}: a container's processes are "
                       "in its engine's cgroup, not the cell's, so the limit would not hold them")
