@@ -16,6 +16,9 @@ RECORD = "bisect.json"
 MAX_RECORD_BYTES = 8 << 20
 COMMIT = re.compile(r"[0-9a-f]{40}")
 AXIS_VALUE = re.compile(r"[A-Za-z0-9_.:@+/=-]{1,200}")
+RECORD_SCHEMA = "bisect_record.v1"
+OWNED_SETTINGS = ("revision", "policy.repetitions")  # the bisect sets these itself
+SET_ITEM = re.compile(r"([a-z][a-z0-9_]{0,63}(?:\.[a-z][a-z0-9_]{0,63})?)=([A-Za-z0-9_.:@+/,=-]{1,400})")
 
 
 class BisectRecordError(ValueError):
@@ -23,7 +26,9 @@ class BisectRecordError(ValueError):
 
 
 def read_record(folder):
-    """The record of the bisect in `folder` (a bisect folder, or its bisect.json), its shape checked."""
+    """The record of the bisect in `folder` (a bisect folder, or its bisect.json): its schema (closed:
+    results/schema/bisect_record.v1) and what a schema cannot say, checked. A record is data: nothing in it
+    becomes a path, a program or a setting a resumed bisect uses without passing these checks."""
     path = folder if folder.endswith(".json") else os.path.join(folder, RECORD)
     try:
         record = safeio.read_json(path, MAX_RECORD_BYTES)
@@ -33,18 +38,53 @@ def read_record(folder):
         raise BisectRecordError(str(e)) from None
     if not isinstance(record, dict) or record.get("schema") != SCHEMA:
         raise BisectRecordError(f"{path}: not a {SCHEMA} record")
-    commits, steps = record.get("commits"), record.get("steps")
+    problem = safeio.schema_problem(RECORD_SCHEMA, record) or record_problem(record)
+    if problem:
+        raise BisectRecordError(f"{path}: {problem}")
+    return record
+
+
+def record_problem(record):
+    """What is wrong with a record of the schema's shape, or ''."""
+    commits, steps = record["commits"], record["steps"]
     # An axis bisect's "commits" are the axis' values in order (a patch series' prefixes, dependency versions).
     item = AXIS_VALUE if record.get("axis") else COMMIT
-    if (not isinstance(commits, list) or len(commits) < 2 or len(set(map(str, commits))) != len(commits)
-            or not all(isinstance(c, str) and item.fullmatch(c) for c in commits)):
-        raise BisectRecordError(f"{path}: `commits` is not a list of two or more distinct commit ids or axis values")
-    if not isinstance(steps, list) or not all(isinstance(s, dict) and s.get("commit") in commits for s in steps):
-        raise BisectRecordError(f"{path}: `steps` names a commit outside the range")
-    for key in ("subjects", "measures"):
-        if not isinstance(record.get(key), dict):
-            raise BisectRecordError(f"{path}: `{key}` is not a table")
-    return record
+    if len(set(commits)) != len(commits) or not all(item.fullmatch(c) for c in commits):
+        return ("`commits` is not a list of two or more distinct "
+                + ("axis values" if record.get("axis") else "full commit ids (40 hex digits)"))
+    if (record["good"], record["bad"]) != (commits[0], commits[-1]):
+        return "`good` and `bad` are not the range's first and last commits"
+    if not all(s["commit"] in commits and commits.index(s["commit"]) == s["index"] for s in steps):
+        return "`steps` names a commit outside the range, or at another index"
+    named = list(record["measures"]) + list(record["subjects"])
+    for m in [record["measures"][c] for c in record["measures"]] + [record.get("confirmation"), record.get("final")]:
+        named += list((m or {}).get("against", {}).values())
+    answer = record.get("answer") or {}
+    named += [answer[k] for k in ("last_good", "first_bad") if k in answer] + answer.get("skipped_between", [])
+    if any(c not in commits for c in named):
+        return "a commit outside the range is named in `measures`, `subjects` or `answer`"
+    ends = [record.get("confirmation"), record.get("final")]
+    if any(m is not None and "good->candidate" not in m["pairs"] for m in ends) or any(
+            set(m["pairs"]) != {"good->candidate", "candidate->bad"} for m in record["measures"].values()):
+        return "a measure lacks its pairs (the confirmation and final good->candidate, a step both)"
+    if record["rounds"] > record["max_rounds"]:
+        return "`rounds` is over `max_rounds`"
+    for item in record["sets"]:
+        problem = set_problem(item, record.get("axis"))
+        if problem:
+            return f"`sets`: {problem}"
+    return ""
+
+
+def set_problem(item, axis=None):
+    """Why a bisect's --set item (from its command line, or its stored record) is refused, or ''. The bisect
+    sets the revision (or its axis) and the rounds itself."""
+    m = SET_ITEM.fullmatch(item) if isinstance(item, str) else None
+    if not m:
+        return f"{str(item)[:80]!r} is not AXIS=VALUE[,VALUE...] (a lower-case axis name, values without spaces)"
+    if m.group(1) in OWNED_SETTINGS + ((axis,) if axis else ()):
+        return f"{item[:80]}: the bisect sets {' and '.join(OWNED_SETTINGS + ((axis,) if axis else ()))} itself (use --rounds)"
+    return ""
 
 
 def pct(x):

@@ -29,6 +29,12 @@ from results import safeio, store
 
 MAX_COLLAPSED_BYTES = 64 << 20  # one profile, decompressed
 MAX_COMPRESSED_BYTES = 16 << 20
+# What a profile may hold, by the cost of reading it (the largest committed: 6,750 stacks, 255 frames deep,
+# 155 k frames in all, frames of 174 characters; async-profiler stops a stack at 2,048 frames by default).
+MAX_STACK_FRAMES = 4096
+MAX_FRAME_CHARS = 4096
+MAX_STACKS = 100_000
+MAX_TOTAL_FRAMES = 4_000_000
 # jfr-converter marks each frame with its kind ("_[j]" compiled, "_[i]" inlined, "_[0]" interpreted,
 # "_[1]" C1, "_[k]" kernel): the same method under two kinds is one frame to a reader of the table.
 FRAME_KIND = re.compile(r"_\[[a-z0-9]\]$")
@@ -46,16 +52,31 @@ class ProfileError(ValueError):
 
 
 def parse_collapsed(text, name="profile"):
-    """{stack (tuple of frames, root first): samples}; ProfileError naming the first line that is not one."""
-    stacks = {}
+    """{stack (tuple of frames, root first): samples}; ProfileError naming the first line that is not one, or
+    the bound a profile passes (frames in a stack, a frame's length, distinct stacks, frames in all): the cost
+    of reading, comparing and drawing a profile grows with these, not with its bytes (issue 78: one line of
+    16 M frames, a few KB compressed, took the site 300 s)."""
+    stacks, total_frames = {}, 0
     for number, line in enumerate(text.splitlines(), 1):
         if not line.strip():
             continue
         stack, _, count = line.rpartition(" ")
         if not stack or not count.isdigit() or len(count) > 15:
             raise ProfileError(f"{name}:{number}: not a collapsed stack line ('frame;frame;... count')")
-        frames = tuple(HIDDEN_CLASS.sub(r"\1", FRAME_KIND.sub("", f)) for f in stack.split(";"))
+        depth = stack.count(";") + 1
+        total_frames += depth
+        if depth > MAX_STACK_FRAMES:
+            raise ProfileError(f"{name}:{number}: a stack of {depth} frames, over the {MAX_STACK_FRAMES} a profile "
+                               "may hold: not read")
+        if total_frames > MAX_TOTAL_FRAMES:
+            raise ProfileError(f"{name}: over {MAX_TOTAL_FRAMES} frames in all: not read")
+        parts = stack.split(";")
+        if max(map(len, parts)) > MAX_FRAME_CHARS:
+            raise ProfileError(f"{name}:{number}: a frame name over {MAX_FRAME_CHARS} characters: not read")
+        frames = tuple(HIDDEN_CLASS.sub(r"\1", FRAME_KIND.sub("", f)) for f in parts)
         stacks[frames] = stacks.get(frames, 0) + int(count)
+        if len(stacks) > MAX_STACKS:
+            raise ProfileError(f"{name}: over {MAX_STACKS} distinct stacks: not read")
     return stacks
 
 

@@ -100,6 +100,72 @@ def check_folder(folder, create=False):
     return real
 
 
+def path_component(name, what="a name"):
+    """`name` if it can be one component of a path tunelab makes (a file or folder name taken from a record, a
+    set, a host or a user): a non-empty string of at most 255 bytes with no separator, no NUL or other control
+    character, and not "." or "..". Raises InputError naming `what`. The one check for every such name."""
+    if (not isinstance(name, str) or not name or name in (".", "..") or len(name.encode("utf-8", "replace")) > 255
+            or any(c in name for c in "/\\") or any(ord(c) < 32 or ord(c) == 127 for c in name)):
+        raise InputError(f"{what} {str(name)[:80]!r}: not a single file name (no separator, '..', control "
+                         "character or empty name)")
+    return name
+
+
+def inside(folder, *names, what="a name"):
+    """folder/NAME/... made from `names`, each through path_component, with no link among the components
+    below `folder` that already exist (a stored folder may have been given links that point out of it).
+    Raises InputError."""
+    path = folder
+    for name in names:
+        path = os.path.join(path, path_component(name, what))
+        try:
+            st = os.lstat(path)
+        except FileNotFoundError:
+            continue
+        if stat.S_ISLNK(st.st_mode):
+            raise InputError(f"{path} is a link: a stored folder's paths are never followed out of it")
+    return path
+
+
+SECRET_QUERY_KEYS = ("p", "password", "pass", "token", "secret", "key", "apikey", "api_key")
+
+
+def redact_url(url):
+    """`url` as it may be printed, logged or stored: a password in it (user:PASSWORD@host, or a query value
+    named as one, as InfluxDB 1.x's p=) shown as ***. Anything that is not a URL is shown whole only when it
+    has no '@'."""
+    import urllib.parse
+    text = str(url)
+    try:
+        parts = urllib.parse.urlsplit(text)
+    except ValueError:
+        return "<a URL that does not parse>" if "@" in text else text
+    netloc = parts.netloc
+    if "@" in netloc:
+        user, _, host = netloc.rpartition("@")
+        netloc = f"{user.split(':', 1)[0]}:***@{host}" if ":" in user else f"{user}@{host}"
+    query = "&".join(
+        f"{k}=***" if k.lower() in SECRET_QUERY_KEYS else item
+        for item in parts.query.split("&") if item for k in [item.split("=", 1)[0]]) if parts.query else ""
+    return urllib.parse.urlunsplit((parts.scheme, netloc, parts.path, query, parts.fragment))
+
+
+def http_url_problem(url):
+    """Why `url` is not an http(s) URL with a host and a path ('/...'), or '' (user:password@ allowed: the
+    caller sends it as authentication, never as part of the host)."""
+    import urllib.parse
+    try:
+        parts = urllib.parse.urlsplit(url or "")
+        parts.port  # noqa: B018 -- raises ValueError for a port that is not a number
+    except ValueError:
+        return "not a URL"
+    if parts.scheme not in ("http", "https") or not parts.hostname or not parts.path.startswith("/"):
+        return "not an http(s) URL with a host and a path"
+    if any(c.isspace() or ord(c) < 32 for c in url):
+        return "a URL holds no white space or control character"
+    return ""
+
+
 def _refuse_non_regular(path):
     try:
         mode = os.lstat(path).st_mode

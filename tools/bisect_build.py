@@ -8,7 +8,10 @@ A build of the calibration matrix in a fresh worktree took ~28 s here (the repos
 output base is ~0.8 GB, removed when the bisect ends (--keep-builds keeps them).
 """
 
+import contextlib
 import dataclasses
+import hashlib
+import json
 import os
 import re
 import shutil
@@ -16,9 +19,12 @@ import subprocess
 import time
 
 from results import safeio
+from rigs.host import hoststate
 
 TARGET = re.compile(r"//rigs:([A-Za-z0-9_]+)")
 MAX_ARGS_BYTES = 1 << 20
+MAX_TREE_FILES = 500_000
+COMMIT_ID = re.compile(r"[0-9a-f]{40}|[0-9a-f]{64}")
 
 
 class BisectInputError(ValueError):
@@ -98,40 +104,47 @@ class Build:
 class Builder:
     """Builds one commit's matrix target in `folder`/worktrees/<commit>, with Bazel or with `program`
     (called as PROGRAM CHECKOUT TARGET OUT: it must leave a runfiles tree at OUT holding
-    tunelab/rigs/NAME and tunelab/rigs/NAME.args, the layout NIGHTLY_RUNFILES names). Logs in folder/logs."""
+    tunelab/rigs/NAME and tunelab/rigs/NAME.args, the layout NIGHTLY_RUNFILES names). Logs in folder/logs.
 
-    def __init__(self, checkout, target, folder, program=None, bazel=None):
+    The bisect folder is data (issue 78): a build found in it is used again only where this host's state
+    folder (`trust_dir`, root's, never the bisect folder) holds the record this Builder wrote when it made
+    that build, and the tree still has the sha256 it recorded; anything else is built again. A worktree is
+    built in only when this checkout's git made it (`git worktree list`) at that commit, clean."""
+
+    def __init__(self, checkout, target, folder, program=None, bazel=None, trust_dir=None):
         self.checkout, self.target, self.folder, self.program = checkout, target, folder, program
         self.name = matrix_name(target)
         self.bazel = bazel or shutil.which("bazel") or os.path.join(checkout, "bazelw")
+        self.trust_dir = trust_dir
+        for sub in ("worktrees", "builds", "logs", "profiles"):
+            inside(folder, sub)  # a stored folder's own subfolders are never links out of it
         self.worktrees = os.path.join(folder, "worktrees")
 
     def planned(self, commit):
-        if self.program:
-            # Named *.runfiles: a py_binary's stub finds its runfiles by that name in its own path.
-            out = os.path.join(self.folder, "builds", commit + ".runfiles")
-            return Build(commit, out, os.path.join(out, "tunelab", "rigs", self.name + ".args"))
-        bin_dir = os.path.join(self.worktrees, commit, "bazel-bin", "rigs")
-        return Build(commit, os.path.join(bin_dir, self.name + ".runfiles"), os.path.join(bin_dir, self.name + ".args"))
+        """Where the program puts `commit`'s build (Bazel's is where `bazel info bazel-bin` says)."""
+        out = inside(self.folder, "builds", commit + ".runfiles")
+        return Build(commit, out, os.path.join(out, "tunelab", "rigs", self.name + ".args"))
+
+    def bazel_build(self, tree, bin_dir):
+        return Build("", os.path.join(bin_dir, "rigs", self.name + ".runfiles"),
+                     os.path.join(bin_dir, "rigs", self.name + ".args"))
+
+    def _fresh_out(self, build):
+        if os.path.lexists(build.runfiles):
+            shutil.rmtree(build.runfiles)
+        safeio.check_folder(os.path.dirname(build.runfiles), create=True)
 
     def build_checkout(self):
         """This checkout's own build of the target (Bazel in the checkout itself, or the program into
-        folder/builds/checkout.runfiles), for an axis bisect."""
+        folder/builds/checkout.runfiles), for an axis bisect. Always built: Bazel's cache makes it cheap."""
         started = time.monotonic()
+        log_path = inside(self.folder, "logs", "build-checkout.log")
         if self.program:
             build = self.planned("checkout")
-            if os.path.isdir(build.runfiles):
-                shutil.rmtree(build.runfiles)
-            safeio.check_folder(os.path.dirname(build.runfiles), create=True)
-            argv = [self.program, self.checkout, self.target, build.runfiles]
+            self._fresh_out(build)
+            status = self._run([self.program, self.checkout, self.target, build.runfiles], self.checkout, log_path)
         else:
-            bin_dir = os.path.join(self.checkout, "bazel-bin", "rigs")
-            build = Build("checkout", os.path.join(bin_dir, self.name + ".runfiles"),
-                          os.path.join(bin_dir, self.name + ".args"))
-            argv = [self.bazel, "build", self.target, self.target + "_args"]
-        log_path = os.path.join(self.folder, "logs", "build-checkout.log")
-        with safeio.open_log(log_path) as log:
-            status = subprocess.run(argv, cwd=self.checkout, stdout=log, stderr=subprocess.STDOUT).returncode
+            status, build = self._bazel(self.checkout, log_path, shutdown=False)
         if status or not build.exists():
             raise BuildFailed(f"{self.target} does not build in {self.checkout} (exit {status}): {last_line(log_path)} "
                               f"(log: {log_path})")
@@ -139,48 +152,173 @@ class Builder:
         return real(build)
 
     def build(self, commit):
-        """The Build of `commit` (made now, or found from an earlier, interrupted bisect); BuildFailed with the
-        log's last line when the target does not build. Its paths are real ones: a worktree's bazel-bin is a
-        link into its output base, and the runner finds its rig data relative to where its runfiles really are."""
-        build = self.planned(commit)
-        done = os.path.join(self.folder, "logs", f"build-{commit}.ok")
-        if build.exists() and os.path.exists(done):
-            return real(build)
+        """The Build of `commit` (made now, or the one this Builder made earlier for this folder, if its tree
+        is unchanged); BuildFailed with the log's last line when the target does not build. Its paths are
+        real ones: the runner finds its rig data relative to where its runfiles really are."""
+        safeio.path_component(commit, "a commit")
+        if not COMMIT_ID.fullmatch(commit):
+            raise BisectInputError(f"{commit[:80]!r}: not a full commit id")
+        trusted = self._trusted(commit)
+        if trusted is not None:
+            return trusted
         started = time.monotonic()
-        tree = os.path.join(self.worktrees, commit)
-        if not os.path.isdir(tree):
-            git(self.checkout, "worktree", "add", "--detach", tree, commit)
-        log_path = os.path.join(self.folder, "logs", f"build-{commit}.log")
+        tree = self._worktree(commit)
+        log_path = inside(self.folder, "logs", f"build-{commit}.log")
         if self.program:
-            if os.path.isdir(build.runfiles):
-                shutil.rmtree(build.runfiles)
-            safeio.check_folder(os.path.dirname(build.runfiles), create=True)
-            argv = [self.program, tree, self.target, build.runfiles]
+            build = self.planned(commit)
+            self._fresh_out(build)
+            status = self._run([self.program, tree, self.target, build.runfiles], tree, log_path)
         else:
-            argv = [self.bazel, "build", self.target, self.target + "_args"]
-        with safeio.open_log(log_path) as log:
-            status = subprocess.run(argv, cwd=tree, stdout=log, stderr=subprocess.STDOUT).returncode
-            if not self.program:  # its server is not needed again: each worktree would keep one (~0.5 GB)
-                subprocess.run([self.bazel, "shutdown"], cwd=tree, stdout=log, stderr=subprocess.STDOUT)
+            status, build = self._bazel(tree, log_path, shutdown=True)
         if status or not build.exists():
             raise BuildFailed(f"{self.target} does not build at {commit[:12]} (exit {status}): "
                               f"{last_line(log_path)} (log: {log_path})")
-        build.seconds = time.monotonic() - started
-        safeio.write_text(done, f"{build.seconds:.1f}\n")
-        return real(build)
+        build = dataclasses.replace(real(build), commit=commit, seconds=time.monotonic() - started)
+        self._trust(build)
+        return build
+
+    def _run(self, argv, cwd, log_path):
+        with safeio.open_log(log_path) as log:
+            return subprocess.run(argv, cwd=cwd, stdout=log, stderr=subprocess.STDOUT).returncode
+
+    def _bazel(self, tree, log_path, shutdown):
+        """(status, Build) of `bazel build` in `tree`; the runfiles where Bazel itself says its outputs are."""
+        with safeio.open_log(log_path) as log:
+            status = subprocess.run([self.bazel, "build", self.target, self.target + "_args"], cwd=tree, stdout=log,
+                                    stderr=subprocess.STDOUT).returncode
+            info = subprocess.run([self.bazel, "info", "bazel-bin"], cwd=tree, stdout=subprocess.PIPE, stderr=log,
+                                  text=True)
+            if shutdown:  # its server is not needed again: each worktree would keep one (~0.5 GB)
+                subprocess.run([self.bazel, "shutdown"], cwd=tree, stdout=log, stderr=subprocess.STDOUT)
+        bin_dir = info.stdout.strip() if info.returncode == 0 else os.path.join(tree, "bazel-bin")
+        return status, self.bazel_build(tree, bin_dir)
+
+    def _worktree(self, commit):
+        """folder/worktrees/<commit>: made now by git, or the one git made before, at `commit`, unchanged.
+        A folder there that this checkout's git did not make is refused (it is not built in: a build runs
+        the BUILD files and .bazelrc it finds)."""
+        tree = inside(self.folder, "worktrees", commit)
+        if not os.path.lexists(tree):
+            safeio.check_folder(self.worktrees, create=True)
+            git(self.checkout, "worktree", "add", "--detach", tree, commit)
+            return tree
+        heads = registered_worktrees(self.checkout)
+        if heads.get(os.path.realpath(tree)) != commit:
+            raise BisectInputError(f"{tree}: not a worktree this checkout's git made at {commit[:12]} (git worktree "
+                                   "list does not name it): a bisect folder's files are never built or run; remove "
+                                   "it, or start a new bisect")
+        if git(tree, "status", "--porcelain", "--untracked-files=all"):
+            raise BisectInputError(f"{tree}: the worktree has changes git did not make (git status): refused; remove "
+                                   "it, or start a new bisect")
+        return tree
+
+    def _trust_path(self, commit):
+        key = hashlib.sha256(os.path.realpath(self.folder).encode()).hexdigest()[:16]
+        return os.path.join(self.trust_dir, f"{key}-{commit}.json")
+
+    def _trust(self, build):
+        """Records in the host state folder the build this Builder made: its paths and its tree's sha256."""
+        if not self.trust_dir:
+            return
+        try:
+            digest = tree_sha256(build.runfiles)
+        except (OSError, TreeTooLarge, safeio.InputError):
+            return  # not recorded: a resumed bisect builds it again
+        hoststate.ensure_state_dir(self.trust_dir)
+        doc = {"folder": os.path.realpath(self.folder), "commit": build.commit, "runfiles": build.runfiles,
+               "args_file": build.args_file, "sha256": digest, "seconds": round(build.seconds, 1)}
+        hoststate.write_file(self._trust_path(build.commit), json.dumps(doc).encode())
+
+    def _trusted(self, commit):
+        """The build of `commit` this Builder recorded for this folder, if its tree is as recorded; else None."""
+        if not self.trust_dir:
+            return None
+        try:
+            data = hoststate.read_file(self._trust_path(commit), 1 << 16)
+            doc = safeio.parse_json(data) if data is not None else None
+        except (hoststate.StateError, safeio.InputError):
+            return None
+        if (not isinstance(doc, dict) or doc.get("folder") != os.path.realpath(self.folder)
+                or doc.get("commit") != commit or not all(isinstance(doc.get(k), str) for k in ("runfiles", "args_file"))):
+            return None
+        build = Build(commit, doc["runfiles"], doc["args_file"])
+        try:
+            if not build.exists() or tree_sha256(build.runfiles) != doc.get("sha256"):
+                return None
+        except (OSError, TreeTooLarge, safeio.InputError):
+            return None
+        return build
 
     def remove(self, commits):
-        """Removes the worktrees (and their Bazel output bases) of `commits`."""
+        """Removes the builds and worktrees (with their Bazel output bases) of `commits`: only worktrees this
+        checkout's git made (Bazel is never started in another folder: its .bazelrc could name a program)."""
+        heads = registered_worktrees(self.checkout)
         for commit in commits:
-            shutil.rmtree(os.path.join(self.folder, "builds", commit + ".runfiles"), ignore_errors=True)
-            tree = os.path.join(self.worktrees, commit)
-            if not os.path.isdir(tree):
+            try:
+                out = inside(self.folder, "builds", commit + ".runfiles")
+                tree = inside(self.folder, "worktrees", commit)
+            except safeio.InputError:
+                continue
+            shutil.rmtree(out, ignore_errors=True)
+            if self.trust_dir and COMMIT_ID.fullmatch(commit):
+                with contextlib.suppress(OSError):
+                    os.remove(self._trust_path(commit))
+            if os.path.realpath(tree) not in heads or os.path.islink(tree):
                 continue
             if not self.program:
                 subprocess.run([self.bazel, "clean", "--expunge"], cwd=tree, stdout=subprocess.DEVNULL,
                                stderr=subprocess.DEVNULL)
             subprocess.run(["git", "-C", self.checkout, "worktree", "remove", "--force", tree],
                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+
+
+class TreeTooLarge(ValueError):
+    pass
+
+
+def tree_sha256(root, max_files=MAX_TREE_FILES):
+    """sha256 over a runfiles tree: every path below `root` (sorted), its kind, its executable bit and the
+    bytes of the file it is or links to (a runfiles tree is mostly links into Bazel's output base; a linked
+    folder is walked once)."""
+    digest = hashlib.sha256()
+    seen, count = set(), 0
+    for top, dirs, files in os.walk(root, followlinks=True):
+        real_top = os.path.realpath(top)
+        if real_top in seen:
+            dirs[:] = []
+            continue
+        seen.add(real_top)
+        dirs.sort()
+        for name in sorted(files):
+            count += 1
+            if count > max_files:
+                raise TreeTooLarge(f"{root}: over {max_files} files")
+            path = os.path.join(top, name)
+            rel = os.path.relpath(path, root)
+            digest.update(f"{rel}\0{os.access(path, os.X_OK)}\0".encode())
+            digest.update(safeio.sha256_of(path).encode())
+        for name in dirs:
+            digest.update(f"{os.path.relpath(os.path.join(top, name), root)}/\0".encode())
+    return digest.hexdigest()
+
+
+def registered_worktrees(checkout):
+    """{real path: HEAD commit} of the worktrees this checkout's git made (git keeps their list in its own
+    folder, which no bisect folder can reach)."""
+    out, heads, path = git(checkout, "worktree", "list", "--porcelain"), {}, None
+    for line in out.splitlines():
+        if line.startswith("worktree "):
+            path = os.path.realpath(line[len("worktree "):])
+        elif line.startswith("HEAD ") and path:
+            heads[path] = line[len("HEAD "):]
+    return heads
+
+
+def inside(folder, *names):
+    try:
+        return safeio.inside(folder, *names, what="a bisect folder's name")
+    except safeio.InputError as e:
+        raise BisectInputError(str(e)) from None
 
 
 def real(build):

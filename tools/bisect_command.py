@@ -43,7 +43,8 @@ from tools.bisect_profiles import finite
 EXIT_FOUND, EXIT_UNUSABLE, EXIT_UNKNOWN, EXIT_NOT_REPRODUCED, EXIT_INTERRUPTED = 0, 2, 3, 4, 130
 SCHEMA, RECORD = bisect_report.SCHEMA, bisect_report.RECORD
 BUILD_ESTIMATE_S = 90  # a worktree build of a matrix target here: ~30 s (calibration) to a few minutes (Hadoop)
-OWNED_SETTINGS = ("revision", "policy.repetitions")  # the bisect sets these itself
+OWNED_SETTINGS = bisect_report.OWNED_SETTINGS
+TRUSTED_BUILDS = "bisect-builds"  # in the host state folder: the builds a Builder made, by folder and commit
 RESUME_TAKES = {"budget", "force", "builder", "keep_builds", "results_dir", "state_dir", "answer_file", "java", "converter"}
 
 
@@ -113,8 +114,9 @@ def parse_args(argv):
     if args.java and args.converter:  # given relative to the runfiles by the target's args
         args.java, args.converter = os.path.abspath(args.java), os.path.abspath(args.converter)
     for item in args.set:
-        if item.split("=", 1)[0].strip() in OWNED_SETTINGS + ((args.axis,) if args.axis else ()):
-            p.error(f"--set {item}: the bisect sets {' and '.join(OWNED_SETTINGS)} itself (use --rounds)")
+        problem = bisect_report.set_problem(item, args.axis)
+        if problem:
+            p.error(f"--set {problem}")
     return args
 
 
@@ -204,11 +206,11 @@ class Bisect:
                 + (["--no-host-reference"] if self.record["no_host_reference"] else [])
                 + ([f"--results-dir={self.results_root}"] if self.args.results_dir else [])
                 + [f"--state-dir={self.args.state_dir}"])
-        log = os.path.join(self.folder, "logs", f"run-{label}-{rounds}r.log")
+        log = log_path(self.folder, f"run-{label}-{rounds}r.log")
         print(f"   running {label}: {rounds} interleaved rounds of {', '.join(values)} (log {log})", flush=True)
         started = time.monotonic()
         info = bisect_build.run_matrix(build, self.record["matrix"], argv, self.workspace, log,
-                                       os.path.join(self.folder, "logs", "run-info.json"))
+                                       log_path(self.folder, "run-info.json"))
         seconds = time.monotonic() - started
         self.record["machine_s"] += seconds
         run_dir, status = info.get("run_dir"), info.get("status")
@@ -277,7 +279,7 @@ def short(commit):
 def estimate(bisect, here):
     """(seconds, text): the machine time of the whole bisect at --rounds, from a dry run of this checkout's
     build with a step's settings (which also checks the profile, axes and --set values)."""
-    plan = os.path.join(bisect.folder, "logs", "plan.json")
+    plan = log_path(bisect.folder, "plan.json")
     rec = bisect.record
     c = rec["commits"]
     three = ([f"--set={rec['axis']}={','.join(c if len(c) <= 3 else [c[0], c[len(c) // 2], c[-1]])}"]
@@ -286,7 +288,7 @@ def estimate(bisect, here):
     argv = ["--dry-run", f"--plan-json={plan}", f"--profile={bisect.record['profile']}",
             f"--set=policy.repetitions={bisect.record['rounds']}"] + three + [
         f"--set={s}" for s in bisect.record["sets"]] + (["--no-host-reference"] if bisect.record["no_host_reference"] else [])
-    log = os.path.join(bisect.folder, "logs", "plan.log")
+    log = log_path(bisect.folder, "plan.log")
     bisect_build.run_matrix(here, bisect.record["matrix"], argv, bisect.workspace, log, plan + ".info")
     try:
         doc = safeio.read_json(plan, 1 << 24)
@@ -305,6 +307,12 @@ def estimate(bisect, here):
 
 def fmt_s(seconds):
     return str(datetime.timedelta(seconds=round(seconds)))
+
+
+def log_path(folder, name):
+    """folder/logs/NAME, NAME made a file name (an axis value may hold '/' or ':') and checked as every path
+    made from a record's field is (safeio.inside: no separator, no '..', no link out of the folder)."""
+    return bisect_build.inside(folder, "logs", re.sub(r"[^A-Za-z0-9_.@+=-]", "_", name).lstrip(".") or "_")
 
 
 def new_record(args, workspace, results_root):
@@ -505,7 +513,8 @@ def open_bisect(args, workspace, results_root):
         bisect_id = datetime.datetime.now(datetime.timezone.utc).strftime("%Y%m%dT%H%M%SZ") + "-" + secrets.token_hex(2)
         folder = os.path.join(safeio.check_folder(os.path.join(results_root, "bisect-out"), create=True), bisect_id)
         safeio.check_folder(os.path.join(folder, "logs"), create=True)
-    builder = bisect_build.Builder(workspace, record["matrix"], folder, args.builder)
+    builder = bisect_build.Builder(workspace, record["matrix"], folder, args.builder,
+                                   trust_dir=os.path.join(args.state_dir, TRUSTED_BUILDS))
     return Bisect(record, folder, builder, workspace, results_root, args), not args.resume
 
 

@@ -7,6 +7,7 @@ import os
 import subprocess
 
 from analysis import profiles, resultsets
+from results import safeio
 
 PROFILES_FOLDER = "profiles"
 
@@ -21,8 +22,11 @@ def answer_profiles(bisect, answer):
     axis = rec.get("axis") or "revision"
     base, cand = ((answer["last_good"], answer["first_bad"]) if rec.get("axis")
                   else tuple(final.get("roles") or ("good", "candidate")))
+    run = os.path.realpath(str(final.get("run", "")))
+    if os.path.commonpath([run, os.path.realpath(bisect.results_root)]) != os.path.realpath(bisect.results_root):
+        return [{"event": "-", "why": "its run is not under this bisect's results folder: not read"}]
     try:
-        result_set = resultsets.resolve(final["run"], bisect.results_root)
+        result_set = resultsets.resolve(run, bisect.results_root)
         events = profiles.profiled_events(result_set)
         found = [c for e in events for c in profiles.pair_comparisons(result_set, axis, base, cand, e)]
     except (KeyError, resultsets.ResultSetError, profiles.ProfileError) as e:
@@ -38,9 +42,9 @@ def answer_profiles(bisect, answer):
         if c.rows and bisect.args.java and bisect.args.converter:
             try:
                 page = profiles.flame_graph(bisect.args.java, bisect.args.converter, c,
-                                            os.path.join(bisect.folder, PROFILES_FOLDER))
+                                            safeio.inside(bisect.folder, PROFILES_FOLDER))
                 entry["flame_graph"] = os.path.relpath(page, bisect.folder)
-            except (profiles.ProfileError, OSError, subprocess.SubprocessError) as e:
+            except (profiles.ProfileError, OSError, subprocess.SubprocessError, safeio.InputError) as e:
                 entry["why"] = f"no flame graph: {e}"[:300]
         out.append(entry)
     return out

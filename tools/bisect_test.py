@@ -212,7 +212,7 @@ class Builds(unittest.TestCase):
                 """))
         os.chmod(self.program, os.stat(self.program).st_mode | stat.S_IXUSR)
         self.builder = bisect_build.Builder(self.repo, "//rigs:calibration_matrix", os.path.join(self.tmp, "bisect"),
-                                            self.program)
+                                            self.program, trust_dir=os.path.join(self.tmp, "state", "bisect-builds"))
 
     def test_a_build_that_fails_names_its_commit_and_error_line(self):
         with self.assertRaisesRegex(BuildFailed, rf"does not build at {self.bad[:12]} \(exit 1\): error: BROKEN is here"):
@@ -231,6 +231,145 @@ class Builds(unittest.TestCase):
         self.assertFalse(os.path.exists(build.runfiles))
 
 
+class StoredFolderIsData(unittest.TestCase):
+    """Issue 78, rows 1-3: a bisect folder that comes with a pull is data. A resumed bisect never runs a
+    launcher or trusts an `.ok` it finds, never makes a path of a forged `good`/`bad`, and refuses a record of
+    another shape with a message (no TypeError, KeyError), or a `sets` the command line refuses."""
+
+    LAUNCHER = "#!/bin/sh\ntouch {marker}\n"
+
+    def setUp(self):
+        self.tmp = tempfile.mkdtemp(dir=os.environ.get("TEST_TMPDIR"))
+        self.repo = os.path.join(self.tmp, "repo")
+        os.makedirs(os.path.join(self.repo, "rigs"))
+        git(self.repo, "init", "-q")
+        self.good = commit(self.repo, "good")
+        self.bad = commit(self.repo, "bad")
+        self.folder = os.path.join(self.tmp, "results", "bisects", "pulled")
+        self.marker = os.path.join(self.tmp, "PLANTED_LAUNCHER_RAN")
+        self.state = os.path.join(self.tmp, "state")
+        self.record = {"schema": bisect_report.SCHEMA, "matrix": "//rigs:calibration_matrix", "profile": "nightly",
+                       "metrics": ["cpu_loop_rate"], "sets": [], "rounds": 3, "max_rounds": 6, "no_host_reference": True,
+                       "axis": None, "good": self.good, "bad": self.bad, "commits": [self.good, self.bad], "merges": 0,
+                       "subjects": {}, "started": "2026-12-06T00:00:00+00:00", "machine_s": 0.0, "confirmation": None,
+                       "measures": {}, "steps": [], "final": None, "answer": None}
+
+    def plant(self, record=None, worktrees=True):
+        """The folder a pull could bring: the record, and for both ends a launcher with its args and an .ok (in a
+        worktree's bazel-bin, as Bazel's build leaves it, and where a --builder program's goes)."""
+        os.makedirs(os.path.join(self.folder, "logs"), exist_ok=True)
+        with open(os.path.join(self.folder, "bisect.json"), "w") as f:
+            json.dump(record or self.record, f)
+        for c in (self.good, self.bad):
+            for runfiles in ([os.path.join(self.folder, "worktrees", c, "bazel-bin", "rigs", "calibration_matrix.runfiles")]
+                             * worktrees + [os.path.join(self.folder, "builds", c + ".runfiles")]):
+                rigs = os.path.join(runfiles, "tunelab", "rigs")
+                os.makedirs(rigs, exist_ok=True)
+                with open(os.path.join(rigs, "calibration_matrix"), "w") as f:
+                    f.write(self.LAUNCHER.format(marker=self.marker))
+                os.chmod(os.path.join(rigs, "calibration_matrix"), 0o755)
+                with open(os.path.join(rigs, "calibration_matrix.args"), "w") as f:
+                    f.write("--no-host-reference\n")
+                with open(os.path.join(os.path.dirname(runfiles), "calibration_matrix.args"), "w") as f:
+                    f.write("--no-host-reference\n")
+            with open(os.path.join(self.folder, "logs", f"build-{c}.ok"), "w") as f:
+                f.write("1.0\n")
+
+    def resume(self, *extra):
+        os.environ.update(BUILD_WORKSPACE_DIRECTORY=self.repo, BUILD_WORKING_DIRECTORY=self.repo)
+        with contextlib.redirect_stdout(io.StringIO()) as out, contextlib.redirect_stderr(io.StringIO()) as err:
+            status = bisect_command.main(["--resume", self.folder, "--state-dir", self.state,
+                                          "--results-dir", os.path.join(self.tmp, "results"), *extra])
+        return status, out.getvalue() + err.getvalue()
+
+    def test_a_planted_launcher_and_ok_markers_are_never_run(self):
+        self.plant()
+        status, text = self.resume()  # Bazel's way: the worktrees found are not this checkout's
+        self.assertEqual(status, bisect_command.EXIT_UNUSABLE, text)
+        self.assertIn("not a worktree this checkout's git made", text)
+        self.assertFalse(os.path.exists(self.marker), "the folder's own launcher ran")
+
+    def test_with_a_builder_program_the_build_is_made_again(self):
+        self.plant(worktrees=False)
+        program = os.path.join(self.tmp, "build.sh")
+        with open(program, "w") as f:
+            f.write("#!/bin/sh\necho built > " + os.path.join(self.tmp, "BUILT") + "\nexit 1\n")
+        os.chmod(program, 0o755)
+        status, text = self.resume("--builder", program)
+        self.assertFalse(os.path.exists(self.marker), "the folder's own launcher ran")
+        self.assertTrue(os.path.exists(os.path.join(self.tmp, "BUILT")), text)  # it built instead of trusting the .ok
+        self.assertIn("does not build", text)
+
+    def test_a_build_is_reused_only_as_recorded_in_the_host_state(self):
+        program = os.path.join(self.tmp, "build.sh")
+        with open(program, "w") as f:
+            f.write("#!/bin/sh\nmkdir -p \"$3/tunelab/rigs\"\necho x > \"$3/tunelab/rigs/${2#//rigs:}.args\"\n"
+                    "echo real > \"$3/tunelab/rigs/${2#//rigs:}\"\necho >> " + os.path.join(self.tmp, "builds.log") + "\n")
+        os.chmod(program, 0o755)
+        trust = os.path.join(self.state, "bisect-builds")
+        builder = bisect_build.Builder(self.repo, "//rigs:calibration_matrix", self.folder, program, trust_dir=trust)
+        first = builder.build(self.good)
+        self.assertEqual(builder.build(self.good).runfiles, first.runfiles)  # found again: recorded, unchanged
+        launcher = os.path.join(first.runfiles, "tunelab", "rigs", "calibration_matrix")
+        with open(launcher, "w") as f:  # swapped after the build
+            f.write(self.LAUNCHER.format(marker=self.marker))
+        builder.build(self.good)
+        with open(launcher) as f:
+            self.assertEqual(f.read(), "real\n")  # built again, the swapped one gone
+        with open(os.path.join(self.tmp, "builds.log")) as f:
+            self.assertEqual(len(f.read().splitlines()), 2)
+        # Another folder's record is not this one's.
+        other = bisect_build.Builder(self.repo, "//rigs:calibration_matrix", self.folder + "2", program, trust_dir=trust)
+        self.assertIsNone(other._trusted(self.good))
+
+    def test_a_forged_end_never_becomes_a_path(self):
+        outside = os.path.join(self.tmp, "x.runfiles")
+        os.makedirs(outside)
+        for forged in ("../../../x", self.good[:12]):
+            self.plant(dict(self.record, good=forged))
+            status, text = self.resume()
+            self.assertEqual(status, bisect_command.EXIT_UNUSABLE, text)
+            self.assertIn("bisect.json", text)
+            self.assertTrue(os.path.isdir(outside))
+        with self.assertRaises(BisectInputError):
+            bisect_build.Builder(self.repo, "//rigs:calibration_matrix", self.folder, "true").planned("../../../x")
+
+    def test_a_record_of_another_shape_is_refused_with_a_message(self):
+        step = {"commit": self.bad, "index": 1, "verdict": "bad"}
+        measure = {"run": "/r", "rounds": 3, "pairs": {"good->candidate": {"state": "PASS", "checks": [
+            {"cell": "c", "metric": "m", "state": "PASS", "worse_by": 0.0, "interval_98": [0, 0], "can_see": 0.03}]}}}
+        mid = commit(self.repo, "mid")
+        three = dict(self.record, commits=[self.good, self.bad, mid], bad=mid)
+        for forged, words in [
+                (dict(three, steps=[dict(step, extra=1)]), "Additional properties"),
+                (dict(self.record, confirmation={"run": "/r"}), "confirmation"),
+                (dict(self.record, confirmation=dict(measure, pairs={"candidate->bad": measure["pairs"]["good->candidate"]})),
+                 "lacks its pairs"),
+                (dict(self.record, final=[1, 2]), "final"),
+                (dict(self.record, answer={"state": "found"}), "answer"),
+                (dict(self.record, sets=["policy.repetitions=100000"]), "the bisect sets"),
+                (dict(self.record, sets=["gc=G1 --results-dir=/"]), "not AXIS=VALUE"),
+                (dict(self.record, launcher="/bin/sh"), "Additional properties"),
+                (dict(three, steps=[dict(step, index=2)]), "at another index")]:
+            self.plant(forged)
+            status, text = self.resume()
+            self.assertEqual(status, bisect_command.EXIT_UNUSABLE, text)
+            self.assertIn(words, text)
+            self.assertNotIn("Traceback", text)
+        self.assertFalse(os.path.exists(self.marker))
+
+    def test_the_command_line_refuses_the_same_sets(self):
+        base = ["--matrix", "//rigs:calibration_matrix", "--profile", "nightly", "--good", "a", "--bad", "b"]
+        for item in ("policy.repetitions=9", "revision=a,b", "gc=G1 x", "--x=1"):
+            with self.assertRaises(SystemExit), contextlib.redirect_stderr(io.StringIO()):
+                bisect_command.parse_args(base + ["--set", item])
+        self.assertEqual(bisect_command.parse_args(base + ["--set", "policy.profile=cpu"]).set, ["policy.profile=cpu"])
+
+    def test_every_committed_record_still_reads(self):
+        for name in os.listdir(os.path.join(os.path.dirname(HERE), "results", "bisects")):
+            bisect_report.read_record(os.path.join(os.path.dirname(HERE), "results", "bisects", name))
+
+
 class AnswerProfiles(unittest.TestCase):
     """What moved between the last good and the first bad value, from the answer run's profiles."""
 
@@ -238,7 +377,7 @@ class AnswerProfiles(unittest.TestCase):
         folder = tempfile.mkdtemp(dir=os.environ.get("TEST_TMPDIR"))
         args = types.SimpleNamespace(java=TOOLS["java"], converter=TOOLS["converter"] if converter else None)
         return types.SimpleNamespace(record={"axis": "injected_slowdown_pct", "final": {"run": run}}, folder=folder,
-                                     results_root=folder, args=args)
+                                     results_root=os.path.dirname(os.path.dirname(run)), args=args)
 
     def test_the_injected_spin_moved_and_its_flame_graph_is_drawn(self):
         bisect = self.bisect(PROFILED_RUN)

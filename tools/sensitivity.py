@@ -31,6 +31,7 @@ import math
 import os
 import re
 import subprocess
+import shlex
 import sys
 import tempfile
 
@@ -385,6 +386,11 @@ def run(args, workspace, cwd, results_root):
         doc[metric] = entry
         print(describe(args.rig, metric, entry), flush=True)
     out = os.path.join(aa_set.path, sensitivity_figures.FILE_NAME)
+    root = os.path.realpath(results_root)
+    if os.path.commonpath([os.path.realpath(aa_set.path), root]) != root:
+        raise sensitivity.SensitivityError(f"{aa_set.path} is not under {root}: figures are written only into a set "
+                                           "of the results folder (copy or promote the set there first)")
+    named = shlex.quote(f"baselines/{set_name(aa_set)}")
     if args.dry_run:
         print(f"(dry run: {out} not written)")
         return 0
@@ -393,18 +399,19 @@ def run(args, workspace, cwd, results_root):
         # A committed set is written only when asked to by name (issue 41: a documented recompute rewrote a
         # committed file it was only reading).
         print(f"not written: {set_name(aa_set)} is a committed set; to replace its figures, name it: "
-              f"--from-set baselines/{set_name(aa_set)}")
+              f"--from-set {named}")
         return 0
     existing = read_existing(out)
     existing.setdefault(args.rig, {}).update(doc)
     # The store writes it (a new temporary file, then a rename over `out`: never through a link planted there).
     store.write_side_document(aa_set.path, sensitivity_figures.FILE_NAME, {
         "kind": "tunelab.sensitivity", "schema_version": 2,
-        "regenerate": f"bazel run //tools:sensitivity -- --rig {args.rig} --from-set baselines/{set_name(aa_set)}",
+        "regenerate": f"bazel run //tools:sensitivity -- --rig {shlex.quote(args.rig)} --from-set {named}",
         **{k: v for k, v in sorted(existing.items()) if k not in ("kind", "schema_version", "regenerate")}})
     print(f"wrote {out}")
     if not os.path.abspath(out).startswith(os.path.join(results_root, "baselines") + os.sep):
-        print(f"promote it: bazel run //tools:promote -- {aa_set.path} --name <rig>-sensitivity-aa-<date>-<host>")
+        print(f"promote it: bazel run //tools:promote -- {shlex.quote(aa_set.path)} --name "
+              f"{shlex.quote(args.rig)}-sensitivity-aa-DATE-HOST")
     return 0
 
 

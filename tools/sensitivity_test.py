@@ -100,6 +100,25 @@ class SensitivityToolTest(unittest.TestCase):
         self.assertEqual(status, 0, err)
         self.assertTrue(os.path.exists(os.path.join(aa.path, "sensitivity.json")))
 
+    def test_a_set_outside_the_results_folder_gets_no_figures(self):
+        # Issue 78, row 7: --from-set baselines/../../.. wrote sensitivity.json outside results/.
+        outside = write_set(os.path.join(self.tmp.name, "elsewhere"), [({"arm": "a"}, 1000.0), ({"arm": "b"}, 1000.0)],
+                            runs=12, noise=0.01, seed=5)
+        for spec in ("baselines/../../elsewhere", outside.path):
+            status, _, err = calibrate("--rig", "calibration", "--from-set", spec, "--draws", "100")
+            self.assertEqual(status, 2, err)
+            self.assertIn("is not under", err)
+            self.assertFalse(os.path.exists(os.path.join(outside.path, "sensitivity.json")))
+
+    def test_a_set_name_is_shell_quoted_where_a_command_is_printed_or_stored(self):
+        name = "aa;touch PWNED $(id)"
+        os.rename(self.aa.path, os.path.join(self.baselines, name))
+        status, out, err = calibrate("--rig", "calibration", "--from-set", f"baselines/{name}", "--draws", "100")
+        self.assertEqual(status, 0, err)
+        with open(os.path.join(self.baselines, name, "sensitivity.json")) as f:
+            regenerate = json.load(f)["regenerate"]
+        self.assertTrue(regenerate.endswith("--from-set 'baselines/aa;touch PWNED $(id)'"), regenerate)
+
     def refused(self, *argv, pattern):
         status, _, err = calibrate("--rig", "calibration", "--draws", "100", *argv)
         self.assertEqual(status, 2)

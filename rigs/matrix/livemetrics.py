@@ -22,6 +22,7 @@ from prometheus_client import CollectorRegistry
 from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily
 from prometheus_client.exposition import start_http_server
 
+from results import safeio
 from rigs.host import hostnoise
 
 PREFIX = "tunelab_"
@@ -152,8 +153,14 @@ def serve(live, port, address=LOOPBACK):
     return server, f"http://{host}:{server.server_port}/metrics"
 
 
-def escape_key(text):
-    return re.sub(r"([,= ])", r"\\\1", text)
+def escape_key(text, measurement=False):
+    """A measurement (measurement=True), tag key, tag value or field key in InfluxDB line protocol: commas and
+    spaces (and, but in a measurement, equals signs) escaped with a backslash, as its reference says. What it
+    cannot carry is replaced: a newline or other control character ends the line (a new point of any
+    measurement), and 1.x has no escape for a backslash (a trailing one escapes the separator after it, merging
+    the next tag): each becomes '/', control characters '?'."""
+    text = re.sub(r"[\x00-\x1f\x7f]", "?", str(text)).replace("\\", "/")
+    return re.sub(r"([, ])" if measurement else r"([,= ])", r"\\\1", text)
 
 
 def line_protocol(registry, now_ns=None):
@@ -166,8 +173,32 @@ def line_protocol(registry, now_ns=None):
             if s.value != s.value:  # NaN: InfluxDB 1.x refuses it; the point is left out
                 continue
             tags = "".join(f",{escape_key(k)}={escape_key(v)}" for k, v in sorted(s.labels.items()) if v != "")
-            lines.append(f"{escape_key(s.name)}{tags} value={float(s.value)!r} {now_ns}")
+            lines.append(f"{escape_key(s.name, measurement=True)}{tags} value={float(s.value)!r} {now_ns}")
     return "\n".join(lines) + "\n"
+
+
+def influx_url_problem(url):
+    """Why `url` is not an InfluxDB write URL tunelab takes, or '' (the message shows it redacted)."""
+    problem = safeio.http_url_problem(url)
+    return (f"--influx-url {safeio.redact_url(url)!r}: {problem}; give an http(s) URL of InfluxDB's write endpoint, "
+            "e.g. http://127.0.0.1:8086/write?db=tunelab") if problem else ""
+
+
+def influx_request_parts(url):
+    """(the URL without user and password, headers): a user:password in the URL goes as HTTP basic
+    authentication (InfluxDB 1.x takes it, as it takes u= and p= in the query), never as part of the host."""
+    import base64
+    import urllib.parse
+    parts = urllib.parse.urlsplit(url)
+    host = parts.hostname if ":" not in (parts.hostname or "") else f"[{parts.hostname}]"
+    netloc = host + (f":{parts.port}" if parts.port else "")
+    bare = urllib.parse.urlunsplit((parts.scheme, netloc, parts.path, parts.query, ""))
+    if parts.username is None:
+        return bare, {}
+    user = urllib.parse.unquote(parts.username)
+    password = urllib.parse.unquote(parts.password or "")
+    token = base64.b64encode(f"{user}:{password}".encode()).decode()
+    return bare, {"Authorization": f"Basic {token}"}
 
 
 class InfluxWriter:
@@ -175,10 +206,12 @@ class InfluxWriter:
     `say` is called once when writes start failing (and once when they work again)."""
 
     def __init__(self, registry, url, say, interval_s=1.0):
-        if not re.fullmatch(r"https?://[^\s/]+/\S*", url or ""):
-            raise LiveMetricsError(f"--influx-url {url!r}: give an http(s) URL of InfluxDB's write endpoint, e.g. "
-                                   "http://127.0.0.1:8086/write?db=tunelab")
-        self.registry, self.url, self.say, self.interval_s = registry, url, say, interval_s
+        problem = influx_url_problem(url)
+        if problem:
+            raise LiveMetricsError(problem)
+        self.registry, self.say, self.interval_s = registry, say, interval_s
+        self.url, self.headers = influx_request_parts(url)
+        self.shown = safeio.redact_url(url)
         self.failing = False
         self.written = 0
         self.stopped = threading.Event()
@@ -191,18 +224,19 @@ class InfluxWriter:
     def write_once(self):
         body = line_protocol(self.registry).encode()
         request = urllib.request.Request(self.url, data=body, method="POST",
-                                         headers={"Content-Type": "text/plain; charset=utf-8"})
+                                         headers={"Content-Type": "text/plain; charset=utf-8", **self.headers})
         try:
             with urllib.request.urlopen(request, timeout=INFLUX_TIMEOUT_S) as response:  # noqa: S310 -- the user's URL
                 response.read(4096)
         except (OSError, urllib.error.URLError, ValueError) as e:
             if not self.failing:
                 self.failing = True
-                self.say(f"InfluxDB at {self.url} refused or is down ({e}); the run goes on, writes retried")
+                said = str(e).replace(self.url, self.shown)
+                self.say(f"InfluxDB at {self.shown} refused or is down ({said}); the run goes on, writes retried")
             return False
         if self.failing:
             self.failing = False
-            self.say(f"InfluxDB at {self.url} takes writes again")
+            self.say(f"InfluxDB at {self.shown} takes writes again")
         self.written += 1
         return True
 

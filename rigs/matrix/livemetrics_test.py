@@ -135,11 +135,12 @@ class RigValues(unittest.TestCase):
 
 class Influx(unittest.TestCase):
     def serve(self):
-        bodies = []
+        bodies, auths = [], []
 
         class Handler(http.server.BaseHTTPRequestHandler):
             def do_POST(self):  # noqa: N802 -- the standard library's name
                 bodies.append((self.path, self.rfile.read(int(self.headers["Content-Length"])).decode()))
+                auths.append(self.headers.get("Authorization"))
                 self.send_response(204)
                 self.end_headers()
 
@@ -147,6 +148,7 @@ class Influx(unittest.TestCase):
                 pass
         server = http.server.HTTPServer(("127.0.0.1", 0), Handler)
         threading.Thread(target=server.serve_forever, daemon=True).start()
+        self.auths = auths
         return server, bodies
 
     def test_line_protocol_is_written_and_a_refusal_said_once(self):
@@ -175,6 +177,72 @@ class Influx(unittest.TestCase):
         for url in ("", "ftp://x/write", "http://", "127.0.0.1:8086/write"):
             with self.subTest(url), self.assertRaises(livemetrics.LiveMetricsError):
                 livemetrics.InfluxWriter(live.registry, url, print)
+
+
+class HostileValues(unittest.TestCase):
+    """Issue 78, rows 5 and 6: every value an axis, a profile or a user can give, in each output by its rules."""
+
+    def test_line_protocol_keeps_one_point_a_line_whatever_a_value_holds(self):
+        live = livemetrics.LiveMetrics("r1", "calibration", "cal", "smoke", ["gc", "heap"], proc=fake_proc())
+        live.cell_started("c1", 0, {"gc": "g1\nevil_measurement,host=x value=666 1", "heap": "trailing\\"})
+        body = livemetrics.line_protocol(live.registry, now_ns=7)
+        self.assertNotIn("evil_measurement,host", [line.split(" ")[0] for line in body.splitlines()])
+        [info] = [line for line in body.splitlines() if line.startswith("tunelab_cell_info,")]
+        self.assertEqual(info, r"tunelab_cell_info,cell=c1,gc=g1?evil_measurement\,host\=x\ value\=666\ 1,"
+                               r"heap=trailing/,repetition=0,rig=calibration value=1.0 7")
+        for line in body.splitlines():  # every line: measurement[,tags] value=V T (spaces escaped), nothing more
+            self.assertRegex(line, r"^(?:[^ \\]|\\[ ,=])+ value=[^ ]+ 7$")
+
+    def test_known_answers_per_part(self):
+        self.assertEqual(livemetrics.escape_key("a b,c=d"), r"a\ b\,c\=d")
+        self.assertEqual(livemetrics.escape_key("m=x y,z", measurement=True), r"m=x\ y\,z")
+        self.assertEqual(livemetrics.escape_key("x\r\ny\t\\"), "x??y?/")
+
+    def test_prometheus_labels_carry_any_value(self):
+        # prometheus_client escapes a label value itself (backslash, quote, newline): a scrape parses back to it.
+        live = livemetrics.LiveMetrics("r1", "calibration", "cal", "smoke", ["gc"], proc=fake_proc())
+        hostile = 'a"b\\c\nd} x{y="1"'
+        live.cell_started("c1", 0, {"gc": hostile})
+        server, url = livemetrics.serve(live, 0)
+        try:
+            found = samples(scrape(url))
+        finally:
+            server.shutdown()
+            server.server_close()
+        [labels] = [dict(k[1]) for k in found if k[0] == "tunelab_cell_info"]
+        self.assertEqual(labels["gc"], hostile)
+
+    def test_a_password_in_the_url_is_sent_as_authentication_and_never_shown(self):
+        bodies, auths = [], []
+
+        class Handler(http.server.BaseHTTPRequestHandler):
+            def do_POST(self):  # noqa: N802 -- the standard library's name
+                bodies.append(self.path)
+                auths.append(self.headers.get("Authorization"))
+                self.send_response(204)
+                self.end_headers()
+
+            def log_message(self, *args):
+                pass
+        server = http.server.HTTPServer(("127.0.0.1", 0), Handler)
+        threading.Thread(target=server.serve_forever, daemon=True).start()
+        live = livemetrics.LiveMetrics("r1", "calibration", "cal", "smoke", [], proc=fake_proc())
+        said = []
+        port = server.server_port
+        writer = livemetrics.InfluxWriter(live.registry, f"http://tl:S3cretPw@127.0.0.1:{port}/write?db=t&u=tl&p=S3cretPw",
+                                          said.append)
+        self.assertTrue(writer.write_once())
+        self.assertEqual(auths, ["Basic dGw6UzNjcmV0UHc="])  # base64 of tl:S3cretPw
+        self.assertEqual(bodies, ["/write?db=t&u=tl&p=S3cretPw"])
+        server.shutdown()
+        server.server_close()
+        self.assertFalse(writer.write_once())
+        self.assertEqual(len(said), 1)
+        self.assertNotIn("S3cretPw", said[0])
+        self.assertIn(f"http://tl:***@127.0.0.1:{port}/write?db=t&u=tl&p=***", said[0])
+        with self.assertRaises(livemetrics.LiveMetricsError) as refused:
+            livemetrics.InfluxWriter(live.registry, "http://tl:S3cretPw@127.0.0.1:8086write", print)
+        self.assertNotIn("S3cretPw", str(refused.exception))
 
 
 if __name__ == "__main__":

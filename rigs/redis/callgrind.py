@@ -15,6 +15,8 @@ from results import safeio
 # header's "summary:" line (its "totals:" at the end also counts costs carried in open calls).
 DESC = re.compile(r"^desc: Trigger: dump (\w+)$", re.M)
 SUMMARY = re.compile(r"^summary: (\d+)$", re.M)
+# A count Callgrind writes is a 64-bit unsigned number: 20 digits at most. A longer one is not a dump's.
+MAX_COUNT_DIGITS = 20
 MAX_DUMP_BYTES = 256 << 20
 
 # Functions whose calls are taken out of a dump's count, with all they call: serverCron is the server's timer
@@ -51,7 +53,10 @@ def cost_lines(text: str) -> Iterator[tuple[str, str, int, bool]]:
         if function is None or line[:1] not in "0123456789+-*":
             continue
         fields = line.split()
-        yield function, callee, int(fields[1]) if len(fields) > 1 and fields[1].isdigit() else 0, after_calls
+        number = fields[1] if len(fields) > 1 and fields[1].isascii() and fields[1].isdigit() else "0"
+        if len(number) > MAX_COUNT_DIGITS:
+            raise ValueError(f"a Callgrind cost of {len(number)} digits (a 64-bit count has at most {MAX_COUNT_DIGITS})")
+        yield function, callee, int(number), after_calls
         after_calls = False
 
 
@@ -61,7 +66,13 @@ def cost(text: str) -> dict[str, int]:
     summary = SUMMARY.search(text)
     if not summary:
         raise ValueError("a Callgrind dump without its summary: line")
+    if len(summary.group(1)) > MAX_COUNT_DIGITS:
+        raise ValueError(f"a Callgrind summary of {len(summary.group(1))} digits (a 64-bit count has at most "
+                         f"{MAX_COUNT_DIGITS})")
     timer = sum(c for _, callee, c, is_call in cost_lines(text) if is_call and callee in TIMER_FUNCTIONS)
+    if timer > int(summary.group(1)):
+        raise ValueError(f"a Callgrind dump whose timer calls ({timer}) cost more than its summary "
+                         f"({summary.group(1)}): not one dump's counts")
     return {"summary": int(summary.group(1)), "timer": timer, "counted": int(summary.group(1)) - timer}
 
 

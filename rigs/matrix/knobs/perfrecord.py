@@ -98,6 +98,9 @@ def collapse(script_text):
             symbol, where = frame["symbol"], frame["object"]
             if symbol == "[unknown]":
                 symbol = f"[{os.path.basename(where) or 'unknown'}]"
+            # ';' separates frames in a collapsed line: a symbol holding one (a C++ template's argument list,
+            # an operator) would split into frames that do not exist.
+            symbol = symbol.replace(";", ":")
             frames.append(symbol + "_[k]" if where in KERNEL_OBJECTS else symbol)
         elif SAMPLE_HEADER.fullmatch(line):
             flush()

@@ -125,9 +125,11 @@ def parse_args(argv):
     args = parser.parse_args(argv)
     if args.metrics_port is not None and not 0 <= args.metrics_port <= 65535:
         parser.error(f"--metrics-port {args.metrics_port}: a TCP port, 0-65535")
-    if args.influx_url is not None and not re.fullmatch(r"https?://[^\s/]+/\S*", args.influx_url):
-        parser.error(f"--influx-url {args.influx_url!r}: give an http(s) URL of InfluxDB's write endpoint, e.g. "
-                     "http://127.0.0.1:8086/write?db=tunelab")
+    if args.influx_url is not None:
+        problem = safeio.http_url_problem(args.influx_url)
+        if problem:
+            parser.error(f"--influx-url {safeio.redact_url(args.influx_url)!r}: {problem}; give an http(s) URL of "
+                         "InfluxDB's write endpoint, e.g. http://127.0.0.1:8086/write?db=tunelab")
     return args
 
 
