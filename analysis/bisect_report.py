@@ -27,8 +27,8 @@ class BisectRecordError(ValueError):
 
 def read_record(folder):
     """The record of the bisect in `folder` (a bisect folder, or its bisect.json): its schema (closed:
-    results/schema/bisect_record.v1) and what a schema cannot say, checked. A record is data: nothing in it
-    becomes a path, a program or a setting a resumed bisect uses without passing these checks."""
+    results/schema/bisect_record.v1.schema.json) and what a schema cannot say, checked. A record is data:
+    nothing in it becomes a path, a program or a setting a resumed bisect uses without passing these checks."""
     path = folder if folder.endswith(".json") else os.path.join(folder, RECORD)
     try:
         record = safeio.read_json(path, MAX_RECORD_BYTES)

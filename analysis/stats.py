@@ -149,6 +149,7 @@ def bootstrap_median_ci(values, confidence=CONFIDENCE, seed=SEED, resamples=RESA
     nan, nan with fewer than MIN_RUNS values; a point when they are all equal. The percentile method, not
     BCa: BCa is undefined for the tied values that rate-capped benchmarks produce."""
     x = np.asarray(values, dtype=float)
+    x = x[np.isfinite(x)]  # a NaN or inf is no unit's median: left out, never resampled into the interval
     if len(x) < MIN_RUNS:
         return float("nan"), float("nan")
     if np.all(x == x[0]):
@@ -297,6 +298,14 @@ class GateEvidence:
         return self.estimate - half, self.estimate + half
 
 
+def _usable(value):
+    """A run value the log-ratio rules can take: a finite number above 0."""
+    try:
+        return math.isfinite(value) and value > 0
+    except TypeError:
+        return False
+
+
 def orient(log_ratio, direction):
     """A log ratio (candidate / baseline) as "positive is worse" for a metric of `direction`."""
     return -log_ratio if direction == "higher_is_better" else log_ratio
@@ -304,9 +313,9 @@ def orient(log_ratio, direction):
 
 def paired_evidence(baseline, candidate, direction):
     """GateEvidence of rounds paired by index: {round: run median} a side; rounds missing a side, or with a
-    value <= 0, are left out."""
+    value <= 0 or not finite (NaN, inf: never a measurement), are left out."""
     w = [orient(math.log(candidate[r] / baseline[r]), direction)
-         for r in sorted(set(baseline) & set(candidate)) if baseline[r] > 0 and candidate[r] > 0]
+         for r in sorted(set(baseline) & set(candidate)) if _usable(baseline[r]) and _usable(candidate[r])]
     n = len(w)
     if n < 2:
         return GateEvidence(float(np.mean(w)) if w else float("nan"), float("nan"), max(n - 1, 0), n, True,
@@ -318,8 +327,8 @@ def paired_evidence(baseline, candidate, direction):
 def unpaired_evidence(baseline, candidate, direction):
     """GateEvidence of two sides measured apart (lists of run medians): Welch's interval of the difference
     of mean log run values."""
-    a = np.log([v for v in baseline if v > 0])
-    b = np.log([v for v in candidate if v > 0])
+    a = np.log([v for v in baseline if _usable(v)])
+    b = np.log([v for v in candidate if _usable(v)])
     n = min(len(a), len(b))
     if n < 2:
         est = orient(float(b.mean() - a.mean()), direction) if len(a) and len(b) else float("nan")

@@ -133,5 +133,19 @@ class EffectTextTest(unittest.TestCase):
                          ["5%", "0.5%", "11.9%", "1.23%", "3%"])
 
 
+class NonFiniteValues(unittest.TestCase):
+    """Issue 78, row 8: a NaN or inf value is left out by the rules, never carried into an interval or raised raw."""
+
+    def test_they_are_left_out(self):
+        nan, inf = float("nan"), float("inf")
+        self.assertEqual(stats.bootstrap_median_ci([1.0, 2.0, 3.0, nan, inf]), stats.bootstrap_median_ci([1.0, 2.0, 3.0]))
+        clean = stats.paired_evidence({0: 1.0, 1: 2.0, 2: 3.0}, {0: 1.1, 1: 2.2, 2: 3.3}, "higher_is_better")
+        dirty = stats.paired_evidence({0: 1.0, 1: 2.0, 2: 3.0, 3: inf, 4: nan, 5: "x"},
+                                      {0: 1.1, 1: 2.2, 2: 3.3, 3: 1.0, 4: 1.0, 5: 1.0}, "higher_is_better")
+        self.assertEqual(clean, dirty)
+        self.assertEqual(stats.unpaired_evidence([1.0, 2.0, inf, nan], [1.5, 2.5, -inf], "higher_is_better"),
+                         stats.unpaired_evidence([1.0, 2.0], [1.5, 2.5], "higher_is_better"))
+
+
 if __name__ == "__main__":
     unittest.main()

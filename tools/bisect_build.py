@@ -45,8 +45,8 @@ def git(checkout, *args):
 
 def resolve(checkout, rev, flag):
     """The full commit id of `rev`, or BisectInputError naming the flag it came from."""
-    if not rev or rev.startswith("-"):
-        raise BisectInputError(f"{flag} {rev!r}: not a revision")
+    if not rev or rev.startswith("-") or any(ord(c) < 32 or ord(c) == 127 for c in rev) or len(rev) > 256:
+        raise BisectInputError(f"{flag} {rev[:80]!r}: not a revision")
     try:
         return git(checkout, "rev-parse", "--verify", "--quiet", f"{rev}^{{commit}}")
     except BisectInputError:

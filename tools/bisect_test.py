@@ -79,7 +79,7 @@ class History(unittest.TestCase):
 
     def test_revisions_resolve_or_are_named(self):
         self.assertEqual(bisect_build.resolve(self.repo, "main~1", "--bad"), self.m)
-        for rev in ("no-such-branch", "deadbeef" * 5, "--all", ""):
+        for rev in ("no-such-branch", "deadbeef" * 5, "--all", "", "main\x00x", "main\nx"):  # NUL: issue 78
             with self.subTest(rev), self.assertRaises(BisectInputError):
                 bisect_build.resolve(self.repo, rev, "--good")
 

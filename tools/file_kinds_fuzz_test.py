@@ -133,5 +133,25 @@ class FileKindFuzzTest(unittest.TestCase):
             self.assertTrue(all(t.value is None or math.isfinite(t.value) for t in test_tails))
 
 
+    # Issue 78, row 4: profiles and dumps bounded by what they cost to read, not only by their bytes.
+    hostile_profile = st.one_of(
+        st.integers(min_value=1, max_value=2_000_000).map(lambda n: "a;" * n + "leaf 1\n"),  # one deep stack
+        st.integers(min_value=1, max_value=300_000).map(lambda n: "".join(f"f{i};g 1\n" for i in range(n))),  # wide
+        st.integers(min_value=1, max_value=100_000).map(lambda n: "x" * n + " 3\n"),  # a long frame
+        st.text(max_size=2000))
+
+    @FUZZ
+    @given(text=hostile_profile)
+    def test_a_collapsed_profile_is_stacks_or_the_profile_error(self, text):
+        from analysis import profiles
+        with within_budget(self, seconds=10.0, peak_bytes=512 << 20):
+            try:
+                stacks = profiles.parse_collapsed(text)
+            except profiles.ProfileError:
+                return
+        self.assertLessEqual(len(stacks), profiles.MAX_STACKS)
+        self.assertTrue(all(len(frames) <= profiles.MAX_STACK_FRAMES for frames in stacks))
+
+
 if __name__ == "__main__":
     unittest.main()

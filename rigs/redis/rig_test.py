@@ -72,6 +72,15 @@ class ParseTest(unittest.TestCase):
         self.assertEqual(callgrind.dumps(workdir), {"get": {**cost, "functions": functions}})
         with self.assertRaisesRegex(ValueError, "without its summary"):
             callgrind.cost("# callgrind format\ndesc: Trigger: dump get\n")
+        # Issue 78, row 8: counts of thousands of digits, or a timer that costs more than the whole dump.
+        call = "fn=(1) main\ncalls=1 0\ncfn=(2) serverCron\n0 {timer}\n"
+        with self.assertRaisesRegex(ValueError, "summary of 3000 digits"):
+            callgrind.cost("summary: " + "9" * 3000 + "\n" + call.format(timer=1))
+        with self.assertRaisesRegex(ValueError, "cost of 25 digits"):
+            callgrind.cost("summary: 10\n" + call.format(timer="1" * 25))
+        with self.assertRaisesRegex(ValueError, "cost more than its summary"):
+            callgrind.cost("summary: 10\n" + call.format(timer=11))
+        self.assertEqual(callgrind.cost("summary: 10\n" + call.format(timer=4))["counted"], 6)
         replies = {"script_get": "v\n" * 5000, "script_set": "OK\n" * 5000}
         with self.assertRaisesRegex(ValueError, "no Callgrind dump 'set'"):
             rig.instruction_samples(replies, workdir, 5000)

@@ -46,7 +46,9 @@ def manifest(component, from_version, to_version, set_name, artifacts, classes, 
         h.update(f"{coordinates}\0{artifacts[coordinates]}\n".encode())
     return {"kind": "bump", "component": component, "from": from_version, "to": to_version, "set": set_name,
             "artifacts_sha256": dict(sorted(artifacts.items())), "bump_sha256": h.hexdigest(),
-            "classes": sorted(classes), "classes_jar": classes_jar}
+            "classes": sorted(classes), "classes_jar": classes_jar,
+            # The jar is known by its bytes, not its name (issue 78): a jar of that name elsewhere is another.
+            "classes_jar_sha256": next(sha for c, sha in sorted(artifacts.items()) if jar_name(c) == classes_jar)}
 
 
 def main(argv=None):

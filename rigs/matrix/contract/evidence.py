@@ -127,8 +127,19 @@ def patched_class_problems(sources, manifest):
     if not loaded:
         return [f"none of the {what}es ({', '.join(sources) or 'none listed'}) was loaded: the "
                 f"{'new release' if bump else 'patch'} was not exercised"]
-    return [f"{what} {name} was loaded from {src}, not from {where} {jar}"
-            for name, src in sorted(loaded.items()) if not jar or os.path.basename(src.split(":", 1)[-1]) != jar]
+    problems = [f"{what} {name} was loaded from {src}, not from {where} {jar}"
+                for name, src in sorted(loaded.items()) if not jar or os.path.basename(src.split(":", 1)[-1]) != jar]
+    wanted = manifest.get("classes_jar_sha256") if bump else None
+    if wanted and not problems:  # a jar of that name is not the locked one until its bytes say so
+        for path in sorted({src.split(":", 1)[-1] for src in loaded.values()}):
+            try:
+                found = safeio.sha256_of(path)
+            except (OSError, safeio.InputError) as e:
+                found = f"unreadable ({e})"
+            if found != wanted:
+                problems.append(f"{what}es were loaded from {path}, whose sha256 {found[:80]} is not {where} locked "
+                                f"{jar} ({wanted[:12]}...)")
+    return problems
 
 
 def local_memory_ratio(numa_summary, cpu_node):

@@ -5,6 +5,7 @@ import os
 import shutil
 import subprocess
 import sys
+import tempfile
 import time
 import unittest
 
@@ -129,6 +130,25 @@ class PatchedClassTest(unittest.TestCase):
         self.assertIn("not from 3.5.0's jar hadoop-hdfs-3.5.0.jar", problem)
         (problem,) = evidence.patched_class_problems({name: None}, bump)
         self.assertIn("the new release was not exercised", problem)
+
+    def test_a_bumps_jar_is_known_by_its_sha256_not_its_name(self):
+        # Issue 78, row 8: a jar named hadoop-hdfs-3.5.0.jar anywhere passed.
+        folder = tempfile.mkdtemp(dir=os.environ.get("TEST_TMPDIR"))
+        jar = os.path.join(folder, "hadoop-hdfs-3.5.0.jar")
+        with open(jar, "wb") as f:
+            f.write(b"the locked jar's bytes")
+        locked = hashlib.sha256(b"the locked jar's bytes").hexdigest()
+        bump = {"kind": "bump", "to": "3.5.0", "classes_jar": "hadoop-hdfs-3.5.0.jar", "classes_jar_sha256": locked,
+                "classes": ["org.apache.hadoop.hdfs.server.namenode.FSNamesystem"]}
+        name = bump["classes"][0]
+        self.assertEqual(evidence.patched_class_problems({name: "file:" + jar}, bump), [])
+        with open(jar, "wb") as f:
+            f.write(b"another jar of the same name")
+        (problem,) = evidence.patched_class_problems({name: "file:" + jar}, bump)
+        self.assertIn(f"whose sha256 {hashlib.sha256(b'another jar of the same name').hexdigest()}", problem)
+        (problem,) = evidence.patched_class_problems({name: "file:" + jar + ".gone"}, dict(
+            bump, classes_jar="hadoop-hdfs-3.5.0.jar.gone"))
+        self.assertIn("unreadable", problem)
 
 
 if __name__ == "__main__":

@@ -47,6 +47,15 @@ class CollapseTest(unittest.TestCase):
         with self.assertRaisesRegex(perfrecord.PerfError, "not a sample header or a frame"):
             perfrecord.collapse("redis-server 7 1\n\tnot a frame line\n")
 
+    def test_a_symbol_holding_a_semicolon_stays_one_frame(self):
+        # Issue 78, row 8: "operator;" or a template's argument list split into frames that do not exist.
+        text = ("redis-server  7 9973000 \n"
+                "\t    7f0000000010 std::vector<int; x>::push_back (/usr/lib/libstdc++.so.6)\n"
+                "\t    55555555a000 main (/opt/redis-server)\n\n")
+        stacks = perfrecord.collapse(text)
+        self.assertEqual(stacks, {("main", "std::vector<int: x>::push_back"): 1})
+        self.assertEqual(perfrecord.collapsed_text(stacks), "main;std::vector<int: x>::push_back 1\n")
+
     def test_collapsed_text_is_heaviest_first_and_parses_back(self):
         text = perfrecord.collapsed_text({("main", "a"): 1, ("main", "b"): 3})
         self.assertEqual(text, "main;b 3\nmain;a 1\n")

@@ -7,7 +7,6 @@ import glob
 import hashlib
 import json
 import os
-import re
 import secrets
 import subprocess
 import sys
@@ -123,6 +122,8 @@ def parse_args(argv):
     parser.add_argument("--no-gc-probes", action="store_true", help=argparse.SUPPRESS)
     parser.add_argument("--no-next-steps", action="store_true", help=argparse.SUPPRESS)  # for tools wrapping a run
     args = parser.parse_args(argv)
+    if args.run_info is not None and not args.run_info.strip():
+        parser.error("--run-info '': give the file to write (e.g. --run-info run-info.json), or leave the flag out")
     if args.metrics_port is not None and not 0 <= args.metrics_port <= 65535:
         parser.error(f"--metrics-port {args.metrics_port}: a TCP port, 0-65535")
     if args.influx_url is not None:
