@@ -20,6 +20,9 @@ CITED_RUN = re.compile(r"(?<![\w-])(\d{8}T\d{6}Z-[0-9a-f]{4})(?![\w-])")
 # nothing of a label or a longer path may stand before it).
 TOP_FOLDERS = ("workloads", "rigs", "analysis", "results", "tools", "third_party")
 NAMED_PATH = re.compile(r"(?<![\w/.:@$<{-])((?:%s)/[A-Za-z0-9_./-]*[A-Za-z0-9_/])" % "|".join(TOP_FOLDERS))
+# A command-line flag that takes a path, a URL, a program or a folder to resume, by the words of its name.
+PATH_FLAG = re.compile(r"(?:^--|-)(?:dir|file|folder|path|url|resume|root|inventory|out|runfiles|bundle|jar|builder|java|"
+                       r"converter|html|json|data|revision|key|deb|db|jdk|workdir|sha256|good|bad)(?:-|$)")
 # Paths named on purpose that must not exist.
 PATHS_NAMED_ABSENT = {
     "tools/gate_calibration.py": "retired (replaced by tools/sensitivity.py); named by workloads/calibration/workload.toml and "
@@ -416,6 +419,31 @@ class LintTest(unittest.TestCase):
                 return f'"{name.split(".")[0]}"' in f.read()
         except OSError:
             return False
+
+    def test_every_flag_taking_a_path_a_url_or_a_folder_is_named_in_security_md(self):
+        # Issue 78: an input surface is written down with its reader and its test (SECURITY.md) before it ships.
+        tree = checkout()
+        with open(os.path.join(tree, "SECURITY.md")) as f:
+            named = set(re.findall(r"`(--[a-z0-9-]+)[ `]", f.read()))
+        tracked = subprocess.run(["git", "-C", tree, "ls-files", "-z", "*.py"], check=True, stdout=subprocess.PIPE,
+                                 text=True).stdout.split("\0")
+        missing = []
+        for rel in tracked:
+            if not rel or rel.endswith("_test.py"):
+                continue
+            with open(os.path.join(tree, rel)) as f:
+                for number, line in enumerate(f, 1):
+                    for flag in re.findall(r'add_argument\(\s*"(--[a-z0-9-]+)"', line):
+                        if PATH_FLAG.search(flag) and flag not in named:
+                            missing.append(f"{rel}:{number}: {flag}")
+        self.assertEqual(missing, [], "flags that take a path, a URL or a folder to resume, not in SECURITY.md: "
+                                      "name each there with its reader and the test that holds it")
+
+    def test_the_path_flag_rule_finds_each_kind(self):
+        for flag in ("--results-dir", "--out", "--resume", "--influx-url", "--plan-json", "--classes-jar", "--db"):
+            self.assertRegex(flag, PATH_FLAG)
+        for flag in ("--profile", "--timeout-s", "--rounds", "--metric"):
+            self.assertNotRegex(flag, PATH_FLAG)
 
     def test_packages_are_private_by_default(self):
         # A package names who may use it (the floors of .importlinter), never everyone.
