@@ -29,6 +29,7 @@ VARIANT=minbase
 ROOM_PACKAGES=(ca-certificates git)
 # Host state a root process keeps: only root can write there.
 CACHE_DIR=${TUNELAB_CLEANROOM_CACHE_DIR:-/var/cache/tunelab/cleanroom}
+DEB_CACHE=$CACHE_DIR/debs
 WORK_PARENT=${TUNELAB_CLEANROOM_WORK_PARENT:-/var/tmp/tunelab-cleanroom}
 # The checkout's place in the room: long enough that a console which wraps at its width would break a
 # run folder printed on one line (the nightly's old failure).
@@ -196,12 +197,23 @@ room_processes() {
     [[ "$(readlink "$link" 2>/dev/null)" == "$root"* ]] && echo "${link//[^0-9]/}"
   done
 }
+# The room's .deb files become the cache (a new folder swapped in whole: an interrupted copy leaves the old).
+keep_debs() {
+  local archives="$root/var/cache/apt/archives" fresh="$DEB_CACHE.new"
+  compgen -G "$archives/*.deb" >/dev/null || return 0
+  rm -rf "$fresh" && mkdir -m 0700 "$fresh" && cp --reflink=auto "$archives"/*.deb "$fresh/" &&
+    rm -rf "$DEB_CACHE.old" && mv "$DEB_CACHE" "$DEB_CACHE.old" && mv "$fresh" "$DEB_CACHE" && rm -rf "$DEB_CACHE.old" ||
+    say "warning: the Debian packages' cache $DEB_CACHE was not updated"
+}
 cleanup() {
   local waited=0
   while [[ -n "$(room_processes)" && $waited -lt 60 ]]; do sleep 1; waited=$((waited + 1)); done
   if [[ -n "$(room_processes)" ]]; then
     say "the room still runs (pids $(room_processes | head -5 | tr '\n' ' ')): its folder $work is left in place"
-  elif [[ "$keep" == 1 ]]; then
+    return
+  fi
+  keep_debs
+  if [[ "$keep" == 1 ]]; then
     say "kept the room: $work"
   else
     # Nothing is mounted any more: the mounts lived in the room's own mount namespace.
@@ -224,6 +236,18 @@ done
 for f in "${apt_conf_files[@]}"; do
   cp "$f" "$root/etc/apt/apt.conf.d/"
 done
+
+# Debian's packages as CI systems cache downloads: the .deb files the last room's apt fetched are put where
+# apt looks first (/var/cache/apt/archives), and the room still installs every package from them. apt checks
+# each file against the signed index before it uses it, so one of another version or a corrupt one is
+# fetched again; after the room, the cache becomes what this room's apt holds (nothing else accumulates).
+mkdir -p "$root/var/cache/apt/archives" "$DEB_CACHE"
+check_root_folder "$DEB_CACHE"
+cached_debs=$(find "$DEB_CACHE" -maxdepth 1 -type f -name '*.deb' | wc -l)
+if [[ "$cached_debs" -gt 0 ]]; then
+  cp --reflink=auto "$DEB_CACHE"/*.deb "$root/var/cache/apt/archives/"
+  say "Debian packages: $cached_debs .deb files from the cache $DEB_CACHE (apt verifies each before use)"
+fi
 
 git clone -q --no-hardlinks "$source_dir" "$root$ROOM_CHECKOUT"
 git -C "$root$ROOM_CHECKOUT" checkout -q --detach "$commit"
@@ -278,7 +302,11 @@ for step in "${steps[@]}"; do
       done
       run_step test ./bazelw test //... --config=ci "--test_tag_filters=$(IFS=,; echo "${filters[*]}")"
       testlogs=$(./bazelw info bazel-testlogs 2>/dev/null)
-      [[ -z "$testlogs" ]] || echo "cleanroom: the room's tests: $(python3 .ci/test_totals.py "$testlogs")"
+      if [[ -n "$testlogs" ]]; then
+        printf '\ncleanroom: where the tests' time went (tools/test_times.py):\n'
+        python3 tools/test_times.py "$testlogs" --bazel ./bazelw || true
+        echo "cleanroom: the room's tests: $(python3 .ci/test_totals.py "$testlogs")"
+      fi
       ;;
     *) echo "cleanroom: unknown step '$step': nothing run" >&2; exit 2 ;;
   esac

@@ -1,13 +1,18 @@
-"""The results site in a real browser: Debian's headless Chromium, driven through its chromium-driver, loads
-the site built from the committed sets from an HTTP server on loopback. Every page's links and images must
+"""The whole results site, built once from every committed set (publish_test renders a few; issue 80): every
+link resolves inside it, every set is published or listed with its reason, the studies and the Sensitivity
+page say what they must; then in a real browser: Debian's headless Chromium, driven through its
+chromium-driver, loads the site from an HTTP server on loopback. Every page's links and images must
 resolve (the server answers 200 for every request the browser and the link check make) and the console
 must stay free of errors. A screenshot of the index is left in the test's undeclared outputs
 (bazel-testlogs/tools/publish/browser_test/test.outputs/) to be looked at."""
 
 import functools
+import html
+import html.parser
 import http.server
 import io
 import os
+import re
 import shutil
 import sys
 import tempfile
@@ -21,7 +26,9 @@ from selenium import webdriver
 from selenium.webdriver.chrome.service import Service
 from selenium.webdriver.common.by import By
 
+from analysis import sensitivity_figures
 from tools.publish import publish
+from tools.publish import studies as studies_toml
 
 RESULTS = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "results")
 CHROMIUM, CHROMEDRIVER = "/usr/bin/chromium", "/usr/bin/chromedriver"
@@ -31,6 +38,24 @@ MONITORED_SET = "yarn-failover-profile-overhead-20261129-2vcpu"  # its results k
 _GIVEN = dict(a[2:].split("=", 1) for a in sys.argv[1:] if a.startswith("--java=") or a.startswith("--converter="))
 FLAME_TOOLS = (os.path.abspath(_GIVEN["java"]), os.path.abspath(_GIVEN["converter"])) if len(_GIVEN) == 2 else None
 del sys.argv[1:]
+
+
+class Links(html.parser.HTMLParser):
+    def __init__(self):
+        super().__init__()
+        self.targets = []
+
+    def handle_starttag(self, tag, attrs):
+        for name, value in attrs:
+            if name in ("href", "src") and value is not None:
+                self.targets.append(value)
+
+
+def links_of(path):
+    parser = Links()
+    with open(path) as f:
+        parser.feed(f.read())
+    return parser.targets
 
 
 class RecordingHandler(http.server.SimpleHTTPRequestHandler):
@@ -57,7 +82,8 @@ class BrowserTest(unittest.TestCase):
         cls.site = os.path.join(cls.dir, "site")
         if FLAME_TOOLS is None:
             raise AssertionError("give --java and --converter (the BUILD's args): the flame graph pages need them")
-        publish.build_site(RESULTS, cls.site, "2026-11-24T00:00:00Z", Console(file=io.StringIO()), FLAME_TOOLS)
+        cls.studies = publish.build_site(RESULTS, cls.site, "2026-11-24T00:00:00Z", Console(file=io.StringIO()),
+                                         FLAME_TOOLS)
         cls.requests = []
         handler = functools.partial(RecordingHandler, directory=cls.site, requests=cls.requests)
         cls.server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), handler)
@@ -87,6 +113,98 @@ class BrowserTest(unittest.TestCase):
             "return Array.from(document.images).filter(i => !i.complete || i.naturalWidth === 0).map(i => i.src)")
         links = [a.get_attribute("href") for a in self.driver.find_elements(By.CSS_SELECTOR, "a[href]")]
         return links, broken
+
+    def test_the_committed_sets_make_a_site_whose_links_all_resolve_inside_it(self):
+        out, studies = self.site, self.studies
+        committed = sorted(n for n in os.listdir(os.path.join(RESULTS, "baselines"))
+                           if os.path.isdir(os.path.join(RESULTS, "baselines", n)))
+        self.assertEqual(sorted(s.name for s in studies if not s.declared), committed)  # every set: published or listed
+        with open(os.path.join(RESULTS, "baselines", "studies.toml")) as f:
+            declared, _ = studies_toml.parse(f.read(), set(committed))
+        self.assertEqual(sorted(s.name for s in studies if s.declared), sorted(d.id for d in declared))
+        with open(os.path.join(out, "index.html")) as f:
+            index = f.read()
+        # Issue 40: every answer on the index is one line of at most ~120 characters.
+        answers = re.findall(r'<td class="one-line">(.*?)</td>', index, re.S)
+        in_studies = {name for s in studies if s.declared for name in s.sets}  # listed through their study
+        self.assertEqual(len(answers), sum(not s.failed and (s.declared or s.name not in in_studies) for s in studies))
+        for answer in answers:
+            self.assertNotIn("\n", answer)
+            self.assertLessEqual(len(html.unescape(answer)), 120, answer)
+        # The Kunpeng vs x86 study: two sets, its own title, the emulated banner, the heartbeat cap said.
+        kunpeng = next(s for s in studies if s.name == "kunpeng-vs-x86-yarn")
+        self.assertEqual((kunpeng.kind, len(kunpeng.sets), kunpeng.failed), ("cross-host", 2, ""))
+        with open(os.path.join(out, "studies", "kunpeng-vs-x86-yarn", "index.html")) as f:
+            page = f.read()
+        for text in ("Kunpeng vs x86: YARN scheduling throughput", "EMULATED HOST: mechanics, not speed",
+                     "x86 at its heartbeat cap (100 containers/s): the gap is a lower bound",
+                     "bazel run //analysis:report -- results/baselines/yarn_cps-cross-arch-x86-20261125-2vcpu"):
+            self.assertIn(html.escape(text, quote=False), page)
+        self.assertIn('<a href="../../sets/yarn_cps-cross-arch-arm64-emulated-20261125/index.html">', page)
+        self.assertNotIn("baselines/", kunpeng.question)  # a question in words, never a path
+        # Issue 62: the cold MR1 vs MR2 set says on its page that it measured start-up; the study reads the steady one.
+        with open(os.path.join(out, "sets", "mapreduce-mr1-vs-mr2-smoke-2vcpu", "index.html")) as f:
+            self.assertIn("<strong>What this set measured:</strong> JVM start-up", f.read())
+        # The study reads both designs in parts (local mode at steady state, the cluster under pressure); the
+        # first cluster set's page says its MR2 cluster ran more tasks at once than MR1's.
+        mr = next(s for s in studies if s.name == "mr1-vs-mr2")
+        self.assertEqual(mr.sets, ["mapreduce-mr1-vs-mr2-steady-20261126-2vcpu",
+                                   "mapreduce-cluster-pressure-20261201-2vcpu"])
+        with open(os.path.join(out, "studies", "mr1-vs-mr2", "index.html")) as f:
+            page = html.unescape(f.read())
+        for text in ("--kind mr1-vs-mr2 --parts", "In part 1 (", "In part 2 (", "mr2 vs mr1: mr_compare"):
+            self.assertIn(text, page)
+        with open(os.path.join(out, "sets", "mapreduce-cluster-shuffle-20261129-2vcpu", "index.html")) as f:
+            self.assertIn("up to ~16 tasks against MR1's 6", html.unescape(f.read()))
+        for study in studies:
+            # A set a study reads is reached through that study's page; every other entry is on the index.
+            self.assertIn(study.name, index if study.declared or study.name not in in_studies else
+                          "".join(open(os.path.join(out, s.folder, "index.html")).read() for s in studies
+                                  if s.declared and study.name in s.sets))
+            if study.failed:
+                self.assertIn(study.failed[:40], index)
+            else:
+                self.assertTrue(study.question, study.name)
+                self.assertTrue(study.answer, study.name)
+        self.assertGreaterEqual(sum(not s.failed for s in studies), len(committed) - 2)
+        # The committed bisects (results/bisects/): each on the index with its report.
+        bisects = sorted(os.listdir(os.path.join(RESULTS, "bisects")))
+        self.assertTrue(bisects, "no committed bisect")
+        for name in bisects:
+            self.assertIn(f'<a href="bisects/{name}/report.html">{name}</a>', index)
+            self.assertGreater(os.path.getsize(os.path.join(out, "bisects", name, "report.pdf")), 10_000)
+        pages = [os.path.join(folder, f) for folder, _, files in os.walk(out) for f in files if f.endswith(".html")]
+        checked = 0
+        for page in pages:
+            for target in links_of(page):
+                parsed = urllib.parse.urlparse(target)
+                if parsed.scheme == "data":
+                    continue  # the reports' figures are inside their page
+                if target.startswith("#"):  # a place on the page itself (the index's groups)
+                    with open(page) as f:
+                        self.assertIn(f'id="{target[1:]}"', f.read(), f"{os.path.relpath(page, out)}: {target}")
+                    continue
+                self.assertFalse(parsed.scheme or parsed.netloc or target.startswith("/"),
+                                 f"{os.path.relpath(page, out)} points outside the site: {target}")
+                resolved = os.path.normpath(os.path.join(os.path.dirname(page), urllib.parse.unquote(parsed.path)))
+                self.assertTrue(resolved.startswith(out + os.sep) and os.path.isfile(resolved),
+                                f"{os.path.relpath(page, out)}: {target} does not resolve")
+                checked += 1
+        self.assertGreater(checked, 3 * len(studies))
+        # The Sensitivity page: every committed figure, by rig and metric, with its set and its plot.
+        with open(os.path.join(out, "sensitivity.html")) as f:
+            page = f.read()
+        rows = sensitivity_figures.history(os.path.join(RESULTS, "baselines"))
+        self.assertGreaterEqual(len({r["rig"] for r in rows}), 3)
+        for r in rows:
+            for profile, d in r["designs"].items():  # the stated D of each gated profile, a fraction worse
+                self.assertIn(f"<td>{r['metric']}</td><td>{profile} ({d['describe']})</td><td>"
+                              f"{100 * d['d_worse_by']:.1f} %</td>", page)
+            self.assertIn(r["set"], page)
+            self.assertTrue(os.path.isfile(os.path.join(out, f"sensitivity-{r['rig']}.png")))
+        mr = next((s for s in studies if s.kind == "stock-vs-patched"), None) or studies[0]
+        with open(os.path.join(out, mr.folder, "report.pdf"), "rb") as f:
+            self.assertEqual(f.read(5), b"%PDF-")
 
     def test_every_page_link_and_image_resolves_and_the_console_stays_clean(self):
         pages, seen, errors = ["index.html"], set(), []

@@ -4,6 +4,7 @@ import os
 import subprocess
 import sys
 import tempfile
+import types
 import unittest
 
 from rigs.matrix.contract import evidence
@@ -226,6 +227,36 @@ class ThreadPinnerTrustTest(unittest.TestCase):
         pinner = threadpinning.ThreadPinner("jcmd", me, [("worker", "0")], run=run, cell_pids=lambda: {1})
         self.assertTrue(pinner.poll())
         self.assertEqual(pinner.pinned, {})
+
+
+class ThreadPinnerEndedThreadTest(unittest.TestCase):
+    """Issue 80: the calibration smoke's "thread vanished before it could be checked": a worker that ends
+    between the pinner's check and the evidence keeps the affinity the kernel showed while it lived."""
+
+    def test_a_pinned_thread_that_ends_keeps_its_proof(self):
+        import threading
+        from rigs.matrix.knobs import pinning
+        me, release, started = os.getpid(), threading.Event(), threading.Event()
+        worker = threading.Thread(target=lambda: (started.set(), release.wait(30)), name="worker")
+        worker.start()
+        started.wait(10)
+        text = f'"worker-1" #14 prio=5 os_prio=0 tid=0x00007f2c4c1a5000 nid=0x{worker.native_id:x} runnable\n'
+        run = lambda *a, **k: subprocess.CompletedProcess(a, 0, stdout=text)  # noqa: E731
+        cpu = sorted(os.sched_getaffinity(0))[0]
+        pinner = threadpinning.ThreadPinner("jcmd", me, [("^worker-", str(cpu))], run=run)
+        self.assertTrue(pinner.poll())
+        [alive] = pinner.evidence()
+        self.assertEqual((alive["cpus_allowed"], alive.get("ended")), (str(cpu), None))
+        release.set()
+        worker.join(10)
+        [ended] = pinner.evidence()
+        self.assertEqual((ended["cpus_allowed"], ended["ended"]), (str(cpu), True))
+        rule = types.SimpleNamespace(threads=[("^worker-", str(cpu))], cpus_for=lambda role, under_test: "")
+        self.assertEqual(pinning.problems(rule, {"threads": [ended]}), [])
+        never_read = dict(ended, cpus_allowed=None)
+        never_read.pop("ended")
+        self.assertEqual(pinning.problems(rule, {"threads": [never_read]}),
+                         [f"thread 'worker-1' (tid {worker.native_id}) vanished before it could be checked"])
 
 
 if __name__ == "__main__":

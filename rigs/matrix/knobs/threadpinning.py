@@ -61,7 +61,15 @@ class ThreadPinner:
                             continue
                         if known:
                             self.repins += 1
-                    self.pinned[tid] = {"pattern": pattern, "name": name, "tid": tid, "wanted": cpu_text}
+                    # Read back now: a thread that ends before the evidence is taken (a pool's worker at the
+                    # end of the run) keeps what the kernel showed while it lived, not "vanished" (issue 80).
+                    seen = self.read_cpus_allowed(tid)
+                    entry = {"pattern": pattern, "name": name, "tid": tid, "wanted": cpu_text}
+                    if seen is not None:
+                        entry["last_seen"] = seen
+                    elif known and "last_seen" in self.pinned[tid]:
+                        entry["last_seen"] = self.pinned[tid]["last_seen"]
+                    self.pinned[tid] = entry
                     break
         return True
 
@@ -93,24 +101,30 @@ class ThreadPinner:
                 out[int(ids[-1])] = int(task)
         return out
 
-    def cpus_allowed(self, tid):
+    def read_cpus_allowed(self, tid):
+        """The thread's Cpus_allowed_list as the kernel shows it now, or None when it is gone."""
         try:
             with open(os.path.join(self.proc, str(self.pid), "task", str(tid), "status")) as f:
-                value = evidence.parse_status(f.read()).get("Cpus_allowed_list")
-            return cpu_set(value) if value is not None else None
+                return evidence.parse_status(f.read()).get("Cpus_allowed_list")
         except OSError:
             return None
 
+    def cpus_allowed(self, tid):
+        value = self.read_cpus_allowed(tid)
+        return cpu_set(value) if value is not None else None
+
     def evidence(self):
-        """Each pinned thread with its actual Cpus_allowed_list, read now from the kernel."""
+        """Each pinned thread with its Cpus_allowed_list read now from the kernel; a thread that has ended since
+        the pinner last read it back keeps that reading, marked `ended` (what it ran on while it lived)."""
         out = []
         for tid, info in sorted(self.pinned.items()):
-            try:
-                with open(os.path.join(self.proc, str(self.pid), "task", str(tid), "status")) as f:
-                    actual = evidence.parse_status(f.read()).get("Cpus_allowed_list")
-            except OSError:
-                actual = None
-            out.append(dict(info, cpus_allowed=actual))
+            actual = self.read_cpus_allowed(tid)
+            entry = {k: v for k, v in info.items() if k != "last_seen"}
+            if actual is None and info.get("last_seen") is not None:
+                entry.update(cpus_allowed=info["last_seen"], ended=True)
+            else:
+                entry["cpus_allowed"] = actual
+            out.append(entry)
         return out
 
 

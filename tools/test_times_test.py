@@ -1,0 +1,45 @@
+"""//tools:test_times on recorded test logs (tools/testdata/testlogs/README.md): each test's wall time from
+Bazel's test.xml, runs of one test summed under its label, the slowest first, sizes that do not fit named."""
+
+import contextlib
+import io
+import os
+import unittest
+
+from tools import test_times
+
+LOGS = os.path.join(os.path.dirname(os.path.abspath(__file__)), "testdata", "testlogs")
+
+
+class TestTimesTest(unittest.TestCase):
+    def test_labels_and_times_from_the_recorded_logs(self):
+        times = test_times.read_times(LOGS)
+        self.assertEqual(times, {"//tools:bisect_test": (3.0, 1, 0), "//:lint_test": (11.0, 1, 0),
+                                 "//rigs/matrix:livemetrics_test": (8.0, 2, 0)})
+
+    def test_the_table_is_slowest_first_with_tiers_and_sizes(self):
+        attributes = {"//tools:bisect_test": ("small", []), "//:lint_test": ("small", ["external", "no-sandbox"]),
+                      "//rigs/matrix:livemetrics_test": ("large", ["integration"])}
+        text = test_times.table(test_times.read_times(LOGS), attributes)
+        lines = text.splitlines()
+        self.assertTrue(lines[1].endswith("//:lint_test (external, no-sandbox)"), lines[1])
+        self.assertIn("//rigs/matrix:livemetrics_test (integration; too big: small)", lines[2])
+        self.assertIn("3 tests, 22 s of test time in all", text)
+        self.assertIn("by tier: integration 8 s, quick 14 s", text)
+        self.assertTrue(all(len(line) <= 100 for line in lines))
+
+    def test_size_rule(self):
+        self.assertEqual(test_times.fit("small", 59), "")
+        self.assertEqual(test_times.fit("small", 61), "too small: medium")
+        self.assertEqual(test_times.fit("large", 10), "too big: small")
+
+    def test_a_folder_without_logs_is_said(self):
+        with contextlib.redirect_stdout(io.StringIO()) as out:
+            self.assertEqual(test_times.main([os.path.dirname(LOGS), "--bazel", ""]), 0)
+        self.assertIn("tests,", out.getvalue())
+        with self.assertRaises(SystemExit), contextlib.redirect_stderr(io.StringIO()):
+            test_times.main([os.path.join(LOGS, "nowhere")])
+
+
+if __name__ == "__main__":
+    unittest.main()
