@@ -10,9 +10,11 @@ test starts on loopback and reads back through its HTTP API: every cell that ran
 that moved, the host's steal (issue 63).
 """
 
+import glob
 import io
 import json
 import os
+import re
 import shutil
 import subprocess
 import sys
@@ -132,6 +134,42 @@ def processes_in(folder):
     return found
 
 
+# Failures of upstream code this test keeps out of its all-ok assertion, each matched on its exact line in the
+# failed cell's own logs and only in the cells named (issue 80: a flake in a 60-minute CI costs an hour). Said
+# in the test's output when seen; anything else a cell fails with still fails the test.
+KNOWN_UPSTREAM_FAILURES = [
+    # Stock SLS 3.3.5's MockAMLauncher.handle looks the AM simulator up in appIdAMSim, which the submitting thread
+    # fills only after submitApplication returns: an AM launch event that comes first throws (seen once in CI's
+    # room under load, 2026-11-28; never on 3.4.2, whose launcher waits for it).
+    ({"hadoop": "3.3.5"}, re.compile(r"org\.apache\.hadoop\.yarn\.exceptions\.YarnRuntimeException: Didn't find any "
+                                     r"AMSimulator for applicationId=application_\d+_\d+"),
+     "SLS 3.3.5's AM-launch race (MockAMLauncher.handle before appIdAMSim is filled)"),
+]
+
+
+def known_upstream_failures(results_dir):
+    """[(cell id, why)] of the failed cells whose failure is a KNOWN_UPSTREAM_FAILURES line in their logs."""
+    found = []
+    for run_dir in glob.glob(os.path.join(results_dir, "*", "*")):
+        for cell_id, rep in resultfile.stored_results(run_dir):
+            doc = resultfile.load_result(resultfile.result_path(run_dir, cell_id, rep))
+            if doc["status"] != "failed":
+                continue
+            for axes, line, why in KNOWN_UPSTREAM_FAILURES:
+                if any(str(doc["cell"]["params"].get(k)) != v for k, v in axes.items()):
+                    continue
+                for log in (doc.get("logs") or {}).values():
+                    path = log if os.path.isabs(log) else os.path.join(run_dir, log)
+                    try:
+                        with open(path, errors="replace") as f:
+                            if any(line.search(text) for text in f):
+                                found.append((cell_id, why))
+                                break
+                    except OSError:
+                        continue
+    return found
+
+
 def matrix_path():
     return next(a.split("=", 1)[1] for a in RIG_ARGS if a.startswith("--matrix="))
 
@@ -164,7 +202,10 @@ class RigMatrixTest(unittest.TestCase):
         code, out = run(["--profile", PROFILE, "--results-dir", results_dir,
                          "--state-dir", os.path.join(tmp, "state")] + watched)
         print(out)
-        self.assertEqual(code, runner.EXIT_OK, out)
+        known = known_upstream_failures(results_dir)
+        for cell, why in known:
+            print(f"known upstream failure, not this change's: cell {cell}: {why}")
+        self.assertEqual(code, runner.EXIT_CELLS_FAILED if known else runner.EXIT_OK, out)
         if prometheus:
             self.check_watched(prometheus, results_dir, started, time.time(), out)
         (host,) = os.listdir(results_dir)
@@ -185,6 +226,8 @@ class RigMatrixTest(unittest.TestCase):
             params = doc["cell"]["params"]
             if doc["status"] == "skipped":
                 self.assertTrue(doc["reason"])
+                continue
+            if any(cell == doc["cell"]["id"] for cell, _ in known):
                 continue
             self.assertEqual(doc["status"], "ok", doc.get("reason"))
             ok += 1

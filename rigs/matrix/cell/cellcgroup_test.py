@@ -62,6 +62,11 @@ class CellCgroupTest(unittest.TestCase):
         while not (os.path.exists(pidfile) and open(pidfile).read().strip()) and time.monotonic() < deadline:
             time.sleep(0.05)
         grandchild = int(open(pidfile).read())
+        # $! is known at the fork: under load the child may not have run setsid yet, and the group's stop below
+        # would still reach it (issue 80: the precondition failed in CI). Wait until it leads a session of its own.
+        while time.monotonic() < deadline and os.getsid(grandchild) != grandchild:
+            time.sleep(0.05)
+        self.assertEqual(os.getsid(grandchild), grandchild, "the grandchild never left the group")
         self.assertEqual(self.cgroup.pids(), {running.pid, grandchild})
         running.stop(grace_s=1.0)
         self.assertTrue(alive(grandchild), "the group's stop reaches the grandchild: the test shows nothing")
