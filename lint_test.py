@@ -20,6 +20,16 @@ CITED_RUN = re.compile(r"(?<![\w-])(\d{8}T\d{6}Z-[0-9a-f]{4})(?![\w-])")
 # nothing of a label or a longer path may stand before it).
 TOP_FOLDERS = ("workloads", "rigs", "analysis", "results", "tools", "third_party")
 NAMED_PATH = re.compile(r"(?<![\w/.:@$<{-])((?:%s)/[A-Za-z0-9_./-]*[A-Za-z0-9_/])" % "|".join(TOP_FOLDERS))
+# Package registries' host names, by the first 16 hex digits of their sha256 (so that this file names none): the
+# Maven, PyPI, npm, crates, Go module proxy and Debian archives this network reaches. A tracked file names no
+# registry; the clients find their own (tools/maven/server_url.py for Maven). Issue 81.
+REGISTRY_HOST_SHA256 = {
+    "43c04ed1dabe979b", "317d2d52829b7812", "095fbbaf0076d564", "a4aa2ac280bb8d1a", "c899567ee9068517",
+    "d6d7019ca9fcbf07", "0dc11026ac75c015", "70bb4000cd2fab03", "789e46d79514e280", "eb7e11c7f9ecbcf4",
+    "3d01f3609be82d98", "00a7dc5a0cc38858", "9da5f32d96412512", "e680c440a2e92079", "1ba4e37997a2e986",
+    "c2b35955576ffa71", "2e97613f5a81eaa4",
+}
+HOST_NAME = re.compile(r"(?<![\w.-])((?:[a-z0-9-]+\.)+[a-z]{2,})(?![\w-])", re.I)
 # A command-line flag that takes a path, a URL, a program or a folder to resume, by the words of its name.
 PATH_FLAG = re.compile(r"(?:^--|-)(?:dir|file|folder|path|url|resume|root|inventory|out|runfiles|bundle|jar|builder|java|"
                        r"converter|html|json|data|revision|key|deb|db|jdk|workdir|sha256|good|bad)(?:-|$)")
@@ -37,6 +47,12 @@ BUILDIFIER_WARNINGS = ",".join("-native-" + name for name in (
     "py", "java-info", "java-library", "cc-binary", "cc-import", "cc-library", "cc-test", "cc-proto",
     "cc-toolchain", "cc-toolchain-suite", "cc-fdo-prefetch-hints", "cc-fdo-profile", "cc-objc-import",
     "cc-objc-library"))
+
+
+def registry_host(host):
+    """Whether `host` is a package registry's (REGISTRY_HOST_SHA256)."""
+    import hashlib
+    return hashlib.sha256(host.lower().encode()).hexdigest()[:16] in REGISTRY_HOST_SHA256
 
 
 def dollar_anchored_matches(path, text):
@@ -419,6 +435,34 @@ class LintTest(unittest.TestCase):
                 return f'"{name.split(".")[0]}"' in f.read()
         except OSError:
             return False
+
+    def test_no_tracked_file_names_a_package_registry(self):
+        tree = checkout()
+        tracked = subprocess.run(["git", "-C", tree, "ls-files", "-z"], check=True, stdout=subprocess.PIPE,
+                                 text=True).stdout.split("\0")
+        found = []
+        for rel in tracked:
+            path = os.path.join(tree, rel)
+            if not rel or not os.path.isfile(path) or os.path.getsize(path) > 8 << 20:
+                continue
+            with open(path, "rb") as f:
+                text = f.read().decode("utf-8", "replace")
+            for number, line in enumerate(text.splitlines(), 1):
+                for host in HOST_NAME.findall(line):
+                    if registry_host(host):
+                        found.append(f"{rel}:{number}")
+        self.assertEqual(found, [], "a package registry's address is written here: let its client find it "
+                                    "(Maven: tools/maven/server_url.py)")
+
+    def test_the_registry_rule_knows_a_host_by_its_hash(self):
+        import hashlib
+        import unittest.mock
+        self.assertFalse(registry_host("example.org"))
+        planted = hashlib.sha256(b"registry.example.invalid").hexdigest()[:16]
+        with unittest.mock.patch.dict(globals(), REGISTRY_HOST_SHA256=REGISTRY_HOST_SHA256 | {planted}):
+            self.assertTrue(registry_host("Registry.Example.INVALID"))
+            self.assertEqual(HOST_NAME.findall("see https://registry.example.invalid/simple/ now"),
+                             ["registry.example.invalid"])
 
     def test_every_flag_taking_a_path_a_url_or_a_folder_is_named_in_security_md(self):
         # Issue 78: an input surface is written down with its reader and its test (SECURITY.md) before it ships.

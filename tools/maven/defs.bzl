@@ -9,14 +9,13 @@ the set's whole runtime closure (//tools/maven:hadoop_sls_3_4_2 and so on).
 load("@bazel_tools//tools/build_defs/repo:jvm.bzl", "jvm_maven_import_external")
 load("//tools/maven:maven_lock.bzl", "MAVEN_LOCK")
 
-MAVEN_SERVER_URLS = ["https://repo1.maven.org/maven2"]
-
-def maven_repositories(lock = MAVEN_LOCK, server_urls = MAVEN_SERVER_URLS):
+def maven_repositories(server_urls, lock = MAVEN_LOCK):
     """Declares one external repository per jar of the lock.
 
     Args:
+      server_urls: Maven repositories to download from, tried in order: `MAVEN_SERVER_URLS` of
+        `@maven_server//:urls.bzl`, this machine's (tools/maven/maven_server.bzl).
       lock: the dict written by //tools/maven:lock.
-      server_urls: Maven repositories to download from, tried in order.
     """
     for name, entry in lock["artifacts"].items():
         srcjar_sha256 = entry.get("srcjar_sha256", "")
