@@ -55,10 +55,8 @@ def registry_host(host):
     return hashlib.sha256(host.lower().encode()).hexdigest()[:16] in REGISTRY_HOST_SHA256
 
 
-def dollar_anchored_matches(path, text):
-    """`re.match("...$", s)` and `X.match(s)` with X = re.compile("...$") in one module: `$` also matches before
-    a final newline, so such a check passes a name with a newline after it (issue 39); use fullmatch."""
-    tree = ast.parse(text, path)
+def compiled_patterns(tree):
+    """{name: pattern} of the module-level `NAME = re.compile("...")` of a parsed module."""
     compiled = {}
     for node in ast.walk(tree):
         if (isinstance(node, ast.Assign) and isinstance(node.value, ast.Call)
@@ -66,16 +64,55 @@ def dollar_anchored_matches(path, text):
                 and node.value.args and isinstance(node.value.args[0], ast.Constant)
                 and isinstance(node.value.args[0].value, str)):
             compiled.update({t.id: node.value.args[0].value for t in node.targets if isinstance(t, ast.Name)})
+    return compiled
+
+
+def dotted(node):
+    """"a.b.c" of a Name or an Attribute chain, else None."""
+    parts = []
+    while isinstance(node, ast.Attribute):
+        parts.append(node.attr)
+        node = node.value
+    return ".".join([node.id] + parts[::-1]) if isinstance(node, ast.Name) else None
+
+
+def dollar_anchored_matches(path, text, elsewhere=None):
+    """`re.match("...$", s)` and `X.match(s)` with X = re.compile("...$"), in one module or compiled in another
+    (`elsewhere`: {"pkg.module.NAME": pattern}, reached as `module.NAME`, `from pkg.module import NAME` or an
+    alias `X = module.NAME`): `$` also matches before a final newline, so such a check passes a name with a
+    newline after it (issue 39); use fullmatch."""
+    tree = ast.parse(text, path)
+    compiled = compiled_patterns(tree)
+    elsewhere = elsewhere or {}
+    imported = {}  # local name -> "pkg.module" or "pkg.module.NAME"
+    for node in ast.walk(tree):
+        if isinstance(node, ast.ImportFrom) and node.module:
+            imported.update({(a.asname or a.name): f"{node.module}.{a.name}" for a in node.names})
+        elif isinstance(node, ast.Import):
+            imported.update({(a.asname or a.name): a.name for a in node.names})
+
+    def pattern_of(expr):
+        name = dotted(expr)
+        if name is None:
+            return None
+        if name in compiled:
+            return compiled[name]
+        head, _, rest = name.partition(".")
+        full = imported.get(head, head) + (f".{rest}" if rest else "")
+        return elsewhere.get(full)
+    for node in ast.walk(tree):  # aliases: X = module.NAME
+        if isinstance(node, ast.Assign) and pattern_of(node.value) is not None:
+            compiled.update({t.id: pattern_of(node.value) for t in node.targets if isinstance(t, ast.Name)})
     found = []
     for node in ast.walk(tree):
-        if not (isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and node.func.attr == "match"
-                and isinstance(node.func.value, ast.Name)):
+        if not (isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and node.func.attr == "match"):
             continue
-        owner, pattern = node.func.value.id, None
-        if owner == "re" and node.args and isinstance(node.args[0], ast.Constant) and isinstance(node.args[0].value, str):
+        owner, pattern = node.func.value, None
+        if (isinstance(owner, ast.Name) and owner.id == "re" and node.args and isinstance(node.args[0], ast.Constant)
+                and isinstance(node.args[0].value, str)):
             pattern = node.args[0].value
-        elif owner in compiled:
-            pattern = compiled[owner]
+        else:
+            pattern = pattern_of(owner)
         if pattern is not None and pattern.endswith("$") and not pattern.endswith("\\$"):
             found.append(f"{path}:{node.lineno}: match with a $-anchored pattern")
     return found
@@ -349,14 +386,18 @@ class LintTest(unittest.TestCase):
 
     def test_no_check_matches_a_pattern_anchored_with_dollar(self):
         # Issue 39: re.match(r"^name$", "name\n") matches. Every module of ours uses fullmatch instead.
-        found = []
+        sources = {}
         for root, dirs, files in os.walk(checkout()):
             dirs[:] = [d for d in dirs if not d.startswith((".", "bazel-")) and d not in ("third_party", "nightly-out")]
             for name in files:
                 if name.endswith(".py"):
                     path = os.path.join(root, name)
                     with open(path) as f:
-                        found += dollar_anchored_matches(os.path.relpath(path, checkout()), f.read())
+                        sources[os.path.relpath(path, checkout())] = f.read()
+        # Patterns compiled in one module and used in another (issue 81: cli.py matched store.RUN_ID_RE).
+        elsewhere = {f"{rel[:-3].replace('/', '.')}.{name}": pattern for rel, text in sources.items()
+                     for name, pattern in compiled_patterns(ast.parse(text, rel)).items()}
+        found = [hit for rel, text in sources.items() for hit in dollar_anchored_matches(rel, text, elsewhere)]
         self.assertEqual(found, [], "use fullmatch: `$` matches before a trailing newline")
 
     def test_the_dollar_rule_finds_both_forms(self):
@@ -364,6 +405,12 @@ class LintTest(unittest.TestCase):
                 're.match(r"^[0-9]+$", y)\nre.match(r"cost \\$", z)\n')
         self.assertEqual(dollar_anchored_matches("m.py", text), ["m.py:3: match with a $-anchored pattern",
                                                                  "m.py:5: match with a $-anchored pattern"])
+        # Compiled in another module: reached through the module, an import of the name, or an alias.
+        elsewhere = {"results.store.RUN_ID_RE": r"^[0-9]{8}$"}
+        text = ("from results import store\nfrom results.store import RUN_ID_RE as R\nA = store.RUN_ID_RE\n"
+                "store.RUN_ID_RE.match(x)\nR.match(x)\nA.match(x)\nA.fullmatch(x)\n")
+        self.assertEqual(dollar_anchored_matches("c.py", text, elsewhere),
+                         [f"c.py:{n}: match with a $-anchored pattern" for n in (4, 5, 6)])
 
     def test_every_run_cited_in_the_documentation_is_a_committed_set(self):
         # Every figure we publish can be rebuilt: a run id a tracked Markdown file cites is the run of a set

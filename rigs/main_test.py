@@ -91,5 +91,26 @@ class HelpTest(unittest.TestCase):
         self.assertIn("--matrix MATRIX", out.getvalue())
 
 
+class CommandLineInputTest(unittest.TestCase):
+    def test_a_run_id_with_a_trailing_newline_is_refused(self):
+        # Issue 81: the check matched store.RUN_ID_RE (anchored with $) instead of fullmatch.
+        from rigs.matrix.planning import cli, spec
+        self.assertEqual(cli.check_run_id("20261206T033151Z-83c4"), "20261206T033151Z-83c4")
+        with self.assertRaises(spec.SpecError):
+            cli.check_run_id("20261206T033151Z-83c4\n")
+
+    def test_an_empty_run_info_and_an_influx_password_are_refused_and_never_shown(self):
+        # Issue 78, rows 6 and 8.
+        from rigs.matrix.planning import cli
+        base = ["--matrix=rigs/calibration/matrix.toml", "--workload=workloads/calibration"]
+        for extra, words in [(["--run-info", ""], "--run-info ''"),
+                             (["--influx-url", "http://tl:S3cretPw@127.0.0.1:8086write"], "tl:***@127.0.0.1")]:
+            err = io.StringIO()
+            with contextlib.redirect_stderr(err), self.assertRaises(SystemExit):
+                cli.parse_args(base + extra)
+            self.assertIn(words, err.getvalue())
+            self.assertNotIn("S3cretPw", err.getvalue())
+
+
 if __name__ == "__main__":
     unittest.main()

@@ -45,7 +45,7 @@ def new_run_id():
 
 def check_run_id(run_id):
     """A run id given on the command line becomes a folder name: only the runner's own shape is accepted."""
-    if not RUN_ID_RE.match(run_id):
+    if not RUN_ID_RE.fullmatch(run_id):
         raise spec.SpecError(f"--run-id {run_id!r}: expected YYYYMMDDTHHMMSSZ-xxxx (4 hex digits), as the runner "
                              "makes them")
     return run_id
@@ -208,7 +208,7 @@ class StoredRun:
 def find_stored_run(results_root, run_id):
     """The StoredRun `run_id` names under any host folder of `results_root` (a readable manifest first), or None;
     a run id not of the runner's shape is refused first (it becomes part of a path)."""
-    if not RUN_ID_RE.match(run_id):
+    if not RUN_ID_RE.fullmatch(run_id):
         raise spec.SpecError(f"--resume {run_id!r}: expected a run id (YYYYMMDDTHHMMSSZ-xxxx, as the runner makes them)")
     found = []
     for manifest_path in sorted(glob.glob(os.path.join(glob.escape(results_root), "*", glob.escape(run_id),
