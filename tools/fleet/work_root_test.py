@@ -125,6 +125,62 @@ class WorkRootTest(unittest.TestCase):
         self.assertEqual(sorted(os.listdir(real)), ["state", "tunelab"])
 
 
+class SameWalkTest(unittest.TestCase):
+    """Issue 81, item 6: the folder-safety walk is written twice on purpose (a fleet host runs work_root.py with
+    its own Python 3.8 and the standard library only; tunelab's own is results/safeio.check_folder, which
+    rigs/host/hoststate.py imports). Both are held to one answer on the same planted trees: the same real path,
+    or both refuse."""
+
+    def walks(self):
+        namespace = {"__name__": "work_root_under_test"}
+        exec(compile(SOURCE, "work_root.py", "exec"), namespace)  # noqa: S102 -- our own file, as the host runs it
+        return namespace["check_path"], namespace["Refused"]
+
+    @as_root
+    def test_both_walks_answer_alike_on_planted_trees(self):
+        from results import safeio
+        fleet_walk, refused = self.walks()
+        tmp = tempfile.mkdtemp()
+        self.addCleanup(shutil.rmtree, tmp, True)
+        os.chmod(tmp, 0o755)
+        mine = os.path.join(tmp, "mine", "a")
+        os.makedirs(mine)
+        others = os.path.join(tmp, "others")
+        os.makedirs(os.path.join(others, "inside"))
+        os.chown(others, NOBODY, NOBODY)
+        open_dir = os.path.join(tmp, "open")
+        os.makedirs(os.path.join(open_dir, "inside"))
+        os.chmod(open_dir, 0o777)
+        sticky = os.path.join(tmp, "sticky")
+        os.makedirs(os.path.join(sticky, "inside"))
+        os.chmod(sticky, 0o1777)
+        os.symlink(mine, os.path.join(tmp, "link-to-mine"))
+        os.symlink(others, os.path.join(tmp, "link-to-others"))
+        theirs = os.path.join(tmp, "their-link")
+        os.symlink(mine, theirs)
+        os.lchown(theirs, NOBODY, NOBODY)
+        os.symlink("loop-b", os.path.join(tmp, "loop-a"))
+        os.symlink("loop-a", os.path.join(tmp, "loop-b"))
+        with open(os.path.join(tmp, "file"), "w") as f:
+            f.write("x")
+        cases = [mine, os.path.join(tmp, "link-to-mine"), os.path.join(tmp, "link-to-mine", ".."),
+                 os.path.join(others, "inside"), os.path.join(tmp, "link-to-others", "inside"),
+                 os.path.join(open_dir, "inside"), os.path.join(sticky, "inside"), os.path.join(theirs, "x"),
+                 os.path.join(tmp, "loop-a"), os.path.join(tmp, "file", "x"), os.path.join(tmp, "missing", "x"),
+                 os.path.join(mine, ".", "..", "a")]
+        for path in cases:
+            for create in (False, True):
+                with self.subTest(path=os.path.relpath(path, tmp), create=create):
+                    answers = []
+                    for walk, error in ((safeio.check_folder, safeio.WriteRefused), (fleet_walk, refused)):
+                        try:
+                            answers.append(walk(path, create=create))
+                        except (error, OSError) as e:
+                            answers.append(type(e).__name__ == "FileNotFoundError" and "missing" or "refused")
+                    self.assertEqual(answers[0], answers[1])
+                    shutil.rmtree(os.path.join(tmp, "missing"), ignore_errors=True)
+
+
 class BundleTest(unittest.TestCase):
     def setUp(self):
         self.tmp = tempfile.mkdtemp()
