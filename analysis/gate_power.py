@@ -6,10 +6,10 @@ or the sequential policy's looks min..max, analysis/sequential.py) and an asked 
 smallest true regression that `decide` flags REGRESSED in at least POWER of simulated designs, the margin
 being e as in the gate (a PASS rules out e; a REGRESSED is significant and not shown smaller than e).
 Simulated designs are drawn from noise:
-- the calibrator's (tools/sensitivity.py): a committed A/A set's rounds, resampled (without replacement where
-  the set has enough rounds) after removing their mean (the A/A's two arms are one build: their mean
-  difference is an arm bias for the arm check to find, not a shift; zero must mean zero), the shift added to
-  every round;
+- the calibrator's (tools/sensitivity.py): a committed A/A set's rounds, resampled i.i.d. with the
+  small-sample correction (resampled_noise) after removing their mean (the A/A's two arms are one build: their
+  mean difference is an arm bias for the arm check to find, not a shift; zero must mean zero), the shift added
+  to every round; over several nights, analysis/nights.py;
 - a run's own (the gate's "tonight could see"): normal rounds with that run's own paired sd.
 Common random numbers across the search make detection monotone in the shift. False alarms are the share of
 designs at zero shift flagged REGRESSED.
@@ -30,6 +30,9 @@ MAX_SHIFT = 5.0  # a log ratio (x 148): a metric whose D is beyond it cannot see
 PASS, REGRESSED, INCONCLUSIVE = 0, 1, 2
 STATES = {PASS: "PASS", REGRESSED: "REGRESSED", INCONCLUSIVE: "INCONCLUSIVE"}
 RULE = "paired-t-1%-a-side-three-way"  # what sensitivity.json says it was computed for (schema_version 2)
+# How the figures' noise is drawn (sensitivity.json's "resampling"): i.i.d. from the centred rounds with the
+# small-sample correction. //tools:gate_power_test refuses a figure made otherwise (drawn without replacement).
+RESAMPLING = "iid-centred-corrected"
 
 
 def decide(estimate, se, df, margin, alpha=stats.GATE_ALPHA):
@@ -106,15 +109,16 @@ def decide_designs(w, design, margin, direction):
 
 
 def resampled_noise(worse_log_ratios, design, draws=DRAWS, seed=SEED):
-    """[draws, rounds] zero-mean noise resampled from recorded rounds' log ratios: without replacement where
-    the set has the design's rounds (a round drawn twice would understate the noise, and the rule's false
-    alarms with it), with replacement only where it has fewer."""
+    """[draws, rounds] zero-mean noise resampled from recorded rounds' log ratios: centred, scaled by
+    sqrt(n / (n - 1)) and drawn i.i.d. with replacement, so that a draw has the rounds' own variance (the mean
+    square of n centred values is sd^2 (n - 1) / n: the small-sample correction). Never n of N without
+    replacement: that shrinks the variance of a design's mean by (N - n) / (N - 1), and one that takes all N
+    only permutes them, so a figure made that way promised more than a night could keep (issue 79)."""
     values = np.asarray(worse_log_ratios, dtype=float)
-    values = values - values.mean()
+    n = len(values)
+    values = (values - values.mean()) * (math.sqrt(n / (n - 1)) if n > 1 else 0.0)
     rng = np.random.default_rng(seed)
-    if design.rounds <= len(values):
-        return values[np.argsort(rng.random((draws, len(values))), axis=1)[:, :design.rounds]]
-    return values[rng.integers(0, len(values), size=(draws, design.rounds))]
+    return values[rng.integers(0, n, size=(draws, design.rounds))]
 
 
 def normal_noise(sd, design, draws=DRAWS, seed=SEED):

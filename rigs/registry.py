@@ -27,7 +27,7 @@ ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 _KEYS = {
     "rig": {"title": str, "matrix": str},
     "nightly": {"profile": str, "fixed_design": bool},
-    "sensitivity": {"gated": list, "aa": dict, "slowdown": dict},
+    "sensitivity": {"gated": list, "aa": dict, "slowdown": dict, "nights": dict},
     "reports": {"axis_kinds": dict},
 }
 _REQUIRED = {"rig": ("title", "matrix"), "nightly": ("profile",), "sensitivity": ("gated", "aa")}
@@ -48,6 +48,7 @@ class Registration:
     gated: tuple                  # the profiles the sensitivity figures describe (the A/A cell is theirs)
     aa: dict                      # {profile, axis, set}; {} where the rig is not calibrated
     slowdown: dict                # {profile, axis, baseline, slowed, set}; {} where it has no known slowdown
+    nights: dict                  # {gated profile: (set, ...)}: A/A-like nights of that design (analysis/nights.py)
     axis_kinds: dict              # {axis: report kind} for a set that varies that axis
 
     @property
@@ -78,6 +79,12 @@ def _checked(path, doc):
                                 f"(given: {', '.join(sorted(given))})")
     if not all(isinstance(p, str) for p in doc.get("sensitivity", {}).get("gated", [])):
         raise RegistryError(f"{path}: [sensitivity] gated: expected profile names")
+    gated = doc.get("sensitivity", {}).get("gated", [])
+    for profile, sets in doc.get("sensitivity", {}).get("nights", {}).items():
+        if profile not in gated:
+            raise RegistryError(f"{path}: [sensitivity] nights: {profile!r} is not a gated profile ({', '.join(gated)})")
+        if not isinstance(sets, list) or not sets or not all(isinstance(x, str) and x.strip() for x in sets):
+            raise RegistryError(f"{path}: [sensitivity] nights.{profile}: expected a list of committed set names")
     return doc
 
 
@@ -92,6 +99,7 @@ def read(path):
     return Registration(rig, doc["rig"]["title"], doc["rig"]["matrix"], nightly.get("profile"),
                         bool(nightly.get("fixed_design", False)), tuple(sens.get("gated", ())),
                         dict(sens.get("aa", {})), dict(sens.get("slowdown", {})),
+                        {p: tuple(sets) for p, sets in sens.get("nights", {}).items()},
                         dict(doc.get("reports", {}).get("axis_kinds", {})))
 
 

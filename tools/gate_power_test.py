@@ -3,7 +3,7 @@ analysis/gate_decision.py applies to a run) run on every committed A/A set's rou
 
 For every rig, every metric and every gated profile of every committed sensitivity.json (results/baselines/*/):
 - detection at the stated D: the share of designs flagged REGRESSED with a true shift of D is >= 93 %;
-- false alarms at zero: <= 1.5 %;
+- false alarms at zero: <= 5 % for one figure, a median of <= 1.5 % over all (MAX_FALSE_ALARMS says why);
 each over DRAWS designs drawn with a seed the calibrator does not use (the figure must hold for fresh draws,
 not only the draws that found it). The figures of the rigs' current sets (their rig.toml [sensitivity]) must also
 describe the gated profiles as their matrices declare them today: a profile whose rounds changed makes its
@@ -24,7 +24,13 @@ BASELINES = os.path.join(RUNFILES, "results", "baselines")
 DRAWS = 2000
 SEED = 4242  # not the calibrator's (gate_power.SEED)
 MIN_DETECTION = 0.93
-MAX_FALSE_ALARMS = 0.015
+# False alarms of the rule (1 % a side) on a set's own rounds resampled i.i.d.: on average near 1 %, but one set
+# of 11-20 rounds carries its own chance skew into every draw. Measured here on sets of truly normal rounds
+# (40 sets each of 18 drawn 12, 20 drawn 5, 11 drawn 19, 20 drawn 20): mean 1.1-1.4 %, single sets up to
+# 3.6-4.8 %. So a single figure is held to 5 % and the figures together to a median of 1.5 % (drawn without
+# replacement, a design that takes every round only permuted them: zero false alarms, which hid this).
+MAX_FALSE_ALARMS = 0.05
+MAX_MEDIAN_FALSE_ALARMS = 0.015
 
 
 def committed_entries():
@@ -44,15 +50,20 @@ class GatePowerKnownAnswerTest(unittest.TestCase):
     def test_every_committed_figure_holds_for_the_gates_own_rule(self):
         entries = committed_entries()
         self.assertGreaterEqual(len({s for s, _, _, _ in entries}), 10)  # every committed A/A set
-        checked = 0
+        checked, alarms = 0, []
         for set_name, rig, metric, e in entries:
             self.assertEqual(e.get("rule"), gate_power.RULE, f"{set_name} {rig}.{metric}: computed for another rule")
+            # Issue 79: a figure made by drawing rounds without replacement understated the noise; refused.
+            self.assertEqual(e.get("resampling"), gate_power.RESAMPLING,
+                             f"{set_name} {rig}.{metric}: not resampled i.i.d. with the small-sample correction: "
+                             "regenerate it (its sensitivity.json's `regenerate`)")
             asked = gate_power.to_log(e["asked_min_effect"], e["direction"])
             for profile, d in e["designs"].items():
                 with self.subTest(set=set_name, rig=rig, metric=metric, profile=profile):
                     design = gate_power.Design(**d["design"])
                     noise = gate_power.resampled_noise(e["aa_worse_log_ratios"], design, DRAWS, SEED)
                     false_alarms = gate_power.rates(noise, design, asked, e["direction"])["REGRESSED"]
+                    alarms.append(false_alarms)
                     self.assertLessEqual(false_alarms, MAX_FALSE_ALARMS)
                     if d["d_log"] is None:  # states it sees nothing up to MAX_SHIFT: check that claim
                         seen = gate_power.rates(noise, design, asked, e["direction"], gate_power.MAX_SHIFT)
@@ -62,6 +73,7 @@ class GatePowerKnownAnswerTest(unittest.TestCase):
                     self.assertGreaterEqual(detection, MIN_DETECTION)
                     checked += 1
         self.assertGreater(checked, 50)
+        self.assertLessEqual(float(sorted(alarms)[len(alarms) // 2]), MAX_MEDIAN_FALSE_ALARMS)
 
     def test_a_filter_on_the_observed_change_would_break_the_promise(self):
         # The rule this issue replaced: flagged only where the observed change exceeds the margin. On the
@@ -97,6 +109,20 @@ class GatePowerKnownAnswerTest(unittest.TestCase):
             readme = f.read()
         self.assertIn(sensitivity.table(BASELINES) + "\n", readme)
 
+    def test_the_readme_says_what_each_design_promises_over_the_nights_recorded(self):
+        # Issue 79: D on a median and on a noisy night, the nights behind it, and whether it held on each night
+        # left out; a figure that does not hold is printed as such. The README's second table, byte for byte.
+        with open(os.path.join(RUNFILES, "README.md")) as f:
+            readme = f.read()
+        text = sensitivity.nights_table(os.path.join(RUNFILES, "results"))
+        self.assertIn(text + "\n", readme)
+        rows = [line for line in text.splitlines()[2:]]
+        self.assertTrue(rows)
+        for line in rows:
+            verdict = line.rstrip(" |").rsplit("| ", 1)[1]
+            self.assertRegex(verdict, r"^(one night: not yet a promise|held on \d+ of \d+ nights left out"
+                                      r"(: NOT a promise on the nights recorded)?)$", line)
+
     def test_the_mapreduce_nightly_aa_says_what_its_own_noise_let_it_see(self):
         # Issue 57: that night's paired sd was 15.9 % against the 7.6 % of the set the gate quotes; the gate said
         # PASS ("catches >= 8.2 %"). Now it says what this run could see, and that it is inconclusive at 5 %.
@@ -110,7 +136,7 @@ class GatePowerKnownAnswerTest(unittest.TestCase):
                               "--results-dir", os.path.join(RUNFILES, "results")])
         text = " ".join(out.getvalue().split())
         self.assertEqual(code, gate.EXIT_INCONCLUSIVE, text)
-        self.assertIn("job_duration: catches >= 6.9% worse at 95 % with 20 rounds", text)
+        self.assertIn("job_duration: catches >= 7.2% worse at 95 % with 20 rounds", text)
         self.assertIn("this run could see 16.0% (paired sd 15.9%)", text)
         self.assertRegex(text, r"\| job_duration \(s\) \| [^|]+ \| [^|]+ \| -1\.3% \| -9\.8%\.\.\+8\.0% \| 5% \| 16\.0% \| 20 "
                                r"\| INCONCLUSIVE: the interval \(-9\.8%\.\.\+8\.0% worse\) neither rules out 5\.0%")

@@ -40,7 +40,8 @@ from scipy import stats as sps
 
 from results import safeio, store
 from rigs import registry
-from analysis import gate_power, resultsets, sensitivity, sensitivity_figures, sensitivity_sets, stats, thresholds
+from analysis import (gate_power, nights, resultsets, sensitivity, sensitivity_figures, sensitivity_sets, stats,
+                      thresholds)
 
 DRAWS = gate_power.DRAWS
 
@@ -125,7 +126,7 @@ def calibrate_metric(metric, decl, aa_pairs, slow_pairs, comps, min_effect, budg
     bias = float(np.mean(worse))
     bias_half = (float(sps.t.ppf(0.975, len(worse) - 1)) * paired_sd / math.sqrt(len(worse))) if len(worse) > 1 else 0.0
     entry = {
-        "unit": decl["unit"], "direction": direction, "rule": gate_power.RULE,
+        "unit": decl["unit"], "direction": direction, "rule": gate_power.RULE, "resampling": gate_power.RESAMPLING,
         "aa_worse_log_ratios": worse,
         # The arms' mean difference (one build on both): an arm bias, with its 95 % t interval, worse-oriented.
         "aa_bias_log": {"mean": bias, "ci95": [bias - bias_half, bias + bias_half]},
@@ -263,8 +264,18 @@ def table(baselines):
     """The README's table of the newest committed figure of every rig and metric, in Markdown: one row per gated
     profile, every effect the fraction the metric gets worse by, at that profile's own rounds and policy."""
     newest = {}
-    for r in sensitivity_figures.history(baselines):
+    rows = sensitivity_figures.history(baselines)
+    # A rig's metrics are those its current A/A set (rig.toml [sensitivity] aa) states: a metric its gated
+    # profiles no longer produce keeps its old figure in the old set, not in this table (MapReduce cpu_time).
+    current = {r["rig"]: set() for r in rows}
+    studies = load_registry(os.path.dirname(os.path.dirname(os.path.abspath(baselines))))
+    for r in rows:
+        if r["rig"] in studies and r["set"] == studies[r["rig"]].aa.get("set"):
+            current[r["rig"]].add(r["metric"])
+    for r in rows:
         key = (r["rig"], r["metric"])
+        if current[r["rig"]] and r["metric"] not in current[r["rig"]]:
+            continue
         if r["designs"] or key not in newest:  # history() is oldest first; an older rule's figure only if alone
             newest[key] = r
     pct = lambda x, signed=False: "-" if x is None else (f"{100 * x:+.1f} %" if signed else f"{100 * x:.1f} %")  # noqa: E731
@@ -286,6 +297,66 @@ def table(baselines):
     return "\n".join(lines)
 
 
+def night_rounds(result_set, metric, direction):
+    """A committed night's rounds of `metric` as worse-oriented log ratios, its arm axis found (arm or revision)
+    and checked to be one build on both sides (sensitivity_sets.check_design)."""
+    varying = [a for a in sensitivity_sets.arm_values(result_set) if a in sensitivity_sets.ARM_AXES]
+    if len(varying) != 1:
+        raise sensitivity.SensitivityError(f"{result_set.name}: not a night of one build on both sides (its cells "
+                                           f"vary {sorted(sensitivity_sets.arm_values(result_set)) or 'nothing'})")
+    values = sensitivity_sets.check_design(result_set, varying[0], "A/A")
+    return [stats.orient(math.log(b.median / a.median), direction)
+            for a, b in sensitivity_sets.rounds_of(result_set, varying[0], values, metric)
+            if a.median > 0 and b.median > 0]
+
+
+def night_promises(results_root, draws=DRAWS, seed=gate_power.SEED, roots=None):
+    """[(rig, metric, profile, design, asked, Promise or the reason there is none)] of every gated design whose
+    rig.toml names its nights ([sensitivity] nights), over those nights (analysis/nights.py)."""
+    out = []
+    for rig, reg in sorted(registry.load(os.path.dirname(os.path.abspath(results_root))).items()):
+        for profile, names in sorted(reg.nights.items()):
+            sets = [resultsets.load_run(os.path.join(results_root, "baselines", name)) for name in names]
+            first = sets[0].first_ok()
+            effects = thresholds.min_effects(roots, [first])
+            for metric, decl in sorted(gated_metrics(sets[0]).items()):
+                if decl.get("zero_possible"):
+                    continue
+                asked = effects.get(metric, thresholds.DEFAULT_MIN_EFFECT)
+                design = gated_design(rig, profile, metric, asked, roots)
+                found, why = [], []
+                for result_set in sets:
+                    try:
+                        found.append(nights.night(result_set.name, night_rounds(result_set, metric, decl["direction"])))
+                    except (nights.NightsError, sensitivity.SensitivityError) as e:
+                        why.append(str(e))
+                if not found:
+                    out.append((rig, metric, profile, design, asked, "; ".join(why) or "no night"))
+                    continue
+                out.append((rig, metric, profile, design, asked,
+                            nights.promise(found, design, gate_power.to_log(asked, decl["direction"]),
+                                           decl["direction"], draws, seed)))
+    return out
+
+
+def nights_table(results_root, draws=DRAWS):
+    """The README's table of what each gated design promises over the nights recorded: D (a fraction worse, at
+    95 %) on a median and on a noisy night (the 80th percentile of the nights' paired sd), the nights behind it
+    and on how many of them, each left out in turn, the D made from the others was caught >= 90 % of the time."""
+    pct = lambda x: "-" if x is None or not math.isfinite(x) else f"{100 * x:.1f} %"  # noqa: E731
+    lines = ["| rig, metric | gated profile (rounds) | nights (rounds) | paired sd: median / noisy night | "
+             "catches >= on a median night | on a noisy night | out of sample |", "|---|---|---|---|---|---|---|"]
+    for rig, metric, profile, design, asked, p in night_promises(results_root, draws):
+        if isinstance(p, str):
+            lines.append(f"| {rig} `{metric}` | {profile} ({design.describe()}) | - | - | - | - | {p[:120]} |")
+            continue
+        rounds = ", ".join(str(n) for n in p.rounds_per_night)
+        lines.append(f"| {rig} `{metric}` | {profile} ({design.describe()}) | {len(p.nights)} ({rounds}) | "
+                     f"{pct(p.sd_median)} / {pct(p.sd_noisy)} | {pct(p.median_worse_by)} | {pct(p.noisy_worse_by)} | "
+                     f"{p.verdict()} |")
+    return "\n".join(lines)
+
+
 def run(args, workspace, cwd, results_root):
     """The calibrator's work for main(): read or record the sets, refuse what cannot be calibrated, compute
     and write the figures.
@@ -294,6 +365,8 @@ def run(args, workspace, cwd, results_root):
     sets, the metrics and the budget stand together in the order the inputs are read."""
     if args.table:
         print(table(os.path.join(results_root, "baselines")))
+        print()
+        print(nights_table(results_root, args.draws))
         return 0
     studies = load_registry()
     if args.rig not in studies:
