@@ -219,9 +219,9 @@ def difference_rows(cells, metric, axes=None, baselines=None, declared=None):
     return rows
 
 
-def fmt_difference(d):
+def fmt_difference(d, unit=""):
     """"+64 (95% CI +62..+66)", or "+64" without an interval (fewer than 3 runs a side)."""
-    signed = lambda x: ("+" if x > 0 else "") + fmt_value(x)  # noqa: E731
+    signed = lambda x: ("+" if x > 0 else "") + fmt_value(x, unit)  # noqa: E731
     return signed(d.difference) + (f" (95% CI {signed(d.ci_low)}..{signed(d.ci_high)})" if d.has_ci else "")
 
 
@@ -277,9 +277,18 @@ def patch_attribution(cells, metric, applied_by_variant):
     return rows
 
 
-def fmt_value(x):
-    """A measured value for tables: thousands separated, 3 significant digits below 100."""
+def fmt_value(x, unit=""):
+    """A measured value for tables: thousands separated, 3 significant digits below 100; a number of bytes
+    (unit B or bytes) in B, KB, MB or GB (powers of 1,000), one decimal (issue 82: 266,600,000 read as 266.6 MB)."""
+    if unit in BYTE_UNITS:
+        for name, size in (("GB", 1e9), ("MB", 1e6), ("KB", 1e3)):
+            if abs(x) >= size:
+                return f"{x / size:,.1f} {name}"
+        return f"{x:,.0f} B"
     return f"{x:,.0f}" if abs(x) >= 100 else f"{x:,.3g}"
+
+
+BYTE_UNITS = ("B", "bytes", "byte")
 
 
 def fmt_p(p):

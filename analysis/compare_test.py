@@ -93,5 +93,16 @@ class CompareTest(unittest.TestCase):
                                                                      ("gc+jdk", "parallel/17")])
 
 
+class FormatTest(unittest.TestCase):
+    def test_bytes_read_in_b_kb_mb_gb(self):
+        # Issue 82: the pressure set's disk reads printed as 266,600,000.
+        self.assertEqual(compare.fmt_value(266_600_000, "B"), "266.6 MB")
+        self.assertEqual(compare.fmt_value(1_500, "bytes"), "1.5 KB")
+        self.assertEqual(compare.fmt_value(999, "B"), "999 B")
+        self.assertEqual(compare.fmt_value(-2.5e9, "B"), "-2.5 GB")
+        self.assertEqual(compare.fmt_value(266_600_000, "records"), "266,600,000")
+        self.assertEqual(compare.fmt_value(4.393), "4.39")
+
+
 if __name__ == "__main__":
     unittest.main()

@@ -174,20 +174,69 @@ def stacked_cores(path, title, rows, groups):
     return path
 
 
+def _plain_log_ticks(axis):
+    """Tick labels of a log axis as plain numbers ("0.5", "2", "10"): matplotlib's own are math text
+    ($\\mathdefault{10^{1}}$), which labels read as data (text.parse_math off) print raw (issue 82)."""
+    from matplotlib.ticker import FuncFormatter, LogLocator, NullFormatter
+    axis.set_major_locator(LogLocator(base=10, subs=(1.0, 2.0, 5.0)))
+    axis.set_major_formatter(FuncFormatter(lambda v, _pos: f"{v:g}"))
+    axis.set_minor_formatter(NullFormatter())
+
+
+MIN_DATES = 3  # a date axis with fewer dates is one or two points over years of empty axis: bars instead
+
+
 def sensitivity_history(path, title, series_by_metric):
     """series_by_metric: {metric: [(measured_at YYYY-MM-DD, stated D as a fraction worse)]}: what each metric's
-    gate catches over the committed sensitivity sets, on a log scale (they span 0.5 % to several x)."""
+    gate catches, on a log scale (they span 0.5 % to several x). Over time where the figures have MIN_DATES or
+    more dates; else one bar per metric, its newest figure (a date axis of one or two dates says nothing)."""
     import datetime
+    dates = {d for points in series_by_metric.values() for d, _ in points}
+    if len(dates) < MIN_DATES:
+        newest = {metric: max(points)[1] for metric, points in series_by_metric.items() if points}
+        return sensitivity_bars(path, title, {m: {"stated D (its set's night)": v} for m, v in newest.items()})
     fig, ax = plt.subplots(figsize=(7.0, 3.0))
     for metric, points in sorted(series_by_metric.items()):
         days = [datetime.date.fromisoformat(d) for d, _ in points]
         ax.plot(days, [100 * m for _, m in points], "o-", linewidth=1, label=metric)
     ax.set_yscale("log")
+    _plain_log_ticks(ax.yaxis)
     ax.set_ylabel("catches >= % worse (gated rounds)")
     ax.set_title(title, fontsize=10)
     ax.grid(alpha=0.3)
     ax.legend(fontsize=7, loc="upper right")
     fig.autofmt_xdate()
+    fig.tight_layout()
+    _save(fig, path)
+    return path
+
+
+def sensitivity_bars(path, title, values_by_metric):
+    """values_by_metric: {metric: {label: D as a fraction worse}} (e.g. the stated D, a median and a noisy
+    night's): horizontal bars per metric on a log axis with plain tick labels, each bar's value written at its end."""
+    import numpy as np
+    metrics = sorted(values_by_metric)
+    labels = sorted({label for v in values_by_metric.values() for label in v})
+    height = 0.8 / max(len(labels), 1)
+    fig, ax = plt.subplots(figsize=(7.0, max(1.6, 0.35 * len(metrics) * max(len(labels), 1) + 0.9)))
+    for i, label in enumerate(labels):
+        ys = [k + i * height for k, m in enumerate(metrics) if label in values_by_metric[m]]
+        xs = [100 * values_by_metric[m][label] for m in metrics if label in values_by_metric[m]]
+        bars = ax.barh(ys, xs, height=height, label=label)
+        for bar, x in zip(bars, xs):
+            ax.text(bar.get_width(), bar.get_y() + bar.get_height() / 2, f" {x:.1f} %", va="center", fontsize=7)
+    ax.set_yticks(np.arange(len(metrics)) + height * (len(labels) - 1) / 2)
+    ax.set_yticklabels(metrics, fontsize=7)
+    ax.set_xscale("log")
+    every = [100 * v for values in values_by_metric.values() for v in values.values() if v and v > 0]
+    if every:  # room on the left for the shortest bar and on the right for the longest one's value
+        ax.set_xlim(min(every) / 2, max(every) * 3)
+    _plain_log_ticks(ax.xaxis)
+    ax.set_xlabel("catches >= % worse (95 %, its gated rounds; log scale)", fontsize=8)
+    ax.set_title(title, fontsize=10)
+    ax.grid(axis="x", alpha=0.3)
+    if len(labels) > 1:
+        ax.legend(fontsize=7, loc="lower right")
     fig.tight_layout()
     _save(fig, path)
     return path

@@ -284,14 +284,15 @@ def count_blocks(cells, metric, decl, prepared, declared_groups):
     return [render.TableBlock(
         ["axis", "baseline", "candidate", "other parameters", "baseline median (runs' range)",
          "candidate median (runs' range)", "difference (95% CI)"],
-        [[r.axis, r.baseline_value, r.value, r.others, _median_range(r.baseline), _median_range(r.summary),
-          compare.fmt_difference(r.difference)] for r in rows],
+        [[r.axis, r.baseline_value, r.value, r.others, _median_range(r.baseline, decl["unit"]),
+          _median_range(r.summary, decl["unit"]), compare.fmt_difference(r.difference, decl["unit"])] for r in rows],
         caption=f"{metric} ({decl['unit']}): a count that may be 0, compared as a difference of medians, not a "
                 "ratio; the interval is a bootstrap over runs (3 or more a side)")]
 
 
-def _median_range(s):
-    return f"{compare.fmt_value(s.median)} ({compare.fmt_value(s.minimum)}..{compare.fmt_value(s.maximum)}, {s.runs})"
+def _median_range(s, unit=""):
+    return (f"{compare.fmt_value(s.median, unit)} ({compare.fmt_value(s.minimum, unit)}.."
+            f"{compare.fmt_value(s.maximum, unit)}, {s.runs})")
 
 
 def build_parts(kind_name, sets, out_dir, metrics=None, axis=None, command=None, generated_at=None, question=None):
