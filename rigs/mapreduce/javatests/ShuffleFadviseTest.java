@@ -55,10 +55,10 @@ public class ShuffleFadviseTest {
   }
 
   /**
-   * The upstream finding (rigs/mapreduce/UPSTREAM.md): in the order Netty 4 runs them on a real shuffle
-   * server, the written region is released (deallocate closes its file) before the write's listener calls
-   * transferSuccessful(), whose advice then finds the descriptor closed and gives none: stock 3.4.2 advises
-   * nothing for outputs sent whole.
+   * The upstream finding (rigs/mapreduce/UPSTREAM.md): in the order Netty 4 runs them on a real
+   * shuffle server, the written region is released (deallocate closes its file) before the write's
+   * listener calls transferSuccessful(), whose advice then finds the descriptor closed and gives
+   * none: stock 3.4.2 advises nothing for outputs sent whole.
    */
   @Test
   public void stockAdvisesNothingWhenTheRegionIsReleasedBeforeItsListenerRunsAsNetty4Does()
