@@ -2,6 +2,7 @@ package tunelab.rigs.calibration;
 
 import java.util.concurrent.atomic.AtomicLongArray;
 import tunelab.rigs.matrix.DriverArgs;
+import tunelab.rigs.matrix.JsonLine;
 
 /**
  * The calibration workload: a CPU-bound integer loop and a memory-copy loop in named worker
@@ -82,14 +83,12 @@ public final class Calibration {
       // end
       // (50 ms of slack for the sleep's wake-up latency).
       String phase = now <= warmupEnd + 50_000_000L ? "warmup" : "measure";
-      System.out.printf(
-          java.util.Locale.ROOT,
-          "{\"t\": %.3f, \"phase\": \"%s\", \"metric\": \"%s\", \"value\": %.3f}%n",
-          (now - start) / 1e9,
-          phase,
-          metric,
-          rate);
-      System.out.flush();
+      JsonLine.object()
+          .put("t", Math.round((now - start) / 1e6) / 1e3)
+          .put("phase", phase)
+          .put("metric", metric)
+          .put("value", Math.round(rate * 1e3) / 1e3)
+          .print();
       last = now;
       lastTotal = total;
     }

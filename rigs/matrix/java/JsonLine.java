@@ -13,6 +13,11 @@ public final class JsonLine {
 
   private JsonLine() {}
 
+  /** A line with no "event" key: a sample a rig's parser reads by its own keys. */
+  public static JsonLine object() {
+    return new JsonLine();
+  }
+
   /** A line whose first key is "event". */
   public static JsonLine event(String name) {
     return new JsonLine().put("event", name);
