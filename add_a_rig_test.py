@@ -50,8 +50,7 @@ def rig_layout_problems(tree):
             problems.append(f"rigs/{rig}: README.md's \"The rigs\" does not link rigs/{rig}/README.md (step 1)")
         if rig not in calls:
             problems.append(f"rigs/{rig}: no rig_matrix(rig = \"//rigs/{rig}:rig\", ...) in rigs/BUILD.bazel (step 3)")
-        if not re.search(rf"^\s+rigs\.{rig}$", linter, re.M):
-            problems.append(f"rigs/{rig}: .importlinter does not name rigs.{rig} (step 4)")
+        problems += linter_problems(linter, rig)
         for workload in sorted(w or "" for w in calls.get(rig, ())):
             if not workload:
                 problems.append(f"rigs/{rig}: its rig_matrix names no workload = \"//workloads/NAME\" (step 3)")
@@ -107,6 +106,28 @@ def registration_problems(tree, rig, matrices, build):
     return problems
 
 
+def linter_problems(text, rig):
+    """Both import-linter contracts that name every rig must name this one (issue 81: a seventh rig named in
+    one was checked by neither "Add a rig" nor this test in the other): the host imports no rig
+    ([importlinter:contract:host] forbidden_modules rigs.RIG) and the rig's code sees only the contract
+    ([importlinter:contract:rigs_see_the_contract] source_modules rigs.RIG.rig)."""
+    import configparser
+    config = configparser.ConfigParser()
+    try:
+        config.read_string(text)
+    except configparser.Error as e:
+        return [f".importlinter does not parse ({e}) (step 4)"]
+
+    def names(section, key):
+        return config.get(section, key, fallback="").split() if config.has_section(section) else []
+    problems = []
+    if f"rigs.{rig}" not in names("importlinter:contract:host", "forbidden_modules"):
+        problems.append(f"rigs/{rig}: .importlinter's host contract does not forbid rigs.{rig} (step 4)")
+    if f"rigs.{rig}.rig" not in names("importlinter:contract:rigs_see_the_contract", "source_modules"):
+        problems.append(f"rigs/{rig}: .importlinter's rigs_see_the_contract does not name rigs.{rig}.rig (step 4)")
+    return problems
+
+
 class AddARigTest(unittest.TestCase):
     def test_every_rig_is_two_folders_and_one_line(self):
         # README "Add a rig": each rig's two folders, its rig_matrix line and the two lists a test can check.
@@ -126,7 +147,8 @@ class AddARigTest(unittest.TestCase):
             "README.md": f"| sixth | [rigs/{r}/README.md](rigs/{r}/README.md) |\n",
             "rigs/BUILD.bazel": f'rig_matrix(\n    name = "{r}_matrix",\n    rig = "//rigs/{r}:rig",\n'
                                 f'    workload = "//workloads/{r}",\n)\n',
-            ".importlinter": f"forbidden_modules =\n    rigs.{r}\n",
+            ".importlinter": (f"[importlinter:contract:host]\nforbidden_modules =\n    rigs.{r}\n\n"
+                              f"[importlinter:contract:rigs_see_the_contract]\nsource_modules =\n    rigs.{r}.rig\n"),
             f"workloads/{r}/workload.toml": "", f"workloads/{r}/gate.toml": "",
             f"workloads/{r}/BUILD.bazel": 'load("//workloads:defs.bzl", "workload_definition")\n\n'
                                           'workload_definition(name = "definition")\n',
@@ -138,11 +160,15 @@ class AddARigTest(unittest.TestCase):
                f"rigs/{r}/matrix.toml": "rig.toml names profile 'nightly', which its matrix.toml lacks (step 1)",
                f"rigs/{r}/README.md": f"rigs/{r}: no README.md (its page: what it measures, its profiles; step 1)",
                "README.md": f"rigs/{r}: README.md's \"The rigs\" does not link rigs/{r}/README.md (step 1)",
-               ".importlinter": f".importlinter does not name rigs.{r} (step 4)",
+               ".importlinter": f"rigs/{r}: .importlinter's host contract does not forbid rigs.{r} (step 4)",
                f"workloads/{r}/workload.toml": f"workloads/{r}: no workload.toml (step 2)",
                f"workloads/{r}/gate.toml": f"workloads/{r}: no gate.toml (step 2)",
                f"workloads/{r}/BUILD.bazel": f"workloads/{r}: its BUILD.bazel has no workload_definition() (step 2)",
                "workloads/BUILD.bazel": f"workloads/{r}: not in workloads/BUILD.bazel's gate_files (step 4)"}
+        # Named in one contract only: the other says so.
+        one = "[importlinter:contract:host]\nforbidden_modules =\n    rigs.{r}\n".format(r=r)
+        self.assertEqual(linter_problems(one, r), [
+            f"rigs/{r}: .importlinter's rigs_see_the_contract does not name rigs.{r}.rig (step 4)"])
         wrong = {  # rig.toml's text -> what the check says
             registration.replace(f"{r}_matrix", "seventh_matrix"):
                 'rig.toml\'s matrix = "seventh_matrix" is not a rig_matrix of this rig in rigs/BUILD.bazel (step 1)',
