@@ -181,6 +181,7 @@ def rig_matrix(
         main = "//rigs/matrix:rig_matrix_test.py",
         args = ["--mode=dry-run", "--"] + args,
         data = data,
+        tags = ["e2e"],  # the runner planning every profile, a JVM start each: not in the quick tier
         deps = test_deps,
     )
 

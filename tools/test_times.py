@@ -4,8 +4,8 @@ slowest first, and the sum per tier.
     bazel run //tools:test_times [-- TESTLOGS]        (default: this workspace's bazel-testlogs)
     python3 tools/test_times.py TESTLOGS [--bazel ./bazelw]   (.ci/run and the clean room: no build needed)
 
-A test's tier is read from its tags: `quick` is what `--config=quick` runs (no `integration`, `exclusive`,
-`server`, `needs-*` tag), `integration` the rest of `bazel test //...`. Sizes and tags come from `bazel query`
+A test's tier is read from its tags: `quick` is what `--config=quick` runs (no `integration`, `e2e`,
+`exclusive`, `server`, `needs-*` tag), `integration` the rest of `bazel test //...`. Sizes and tags come from `bazel query`
 (a "?" when it cannot answer). Beside a test whose wall time does not fit its size, the size that does: the
 smallest whose timeout covers it (small 60 s, medium 300 s, large 900 s), as Bazel's "size too big/small"
 warning asks.
@@ -23,7 +23,7 @@ import xml.etree.ElementTree as ET
 
 MAX_XML_BYTES = 64 << 20
 SIZES = {"small": 60, "medium": 300, "large": 900, "enormous": 3600}  # Bazel's default timeouts, seconds
-HEAVY_TAGS = ("integration", "exclusive", "server", "needs-podman", "needs-dockerd", "needs-cleanroom")
+HEAVY_TAGS = ("integration", "e2e", "exclusive", "server", "needs-podman", "needs-dockerd", "needs-cleanroom")
 
 
 def label_of(xml_path, testlogs):
