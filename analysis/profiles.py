@@ -51,6 +51,11 @@ class ProfileError(ValueError):
     pass
 
 
+class ProfileTooCostly(ProfileError):
+    """A stored profile over what a profile may hold (frames, stacks, a frame's length): not a profile tunelab
+    wrote. Never left out quietly: its set is not rendered, with this reason (issue 78)."""
+
+
 def parse_collapsed(text, name="profile"):
     """{stack (tuple of frames, root first): samples}; ProfileError naming the first line that is not one, or
     the bound a profile passes (frames in a stack, a frame's length, distinct stacks, frames in all): the cost
@@ -66,17 +71,17 @@ def parse_collapsed(text, name="profile"):
         depth = stack.count(";") + 1
         total_frames += depth
         if depth > MAX_STACK_FRAMES:
-            raise ProfileError(f"{name}:{number}: a stack of {depth} frames, over the {MAX_STACK_FRAMES} a profile "
+            raise ProfileTooCostly(f"{name}:{number}: a stack of {depth} frames, over the {MAX_STACK_FRAMES} a profile "
                                "may hold: not read")
         if total_frames > MAX_TOTAL_FRAMES:
-            raise ProfileError(f"{name}: over {MAX_TOTAL_FRAMES} frames in all: not read")
+            raise ProfileTooCostly(f"{name}: over {MAX_TOTAL_FRAMES} frames in all: not read")
         parts = stack.split(";")
         if max(map(len, parts)) > MAX_FRAME_CHARS:
-            raise ProfileError(f"{name}:{number}: a frame name over {MAX_FRAME_CHARS} characters: not read")
+            raise ProfileTooCostly(f"{name}:{number}: a frame name over {MAX_FRAME_CHARS} characters: not read")
         frames = tuple(HIDDEN_CLASS.sub(r"\1", FRAME_KIND.sub("", f)) for f in parts)
         stacks[frames] = stacks.get(frames, 0) + int(count)
         if len(stacks) > MAX_STACKS:
-            raise ProfileError(f"{name}: over {MAX_STACKS} distinct stacks: not read")
+            raise ProfileTooCostly(f"{name}: over {MAX_STACKS} distinct stacks: not read")
     return stacks
 
 
@@ -277,6 +282,8 @@ def profiles_of(run_dir, docs, event):
             if safeio.sha256_of(path) != stored["sha256"]:
                 raise ProfileError(f"{stored['file']}: its sha256 is not the one its result records")
             runs.append(read_collapsed(path))
+        except ProfileTooCostly:
+            raise
         except (ProfileError, OSError) as e:
             missing.append(f"{where}: {e}")
     return runs, missing

@@ -305,6 +305,8 @@ def event_blocks(result_set, event, out_stem):
     blocks = []
     try:
         found = profiles.comparisons(result_set, event)
+    except profiles.ProfileTooCostly:
+        raise  # not a profile tunelab wrote: the set is not rendered, with the reason (issue 78)
     except profiles.ProfileError as e:
         return [render.Heading("Profiles"), render.Para(f"The profiles could not be compared: {e}")]
     for index, c in enumerate(found):
