@@ -133,5 +133,33 @@ class Parsing(unittest.TestCase):
                 profiles.read_collapsed(path)
 
 
+class CostBoundTest(unittest.TestCase):
+    """Issue 78, row 4: a stored profile over what a profile may hold is not left out quietly: its reader
+    raises ProfileTooCostly, which fails the set's report (the site lists it not published); a profile that is
+    merely unreadable is still left out with its reason."""
+
+    def test_a_costly_profile_fails_and_a_broken_one_is_left_out(self):
+        import gzip
+        import hashlib
+        import tempfile
+        run = tempfile.mkdtemp(dir=os.environ.get("TEST_TMPDIR"))
+        os.makedirs(os.path.join(run, "profiles"))
+
+        def stored(name, data):
+            with open(os.path.join(run, "profiles", name), "wb") as f:
+                f.write(data)
+            return {"file": f"profiles/{name}", "sha256": hashlib.sha256(data).hexdigest()}
+
+        deep = stored("deep.gz", gzip.compress(("a;" * (profiles.MAX_STACK_FRAMES + 1) + "leaf 1\n").encode()))
+        broken = stored("broken.gz", b"not gzip")
+        doc = lambda rep, block: {"cell": {"id": "c", "repetition": rep}, "status": "ok",  # noqa: E731
+                                  "profile": {"events": ["cpu"], "collapsed": {"cpu": block}}}
+        runs, missing = profiles.profiles_of(run, [doc(0, broken)], "cpu")
+        self.assertEqual(runs, [])
+        self.assertIn("not a complete gzip file", missing[0])
+        with self.assertRaisesRegex(profiles.ProfileTooCostly, "a stack of 4098 frames, over the 4096"):
+            profiles.profiles_of(run, [doc(0, broken), doc(1, deep)], "cpu")
+
+
 if __name__ == "__main__":
     unittest.main()
