@@ -303,7 +303,7 @@ for step in "${steps[@]}"; do
       run_step test ./bazelw test //... --config=ci "--test_tag_filters=$(IFS=,; echo "${filters[*]}")"
       testlogs=$(./bazelw info bazel-testlogs 2>/dev/null)
       if [[ -n "$testlogs" ]]; then
-        printf '\ncleanroom: where the tests' time went (tools/test_times.py):\n'
+        printf '\ncleanroom: where the time of the tests went (tools/test_times.py):\n'
         python3 tools/test_times.py "$testlogs" --bazel ./bazelw || true
         echo "cleanroom: the room's tests: $(python3 .ci/test_totals.py "$testlogs")"
       fi
