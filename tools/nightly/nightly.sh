@@ -88,6 +88,18 @@ accepted=$(git rev-parse --verify "$accepted^{commit}") || { echo "error: unknow
 echo "== candidate: this checkout ($head$([[ -n "$(git status --porcelain --untracked-files=no)" ]] && echo ', with uncommitted changes'))"
 echo "== accepted:  $accepted"
 
+# The accepted revision's worktree, kept from an earlier night, is built in (its BUILD files and .bazelrc run):
+# only one this checkout's git made at that commit, unchanged (issue 78: a stored folder is data, never code).
+worktree="$nightly_root/worktrees/$accepted"
+if [[ -z "$prebuilt" && -e "$worktree" ]]; then
+  real=$(cd "$worktree" 2>/dev/null && pwd -P) || real=""
+  made_at=$(git worktree list --porcelain | awk -v p="$real" '$1 == "worktree" {w = substr($0, 10)} $1 == "HEAD" && w == p {print $2}')
+  if [[ -L "$worktree" || -z "$real" || "$made_at" != "$accepted" ]] || [[ -n "$(git -C "$worktree" status --porcelain --untracked-files=all 2>/dev/null)" ]]; then
+    echo "error: $worktree is not a worktree this checkout's git made at $accepted, unchanged: refused, never built in (remove it; the nightly makes it again)" >&2
+    exit 2
+  fi
+fi
+
 # The nightly's rigs as their rig.toml files declare them: MATRIX PROFILE fixed|sequential, one per line.
 registered=$(python3 -m rigs.registry --nightly) || { echo "error: the rigs' registry cannot be read (above)" >&2; exit 2; }
 declare -A nightly_profile nightly_design
@@ -106,7 +118,6 @@ for matrix in "${matrices[@]}"; do
   fi
 done
 
-worktree="$nightly_root/worktrees/$accepted"
 if [[ -z "$prebuilt" && ! -d "$worktree" ]]; then
   git worktree add --detach "$worktree" "$accepted" >/dev/null || { echo "error: git worktree add failed" >&2; exit 2; }
 fi
