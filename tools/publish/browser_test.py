@@ -8,7 +8,6 @@ must stay free of errors. A screenshot of the index is left in the test's undecl
 
 import functools
 import html
-import html.parser
 import http.server
 import io
 import os
@@ -28,6 +27,7 @@ from selenium.webdriver.common.by import By
 
 from analysis import sensitivity_figures
 from tools.publish import publish
+from tools.publish.site_links import links_of
 from tools.publish import studies as studies_toml
 
 RESULTS = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "results")
@@ -38,24 +38,6 @@ MONITORED_SET = "yarn-failover-profile-overhead-20261129-2vcpu"  # its results k
 _GIVEN = dict(a[2:].split("=", 1) for a in sys.argv[1:] if a.startswith("--java=") or a.startswith("--converter="))
 FLAME_TOOLS = (os.path.abspath(_GIVEN["java"]), os.path.abspath(_GIVEN["converter"])) if len(_GIVEN) == 2 else None
 del sys.argv[1:]
-
-
-class Links(html.parser.HTMLParser):
-    def __init__(self):
-        super().__init__()
-        self.targets = []
-
-    def handle_starttag(self, tag, attrs):
-        for name, value in attrs:
-            if name in ("href", "src") and value is not None:
-                self.targets.append(value)
-
-
-def links_of(path):
-    parser = Links()
-    with open(path) as f:
-        parser.feed(f.read())
-    return parser.targets
 
 
 class RecordingHandler(http.server.SimpleHTTPRequestHandler):

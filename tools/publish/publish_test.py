@@ -4,7 +4,6 @@ committed set, its links and its pages in a browser: //tools/publish:browser_tes
 builds that site once for both, issue 80)."""
 
 import hashlib
-import html.parser
 import io
 import os
 import shutil
@@ -18,29 +17,12 @@ from rich.console import Console
 from analysis import resultsets
 from analysis.testsets import write_set
 from tools.publish import publish
+from tools.publish.site_links import links_of
 
 RESULTS = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "results")
 BUILT_AT = "2026-11-24T00:00:00Z"
 MONITORED_RUN = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "analysis", "testdata", "monitored_run",
                              "vm-0035969e", "20261129T072540Z-7aef")
-
-
-class Links(html.parser.HTMLParser):
-    def __init__(self):
-        super().__init__()
-        self.targets = []
-
-    def handle_starttag(self, tag, attrs):
-        for name, value in attrs:
-            if name in ("href", "src") and value is not None:
-                self.targets.append(value)
-
-
-def links_of(path):
-    parser = Links()
-    with open(path) as f:
-        parser.feed(f.read())
-    return parser.targets
 
 
 def tree_digest(root):

@@ -31,13 +31,9 @@ public class ShuffleFadviseTest {
 
   @Test
   public void stockAdvisesDontneedOncePerWholeFetchAndNeverOnADroppedOne() throws Exception {
-    File dir =
-        Files.createTempDirectory(new File(System.getenv("TEST_TMPDIR")).toPath(), "nm").toFile();
-    File mapOutput = new File(dir, "file.out");
-    Files.write(mapOutput.toPath(), new byte[BYTES]);
     FadviseCounterTest.RecordingLibC libc = new FadviseCounterTest.RecordingLibC();
     FadviseCounter counter = FadviseCounter.install(libc);
-    counter.addNode(dir.getPath(), "nm-0");
+    File mapOutput = mapOutputOfNode(counter, "nm-0");
     for (int fetch = 0; fetch < 3; fetch++) { // three reducers fetch it whole
       FadvisedFileRegion region = region(mapOutput);
       assertEquals(BYTES, send(region, BYTES));
@@ -63,13 +59,9 @@ public class ShuffleFadviseTest {
   @Test
   public void stockAdvisesNothingWhenTheRegionIsReleasedBeforeItsListenerRunsAsNetty4Does()
       throws Exception {
-    File dir =
-        Files.createTempDirectory(new File(System.getenv("TEST_TMPDIR")).toPath(), "nm").toFile();
-    File mapOutput = new File(dir, "file.out");
-    Files.write(mapOutput.toPath(), new byte[BYTES]);
     FadviseCounterTest.RecordingLibC libc = new FadviseCounterTest.RecordingLibC();
     FadviseCounter counter = FadviseCounter.install(libc);
-    counter.addNode(dir.getPath(), "nm-0");
+    File mapOutput = mapOutputOfNode(counter, "nm-0");
     for (int fetch = 0; fetch < 3; fetch++) { // three reducers fetch it whole
       FadvisedFileRegion region = region(mapOutput);
       assertEquals(BYTES, send(region, BYTES));
@@ -78,6 +70,16 @@ public class ShuffleFadviseTest {
     }
     assertEquals("{}", counter.snapshot().toString());
     assertEquals(0, libc.calls.size());
+  }
+
+  /** A map output of BYTES in a node's own folder, the node known to the counter. */
+  private static File mapOutputOfNode(FadviseCounter counter, String node) throws Exception {
+    File dir =
+        Files.createTempDirectory(new File(System.getenv("TEST_TMPDIR")).toPath(), "nm").toFile();
+    File mapOutput = new File(dir, "file.out");
+    Files.write(mapOutput.toPath(), new byte[BYTES]);
+    counter.addNode(dir.getPath(), node);
+    return mapOutput;
   }
 
   private static FadvisedFileRegion region(File f) throws Exception {
