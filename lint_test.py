@@ -504,12 +504,12 @@ class LintTest(unittest.TestCase):
     def test_the_registry_rule_knows_a_host_by_its_hash(self):
         import hashlib
         import unittest.mock
-        self.assertFalse(registry_host("example.org"))
-        planted = hashlib.sha256(b"registry.example.invalid").hexdigest()[:16]
+        self.assertFalse(registry_host("example.invalid"))
+        planted = hashlib.sha256(b"pkgs.example.invalid").hexdigest()[:16]
         with unittest.mock.patch.dict(globals(), REGISTRY_HOST_SHA256=REGISTRY_HOST_SHA256 | {planted}):
-            self.assertTrue(registry_host("Registry.Example.INVALID"))
-            self.assertEqual(HOST_NAME.findall("see https://registry.example.invalid/simple/ now"),
-                             ["registry.example.invalid"])
+            self.assertTrue(registry_host("Pkgs.Example.INVALID"))
+            self.assertEqual(HOST_NAME.findall("see https://pkgs.example.invalid/x/ now"),
+                             ["pkgs.example.invalid"])
 
     def test_every_flag_taking_a_path_a_url_or_a_folder_is_named_in_security_md(self):
         # Issue 78: an input surface is written down with its reader and its test (SECURITY.md) before it ships.

@@ -15,7 +15,7 @@ import zipfile
 from tools.maven import server_url
 
 SETTINGS = """<?xml version="1.0" encoding="UTF-8"?>
-<settings xmlns="http://maven.apache.org/SETTINGS/1.2.0">
+<settings>
   <mirrors>
     <mirror><id>blocker</id><mirrorOf>external:http:*</mirrorOf><url>http://0.0.0.0/</url><blocked>true</blocked></mirror>
     <mirror><id>other</id><mirrorOf>snapshots</mirrorOf><url>https://other.invalid/m2</url></mirror>
