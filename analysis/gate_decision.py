@@ -12,8 +12,12 @@ the rig's committed A/A rounds at this comparison's rounds and policy (analysis/
 analysis/gate_power.py), and what this run could see, the same search on normal rounds with the run's own sd.
 A PASS whose run could see less than max(asked, D) by more than NOISE_MARGIN is INCONCLUSIVE: the night was
 too noisy to promise what a calm one does. A sequential run (analysis/sequential.py) is read at the rounds it
-stopped at, and its stops are replayed from the results (a claim, never trusted). Input that cannot be gated
-raises GateError.
+stopped at, and its stops are replayed from the results (a claim, never trusted). A gated run (the nightlies':
+stop = "gated") stopped by this very rule: the check is the rule at the look it stopped at, on that look's
+rounds and at that look's share of the error, so the runner's stop and the verdict are one decision; its
+noise shows as rounds added and, past the budget, as INCONCLUSIVE (no noise margin on top: a PASS there
+already rules out the asked effect with the error held over every look). Input that cannot be gated raises
+GateError.
 """
 
 import collections
@@ -57,6 +61,12 @@ class Check:
     tonight: gate_power.Power = None  # this run's own D at `design`
     state: str = INCONCLUSIVE
     reasons: list = dataclasses.field(default_factory=list)  # why INCONCLUSIVE (or what a PASS did not say)
+    alpha: float = stats.GATE_ALPHA  # each side of the interval: a gated run's look has its share
+    measuring_s: float = math.nan  # a gated run: the launches' durations up to the look it stopped at
+
+    @property
+    def gated(self):
+        return self.stop is not None and self.design is not None and self.design.gated
 
     @property
     def stated_d(self):
@@ -91,7 +101,7 @@ class Check:
         if self.evidence is None:
             return math.nan, math.nan
         return tuple(gate_power.to_fraction(b, self.direction) if math.isfinite(b) else math.nan
-                     for b in self.evidence.bounds())
+                     for b in self.evidence.bounds(self.alpha))
 
     @property
     def regressed(self):
@@ -115,12 +125,15 @@ class Check:
             self.reasons.append(f"{ev.n} round(s) {'paired' if ev.paired else 'a side'}: the rule needs "
                                 f"{stats.MIN_RUNS}")
             return self
-        code = int(gate_power.decide(ev.estimate, ev.se, ev.df, gate_power.to_log(self.min_effect, self.direction)))
+        code = int(gate_power.decide(ev.estimate, ev.se, ev.df, gate_power.to_log(self.min_effect, self.direction),
+                                     self.alpha))
         self.state = gate_power.STATES[code]
         if self.state == INCONCLUSIVE:
             low, high = self.worse_by_interval
             self.reasons.append(f"the interval ({_pct(low)}..{_pct(high)} worse) neither rules out "
                                 f"{self.min_effect:.1%} nor shows a regression")
+        if self.gated:
+            return self  # the runner stopped by this rule: its rounds and budget are the night's noise
         seen = self.tonight_d
         if self.state == PASS and seen is not None and seen > self.can_see * (1 + NOISE_MARGIN):
             self.state = INCONCLUSIVE
@@ -140,7 +153,16 @@ class Check:
             verdict += ": " + "; ".join(self.reasons)
         if self.stop is None:
             return verdict
+        if self.gated:
+            return f"{verdict} ({self.took()})"
         return f"{verdict} ({self.stop.reason()})"
+
+    def took(self):
+        """A gated check's rounds, measuring minutes and why it stopped: "5 rounds, 1.2 min: decided"."""
+        why = {"decided": "decided", sequential.BUDGET: "the time budget ended it", "max": "max rounds reached",
+               "open": "the run ended before a decision"}[self.stop.why]
+        spent = f", {self.measuring_s / 60:.1f} min" if math.isfinite(self.measuring_s) else ""
+        return f"{self.stop.rounds} rounds{spent}: {why}"
 
 
 def _pct(x):
@@ -278,14 +300,7 @@ def gate(baseline, candidate, min_effect, min_runs=3, overrides=None, same_run=F
             f"{c.cell} {c.metric}: asked {stats.fmt_effect(c.min_effect)} worse, catches >= {_pct(c.stated_d)} at "
             f"{c.design.describe()} (set {c.figure.set_name})" for c in blind) + ". Quiet the rig (README: "
             "Sensitivity), run more rounds, or raise the minimum effect in the workload's gate.toml")
-    cells = collections.Counter(cand_docs[0]["cell"]["id"] for _, _, cand_docs in replay)
-    for check, base_docs, cand_docs in replay:
-        # Judged at an effect over 100 % (a tail latency): the looks classify against just under it.
-        asked = design.run_min_effect(cand_docs, check.metric, check.min_effect)
-        check.stop = design.stopped_at(base_docs, cand_docs, check.metric, min(asked, 0.999), len(replay))
-        problem = design.disagreement(cand_docs, check.metric, check.stop, cells[cand_docs[0]["cell"]["id"]] > 1)
-        if problem:
-            raise GateError(f"unusable sequential run: {problem}")
+    _replay_stops(design, replay)
     for check in checks:
         check.decide()
     return checks
@@ -320,8 +335,42 @@ def _design_of(check, run_design, asked):
     it measured."""
     if run_design is not None and check.metric in run_design.metrics:
         return gate_power.Design(run_design.max_rounds, run_design.min_rounds, min(asked, 0.999),
-                                 max(run_design.family, 1))
+                                 max(run_design.family, 1), run_design.rule)
     return gate_power.Design(max(check.evidence.n, stats.MIN_RUNS))
+
+
+def _replay_stops(design, replay):
+    """Sets each replayed check's stop (the look its run stopped it at, replayed from the results: a claim the
+    run makes, never trusted) and, under the gated rule, reads the check at that look."""
+    cells = collections.Counter(cand_docs[0]["cell"]["id"] for _, _, cand_docs in replay)
+    for check, base_docs, cand_docs in replay:
+        # Judged at an effect over 100 % (a tail latency): the looks classify against just under it.
+        asked = design.run_min_effect(cand_docs, check.metric, check.min_effect)
+        try:
+            check.stop = design.stopped_at(base_docs, cand_docs, check.metric, min(asked, 0.999), len(replay),
+                                           check.direction)
+        except ValueError as e:
+            raise GateError(f"unusable sequential run: {e}") from None
+        problem = design.disagreement(cand_docs, check.metric, check.stop, cells[cand_docs[0]["cell"]["id"]] > 1)
+        if problem:
+            raise GateError(f"unusable sequential run: {problem}")
+        if design.gated:
+            _read_at_look(check, base_docs, cand_docs, max(design.family, len(replay)))
+
+
+def _read_at_look(check, base_docs, cand_docs, comparisons):
+    """A gated run's check read as the runner's look read it: the rounds before the look it stopped at, that
+    look's share of the error (analysis/sequential.gate_levels), and the launches' time up to it."""
+    look = check.stop
+    base = {r: v for r, v in sequential._medians_by_round(base_docs, check.metric).items() if r < look.rounds}
+    cand = {r: v for r, v in sequential._medians_by_round(cand_docs, check.metric).items() if r < look.rounds}
+    check.evidence = stats.paired_evidence(base, cand, check.direction)
+    if look.pairs >= sequential.MIN_ROUNDS:
+        levels = sequential.gate_levels(check.design.min_rounds, check.design.rounds, comparisons)
+        check.alpha = levels[min(look.pairs, check.design.rounds)]
+    durations = [d.get("duration_s") for d in base_docs + cand_docs if d["cell"]["repetition"] < look.rounds]
+    if durations and all(isinstance(v, (int, float)) and math.isfinite(v) and v >= 0 for v in durations):
+        check.measuring_s = float(sum(durations))
 
 
 def _sensitivity(check, figure, doc, draws):

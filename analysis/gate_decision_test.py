@@ -5,7 +5,7 @@ are //tools:gate_test's; what the rule can see is //tools:gate_power_test's."""
 import types
 import unittest
 
-from analysis import gate_decision, stats
+from analysis import gate_decision, gate_power, sequential, stats
 
 BASE = {r: 1000.0 for r in range(8)}
 WOBBLE = [1.0, 1.004, 0.996, 1.002, 0.998, 1.003, 0.997, 1.0]  # +-0.4 % between rounds: a quiet night
@@ -23,6 +23,36 @@ def check(candidate, min_effect=0.05, tonight_d=None, direction="higher_is_bette
 
 def shifted(fraction, wobble=WOBBLE):
     return {r: 1000.0 * (1 + fraction) * w for r, w in enumerate(wobble)}
+
+
+class GatedCheck(unittest.TestCase):
+    """A gated run's check (issue 79) is the rule at the look the runner stopped at: no noise margin on top,
+    and its verdict says its rounds, measuring minutes and why it stopped."""
+
+    def gated(self, candidate, look, tonight_d=None):
+        c = check(candidate, tonight_d=tonight_d)
+        c.design = gate_power.Design(30, 3, 0.05, 1, sequential.GATED_RULE)
+        c.stop, c.measuring_s = look, 150.0
+        c.alpha = sequential.gate_levels(3, 30)[min(look.pairs, 30)]
+        return c.decide()
+
+    def test_a_pass_says_rounds_minutes_and_why(self):
+        look = sequential.Look(sequential.PASS, 8, 8, 1.0, 0.99, 1.01, 0.002, True)
+        c = self.gated(shifted(0.0), look, tonight_d=0.30)  # a noisy night's D does not undo the rule's PASS
+        self.assertEqual(c.state, gate_decision.PASS)
+        self.assertEqual(c.status, "pass (8 rounds, 2.5 min: decided)")
+
+    def test_a_budget_stop_says_so(self):
+        noisy = [1.0, 1.15, 0.85, 1.1, 0.9, 1.12, 0.88, 1.0]
+        look = sequential.Look(sequential.INCONCLUSIVE, 8, 8, 1.0, 0.9, 1.1, 0.002, True, sequential.BUDGET)
+        c = self.gated(shifted(0.0, noisy), look)
+        self.assertEqual(c.state, gate_decision.INCONCLUSIVE)
+        self.assertTrue(c.status.endswith("(8 rounds, 2.5 min: the time budget ended it)"), c.status)
+
+    def test_the_looks_share_of_the_error_widens_the_interval(self):
+        look = sequential.Look(sequential.PASS, 8, 8, 1.0, 0.99, 1.01, 0.002, True)
+        fixed, gated = check(shifted(0.0)), self.gated(shifted(0.0), look)
+        self.assertGreater(gated.worse_by_interval[1], fixed.worse_by_interval[1])
 
 
 class CheckDecides(unittest.TestCase):

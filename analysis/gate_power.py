@@ -27,7 +27,7 @@ POWER = 0.95
 DRAWS = 2000
 SEED = 20261128
 MAX_SHIFT = 5.0  # a log ratio (x 148): a metric whose D is beyond it cannot see any regression
-PASS, REGRESSED, INCONCLUSIVE = 0, 1, 2
+PASS, REGRESSED, INCONCLUSIVE = stats.PASS_CODE, stats.REGRESSED_CODE, stats.INCONCLUSIVE_CODE
 STATES = {PASS: "PASS", REGRESSED: "REGRESSED", INCONCLUSIVE: "INCONCLUSIVE"}
 RULE = "paired-t-1%-a-side-three-way"  # what sensitivity.json says it was computed for (schema_version 2)
 # How the figures' noise is drawn (sensitivity.json's "resampling"): i.i.d. from the centred rounds with the
@@ -36,19 +36,9 @@ RESAMPLING = "iid-centred-corrected"
 
 
 def decide(estimate, se, df, margin, alpha=stats.GATE_ALPHA):
-    """The gate's rule (analysis/stats.py) on arrays: PASS, REGRESSED or INCONCLUSIVE per element.
-    estimate, se: the mean worse-oriented log ratio and its standard error; df its degrees of freedom (< 1:
-    too few rounds, INCONCLUSIVE); margin: the effect judged at, a log ratio."""
-    estimate, se, df, margin = np.broadcast_arrays(*(np.asarray(x, dtype=float) for x in (estimate, se, df, margin)))
-    with np.errstate(invalid="ignore"):
-        t = np.where(df >= 1, sps.t.ppf(1 - alpha, np.maximum(df, 1)), np.nan)
-        half = np.where(se > 0, t * se, np.where(df >= 1, 0.0, np.nan))
-        low, high = estimate - half, estimate + half
-        codes = np.full(estimate.shape, INCONCLUSIVE)
-        codes[high < margin] = PASS
-        codes[(low > 0) & (high >= margin)] = REGRESSED
-    codes[~np.isfinite(half) | (df + 1 < stats.MIN_RUNS)] = INCONCLUSIVE
-    return codes
+    """The gate's rule (analysis/stats.three_way, the one the gate and the runner's gated looks apply) on arrays:
+    PASS, REGRESSED or INCONCLUSIVE per element."""
+    return stats.three_way(estimate, se, df, margin, alpha)
 
 
 @dataclasses.dataclass(frozen=True)
@@ -60,12 +50,19 @@ class Design:
     min_rounds: int = 0  # 0: fixed
     stop_effect: float = 0.05
     comparisons: int = 1
+    rule: str = sequential.DECIDED_RULE  # GATED_RULE: looks min_rounds..rounds by the gate's own rule
 
     @property
     def sequential(self):
         return self.min_rounds > 0
 
+    @property
+    def gated(self):
+        return self.sequential and self.rule == sequential.GATED_RULE
+
     def describe(self):
+        if self.gated:
+            return f"{self.min_rounds}..{self.rounds} rounds, gated"
         return f"{self.min_rounds}..{self.rounds} rounds, sequential" if self.sequential else f"{self.rounds} rounds"
 
     def to_json(self):
@@ -94,9 +91,30 @@ def stop_rounds(x, design):
     return stop
 
 
+def gated_states(w, design, margin):
+    """The gated rule (analysis/sequential.gate_look) on each simulated design: w [draws, rounds] worse-oriented
+    log ratios; every design is looked at after each round from min_rounds on and stops at its first PASS or
+    REGRESSED at that look's level; one still INCONCLUSIVE at `rounds` stays so. Returns (codes, stop rounds)."""
+    levels = sequential.gate_levels(design.min_rounds, design.rounds, design.comparisons)
+    draws = w.shape[0]
+    codes = np.full(draws, INCONCLUSIVE)
+    stop = np.full(draws, design.rounds)
+    still = np.ones(draws, bool)
+    for k in range(design.min_rounds, design.rounds + 1):
+        wk = w[:, :k]
+        now = decide(wk.mean(axis=1), wk.std(axis=1, ddof=1) / math.sqrt(k), k - 1, margin, levels[k])
+        final = still & (now != INCONCLUSIVE)
+        codes[final], stop[final] = now[final], k
+        still &= ~final
+    return codes, stop
+
+
 def decide_designs(w, design, margin, direction):
     """The gate's state for each simulated design: w [draws, rounds] worse-oriented log ratios of every round
-    the design could run; the runner's stopping (on raw ratios) picks how many the gate then reads."""
+    the design could run; the runner's stopping (on raw ratios) picks how many the gate then reads, or, under
+    the gated rule, the gate's own looks decide and stop (gated_states)."""
+    if design.gated:
+        return gated_states(w, design, margin)[0]
     raw = w if direction != "higher_is_better" else -w
     stop = stop_rounds(raw, design)
     codes = np.empty(w.shape[0], dtype=int)
@@ -126,14 +144,8 @@ def normal_noise(sd, design, draws=DRAWS, seed=SEED):
     return np.random.default_rng(seed).standard_normal((draws, design.rounds)) * sd
 
 
-def to_log(fraction_worse, direction):
-    """A fraction worse (0.05 = 5 % worse) as the worse-oriented log ratio (inverse of sensitivity.worse_by)."""
-    return -math.log1p(-min(fraction_worse, 1 - 1e-12)) if direction == "higher_is_better" else math.log1p(fraction_worse)
-
-
-def to_fraction(log_worse, direction):
-    """A worse-oriented log ratio as the fraction the metric gets worse by."""
-    return -math.expm1(-log_worse) if direction == "higher_is_better" else math.expm1(log_worse)
+to_log = stats.worse_log  # a fraction worse as the worse-oriented log ratio
+to_fraction = stats.worse_fraction  # and back
 
 
 @dataclasses.dataclass(frozen=True)

@@ -114,5 +114,87 @@ class ErrorRateTest(unittest.TestCase):
         self.assertLessEqual(alarms / 1000, 0.05)
 
 
+class GatedRuleTest(unittest.TestCase):
+    """The nightlies' rule (issue 79): the gate's three-way rule at every look, stopping at PASS or REGRESSED,
+    its error held over all looks; the simulation the gate states D with (gate_power.gated_states) is this very
+    rule, and a budget stop recorded by the runner is replayed as such."""
+
+    def test_a_quiet_a_a_passes_at_its_first_look_and_a_clear_regression_is_named(self):
+        quiet = log_pairs([1.001, 0.999, 1.0005])
+        look = sequential.gate_look(quiet, 3, 0.03, "higher_is_better", 3, 30)
+        self.assertEqual((look.state, look.final, look.why), (sequential.PASS, True, "decided"))
+        self.assertEqual(look.reason(), "decided at round 3: PASS")
+        slower = log_pairs([0.80, 0.81, 0.79, 0.80])  # 20 % fewer ops/s
+        look = sequential.gate_look(slower, 4, 0.03, "higher_is_better", 3, 30)
+        self.assertEqual(look.state, sequential.REGRESSED)
+        # The same ratios for a time (lower is better) are an improvement: a PASS.
+        self.assertEqual(sequential.gate_look(slower, 4, 0.03, "lower_is_better", 3, 30).state, sequential.PASS)
+        # Two-sided level of the look = twice its share a side (gate_levels).
+        self.assertAlmostEqual(look.level, 2 * sequential.gate_levels(3, 30)[4])
+
+    def test_an_open_look_keeps_measuring_until_max(self):
+        noisy = log_pairs([1.08, 0.93, 1.05, 0.96])
+        look = sequential.gate_look(noisy, 4, 0.03, "higher_is_better", 3, 30)
+        self.assertEqual((look.state, look.final, look.why), (sequential.INCONCLUSIVE, False, "open"))
+        self.assertEqual(look.reason(), "inconclusive after 4 rounds")
+        at_max = sequential.gate_look(noisy, 30, 0.03, "higher_is_better", 3, 30)
+        self.assertEqual((at_max.final, at_max.why), (True, "max"))
+
+    def test_each_side_errs_at_most_gate_alpha_over_all_looks(self):
+        from analysis import gate_power, stats
+        rng = np.random.default_rng(11)
+        design = gate_power.Design(20, 3, 0.03, 1, sequential.GATED_RULE)
+        margin = stats.worse_log(0.03, "higher_is_better")
+        w = 0.02 * rng.standard_normal((20000, 20))
+        codes, _ = gate_power.gated_states(w, design, margin)  # no true change: REGRESSED is an error
+        self.assertLessEqual(np.mean(codes == gate_power.REGRESSED), stats.GATE_ALPHA + 0.002)
+        codes, _ = gate_power.gated_states(w + margin, design, margin)  # a true change of the margin: PASS is one
+        self.assertLessEqual(np.mean(codes == gate_power.PASS), stats.GATE_ALPHA + 0.002)
+        # What the levels prevent: the fixed-count rule read at every look errs far more often.
+        naive = np.zeros(len(w), bool)
+        for k in range(3, 21):
+            wk = w[:, :k] + margin
+            naive |= stats.three_way(wk.mean(axis=1), wk.std(axis=1, ddof=1) / math.sqrt(k), k - 1, margin) == 0
+        self.assertGreater(naive.mean(), 3 * stats.GATE_ALPHA)
+
+    def test_the_simulation_and_the_runners_look_are_one_rule(self):
+        from analysis import gate_power, stats
+        rng = np.random.default_rng(3)
+        design = gate_power.Design(12, 3, 0.05, 1, sequential.GATED_RULE)
+        margin = stats.worse_log(0.05, "higher_is_better")
+        w = 0.04 * rng.standard_normal((300, 12)) + 0.03
+        codes, stops = gate_power.gated_states(w, design, margin)
+        names = {gate_power.PASS: sequential.PASS, gate_power.REGRESSED: sequential.REGRESSED,
+                 gate_power.INCONCLUSIVE: sequential.INCONCLUSIVE}
+        for row, code, stop in zip(w, codes, stops):
+            base = {r: 100.0 for r in range(12)}
+            cand = {r: 100.0 * math.exp(-x) for r, x in enumerate(row)}  # worse = fewer ops/s
+            look = sequential.replay(base, cand, 12, 0.05, 3, 12, rule=sequential.GATED_RULE,
+                                     direction="higher_is_better")
+            self.assertEqual((look.state, look.rounds), (names[int(code)], int(stop)))
+
+    def test_a_recorded_budget_stop_is_replayed_and_a_hidden_round_refused(self):
+        docs = lambda cell, values: [{"cell": {"id": cell, "repetition": r}, "status": "ok",  # noqa: E731
+                                      "samples": [{"metric": "rate", "value": v}]} for r, v in enumerate(values)]
+        base, cand = docs("a" * 12, [100, 100, 100, 100]), docs("b" * 12, [108, 93, 105, 96])
+        block = {"rule": "gated", "budget_s": 600, "min": 3, "max": 30, "family": 1, "comparisons": [
+            {"candidate": "b" * 12, "metric": "rate", "min_effect": 0.03,
+             "look": {"rounds": 4, "stopped_by": "budget"}}]}
+        design = sequential.Design.of({"sequential": block})
+        self.assertTrue(design.gated)
+        stop = design.stopped_at(base, cand, "rate", 0.03, 1, "higher_is_better")
+        self.assertEqual((stop.state, stop.final, stop.why), (sequential.INCONCLUSIVE, True, sequential.BUDGET))
+        self.assertEqual(design.disagreement(cand, "rate", stop, False), "")
+        # A run that says PASS at round 3 but stored a 4th round hides what it measured.
+        quiet = docs("b" * 12, [100.1, 99.9, 100.05, 100.0])
+        block["comparisons"][0]["look"] = {"rounds": 3}
+        design = sequential.Design.of({"sequential": block})
+        stop = design.stopped_at(base, quiet, "rate", 0.03, 1, "higher_is_better")
+        self.assertEqual(stop.state, sequential.PASS)
+        self.assertIn("the rounds after it were measured", design.disagreement(quiet, "rate", stop, False))
+        with self.assertRaisesRegex(ValueError, "rule 'bold'"):
+            sequential.Design.of({"sequential": dict(block, rule="bold")})
+
+
 if __name__ == "__main__":
     unittest.main()

@@ -306,6 +306,38 @@ def _usable(value):
         return False
 
 
+PASS_CODE, REGRESSED_CODE, INCONCLUSIVE_CODE = 0, 1, 2
+
+
+def three_way(estimate, se, df, margin, alpha=GATE_ALPHA):
+    """The gate's rule (the module docstring) on arrays: PASS_CODE, REGRESSED_CODE or INCONCLUSIVE_CODE per
+    element. estimate, se: the mean worse-oriented log ratio and its standard error; df its degrees of freedom
+    (< MIN_RUNS - 1: too few rounds, INCONCLUSIVE); margin: the effect judged at, a log ratio; alpha: each side
+    of the interval (GATE_ALPHA at a fixed count; a look's share under analysis/sequential.py's gated design)."""
+    estimate, se, df, margin, alpha = np.broadcast_arrays(
+        *(np.asarray(x, dtype=float) for x in (estimate, se, df, margin, alpha)))
+    with np.errstate(invalid="ignore"):
+        t = np.where(df >= 1, sps.t.ppf(1 - alpha, np.maximum(df, 1)), np.nan)
+        half = np.where(se > 0, t * se, np.where(df >= 1, 0.0, np.nan))
+        low, high = estimate - half, estimate + half
+        codes = np.full(estimate.shape, INCONCLUSIVE_CODE)
+        codes[high < margin] = PASS_CODE
+        codes[(low > 0) & (high >= margin)] = REGRESSED_CODE
+    codes[~np.isfinite(half) | (df + 1 < MIN_RUNS)] = INCONCLUSIVE_CODE
+    return codes
+
+
+def worse_log(fraction_worse, direction):
+    """A fraction worse (0.05 = 5 % worse) as the worse-oriented log ratio the rule reads (inverse of
+    worse_fraction)."""
+    return -math.log1p(-min(fraction_worse, 1 - 1e-12)) if direction == "higher_is_better" else math.log1p(fraction_worse)
+
+
+def worse_fraction(log_worse, direction):
+    """A worse-oriented log ratio as the fraction the metric gets worse by."""
+    return -math.expm1(-log_worse) if direction == "higher_is_better" else math.expm1(log_worse)
+
+
 def orient(log_ratio, direction):
     """A log ratio (candidate / baseline) as "positive is worse" for a metric of `direction`."""
     return -log_ratio if direction == "higher_is_better" else log_ratio

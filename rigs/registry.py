@@ -26,11 +26,11 @@ ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 # Every key a rig.toml may have, with its type; anything else is refused (nothing silently ignored).
 _KEYS = {
     "rig": {"title": str, "matrix": str},
-    "nightly": {"profile": str, "fixed_design": bool},
+    "nightly": {"profile": str, "budget_min": int},
     "sensitivity": {"gated": list, "aa": dict, "slowdown": dict, "nights": dict},
     "reports": {"axis_kinds": dict},
 }
-_REQUIRED = {"rig": ("title", "matrix"), "nightly": ("profile",), "sensitivity": ("gated", "aa")}
+_REQUIRED = {"rig": ("title", "matrix"), "nightly": ("profile", "budget_min"), "sensitivity": ("gated", "aa")}
 _SET_KEYS = {"aa": {"profile", "axis", "set"}, "slowdown": {"profile", "axis", "baseline", "slowed", "set"}}
 
 
@@ -44,7 +44,7 @@ class Registration:
     title: str
     matrix: str                   # the rig_matrix target's name in rigs/BUILD.bazel, e.g. "mr_compare_matrix"
     nightly_profile: str | None   # None: the nightly does not run this rig
-    nightly_fixed_design: bool    # its nightly's rounds are what its MDE needs: NIGHTLY_FIXED leaves them
+    nightly_budget_min: int       # the most measuring minutes a night gives it (its gated profile's budget_s)
     gated: tuple                  # the profiles the sensitivity figures describe (the A/A cell is theirs)
     aa: dict                      # {profile, axis, set}; {} where the rig is not calibrated
     slowdown: dict                # {profile, axis, baseline, slowed, set}; {} where it has no known slowdown
@@ -65,8 +65,10 @@ def _checked(path, doc):
             if kind is None:
                 raise RegistryError(f"{path}: [{table}] {key}: not a key of [{table}] "
                                     f"(keys: {', '.join(_KEYS[table])})")
-            if not isinstance(item, kind) or (kind is str and not item.strip()):
+            if not isinstance(item, kind) or isinstance(item, bool) or (kind is str and not item.strip()):
                 raise RegistryError(f"{path}: [{table}] {key} = {item!r}: expected a non-empty {kind.__name__}")
+            if kind is int and not 1 <= item <= 24 * 60:
+                raise RegistryError(f"{path}: [{table}] {key} = {item!r}: expected minutes from 1 to {24 * 60}")
         for key in _REQUIRED.get(table, ()):
             if key not in value:
                 raise RegistryError(f"{path}: [{table}] has no {key}")
@@ -97,7 +99,7 @@ def read(path):
         raise RegistryError(str(e)) from None
     nightly, sens = doc.get("nightly", {}), doc.get("sensitivity", {})
     return Registration(rig, doc["rig"]["title"], doc["rig"]["matrix"], nightly.get("profile"),
-                        bool(nightly.get("fixed_design", False)), tuple(sens.get("gated", ())),
+                        int(nightly.get("budget_min", 0)), tuple(sens.get("gated", ())),
                         dict(sens.get("aa", {})), dict(sens.get("slowdown", {})),
                         {p: tuple(sets) for p, sets in sens.get("nights", {}).items()},
                         dict(doc.get("reports", {}).get("axis_kinds", {})))
@@ -111,7 +113,7 @@ def load(root=ROOT):
 def main(argv=None):
     parser = argparse.ArgumentParser(prog="python3 -m rigs.registry", description=__doc__.split("\n\n")[0])
     parser.add_argument("--nightly", action="store_true",
-                        help="print the nightly's rigs, one per line: MATRIX PROFILE fixed|sequential "
+                        help="print the nightly's rigs, one per line: MATRIX PROFILE BUDGET_S (its measuring budget) "
                              "(MATRIX without its _matrix suffix, as NIGHTLY_MATRICES names it)")
     parser.add_argument("--root", default=ROOT, help="the tree holding rigs/<rig>/rig.toml (default: %(default)s)")
     args = parser.parse_args(argv)
@@ -124,7 +126,7 @@ def main(argv=None):
         if not args.nightly:
             print(f"{r.rig:<14} {r.label:<28} {r.title}")
         elif r.nightly_profile:
-            print(r.matrix.removesuffix("_matrix"), r.nightly_profile, "fixed" if r.nightly_fixed_design else "sequential")
+            print(r.matrix.removesuffix("_matrix"), r.nightly_profile, 60 * r.nightly_budget_min)
     return 0
 
 

@@ -33,8 +33,8 @@ class TheCheckoutsRegistry(unittest.TestCase):
         with redirect_stdout(out):
             self.assertEqual(registry.main(["--nightly"]), 0)
         lines = out.getvalue().splitlines()
-        self.assertIn("calibration nightly sequential", lines)
-        self.assertIn("mr_compare nightly fixed", lines)
+        self.assertIn("calibration nightly 600", lines)  # budget_min = 10: the seconds nightly.sh passes
+        self.assertIn("mr_compare nightly 2700", lines)
         self.assertNotIn("redis", out.getvalue())  # no [nightly]: not run nightly
         self.assertEqual(len(lines), sum(1 for r in registry.load().values() if r.nightly_profile))
 
@@ -59,8 +59,11 @@ class MalformedRegistrations(unittest.TestCase):
             '[rig]\ntitle = "x"\n': "[rig] has no matrix",
             self.GOOD + 'colour = "red"\n': "[rig] colour: not a key of [rig]",
             self.GOOD + '[nightly]\nprofile = ""\n': "[nightly] profile = '': expected a non-empty str",
-            self.GOOD + '[nightly]\nfixed_design = true\n': "[nightly] has no profile",
-            self.GOOD + '[nightly]\nprofile = "nightly"\nfixed_design = "yes"\n': "fixed_design = 'yes': expected",
+            self.GOOD + '[nightly]\nbudget_min = 10\n': "[nightly] has no profile",
+            self.GOOD + '[nightly]\nprofile = "nightly"\n': "[nightly] has no budget_min",
+            self.GOOD + '[nightly]\nprofile = "nightly"\nbudget_min = "10"\n': "budget_min = '10': expected",
+            self.GOOD + '[nightly]\nprofile = "nightly"\nbudget_min = 0\n': "budget_min = 0: expected minutes",
+            self.GOOD + '[nightly]\nprofile = "nightly"\nbudget_min = true\n': "budget_min = True: expected",
             self.GOOD + '[sensitivity]\ngated = ["nightly"]\naa = { profile = "aa", axis = "arm" }\n':
                 "[sensitivity] aa: expected exactly axis, profile, set",
             self.GOOD + '[sensitivity]\ngated = [1]\naa = { profile = "aa", axis = "arm", set = "s" }\n':

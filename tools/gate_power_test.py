@@ -79,9 +79,11 @@ class GatePowerKnownAnswerTest(unittest.TestCase):
         # The rule this issue replaced: flagged only where the observed change exceeds the margin. On the
         # calibration rig's committed A/A rounds it flags a true shift of the stated D in about half of designs.
         e = next(e for s, r, m, e in committed_entries() if s == "calibration-gate-aa-20261124-2vcpu")
-        d = e["designs"]["nightly"]
-        design = gate_power.Design(5)
-        noise = gate_power.resampled_noise(e["aa_worse_log_ratios"], design, DRAWS, SEED) + d["d_log"]
+        design = gate_power.Design(5)  # the fixed count that rule was judged at, with its own stated D
+        base = gate_power.resampled_noise(e["aa_worse_log_ratios"], design, DRAWS, SEED)
+        d = {"d_log": gate_power.stated_d(base, design, gate_power.to_log(e["asked_min_effect"], e["direction"]),
+                                          e["direction"]).d}
+        noise = base + d["d_log"]
         margin = max(gate_power.to_log(e["asked_min_effect"], e["direction"]), d["d_log"])
         codes = gate_power.decide_designs(noise, design, gate_power.to_log(e["asked_min_effect"], e["direction"]),
                                           e["direction"])

@@ -40,8 +40,8 @@ from scipy import stats as sps
 
 from results import safeio, store
 from rigs import registry
-from analysis import (gate_power, nights, resultsets, sensitivity, sensitivity_figures, sensitivity_sets, stats,
-                      thresholds)
+from analysis import (gate_power, nights, resultsets, sensitivity, sensitivity_figures, sensitivity_sets, sequential,
+                      stats, thresholds)
 
 DRAWS = gate_power.DRAWS
 
@@ -91,12 +91,13 @@ def gated_design(rig, profile, metric, asked, roots=None):
         raise sensitivity.SensitivityError(f"{rig}: the gated profile {profile!r} cannot be read from "
                                            f"{matrix_path} ({e})") from None
     repetitions = policy.get("repetitions", 3)
-    if policy.get("stop", "fixed") == "decided":
+    rule = policy.get("stop", "fixed")
+    if rule in sequential.RULES:
         decide_on = policy.get("decide_on") or []
         if decide_on and metric not in decide_on:
             return gate_power.Design(int(repetitions["min"]))
         return gate_power.Design(int(repetitions["max"]), int(repetitions["min"]), min(asked, 0.999),
-                                 max(1, len(decide_on)))
+                                 max(1, len(decide_on)), rule)
     return gate_power.Design(int(repetitions))
 
 

@@ -48,7 +48,7 @@ class SensitivityToolTest(unittest.TestCase):
         self.assertEqual((e["rounds"], e["slowdown_rounds"]), (12, 12))
         self.assertAlmostEqual(e["slowdown"], -0.2, delta=0.02)
         nightly = e["designs"]["nightly"]  # the calibration rig's gated profile: 3..5 rounds, sequential
-        self.assertEqual(nightly["describe"], "3..5 rounds, sequential")
+        self.assertEqual(nightly["describe"], "3..30 rounds, gated")
         self.assertGreaterEqual(nightly["detection_at_d"], 0.95)
         self.assertLessEqual(nightly["false_alarm_rate"], 0.01)
         self.assertEqual(nightly["slowdown_rates"]["REGRESSED"], 1.0)  # a 20 % slowdown, always flagged
@@ -66,7 +66,7 @@ class SensitivityToolTest(unittest.TestCase):
         self.assertTrue(figure.usable)
         status, out, _ = calibrate("--table")
         self.assertEqual(status, 0)
-        self.assertIn(f"| calibration `cpu_loop_rate` | nightly (3..5 rounds, sequential) | "
+        self.assertIn(f"| calibration `cpu_loop_rate` | nightly (3..30 rounds, gated) | "
                       f"{100 * nightly['d_worse_by']:.1f} % | 3.0 % |", out)
 
     def test_a_planted_link_at_the_figure_is_replaced_never_written_through(self):

@@ -6,9 +6,9 @@
 #   NIGHTLY_MATRICES="calibration yarn_cps"  the matrices (default: every rig whose rigs/<rig>/rig.toml has
 #                                            [nightly], `python3 -m rigs.registry --nightly`); the profile it
 #                                            names has a `revision` axis ["accepted", "candidate"]
-#   NIGHTLY_FIXED=1                          run the fixed 5 rounds instead of stopping once decided (the
-#                                            sequential nightlies; a rig.toml's fixed_design = true keeps its
-#                                            own rounds: namenode's 19, mr_compare's 20)
+#   NIGHTLY_FIXED=1                          run a fixed 5 rounds instead of the gated rounds (the profiles stop
+#                                            at the gate's PASS or REGRESSED and add rounds while it is
+#                                            INCONCLUSIVE, within the rig's [nightly] budget_min)
 #   NIGHTLY_BISECT_BUDGET=2h                 a REGRESSED matrix starts a bisect of accepted..HEAD within this
 #                                            machine time (//tools:bisect); its answer goes into <matrix>-gate.md
 #                                            and <matrix>-bisect.txt (unset: no bisect)
@@ -100,15 +100,15 @@ if [[ -z "$prebuilt" && -e "$worktree" ]]; then
   fi
 fi
 
-# The nightly's rigs as their rig.toml files declare them: MATRIX PROFILE fixed|sequential, one per line.
+# The nightly's rigs as their rig.toml files declare them: MATRIX PROFILE BUDGET_S, one per line.
 registered=$(python3 -m rigs.registry --nightly) || { echo "error: the rigs' registry cannot be read (above)" >&2; exit 2; }
-declare -A nightly_profile nightly_design
+declare -A nightly_profile nightly_budget
 registered_matrices=()
-while read -r name profile design; do
+while read -r name profile budget; do
   [[ -n "$name" ]] || continue
   registered_matrices+=("$name")
   nightly_profile[$name]=$profile
-  nightly_design[$name]=$design
+  nightly_budget[$name]=$budget
 done <<<"$registered"
 read -r -a matrices <<<"${NIGHTLY_MATRICES:-${registered_matrices[*]}}"
 for matrix in "${matrices[@]}"; do
@@ -142,14 +142,13 @@ for matrix in "${matrices[@]}"; do
   log="$out/$matrix-run.log"
   run_info="$out/$matrix-run-info.json"
   rm -f "$run_info"
-  fixed=()
-  # A fixed design already (fixed_design in its rig.toml: namenode's 19 and mr_compare's 20 rounds, what their
-  # MDEs need) keeps its rounds.
-  [[ "${NIGHTLY_FIXED:-0}" == 1 && "${nightly_design[$matrix]}" != fixed ]] && fixed=(--set policy.repetitions=5)
+  # The gated profile adds rounds while the gate is INCONCLUSIVE, within the rig's budget (its rig.toml).
+  rounds=(--set "policy.budget_s=${nightly_budget[$matrix]}")
+  [[ "${NIGHTLY_FIXED:-0}" == 1 ]] && rounds=(--set policy.repetitions=5)
   started=$SECONDS
-  run_target "$target" --profile "$profile" --revision "accepted=$runfiles" "${fixed[@]}" --no-next-steps \
+  run_target "$target" --profile "$profile" --revision "accepted=$runfiles" "${rounds[@]}" --no-next-steps \
     --run-info "$run_info" 2>&1 | tee "$log"
-  echo "== $matrix: the run took $((SECONDS - started)) s ($([[ ${#fixed[@]} -gt 0 ]] && echo 'fixed 5 rounds' || echo 'rounds as its profile says'))"
+  echo "== $matrix: the run took $((SECONDS - started)) s ($([[ "${NIGHTLY_FIXED:-0}" == 1 ]] && echo 'fixed 5 rounds' || echo "gated rounds within ${nightly_budget[$matrix]} s of measuring"))"
   run_dir=$(run_info_field "$run_info" run_dir)
   run_status=$(run_info_field "$run_info" status)
   if [[ -z "$run_dir" || ! -f "$run_dir/manifest.json" ]]; then

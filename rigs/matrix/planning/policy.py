@@ -32,13 +32,16 @@ import typing
 
 POLICY_KEYS = {"warmup_s": float, "measure_s": float, "repetitions": int, "cooldown_s": float, "timeout_s": float,
                "stop": str, "decide_on": list, "rerun_noisy_rounds": int, "warmup_iterations": int, "iterations": int,
-               "steady_band": float, "profile": list}
+               "steady_band": float, "profile": list, "budget_s": float}
 # The fewest measured iterations the steady-state check can judge (steadystate.py: its trend test reaches
 # p < 0.05 from 5 values on).
 MIN_STEADY_ITERATIONS = 5
 # stop = "decided": after each interleaved round from `min` on, every comparison the matrix asks about is
 # classified (analysis/sequential.py) and a cell stops being scheduled once all of its comparisons are.
-STOP_RULES = ("fixed", "decided")
+# stop = "gated" (the nightlies', issue 79): the same looks judged by the gate's own three-way rule; a comparison
+# stops at its first PASS or REGRESSED, and rounds are added while it is INCONCLUSIVE up to max or budget_s.
+STOP_RULES = ("fixed", "decided", "gated")
+SEQUENTIAL_RULES = ("decided", "gated")
 SEQUENTIAL_MIN_ROUNDS = 3
 # Bounds a matrix file or --set cannot pass (issue 39: repetitions = 10**9 and a sequential max of 10**6 were
 # accepted, and a gate replaying such a design allocates by max). A round takes seconds to minutes: 1,000 fixed
@@ -61,12 +64,15 @@ class PolicyError(ValueError):
 class Policy:
     warmup_s: float = 10.0
     measure_s: float = 30.0
-    repetitions: int = 3  # with stop = "decided": the most rounds (`max`)
+    repetitions: int = 3  # with stop = "decided" or "gated": the most rounds (`max`)
     cooldown_s: float = 2.0
     timeout_s: float = 600.0
-    stop: str = "fixed"  # or "decided": sequential repetitions (analysis/sequential.py)
-    min_repetitions: int = 0  # with stop = "decided": the first look (`min`)
+    stop: str = "fixed"  # or "decided"/"gated": sequential repetitions (analysis/sequential.py)
+    min_repetitions: int = 0  # with a sequential stop: the first look (`min`)
     decide_on: tuple = ()  # metrics the sequential policy decides on; () = every metric of gate.toml
+    # stop = "gated": no round is started that would end past this many seconds of measuring (0: no budget;
+    # the nightly passes its rig's [nightly] budget_min)
+    budget_s: float = 0.0
     # The most rounds added because a round lost more CPU to steal than the rig's A/A band (noisyrounds.py).
     rerun_noisy_rounds: int = 0
     # Timed units of work inside one launch (rigs that iterate): warm-up ones, then measured ones, checked steady.
@@ -83,11 +89,14 @@ class Policy:
 
     @property
     def sequential(self):
-        return self.stop == "decided"
+        return self.stop in SEQUENTIAL_RULES
 
     def describe(self):
         """The repetitions in words: "x5", "x5 (+ at most 2 for noisy rounds)" or "3..12 rounds, stop when
         decided"."""
+        if self.stop == "gated":
+            budget = f" or after {self.budget_s / 60:g} min" if self.budget_s else ""
+            return f"{self.min_repetitions}..{self.repetitions} rounds, stop at the gate's PASS or REGRESSED{budget}"
         if self.sequential:
             return f"{self.min_repetitions}..{self.repetitions} rounds, stop when decided"
         if self.rerun_noisy_rounds:
@@ -159,6 +168,9 @@ def parse(where, table):
     if policy.rerun_noisy_rounds and policy.sequential:
         raise PolicyError(f"{where}: [policy] rerun_noisy_rounds is for a fixed count: stop = \"decided\" already "
                         "runs rounds until its comparisons are decided")
+    if policy.budget_s and policy.stop != "gated":
+        raise PolicyError(f"{where}: [policy] budget_s is for stop = \"gated\" (rounds added while the gate is "
+                          f"INCONCLUSIVE); this policy's stop is {policy.stop!r}")
     if policy.rerun_noisy_rounds > policy.repetitions:
         raise PolicyError(f"{where}: [policy] rerun_noisy_rounds = {policy.rerun_noisy_rounds} is more than the "
                         f"{policy.repetitions} repetitions: at most one extra round per round")
@@ -174,6 +186,7 @@ def merge(table, layer):
     if isinstance(layer.get("repetitions"), int) and "stop" not in layer:
         merged["stop"] = "fixed"
         merged.pop("decide_on", None)
+        merged.pop("budget_s", None)
     return merged
 
 
@@ -200,15 +213,16 @@ def _parse_sequential(where, table):
     repetitions = table.get("repetitions")
     if stop not in STOP_RULES:
         raise PolicyError(f"{where}: [policy] stop = {stop!r}: expected one of {', '.join(map(repr, STOP_RULES))}")
-    if "decide_on" in table and stop != "decided":
-        raise PolicyError(f"{where}: [policy] decide_on is for stop = \"decided\"; with a fixed count every run is made")
+    if "decide_on" in table and stop == "fixed":
+        raise PolicyError(f"{where}: [policy] decide_on is for stop = \"decided\" or \"gated\"; with a fixed count "
+                          "every run is made")
     if stop == "fixed":
         if isinstance(repetitions, dict):
             raise PolicyError(f"{where}: [policy] repetitions = {{ min, max }} needs stop = \"decided\" (or give one "
                             "number for a fixed count)")
         return {}
     if not isinstance(repetitions, dict) or set(repetitions) != {"min", "max"}:
-        raise PolicyError(f"{where}: [policy] stop = \"decided\" needs repetitions = {{ min = 3, max = 12 }} (the "
+        raise PolicyError(f"{where}: [policy] stop = {stop!r} needs repetitions = {{ min = 3, max = 12 }} (the "
                         "first look and the most rounds)")
     bounds = {}
     for key in ("min", "max"):
@@ -228,7 +242,7 @@ def _parse_sequential(where, table):
     decide_on = table.get("decide_on", [])
     if not isinstance(decide_on, list) or not all(isinstance(m, str) and m for m in decide_on):
         raise PolicyError(f"{where}: [policy] decide_on must be a list of metric names")
-    return {"stop": "decided", "repetitions": bounds["max"], "min_repetitions": bounds["min"],
+    return {"stop": stop, "repetitions": bounds["max"], "min_repetitions": bounds["min"],
             "decide_on": tuple(decide_on)}
 
 

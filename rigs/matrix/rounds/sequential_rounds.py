@@ -1,5 +1,9 @@
-"""Sequential rounds (policy stop = "decided"): the comparisons a run decides on, their state after each
-interleaved round, and which cells are still needed. The statistics are analysis/sequential.py's.
+"""Sequential rounds (policy stop = "decided" or "gated"): the comparisons a run decides on, their state after
+each interleaved round, and which cells are still needed. The statistics and both rules are
+analysis/sequential.py's; under "gated" a comparison's state is the gate's own (PASS, REGRESSED, INCONCLUSIVE),
+and an open one stops when the next round would end past the policy's time budget (budget_s): the measuring
+time is the launches' durations summed (their result documents' duration_s, so a resumed run counts what it
+measured before), and a round's cost is their mean so far.
 
 A comparison is one the matrix asks about (every declared comparison group, each cell against its partner
 at the group's baseline value: analysis/compare.py `partners`, what the summary and the gate compare) for
@@ -9,6 +13,7 @@ narrowed by --set to one value). Both sides of a comparison always get the same 
 """
 
 import dataclasses
+import math
 import os
 
 from analysis import compare, sequential, thresholds
@@ -24,9 +29,10 @@ class Question:
     metric: str
     min_effect: float
     look: sequential.Look = None
+    direction: str = ""  # the metric's, from the first result that declares it (the gated rule needs it)
 
     def to_json(self):
-        doc = {k: v for k, v in dataclasses.asdict(self).items() if k != "look"}
+        doc = {k: v for k, v in dataclasses.asdict(self).items() if k not in ("look", "direction")}
         doc["look"] = self.look.to_json() if self.look else None
         doc["reason"] = self.look.reason() if self.look else "not looked at yet"
         return doc
@@ -69,6 +75,10 @@ class Rounds:
                           for metric, effect in effects.items()]
         self.medians = {}  # (cell id, metric) -> {round: run median}
         self.rounds = 0  # complete rounds looked at
+        self.rule = self.policy.stop
+        self.budget_s = self.policy.budget_s if self.rule == sequential.GATED_RULE else 0.0
+        self.durations = {}  # (cell id, round) -> the launch's duration_s: the measuring time so far
+        self.directions = {}  # metric -> its declared direction
 
     @property
     def family(self):
@@ -79,11 +89,22 @@ class Rounds:
         if not self.questions:
             return (f"nothing to decide (no declared axis has two measured values): every cell runs "
                     f"{self.policy.min_repetitions} rounds")
-        return (f"deciding {len(self.questions)} comparison(s) on {', '.join(sorted({q.metric for q in self.questions}))} "
+        what = (f"{len(self.questions)} comparison(s) on {', '.join(sorted({q.metric for q in self.questions}))} "
                 f"after each round from {self.policy.min_repetitions} to {self.policy.repetitions}")
+        if self.rule == sequential.GATED_RULE:
+            budget = f", or until {self.budget_s / 60:g} min of measuring" if self.budget_s else ""
+            return (f"gating {what} by the gate's own rule (stop at PASS or REGRESSED; INCONCLUSIVE adds a round"
+                    f"{budget})")
+        return f"deciding {what}"
 
     def record(self, doc):
         """Keeps the run medians of an ok result (a result document of this run)."""
+        duration = doc.get("duration_s")
+        if isinstance(duration, (int, float)) and math.isfinite(duration) and duration >= 0:
+            self.durations[(doc["cell"]["id"], doc["cell"]["repetition"])] = float(duration)
+        for decl in doc.get("metrics") or []:
+            if isinstance(decl, dict) and decl.get("direction") in ("higher_is_better", "lower_is_better"):
+                self.directions.setdefault(decl.get("name"), decl["direction"])
         for metric in {q.metric for q in self.questions}:
             median = sequential.run_median(doc, metric)
             if median is not None:
@@ -99,12 +120,37 @@ class Rounds:
         for q in self.questions:
             if q.look is not None and q.look.final:
                 continue
-            q.look = sequential.replay(self.medians.get((q.baseline, q.metric), {}),
-                                       self.medians.get((q.candidate, q.metric), {}), rounds, q.min_effect,
-                                       self.policy.min_repetitions, self.policy.repetitions, self.family)
+            q.direction = q.direction or self.directions.get(q.metric, "")
+            if self.rule == sequential.GATED_RULE and not q.direction:  # no result declared it yet: nothing to judge
+                q.look = sequential.Look(sequential.INCONCLUSIVE, 0, rounds, math.nan, math.nan, math.nan, math.nan,
+                                         rounds >= self.policy.repetitions)
+            else:
+                q.look = sequential.replay(self.medians.get((q.baseline, q.metric), {}),
+                                           self.medians.get((q.candidate, q.metric), {}), rounds, q.min_effect,
+                                           self.policy.min_repetitions, self.policy.repetitions, self.family,
+                                           rule=self.rule, direction=q.direction or None)
             if q.look.final:
+                q.look = dataclasses.replace(q.look, elapsed_s=self.elapsed_s())
                 newly.append(q)
+        if self.over_budget(rounds):
+            for q in self.questions:
+                if not q.look.final:
+                    q.look = dataclasses.replace(q.look, final=True, stopped_by=sequential.BUDGET,
+                                                 elapsed_s=self.elapsed_s())
+                    newly.append(q)
         return newly
+
+    def elapsed_s(self):
+        """The measuring time so far: the recorded launches' durations summed."""
+        return sum(self.durations.values())
+
+    def over_budget(self, rounds):
+        """Under a time budget, from `min` rounds on: whether one more round (at the mean cost of those done)
+        would end past it."""
+        if not self.budget_s or rounds < self.policy.min_repetitions or rounds <= 0:
+            return False
+        spent = self.elapsed_s()
+        return spent + spent / rounds > self.budget_s
 
     def needed(self, cell_id):
         """Whether the cell's next round is still needed: it takes part in an open comparison, or the first
@@ -114,7 +160,12 @@ class Rounds:
         return any(not (q.look and q.look.final) for q in self.questions if cell_id in (q.baseline, q.candidate))
 
     def to_json(self):
-        return {"design": "repeated confidence intervals (analysis/sequential.py)",
-                "min": self.policy.min_repetitions, "max": self.policy.repetitions, "alpha": sequential.ALPHA,
+        gated = self.rule == sequential.GATED_RULE
+        return {"design": "the gate's three-way rule on repeated confidence intervals (analysis/sequential.py)"
+                if gated else "repeated confidence intervals (analysis/sequential.py)",
+                "rule": self.rule, **({"budget_s": self.budget_s} if gated and self.budget_s else {}),
+                "elapsed_s": round(self.elapsed_s(), 3),
+                "min": self.policy.min_repetitions, "max": self.policy.repetitions,
+                "alpha": 2 * sequential.stats.GATE_ALPHA if gated else sequential.ALPHA,
                 "first_look_share": sequential.FIRST_LOOK_SHARE, "family": self.family,
                 "rounds": self.rounds, "comparisons": [q.to_json() for q in self.questions]}

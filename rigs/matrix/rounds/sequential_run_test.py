@@ -45,6 +45,24 @@ class SequentialRunTest(FakeRigTestCase):
         self.assertEqual(code, runner.EXIT_OK, out)
         self.assertIn("run x2", out)
 
+    def test_a_gated_run_stops_at_the_gates_own_verdicts(self):
+        code, out = self.box.main("--profile", "gated")
+        self.assertEqual(code, runner.EXIT_OK, out)
+        (run_dir,) = self.box.run_dirs()
+        self.assertEqual(sorted({rep for _, rep in self.docs(run_dir)}), [0, 1, 2])
+        with open(os.path.join(run_dir, "manifest.json")) as f:
+            block = json.load(f)["sequential"]
+        self.assertEqual((block["rule"], block["budget_s"], block["min"], block["max"]), ("gated", 3600, 3, 6))
+        self.assertGreater(block["elapsed_s"], 0)
+        reasons = {(q["axis"], q["value"]): q["reason"] for q in block["comparisons"]}
+        self.assertEqual(reasons, {("behaviour", "halved"): "decided at round 3: REGRESSED",
+                                   ("gc", "parallel"): "decided at round 3: PASS"})
+        self.assertIn("stop at the gate's PASS or REGRESSED or after 60 min", out)
+        # A budget needs the gated rule: refused before anything runs.
+        code, out = self.box.main("--profile", "sequential", "--set", "policy.budget_s=60")
+        self.assertEqual(code, runner.EXIT_BAD_INPUT, out)
+        self.assertIn("budget_s is for stop = \"gated\"", out)
+
     def test_a_sequential_policy_without_a_minimum_effect_is_refused(self):
         code, out = self.box.main("--profile", "undecidable")
         self.assertEqual(code, runner.EXIT_BAD_INPUT, out)
