@@ -69,6 +69,11 @@ class Check:
         return self.stop is not None and self.design is not None and self.design.gated
 
     @property
+    def ci_level(self):
+        """The two-sided level of the check's interval, a fraction (0.98 at the fixed-count rule)."""
+        return 1 - 2 * self.alpha
+
+    @property
     def stated_d(self):
         """The stated D as a fraction worse (inf: the rig cannot see any regression), or None."""
         return None if self.stated is None else self.stated.d_fraction(self.direction)

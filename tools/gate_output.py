@@ -91,17 +91,23 @@ def markdown(checks, baseline, candidate, confirmed=None, warnings=()):
             "PASS where it rules out a regression of the asked effect, REGRESSED where it is wholly worse than 0 "
             "and does not rule it out, INCONCLUSIVE otherwise, or where this run could see less than the gate "
             f"promises by more than {gate_decision.NOISE_MARGIN:.0%}. Effects are fractions worse.")
-    if any(c.stop is not None for c in checks):
+    if any(c.gated for c in checks):
+        rule += (" Gated run (analysis/sequential.py): the runner stopped each check at this rule's first PASS or "
+                 "REGRESSED, adding rounds while INCONCLUSIVE up to its budget; the rule is read at that look, on "
+                 "its rounds, with its share of the error (the CI column's level), so it holds over every look and "
+                 "no noise margin applies.")
+    elif any(c.stop is not None for c in checks):
         rule += (" Sequential run: rounds stopped by repeated 95% intervals (analysis/sequential.py); the rule reads "
                  "the rounds measured.")
     lines += [f"Baseline `{md(baseline.name)}`, candidate `{md(candidate.name)}`. {rule}", "",
-              "| cell | metric | baseline median | candidate median | worse by | 98% CI (worse by) | asked | "
+              f"| cell | metric | baseline median | candidate median | worse by | {_ci_header(checks)} | asked | "
               "this run catches | rounds | status |", "|---|---|---|---|---|---|---|---|---|---|"]
     for c in checks:
         k = c.comparison
         low, high = c.worse_by_interval
+        level = "" if c.alpha == stats.GATE_ALPHA else f" ({c.ci_level:.2%})"
         lines.append(f"| {md(c.cell)} | {md(c.metric)} ({md(c.unit)}) | {k.baseline_median:,.4g} | "
-                     f"{k.candidate_median:,.4g} | {_pct(c.worse_by, True)} | {_pct(low, True)}..{_pct(high, True)} | "
+                     f"{k.candidate_median:,.4g} | {_pct(c.worse_by, True)} | {_pct(low, True)}..{_pct(high, True)}{level} | "
                      f"{stats.fmt_effect(c.min_effect)} | {_pct(c.tonight_d)} | {c.evidence.n} | {md(c.status)} |")
     if confirmed is not None:
         lines += ["", f"Confirmation rerun: {md(confirmed)}"]
@@ -118,6 +124,12 @@ def wrap_prose(line):
         return line
     return textwrap.fill(line, MARKDOWN_WIDTH, subsequent_indent="  " if line.startswith("- ") else "",
                          break_long_words=False, break_on_hyphens=False)
+
+
+def _ci_header(checks):
+    """The interval column's header: "98% CI (worse by)" at the fixed-count rule's level; a gated look's own
+    level is beside its interval."""
+    return "98% CI (worse by)" if all(c.alpha == stats.GATE_ALPHA for c in checks) else "CI (worse by; level)"
 
 
 def _effect(c):
@@ -146,7 +158,8 @@ def junit(checks, baseline, candidate):
         k = c.comparison
         low, high = c.worse_by_interval
         text = (f"{c.metric}: {k.baseline_median:.6g} -> {k.candidate_median:.6g} {c.unit} ({_pct(c.worse_by, True)} "
-                f"worse, 98% CI {_pct(low, True)}..{_pct(high, True)}), asked {_effect(c)}, {c.evidence.n} rounds; "
+                f"worse, {100 * c.ci_level:.4g}% CI {_pct(low, True)}..{_pct(high, True)}), asked {_effect(c)}, "
+                f"{c.evidence.n} rounds; "
                 f"{c.status}")
         if c.regressed:
             ElementTree.SubElement(case, "failure", message=f"regressed by {c.worse_by:.2%}").text = text

@@ -58,6 +58,18 @@ class SequentialRunTest(FakeRigTestCase):
         self.assertEqual(reasons, {("behaviour", "halved"): "decided at round 3: REGRESSED",
                                    ("gc", "parallel"): "decided at round 3: PASS"})
         self.assertIn("stop at the gate's PASS or REGRESSED or after 60 min", out)
+        # A noisy comparison gets rounds until the next one would end past the budget, then says so.
+        code, out = self.box.main("--profile", "gated_budget")
+        self.assertEqual(code, runner.EXIT_OK, out)
+        (noisy,) = set(self.box.run_dirs()) - {run_dir}
+        with open(os.path.join(noisy, "manifest.json")) as f:
+            manifest = json.load(f)
+        (question,) = manifest["sequential"]["comparisons"]
+        self.assertRegex(question["reason"], r"^time budget reached \(3 rounds, \d+\.\d min\): inconclusive$")
+        self.assertEqual(question["look"]["stopped_by"], "budget")
+        for cell in manifest["cells"]:
+            self.assertEqual(cell["repetitions"], {"0": "ok", "1": "ok", "2": "ok", "3": "not_needed",
+                                                   "4": "not_needed", "5": "not_needed"})
         # A budget needs the gated rule: refused before anything runs.
         code, out = self.box.main("--profile", "sequential", "--set", "policy.budget_s=60")
         self.assertEqual(code, runner.EXIT_BAD_INPUT, out)
