@@ -125,6 +125,12 @@ class GatePowerKnownAnswerTest(unittest.TestCase):
             self.assertRegex(verdict, r"^(one night: not yet a promise|held on \d+ of \d+ nights left out"
                                       r"(: NOT a promise on the nights recorded)?)$", line)
 
+    def test_the_readme_holds_the_covariate_table(self):
+        # Issue 79, item 5: the table is reported either way, byte for byte what the committed nights say.
+        with open(os.path.join(RUNFILES, "README.md")) as f:
+            readme = f.read()
+        self.assertIn(sensitivity.covariate_table(os.path.join(RUNFILES, "results")) + "\n", readme)
+
     def test_the_mapreduce_nightly_aa_says_what_its_own_noise_let_it_see(self):
         # Issue 57: that night's paired sd was 15.9 % against the 7.6 % of the set the gate quotes; the gate said
         # PASS ("catches >= 8.2 %"). Now it says what this run could see, and that it is inconclusive at 5 %.

@@ -40,8 +40,8 @@ from scipy import stats as sps
 
 from results import safeio, store
 from rigs import registry
-from analysis import (gate_power, nights, resultsets, sensitivity, sensitivity_figures, sensitivity_sets, sequential,
-                      stats, thresholds)
+from analysis import (covariates, gate_power, nights, resultsets, sensitivity, sensitivity_figures, sensitivity_sets,
+                      sequential, stats, thresholds)
 
 DRAWS = gate_power.DRAWS
 
@@ -301,14 +301,60 @@ def table(baselines):
 def night_rounds(result_set, metric, direction):
     """A committed night's rounds of `metric` as worse-oriented log ratios, its arm axis found (arm or revision)
     and checked to be one build on both sides (sensitivity_sets.check_design)."""
+    return [w for w, _ in night_round_runs(result_set, metric, direction)]
+
+
+def night_round_runs(result_set, metric, direction):
+    """[(worse-oriented log ratio, (baseline Run, candidate Run))] of a committed night (night_rounds)."""
     varying = [a for a in sensitivity_sets.arm_values(result_set) if a in sensitivity_sets.ARM_AXES]
     if len(varying) != 1:
         raise sensitivity.SensitivityError(f"{result_set.name}: not a night of one build on both sides (its cells "
                                            f"vary {sorted(sensitivity_sets.arm_values(result_set)) or 'nothing'})")
     values = sensitivity_sets.check_design(result_set, varying[0], "A/A")
-    return [stats.orient(math.log(b.median / a.median), direction)
+    return [(stats.orient(math.log(b.median / a.median), direction), (a, b))
             for a, b in sensitivity_sets.rounds_of(result_set, varying[0], values, metric)
             if a.median > 0 and b.median > 0]
+
+
+def covariate_table(results_root, draws=DRAWS, seed=gate_power.SEED, roots=None):
+    """The README's table of variance reduction by covariates (analysis/covariates.py): per gated design with
+    nights and the metrics it decides on (a fixed design: its rates), each covariate's median-night D without and
+    with the adjustment fitted on the other nights, and whether it is kept (D shrinks by >= 15 %)."""
+    pct = lambda x: "-" if x is None or not math.isfinite(x) else f"{100 * x:.1f} %"  # noqa: E731
+    lines = ["| rig, metric | gated profile (rounds) | covariate | nights (rounds) | catches >= on a median night: "
+             "without / with | shrink | worth keeping |", "|---|---|---|---|---|---|---|"]
+    for rig, reg in sorted(registry.load(os.path.dirname(os.path.abspath(results_root))).items()):
+        for profile, names in sorted(reg.nights.items()):
+            sets = [resultsets.load_run(os.path.join(results_root, "baselines", name)) for name in names]
+            effects = thresholds.min_effects(roots, [sets[0].first_ok()])
+            designs = {}
+            for metric, decl in sorted(gated_metrics(sets[0]).items()):
+                if not decl.get("zero_possible"):
+                    asked = effects.get(metric, thresholds.DEFAULT_MIN_EFFECT)
+                    designs[metric] = (decl, asked, gated_design(rig, profile, metric, asked, roots))
+            # The metrics the design decides on (a sequential one's), else its rates: the rows a reader needs.
+            decided = {m for m, (_, _, d) in designs.items() if d.sequential}
+            for metric, (decl, asked, design) in designs.items():
+                if metric not in decided if decided else not metric.endswith("_rate"):
+                    continue
+                for name in covariates.COVARIATES:
+                    found = []
+                    for result_set in sets:
+                        rounds = night_round_runs(result_set, metric, decl["direction"])
+                        x = [covariates.round_difference(name, a.noise, b.noise) for _, (a, b) in rounds]
+                        if len(rounds) >= nights.MIN_ROUNDS and None not in x:
+                            found.append(covariates.CovariateNight(result_set.name, tuple(w for w, _ in rounds),
+                                                                   tuple(x)))
+                    head = f"| {rig} `{metric}` | {profile} ({design.describe()}) | {name} |"
+                    if len(found) < 2:
+                        lines.append(f"{head} {len(found)} | - | - | fewer than two nights recorded it |")
+                        continue
+                    r = covariates.reduction(name, found, design, gate_power.to_log(asked, decl["direction"]),
+                                             decl["direction"], draws, seed)
+                    rounds_text = ", ".join(str(len(n.worse_log_ratios)) for n in found)
+                    lines.append(f"{head} {r.nights} ({rounds_text}) | {pct(r.without)} / {pct(r.with_covariate)} | "
+                                 f"{pct(r.shrink)} | {r.verdict()} |")
+    return "\n".join(lines)
 
 
 def night_promises(results_root, draws=DRAWS, seed=gate_power.SEED, roots=None):
@@ -368,6 +414,8 @@ def run(args, workspace, cwd, results_root):
         print(table(os.path.join(results_root, "baselines")))
         print()
         print(nights_table(results_root, args.draws))
+        print()
+        print(covariate_table(results_root, args.draws))
         return 0
     studies = load_registry()
     if args.rig not in studies:
