@@ -244,7 +244,7 @@ def precision_line(resolved, unresolved):
     text = f"Precision: {resolved} of {total} comparison(s) have a 95% CI within ± the minimum effect."
     if unresolved:
         shown = "; ".join(unresolved[:3]) + (f"; {len(unresolved) - 3} more" if len(unresolved) > 3 else "")
-        text += (f" Too wide to answer: {shown}. More rounds or a quieter rig narrow it (README: Sensitivity; "
+        text += (f" Too wide to answer: {shown}. More rounds or a quieter rig narrow it (analysis/README.md: Sensitivity; "
                  "bazel run //tools:sensitivity -- --table: what each gate catches).")
     return text
 

@@ -105,16 +105,16 @@ class GatePowerKnownAnswerTest(unittest.TestCase):
                                          f"{rig} {profile} changed its rounds or policy: regenerate: {doc['regenerate']}")
 
     def test_the_readme_table_is_what_the_committed_figures_say(self):
-        # The README's table is `bazel run //tools:sensitivity -- --table`, byte for byte (regenerate and paste
+        # analysis/README.md's table is `bazel run //tools:sensitivity -- --table`, byte for byte (regenerate and paste
         # it after recalibrating).
-        with open(os.path.join(RUNFILES, "README.md")) as f:
+        with open(os.path.join(RUNFILES, "analysis", "README.md")) as f:
             readme = f.read()
         self.assertIn(sensitivity.table(BASELINES) + "\n", readme)
 
     def test_the_readme_says_what_each_design_promises_over_the_nights_recorded(self):
         # Issue 79: D on a median and on a noisy night, the nights behind it, and whether it held on each night
         # left out; a figure that does not hold is printed as such. The README's second table, byte for byte.
-        with open(os.path.join(RUNFILES, "README.md")) as f:
+        with open(os.path.join(RUNFILES, "analysis", "README.md")) as f:
             readme = f.read()
         text = sensitivity.nights_table(os.path.join(RUNFILES, "results"))
         self.assertIn(text + "\n", readme)
@@ -127,7 +127,7 @@ class GatePowerKnownAnswerTest(unittest.TestCase):
 
     def test_the_readme_holds_the_covariate_table(self):
         # Issue 79, item 5: the table is reported either way, byte for byte what the committed nights say.
-        with open(os.path.join(RUNFILES, "README.md")) as f:
+        with open(os.path.join(RUNFILES, "analysis", "README.md")) as f:
             readme = f.read()
         self.assertIn(sensitivity.covariate_table(os.path.join(RUNFILES, "results")) + "\n", readme)
 

@@ -31,8 +31,11 @@ RUNFILES = os.path.dirname(HERE)  # the workspace's root in the runfiles: the pr
 # matrices and workloads as they are, not only those declared as data.
 ROOT = os.path.dirname(os.path.realpath(os.path.join(RUNFILES, "README.md")))
 README = os.path.join(ROOT, "README.md")
-# Every README with commands a user runs: the top one and each rig's page (rigs/<rig>/README.md).
-READMES = [README] + sorted(glob.glob(os.path.join(ROOT, "rigs", "*", "README.md")))
+# Every README with commands a user runs: the top one, the references moved beside their code (the matrices',
+# reports' and gate's, the builds', the trust boundaries) and each rig's page (rigs/<rig>/README.md).
+READMES = [README] + [os.path.join(ROOT, *p) for p in (("analysis", "README.md"), ("third_party", "README.md"),
+                                                       ("SECURITY.md",))] + sorted(
+    glob.glob(os.path.join(ROOT, "rigs", "*", "README.md")))
 
 # The programs whose flags the README uses, as their launchers lie in this test's runfiles (BUILD.bazel data).
 PROGRAMS = {

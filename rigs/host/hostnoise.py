@@ -4,7 +4,7 @@ and the harness's own CPU time (the runner polls, pins threads and reads evidenc
 
 The window runs from the end of the policy's warm-up to the end of the measured phase. Steal is a share of
 all CPUs' time; a round whose steal or host reference falls outside the band of the rig's A/A set is named
-by //tools:sensitivity's figures (README: Sensitivity). Nothing here changes a measurement."""
+by //tools:sensitivity's figures (analysis/README.md: Sensitivity). Nothing here changes a measurement."""
 
 import dataclasses
 import os
