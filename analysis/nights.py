@@ -22,7 +22,9 @@ showed (a normal model would not); scaling by one sd assumes the shape is the sa
 
 Out of sample: leave one night out. The D made from the other nights (at their median sd) is run on the left-out
 night's own rounds (resampled as above at that night's sd): the share of designs flagged REGRESSED with a true
-shift of that D. A promise holds on a night where that share is at least HELD_DETECTION.
+shift of what the gate then promises, max(asked, that D) (gate_decision.Check.can_see: a shift below the asked
+effect is one a PASS may rightly rule in, so a calm night would "miss" a D under it by design). A promise holds
+on a night where that share is at least HELD_DETECTION.
 """
 
 import dataclasses
@@ -96,7 +98,7 @@ def d_at_sd(nights, sd, design, asked_log, direction, draws=gate_power.DRAWS, se
 class HeldOut:
     name: str
     sd: float  # the held-out night's own sd
-    d_log: float  # D made without it, at the others' median sd (inf: they see nothing)
+    d_log: float  # what the gate promises without it: max(asked, D at the others' median sd) (inf: nothing)
     detection: float  # the share of its own resampled designs flagged at that D
 
     @property
@@ -148,7 +150,7 @@ def promise(nights, design, asked_log, direction, draws=gate_power.DRAWS, seed=g
     if len(nights) >= 2:
         for k, left in enumerate(nights):
             others = nights[:k] + nights[k + 1:]
-            d = d_at_sd(others, sd_at(others, MEDIAN), design, asked_log, direction, draws, seed).d
+            d = max(d_at_sd(others, sd_at(others, MEDIAN), design, asked_log, direction, draws, seed).d, asked_log)
             if math.isfinite(d):
                 noise = resampled(left.standardized(), left.sd, design, draws, seed + 1 + k)
                 detection = gate_power.rates(noise, design, asked_log, direction, d)["REGRESSED"]

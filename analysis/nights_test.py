@@ -53,6 +53,18 @@ class NightsTest(unittest.TestCase):
         self.assertEqual(nights.promise(alike, DESIGN, ASKED, "higher_is_better", draws=1000).verdict(),
                          "held on 4 of 4 nights left out")
 
+    def test_a_calm_night_is_held_to_the_asked_effect_not_to_a_d_below_it(self):
+        # Noisy nights make a D under the asked 5 % (an early look flags a small shift while its interval is
+        # wide); a calm night rightly PASSes such a shift, so the promise tested is max(asked, D), the gate's.
+        gated = gate_power.Design(20, 3, 0.05, 1, "gated")
+        noisy = [made("n1", 0.015, seed=5), made("n2", 0.02, seed=6)]
+        d = nights.d_at_sd(noisy, nights.sd_at(noisy, 0.5), gated, ASKED, "higher_is_better", draws=1000).d
+        self.assertLess(d, ASKED)
+        p = nights.promise(noisy + [made("calm", 0.002, seed=7)], gated, ASKED, "higher_is_better", draws=1000)
+        calm = p.held_out[-1]
+        self.assertEqual(calm.d_log, ASKED)
+        self.assertTrue(calm.held, calm)
+
     def test_one_night_is_not_yet_a_promise(self):
         p = nights.promise([made("only", 0.01)], DESIGN, ASKED, "higher_is_better", draws=500)
         self.assertEqual((p.verdict(), p.held_out, p.held_share), (nights.ONE_NIGHT, (), None))

@@ -170,14 +170,10 @@ def look(log_ratios, rounds, min_effect, min_rounds, max_rounds, comparisons=1, 
     comparisons: how many comparisons this look decides together (alpha is split between them)."""
     if not 0 < min_effect < 1:
         raise ValueError(f"minimum effect {min_effect}: need a fraction between 0 and 1")
-    n = len(log_ratios)
-    at_max = rounds >= max_rounds
-    if n == 0:
-        return Look(UNDECIDED, 0, rounds, math.nan, math.nan, math.nan, math.nan, at_max)
-    d = np.asarray(log_ratios, dtype=float)
-    ratio = float(math.exp(d.mean()))
-    if n < min_rounds:
-        return Look(UNDECIDED, n, rounds, ratio, math.nan, math.nan, math.nan, at_max)
+    d, early = _before_an_interval(log_ratios, rounds, min_rounds, max_rounds, UNDECIDED)
+    if early is not None:
+        return early
+    n, at_max, ratio = len(d), rounds >= max_rounds, float(math.exp(d.mean()))
     levels = look_levels(min_rounds, max_rounds, alpha / comparisons, first_share)
     level = levels[min(n, max_rounds)]
     sd = float(d.std(ddof=1))
@@ -192,19 +188,25 @@ def look(log_ratios, rounds, min_effect, min_rounds, max_rounds, comparisons=1, 
     return Look(state, n, rounds, ratio, lo, hi, level, state != UNDECIDED or at_max)
 
 
+def _before_an_interval(log_ratios, rounds, min_rounds, max_rounds, open_state):
+    """(the log ratios as an array, None), or, with fewer than `min_rounds` pairs, (them, the open Look: no
+    interval yet, its ratio where there is a pair)."""
+    d = np.asarray(log_ratios, dtype=float)
+    if len(d) >= min_rounds:
+        return d, None
+    ratio = float(math.exp(d.mean())) if len(d) else math.nan
+    return d, Look(open_state, len(d), rounds, ratio, math.nan, math.nan, math.nan, rounds >= max_rounds)
+
+
 def gate_look(log_ratios, rounds, min_effect, direction, min_rounds, max_rounds, comparisons=1):
     """The gated rule's state of one comparison after `rounds` rounds: the gate's three-way rule
     (analysis/stats.three_way) on the paired log ratios (candidate / baseline, at most one a round), judged at
     `min_effect` (a fraction worse) for a metric of `direction`, with this look's share of the error
     (gate_levels). The interval stored is of the candidate/baseline ratio, at the look's two-sided level."""
-    n = len(log_ratios)
-    at_max = rounds >= max_rounds
-    if n == 0:
-        return Look(INCONCLUSIVE, 0, rounds, math.nan, math.nan, math.nan, math.nan, at_max)
-    d = np.asarray(log_ratios, dtype=float)
-    ratio = float(math.exp(d.mean()))
-    if n < min_rounds:
-        return Look(INCONCLUSIVE, n, rounds, ratio, math.nan, math.nan, math.nan, at_max)
+    d, early = _before_an_interval(log_ratios, rounds, min_rounds, max_rounds, INCONCLUSIVE)
+    if early is not None:
+        return early
+    n, at_max, ratio = len(d), rounds >= max_rounds, float(math.exp(d.mean()))
     side = gate_levels(min_rounds, max_rounds, comparisons)[min(n, max_rounds)]
     se = float(d.std(ddof=1)) / math.sqrt(n)
     worse = stats.orient(float(d.mean()), direction)
