@@ -137,7 +137,7 @@ class AddARigTest(unittest.TestCase):
         # A sixth rig as its two folders and one line, in a scratch tree; then each piece deleted in turn, and
         # its rig.toml made wrong in each way the check knows.
         tree, r = os.path.join(os.environ.get("TEST_TMPDIR", "/tmp"), "sixth-rig"), "sixth"
-        registration = f'[rig]\ntitle = "Sixth"\nmatrix = "{r}_matrix"\n\n[nightly]\nprofile = "nightly"\n'
+        registration = f'[rig]\ntitle = "Sixth"\nmatrix = "{r}_matrix"\n\n[nightly]\nprofile = "nightly"\nbudget_min = 10\n'
         files = {
             f"rigs/{r}/rig.py": "RIG = None\n",
             f"rigs/{r}/BUILD.bazel": 'py_library(name = "rig")\n\nexports_files([\n    "matrix.toml",\n    "rig.toml",\n])\n',

@@ -60,9 +60,12 @@ def print_plan(console, matrix, planned, profile, rig=None):
     runnable = sum(1 for p in planned if not p.skip_reason)
     if pol.sequential:
         shortest = est * pol.min_repetitions / pol.repetitions
-        counted = (f"{pol.min_repetitions}..{pol.repetitions} rounds, each comparison stopping once decided")
+        counted = (f"{pol.min_repetitions}..{pol.repetitions} rounds, each comparison stopping once decided"
+                   if pol.stop == "decided" else pol.describe())
+        longest = min(est, pol.budget_s + 2 * HOST_REFERENCE_ESTIMATE_S) if pol.budget_s else est
         when = (f"estimated time {datetime.timedelta(seconds=round(shortest))} (all decided at round "
-                f"{pol.min_repetitions}) to {datetime.timedelta(seconds=round(est))} (max)")
+                f"{pol.min_repetitions}) to {datetime.timedelta(seconds=round(longest))} "
+                f"({'the budget' if longest < est else 'max'})")
     elif pol.rerun_noisy_rounds:
         longest = est * (pol.repetitions + pol.rerun_noisy_rounds) / pol.repetitions
         counted = f"{pol.repetitions} repetitions (+ at most {pol.rerun_noisy_rounds} rounds run again for steal)"
