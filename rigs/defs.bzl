@@ -63,7 +63,6 @@ def rig_matrix(
         dockerd_smoke_profiles = [],
         watched_smoke_profiles = [],
         smoke_needs = {},
-        smoke_sets = {},
         aarch64_data = []):
     """A runnable matrix for one rig, with its tests.
 
@@ -99,9 +98,6 @@ def rig_matrix(
       watched_smoke_profiles: profiles run the same way while Debian's Prometheus (on loopback, started by
         the test) scrapes the run's live metrics endpoint (--metrics-port), each as <name>_<profile>_watched_test;
         the smoke profile among them is watched in <name>_smoke_test itself (one run, both checks).
-      smoke_sets: {profile: ["axis=v" or "policy.key=v"]}: --set values a profile's smoke test runs with, so a
-        test takes the fewest rounds and shortest windows that still exercise what it checks (issue 80); the
-        profile itself, what users run, keeps its own.
       smoke_needs: {profile: [tag]}: what a profile's smoke test needs of its host beyond root, as tags that
         tools/cleanroom/cleanroom.sh knows (e.g. "needs-podman"); dockerd_smoke_profiles get "needs-dockerd".
       aarch64_data: the aarch64 builds of the rig's native files, each named as what it stands in for plus
@@ -210,8 +206,7 @@ def rig_matrix(
             size = smoke_size,
             srcs = ["//rigs/matrix:rig_matrix_test.py", "//rigs:main.py"],
             main = "//rigs/matrix:rig_matrix_test.py",
-            args = ["--mode=smoke", "--profile=" + profile] + mode_args + ["--"] + args +
-                   ["--set=" + s for s in smoke_sets.get(profile, [])],
+            args = ["--mode=smoke", "--profile=" + profile] + mode_args + ["--"] + args,
             data = data,
             deps = test_deps,
             tags = ["integration", "exclusive"] + needs + smoke_needs.get(profile, []),
