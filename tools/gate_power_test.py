@@ -125,6 +125,25 @@ class GatePowerKnownAnswerTest(unittest.TestCase):
             self.assertRegex(verdict, r"^(one night: not yet a promise|held on \d+ of \d+ nights left out"
                                       r"(: NOT a promise on the nights recorded)?)$", line)
 
+    def test_a_figure_made_with_a_known_slowdown_keeps_its_rates(self):
+        # A regeneration without the slowdown set dropped every design's slowdown_rates (the site's Sensitivity
+        # page could not render, 2026-12-06): each figure whose sets name a slowdown has them, and its
+        # regenerate command names that set.
+        checked = 0
+        for set_name, rig, metric, e in committed_entries():
+            if e["sets"].get("slowdown"):
+                for profile, d in e["designs"].items():
+                    self.assertIsNotNone(d.get("slowdown_rates"), f"{set_name} {metric} {profile}")
+                    checked += 1
+        self.assertGreater(checked, 10)
+        for path in glob.glob(os.path.join(BASELINES, "*", "sensitivity.json")):
+            with open(path) as f:
+                doc = json.load(f)
+            slow = {e["sets"].get("slowdown") for rig, entries in doc.items() if isinstance(entries, dict)
+                    for e in entries.values() if isinstance(e, dict) and "sets" in e} - {None}
+            for name in slow:
+                self.assertIn(f"--slowdown-set baselines/{name}", doc["regenerate"], path)
+
     def test_the_readme_holds_the_covariate_table(self):
         # Issue 79, item 5: the table is reported either way, byte for byte what the committed nights say.
         with open(os.path.join(RUNFILES, "analysis", "README.md")) as f:

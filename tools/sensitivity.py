@@ -221,7 +221,8 @@ def main(argv=None):
                                      epilog="Exit status: 0 written; 2 refused input (the reason printed).")
     parser.add_argument("--rig", help="a rig whose rigs/<rig>/rig.toml declares [sensitivity]")
     parser.add_argument("--table", action="store_true",
-                        help="print the README's table of every committed figure (newest per rig and metric)")
+                        help="print analysis/README.md's three tables: every committed figure (newest per rig and metric), "
+                             "what each gated design promises over the nights recorded, the covariates")
     parser.add_argument("--profile", help="the A/A profile to record (default: the rig's, its rig.toml)")
     parser.add_argument("--budget", default="15m", help="wall time for recording, and the allocation's budget "
                                                          "(default 15m)")
@@ -262,7 +263,7 @@ def set_name(result_set):
 
 
 def table(baselines):
-    """The README's table of the newest committed figure of every rig and metric, in Markdown: one row per gated
+    """analysis/README.md's table of the newest committed figure of every rig and metric, in Markdown: one row per gated
     profile, every effect the fraction the metric gets worse by, at that profile's own rounds and policy."""
     newest = {}
     rows = sensitivity_figures.history(baselines)
@@ -317,7 +318,7 @@ def night_round_runs(result_set, metric, direction):
 
 
 def covariate_table(results_root, draws=DRAWS, seed=gate_power.SEED, roots=None):
-    """The README's table of variance reduction by covariates (analysis/covariates.py): per gated design with
+    """analysis/README.md's table of variance reduction by covariates (analysis/covariates.py): per gated design with
     nights and the metrics it decides on (a fixed design: its rates), each covariate's median-night D without and
     with the adjustment fitted on the other nights, and whether it is kept (D shrinks by >= 15 %)."""
     pct = lambda x: "-" if x is None or not math.isfinite(x) else f"{100 * x:.1f} %"  # noqa: E731
@@ -387,7 +388,7 @@ def night_promises(results_root, draws=DRAWS, seed=gate_power.SEED, roots=None):
 
 
 def nights_table(results_root, draws=DRAWS):
-    """The README's table of what each gated design promises over the nights recorded: D (a fraction worse, at
+    """analysis/README.md's table of what each gated design promises over the nights recorded: D (a fraction worse, at
     95 %) on a median and on a noisy night (the 80th percentile of the nights' paired sd), the nights behind it
     and on how many of them, each left out in turn, the D made from the others was caught >= 90 % of the time."""
     pct = lambda x: "-" if x is None or not math.isfinite(x) else f"{100 * x:.1f} %"  # noqa: E731
@@ -528,7 +529,9 @@ def run(args, workspace, cwd, results_root):
     # The store writes it (a new temporary file, then a rename over `out`: never through a link planted there).
     store.write_side_document(aa_set.path, sensitivity_figures.FILE_NAME, {
         "kind": "tunelab.sensitivity", "schema_version": 2,
-        "regenerate": f"bazel run //tools:sensitivity -- --rig {shlex.quote(args.rig)} --from-set {named}",
+        # The slowdown set read, named: without it a regeneration would drop the known slowdown's rates.
+        "regenerate": f"bazel run //tools:sensitivity -- --rig {shlex.quote(args.rig)} --from-set {named}" + (
+            f" --slowdown-set {shlex.quote('baselines/' + set_name(slow_set))}" if slow_set is not None else ""),
         **{k: v for k, v in sorted(existing.items()) if k not in ("kind", "schema_version", "regenerate")}})
     print(f"wrote {out}")
     if not os.path.abspath(out).startswith(os.path.join(results_root, "baselines") + os.sep):
