@@ -35,7 +35,7 @@ PATH_FLAG = re.compile(r"(?:^--|-)(?:dir|file|folder|path|url|resume|root|invent
                        r"converter|html|json|data|revision|key|deb|db|jdk|workdir|sha256|good|bad)(?:-|$)")
 # Paths named on purpose that must not exist.
 PATHS_NAMED_ABSENT = {
-    "tools/gate_calibration.py": "retired (replaced by tools/sensitivity.py); named by workloads/calibration/workload.toml and "
+    "tools/gate_calibration.py": "retired (replaced by tools/sensitivity/sensitivity.py); named by workloads/calibration/workload.toml and "
                                  "rigs/yarn_cps/matrix.toml, whose bytes are digests of stored sets",
     "tools/bazel": "Debian's /usr/bin/bazel would exec it instead of Bazel (README: Bazel notes)",
 }
@@ -131,6 +131,8 @@ OWN_FILE_IO = {
     "tools/container/build_image.py": "a Bazel action", "tools/container/debtree.py": "a Bazel action",
     "tools/fleet/make_bundle.py": "a Bazel action", "tools/patches/apply_series.py": "a Bazel action",
 }
+# JSON text in a Java string literal: an object opened ({\"...) or a member named (\"name\":).
+HAND_WRITTEN_JSON = re.compile(r'\{\\"|\\"\w+\\":')
 TEST_SUPPORT = re.compile(r"(^|/)(test\w*|fake\w*|\w+_test)\.py$")
 WRITE_CALLS = {("os", "replace"), ("os", "rename"), ("os", "renames"), ("shutil", "copy"), ("shutil", "copy2"),
                ("shutil", "copyfile"), ("shutil", "copytree"), ("shutil", "move"), ("tempfile", "mkstemp"),
@@ -569,6 +571,25 @@ class LintTest(unittest.TestCase):
         self.assertEqual(proc.returncode, 0, "google-java-format would change these files (`bazel run "
                                              "//tools:google_java_format -- --replace FILE...` formats them):\n"
                                              + proc.stdout)
+
+    def test_every_driver_writes_json_through_the_kit(self):
+        # ARCHITECTURE.md: every driver reports through the kit's JsonLine; a string literal holding a JSON
+        # member ("name": ...) or opening an object ({"...) outside it is JSON written by hand.
+        tree = checkout()
+        by_hand = []
+        for path in sorted(glob.glob(os.path.join(tree, "rigs", "**", "*.java"), recursive=True)):
+            rel = os.path.relpath(path, tree)
+            if rel == "rigs/matrix/java/JsonLine.java" or "/javatests/" in rel:
+                continue  # the writer itself; tests compare against JSON text on purpose
+            with open(path, encoding="utf-8") as f:
+                by_hand += [f"{rel}:{n}: {line.strip()}" for n, line in enumerate(f, 1)
+                            if HAND_WRITTEN_JSON.search(line)]
+        self.assertEqual(by_hand, [], "JSON written by hand in a driver: use tunelab.rigs.matrix.JsonLine")
+
+    def test_the_hand_written_json_rule_finds_each_form(self):
+        for line in ['emit("{\\"event\\":\\"start\\"");', 'b.append(",\\"t\\":").append(t);']:
+            self.assertRegex(line, HAND_WRITTEN_JSON)
+        self.assertNotRegex('JsonLine.event("start").put("t", 1.0);', HAND_WRITTEN_JSON)
 
 
 if __name__ == "__main__":

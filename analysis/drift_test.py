@@ -1,6 +1,6 @@
 """Host drift between two result sets, on two recorded sets (analysis/testdata/drift/, see its README):
 real runs of the calibration matrix on this project's machine, the second with the host loaded by two
-competing CPU spinners, so its host reference reads slower. (What the gate does with them: tools/gate_test.py.)"""
+competing CPU spinners, so its host reference reads slower. (What the gate does with them: tools/gate/gate_test.py.)"""
 
 import copy
 import os

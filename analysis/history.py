@@ -16,7 +16,7 @@ regression of the system under test.
 Nightly sets (each one run of the accepted and the candidate revision, interleaved: tools/nightly/nightly.sh)
 are drawn as a history (plots.nightly_history): dates on the x axis, each night's candidate value with its
 interval, the gate's change against that night's accepted build with its interval and state (PASS,
-REGRESSED, INCONCLUSIVE: analysis/gate_decision.py, as the nightly judged it), and the band of what the gate
+REGRESSED, INCONCLUSIVE: analysis/gate/decision.py, as the nightly judged it), and the band of what the gate
 catches. Sets are named by date and folder name, never by a machine's path.
 """
 
@@ -31,7 +31,8 @@ import sys
 
 from otava.analysis import compute_change_points
 
-from analysis import drift, gate_decision, plots, resultsets, sequential, stats, thresholds
+from analysis import drift, plots, resultsets, sequential, stats, thresholds
+from analysis.gate import decision as gate_decision
 
 MAX_PVALUE = 0.001  # Otava's default significance for a change point
 WINDOW = 50

@@ -38,7 +38,7 @@ Two rules read these looks (a run's policy `stop` names its rule, its manifest s
   together, as one fixed-count gate does). The runner stops a comparison at its first PASS or REGRESSED and
   keeps adding interleaved rounds while it is INCONCLUSIVE, up to `max` or the policy's time budget
   (`budget_s`); the gate reads the comparison at that look with that look's level. A budget stop only
-  ends the looks early, so it spends less error than planned, never more. analysis/gate_power.py simulates
+  ends the looks early, so it spends less error than planned, never more. analysis/gate/power.py simulates
   this very stopping when it states what the gate can see.
 """
 

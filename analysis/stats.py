@@ -21,8 +21,8 @@ The unit of evidence is the run. Every table, report and gate in tunelab follows
   change with probability 0.95 (alpha split over the comparisons by Bonferroni); a comparison is different
   when its interval lies wholly outside ± the minimum effect, equivalent when wholly inside. Assumed: the
   rounds' log ratios are independent and close to normal (a run median of many samples is).
-- The regression gate (analysis/gate_decision.py) decides with one rule, the one its stated sensitivity is
-  measured for (analysis/gate_power.py runs this very rule on resampled A/A rounds). Its unit is the round:
+- The regression gate (analysis/gate/decision.py) decides with one rule, the one its stated sensitivity is
+  measured for (analysis/gate/power.py runs this very rule on resampled A/A rounds). Its unit is the round:
   a round's log ratio of run medians, oriented so that positive is worse (w = log(candidate / baseline) for
   a time, its negative for a rate). Over the n rounds both sides measured, the paired t interval of the mean
   w at GATE_ALPHA a side (a 98 % two-sided interval): mean +/- t(1 - GATE_ALPHA, n - 1) sd / sqrt(n). With a
@@ -33,7 +33,7 @@ The unit of evidence is the run. Every table, report and gate in tunelab follows
                  shown smaller than the margin (so a false alarm at zero is at most GATE_ALPHA);
     INCONCLUSIVE otherwise, and always with fewer than MIN_RUNS rounds.
   Why paired and not Welch on run medians: interleaved rounds share the host's state, and the pairing is
-  what cancels its drift (the round term of analysis/sensitivity.py); Welch throws it away. Why no "observed
+  what cancels its drift (the round term of analysis/sensitivity/components.py); Welch throws it away. Why no "observed
   change beyond the margin" filter: it caps detection at the margin near 50 % by construction; the margin
   enters through the upper bound instead, so a change shown smaller than asked is still a PASS. Assumed: the
   rounds' log ratios are independent and close to normal (a run median of many samples is); not assumed:

@@ -18,7 +18,8 @@ from rich.console import Console
 from rich.markup import escape
 from rich.table import Table
 
-from analysis import ceilings, compare, distributions, profiles, resultsets, sensitivity_figures, sequential, stats, thresholds
+from analysis import ceilings, compare, distributions, profiles, resultsets, sequential, stats, thresholds
+from analysis.sensitivity import figures as sensitivity_figures
 
 WIDTH = 100
 FOOTNOTE = ("Runs are the unit: a cell is the median of its run medians, its CI a bootstrap over runs. Verdict: "

@@ -269,7 +269,7 @@ def remove_orphan_profiles(folder):
 # written here only, replaced whole (a recomputation or a bisect's next step replaces the last), never a
 # result or a manifest.
 SIDE_DOCUMENTS = {
-    "sensitivity.json": ("kind", {"tunelab.sensitivity"}),  # tools/sensitivity.py: a set's gate figures
+    "sensitivity.json": ("kind", {"tunelab.sensitivity"}),  # tools/sensitivity/sensitivity.py: a set's gate figures
     "fidelity.json": ("kind", {"tunelab.namenode_fidelity", "tunelab.yarn_cps_fidelity"}),  # rigs/*/fidelity.py
     "fidelity-steady.json": ("kind", {"tunelab.namenode_fidelity"}),
     "bisect.json": ("schema", {"tunelab.bisect/1"}),  # tools/bisect_command.py: a bisect's record

@@ -4,7 +4,7 @@ A rig declares there its site title and matrix target (`[rig]`), whether the nig
 profile (`[nightly]`), the profiles the gate's sensitivity figures describe and the A/A and slowdown sets
 they come from (`[sensitivity]`), and the report kind a set varying one of its axes calls for (`[reports]`).
 The site (tools/publish), the nightly (tools/nightly/nightly.sh, through `python3 -m rigs.registry
---nightly`) and the calibrator (tools/sensitivity.py) read these and keep no list of rigs of their own;
+--nightly`) and the calibrator (tools/sensitivity/sensitivity.py) read these and keep no list of rigs of their own;
 //:add_a_rig_test checks each file against rigs/BUILD.bazel and the rig's matrix.toml (add_a_rig_test.py
 rig_layout_problems).
 
@@ -48,7 +48,7 @@ class Registration:
     gated: tuple                  # the profiles the sensitivity figures describe (the A/A cell is theirs)
     aa: dict                      # {profile, axis, set}; {} where the rig is not calibrated
     slowdown: dict                # {profile, axis, baseline, slowed, set}; {} where it has no known slowdown
-    nights: dict                  # {gated profile: (set, ...)}: A/A-like nights of that design (analysis/nights.py)
+    nights: dict                  # {gated profile: (set, ...)}: A/A-like nights of that design (analysis/sensitivity/nights.py)
     axis_kinds: dict              # {axis: report kind} for a set that varies that axis
 
     @property

@@ -6,7 +6,7 @@
 
 The commits are bad's first parents back to good (a merge is one commit; its side branch is not bisected).
 Each commit is built in a git worktree of its own (tools/bisect_build.py). First the regression is confirmed:
-bad's build runs with good's, interleaved in one run, and the gate's rule (tools/gate.py, analysis/stats.py)
+bad's build runs with good's, interleaved in one run, and the gate's rule (tools/gate/gate.py, analysis/stats.py)
 must find bad REGRESSED against good; if it rules that out the bisect ends "did not reproduce". Then each
 step runs the midpoint interleaved with BOTH known ends in one run and asks the rule twice (tools/bisect_core.py:
 good -> midpoint and midpoint -> bad): GOOD, BAD, or UNKNOWN. An unclear answer is measured again with twice
@@ -32,10 +32,12 @@ import sys
 import time
 
 from analysis import bisect_report, resultsets, thresholds
-from analysis.gate_decision import GateError
+from analysis.gate.decision import GateError
 from results import safeio, store
 from rigs.host import hoststate
-from tools import bisect_build, bisect_core, bisect_profiles, gate, gate_confirm
+from tools import bisect_build, bisect_core, bisect_profiles
+from tools.gate import gate
+from tools.gate import confirm as gate_confirm
 from tools.bisect_build import BisectInputError, BuildFailed
 from tools.bisect_core import SKIPPED, UNKNOWN
 from tools.bisect_profiles import finite

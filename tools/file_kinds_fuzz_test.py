@@ -58,12 +58,13 @@ class FileKindFuzzTest(unittest.TestCase):
     @FUZZ
     @given(body=st.one_of(mutated_document(SENSITIVITY_DOC).map(dumps), deep.map(str.encode), st.binary(max_size=300)))
     def test_a_sensitivity_file_is_figures_or_the_sensitivity_error(self, body):
-        from analysis import sensitivity, sensitivity_figures
+        from analysis.sensitivity import components
+        from analysis.sensitivity import figures as sensitivity_figures
         path = self.write("baselines/set/sensitivity.json", body)
         with within_budget(self):
             try:
                 figures = sensitivity_figures.read_file(path)
-            except sensitivity.SensitivityError:
+            except components.SensitivityError:
                 return
             unreadable = []
             rows = sensitivity_figures.history(os.path.dirname(os.path.dirname(path)), unreadable)

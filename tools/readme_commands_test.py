@@ -45,9 +45,9 @@ PROGRAMS = {
     "//workloads/mapreduce:textgen": "workloads/mapreduce/textgen",
     "//rigs/namenode:fidelity_benchmark": "rigs/namenode/fidelity_benchmark",
     "//tools:bisect": "tools/bisect",
-    "//tools:gate": "tools/gate",
+    "//tools:gate": "tools/gate/gate",
     "//analysis:history": "analysis/history",
-    "//tools:sensitivity": "tools/sensitivity",
+    "//tools:sensitivity": "tools/sensitivity/sensitivity",
     "//tools:publish": "tools/publish/publish",
     "//tools/guest:run_redis_guest": "tools/guest/run_redis_guest",
 }

@@ -42,7 +42,8 @@ from analysis.testsets import write_set
 from results import resultfile, runarchive, store
 from results.testruns import RUN_ID, make_run, manifest_for, recorded_result
 from rigs.matrix.planning import spec
-from tools import gate, gate_confirm
+from tools.gate import gate
+from tools.gate import confirm as gate_confirm
 from tools.fuzzkit import (EXAMPLES, FUZZ, deep, dumps, json_value, leaf_paths, mutated_document, replaced,
                            within_budget)
 from tools.publish import publish

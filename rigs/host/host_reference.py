@@ -23,6 +23,11 @@ TIMEOUT_S = 60
 EMULATED_WINDOW_SCALE = 5
 
 
+def window_scale(report):
+    """The probe's window scale on the host the doctor's `report` describes: EMULATED_WINDOW_SCALE emulated."""
+    return EMULATED_WINDOW_SCALE if report.get("cpu", {}).get("emulated") else 1
+
+
 def probe_text(window_scale=1):
     return PROBE if window_scale == 1 else f"{PROBE}; windows x{window_scale} (emulated host)"
 

@@ -6,7 +6,6 @@ import subprocess
 import unittest
 
 from rigs.host import host_reference
-from rigs.matrix import runner
 
 
 def fake_probe(calls):
@@ -28,8 +27,8 @@ class HostReferenceTest(unittest.TestCase):
         host_reference.measure("java", "probe.jar", "before", runner=fake_probe(calls), window_scale=5)
         self.assertEqual([(a[a.index("--warmup-s") + 1], a[a.index("--measure-s") + 1], t) for a, t in calls],
                          [("5", "15", 300), ("5", "15", 300)])
-        self.assertEqual(runner.reference_scale({"cpu": {"emulated": True}}), host_reference.EMULATED_WINDOW_SCALE)
-        self.assertEqual(runner.reference_scale({"cpu": {"emulated": False}}), 1)
+        self.assertEqual(host_reference.window_scale({"cpu": {"emulated": True}}), host_reference.EMULATED_WINDOW_SCALE)
+        self.assertEqual(host_reference.window_scale({"cpu": {"emulated": False}}), 1)
         self.assertIn("windows x5 (emulated host)", host_reference.probe_text(5))
         self.assertEqual(host_reference.probe_text(1), host_reference.PROBE)
 

@@ -9,6 +9,7 @@ preflight.py (is the host busy), hoststate.py (host lock, knob journal), host_re
 after), sequential_rounds.py and noisyrounds.py (sequential rounds; rounds run again for steal).
 """
 
+import contextlib
 import dataclasses
 import os
 import platform
@@ -21,7 +22,8 @@ from rich.markup import escape
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn, TimeRemainingColumn
 
 from results import resultfile, store
-from analysis import ceilings, compare, sensitivity_figures, stats
+from analysis import ceilings, compare, stats
+from analysis.sensitivity import figures as sensitivity_figures
 from rigs.host import host_reference, hoststate
 from rigs.matrix import livemetrics
 from rigs.matrix.cell import cellrunner
@@ -31,7 +33,7 @@ from rigs.matrix.planning import cli, plan, planview, schedule, spec
 from rigs.matrix.rounds import noisyrounds, sequential_rounds
 from rigs.matrix.planning.cli import check_run_id, load_revisions, load_variants, new_run_id, parse_args, spec_digest
 from results.cellresult import now_iso
-from rigs.matrix.cell.runcontext import RunContext
+from rigs.matrix.cell.runcontext import Configuration, Handles, HostFacts, Provenance, RunContext, host_reference_block
 from rigs.matrix.planning.preflight import preflight
 from rigs.host import doctor, jdks, terminal
 
@@ -81,14 +83,19 @@ def check_cells(rig, planned, policy, pinnings=None):
 
 @dataclasses.dataclass
 class RunState:
-    """What changes while a run goes on, owned by the loop that changes it (execute, run_cells); the run's
-    configuration is the frozen RunContext."""
+    """What changes while a run goes on, owned by the loop that changes it (execute, run_cells); what the
+    cells share is the frozen RunContext."""
     rounds: object = None  # the sequential_rounds.Rounds of a sequential policy (stop = "decided"), else None
     noisy: object = None  # the noisyrounds.NoisyRounds of a policy that re-runs noisy rounds, else None
     order: list = dataclasses.field(default_factory=list)  # [(cell, repetition)], interleaved
     statuses: dict = dataclasses.field(default_factory=dict)  # (cell id, repetition) -> status
     cell_runner: object = None  # the cellrunner.CellRunner of the run, killed on interruption
-    host_reference: dict = None  # the manifest's host reference block: before, and after once measured
+    reference_after: list = dataclasses.field(default_factory=list)  # the host reference after the matrix
+
+    def kill_cells(self):
+        """Stops what the cell runner started and puts back the host knobs it set (the run's `with` ends)."""
+        if self.cell_runner is not None:
+            self.cell_runner.kill()
 
 
 def write_manifest(ctx, run, planned, state):
@@ -98,9 +105,11 @@ def write_manifest(ctx, run, planned, state):
     reps = {}  # cell id -> its repetitions in the order (the policy's, and rounds added for noise)
     for c, r in order:
         reps.setdefault(c.id, []).append(r)
-    m = ctx.matrix
-    matrix = {"name": m.name, "rig": m.rig, "source": ctx.matrix_source, "profile": ctx.profile,
-              "overrides": ctx.overrides, "seed": m.seed, "spec_sha256": ctx.spec_sha256, "question": m.question,
+    config, host, prov = ctx.config, ctx.host, ctx.provenance
+    m = config.matrix
+    matrix = {"name": m.name, "rig": m.rig, "source": config.matrix_source, "profile": config.profile,
+              "overrides": list(config.overrides), "seed": m.seed, "spec_sha256": prov.spec_sha256,
+              "question": m.question,
               "axes": m.axes, "zip_groups": m.zip_groups, "comparison_groups": m.comparison_groups(),
               "known_answers": [k.to_json() for k in m.known_answers]}
     cells = [store.manifest_cell(p.cell.id, p.cell.params, p.skip_reason,
@@ -108,13 +117,14 @@ def write_manifest(ctx, run, planned, state):
                                   for r in reps.get(p.cell.id, range(m.repetitions_of(p.cell)))})
              for p in planned]
     doc = store.manifest_document(
-        ctx.run_id, state, matrix=matrix, workload={"id": ctx.workload.id, "sha256": ctx.workload.sha256},
-        host_id=ctx.report["host"]["host_id"], cells=cells, order=[(c.id, r) for c, r in order],
-        updated_at=now_iso(), preflight=ctx.preflight, host_reference=run.host_reference,
-        revisions={name: {"commit": r.commit, "runfiles": r.runfiles} for name, r in ctx.revisions.items()},
+        prov.run_id, state, matrix=matrix, workload={"id": config.workload.id, "sha256": config.workload.sha256},
+        host_id=host.report["host"]["host_id"], cells=cells, order=[(c.id, r) for c, r in order],
+        updated_at=now_iso(), preflight=host.preflight,
+        host_reference=host_reference_block(host.report, [*host.reference_before, *run.reference_after]),
+        revisions={name: {"commit": r.commit, "runfiles": r.runfiles} for name, r in config.revisions.items()},
         sequential=run.rounds.to_json() if run.rounds else None,
-        noise_reruns=run.noisy.to_json() if run.noisy else None, fleet=ctx.fleet)
-    store.write_manifest(ctx.run_dir, doc)
+        noise_reruns=run.noisy.to_json() if run.noisy else None, fleet=host.fleet)
+    store.write_manifest(prov.run_dir, doc)
 
 
 def measure_host_reference(console, probe, when, window_scale=1):
@@ -156,18 +166,19 @@ class Loaded:
     profiler: dict = dataclasses.field(default_factory=dict)  # {agent_jar, converter_jar} under policy.profile
 
 
-def load(args, runfiles, report, env):
+def load(args, runfiles, report, env, stored=None):
     """Reads the workload, the matrix, the builds and the rig, and plans the cells on this host (`report`: the
-    doctor's, asked for here when None); raises SpecError, WorkloadError, ValueError or ImportError naming the
-    first problem."""
+    doctor's, asked for here when None; `stored`: the run --resume names, whose seed the matrix takes); raises
+    SpecError, WorkloadError, ValueError or ImportError naming the first problem."""
     runfiles_ws = os.path.join(runfiles, "tunelab")
     rig_data = {k: os.path.abspath(v) for k, v in (item.split("=", 1) for item in args.rig_data)}
     workload_dir = args.workload if os.path.isdir(args.workload) else os.path.dirname(args.workload)
     workload = workload_def.load_workload(workload_dir)
     matrix = spec.load(args.matrix, profile=args.profile, overrides=args.set,
                        rig_params=workload.parameters, policy_defaults=workload.policy)
-    if args.seed is not None:
-        matrix.seed = args.seed
+    seed = stored.manifest["matrix"]["seed"] if stored is not None and stored.manifest else args.seed
+    if seed is not None:
+        matrix = dataclasses.replace(matrix, seed=seed)
     spec.check_workload(matrix, workload, workload_dir)
     revisions = load_revisions(args.revision, matrix, rig_data, runfiles_ws, args.matrix,
                                required=not args.dry_run, shipped_commit=env.shipped_commit)
@@ -229,7 +240,7 @@ class RunFolder:
 def open_run(args, loaded, results_root, stored):
     """The run's id and folder: a new one, or the stored run --resume names (`stored`: cli.find_stored_run's,
     read once; its seed, host reference and added rounds taken back); raises Stop when there is none to open."""
-    host_id, workload, matrix = loaded.report["host"]["host_id"], loaded.workload, loaded.matrix
+    host_id, workload = loaded.report["host"]["host_id"], loaded.workload
     if args.resume and args.run_id and args.run_id != args.resume:
         raise Stop("[red]error:[/red] --run-id and --resume name different runs")
     try:
@@ -256,7 +267,6 @@ def open_run(args, loaded, results_root, stored):
         if manifest["matrix"]["spec_sha256"] != digest:
             raise Stop(f"[red]error:[/red] cannot resume {run_id}: the matrix, profile, --set overrides or workload "
                        "differ from the stored run's; start a new run instead")
-        matrix.seed = manifest["matrix"]["seed"]
         stored_reference = (manifest.get("host_reference") or {}).get("measurements", [])
         stored_reruns = manifest.get("noise_reruns")
     elif os.path.exists(run_dir):
@@ -264,29 +274,31 @@ def open_run(args, loaded, results_root, stored):
     return RunFolder(run_id, run_dir, digest, stored_reference, stored_reruns)
 
 
-def make_context(console, args, loaded, folder, lock_file, host_paths, env):
-    """The RunContext of a run that holds the host lock, after the preflight (its warnings printed); raises
-    Stop when --strict refuses the host."""
-    matrix, report = loaded.matrix, loaded.report
+def make_configuration(args, loaded):
+    """What was asked, as the cells share it."""
+    return Configuration(
+        matrix=loaded.matrix, profile=args.profile, overrides=tuple(args.set),
+        matrix_source=os.path.abspath(args.matrix), workload=loaded.workload, rig=loaded.rig,
+        rig_data=loaded.rig_data, revisions=loaded.revisions, variants=loaded.variants, ceilings=loaded.ceilings,
+        profiler=loaded.profiler, varying=frozenset(compare.varying_axes([p.cell for p in loaded.planned])))
+
+
+def make_provenance(args, folder, env):
+    """What the run is: its id and folder, the digest of what was asked, the harness that runs it."""
+    commit, dirty = cli.harness_provenance(env.workspace, env.shipped_commit)
+    return Provenance(run_id=folder.run_id, run_dir=folder.run_dir, spec_sha256=folder.digest,
+                      harness_commit=commit, harness_dirty=dirty, bazel_target=args.bazel_target)
+
+
+def check_preflight(console, args, report):
+    """The preflight of this host (its warnings printed); raises Stop when --strict refuses the host."""
     try:
         pre = preflight(report, args.strict)
     except spec.SpecError as e:
         raise Stop(f"[red]error:[/red] {escape(str(e))}") from None
     for warning in pre["warnings"]:
         console.print(f"[yellow]warning:[/yellow] {escape(warning)} (recorded; --strict refuses)")
-    commit, dirty = cli.harness_provenance(env.workspace, env.shipped_commit)
-    ctx = RunContext(
-        matrix=matrix, workload=loaded.workload, rig=loaded.rig, rig_data=loaded.rig_data, revisions=loaded.revisions,
-        variants=loaded.variants, run_id=folder.run_id, run_dir=folder.run_dir, report=report, profile=args.profile,
-        overrides=args.set, spec_sha256=folder.digest,
-        matrix_source=os.path.abspath(args.matrix), harness_commit=commit, harness_dirty=dirty,
-        bazel_target=args.bazel_target, preflight=pre, nodes=plan.host_nodes(report),
-        host_paths=host_paths or hostknobs.HostPaths(), varying=set(compare.varying_axes([p.cell for p in loaded.planned])),
-        host_lock=lock_file, knob_journal=os.path.join(os.path.dirname(lock_file), hoststate.JOURNAL_NAME),
-        host_reference=None,
-        container_image=loaded.image or {}, ceilings=loaded.ceilings, runner_image=env.runner_image,
-        fleet=dict(env.fleet), profiler=loaded.profiler)
-    return ctx
+    return pre
 
 
 def new_run_state(loaded, folder):
@@ -301,23 +313,23 @@ def new_run_state(loaded, folder):
     return RunState(rounds=loaded.rounds, noisy=noisy)
 
 
-def clean_leftovers(console, ctx):
+def clean_leftovers(console, run_dir, knob_journal, host_lock, host_paths):
     """Undoes what a killed run left on this host before anything runs: host settings (the knob journal),
     containers, and partial files in a resumed run's folder; raises Stop on a journal it refuses."""
     try:
-        recovered = hostknobs.recover(ctx.knob_journal, ctx.host_paths)
+        recovered = hostknobs.recover(knob_journal, host_paths)
     except hostknobs.KnobError as e:
         raise Stop(f"[red]error:[/red] {escape(str(e))}") from None
     if recovered:
         console.print(f"[yellow]restored host settings a killed run left changed:[/yellow] {', '.join(recovered)}")
-    left = container.remove_orphans(ctx.host_lock)
+    left = container.remove_orphans(host_lock)
     if left:
         console.print(f"[yellow]removed containers a killed run left running:[/yellow] {', '.join(left)}")
-    os.makedirs(os.path.join(ctx.run_dir, "cells"), exist_ok=True)
-    removed = resultfile.remove_partial_files(ctx.run_dir)
+    os.makedirs(os.path.join(run_dir, "cells"), exist_ok=True)
+    removed = resultfile.remove_partial_files(run_dir)
     if removed:
         console.print(f"removed {len(removed)} partial file(s) left by an interrupted write")
-    orphans = store.remove_orphan_profiles(ctx.run_dir)
+    orphans = store.remove_orphan_profiles(run_dir)
     if orphans:
         console.print(f"removed {len(orphans)} profile file(s) of a cell interrupted before its result")
 
@@ -340,11 +352,11 @@ def execute(argv=None, console=None, host_paths=None, report=None, args=None, en
         resumed = cli.resume_as_stored(args, stored)  # --resume alone: the stored run's profile and --set
         if resumed:
             console.print(resumed)
-        loaded = load(args, runfiles, report, env)
+        loaded = load(args, runfiles, report, env, stored)
     except (spec.SpecError, workload_def.WorkloadError, ValueError, ImportError) as e:
         console.print(f"[red]error:[/red] {escape(str(e))}")
         return Outcome(EXIT_BAD_INPUT)
-    workload, matrix, planned = loaded.workload, loaded.matrix, loaded.planned
+    matrix, planned = loaded.matrix, loaded.planned
     if loaded.profiler.get("perf_problem"):
         console.print(f"[yellow]note:[/yellow] the profiles of the cells without a JVM will be missing (perf record "
                       f"samples them): {escape(loaded.profiler['perf_problem'])}")
@@ -354,87 +366,85 @@ def execute(argv=None, console=None, host_paths=None, report=None, args=None, en
 
     try:
         folder = open_run(args, loaded, results_root, stored)
+        with contextlib.ExitStack() as open_handles:  # closed in reverse: cells killed, watching stopped, lock freed
+            lock, lock_file = take_host_lock(args.state_dir, folder, matrix.name)
+            open_handles.callback(lock.release)
+            journal = os.path.join(os.path.dirname(lock_file), hoststate.JOURNAL_NAME)
+            host_paths = host_paths or hostknobs.HostPaths()
+            preflight_found = check_preflight(console, args, loaded.report)
+            clean_leftovers(console, folder.run_dir, journal, lock_file, host_paths)
+            config, provenance = make_configuration(args, loaded), make_provenance(args, folder, env)
+            live = watch(console, args, config, provenance, host_paths, open_handles)
+            probe = None if args.no_host_reference else host_reference.find_probe(runfiles_ws, loaded.pinned)
+            before = [m for m in folder.stored_reference if m["when"] == "before"]
+            if not before and probe is not None:
+                before = measure_host_reference(console, probe, "before", host_reference.window_scale(loaded.report))
+            run = new_run_state(loaded, folder)
+            open_handles.callback(run.kill_cells)  # first of all: what the cells started, stopped
+            # Made once, before the first cell: nothing in it is replaced while the cells run.
+            facts = HostFacts(report=loaded.report, nodes=plan.host_nodes(loaded.report), paths=host_paths,
+                              preflight=preflight_found, container_image=loaded.image or {},
+                              runner_image=env.runner_image, fleet=dict(env.fleet), reference_before=tuple(before))
+            ctx = RunContext(config, facts, provenance, Handles(lock_file, journal, live))
+            return finish(console, args, ctx, run, planned, probe)
     except Stop as stop:
         console.print(stop.text)
         return stop.outcome
-    run_id, run_dir, stored_reference = folder.run_id, folder.run_dir, folder.stored_reference
-    try:
-        lock, lock_file = take_host_lock(args.state_dir, folder, matrix.name)
-    except Stop as stop:
-        console.print(stop.text)
-        return stop.outcome
-
-    run = new_run_state(loaded, folder)
-    stop_watching = list
-    try:
-        try:
-            ctx = make_context(console, args, loaded, folder, lock_file, host_paths, env)
-            clean_leftovers(console, ctx)
-            ctx, stop_watching = watch(console, args, ctx)
-        except Stop as stop:
-            console.print(stop.text)
-            return stop.outcome
-        probe = None if args.no_host_reference else host_reference.find_probe(runfiles_ws, loaded.pinned)
-        before = [m for m in stored_reference if m["when"] == "before"]
-        if not before and probe is not None:
-            before = measure_host_reference(console, probe, "before", reference_scale(ctx.report))
-        run.host_reference = host_reference_block(ctx.report, before)
-        # The cells' provenance carries the measurements before the matrix (host_reference_block's "before").
-        ctx = dataclasses.replace(ctx, host_reference=host_reference_block(ctx.report, before, only_before=True))
-        status = run_cells(console, ctx, run, planned)
-        if status == EXIT_OK:
-            if run.host_reference is not None:
-                run.host_reference = host_reference_block(ctx.report, before + measure_host_reference(
-                    console, probe, "after", reference_scale(ctx.report)))
-            write_manifest(ctx, run, planned, "complete")  # sealed: never rewritten
-        if status == EXIT_INTERRUPTED:
-            console.print(f"[yellow]interrupted[/yellow]; host settings restored. Resume with: --resume {run_id}")
-            return Outcome(status, run_dir, workload)
-        if status == EXIT_BAD_INPUT:
-            return Outcome(status, run_dir, workload)
-        if not args.no_next_steps:
-            planview.print_next_steps(console, ctx, args)
-        bad = [s for s in run.statuses.values() if s in ("failed", "invalid")]
-        return Outcome(EXIT_CELLS_FAILED if bad else EXIT_OK, run_dir, workload)
-    finally:
-        if run.cell_runner is not None:
-            run.cell_runner.kill()  # its processes stopped, the host knobs it set put back
-        stop_watching()
-        lock.release()
 
 
-def watch(console, args, ctx):
-    """(ctx with the run's LiveMetrics, a function that stops its endpoint and writer) when the run is watched
-    (--metrics-port, --influx-url), else (ctx, a function that does nothing). An endpoint that cannot bind is
-    said once; the run goes on without it."""
+def finish(console, args, ctx, run, planned, probe):
+    """Runs the cells, then seals the manifest of a run that ran them all (with the host reference after the
+    matrix); returns the Outcome."""
+    run_dir, workload = ctx.provenance.run_dir, ctx.config.workload
+    status = run_cells(console, ctx, run, planned)
+    if status == EXIT_OK:
+        if ctx.host.reference_before:
+            run.reference_after = measure_host_reference(console, probe, "after",
+                                                         host_reference.window_scale(ctx.host.report))
+        write_manifest(ctx, run, planned, "complete")  # sealed: never rewritten
+    if status == EXIT_INTERRUPTED:
+        console.print(f"[yellow]interrupted[/yellow]; host settings restored. Resume with: --resume "
+                      f"{ctx.provenance.run_id}")
+        return Outcome(status, run_dir, workload)
+    if status == EXIT_BAD_INPUT:
+        return Outcome(status, run_dir, workload)
+    if not args.no_next_steps:
+        planview.print_next_steps(console, ctx, args)
+    bad = [s for s in run.statuses.values() if s in ("failed", "invalid")]
+    return Outcome(EXIT_CELLS_FAILED if bad else EXIT_OK, run_dir, workload)
+
+
+def watch(console, args, config, provenance, host_paths, open_handles):
+    """The run's LiveMetrics when it is watched (--metrics-port, --influx-url), its endpoint and writer stopped
+    when `open_handles` (the run's ExitStack) closes; else None. An endpoint that cannot bind is said once; the
+    run goes on without it."""
     if args.metrics_port is None and not args.influx_url:
-        return ctx, list
-    m = ctx.matrix
+        return None
+    m = config.matrix
     try:
-        live = livemetrics.LiveMetrics(ctx.run_id, m.rig, m.name, ctx.profile, sorted(m.axes), proc=ctx.host_paths.proc,
-                                       rig_metrics=ctx.rig.live_metrics)
+        live = livemetrics.LiveMetrics(provenance.run_id, m.rig, m.name, config.profile, sorted(m.axes),
+                                       proc=host_paths.proc, rig_metrics=config.rig.live_metrics)
     except livemetrics.LiveMetricsError as e:
         raise Stop(f"[red]error:[/red] live metrics: {escape(str(e))}") from None
-    stops = []
+
+    def said_problem():
+        if live.problem:
+            console.print(f"[yellow]note:[/yellow] live metrics: {escape(live.problem)} (the rig's other values were served)")
+    open_handles.callback(said_problem)  # after the endpoint and the writer stopped
     if args.metrics_port is not None:
         try:
             server, url = livemetrics.serve(live, args.metrics_port, args.metrics_address)
             console.print(f"live metrics: {escape(url)} (Prometheus text and OpenMetrics)")
-            stops += [server.shutdown, server.server_close]
+            open_handles.callback(server.server_close)
+            open_handles.callback(server.shutdown)
         except OSError as e:
             console.print(f"[yellow]note:[/yellow] live metrics: cannot serve on {escape(args.metrics_address)}:"
                           f"{args.metrics_port} ({escape(str(e))}); the run goes on without the endpoint")
     if args.influx_url:
         writer = livemetrics.InfluxWriter(live.registry, args.influx_url,
                                           lambda text: console.print(f"[yellow]note:[/yellow] {escape(text)}"))
-        stops.append(writer.start().stop)
-
-    def stop_all():
-        for stop in stops:
-            stop()
-        if live.problem:
-            console.print(f"[yellow]note:[/yellow] live metrics: {escape(live.problem)} (the rig's other values were served)")
-    return dataclasses.replace(ctx, live=live), stop_all
+        open_handles.callback(writer.start().stop)
+    return live
 
 
 def dry_run(console, args, loaded):
@@ -462,19 +472,6 @@ def take_host_lock(state_dir, folder, matrix_name):
     return lock, lock_file
 
 
-def reference_scale(report):
-    """The host reference's window scale: longer on an emulated host (host_reference.EMULATED_WINDOW_SCALE)."""
-    return host_reference.EMULATED_WINDOW_SCALE if report.get("cpu", {}).get("emulated") else 1
-
-
-def host_reference_block(report, measurements, only_before=False):
-    """{probe, measurements} of the host reference (only those before the matrix: a cell's provenance), or
-    None without any."""
-    measurements = [m for m in measurements if m["when"] == "before"] if only_before else measurements
-    return ({"probe": host_reference.probe_text(reference_scale(report)), "measurements": measurements}
-            if measurements else None)
-
-
 def run_cells(console, ctx, run, planned):
     """Runs every missing (cell, repetition) in the interleaved order; returns EXIT_OK when all ran,
     EXIT_INTERRUPTED on Ctrl-C/SIGTERM, EXIT_BAD_INPUT on a corrupt stored result. Under a sequential policy
@@ -484,7 +481,8 @@ def run_cells(console, ctx, run, planned):
 
     Why one function: the loop's state (order, what is left to run, statuses, the sequential looks, the added
     rounds, the progress bar) is shared by every step, and an interruption must leave all of it consistent."""
-    matrix, run_dir, rounds, noisy = ctx.matrix, ctx.run_dir, run.rounds, run.noisy
+    matrix, run_dir, rounds, noisy = ctx.config.matrix, ctx.provenance.run_dir, run.rounds, run.noisy
+    varying, live = ctx.config.varying, ctx.handles.live
     order = schedule.interleaved_order([p.cell for p in planned], matrix.policy.repetitions, matrix.seed,
                                    matrix.repetitions_of)
     if noisy:
@@ -531,7 +529,7 @@ def run_cells(console, ctx, run, planned):
                 noisy.judge(rep, order, matrix.seed, console.print)
     todo = [(c, r) for c, r in order if (c.id, r) not in done]
     write_manifest(ctx, run, planned, "running")
-    console.print(f"run {ctx.run_id}: {len(todo)} of {len(order)} cell repetitions to run"
+    console.print(f"run {ctx.provenance.run_id}: {len(todo)} of {len(order)} cell repetitions to run"
                   + (f" at most ({matrix.policy.describe()})" if rounds else "") + f"; results in {escape(run_dir)}")
     if rounds:
         console.print(escape(f"sequential: {rounds.describe()}"))
@@ -555,14 +553,14 @@ def run_cells(console, ctx, run, planned):
                     progress.update(task, total=progress.tasks[0].total - 1)
                     continue
                 planned_cell = by_id[cell.id]
-                progress.update(task, description=f"{cell.id} r{rep} {escape(cell.label(ctx.varying))[:60]}")
-                if ctx.live:
-                    ctx.live.set_planned(progress.tasks[0].total, progress.tasks[0].time_remaining)
+                progress.update(task, description=f"{cell.id} r{rep} {escape(cell.label(varying))[:60]}")
+                if live:
+                    live.set_planned(progress.tasks[0].total, progress.tasks[0].time_remaining)
                     if not planned_cell.skip_reason:  # a skipped cell runs nothing to watch
-                        ctx.live.cell_started(cell.id, rep, cell.params)
+                        live.cell_started(cell.id, rep, cell.params)
                 doc = run.cell_runner.run(planned_cell, rep)
-                if ctx.live:
-                    ctx.live.cell_done(doc["status"])
+                if live:
+                    live.cell_done(doc["status"])
                 store.write_result(run_dir, cell.id, rep, doc)
                 statuses[(cell.id, rep)] = doc["status"]
                 if rounds:
@@ -574,7 +572,7 @@ def run_cells(console, ctx, run, planned):
                         todo.extend(added)
                         progress.update(task, total=progress.tasks[0].total + len(added))
                 write_manifest(ctx, run, planned, "running")
-                line = f"{doc['status']:>8} {cell.id} r{rep} {cell.label(ctx.varying)}"
+                line = f"{doc['status']:>8} {cell.id} r{rep} {cell.label(varying)}"
                 if doc.get("reason"):
                     line += f": {doc['reason']}"
                 progress.console.print(escape(line))

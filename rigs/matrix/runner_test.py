@@ -4,6 +4,7 @@ patched variants, sealed runs, the rig contract. Processes with roles: roles_tes
 repetitions: sequential_run_test.py.
 """
 
+import dataclasses
 import io
 import json
 import os
@@ -22,6 +23,7 @@ from rich.console import Console
 from results import resultfile, store
 from rigs.host import hoststate
 from rigs.matrix import runner
+from rigs.matrix.cell import cellrunner
 from rigs.matrix.contract import rig as rig_contract
 from rigs.matrix.knobs import hostknobs, threadpinning
 from rigs.matrix.planning import preflight, spec
@@ -61,6 +63,26 @@ class RunnerTest(FakeRigTestCase):
             self.assertEqual(json.load(f)["state"], "complete")
         self.assertEqual(self.box.thp(), "madvise")
         self.assertIn("ETA", out)
+
+    def test_what_the_cells_share_is_made_once_and_never_replaced(self):
+        # One RunContext for every cell of the run, the same at the last cell as at the first (its repr
+        # reaches into the matrix, its cells and the host facts), and each of its values frozen.
+        seen = []
+        run_cell = cellrunner.CellRunner.run
+
+        def spy(cell_runner, planned, repetition):
+            seen.append((cell_runner.ctx, repr(cell_runner.ctx)))
+            return run_cell(cell_runner, planned, repetition)
+        with mock.patch.object(cellrunner.CellRunner, "run", spy):
+            code, out = self.box.main("--set", "pinning=none", "--seed", "7")
+        self.assertEqual(code, runner.EXIT_OK, out)
+        self.assertEqual(len(seen), 2)  # 1 cell x 2 repetitions
+        (ctx,) = {id(c): c for c, _ in seen}.values()
+        self.assertEqual({text for _, text in seen}, {repr(ctx)})
+        self.assertEqual(ctx.config.matrix.seed, 7)  # --seed is part of what was asked, not set on it after
+        for value in (ctx, ctx.config, ctx.host, ctx.provenance, ctx.handles, ctx.config.matrix):
+            with self.assertRaises(dataclasses.FrozenInstanceError, msg=type(value).__name__):
+                value.run_id = "another"
 
     def test_parameters_the_rig_declares_are_checked_before_anything_runs(self):
         for value, message in (("soon", "seconds='soon' is not a number"), ("nan", "seconds='nan' is not a finite"),

@@ -5,6 +5,7 @@ import java.security.Security;
 import java.util.ArrayList;
 import java.util.Collections;
 import java.util.HashSet;
+import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Map;
 import java.util.Random;
@@ -123,17 +124,16 @@ final class LeanSimulation implements SlsDriver.Simulation {
   }
 
   @Override
-  public String doneFields() {
-    if (clock == null) {
-      return "";
+  public Map<String, Object> doneFields() {
+    Map<String, Object> fields = new LinkedHashMap<>();
+    if (clock != null) {
+      Map<String, Object> lean = new LinkedHashMap<>();
+      lean.put("heartbeats", clock.heartbeats());
+      lean.put("heartbeat_failures", clock.failures());
+      lean.put("max_late_ms", clock.maxLateMs());
+      fields.put("lean", lean);
     }
-    return ",\"lean\":{\"heartbeats\":"
-        + clock.heartbeats()
-        + ",\"heartbeat_failures\":"
-        + clock.failures()
-        + ",\"max_late_ms\":"
-        + clock.maxLateMs()
-        + "}";
+    return fields;
   }
 
   @Override

@@ -33,6 +33,7 @@ import org.apache.hadoop.yarn.server.api.records.NodeStatus;
 import org.apache.hadoop.yarn.server.resourcemanager.ApplicationMasterService;
 import org.apache.hadoop.yarn.server.resourcemanager.ResourceManager;
 import org.apache.hadoop.yarn.server.resourcemanager.ResourceTrackerService;
+import tunelab.rigs.matrix.JsonLine;
 
 /**
  * What the simulated NodeManagers and AMs ask of the ResourceManager, recorded at the RM's two
@@ -232,22 +233,7 @@ final class RecordingServices {
     out.put("releases_asked", releasesAsked);
     out.put("am_registrations", amRegistrations);
     out.put("am_finishes", amFinishes);
-    return json(out);
-  }
-
-  /** JSON of maps (string keys), strings and numbers: all a summary holds. */
-  private static String json(Object value) {
-    if (value instanceof Map) {
-      StringBuilder b = new StringBuilder("{");
-      for (Map.Entry<?, ?> e : ((Map<?, ?>) value).entrySet()) {
-        b.append(b.length() > 1 ? "," : "")
-            .append(SlsDriver.quote(String.valueOf(e.getKey())))
-            .append(':')
-            .append(json(e.getValue()));
-      }
-      return b.append('}').toString();
-    }
-    return value instanceof String ? SlsDriver.quote((String) value) : String.valueOf(value);
+    return JsonLine.object().putAll(out).toString();
   }
 
   /** The RM's node-facing service, recording then delegating to the RM's own instance. */

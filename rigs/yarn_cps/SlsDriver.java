@@ -28,6 +28,7 @@ import org.apache.hadoop.yarn.server.resourcemanager.scheduler.QueueMetrics;
 import org.apache.hadoop.yarn.sls.SLSRunner;
 import tunelab.rigs.matrix.DriverArgs;
 import tunelab.rigs.matrix.GcTime;
+import tunelab.rigs.matrix.JsonLine;
 
 /**
  * Runs the Scheduler Load Simulator in this JVM and samples the ResourceManager's own root-queue
@@ -101,8 +102,8 @@ public final class SlsDriver {
   interface Simulation {
     void start(boolean lean) throws Exception;
 
-    /** JSON members (",name":value...) for the done record, or "". */
-    String doneFields();
+    /** Members of the done record (name -> value), in order; empty for none. */
+    Map<String, Object> doneFields();
 
     /** What the simulators asked of the RM, as JSON (null: not recording). */
     String recording();
@@ -192,17 +193,12 @@ public final class SlsDriver {
   private void run(String traceType, String trace, String nodes, String output, long intervalMs)
       throws Exception {
     emit(
-        "{\"event\":\"start\",\"hadoop\":"
-            + quote(VersionInfo.getVersion())
-            + ",\"java\":"
-            + quote(System.getProperty("java.vm.version"))
-            + ",\"expected_apps\":"
-            + expectedApps
-            + ",\"epoch_ms\":"
-            + t0EpochMs
-            + ",\"simulator\":"
-            + quote(simulator)
-            + "}");
+        JsonLine.event("start")
+            .put("hadoop", VersionInfo.getVersion())
+            .put("java", System.getProperty("java.vm.version"))
+            .put("expected_apps", expectedApps)
+            .put("epoch_ms", t0EpochMs)
+            .put("simulator", simulator));
     ScheduledExecutorService sampler =
         Executors.newSingleThreadScheduledExecutor(
             r -> {
@@ -219,9 +215,9 @@ public final class SlsDriver {
                   if (finished.getCount() > 0) {
                     sampleSafely();
                     emit(
-                        "{\"event\":\"exit\",\"t\":"
-                            + seconds()
-                            + ",\"reason\":\"the simulator exited\"}");
+                        JsonLine.event("exit")
+                            .put("t", seconds())
+                            .put("reason", "the simulator exited"));
                   }
                 },
                 "tunelab-exit-sample"));
@@ -274,17 +270,12 @@ public final class SlsDriver {
       // The RM's threads would keep the JVM alive with nothing to simulate: fail now, with the
       // cause.
       t.printStackTrace();
-      emit(
-          "{\"event\":\"simulator_failed\",\"t\":"
-              + seconds()
-              + ",\"error\":"
-              + quote(t.toString())
-              + "}");
+      emit(JsonLine.event("simulator_failed").put("t", seconds()).put("error", t.toString()));
       OUT.flush();
       Runtime.getRuntime().halt(1);
       return;
     }
-    emit("{\"event\":\"simulator_started\",\"t\":" + seconds() + ",\"status\":" + rc + "}");
+    emit(JsonLine.event("simulator_started").put("t", seconds()).put("status", rc));
     if (rc != 0) {
       OUT.flush();
       Runtime.getRuntime().halt(rc);
@@ -292,45 +283,34 @@ public final class SlsDriver {
     finished.await();
     sampler.shutdown();
     sampler.awaitTermination(5, TimeUnit.SECONDS);
-    String leanStats = "";
+    JsonLine done = JsonLine.event("done").put("t", seconds()).put("reason", finishReason);
     if (simulation != null) {
       if (recordFile != null) {
         Files.write(Paths.get(recordFile), simulation.recording().getBytes(StandardCharsets.UTF_8));
       }
-      leanStats = simulation.doneFields();
+      simulation.doneFields().forEach(done::put);
     }
-    emit(
-        "{\"event\":\"done\",\"t\":"
-            + seconds()
-            + ",\"reason\":"
-            + quote(finishReason)
-            + leanStats
-            + "}");
+    emit(done);
     OUT.flush();
     // Skip the RM's and the simulator's shutdown: it measures nothing.
     Runtime.getRuntime().halt(0);
   }
 
-  private String seconds() {
-    return String.format("%.3f", (System.nanoTime() - t0) / 1e9);
+  /** Seconds since the driver started, to the millisecond. */
+  private double seconds() {
+    return Math.round((System.nanoTime() - t0) / 1e6) / 1e3;
   }
 
   private void sampleSafely() {
     try {
       sample();
     } catch (Throwable t) { // a sampler that dies silently would end the series without saying why
-      emit(
-          "{\"event\":\"sampler_error\",\"t\":"
-              + seconds()
-              + ",\"error\":"
-              + quote(t.toString())
-              + "}");
+      emit(JsonLine.event("sampler_error").put("t", seconds()).put("error", t.toString()));
     }
   }
 
   private synchronized void sample() throws IOException {
-    StringBuilder line = new StringBuilder(512);
-    line.append("{\"event\":\"sample\",\"t\":").append(seconds());
+    JsonLine line = JsonLine.event("sample").put("t", seconds());
     QueueMetrics root = QueueMetrics.getQueueMetrics().get("root");
     // Each counter is read once: the line and the end-of-run check below must see the same values
     // (the RM
@@ -350,34 +330,23 @@ public final class SlsDriver {
       appsFailed = root.getAppsFailed();
       appsKilled = root.getAppsKilled();
       ended = appsCompleted + appsFailed + appsKilled;
-      line.append(",\"allocated\":")
-          .append(allocatedTotal)
-          .append(",\"released\":")
-          .append(root.getAggegatedReleasedContainers())
-          .append(",\"running_containers\":")
-          .append(running)
-          .append(",\"pending_containers\":")
-          .append(pending)
-          .append(",\"apps_submitted\":")
-          .append(root.getAppsSubmitted())
-          .append(",\"apps_running\":")
-          .append(root.getAppsRunning())
-          .append(",\"apps_pending\":")
-          .append(root.getAppsPending())
-          .append(",\"apps_completed\":")
-          .append(appsCompleted)
-          .append(",\"apps_failed\":")
-          .append(appsFailed)
-          .append(",\"apps_killed\":")
-          .append(appsKilled);
+      line.put("allocated", allocatedTotal)
+          .put("released", root.getAggegatedReleasedContainers())
+          .put("running_containers", running)
+          .put("pending_containers", pending)
+          .put("apps_submitted", root.getAppsSubmitted())
+          .put("apps_running", root.getAppsRunning())
+          .put("apps_pending", root.getAppsPending())
+          .put("apps_completed", appsCompleted)
+          .put("apps_failed", appsFailed)
+          .put("apps_killed", appsKilled);
     }
     if (SCHEDULER_QUEUE != null && root != null) {
       try {
         Object metrics = org.apache.hadoop.yarn.server.resourcemanager.ClusterMetrics.getMetrics();
-        line.append(",\"scheduler_event_queue\":")
-            .append(SCHEDULER_QUEUE.invoke(metrics))
-            .append(",\"rm_event_queue\":")
-            .append(RM_QUEUE.invoke(metrics));
+        Object schedulerQueue = SCHEDULER_QUEUE.invoke(metrics);
+        Object rmQueue = RM_QUEUE.invoke(metrics);
+        line.put("scheduler_event_queue", schedulerQueue).put("rm_event_queue", rmQueue);
       } catch (ReflectiveOperationException e) {
         // a gauge that cannot be read is left out of the line
       }
@@ -388,29 +357,16 @@ public final class SlsDriver {
       gcCount += Math.max(0, gc.getCollectionCount());
     }
     long gcTimeMs = GcTime.totalMillis();
-    line.append(",\"heap_used_bytes\":")
-        .append(heap.getUsed())
-        .append(",\"heap_committed_bytes\":")
-        .append(heap.getCommitted())
-        .append(",\"gc_count\":")
-        .append(gcCount)
-        .append(",\"gc_time_ms\":")
-        .append(gcTimeMs)
-        .append(",\"process_cpu_ns\":")
-        .append(os.getProcessCpuTime());
     Map<String, Long> status = readStatusKb();
-    line.append(",\"rss_kb\":")
-        .append(status.getOrDefault("VmRSS", -1L))
-        .append(",\"peak_rss_kb\":")
-        .append(status.getOrDefault("VmHWM", -1L));
-    line.append(",\"thread_cpu_ns\":{");
-    boolean first = true;
-    for (Map.Entry<String, Long> e : threadCpuByGroup().entrySet()) {
-      line.append(first ? "" : ",").append(quote(e.getKey())).append(':').append(e.getValue());
-      first = false;
-    }
-    line.append("}}");
-    emit(line.toString());
+    line.put("heap_used_bytes", heap.getUsed())
+        .put("heap_committed_bytes", heap.getCommitted())
+        .put("gc_count", gcCount)
+        .put("gc_time_ms", gcTimeMs)
+        .put("process_cpu_ns", os.getProcessCpuTime())
+        .put("rss_kb", status.getOrDefault("VmRSS", -1L))
+        .put("peak_rss_kb", status.getOrDefault("VmHWM", -1L))
+        .put("thread_cpu_ns", threadCpuByGroup());
+    emit(line);
     if (root != null && ended >= expectedApps && pending == 0 && running == 0) {
       // A simulated AM can fail (its container "exits" before it unregisters); it still ended.
       finishReason =
@@ -488,23 +444,11 @@ public final class SlsDriver {
     return out;
   }
 
-  private static void emit(String json) {
+  /** One line on the driver's own stdout stream (SLS' logging cannot interleave inside it). */
+  private static void emit(JsonLine line) {
+    String text = line.toString();
     synchronized (OUT) {
-      OUT.println(json);
+      OUT.println(text);
     }
-  }
-
-  static String quote(String s) {
-    StringBuilder b = new StringBuilder("\"");
-    for (char c : String.valueOf(s).toCharArray()) {
-      if (c == '"' || c == '\\') {
-        b.append('\\').append(c);
-      } else if (c < 0x20) {
-        b.append(String.format("\\u%04x", (int) c));
-      } else {
-        b.append(c);
-      }
-    }
-    return b.append('"').toString();
   }
 }

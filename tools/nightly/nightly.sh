@@ -18,7 +18,7 @@
 #
 # Per matrix: build the accepted revision's rig target in a git worktree (kept under
 # results/nightly-out/worktrees/ for the next night), run the nightly profile with
-# --revision accepted=<its runfiles>, gate candidate vs accepted inside that run (//tools:gate --run
+# --revision accepted=<its runfiles>, gate candidate vs accepted inside that run (//tools/gate:gate --run
 # --axis revision), write the PDF report, append the run to the history and look for change points (host
 # drift marked apart). When every gate passes on a clean checkout, HEAD becomes the accepted revision.
 # Exit status: 0 every gate PASS; 1 a gate found a regression (REGRESSED); 2 a step could not run; 3 no
@@ -26,13 +26,14 @@
 # Only a night of PASSes moves the accepted revision.
 #
 # Without Bazel, on builds made already (its test, //tools/nightly:nightly_test, runs it so):
-#   NIGHTLY_RUNFILES=<dir>           a runfiles tree holding the matrix targets, //tools:gate,
+#   NIGHTLY_RUNFILES=<dir>           a runfiles tree holding the matrix targets, //tools/gate:gate,
 #                                    //analysis:report and //analysis:history (and <matrix>_matrix.args):
 #                                    tonight's candidate, run from there instead of `bazel run`
 #   NIGHTLY_ACCEPTED_RUNFILES=<dir>  the accepted revision's runfiles tree, instead of a worktree build
 # The run folder, its id and status come from the runner's --run-info file, never from its console.
 set -uo pipefail
 
+caller_dir=$PWD  # a relative OUT_DIR is the caller's, not the workspace's
 cd "$(dirname "$0")/../.."
 workspace=$PWD
 bazel=$(command -v bazel || echo "$workspace/bazelw")
@@ -75,7 +76,9 @@ print("" if value is None else value)' "$1" "$2"
 }
 nightly_root="$workspace/results/nightly-out"
 out=${1:-$nightly_root/$(date -u +%Y-%m-%d)}
+[[ "$out" == /* ]] || out="$caller_dir/$out"
 mkdir -p "$out" "$nightly_root/worktrees"
+out=$(cd "$out" && pwd -P)  # absolute: each build runs from its own worktree
 status=0
 
 head=$(git rev-parse HEAD) || { echo "error: not a git checkout" >&2; exit 2; }
@@ -164,7 +167,7 @@ for matrix in "${matrices[@]}"; do
   fi
 
   echo "== $matrix: gating candidate against accepted, inside run $(run_info_field "$run_info" run_id)"
-  run_target //tools:gate --run "$run_dir" --axis revision --baseline-value accepted \
+  run_target //tools/gate:gate --run "$run_dir" --axis revision --baseline-value accepted \
     --candidate-value candidate --markdown "$out/$matrix-gate.md" --junit "$out/$matrix-gate.xml"
   gate_status=$?
   # //tools:gate: 0 PASS, 1 REGRESSED, 2 unusable, 3 INCONCLUSIVE. A regression wins; a step that could not

@@ -49,7 +49,7 @@ def make_checkout(parent):
     return checkout
 
 
-def run_nightly(checkout, out, candidate_runfiles, accepted_runfiles, accepted=None, **extra):
+def run_nightly(checkout, out, candidate_runfiles, accepted_runfiles, accepted=None, cwd=None, **extra):
     env = {k: v for k, v in os.environ.items() if not k.startswith("NIGHTLY_")}
     env.update(NIGHTLY_MATRICES="calibration", NIGHTLY_RUNFILES=candidate_runfiles,
                NIGHTLY_ACCEPTED_RUNFILES=accepted_runfiles,
@@ -57,7 +57,7 @@ def run_nightly(checkout, out, candidate_runfiles, accepted_runfiles, accepted=N
     env.update(extra)
     if accepted:
         env["NIGHTLY_ACCEPTED"] = accepted
-    proc = subprocess.run(["bash", os.path.join(checkout, "tools", "nightly", "nightly.sh"), out], env=env,
+    proc = subprocess.run(["bash", os.path.join(checkout, "tools", "nightly", "nightly.sh"), out], env=env, cwd=cwd,
                           stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, timeout=1500)
     print(proc.stdout)
     return proc
@@ -95,7 +95,8 @@ class NightlyTest(unittest.TestCase):
 
     def test_first_night_is_an_aa_run_that_passes_and_accepts_head(self):
         head = git(self.checkout, "rev-parse", "HEAD")
-        proc = run_nightly(self.checkout, self.out, RUNFILES, RUNFILES)
+        # OUT_DIR given relative, from another folder than the checkout: it is the caller's (self.out).
+        proc = run_nightly(self.checkout, "out", RUNFILES, RUNFILES, cwd=self.tmp)
         self.assertIn(proc.returncode, (0, 3), proc.stdout[-4000:])
         info = self.run_info()
         self.assertEqual(info["status"], 0)

@@ -25,7 +25,7 @@ from selenium import webdriver
 from selenium.webdriver.chrome.service import Service
 from selenium.webdriver.common.by import By
 
-from analysis import sensitivity_figures
+from analysis.sensitivity import figures as sensitivity_figures
 from tools.publish import publish
 from tools.publish.site_links import links_of
 from tools.publish import studies as studies_toml

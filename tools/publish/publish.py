@@ -7,7 +7,7 @@ report, hosts, date, rig, its report as PDF and HTML (analysis/report.py; the ki
 set compares: patched variants, MapReduce engines, parts before and after a page migration, else its
 axes), and its provenance (the run's manifest). results/reference/ gets a page of the case studies'
 published figures (not measured here), sensitivity.html what every committed sensitivity figure says its gate catches
-(analysis/sensitivity_figures.py) with its history per rig; sets named nightly-<name>-... form a history,
+(analysis/sensitivity/figures.py) with its history per rig; sets named nightly-<name>-... form a history,
 plotted with its change points (analysis/history.py) once there are two or more. Relative links only, nothing fetched: the folder
 can be copied to any web server or bucket, or opened from disk. The same sets give the same bytes but for
 the build time, stated once at the foot of each page (--built-at). A set that cannot be rendered is listed
@@ -41,8 +41,8 @@ import matplotlib
 from rich.console import Console
 from rich.progress import BarColumn, Progress, TextColumn, TimeRemainingColumn
 
-from analysis import (bisect_report, compare, history, kinds, plots, profiles, render, report, resultsets,
-                      sensitivity_figures)
+from analysis import bisect_report, compare, history, kinds, plots, profiles, render, report, resultsets
+from analysis.sensitivity import figures as sensitivity_figures
 from results import safeio
 from rigs import registry
 from rigs.host import terminal

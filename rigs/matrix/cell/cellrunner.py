@@ -36,18 +36,18 @@ class CellRunner:
     def argv_for(self, state, process):
         """The full command of one process: placement wrapper, measuring wrapper, then java or the program."""
         ctx, planned, cell = self.ctx, state.planned, state.cell
-        argv = launchargv.wrapper_argv(cell, ctx.matrix, ctx.nodes, process.role, process.under_test) + process.wrapper
+        argv = launchargv.wrapper_argv(cell, ctx.config.matrix, ctx.host.nodes, process.role, process.under_test) + process.wrapper
         if not process.is_jvm:
             return argv + process.program
         java = os.path.join(planned.jdk["java_home"], "bin", "java")
-        flags = (launchargv.jvm_flags(cell, ctx.matrix, planned.gc_flags, hugepages.host_page_bytes(ctx.report))
+        flags = (launchargv.jvm_flags(cell, ctx.config.matrix, planned.gc_flags, hugepages.host_page_bytes(ctx.host.report))
                  if process.under_test
                  else ["-XX:-UsePerfData"])
-        if process.under_test and ctx.variants.get(cell.params["variant"]):
+        if process.under_test and ctx.config.variants.get(cell.params["variant"]):
             # Where every class came from: the proof that a patched cell ran the patched classes.
             flags = flags + [f"-Xlog:class+load=info:file={state.class_load_log}"]
         if process.under_test and state.profile_recording:
-            flags = flags + [profiling.agent_flag(self.agent_library(), ctx.matrix.policy.profile, state.profile_recording,
+            flags = flags + [profiling.agent_flag(self.agent_library(), ctx.config.matrix.policy.profile, state.profile_recording,
                                                   profiling.interval_us(state.repetition)),
                              profiling.gc_log_flag(os.path.join(state.workdir, "gc.log"))]
         return argv + [java] + flags + process.jvm_flags + ["-cp", ":".join(process.classpath),
@@ -55,8 +55,8 @@ class CellRunner:
 
     def agent_library(self):
         """async-profiler's agent for this host, unpacked once a run into its work folder."""
-        return profiling.extract_agent(self.ctx.profiler["agent_jar"], platform.machine(),
-                                       os.path.join(self.ctx.run_dir, "work", "profiler"))
+        return profiling.extract_agent(self.ctx.config.profiler["agent_jar"], platform.machine(),
+                                       os.path.join(self.ctx.provenance.run_dir, "work", "profiler"))
 
     def run(self, planned, repetition):
         ctx = self.ctx
@@ -66,8 +66,8 @@ class CellRunner:
         if planned.skip_reason:
             return result.skipped(planned.skip_reason, ran=False).document()
         # profile_launch=timed: the profiler in the timed launch itself (its numbers carry its cost), no extra one.
-        in_timed = bool(ctx.matrix.policy.profile) and cell.params.get("profile_launch", "extra") == "timed"
-        problem = ctx.profiler.get("perf_problem", "") if in_timed and planned.jdk is None else ""
+        in_timed = bool(ctx.config.matrix.policy.profile) and cell.params.get("profile_launch", "extra") == "timed"
+        problem = ctx.config.profiler.get("perf_problem", "") if in_timed and planned.jdk is None else ""
         started = time.monotonic()
         state, (refused, skipped, failure, timed_out) = self._launch(
             planned, repetition, base, result,
@@ -83,8 +83,8 @@ class CellRunner:
         result.add_monitors(state.monitor.document())
         cellstatus.judge(ctx, state, result, failure, timed_out)
         # A known answer's cell is a self-check, never compared: no profile of it to explain a comparison.
-        known_answer = any(k.cell_id == cell.id for k in ctx.matrix.known_answers)
-        if ctx.matrix.policy.profile and result.status == "ok" and not known_answer:
+        known_answer = any(k.cell_id == cell.id for k in ctx.config.matrix.known_answers)
+        if ctx.config.matrix.policy.profile and result.status == "ok" and not known_answer:
             result.add_profile(self._stored_profile(planned, repetition, None if problem else state, "timed",
                                                     problem, started) if in_timed
                                else self._profile(planned, repetition))
@@ -92,10 +92,10 @@ class CellRunner:
 
     def _recording(self, planned, base):
         """Where the profiler of launch `base` records: the JVM agent's JFR, or a native server's perf.data."""
-        return os.path.join(self.ctx.run_dir, "work", base, "perf.data" if planned.jdk is None else "profile.jfr")
+        return os.path.join(self.ctx.provenance.run_dir, "work", base, "perf.data" if planned.jdk is None else "profile.jfr")
 
     def logs_of(self, base):
-        log_dir = os.path.join(self.ctx.run_dir, "logs")
+        log_dir = os.path.join(self.ctx.provenance.run_dir, "logs")
         return {"stdout": os.path.join(log_dir, base + ".out"), "stderr": os.path.join(log_dir, base + ".err")}
 
     def _launch(self, planned, repetition, base, result=None, profile_recording=None):
@@ -106,21 +106,21 @@ class CellRunner:
         ctx = self.ctx
         logs = self.logs_of(base)
         os.makedirs(os.path.dirname(logs["stdout"]), exist_ok=True)
-        workdir = os.path.join(ctx.run_dir, "work", base)
+        workdir = os.path.join(ctx.provenance.run_dir, "work", base)
         os.makedirs(workdir, exist_ok=True)
         state = self.state = supervise.CellState(planned, repetition, workdir, logs, profile_recording=profile_recording)
-        state.monitor = monitor.Monitor(ctx.rig, ctx.host_paths.proc, state.started)
-        state.cgroup, why_none = cellcgroup.for_cell(ctx.run_id, base)
+        state.monitor = monitor.Monitor(ctx.config.rig, ctx.host.paths.proc, state.started)
+        state.cgroup, why_none = cellcgroup.for_cell(ctx.provenance.run_id, base)
         state.ev["cgroup"] = {"path": state.cgroup.path} if state.cgroup else {"unavailable": why_none}
-        limit = ctx.matrix.memory_limit_of(planned.cell)  # a named limit (squeezed) resolved to its size
-        host_knobs = hostknobs.HostKnobs(ctx.host_paths, journal=ctx.knob_journal,
-                                         hugepage_bytes=hugepages.host_page_bytes(ctx.report))
+        limit = ctx.config.matrix.memory_limit_of(planned.cell)  # a named limit (squeezed) resolved to its size
+        host_knobs = hostknobs.HostKnobs(ctx.host.paths, journal=ctx.handles.knob_journal,
+                                         hugepage_bytes=hugepages.host_page_bytes(ctx.host.report))
         self.active_knobs = host_knobs
         memory_folders = []  # folders placed in memory for this cell, removed after it
         refused = skipped = None
         failure, timed_out = None, False
         try:
-            room = ctx.matrix.cache_room_of(planned.cell)
+            room = ctx.config.matrix.cache_room_of(planned.cell)
             if limit != "none":
                 state.ev["memory_limit"] = self._limit_memory(state, limit, why_none)
                 if limit != planned.cell.params["memory_limit"]:
@@ -156,8 +156,8 @@ class CellRunner:
         ctx = self.ctx
         base = f"{planned.cell.id}.r{repetition}.profile"
         started = time.monotonic()
-        if planned.jdk is None and ctx.profiler.get("perf_problem"):
-            return self._stored_profile(planned, repetition, None, "extra", ctx.profiler["perf_problem"], started)
+        if planned.jdk is None and ctx.config.profiler.get("perf_problem"):
+            return self._stored_profile(planned, repetition, None, "extra", ctx.config.profiler["perf_problem"], started)
         state, (refused, skipped, failure, timed_out) = self._launch(
             planned, repetition, base, profile_recording=self._recording(planned, base))
         why = refused or skipped or failure or ("timed out" if timed_out else "")
@@ -170,7 +170,7 @@ class CellRunner:
         missing."""
         ctx, cell = self.ctx, planned.cell
         native = planned.jdk is None
-        block = {"events": list(ctx.matrix.policy.profile), "launch": launch,
+        block = {"events": list(ctx.config.matrix.policy.profile), "launch": launch,
                  "profiler": "perf" if native else "async-profiler", "interval_us": profiling.interval_us(repetition)}
         if state is not None:
             block["logs"] = dict(state.logs)
@@ -182,17 +182,17 @@ class CellRunner:
         try:
             collapsed = {}
             if native:  # perf's samples kept as its symbolized text (perfrecord.convert), cpu their only event
-                out, script = perfrecord.convert(ctx.profiler["perf"], recording,
+                out, script = perfrecord.convert(ctx.config.profiler["perf"], recording,
                                                  os.path.join(state.workdir, "cpu.collapsed"))
-                stored = {"perf_script": store.write_profile(ctx.run_dir, cell.id, repetition, "perf_script", script)}
-                collapsed["cpu"] = store.write_profile(ctx.run_dir, cell.id, repetition, "cpu", out)
+                stored = {"perf_script": store.write_profile(ctx.provenance.run_dir, cell.id, repetition, "perf_script", script)}
+                collapsed["cpu"] = store.write_profile(ctx.provenance.run_dir, cell.id, repetition, "cpu", out)
             else:
-                stored = {"jfr": store.write_profile(ctx.run_dir, cell.id, repetition, "jfr", recording)}
+                stored = {"jfr": store.write_profile(ctx.provenance.run_dir, cell.id, repetition, "jfr", recording)}
                 for event in block["events"]:
                     out = os.path.join(state.workdir, f"{event}.collapsed")
                     profiling.convert(os.path.join(planned.jdk["java_home"], "bin", "java"),
-                                      ctx.profiler["converter_jar"], recording, event, out)
-                    collapsed[event] = store.write_profile(ctx.run_dir, cell.id, repetition, event, out)
+                                      ctx.config.profiler["converter_jar"], recording, event, out)
+                    collapsed[event] = store.write_profile(ctx.provenance.run_dir, cell.id, repetition, event, out)
         except (profiling.ProfileError, perfrecord.PerfError, store.StoreError) as e:
             return dict(block, missing=str(e), duration_s=round(time.monotonic() - started, 3))
         if not native:
@@ -215,7 +215,7 @@ class CellRunner:
                 "wrapper): perf record is not attached beside it")
         measured = max(p.phase for p in launch.processes if not p.server)
         recorder = rig_contract.Process(
-            "perf_record", program=perfrecord.record_argv(self.ctx.profiler["perf"], state.profile_recording,
+            "perf_record", program=perfrecord.record_argv(self.ctx.config.profiler["perf"], state.profile_recording,
                                                           profiling.interval_us(state.repetition),
                                                           f"{{pid:{under_test.role}}}"),
             under_test=False, background=True, phase=measured)
@@ -224,18 +224,18 @@ class CellRunner:
     def _attempt(self, state, result, host_knobs, memory_folders):
         """Loads the image, applies the host knobs, asks the rig for its launch and runs its phases. Returns
         (why the cell could not start, or None; the phase loop's failure, or None; whether it timed out)."""
-        ctx, cell, policy, workdir = self.ctx, state.cell, self.ctx.matrix.policy, state.workdir
+        ctx, cell, policy, workdir = self.ctx, state.cell, self.ctx.config.matrix.policy, state.workdir
         if state.executor in container.ENGINES and not self.image_ids.get(state.executor):
             try:
                 self.image_ids[state.executor] = container.ensure_image(
-                    ctx.container_image["tar"], ctx.container_image["tag"], state.executor)
+                    ctx.host.container_image["tar"], ctx.host.container_image["tag"], state.executor)
             except (container.ContainerError, OSError, subprocess.SubprocessError) as e:
                 return f"executor={state.executor}: {e}", None, False
         state.image_id = self.image_ids.get(state.executor)
         with host_knobs:
             state.ev["applied_host_knobs"] = host_knobs.apply(cell)
-            state.launch = ctx.rig.launch(cell, ctx.workload, policy, workdir, ctx.rig_data_for(cell),
-                                          os.path.join(ctx.run_dir, "inputs"))
+            state.launch = ctx.config.rig.launch(cell, ctx.config.workload, policy, workdir, ctx.rig_data_for(cell),
+                                          os.path.join(ctx.provenance.run_dir, "inputs"))
             if state.profile_recording and not state.launch.under_test.is_jvm:
                 state.launch = self._with_perf_record(state)
             refused = self._prepare(state, result)
@@ -252,7 +252,7 @@ class CellRunner:
                 memory_folders.extend(placed)
             # The runner (it polls, samples and reads evidence while the load runs) keeps off the CPUs the
             # cell's processes are bound to, when the host has one to spare.
-            spare = launchargv.spare_cpus(cell, ctx.matrix, state.launch.processes, os.sched_getaffinity(0))
+            spare = launchargv.spare_cpus(cell, ctx.config.matrix, state.launch.processes, os.sched_getaffinity(0))
             with processes.runner_kept_off(spare):
                 if spare:
                     state.ev["harness_cpus"] = ",".join(str(c) for c in sorted(os.sched_getaffinity(0)))
@@ -276,10 +276,10 @@ class CellRunner:
         state.ev["role"] = under_test.role
         if not under_test.is_jvm:
             state.ev["native_program"] = True
-        state.ev["numa_nodes"] = launchargv.numa_nodes_for(cell, ctx.matrix, ctx.nodes, under_test.role, True)
+        state.ev["numa_nodes"] = launchargv.numa_nodes_for(cell, ctx.config.matrix, ctx.host.nodes, under_test.role, True)
         # A role the rig has (in other cells, e.g. another mode) is fine; any other is a typo.
-        unknown = sorted(set(dict(ctx.matrix.pinnings[cell.params["pinning"]].roles))
-                         - {p.role for p in launch.processes} - set(ctx.rig.roles))
+        unknown = sorted(set(dict(ctx.config.matrix.pinnings[cell.params["pinning"]].roles))
+                         - {p.role for p in launch.processes} - set(ctx.config.rig.roles))
         if unknown:
             return (f"pinning={cell.params['pinning']} places roles {unknown}; this rig's processes "
                     f"are {[p.role for p in launch.processes]}")

@@ -19,7 +19,7 @@ def judge(ctx, state, result, failure, timed_out):
 
     Why one function: the order of the checks is the rule (a timeout, then a failed process, then a dead
     server, then the parse, then the evidence): the first that fails names the cell's status."""
-    ev, cell, policy = state.ev, state.cell, ctx.matrix.policy
+    ev, cell, policy = state.ev, state.cell, ctx.config.matrix.policy
     under_test = state.launch.under_test
     # The processes that end their phases (background ones are stopped by the runner; failing early is
     # handled in the phase loop).
@@ -60,7 +60,7 @@ def judge(ctx, state, result, failure, timed_out):
                                  f"memory_limit has the peak): {failed.stderr_tail()}")
         return result.failed(f"{who}exit status {failed.popen.returncode}: {failed.stderr_tail()}")
     try:
-        parsed = ctx.rig.parse(outputs, policy, state.workdir, state.launch)
+        parsed = ctx.config.rig.parse(outputs, policy, state.workdir, state.launch)
     except rig_contract.MeasurementInvalid as e:
         return result.invalid(str(e))
     except (ValueError, KeyError) as e:
@@ -77,16 +77,16 @@ def judge(ctx, state, result, failure, timed_out):
                               "not a finite, non-negative number")
 
     def metrics(samples):
-        return ceilings.mark(resultfile.run_metrics(samples, ctx.workload.metrics), ctx.ceilings, cell.params)
+        return ceilings.mark(resultfile.run_metrics(samples, ctx.config.workload.metrics), ctx.config.ceilings, cell.params)
     split = next(({"axis": axis, "parts": [{"value": value, "samples": samples, "metrics": metrics(samples)}
                                            for value, samples in parts.items()]}
                   for axis, parts in parsed.split.items()), None)
     result.measured(parsed.warmup_samples, measured, metrics(measured), parsed.observations, split)
-    variant = ctx.variants.get(cell.params["variant"])
+    variant = ctx.config.variants.get(cell.params["variant"])
     if variant and under_test.is_jvm:
         ev["patched_classes"] = process_evidence.patched_class_sources(state.class_load_log, variant["manifest"])
         result.add_evidence("patched_classes", ev["patched_classes"])
-    problems = process_evidence.verify(cell, ctx.matrix, ev, ctx.nodes)
+    problems = process_evidence.verify(cell, ctx.config.matrix, ev, ctx.host.nodes)
     if "patched_classes" in ev:
         problems += evidence.patched_class_problems(ev["patched_classes"], variant["manifest"])
     if variant and not under_test.is_jvm:

@@ -80,7 +80,7 @@ def start(ctx, state, process):
     argv = state.commands[process.role]
     ev = state.ev
     if any(rig_contract.PID_REF.search(a) for a in argv):
-        pids = {r.role: (process_evidence.jvm_pid(r.program_pid(), ctx.host_paths.proc) if r.process.is_jvm
+        pids = {r.role: (process_evidence.jvm_pid(r.program_pid(), ctx.host.paths.proc) if r.process.is_jvm
                          else None) or r.program_pid() for r in state.running}
         missing = sorted({ref for a in argv for ref in rig_contract.PID_REF.findall(a)} - set(pids))
         if missing:
@@ -89,14 +89,14 @@ def start(ctx, state, process):
         ev.setdefault("resolved_commands", {})[process.role] = argv
     name = None
     if state.executor in container.ENGINES:
-        name = f"{container.container_prefix(ctx.run_id)}{state.base}-{process.role}"
-        cpus = ctx.matrix.pinnings[state.cell.params["pinning"]].cpus_for(process.role, process.under_test) or None
-        mems = launchargv.container_mems(state.cell, ctx.matrix, ctx.nodes, process.role, process.under_test)
-        argv = container.run_argv(name, ctx.container_image["tag"], argv, state.workdir, env=process.env,
-                                  read_only=ctx.container_image["mounts"], cpus=cpus, mems=mems,
-                                  host_lock=ctx.host_lock, executor=state.executor)
+        name = f"{container.container_prefix(ctx.provenance.run_id)}{state.base}-{process.role}"
+        cpus = ctx.config.matrix.pinnings[state.cell.params["pinning"]].cpus_for(process.role, process.under_test) or None
+        mems = launchargv.container_mems(state.cell, ctx.config.matrix, ctx.host.nodes, process.role, process.under_test)
+        argv = container.run_argv(name, ctx.host.container_image["tag"], argv, state.workdir, env=process.env,
+                                  read_only=ctx.host.container_image["mounts"], cpus=cpus, mems=mems,
+                                  host_lock=ctx.handles.host_lock, executor=state.executor)
         ev.setdefault("containers", {})[process.role] = {
-            "name": name, "image": ctx.container_image["tag"],
+            "name": name, "image": ctx.host.container_image["tag"],
             "image_id": state.image_id,
             "engine": container.engine_of(state.executor).program, "cpuset_cpus": cpus, "cpuset_mems": mems,
             "podman_command" if state.executor == "container" else "engine_command": argv}
@@ -110,7 +110,7 @@ def start(ctx, state, process):
 def probe(ctx, state, running, when):
     """The rig's own look at a running server (e.g. its JMX), if the rig has one."""
     try:
-        found = ctx.rig.probe(running.role, when, state.launch, state.workdir, "\n".join(running.output()))
+        found = ctx.config.rig.probe(running.role, when, state.launch, state.workdir, "\n".join(running.output()))
     except Exception as e:  # noqa: BLE001 -- a probe's failure is evidence, never a crash of the matrix
         found = {"problems": [f"probe of {running.role} ({when}) failed: {type(e).__name__}: {e}"]}
     if found is not None:
@@ -140,22 +140,22 @@ def watch(ctx, state, now):
     if state.monitor is None or not state.monitor.due(now):
         return
     by_role = state.monitor.sample(now, state.running)
-    if ctx.live:
+    if ctx.handles.live:
         for role, values in by_role.items():
-            ctx.live.set_rig_values(role, values)
-        ctx.live.problem = ctx.live.problem or state.monitor.problem
+            ctx.handles.live.set_rig_values(role, values)
+        ctx.handles.live.problem = ctx.handles.live.problem or state.monitor.problem
 
 
 def supervise(ctx, state, deadline, clients, measured=True):
     """Pins threads, enforces the timeout and watches for failures until every one of `clients` (the
     processes of one phase) has exited; in the measured (last) phase it also collects the evidence of the
     process under test, once early and once mid-measurement. Returns (timed_out, failure reason or None)."""
-    planned, ev, policy = state.planned, state.ev, ctx.matrix.policy
-    pinning = ctx.matrix.pinnings[planned.cell.params["pinning"]]
+    planned, ev, policy = state.planned, state.ev, ctx.config.matrix.policy
+    pinning = ctx.config.matrix.pinnings[planned.cell.params["pinning"]]
     jcmd = os.path.join(planned.jdk["java_home"], "bin", "jcmd") if planned.jdk else None
     servers = [r for r in state.running if r.process.server]
     under_test = next((r for r in state.running if r.process.under_test), None)
-    proc = ctx.host_paths.proc
+    proc = ctx.host.paths.proc
     t0 = time.monotonic()
     collect_at = [t0 + 1.0, t0 + policy.warmup_s + policy.measure_s / 2] if measured else []
     noise_start = hostnoise.snapshot(proc) if measured else None
@@ -178,8 +178,8 @@ def supervise(ctx, state, deadline, clients, measured=True):
                 if r.running():
                     r.sample_cpu((process_evidence.jvm_pid(r.program_pid(), proc) if r.process.is_jvm else None)
                                  or r.program_pid(), proc)
-                if ctx.live and r.cpu:
-                    ctx.live.process_cpu_seconds(r.role, r.cpu["cpu_s"])
+                if ctx.handles.live and r.cpu:
+                    ctx.handles.live.process_cpu_seconds(r.role, r.cpu["cpu_s"])
                 line = r.failure_line()
                 if line:
                     return False, f"{r.role} reported a failure: {line}"
@@ -207,7 +207,7 @@ def supervise(ctx, state, deadline, clients, measured=True):
             next_pin = now + (2.0 if all_found else 0.3)
         if pid is not None and collect_at and now >= collect_at[0]:
             collect_at.pop(0)
-            process_evidence.collect(ctx, jcmd if under_test.process.is_jvm else None, pid, ev, now - t0,
+            process_evidence.collect(ctx.host.paths, jcmd if under_test.process.is_jvm else None, pid, ev, now - t0,
                                      program=under_test.process.program[:1])
             if pinning.threads:
                 ev["threads"] = pinner.evidence()
@@ -215,13 +215,13 @@ def supervise(ctx, state, deadline, clients, measured=True):
                 ev["thread_pinning_errors"] = pinner.errors
             others = [r for r in state.running if r is not under_test and r.running()]
             if others:
-                ev["other_processes"] = {r.role: process_evidence.placement(ctx, r, pinning) for r in others}
+                ev["other_processes"] = {r.role: process_evidence.placement(ctx.host.paths, r, pinning) for r in others}
         time.sleep(0.1)
     if noise_start is not None:
         state.noise = hostnoise.window(noise_start, hostnoise.snapshot(proc))
     pid = state.under_test_pid
     if measured and "collected_at_s" not in ev and pid is not None and under_test.running():
         # A measured phase shorter than a second: a server under test is still there to be looked at.
-        process_evidence.collect(ctx, jcmd if under_test.process.is_jvm else None, pid, ev, time.monotonic() - t0,
+        process_evidence.collect(ctx.host.paths, jcmd if under_test.process.is_jvm else None, pid, ev, time.monotonic() - t0,
                                  program=under_test.process.program[:1])
     return False, None

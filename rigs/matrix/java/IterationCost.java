@@ -169,20 +169,14 @@ public final class IterationCost implements NotificationListener {
     synchronized (this) {
       allocated = freed - startFreed + inUseAfterLast - startInUse;
     }
-    return "{\"event\":\"cost\",\"index\":"
-        + index
-        + ",\"allocated_bytes\":"
-        + (allocated - driverBytes)
-        + ",\"cpu_ns\":"
-        + otherCpuNs
-        + ",\"driver_allocated_bytes\":"
-        + driverBytes
-        + ",\"driver_cpu_ns\":"
-        + driverCpuNs
-        + ",\"jit_cpu_ns\":"
-        + jitCpuNs
-        + ",\"wall_ns\":"
-        + wallNs
-        + "}";
+    return JsonLine.event("cost")
+        .put("index", index)
+        .put("allocated_bytes", allocated - driverBytes)
+        .put("cpu_ns", otherCpuNs)
+        .put("driver_allocated_bytes", driverBytes)
+        .put("driver_cpu_ns", driverCpuNs)
+        .put("jit_cpu_ns", jitCpuNs)
+        .put("wall_ns", wallNs)
+        .toString();
   }
 }

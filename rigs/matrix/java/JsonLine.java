@@ -34,6 +34,12 @@ public final class JsonLine {
     return this;
   }
 
+  /** Adds every member of `members`, in its order. */
+  public JsonLine putAll(Map<String, ?> members) {
+    members.forEach(this::put);
+    return this;
+  }
+
   @Override
   public String toString() {
     return text + "}";

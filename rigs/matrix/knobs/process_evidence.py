@@ -21,12 +21,13 @@ def verify(cell, matrix, ev, host_nodes):
             + numa.problems(p["numa"], ev) + evidence.server_problems(ev))
 
 
-def placement(ctx, running, pinning):
-    """Where a process that is not under test runs: its CPU binding as asked and as the kernel has it."""
-    pid = ((jvm_pid(running.program_pid(), ctx.host_paths.proc) if running.process.is_jvm
+def placement(host_paths, running, pinning):
+    """Where a process that is not under test runs: its CPU binding as asked and as the kernel has it
+    (`host_paths`: hostknobs.HostPaths, its /proc)."""
+    pid = ((jvm_pid(running.program_pid(), host_paths.proc) if running.process.is_jvm
             else running.program_pid()) or running.pid)
     try:
-        with open(os.path.join(ctx.host_paths.proc, str(pid), "status")) as f:
+        with open(os.path.join(host_paths.proc, str(pid), "status")) as f:
             status = evidence.parse_status(f.read())
     except OSError:
         status = {}
@@ -35,12 +36,12 @@ def placement(ctx, running, pinning):
                                                       "Threads") if k in status}}
 
 
-def collect(ctx, jcmd, pid, ev, at_s, program=()):
-    """The evidence of the process under test `pid` at `at_s` into `ev`: its JVM flags (jcmd), its status,
-    NUMA maps and smaps, its container's cgroup, the host's THP mode; for a native process, the program it
-    runs (`program`: [its path] as launched, found among its mappings when a wrapper such as Valgrind runs it
-    inside its own executable)."""
-    proc_dir = os.path.join(ctx.host_paths.proc, str(pid))
+def collect(host_paths, jcmd, pid, ev, at_s, program=()):
+    """The evidence of the process under test `pid` at `at_s` into `ev` (`host_paths`: hostknobs.HostPaths):
+    its JVM flags (jcmd), its status, NUMA maps and smaps, its container's cgroup, the host's THP mode; for a
+    native process, the program it runs (`program`: [its path] as launched, found among its mappings when a
+    wrapper such as Valgrind runs it inside its own executable)."""
+    proc_dir = os.path.join(host_paths.proc, str(pid))
     role = ev.get("role")
     if role in ev.get("containers", {}):
         # Proof that the process under test ran in its container: its cgroup is the engine's.
@@ -83,7 +84,7 @@ def collect(ctx, jcmd, pid, ev, at_s, program=()):
                                                    "VmRSS", "Threads") if k in status}
     hugetlb = status.get("HugetlbPages", "0 kB").split()[0]
     ev["hugetlb_kb"] = int(hugetlb) if hugetlb.isdigit() else 0
-    ev["thp_mode"] = hostknobs.HostKnobs(ctx.host_paths).thp_mode()
+    ev["thp_mode"] = hostknobs.HostKnobs(host_paths).thp_mode()
     ev["collected_at_s"] = round(at_s, 2)
 
 

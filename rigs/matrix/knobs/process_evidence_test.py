@@ -4,7 +4,6 @@ processes bound as the pinning asks; a server that kept its ports."""
 
 import os
 import tempfile
-import types
 import unittest
 
 from rigs.matrix.contract import evidence
@@ -86,17 +85,17 @@ class CollectTest(unittest.TestCase):
         thp = os.path.join(root, "thp")
         with open(thp, "w") as f:
             f.write("always madvise [never]\n")
-        ctx = types.SimpleNamespace(host_paths=hostknobs.HostPaths(thp_enabled=thp, proc=os.path.join(root, "proc")))
+        paths = hostknobs.HostPaths(thp_enabled=thp, proc=os.path.join(root, "proc"))
         for name in ("numa_maps", "status"):
             with open(os.path.join(proc_dir, name), "w") as f:
                 f.write(capture({"numa_maps": "numa_maps_membind0.txt", "status": "status.txt"}[name]))
         ev = {"executable": "test"}
-        process_evidence.collect(ctx, None, 4242, ev, 1.0)
+        process_evidence.collect(paths, None, 4242, ev, 1.0)
         first = ev["numa_maps"]
         self.assertTrue(first["bytes_per_policy"])
         with open(os.path.join(proc_dir, "numa_maps"), "w") as f:
             f.write("")
-        process_evidence.collect(ctx, None, 4242, ev, 2.0)
+        process_evidence.collect(paths, None, 4242, ev, 2.0)
         self.assertEqual(ev["numa_maps"], first)
         self.assertEqual(ev["collected_at_s"], 2.0)
         self.assertEqual(numa.problems("bind_local", dict(ev, numa_nodes={"cpu_node": 0, "mem_node": 0})), [])

@@ -83,9 +83,9 @@ def print_plan(console, matrix, planned, profile, rig=None):
 
 
 def print_next_steps(console, ctx, args):
-    console.print(f"Results: {ctx.run_dir} (manifest.json, cells/, logs/)")
-    target = ctx.bazel_target or "<this target>"
-    profiles = sorted(safeio.read_toml(ctx.matrix_source).get("profiles", {}))
+    console.print(f"Results: {ctx.provenance.run_dir} (manifest.json, cells/, logs/)")
+    target = ctx.provenance.bazel_target or "<this target>"
+    profiles = sorted(safeio.read_toml(ctx.config.matrix_source).get("profiles", {}))
     others = [p for p in profiles if p != args.profile and p != "smoke"]
     if others:
         console.print(f"Other profiles of this matrix: {', '.join(others)}. Plan one with: bazel run {target} -- "

@@ -126,7 +126,7 @@ class Cell:
         return " ".join(f"{k}={v}" for k, v in self.params.items() if axes is None or k in axes)
 
 
-@dataclasses.dataclass
+@dataclasses.dataclass(frozen=True)
 class Matrix:
     name: str
     rig: str

@@ -1,6 +1,6 @@
 """Re-running noisy rounds (policy `rerun_noisy_rounds = N`): after each round of a fixed-count run, the CPU steal
 its measurement windows recorded (rigs/host/hostnoise.py) is held against the rig's steal band, the most an
-A/A run of the rig's committed sensitivity set saw (analysis/sensitivity_figures.steal_band; 1 % at the least,
+A/A run of the rig's committed sensitivity set saw (analysis/sensitivity/figures.steal_band; 1 % at the least,
 5 % where none was recorded). A round with a run above the band gets one more round of the same cells appended
 to the run (repetition numbers after the policy's), at most N in all.
 

@@ -1,15 +1,15 @@
 """What the gate can see, measured by running its own rule, never by a formula.
 
-The gate's rule (analysis/stats.py states it, analysis/gate_decision.py applies it) reads the rounds' log
+The gate's rule (analysis/stats.py states it, analysis/gate/decision.py applies it) reads the rounds' log
 ratios oriented so that positive is worse. Its stated sensitivity D, for a design (a fixed count of rounds,
 or the sequential policy's looks min..max, analysis/sequential.py) and an asked minimum effect e, is the
 smallest true regression that `decide` flags REGRESSED in at least POWER of simulated designs, the margin
 being e as in the gate (a PASS rules out e; a REGRESSED is significant and not shown smaller than e).
 Simulated designs are drawn from noise:
-- the calibrator's (tools/sensitivity.py): a committed A/A set's rounds, resampled i.i.d. with the
+- the calibrator's (tools/sensitivity/sensitivity.py): a committed A/A set's rounds, resampled i.i.d. with the
   small-sample correction (resampled_noise) after removing their mean (the A/A's two arms are one build: their
   mean difference is an arm bias for the arm check to find, not a shift; zero must mean zero), the shift added
-  to every round; over several nights, analysis/nights.py;
+  to every round; over several nights, analysis/sensitivity/nights.py;
 - a run's own (the gate's "tonight could see"): normal rounds with that run's own paired sd.
 Common random numbers across the search make detection monotone in the shift. False alarms are the share of
 designs at zero shift flagged REGRESSED.
@@ -31,7 +31,7 @@ PASS, REGRESSED, INCONCLUSIVE = stats.PASS_CODE, stats.REGRESSED_CODE, stats.INC
 STATES = {PASS: "PASS", REGRESSED: "REGRESSED", INCONCLUSIVE: "INCONCLUSIVE"}
 RULE = "paired-t-1%-a-side-three-way"  # what sensitivity.json says it was computed for (schema_version 2)
 # How the figures' noise is drawn (sensitivity.json's "resampling"): i.i.d. from the centred rounds with the
-# small-sample correction. //tools:gate_power_test refuses a figure made otherwise (drawn without replacement).
+# small-sample correction. //tools/sensitivity:gate_power_test refuses a figure made otherwise (drawn without replacement).
 RESAMPLING = "iid-centred-corrected"
 
 

@@ -1,15 +1,15 @@
-"""The regression gate's decision: a candidate against a baseline, per cell and metric (tools/gate.py is its
-command line, tools/gate_output.py its output formats).
+"""The regression gate's decision: a candidate against a baseline, per cell and metric (tools/gate/gate.py is its
+command line, tools/gate/output.py its output formats).
 
-One rule (analysis/stats.py states it; analysis/gate_power.py measures what it can see by running it): each
+One rule (analysis/stats.py states it; analysis/gate/power.py measures what it can see by running it): each
 (cell, metric) is PASS where its interval rules out a regression of the effect judged at, REGRESSED where it
 is significantly worse and not shown smaller than that effect, INCONCLUSIVE otherwise. Inside one run the
 interval is the paired t interval over interleaved rounds; two stored sets are compared unpaired.
 
 What it judges at: the asked minimum effect (`workloads/<workload>/gate.toml`, analysis/thresholds.py): a PASS
 rules it out. What it can see: the rig's stated D, the shift the rule flags in 95 % of designs resampled from
-the rig's committed A/A rounds at this comparison's rounds and policy (analysis/sensitivity_figures.py,
-analysis/gate_power.py), and what this run could see, the same search on normal rounds with the run's own sd.
+the rig's committed A/A rounds at this comparison's rounds and policy (analysis/sensitivity/figures.py,
+analysis/gate/power.py), and what this run could see, the same search on normal rounds with the run's own sd.
 A PASS whose run could see less than max(asked, D) by more than NOISE_MARGIN is INCONCLUSIVE: the night was
 too noisy to promise what a calm one does. A sequential run (analysis/sequential.py) is read at the rounds it
 stopped at, and its stops are replayed from the results (a claim, never trusted). A gated run (the nightlies':
@@ -25,7 +25,9 @@ import dataclasses
 import math
 import os
 
-from analysis import drift, gate_power, resultsets, sensitivity_figures, sequential, stats, thresholds
+from analysis import drift, resultsets, sequential, stats, thresholds
+from analysis.sensitivity import figures as sensitivity_figures
+from analysis.gate import power as gate_power
 
 DEFAULT_MIN_EFFECT = thresholds.DEFAULT_MIN_EFFECT
 ALLOWED_DIFFERENCES = frozenset({"harness"})  # the candidate is usually new code; everything else must match
@@ -380,7 +382,7 @@ def _read_at_look(check, base_docs, cand_docs, comparisons):
 
 def _sensitivity(check, figure, doc, draws):
     """Sets the check's stated D (from the rig's committed A/A rounds) and this run's own D, both by running
-    the rule (analysis/gate_power.py) at the check's design."""
+    the rule (analysis/gate/power.py) at the check's design."""
     asked_log = gate_power.to_log(check.min_effect, check.direction)
     if figure is not None:
         if doc is not None:

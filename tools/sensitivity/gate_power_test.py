@@ -1,5 +1,5 @@
-"""Known answers for the gate's promise (issue 57): the gate's own rule (analysis/gate_power.decide_designs, which
-analysis/gate_decision.py applies to a run) run on every committed A/A set's rounds with shifts injected.
+"""Known answers for the gate's promise (issue 57): the gate's own rule (analysis/gate/power.decide_designs, which
+analysis/gate/decision.py applies to a run) run on every committed A/A set's rounds with shifts injected.
 
 For every rig, every metric and every gated profile of every committed sensitivity.json (results/baselines/*/):
 - detection at the stated D: the share of designs flagged REGRESSED with a true shift of D is >= 93 %;
@@ -16,10 +16,11 @@ import math
 import os
 import unittest
 
-from analysis import gate_power, sensitivity_figures
-from tools import sensitivity
+from analysis.sensitivity import figures as sensitivity_figures
+from analysis.gate import power as gate_power
+from tools.sensitivity import sensitivity
 
-RUNFILES = os.path.abspath(os.path.join(os.path.dirname(__file__), ".."))
+RUNFILES = os.path.abspath(os.path.join(os.path.dirname(__file__), "..", ".."))
 BASELINES = os.path.join(RUNFILES, "results", "baselines")
 DRAWS = 2000
 SEED = 4242  # not the calibrator's (gate_power.SEED)
@@ -155,7 +156,7 @@ class GatePowerKnownAnswerTest(unittest.TestCase):
         # PASS ("catches >= 8.2 %"). Now it says what this run could see, and that it is inconclusive at 5 %.
         import contextlib
         import io
-        from tools import gate
+        from tools.gate import gate
         out = io.StringIO()
         with contextlib.redirect_stdout(out), contextlib.redirect_stderr(out):
             code = gate.main(["--run", "baselines/mapreduce-nightly-aa-20261126-2vcpu", "--axis", "revision",

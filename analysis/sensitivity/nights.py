@@ -3,7 +3,7 @@ and whether a stated D holds on nights it was not made from.
 
 A night is one run of A/A-like rounds of a gated design: a committed A/A set, or a nightly's own comparison of
 one build against itself. Its rounds are the gate's unit: each a worse-oriented log ratio of run medians
-(analysis/gate_power.py). The model has two levels (variance components of the paired log ratio):
+(analysis/gate/power.py). The model has two levels (variance components of the paired log ratio):
 
     w[k, i] = mu[k] + sd[k] * z[k, i]
 
@@ -32,7 +32,7 @@ import math
 
 import numpy as np
 
-from analysis import gate_power
+from analysis.gate import power as gate_power
 
 MEDIAN, NOISY = 0.5, 0.8  # the quantiles of the nights' sds a promise is stated at
 HELD_DETECTION = 0.90  # a held-out night "holds" a D when its own rounds flag that shift this often
@@ -90,7 +90,7 @@ def sd_at(nights, quantile):
 
 
 def d_at_sd(nights, sd, design, asked_log, direction, draws=gate_power.DRAWS, seed=gate_power.SEED):
-    """The gate's Power (analysis/gate_power.stated_d) on noise of the nights' shape at `sd`."""
+    """The gate's Power (analysis/gate/power.stated_d) on noise of the nights' shape at `sd`."""
     return gate_power.stated_d(resampled(pool_of(nights), sd, design, draws, seed), design, asked_log, direction)
 
 

@@ -1,11 +1,13 @@
-"""The gate's decision on one (cell, metric), Check.decide (analysis/gate_decision.py), as known answers:
+"""The gate's decision on one (cell, metric), Check.decide (analysis/gate/decision.py), as known answers:
 interleaved rounds whose true shift is set by hand, judged at 5 %. Its command line and the whole-set paths
-are //tools:gate_test's; what the rule can see is //tools:gate_power_test's."""
+are //tools/gate:gate_test's; what the rule can see is //tools/sensitivity:gate_power_test's."""
 
 import types
 import unittest
 
-from analysis import gate_decision, gate_power, sequential, stats
+from analysis import sequential, stats
+from analysis.gate import decision as gate_decision
+from analysis.gate import power as gate_power
 
 BASE = {r: 1000.0 for r in range(8)}
 WOBBLE = [1.0, 1.004, 0.996, 1.002, 0.998, 1.003, 0.997, 1.0]  # +-0.4 % between rounds: a quiet night

@@ -1,20 +1,21 @@
 """Committed sensitivity figures: the sensitivity.json files //tools:sensitivity writes into promoted sets
 (results/baselines/*/), read for the gate (the newest figure of a rig and metric), the run summary (the A/A
 runs' steal band) and the site's Sensitivity page (every figure, oldest first). A file in a results folder
-is untrusted: every field used is checked. The model behind the figures: analysis/sensitivity.py."""
+is untrusted: every field used is checked. The model behind the figures: analysis/sensitivity/components.py."""
 
 import dataclasses
 import math
 import os
 
-from analysis import gate_power, thresholds
-from analysis.sensitivity import SensitivityError
+from analysis import thresholds
+from analysis.gate import power as gate_power
+from analysis.sensitivity.components import SensitivityError
 from results import safeio
 
 FILE_NAME = "sensitivity.json"
 KIND = "tunelab.sensitivity"
 # 1: an MDE from a formula for a rule the gate no longer uses; 2: the A/A rounds themselves, so that the gate
-# finds D by running its own rule at each comparison's rounds and policy (analysis/gate_power.py).
+# finds D by running its own rule at each comparison's rounds and policy (analysis/gate/power.py).
 SCHEMA_VERSIONS = (1, 2)
 MAX_AA_ROUNDS = 10000
 

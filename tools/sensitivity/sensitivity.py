@@ -9,15 +9,15 @@ both sides of an arm axis, and, where the rig has one, a known-slowdown set. For
 - the A/A rounds' log ratios (positive = worse), which the gate resamples to state D at any comparison's design,
   and the arms' bias with its 95 % interval;
 - per gated profile (its rounds and policy read from the rig's matrix, gated_design; --rounds adds a fixed
-  design): the stated D, the smallest true regression the gate's own rule (analysis/gate_power.py, the one
-  analysis/gate_decision.py applies) flags REGRESSED in 95 % of designs resampled from the A/A rounds; the
+  design): the stated D, the smallest true regression the gate's own rule (analysis/gate/power.py, the one
+  analysis/gate/decision.py applies) flags REGRESSED in 95 % of designs resampled from the A/A rounds; the
   false alarms at zero, how A/A designs end (PASS, INCONCLUSIVE), and the share of the known slowdown's
   resampled designs flagged;
 - the variance components by level (rounds, runs inside a round, windows inside a run) with each level's cost,
-  after Kalibera and Jones, and a modelled allocation within --budget (analysis/sensitivity.py: advice only).
+  after Kalibera and Jones, and a modelled allocation within --budget (analysis/sensitivity/components.py: advice only).
 It writes sensitivity.json (schema 2: {"<rig>": {"<metric>": {...}}}) into the A/A set's folder (a promoted set
 under results/baselines/, or a fresh run to promote) through the one atomic writer. The gate reads the newest
-committed figure of the present rule for each rig and metric; //tools:gate_power_test holds them to it.
+committed figure of the present rule for each rig and metric; //tools/sensitivity:gate_power_test holds them to it.
 
 Refused with the reason, before any resampling: a set that is not an A/A design (its sides differ in anything
 but the arm axis), a slowdown set whose sides are one build (an A/A design), fewer than 6 rounds, a metric the
@@ -40,8 +40,13 @@ from scipy import stats as sps
 
 from results import safeio, store
 from rigs import registry
-from analysis import (covariates, gate_power, nights, resultsets, sensitivity, sensitivity_figures, sensitivity_sets,
-                      sequential, stats, thresholds)
+from analysis import resultsets, sequential, stats, thresholds
+from analysis.sensitivity import covariates
+from analysis.sensitivity import nights
+from analysis.sensitivity import components
+from analysis.sensitivity import figures as sensitivity_figures
+from analysis.sensitivity import sets as sensitivity_sets
+from analysis.gate import power as gate_power
 
 DRAWS = gate_power.DRAWS
 
@@ -65,7 +70,7 @@ def parse_budget(text):
     """Seconds of "900", "900s", "15m", "1.5h"; SensitivityError otherwise."""
     m = re.fullmatch(r"\s*(\d+(?:\.\d+)?)\s*([smh]?)\s*", text or "")
     if not m or float(m.group(1)) <= 0:
-        raise sensitivity.SensitivityError(f"--budget {text!r}: expected a duration such as 900s, 15m or 1.5h")
+        raise components.SensitivityError(f"--budget {text!r}: expected a duration such as 900s, 15m or 1.5h")
     return float(m.group(1)) * {"": 1, "s": 1, "m": 60, "h": 3600}[m.group(2)]
 
 
@@ -88,7 +93,7 @@ def gated_design(rig, profile, metric, asked, roots=None):
         policy = {**workload.get("policy", {}), **matrix.get("policy", {}),
                   **(matrix["profiles"][profile].get("policy") or {})}
     except (OSError, KeyError, TypeError, safeio.InputError) as e:
-        raise sensitivity.SensitivityError(f"{rig}: the gated profile {profile!r} cannot be read from "
+        raise components.SensitivityError(f"{rig}: the gated profile {profile!r} cannot be read from "
                                            f"{matrix_path} ({e})") from None
     repetitions = policy.get("repetitions", 3)
     rule = policy.get("stop", "fixed")
@@ -103,7 +108,7 @@ def gated_design(rig, profile, metric, asked, roots=None):
 
 def calibrate_metric(metric, decl, aa_pairs, slow_pairs, comps, min_effect, budget_s, designs, draws, seed):
     """One metric's entry of sensitivity.json: for each gated profile's design (`designs`, {profile: Design}),
-    the stated D found by running the gate's rule on the A/A rounds resampled (analysis/gate_power.py), the
+    the stated D found by running the gate's rule on the A/A rounds resampled (analysis/gate/power.py), the
     false alarms at zero and the detection of the known slowdown there."""
     direction = decl["direction"]
     worse = [stats.orient(math.log(b.median / a.median), direction) for a, b in aa_pairs
@@ -139,8 +144,8 @@ def calibrate_metric(metric, decl, aa_pairs, slow_pairs, comps, min_effect, budg
         "slowdown": float(np.median([math.expm1(stats.orient(w, direction)) for w in slow])) if slow else None,
         "components": comps.to_json(),
         "design": {"fixed": {"rounds": primary["design"]["rounds"]},
-                   # A model's advice (analysis/sensitivity.py's components and formula), not the gate's figure.
-                   "allocation_modelled": sensitivity.allocation(comps, budget_s) if paired_sd > 0 else None},
+                   # A model's advice (analysis/sensitivity/components.py's components and formula), not the gate's figure.
+                   "allocation_modelled": components.allocation(comps, budget_s) if paired_sd > 0 else None},
         "budget_s": budget_s, "rounds": len(worse), "slowdown_rounds": len(slow) if slow else 0,
         "noise_band": sensitivity_sets.noise_band([r for pair in aa_pairs for r in pair]),
     }
@@ -181,7 +186,7 @@ def record(study, kind, workspace, repetitions):
     # Built first, so that a rig that does not build is said as such (not as a failed recording).
     built = subprocess.run([bazel, "build", study.matrix], cwd=workspace).returncode
     if built != 0:
-        raise sensitivity.SensitivityError(f"{study.matrix} does not build (bazel build exit {built}): nothing "
+        raise components.SensitivityError(f"{study.matrix} does not build (bazel build exit {built}): nothing "
                                            "recorded; fix the build first")
     with tempfile.TemporaryDirectory(prefix="tunelab-sensitivity-") as tmp:
         if design["axis"] == "revision":
@@ -197,7 +202,7 @@ def record(study, kind, workspace, repetitions):
         except (OSError, ValueError, AttributeError):  # safeio.InputError is a ValueError
             run_dir = None
     if status not in (0, 1) or not run_dir:
-        raise sensitivity.SensitivityError(f"recording the {kind} profile {design['profile']} failed (exit {status})")
+        raise components.SensitivityError(f"recording the {kind} profile {design['profile']} failed (exit {status})")
     return run_dir
 
 
@@ -207,11 +212,11 @@ def read_existing(path):
     if not os.path.lexists(path):
         return {}
     if os.path.islink(path) or not os.path.isfile(path):
-        raise sensitivity.SensitivityError(f"{path} is not a regular file: refusing to write over it")
+        raise components.SensitivityError(f"{path} is not a regular file: refusing to write over it")
     try:
         sensitivity_figures.read_file(path)
-    except sensitivity.SensitivityError as e:
-        raise sensitivity.SensitivityError(f"{e}; refusing to overwrite it: restore it (git checkout -- {path}) "
+    except components.SensitivityError as e:
+        raise components.SensitivityError(f"{e}; refusing to overwrite it: restore it (git checkout -- {path}) "
                                            "or move it away") from None
     return sensitivity_figures.read_document(path)
 
@@ -234,7 +239,7 @@ def main(argv=None):
     parser.add_argument("--rounds", type=int, help="also state D for a fixed design of this many rounds (the "
                                                   "gated profiles' own designs are always stated)")
     parser.add_argument("--draws", type=int, default=DRAWS, help=f"resampled designs (default {DRAWS})")
-    parser.add_argument("--seed", type=int, default=sensitivity.SEED)
+    parser.add_argument("--seed", type=int, default=components.SEED)
     parser.add_argument("--dry-run", action="store_true", help="print the figures, write nothing")
     args = parser.parse_args(argv)
     if not args.rig and not args.table:
@@ -244,7 +249,7 @@ def main(argv=None):
     results_root = os.path.join(workspace, "results")
     try:
         return run(args, workspace, cwd, results_root)
-    except (sensitivity.SensitivityError, resultsets.ResultSetError, thresholds.ThresholdError) as e:
+    except (components.SensitivityError, resultsets.ResultSetError, thresholds.ThresholdError) as e:
         print(f"error: {e}", file=sys.stderr)
         return 2
 
@@ -309,7 +314,7 @@ def night_round_runs(result_set, metric, direction):
     """[(worse-oriented log ratio, (baseline Run, candidate Run))] of a committed night (night_rounds)."""
     varying = [a for a in sensitivity_sets.arm_values(result_set) if a in sensitivity_sets.ARM_AXES]
     if len(varying) != 1:
-        raise sensitivity.SensitivityError(f"{result_set.name}: not a night of one build on both sides (its cells "
+        raise components.SensitivityError(f"{result_set.name}: not a night of one build on both sides (its cells "
                                            f"vary {sorted(sensitivity_sets.arm_values(result_set)) or 'nothing'})")
     values = sensitivity_sets.check_design(result_set, varying[0], "A/A")
     return [(stats.orient(math.log(b.median / a.median), direction), (a, b))
@@ -318,7 +323,7 @@ def night_round_runs(result_set, metric, direction):
 
 
 def covariate_table(results_root, draws=DRAWS, seed=gate_power.SEED, roots=None):
-    """analysis/README.md's table of variance reduction by covariates (analysis/covariates.py): per gated design with
+    """analysis/README.md's table of variance reduction by covariates (analysis/sensitivity/covariates.py): per gated design with
     nights and the metrics it decides on (a fixed design: its rates), each covariate's median-night D without and
     with the adjustment fitted on the other nights, and whether it is kept (D shrinks by >= 15 %)."""
     pct = lambda x: "-" if x is None or not math.isfinite(x) else f"{100 * x:.1f} %"  # noqa: E731
@@ -360,7 +365,7 @@ def covariate_table(results_root, draws=DRAWS, seed=gate_power.SEED, roots=None)
 
 def night_promises(results_root, draws=DRAWS, seed=gate_power.SEED, roots=None):
     """[(rig, metric, profile, design, asked, Promise or the reason there is none)] of every gated design whose
-    rig.toml names its nights ([sensitivity] nights), over those nights (analysis/nights.py)."""
+    rig.toml names its nights ([sensitivity] nights), over those nights (analysis/sensitivity/nights.py)."""
     out = []
     for rig, reg in sorted(registry.load(os.path.dirname(os.path.abspath(results_root))).items()):
         for profile, names in sorted(reg.nights.items()):
@@ -376,7 +381,7 @@ def night_promises(results_root, draws=DRAWS, seed=gate_power.SEED, roots=None):
                 for result_set in sets:
                     try:
                         found.append(nights.night(result_set.name, night_rounds(result_set, metric, decl["direction"])))
-                    except (nights.NightsError, sensitivity.SensitivityError) as e:
+                    except (nights.NightsError, components.SensitivityError) as e:
                         why.append(str(e))
                 if not found:
                     out.append((rig, metric, profile, design, asked, "; ".join(why) or "no night"))
@@ -420,16 +425,16 @@ def run(args, workspace, cwd, results_root):
         return 0
     studies = load_registry()
     if args.rig not in studies:
-        raise sensitivity.SensitivityError(f"--rig {args.rig}: no such rig declares [sensitivity] in its rig.toml "
+        raise components.SensitivityError(f"--rig {args.rig}: no such rig declares [sensitivity] in its rig.toml "
                                            f"(rigs: {', '.join(sorted(studies))})")
     study = studies[args.rig]
     if args.profile:
         study = dataclasses.replace(study, aa=dict(study.aa, profile=args.profile))
     budget_s = parse_budget(args.budget)
     if (args.rounds is not None and args.rounds < 3) or args.draws < 100:
-        raise sensitivity.SensitivityError("need --rounds >= 3 and --draws >= 100")
+        raise components.SensitivityError("need --rounds >= 3 and --draws >= 100")
     if args.record and (args.from_set or args.slowdown_set):
-        raise sensitivity.SensitivityError("--record records new sets; --from-set/--slowdown-set read stored ones")
+        raise components.SensitivityError("--record records new sets; --from-set/--slowdown-set read stored ones")
     if args.record:
         rounds = None
         committed = sensitivity_figures.committed(os.path.join(results_root, "baselines"), args.rig)
@@ -437,10 +442,10 @@ def run(args, workspace, cwd, results_root):
             round_s = max(f.round_s for f in committed.values())
             parts = 2 if study.slowdown else 1
             rounds = int(budget_s / parts // round_s)
-            if rounds < sensitivity.MIN_ROUNDS:
-                raise sensitivity.SensitivityError(
+            if rounds < components.MIN_ROUNDS:
+                raise components.SensitivityError(
                     f"--budget {args.budget} fits {rounds} rounds of {'each set' if parts == 2 else 'the A/A set'} "
-                    f"(a round costs ~{round_s:.0f} s here): need {sensitivity.MIN_ROUNDS}")
+                    f"(a round costs ~{round_s:.0f} s here): need {components.MIN_ROUNDS}")
         else:
             print(f"note: {args.rig} has no committed sensitivity figure, so a round's cost is unknown: recording the "
                   "profiles' own repetitions; --budget sizes the allocation only", flush=True)
@@ -448,25 +453,25 @@ def run(args, workspace, cwd, results_root):
         slow_set = resultsets.load_run(record(study, "slowdown", workspace, rounds)) if study.slowdown else None
     else:
         if not (args.from_set or study.aa.get("set")):
-            raise sensitivity.SensitivityError(f"{args.rig} has no committed A/A set yet: --record one, or give "
+            raise components.SensitivityError(f"{args.rig} has no committed A/A set yet: --record one, or give "
                                                "--from-set")
         aa_set = resolve(args.from_set or study.aa["set"], cwd, results_root)
         slow_spec = args.slowdown_set or (study.slowdown.get("set") if not args.from_set else None)
         slow_set = resolve(slow_spec, cwd, results_root) if slow_spec else None
     rig = (aa_set.manifest.get("matrix") or {}).get("rig")
     if rig != args.rig:
-        raise sensitivity.SensitivityError(f"{aa_set.name} is a {rig} set, not {args.rig}")
+        raise components.SensitivityError(f"{aa_set.name} is a {rig} set, not {args.rig}")
     aa_values = sensitivity_sets.check_design(aa_set, study.aa["axis"], "A/A")
     slow_values = None
     if slow_set is not None:
         if (slow_set.manifest.get("matrix") or {}).get("rig") != args.rig:
-            raise sensitivity.SensitivityError(f"{slow_set.name} is not a {args.rig} set")
+            raise components.SensitivityError(f"{slow_set.name} is not a {args.rig} set")
         slow_values = sensitivity_sets.check_design(slow_set, study.slowdown["axis"], "slowdown",
                                    (study.slowdown["baseline"], study.slowdown["slowed"]))
     metrics = gated_metrics(aa_set)
     unknown = [m for m in args.metric if m not in metrics]
     if unknown:
-        raise sensitivity.SensitivityError(f"{args.rig} does not gate {unknown[0]!r} (gated: {', '.join(metrics)})")
+        raise components.SensitivityError(f"{args.rig} does not gate {unknown[0]!r} (gated: {', '.join(metrics)})")
     chosen = {m: metrics[m] for m in (args.metric or metrics)}
     read_existing(os.path.join(aa_set.path, sensitivity_figures.FILE_NAME))  # refuse a corrupt one before work
     first = aa_set.first_ok()
@@ -474,17 +479,17 @@ def run(args, workspace, cwd, results_root):
     plan = {}
     for metric in chosen:  # every refusal before any resampling
         aa_pairs = sensitivity_sets.rounds_of(aa_set, study.aa["axis"], aa_values, metric)
-        if len(aa_pairs) < sensitivity.MIN_ROUNDS:
-            raise sensitivity.SensitivityError(f"{aa_set.name} {metric}: {len(aa_pairs)} A/A rounds; need "
-                                               f"{sensitivity.MIN_ROUNDS}")
+        if len(aa_pairs) < components.MIN_ROUNDS:
+            raise components.SensitivityError(f"{aa_set.name} {metric}: {len(aa_pairs)} A/A rounds; need "
+                                               f"{components.MIN_ROUNDS}")
         slow_pairs = (sensitivity_sets.rounds_of(slow_set, study.slowdown["axis"], slow_values, metric)
                       if slow_set else None)
-        if slow_pairs is not None and len(slow_pairs) < sensitivity.MIN_ROUNDS:
-            raise sensitivity.SensitivityError(f"{slow_set.name} {metric}: {len(slow_pairs)} slowdown rounds; need "
-                                               f"{sensitivity.MIN_ROUNDS}")
+        if slow_pairs is not None and len(slow_pairs) < components.MIN_ROUNDS:
+            raise components.SensitivityError(f"{slow_set.name} {metric}: {len(slow_pairs)} slowdown rounds; need "
+                                               f"{components.MIN_ROUNDS}")
         comps = sensitivity_sets.components_of(aa_set, aa_pairs)
         if budget_s < comps.round_s:
-            raise sensitivity.SensitivityError(f"--budget {args.budget} is shorter than one round of {args.rig} "
+            raise components.SensitivityError(f"--budget {args.budget} is shorter than one round of {args.rig} "
                                                f"({comps.round_s:.0f} s)")
         asked = effects.get(metric, thresholds.DEFAULT_MIN_EFFECT)
         designs = {profile: gated_design(args.rig, profile, metric, asked) for profile in study.gated}
@@ -511,7 +516,7 @@ def run(args, workspace, cwd, results_root):
     out = os.path.join(aa_set.path, sensitivity_figures.FILE_NAME)
     root = os.path.realpath(results_root)
     if os.path.commonpath([os.path.realpath(aa_set.path), root]) != root:
-        raise sensitivity.SensitivityError(f"{aa_set.path} is not under {root}: figures are written only into a set "
+        raise components.SensitivityError(f"{aa_set.path} is not under {root}: figures are written only into a set "
                                            "of the results folder (copy or promote the set there first)")
     named = shlex.quote(f"baselines/{set_name(aa_set)}")
     if args.dry_run:

@@ -1,4 +1,4 @@
-"""Known answers for the covariate adjustment (analysis/covariates.py) on made nights: a covariate that drives
+"""Known answers for the covariate adjustment (analysis/sensitivity/covariates.py) on made nights: a covariate that drives
 the rounds is found and taken out by a slope fitted on the other nights only; one that does not changes nothing;
 one night cannot be tested. Every input here is synthetic (seeded draws)."""
 
@@ -7,7 +7,9 @@ import unittest
 
 import numpy as np
 
-from analysis import covariates, gate_power, nights
+from analysis.sensitivity import covariates
+from analysis.sensitivity import nights
+from analysis.gate import power as gate_power
 
 
 def made_night(name, seed, theta, rounds=30, sd=0.003):

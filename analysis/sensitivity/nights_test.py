@@ -1,4 +1,4 @@
-"""Known answers for noise over nights (analysis/nights.py), on nights made here from a known model (normal
+"""Known answers for noise over nights (analysis/sensitivity/nights.py), on nights made here from a known model (normal
 rounds of a chosen sd: mechanics, not measurements): the resampler keeps each night's variance (never the
 (N - n) / (N - 1) of drawing without replacement), the median and noisy nights are the sds' quantiles, a D
 made on calm nights fails out of sample on a noisy one and says so, and one night is not a promise."""
@@ -8,7 +8,8 @@ import unittest
 
 import numpy as np
 
-from analysis import gate_power, nights
+from analysis.sensitivity import nights
+from analysis.gate import power as gate_power
 
 DESIGN = gate_power.Design(5)
 ASKED = gate_power.to_log(0.05, "higher_is_better")

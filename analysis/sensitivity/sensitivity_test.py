@@ -1,4 +1,4 @@
-"""Known-answer tests of analysis/sensitivity.py: synthetic rounds drawn from known variance components (not
+"""Known-answer tests of analysis/sensitivity/components.py: synthetic rounds drawn from known variance components (not
 measurements) come back within their sampling error; the MDE formula agrees with a simulation of the test it
 describes; the allocation spends its budget; resampled rates of clear cases are what they must be."""
 
@@ -9,7 +9,9 @@ import unittest
 
 import numpy as np
 
-from analysis import sensitivity, sensitivity_figures, sensitivity_sets
+from analysis.sensitivity import components
+from analysis.sensitivity import figures as sensitivity_figures
+from analysis.sensitivity import sets as sensitivity_sets
 
 
 def synthetic_rounds(rng, rounds, round_sd, run_sd, window_sd, windows, level=1000.0):
@@ -27,7 +29,7 @@ class ComponentsTest(unittest.TestCase):
         # 2 % between rounds, 1 % between runs, 3 % between independent windows (40 a run), 400 rounds: the
         # estimates' relative standard errors are ~5-10 %; 25 % bounds fail a broken estimator, not a noisy one.
         rng = np.random.default_rng(7)
-        c = sensitivity.estimate_components(synthetic_rounds(rng, 400, 0.02, 0.01, 0.03, 40), round_s=10,
+        c = components.estimate_components(synthetic_rounds(rng, 400, 0.02, 0.01, 0.03, 40), round_s=10,
                                             run_overhead_s=1, window_s=0.1)
         self.assertTrue(c.windows_separable)
         self.assertAlmostEqual(math.sqrt(c.rounds), 0.02, delta=0.02 * 0.25)
@@ -50,61 +52,61 @@ class ComponentsTest(unittest.TestCase):
                 level = 1000 * math.exp(rng.normal(0, 0.02))
                 swing = rng.normal(0, 0.3, 10)
                 rounds[-1].append(list(level * np.exp(np.concatenate([swing, -swing]))))
-        c = sensitivity.estimate_components(rounds)
+        c = components.estimate_components(rounds)
         self.assertFalse(c.windows_separable)
         self.assertEqual(c.windows, 0.0)
         self.assertAlmostEqual(math.sqrt(c.runs), 0.02, delta=0.01)
 
     def test_bad_input_is_refused(self):
-        with self.assertRaisesRegex(sensitivity.SensitivityError, "need at least 2"):
-            sensitivity.estimate_components([[[1.0], [1.0]]])
-        with self.assertRaisesRegex(sensitivity.SensitivityError, "median <= 0"):
-            sensitivity.estimate_components([[[1.0], [0.0]], [[1.0], [1.0]]])
-        with self.assertRaisesRegex(sensitivity.SensitivityError, "same number"):
-            sensitivity.estimate_components([[[1.0], [1.0]], [[1.0]]])
+        with self.assertRaisesRegex(components.SensitivityError, "need at least 2"):
+            components.estimate_components([[[1.0], [1.0]]])
+        with self.assertRaisesRegex(components.SensitivityError, "median <= 0"):
+            components.estimate_components([[[1.0], [0.0]], [[1.0], [1.0]]])
+        with self.assertRaisesRegex(components.SensitivityError, "same number"):
+            components.estimate_components([[[1.0], [1.0]], [[1.0]]])
 
 
 class MdeTest(unittest.TestCase):
     def test_the_issue_table(self):
         # Paired sd 3.77 % (YARN's nightly cell) and 15.35 % (NameNode create), 5 and 20 rounds.
-        self.assertAlmostEqual(sensitivity.mde_paired(0.0377, 5), 0.127, delta=0.001)
-        self.assertAlmostEqual(sensitivity.mde_paired(0.0377, 20), 0.039, delta=0.001)
-        self.assertAlmostEqual(sensitivity.mde_paired(0.1535, 5), 0.516, delta=0.001)
-        self.assertEqual(sensitivity.mde_paired(0.0, 5), 0.0)
+        self.assertAlmostEqual(components.mde_paired(0.0377, 5), 0.127, delta=0.001)
+        self.assertAlmostEqual(components.mde_paired(0.0377, 20), 0.039, delta=0.001)
+        self.assertAlmostEqual(components.mde_paired(0.1535, 5), 0.516, delta=0.001)
+        self.assertEqual(components.mde_paired(0.0, 5), 0.0)
 
     def test_formula_against_simulation(self):
-        c = sensitivity.Components(rounds=0.02 ** 2, runs=0.01 ** 2, windows=0.03 ** 2, windows_per_run=20,
+        c = components.Components(rounds=0.02 ** 2, runs=0.01 ** 2, windows=0.03 ** 2, windows_per_run=20,
                                    runs_per_round=2, round_s=10, run_overhead_s=1, window_s=0.2)
         for rounds in (5, 12):
-            mde = sensitivity.mde_paired(c.paired_sd(), rounds)
-            self.assertAlmostEqual(sensitivity.power_paired(mde, c.paired_sd(), rounds), 0.95, places=6)
-            rate = sensitivity.simulated_paired_power(c, rounds, mde, draws=20000, seed=rounds)
+            mde = components.mde_paired(c.paired_sd(), rounds)
+            self.assertAlmostEqual(components.power_paired(mde, c.paired_sd(), rounds), 0.95, places=6)
+            rate = components.simulated_paired_power(c, rounds, mde, draws=20000, seed=rounds)
             self.assertAlmostEqual(rate, 0.95, delta=0.01)
             # Half the MDE is seen far less often, and nothing at all at the false-alarm rate.
-            self.assertLess(sensitivity.simulated_paired_power(c, rounds, mde / 2, draws=20000), 0.6)
-            self.assertAlmostEqual(sensitivity.simulated_paired_power(c, rounds, 0.0, draws=20000), 0.01, delta=0.004)
+            self.assertLess(components.simulated_paired_power(c, rounds, mde / 2, draws=20000), 0.6)
+            self.assertAlmostEqual(components.simulated_paired_power(c, rounds, 0.0, draws=20000), 0.01, delta=0.004)
 
 
 class AllocationTest(unittest.TestCase):
-    C = sensitivity.Components(rounds=0.0, runs=0.01 ** 2, windows=0.05 ** 2, windows_per_run=10, runs_per_round=2,
+    C = components.Components(rounds=0.0, runs=0.01 ** 2, windows=0.05 ** 2, windows_per_run=10, runs_per_round=2,
                                round_s=2 * (5 + 10 * 1.0), run_overhead_s=5, window_s=1.0, windows_separable=True)
 
     def test_within_budget_and_better_with_more(self):
-        small = sensitivity.allocation(self.C, 300)
-        large = sensitivity.allocation(self.C, 3000)
+        small = components.allocation(self.C, 300)
+        large = components.allocation(self.C, 3000)
         for a, budget in ((small, 300), (large, 3000)):
             self.assertLessEqual(a["cost_s"], budget)
             self.assertGreaterEqual(a["rounds"], 3)
         self.assertLess(large["mde"], small["mde"])
         # The allocation's MDE is the formula's for what it chose.
         sd = self.C.paired_sd(large["windows_per_run"])
-        self.assertAlmostEqual(large["mde"], sensitivity.mde_paired(sd, large["rounds"]))
+        self.assertAlmostEqual(large["mde"], components.mde_paired(sd, large["rounds"]))
 
     def test_budget_shorter_than_a_round_is_refused(self):
-        with self.assertRaisesRegex(sensitivity.SensitivityError, "shorter than one round"):
-            sensitivity.allocation(self.C, 10)
-        with self.assertRaisesRegex(sensitivity.SensitivityError, "fewer than 3 rounds"):
-            sensitivity.allocation(self.C, 35)  # one round of 30 s fits; 3 of the cheapest (12 s) do not
+        with self.assertRaisesRegex(components.SensitivityError, "shorter than one round"):
+            components.allocation(self.C, 10)
+        with self.assertRaisesRegex(components.SensitivityError, "fewer than 3 rounds"):
+            components.allocation(self.C, 35)  # one round of 30 s fits; 3 of the cheapest (12 s) do not
 
 
 class NoisyRoundsTest(unittest.TestCase):
@@ -136,7 +138,7 @@ class CommittedTest(unittest.TestCase):
             self.assertFalse(figure.usable)  # schema 1: an older rule's figure, no stated D
             self.assertEqual(sensitivity_figures.committed(baselines, "redis"), {})
             write("foreign", "2026-11-26", 0.1, doc={"kind": "something else"})
-            with self.assertRaisesRegex(sensitivity.SensitivityError, "not a tunelab.sensitivity file"):
+            with self.assertRaisesRegex(components.SensitivityError, "not a tunelab.sensitivity file"):
                 sensitivity_figures.committed(baselines, "yarn_cps")
 
 
@@ -146,7 +148,7 @@ class HostileFileTest(unittest.TestCase):
 
     def test_each_hostile_file_is_the_readers_error(self):
         import json
-        committed = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "results", "baselines",
+        committed = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "results", "baselines",
                                  "calibration-gate-aa-20261124-2vcpu", sensitivity_figures.FILE_NAME)
         with open(committed) as f:
             good = json.load(f)
@@ -172,13 +174,13 @@ class HostileFileTest(unittest.TestCase):
                     f.write(text)
                 for read in (sensitivity_figures.read_file, lambda p: sensitivity_figures.history(baselines),
                              lambda p: sensitivity_figures.committed(baselines, "calibration")):
-                    with self.assertRaisesRegex(sensitivity.SensitivityError, "set/sensitivity.json", msg=case):
+                    with self.assertRaisesRegex(components.SensitivityError, "set/sensitivity.json", msg=case):
                         read(path)
                 unreadable = []
                 self.assertEqual(sensitivity_figures.history(baselines, unreadable), [])
                 self.assertEqual(len(unreadable), 1, case)
             os.truncate(path, 200 << 20)  # sparse: refused by its size before a byte is read
-            with self.assertRaisesRegex(sensitivity.SensitivityError, "byte limit"):
+            with self.assertRaisesRegex(components.SensitivityError, "byte limit"):
                 sensitivity_figures.read_file(path)
 
 

@@ -23,7 +23,7 @@ Minimum detectable effect (MDE): the smallest true change d (a log ratio: 0.127 
 12.7 %) that a two-sided paired t test at alpha = 0.01 (false alarms <= 1 %) detects with power 0.95 over
 n rounds: the noncentral t with n - 1 degrees of freedom and noncentrality d sqrt(n) / paired_sd. This
 model prices allocations (rounds x windows within a budget) from the components; what the gate itself can
-see is never taken from it: analysis/gate_power.py runs the gate's rule on the recorded rounds.
+see is never taken from it: analysis/gate/power.py runs the gate's rule on the recorded rounds.
 """
 
 import dataclasses

@@ -18,7 +18,7 @@ D, found by running its own rule on the rig's newest committed A/A rounds (resul
 the minimum effect asked is below D, the metric is judged at D and the verdict's first line says so;
 --strict refuses instead (exit 2).
 
-The decision is analysis/gate_decision.py's (the rule: analysis/stats.py). Exit status:
+The decision is analysis/gate/decision.py's (the rule: analysis/stats.py). Exit status:
   0 PASS: every check's interval rules out a regression of its judged-at effect, on a run that could see it;
   1 REGRESSED: a check is significantly worse and not shown smaller than its judged-at effect;
   2 unusable input: a set missing or corrupt, provenance differing in more than the harness, host drift, a
@@ -39,9 +39,11 @@ import sys
 import tempfile
 import traceback
 
-from analysis import gate_decision, profiles, resultsets, sequential, stats, thresholds
-from analysis.gate_decision import GateError
-from tools import gate_confirm, gate_output
+from analysis import profiles, resultsets, sequential, stats, thresholds
+from analysis.gate import decision as gate_decision
+from analysis.gate.decision import GateError
+from tools.gate import confirm as gate_confirm
+from tools.gate import output as gate_output
 from results import safeio
 
 EXIT_PASS, EXIT_REGRESSED, EXIT_UNUSABLE, EXIT_INCONCLUSIVE = 0, 1, 2, 3
@@ -131,7 +133,7 @@ def run(args):
     workspace = os.environ.get("BUILD_WORKSPACE_DIRECTORY", os.getcwd())
     cwd = os.environ.get("BUILD_WORKING_DIRECTORY", os.getcwd())
     results_root = args.results_dir or os.path.join(workspace, "results")
-    runfiles = os.path.abspath(os.path.join(os.path.dirname(__file__), ".."))
+    runfiles = os.path.abspath(os.path.join(os.path.dirname(__file__), "..", ".."))
     warnings, design = [], None
     try:
         overrides = parse_min_effects(args.min_effect)
@@ -220,7 +222,7 @@ def judge_within_run(run_dir, axis, baseline_value, candidate_value, results_roo
     """The gate's checks of two values of an axis inside one stored run (what `--run RUN --axis AXIS` prints),
     only of `metrics` if given, and their state: PASS, REGRESSED or INCONCLUSIVE (exit_status's order).
     For tools that decide by the gate's rule (//tools:bisect). Raises GateError or ResultSetError."""
-    runfiles = os.path.abspath(os.path.join(os.path.dirname(__file__), ".."))
+    runfiles = os.path.abspath(os.path.join(os.path.dirname(__file__), "..", ".."))
     run = resultsets.resolve(run_dir, results_root)
     baseline, candidate, design = within_run(run, axis, baseline_value, candidate_value)
     effects = thresholds.min_effects([runfiles, workspace], baseline.docs + candidate.docs)

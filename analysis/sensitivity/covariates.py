@@ -12,7 +12,7 @@ with the night's own mean). Not used: the host reference (probed before and afte
 Out of sample: theta is fitted on the OTHER nights of the design (their rounds pooled, each night centred on
 its own means, so a night's arm bias and its level of load are not taken for noise) and applied to the night
 left out. A covariate is kept for a design only where the D on a median night made from the adjusted nights
-is at least KEEP_SHRINK smaller than from the same nights unadjusted (analysis/nights.py runs the gate's own
+is at least KEEP_SHRINK smaller than from the same nights unadjusted (analysis/sensitivity/nights.py runs the gate's own
 rule for both); the table says either way. A design with one night has no night to fit on: not tested.
 """
 
@@ -21,7 +21,7 @@ import math
 
 import numpy as np
 
-from analysis import nights
+from analysis.sensitivity import nights
 
 KEEP_SHRINK = 0.15  # the median-night D must shrink by this share for a covariate to be kept
 
@@ -50,7 +50,7 @@ COVARIATES = {
 @dataclasses.dataclass(frozen=True)
 class CovariateNight:
     name: str
-    worse_log_ratios: tuple  # the rounds' worse-oriented log ratios (analysis/nights.py)
+    worse_log_ratios: tuple  # the rounds' worse-oriented log ratios (analysis/sensitivity/nights.py)
     covariate: tuple  # the same rounds' covariate differences, candidate minus baseline launch
 
 

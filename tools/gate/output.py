@@ -1,11 +1,12 @@
 """The gate's outputs: its verdict line, the Markdown summary (stdout, --markdown) and JUnit XML (--junit),
-from the checks analysis/gate_decision.py made. tools/testdata/golden_gate.txt holds both formats."""
+from the checks analysis/gate/decision.py made. tools/gate/testdata/golden_gate.txt holds both formats."""
 
 import math
 import textwrap
 from xml.etree import ElementTree
 
-from analysis import gate_decision, stats
+from analysis import stats
+from analysis.gate import decision as gate_decision
 
 
 def _pct(x, signed=False):

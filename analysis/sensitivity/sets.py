@@ -1,13 +1,14 @@
 """The sets the sensitivity calibrator reads (//tools:sensitivity): an A/A set (one build on both sides of an
 arm axis) or a known-slowdown set, checked to be the design it is said to be, split into interleaved rounds
-of (baseline run, candidate run), and the variance components of its A/A rounds (analysis/sensitivity.py)."""
+of (baseline run, candidate run), and the variance components of its A/A rounds (analysis/sensitivity/components.py)."""
 
 import dataclasses
 import statistics
 
 import numpy as np
 
-from analysis import resultsets, sensitivity
+from analysis import resultsets
+from analysis.sensitivity import components
 
 ARM_AXES = ("arm", "revision")  # axes whose two values are one build by design (A/A)
 
@@ -41,15 +42,15 @@ def check_design(result_set, axis, kind, values=None):
     varying = arm_values(result_set)
     if kind == "slowdown" and set(varying) & set(ARM_AXES):
         arm = sorted(set(varying) & set(ARM_AXES))[0]
-        raise sensitivity.SensitivityError(
+        raise components.SensitivityError(
             f"{result_set.name}: an A/A design (one build on both sides of {arm!r}), not a known slowdown")
     if axis not in varying:
-        raise sensitivity.SensitivityError(
+        raise components.SensitivityError(
             f"{result_set.name}: not a{'n' if kind == 'A/A' else ''} {kind} set of this rig: its cells do not vary "
             f"{axis!r} (they vary {sorted(varying) or 'nothing'})")
     others = sorted(k for k in varying if k != axis)
     if others:
-        raise sensitivity.SensitivityError(f"{result_set.name}: its cells vary {others} besides {axis!r}: "
+        raise components.SensitivityError(f"{result_set.name}: its cells vary {others} besides {axis!r}: "
                                            f"the two sides must differ in the {axis} arm alone")
     present = varying[axis]
     declared = [str(v) for v in (result_set.manifest.get("matrix", {}).get("axes") or {}).get(axis, [])]
@@ -57,22 +58,22 @@ def check_design(result_set, axis, kind, values=None):
     if values is not None:
         missing = [v for v in values if v not in order]
         if missing:
-            raise sensitivity.SensitivityError(f"{result_set.name}: {axis} has no value {missing[0]!r} "
+            raise components.SensitivityError(f"{result_set.name}: {axis} has no value {missing[0]!r} "
                                                f"(values: {', '.join(order)})")
         order = list(values)
     if len(order) != 2:
-        raise sensitivity.SensitivityError(f"{result_set.name}: {axis} has {len(order)} values; a two-arm design has 2")
+        raise components.SensitivityError(f"{result_set.name}: {axis} has {len(order)} values; a two-arm design has 2")
     ok = {v: next((d for d in result_set.docs if d["status"] == "ok" and d["cell"]["params"][axis] == v), None)
           for v in order}
     if any(d is None for d in ok.values()):
-        raise sensitivity.SensitivityError(f"{result_set.name}: an arm has no ok run")
+        raise components.SensitivityError(f"{result_set.name}: an arm has no ok run")
     diffs = resultsets.provenance_differences(ok[order[0]], ok[order[1]], set())
     if kind == "A/A":
         if axis not in ARM_AXES or diffs:
             why = "; ".join(f"{k}: {a} vs {b}" for k, a, b in diffs) or f"its arm axis {axis!r} changes the cell"
-            raise sensitivity.SensitivityError(f"{result_set.name}: not an A/A design (the sides differ: {why})")
+            raise components.SensitivityError(f"{result_set.name}: not an A/A design (the sides differ: {why})")
     elif axis in ARM_AXES or (not diffs and axis != "injected_slowdown_pct"):
-        raise sensitivity.SensitivityError(
+        raise components.SensitivityError(
             f"{result_set.name}: an A/A design (one build on both sides of {axis!r}), not a known slowdown")
     return order[0], order[1]
 
@@ -127,6 +128,6 @@ def components_of(result_set, pairs):
     iterations = [r.iteration_s for pair in pairs for r in pair if r.iteration_s > 0]
     if iterations and n_windows > 1:
         window_s = float(np.mean(iterations))
-    return sensitivity.estimate_components([[a.windows, b.windows] for a, b in pairs],
+    return components.estimate_components([[a.windows, b.windows] for a, b in pairs],
                                            round_s=2 * (run_s + cooldown),
                                            run_overhead_s=max(0.0, run_s - n_windows * window_s), window_s=window_s)

@@ -8,9 +8,11 @@ import tempfile
 import unittest
 from contextlib import redirect_stderr, redirect_stdout
 
-from analysis import gate_power, sensitivity_figures, thresholds
+from analysis import thresholds
+from analysis.sensitivity import figures as sensitivity_figures
+from analysis.gate import power as gate_power
 from analysis.testsets import write_set
-from tools import sensitivity
+from tools.sensitivity import sensitivity
 
 
 def calibrate(*argv):
@@ -182,7 +184,7 @@ class SensitivityToolTest(unittest.TestCase):
 
 class RegistryTest(unittest.TestCase):
     def test_every_rig_names_committed_sets_that_exist(self):
-        here = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+        here = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
         for study in sensitivity.load_registry().values():
             for design in (study.aa, study.slowdown):
                 if design.get("set"):
@@ -194,7 +196,7 @@ class RegistryTest(unittest.TestCase):
         # gate.toml records where each minimum effect came from; a sensitivity set it names must be committed.
         import re
         import tomllib
-        here = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+        here = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
         for name in ("calibration", "mapreduce", "namenode", "redis", "yarn_cps"):
             with open(os.path.join(here, "workloads", name, "gate.toml"), "rb") as f:
                 table = tomllib.load(f)

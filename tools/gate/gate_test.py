@@ -14,11 +14,16 @@ from xml.etree import ElementTree
 
 import numpy as np
 
-from analysis import gate_decision, gate_power, golden, resultsets, sensitivity_figures, testsets, thresholds
+from analysis import golden, resultsets, testsets, thresholds
+from analysis.sensitivity import figures as sensitivity_figures
+from analysis.gate import decision as gate_decision
+from analysis.gate import power as gate_power
 from analysis.testsets import write_set
-from tools import gate, gate_confirm, gate_output
+from tools.gate import gate
+from tools.gate import confirm as gate_confirm
+from tools.gate import output as gate_output
 
-RUNFILES = os.path.abspath(os.path.join(os.path.dirname(__file__), ".."))
+RUNFILES = os.path.abspath(os.path.join(os.path.dirname(__file__), "..", ".."))
 
 
 # Stands in for a matrix target: prints the folder the way a console wraps it, writes it to --run-info.
@@ -209,14 +214,14 @@ class GateTest(unittest.TestCase):
 
     def test_markdown_and_junit_match_the_golden_file(self):
         # Fixed run-to-run pattern (no random noise): the output is the same on every machine. Regenerate:
-        # bazel test //tools:gate_test --test_env=TUNELAB_UPDATE_GOLDEN=$PWD --spawn_strategy=local
+        # bazel test //tools/gate:gate_test --test_env=TUNELAB_UPDATE_GOLDEN=$PWD --spawn_strategy=local
         base, cand = self.sets(950.0, noise=None)
         self.write_figure(0.002)  # the sensitivity line of a metric the gate can see at the asked effect
         code, out, xml = self.run_gate(base, cand)
         self.assertEqual(code, gate.EXIT_REGRESSED)
         with open(xml) as f:
             text = out + "\n" + f.read()
-        golden.check(self, text, "tools/testdata/golden_gate.txt")
+        golden.check(self, text, "tools/gate/testdata/golden_gate.txt")
         # Prose lines fit 100 columns (issue 41: 595-character lines); table rows and headings stay whole.
         self.assertEqual([line for line in out.splitlines() if len(line) > gate_output.MARKDOWN_WIDTH
                           and not line.startswith(("|", "#"))], [])
