@@ -7,7 +7,8 @@ Regenerate after an intended change: bazel test //analysis:oneline_test --test_e
 
 import unittest
 
-from analysis import ceilings, compare, golden, oneline, stats
+from analysis import ceilings, compare, oneline, stats
+from analysis.testing import golden
 
 DECL = {"unit": "containers/s", "direction": "higher_is_better", "min_effect": 0.03}
 

@@ -9,7 +9,7 @@ import unittest
 from unittest import mock
 
 from analysis import resultsets
-from analysis.testsets import write_set
+from analysis.testing.testsets import write_set
 
 
 class LyingSetTest(unittest.TestCase):

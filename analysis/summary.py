@@ -18,7 +18,8 @@ from rich.console import Console
 from rich.markup import escape
 from rich.table import Table
 
-from analysis import ceilings, compare, distributions, profiles, resultsets, sequential, stats, thresholds
+from analysis import ceilings, compare, distributions, resultsets, sequential, stats, thresholds
+from analysis.profiling import profiles
 from analysis.sensitivity import figures as sensitivity_figures
 
 WIDTH = 100
@@ -320,7 +321,7 @@ def render(console, result_set, metrics=None):
 
 def profile_lines(result_set):
     """One line per profiled comparison and event (cpu first, then wall, alloc, lock: a lock profile sits beside
-    a rig's own lock-hold figures) naming the frames that moved (analysis/profiles.py), and what is missing;
+    a rig's own lock-hold figures) naming the frames that moved (analysis/profiling/profiles.py), and what is missing;
     likewise the functions whose instructions per request moved (Callgrind); none for a run without either."""
     lines, found, events = [], [], profiles.profiled_events(result_set)
     for event in events:

@@ -12,7 +12,8 @@ import unittest
 
 from rich.console import Console
 
-from analysis import compare, golden, resultsets, summary
+from analysis import compare, resultsets, summary
+from analysis.testing import golden
 
 METRICS = {"container_allocation_rate": {"unit": "containers/s", "direction": "higher_is_better",
                                          "label": "CPS (containers allocated per second)"}}

@@ -272,7 +272,7 @@ SIDE_DOCUMENTS = {
     "sensitivity.json": ("kind", {"tunelab.sensitivity"}),  # tools/sensitivity/sensitivity.py: a set's gate figures
     "fidelity.json": ("kind", {"tunelab.namenode_fidelity", "tunelab.yarn_cps_fidelity"}),  # rigs/*/fidelity.py
     "fidelity-steady.json": ("kind", {"tunelab.namenode_fidelity"}),
-    "bisect.json": ("schema", {"tunelab.bisect/1"}),  # tools/bisect_command.py: a bisect's record
+    "bisect.json": ("schema", {"tunelab.bisect/1"}),  # tools/bisection/command.py: a bisect's record
 }
 
 

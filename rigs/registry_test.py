@@ -7,7 +7,7 @@ import tempfile
 import unittest
 from contextlib import redirect_stderr, redirect_stdout
 
-from analysis import kinds
+from analysis.reports import kinds
 from rigs import registry
 
 

@@ -144,7 +144,7 @@ class FileKindFuzzTest(unittest.TestCase):
     @FUZZ
     @given(text=hostile_profile)
     def test_a_collapsed_profile_is_stacks_or_the_profile_error(self, text):
-        from analysis import profiles
+        from analysis.profiling import profiles
         with within_budget(self, seconds=10.0, peak_bytes=512 << 20):
             try:
                 stacks = profiles.parse_collapsed(text)

@@ -9,7 +9,7 @@ import tempfile
 import unittest
 
 from analysis import resultsets
-from analysis.testsets import write_set
+from analysis.testing.testsets import write_set
 from results import store
 from tools import promote
 

@@ -38,7 +38,7 @@ from hypothesis import given, settings, strategies as st
 from rich.console import Console
 
 from analysis import resultsets
-from analysis.testsets import write_set
+from analysis.testing.testsets import write_set
 from results import resultfile, runarchive, store
 from results.testruns import RUN_ID, make_run, manifest_for, recorded_result
 from rigs.matrix.planning import spec

@@ -27,7 +27,8 @@ import unittest
 
 from rich.console import Console
 
-from analysis import profiles, resultsets
+from analysis import resultsets
+from analysis.profiling import profiles
 from results import resultfile, safeio
 from rigs import main as rig_main
 from rigs.matrix import runner

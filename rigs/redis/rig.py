@@ -295,7 +295,7 @@ def instruction_samples(outputs: Mapping[str, str], workdir: str, requests: int
             raise ValueError(f"no Callgrind dump {test!r} in {workdir} (callgrind_control --dump={test} failed?)")
         samples.append({"metric": f"{test}_instructions_per_request", "value": dumps[test]["counted"] / requests,
                         "unit": "instructions/request", "t": 0.0})
-        # Per function, for the comparison's per-function deltas (analysis/profiles.py): the whole dump's
+        # Per function, for the comparison's per-function deltas (analysis/profiling/profiles.py): the whole dump's
         # self and inclusive instructions (timer work included: serverCron is named there as itself).
         counted[test] = {"instructions": dumps[test]["counted"], "timer_instructions": dumps[test]["timer"],
                          "requests": requests, "functions": dumps[test]["functions"]}

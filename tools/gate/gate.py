@@ -39,7 +39,8 @@ import sys
 import tempfile
 import traceback
 
-from analysis import profiles, resultsets, sequential, stats, thresholds
+from analysis import resultsets, sequential, stats, thresholds
+from analysis.profiling import profiles
 from analysis.gate import decision as gate_decision
 from analysis.gate.decision import GateError
 from tools.gate import confirm as gate_confirm

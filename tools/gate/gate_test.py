@@ -1,4 +1,4 @@
-"""The regression gate on synthetic result sets (analysis/testsets.py: real documents, chosen values): it
+"""The regression gate on synthetic result sets (analysis/testing/testsets.py: real documents, chosen values): it
 passes A/A, fails a 5% slowdown with 5 runs a side, ignores a significant change smaller than the minimum
 effect, and refuses unusable input with exit 2. Its Markdown and JUnit XML are checked by content."""
 
@@ -14,11 +14,13 @@ from xml.etree import ElementTree
 
 import numpy as np
 
-from analysis import golden, resultsets, testsets, thresholds
+from analysis import resultsets, thresholds
+from analysis.testing import golden
+from analysis.testing import testsets
 from analysis.sensitivity import figures as sensitivity_figures
 from analysis.gate import decision as gate_decision
 from analysis.gate import power as gate_power
-from analysis.testsets import write_set
+from analysis.testing.testsets import write_set
 from tools.gate import gate
 from tools.gate import confirm as gate_confirm
 from tools.gate import output as gate_output

@@ -12,7 +12,9 @@ import shutil
 import tempfile
 import unittest
 
-from analysis import render, report, resultsets
+from analysis import resultsets
+from analysis.reports import render
+from analysis.reports import report
 from tools.guest import run_guest
 
 HERE = os.path.dirname(os.path.abspath(__file__))

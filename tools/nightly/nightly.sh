@@ -27,7 +27,7 @@
 #
 # Without Bazel, on builds made already (its test, //tools/nightly:nightly_test, runs it so):
 #   NIGHTLY_RUNFILES=<dir>           a runfiles tree holding the matrix targets, //tools/gate:gate,
-#                                    //analysis:report and //analysis:history (and <matrix>_matrix.args):
+#                                    //analysis/reports:report and //analysis/history (and <matrix>_matrix.args):
 #                                    tonight's candidate, run from there instead of `bazel run`
 #   NIGHTLY_ACCEPTED_RUNFILES=<dir>  the accepted revision's runfiles tree, instead of a worktree build
 # The run folder, its id and status come from the runner's --run-info file, never from its console.
@@ -179,7 +179,7 @@ for matrix in "${matrices[@]}"; do
     *) (( status != 1 )) && status=2 ;;
   esac
 
-  # A regression with a range to search: name the commit (tools/bisect_command.py) within the declared budget.
+  # A regression with a range to search: name the commit (tools/bisection/command.py) within the declared budget.
   if (( gate_status == 1 )) && [[ -n "${NIGHTLY_BISECT_BUDGET:-}" ]]; then
     bisect_answer="$out/$matrix-bisect.json"
     if [[ -n "$prebuilt" ]]; then
@@ -196,7 +196,7 @@ for matrix in "${matrices[@]}"; do
   fi
 
   echo "== $matrix: report"
-  if ! run_target //analysis:report "$run_dir" --kind axis --out "$out/$matrix-report.pdf"; then
+  if ! run_target //analysis/reports:report "$run_dir" --kind axis --out "$out/$matrix-report.pdf"; then
     echo "error: the $matrix report failed" >&2
     (( status == 0 )) && status=2
   fi
@@ -206,7 +206,7 @@ for matrix in "${matrices[@]}"; do
   mapfile -t runs < "$history"
   if (( ${#runs[@]} >= 10 )); then
     echo "== $matrix: change points over ${#runs[@]} nights (host drift marked apart)"
-    run_target //analysis:history "${runs[@]}" --out "$out/$matrix-history.png" || true
+    run_target //analysis/history:history "${runs[@]}" --out "$out/$matrix-history.png" || true
   else
     echo "== $matrix: history has ${#runs[@]} night(s); change points need 10 or more"
   fi

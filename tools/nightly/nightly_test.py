@@ -8,7 +8,7 @@ broke the run folder's line (the nightly used to read it from the console and ex
 - A slowed candidate: //rigs/calibration:calibration_slowed (the calibration program made 20 % slower by a
   change to its source) as tonight's build against the accepted one -> exit 1, the gate says REGRESSED, the
   accepted revision stays what it was; with NIGHTLY_BISECT_BUDGET set, the gate's summary says why no bisect
-  ran (prebuilt trees have no commits to build; //tools:bisect_history_test runs the bisect itself).
+  ran (prebuilt trees have no commits to build; //tools/bisection:history_test runs the bisect itself).
 """
 
 import glob

@@ -1,14 +1,16 @@
 """The site's per-cell monitor pages (issue 63): for each cell of a study whose results stored monitors
 (rigs/matrix/cell/monitor.py), a page under the study's monitors/ drawing every series the run's live
 endpoint served, once a second of each run: the host's cores busy and stolen, its load and memory, and the
-rig's own live values (analysis/monitor_series.py). The study's page lists the cells with their largest
+rig's own live values (analysis/reports/monitor_series.py). The study's page lists the cells with their largest
 steal and load, so a reader finds the run that had a busy host."""
 
 import dataclasses
 import os
 import re
 
-from analysis import monitor_series, plots, report_sections
+from analysis.reports import monitor_series
+from analysis.reports import plots
+from analysis.reports import sections
 from results import safeio
 
 FOLDER = "monitors"
@@ -32,7 +34,7 @@ def write(sets, out_dir):
     order, for the pages (empty when no result stored monitors)."""
     found = []
     for set_index, result_set in enumerate(sets):
-        cells = report_sections.ok_cells(result_set.docs, lambda d: (d.get("monitors") or {}).get("t"))
+        cells = sections.ok_cells(result_set.docs, lambda d: (d.get("monitors") or {}).get("t"))
         for label, cell_docs in cells:
             cell_id = cell_docs[0]["cell"]["id"]
             if not re.fullmatch(r"[0-9a-f]{6,64}", cell_id):  # a file name below: only what the schema makes

@@ -3,12 +3,12 @@
     bazel run //tools:publish -- [--out DIR] [--built-at 2026-11-24T00:00:00Z]
 
 Every set under results/baselines/ gets a page: the question its matrix asks, the one-sentence answer of its
-report, hosts, date, rig, its report as PDF and HTML (analysis/report.py; the kind follows from what the
+report, hosts, date, rig, its report as PDF and HTML (analysis/reports/report.py; the kind follows from what the
 set compares: patched variants, MapReduce engines, parts before and after a page migration, else its
 axes), and its provenance (the run's manifest). results/reference/ gets a page of the case studies'
 published figures (not measured here), sensitivity.html what every committed sensitivity figure says its gate catches
 (analysis/sensitivity/figures.py) with its history per rig; sets named nightly-<name>-... form a history,
-plotted with its change points (analysis/history.py) once there are two or more. Relative links only, nothing fetched: the folder
+plotted with its change points (analysis/history/) once there are two or more. Relative links only, nothing fetched: the folder
 can be copied to any web server or bucket, or opened from disk. The same sets give the same bytes but for
 the build time, stated once at the foot of each page (--built-at). A set that cannot be rendered is listed
 on the index with the reason, never left out.
@@ -41,7 +41,14 @@ import matplotlib
 from rich.console import Console
 from rich.progress import BarColumn, Progress, TextColumn, TimeRemainingColumn
 
-from analysis import bisect_report, compare, history, kinds, plots, profiles, render, report, resultsets
+from analysis import compare, resultsets
+from analysis.reports import bisect_pages
+from analysis.history import command as history_command
+from analysis.reports import kinds
+from analysis.reports import plots
+from analysis.profiling import profiles
+from analysis.reports import render
+from analysis.reports import report
 from analysis.sensitivity import figures as sensitivity_figures
 from results import safeio
 from rigs import registry
@@ -137,7 +144,7 @@ THUMB_SCALE = 0.35  # of the report's figure (about 7.5 x 3 in at 100 dpi): an i
 
 
 def write_flame_graphs(sets, out_dir, flame_tools):
-    """The interactive differential flame graph of every profiled comparison of `sets` (analysis/profiles.py,
+    """The interactive differential flame graph of every profiled comparison of `sets` (analysis/profiling/profiles.py,
     async-profiler's converter), under out_dir/flames/: ([(label, file name)], why there are none)."""
     found = []
     for result_set in sets:
@@ -218,7 +225,7 @@ def write_history(name, sets, out_dir):
         return []
     path = os.path.join(out_dir, f"history-{name}.png")
     with contextlib.redirect_stdout(io.StringIO()):
-        code = history.main([s.path for s in sets] + ["--out", path])
+        code = history_command.main([s.path for s in sets] + ["--out", path])
     if code not in (0, 1):
         return []
     stem = os.path.splitext(path)[0]
@@ -259,18 +266,18 @@ def write_bisects(results_root, out_dir):
             failed.append(Study(name=f"bisects/{name}"[:60], failed="not a name tunelab writes"))
             continue
         try:
-            record = bisect_report.read_record(os.path.join(folder, name))
+            record = bisect_pages.read_record(os.path.join(folder, name))
             page = os.path.join(out_dir, "bisects", name)
             os.makedirs(page)
-            report.write(bisect_report.blocks(record, name, page), os.path.join(page, "report.pdf"),
+            report.write(bisect_pages.blocks(record, name, page), os.path.join(page, "report.pdf"),
                          os.path.join(page, "report.html"))
-        except (bisect_report.BisectRecordError, ValueError, OSError) as e:
+        except (bisect_pages.BisectRecordError, ValueError, OSError) as e:
             failed.append(Study(name=f"bisects/{name}"[:60], failed=f"cannot be read: {str(e)[:300]}"))
             continue
         answer = record.get("answer") or {}
         rows.append({"name": name, "matrix": record.get("matrix", ""), "state": answer.get("state", "running"),
                      "text": str(answer.get("text", "")).splitlines()[0][:160] if answer.get("text") else "",
-                     "steps": len(record["steps"]), "machine": bisect_report.fmt_s(record.get("machine_s")),
+                     "steps": len(record["steps"]), "machine": bisect_pages.fmt_s(record.get("machine_s")),
                      "date": str(record.get("started", ""))[:10], "folder": f"bisects/{name}"})
     return rows, failed
 

@@ -15,7 +15,7 @@ from unittest import mock
 from rich.console import Console
 
 from analysis import resultsets
-from analysis.testsets import write_set
+from analysis.testing.testsets import write_set
 from tools.publish import publish
 from tools.publish.site_links import links_of
 

@@ -11,7 +11,7 @@ entry never takes the site down.
 import dataclasses
 import re
 
-from analysis import kinds
+from analysis.reports import kinds
 from results import safeio
 
 FILE_NAME = "studies.toml"
@@ -35,7 +35,7 @@ class Declared:
     case_study: str
     sets: tuple
     kind: str  # "" for one set: the kind its contents call for
-    parts: bool = False  # each set compared within itself, a part of the report each (analysis/report.py)
+    parts: bool = False  # each set compared within itself, a part of the report each (analysis/reports/report.py)
 
 
 def _text(entry, key, limit, where):

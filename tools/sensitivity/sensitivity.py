@@ -412,10 +412,8 @@ def nights_table(results_root, draws=DRAWS):
 
 def run(args, workspace, cwd, results_root):
     """The calibrator's work for main(): read or record the sets, refuse what cannot be calibrated, compute
-    and write the figures.
-
-    Why one function: every refusal comes before any resampling (the issue's rule), so the checks of the
-    sets, the metrics and the budget stand together in the order the inputs are read."""
+    and write the figures. Every refusal comes before any resampling (the issue's rule): the sets', the
+    metrics' and the budget's checks all run in calibration_plan, before the first calibrate_metric."""
     if args.table:
         print(table(os.path.join(results_root, "baselines")))
         print()
@@ -435,6 +433,31 @@ def run(args, workspace, cwd, results_root):
         raise components.SensitivityError("need --rounds >= 3 and --draws >= 100")
     if args.record and (args.from_set or args.slowdown_set):
         raise components.SensitivityError("--record records new sets; --from-set/--slowdown-set read stored ones")
+    aa_set, slow_set = calibration_sets(args, study, budget_s, workspace, cwd, results_root)
+    chosen, plan, slow_values, first = calibration_plan(args, study, aa_set, slow_set, budget_s)
+    doc = {}
+    for metric, (aa_pairs, slow_pairs, comps, asked, designs) in plan.items():
+        entry = calibrate_metric(metric, chosen[metric], aa_pairs, slow_pairs, comps, asked, budget_s, designs,
+                                 args.draws, args.seed)
+        entry.update({
+            "sets": {"aa": set_name(aa_set), "slowdown": set_name(slow_set) if slow_set else None},
+            "slowdown_design": (f"{study.slowdown['axis']} {slow_values[0]} vs {slow_values[1]}" if slow_values
+                                else None),
+            "profile": (aa_set.manifest.get("matrix") or {}).get("profile"), "gated_profiles": list(study.gated),
+            "cell": {k: v for k, v in first["cell"]["params"].items() if k != study.aa["axis"]},
+            "workload": {k: first["provenance"]["workload"][k] for k in ("id", "sha256")},
+            "measured_at": str(first.get("started_at", ""))[:10], "host": first["provenance"]["host"]["host"]["host_id"],
+            "generated_at": datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds"),
+            "draws": args.draws, "seed": args.seed,
+        })
+        doc[metric] = entry
+        print(describe(args.rig, metric, entry), flush=True)
+    return write_figures(args, aa_set, slow_set, doc, results_root)
+
+
+def calibration_sets(args, study, budget_s, workspace, cwd, results_root):
+    """The A/A set and the slowdown set (or None) the figures come from: recorded now (--record, as many rounds
+    as the budget pays for at the committed figures' cost of a round) or the stored ones named."""
     if args.record:
         rounds = None
         committed = sensitivity_figures.committed(os.path.join(results_root, "baselines"), args.rig)
@@ -458,6 +481,13 @@ def run(args, workspace, cwd, results_root):
         aa_set = resolve(args.from_set or study.aa["set"], cwd, results_root)
         slow_spec = args.slowdown_set or (study.slowdown.get("set") if not args.from_set else None)
         slow_set = resolve(slow_spec, cwd, results_root) if slow_spec else None
+    return aa_set, slow_set
+
+
+def calibration_plan(args, study, aa_set, slow_set, budget_s):
+    """Every check of the sets, the metrics and the budget, before any resampling: the metrics chosen, per
+    metric its rounds, variance components, asked effect and gated designs, the slowdown's two values and the
+    A/A set's first result."""
     rig = (aa_set.manifest.get("matrix") or {}).get("rig")
     if rig != args.rig:
         raise components.SensitivityError(f"{aa_set.name} is a {rig} set, not {args.rig}")
@@ -496,23 +526,12 @@ def run(args, workspace, cwd, results_root):
         if args.rounds:
             designs[f"fixed {args.rounds}"] = gate_power.Design(args.rounds)
         plan[metric] = (aa_pairs, slow_pairs, comps, asked, designs)
-    doc = {}
-    for metric, (aa_pairs, slow_pairs, comps, asked, designs) in plan.items():
-        entry = calibrate_metric(metric, chosen[metric], aa_pairs, slow_pairs, comps, asked, budget_s, designs,
-                                 args.draws, args.seed)
-        entry.update({
-            "sets": {"aa": set_name(aa_set), "slowdown": set_name(slow_set) if slow_set else None},
-            "slowdown_design": (f"{study.slowdown['axis']} {slow_values[0]} vs {slow_values[1]}" if slow_values
-                                else None),
-            "profile": (aa_set.manifest.get("matrix") or {}).get("profile"), "gated_profiles": list(study.gated),
-            "cell": {k: v for k, v in first["cell"]["params"].items() if k != study.aa["axis"]},
-            "workload": {k: first["provenance"]["workload"][k] for k in ("id", "sha256")},
-            "measured_at": str(first.get("started_at", ""))[:10], "host": first["provenance"]["host"]["host"]["host_id"],
-            "generated_at": datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds"),
-            "draws": args.draws, "seed": args.seed,
-        })
-        doc[metric] = entry
-        print(describe(args.rig, metric, entry), flush=True)
+    return chosen, plan, slow_values, first
+
+
+def write_figures(args, aa_set, slow_set, doc, results_root):
+    """The figures written into the A/A set (only under the results folder; a committed set only when named by
+    --from-set), through the store; --dry-run writes nothing."""
     out = os.path.join(aa_set.path, sensitivity_figures.FILE_NAME)
     root = os.path.realpath(results_root)
     if os.path.commonpath([os.path.realpath(aa_set.path), root]) != root:

@@ -1,4 +1,4 @@
-"""The sensitivity calibrator on synthetic sets (analysis/testsets.py: real documents, chosen values; mechanics,
+"""The sensitivity calibrator on synthetic sets (analysis/testing/testsets.py: real documents, chosen values; mechanics,
 not measurements): the figures it writes and the gate reads back, and every refusal, made before resampling."""
 
 import io
@@ -11,7 +11,7 @@ from contextlib import redirect_stderr, redirect_stdout
 from analysis import thresholds
 from analysis.sensitivity import figures as sensitivity_figures
 from analysis.gate import power as gate_power
-from analysis.testsets import write_set
+from analysis.testing.testsets import write_set
 from tools.sensitivity import sensitivity
 
 

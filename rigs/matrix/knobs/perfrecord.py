@@ -1,7 +1,7 @@
 """A native server's profile (policy.profile = cpu on a cell whose process under test is not a JVM, issue 60):
 Linux `perf record` of its on-CPU stacks (the cpu-clock software event: no PMU needed, which this VM lacks),
 attached to the running server for the measured phase of the cell's extra, profiled launch, and turned into
-the same collapsed stacks async-profiler's converter writes, so analysis/profiles.py compares both alike.
+the same collapsed stacks async-profiler's converter writes, so analysis/profiling/profiles.py compares both alike.
 
 Why attached (`perf record -p PID`) and not wrapping the server: a wrapper forks, so the process the runner
 started and probes would be perf, not the server; attached, the launch is the timed launch's, plus one

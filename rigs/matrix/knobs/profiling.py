@@ -2,7 +2,7 @@
 extra, declared launch per cell and round, outside the timed launches, so the compared numbers never carry
 its cost. The agent and the converter come pinned through the Maven lock (//tools/maven:async_profiler); the
 JFR recording is kept compressed with the cell's result and turned into collapsed stacks per event
-(jfr-converter), the input of analysis/profiles.py (movers, differential flame graphs).
+(jfr-converter), the input of analysis/profiling/profiles.py (movers, differential flame graphs).
 
 What this module owns: the events a policy may ask for, the agent's library for the host's architecture (from
 the agent jar, which carries one per platform), the JVM flag that attaches it, and the conversion."""

@@ -1,0 +1,563 @@
+"""Comparison reports as PDF and HTML from stored result sets.
+
+    bazel run //analysis:report -- RESULT_SET [RESULT_SET] --kind KIND --out report.pdf
+    bazel run //analysis:report -- SET SET --kind mr1-vs-mr2 --parts --out report.pdf   # each set within itself
+
+Kinds (analysis/reports/kinds.py): `axis` compares every varying axis of one run; `stock-vs-patched`, `mr1-vs-mr2` and
+`memory-locality` compare one axis (variant, mapreduce, locality), within one run or across two sets (the
+first is the baseline); `cross-host` pairs the same cells of two hosts' sets. Comparing two sets needs
+their provenance to differ only where the kind allows (for cross-host: the host); otherwise the report is
+refused (exit 2), or with --allow-provenance-mismatch written with a warning on its title page.
+
+Every comparison follows analysis/stats.py: runs are the unit (Welch on run medians, Holm-adjusted over the
+report's family per metric, a bootstrap CI over runs; under 3 runs a side no test). Published figures of the
+case studies (results/reference/) for the same rig and kind are shown beside, labelled as not measured.
+"""
+
+import argparse
+import collections
+import datetime
+import glob
+import os
+import shlex
+import sys
+import tempfile
+
+from analysis import ceilings, compare, oneline, resultsets, stats, thresholds
+from analysis.reports import bisect_pages
+from analysis.reports import crosshost
+from analysis.reports import plots
+from analysis.reports import render
+# The kinds and the preparation of their documents: analysis/reports/kinds.py.
+from analysis.reports.kinds import KINDS, ReportError, prepare
+# The report's sections after its comparison tables (attribution, threads, observations, provenance).
+from analysis.reports.sections import (attribution_blocks, monitor_blocks, observation_tables, profile_blocks, provenance_appendix,
+                                      rerun_commands, sequential_blocks, tail_blocks, thread_cpu_blocks, verdict)
+from results import safeio
+
+EXIT_OK, EXIT_BAD_INPUT = 0, 2
+
+
+TIME_UNITS = ("s", "ms", "us", "min")
+
+
+def main_rows(rows, kind, axis):
+    """The comparisons the kind's question names: the compared axis, with the kind's further axes (e.g.
+    MR1's record share) at their baselines."""
+    if not axis:
+        return []
+    return [r for r in rows if r.axis == axis and all(r.params.get(a, base) == base for a, base in kind.extra_axes)]
+
+
+def pair_clause(r, metric_label, decl, kind):
+    """One comparison in words: `mapreduce=mr2 vs mr1 [job=wordcount]: job_duration -12.3% (95% CI ...),
+    faster (better)`."""
+    c = r.comparison
+    # The kind's further axes at their baselines go without saying (mr1-vs-mr2: the default record share).
+    shown = [o for o in r.others.split() if o not in {f"{a}={base}" for a, base in kind.extra_axes}]
+    where = f" [{' '.join(shown)}]" if shown else ""
+    head = f"{r.axis}={r.value} vs {r.baseline_value}{where}: {metric_label}"
+    if not c.tested:
+        return f"{head} {c.change:+.1%}, no test ({c.no_test_reason()})"
+    word = verdict(c, decl)
+    if kind.time_words and decl.get("unit") in TIME_UNITS and word in ("better", "worse"):
+        word = f"{kind.time_words[0] if word == 'better' else kind.time_words[1]} ({word})"
+    return f"{head} {c.change:+.1%} (95% CI {compare.fmt_change_ci(c)}), {word}"
+
+
+def title_sentence(rows, metric_label, decl, kind=KINDS["axis"], axis=None, levels=()):
+    """The title page's one-sentence answer, from the rows of the headline metric: the comparison the kind's
+    question names first (its axis, one clause per pair of cells), else the largest significant change.
+    levels: [(cell label, stats.Summary)] of the metric, said when there is nothing to compare."""
+    if not rows:
+        if levels:
+            said = "; ".join(f"{compare.fmt_value(s.median)} {decl['unit']} (median of {s.runs} run(s)"
+                             + (f", 95% CI {compare.fmt_ci(s)}" if s.has_ci else "") + ")"
+                             + (f" with {label}" if label else "") for label, s in levels[:3])
+            return f"{metric_label}: {said}. Nothing to compare: no cell has a partner differing in one axis."
+        return f"No comparison was possible for {metric_label}: no cell had a measured partner."
+    main = main_rows(rows, kind, axis)
+    if main:
+        shown = main[:4]
+        text = "; ".join(pair_clause(r, metric_label, decl, kind) for r in shown)
+        if len(main) > len(shown):
+            text += f"; and {len(main) - len(shown)} more pair(s) in the table below"
+        rest = [r for r in rows if r not in main]
+        if rest:
+            moved = sum(verdict(r.comparison, decl) in ("better", "worse") for r in rest)
+            text += f". The other {len(rest)} comparison(s) ({moved} significant) follow the answer"
+        return text + "."
+    significant = [r for r in rows if verdict(r.comparison, decl) in ("better", "worse")]
+    untested = [r for r in rows if not r.comparison.tested]
+    if untested and len(untested) == len(rows):
+        return (f"No test for {metric_label}: {untested[0].comparison.no_test_reason()} (a test needs 3 or more "
+                "runs a side; per-second samples of one run are not independent).")
+    if not significant:
+        return (f"No significant change in {metric_label}: none of the {len(rows)} comparison(s) passed "
+                "Holm-adjusted p < 0.05, a 95% CI of the ratio excluding 1 and a change of at least the metric's "
+                f"minimum effect ({stats.fmt_effect(decl.get('min_effect', 0.0))}).")
+    top = max(significant, key=lambda r: abs(r.comparison.change))
+    c = top.comparison
+    verb = "raises" if c.change > 0 else "lowers"
+    where = f" (with {top.others})" if top.others else ""
+    return (f"{top.axis}={top.value} {verb} {metric_label} by {c.change:+.1%} (95% CI {compare.fmt_change_ci(c)}) "
+            f"vs {top.axis}={top.baseline_value}{where}; {len(significant)} of {len(rows)} comparison(s) significant, "
+            f"{verdict(c, decl)} for this metric.")
+
+
+def published_for(references, kind_name, rig):
+    """Published figures of the reference sets that ask this kind's question for this rig."""
+    out = []
+    for ref in references:
+        doc = ref.reference
+        if kind_name in doc["report_kinds"] and doc["rig"] == rig:
+            out += [(doc, f) for f in doc["figures"]]
+    return out
+
+
+def build(kind_name, sets, out_dir, metrics=None, axis=None, allow_mismatch=False, command=None, generated_at=None,
+          question=None):
+    """The report's blocks. Figures are written into out_dir. question: the study's own (the site's
+    studies.toml), else the run's matrix's, else the kind's in words. The sections in page order: the title page,
+    each metric, attribution, published figures, observations, cells not measured, provenance."""
+    prepared = prepare(kind_name, sets, axis, allow_mismatch)
+    references = [s for s in sets if s.published]
+    measured = prepared.sets
+    declared = declared_metrics(measured, prepared)
+    chosen = metrics or list(declared)
+    unknown = [m for m in chosen if m not in declared]
+    if unknown:
+        raise ReportError(f"no such metric {', '.join(unknown)}; the sets measure {', '.join(declared)}")
+    # Matrix order (the manifests' plans): an axis' first value in it is the baseline, as in the runner.
+    order = []
+    for index, s in enumerate(measured):
+        prefix = f"{index}:" if len(measured) > 1 else ""
+        order += [prefix + c["id"] for c in s.manifest.get("cells", []) if isinstance(c, dict) and "id" in c]
+    cells = compare.collect(prepared.docs, order)
+    rig = measured[0].docs[0]["matrix"]["rig"]
+    published = published_for(references, kind_name, rig)
+
+    declared_groups = prepared.groups if prepared.groups is not None else _declared_groups(measured, prepared)
+    rows_by_metric = {m: compare.axis_rows(cells, m, axes=prepared.axes, baselines=prepared.baselines,
+                                           declared=declared_groups) for m in chosen}
+    blocks = title_blocks(kind_name, prepared, cells, rows_by_metric, declared, chosen[0], rig, published, question,
+                          generated_at)
+    figure_index = 0
+    for metric in chosen:
+        metric_part, figure_index = metric_blocks(metric, declared[metric], rows_by_metric[metric], cells, prepared,
+                                                  declared_groups, out_dir, figure_index)
+        blocks += metric_part
+
+    if kind_name == "stock-vs-patched":
+        blocks += attribution_blocks(cells, chosen, declared, prepared.docs)
+
+    if published:
+        blocks.append(render.Heading(f"Published figures ({resultsets.PUBLISHED_LABEL})"))
+        blocks.append(_published_table(published))
+
+    blocks += thread_cpu_blocks(prepared.docs, out_dir)
+    blocks += monitor_blocks(prepared.docs, out_dir)
+    blocks += profile_blocks(measured, out_dir)
+    blocks += tail_blocks(prepared.docs)
+    blocks += observation_tables(prepared.docs)
+
+    missing = compare.not_measured_rows(cells)
+    blocks.append(render.Heading("Cells not measured"))
+    if missing:
+        blocks.append(render.TableBlock(["cell", "parameters", "ok/failed/invalid/skipped", "reason"], missing))
+    else:
+        blocks.append(render.Para("Every planned cell repetition was measured."))
+
+    blocks.append(render.Break())
+    blocks += provenance_appendix(measured, prepared)
+    blocks.append(render.Heading("How to rerun"))
+    blocks.append(render.Code("\n".join(rerun_commands(measured) + ["", "# this report:", command or ""]).strip()))
+    return blocks
+
+
+def title_blocks(kind_name, prepared, cells, rows_by_metric, declared, headline, rig, published, question,
+                 generated_at):
+    """The title page: the question, the answer and its one line, ceilings and warnings, the question's own
+    comparison, sequential stops, the cross-host pages, how to read the tables."""
+    kind = KINDS[kind_name]
+    measured = prepared.sets
+    names = [s.name for s in measured]
+    hosts = sorted({h for s in measured for h in s.host_ids()})
+    # One run answers the question its matrix asks; two sets the kind's.
+    asked = (measured[0].manifest.get("matrix") or {}).get("question") if len(measured) == 1 else None
+    # Two sets are named by what the comparison calls them (x86 and arm64), never by their paths.
+    side_a, side_b = prepared.labels if len(prepared.labels) == 2 else (names[0], names[-1])
+    question = question or asked or kind.question.format(metric=headline, a=side_a, b=side_b)
+    axis_asked = prepared.axes[0] if kind.axis and prepared.axes else None
+    title = kind.title
+    if kind_name == "cross-host" and len(set(crosshost.architectures(measured))) > 1:
+        title += f" ({' vs '.join(crosshost.architectures(measured))})"
+    caps = ceilings.of_docs(prepared.docs)
+    asked_rows = main_rows(rows_by_metric[headline], kind, axis_asked)
+    in_one_line = oneline.one_line(asked_rows or rows_by_metric[headline], headline, declared[headline], caps,
+                                 _levels(cells, headline))
+    notes = [oneline.ceiling_note(r, headline, caps) for r in asked_rows or rows_by_metric[headline]]
+    capped = list(dict.fromkeys(n.removeprefix("; ") for n in notes if n))
+    blocks = [render.Title(f"{title}: {question}",
+                           f"{' vs '.join(names)} | host(s) {', '.join(hosts)} | rig {rig} | generated "
+                           f"{generated_at or datetime.datetime.now(datetime.timezone.utc).strftime('%Y-%m-%d %H:%M UTC')}",
+                           banner=prepared.banner),
+              render.Para("Answer: " + title_sentence(rows_by_metric[headline], headline, declared[headline], kind,
+                                              axis_asked, _levels(cells, headline)), strong=True),
+              render.Para("In one line: " + in_one_line)]
+    for note in capped:
+        blocks.append(render.Para(f"AT CEILING: {note} (analysis/ceilings.py: the rig's declared ceiling of "
+                                  f"{headline} for that cell, reached within {1 - ceilings.AT_CEILING:.0%})", strong=True))
+    for w in prepared.warnings:
+        blocks.append(render.Para("WARNING: " + w, strong=True))
+    if asked_rows:  # the comparison the question names, on the title page
+        blocks.append(render.TableBlock(
+            [axis_asked, "other parameters", "median", "95% CI", "runs", "change", "change 95% CI", "p (Holm)",
+             "verdict"],
+            [row for r in asked_rows for row in table_rows(r, declared[headline])],
+            caption=f"{headline} ({declared[headline]['unit']}): {axis_asked}, the question's comparison"))
+    blocks += sequential_blocks(measured)
+    if kind_name == "cross-host":
+        blocks += crosshost.blocks(measured, prepared.labels, asked_rows or rows_by_metric[headline], headline,
+                                   declared[headline]["unit"])
+    blocks.append(render.Para(
+        "How to read: each candidate cell is compared with its baseline partner (same parameters except the "
+        "compared axis). Runs (repetitions) are the independent units: a cell's value is the median of its run "
+        "medians; change = ratio of the cells' values - 1, with a 95% bootstrap CI over runs; p = Welch's t-test "
+        "on run medians, Holm-adjusted over all comparisons of the metric. Both need 3 or more runs a side: with "
+        "fewer the table prints '-' and says 'no test'. A change is significant only if p < 0.05 and the CI "
+        "excludes 0. Per-second samples appear only in the series plots (within-run stability)."))
+    if published:
+        blocks.append(render.Para(f"Published figures ({resultsets.PUBLISHED_LABEL}) from "
+                                  f"{', '.join(sorted({d['source']['title'] for d, _ in published}))} are in their "
+                                  "own table after the measured ones, never on the measured data's axes."))
+    blocks.append(render.Break())
+
+    return blocks
+
+
+def declared_metrics(measured, prepared):
+    """Every metric the sets declare, with its unit, direction and minimum effect (better/worse only beyond
+    it), in the sets' order; metrics only the parts of a split have (e.g. local_page_ratio) included."""
+    declared = collections.OrderedDict()
+    for s in measured:
+        declared.update(s.metrics())
+    for d in prepared.docs:
+        for m in d.get("metrics", []):
+            declared.setdefault(m["name"], {"unit": m["unit"], "direction": m["direction"]})
+    effects = thresholds.min_effects(None, [d for s in measured for d in s.docs])
+    return collections.OrderedDict((name, dict(decl, min_effect=effects.get(name, thresholds.DEFAULT_MIN_EFFECT)))
+                                   for name, decl in declared.items())
+
+
+def metric_blocks(metric, decl, rows, cells, prepared, declared_groups, out_dir, figure_index):
+    """One metric's pages: a count's differences, or per compared axis its bars with intervals, its table and
+    its per-second series; then its stability warnings. Figures are numbered on from figure_index; returns
+    the blocks and the last figure's number."""
+    blocks = [render.Heading(f"{metric} ({decl['unit']}, {decl['direction'].replace('_', ' ')})")]
+    if decl.get("zero_possible"):
+        blocks += count_blocks(cells, metric, decl, prepared, declared_groups)
+    elif not rows:
+        blocks.append(render.Para("No comparable cells for this metric."))
+    for ax in dict.fromkeys(r.axis for r in rows):
+        group = [r for r in rows if r.axis == ax]
+        figure_index += 1
+        bars = []
+        seen = set()
+        for r in group:
+            key = (r.baseline_value, r.others)
+            if key not in seen:
+                seen.add(key)
+                bars.append((_label(ax, r.baseline_value, r.others) + " (baseline)", r.baseline.median,
+                             r.baseline.ci_low, r.baseline.ci_high, "baseline"))
+            bars.append((_label(ax, r.value, r.others), r.summary.median, r.summary.ci_low, r.summary.ci_high,
+                         verdict(r.comparison, decl)))
+        # Published levels are not drawn here: on this axis they would squash the measured bars (the
+        # study's 375 s beside our 3 s). They have their own table, labelled as not measured here.
+        path = plots.ci_bars(os.path.join(out_dir, f"figure{figure_index}.png"), f"{metric} by {ax}",
+                             decl["unit"], bars)
+        blocks.append(render.Figure(path, f"Figure {figure_index}: {metric} by {ax}, median and 95% CI per "
+                                          "cell; green better, red worse, grey baseline, not significant or within the minimum effect "
+                                          f"({stats.fmt_effect(decl['min_effect'])})."))
+        blocks.append(render.TableBlock(
+            [ax, "other parameters", "median", "95% CI", "runs", "change", "change 95% CI", "p (Holm)",
+             "verdict"],
+            [row for r in group for row in table_rows(r, decl)],
+            caption=f"{metric} by {ax} (baseline {ax}={group[0].baseline_value})"))
+        series_lines = _series(cells, group, metric)
+        if series_lines:
+            figure_index += 1
+            path = plots.series(os.path.join(out_dir, f"figure{figure_index}.png"),
+                                f"{metric} per second, by {ax}", decl["unit"], series_lines)
+            blocks.append(render.Figure(path, f"Figure {figure_index}: {metric} per second over the measured "
+                                              "window, first measured repetition of each cell."))
+    warns = _stability_warnings(rows)
+    if warns:
+        blocks.append(render.TableBlock(["cell", "warning"], warns, caption=f"Stability warnings ({metric})"))
+    return blocks, figure_index
+
+
+def count_blocks(cells, metric, decl, prepared, declared_groups):
+    """A count that may be 0 (workload.toml's zero_possible: page-cache advice, disk bytes, waits): each pair's
+    medians and their difference with its interval over runs, a zero baseline included; its ratios, where the
+    baseline is not 0, follow in the usual table."""
+    rows = compare.difference_rows(cells, metric, axes=prepared.axes, baselines=prepared.baselines,
+                                   declared=declared_groups)
+    if not rows:
+        return [render.Para("No comparable cells for this metric.")]
+    return [render.TableBlock(
+        ["axis", "baseline", "candidate", "other parameters", "baseline median (runs' range)",
+         "candidate median (runs' range)", "difference (95% CI)"],
+        [[r.axis, r.baseline_value, r.value, r.others, _median_range(r.baseline, decl["unit"]),
+          _median_range(r.summary, decl["unit"]), compare.fmt_difference(r.difference, decl["unit"])] for r in rows],
+        caption=f"{metric} ({decl['unit']}): a count that may be 0, compared as a difference of medians, not a "
+                "ratio; the interval is a bootstrap over runs (3 or more a side)")]
+
+
+def _median_range(s, unit=""):
+    return (f"{compare.fmt_value(s.median, unit)} ({compare.fmt_value(s.minimum, unit)}.."
+            f"{compare.fmt_value(s.maximum, unit)}, {s.runs})")
+
+
+def build_parts(kind_name, sets, out_dir, metrics=None, axis=None, command=None, generated_at=None, question=None):
+    """Sets of different designs that each answer the kind's question within themselves (MR1 vs MR2 in local
+    mode and on a cluster): one part per set, each its own run's comparison on the kind's axis, under one
+    title page that gives every part's answer. The sets are never compared with each other: their cells
+    measure different things. Published figures once, after the parts."""
+    kind = KINDS[kind_name]
+    references = [s for s in sets if s.published]
+    measured = [s for s in sets if not s.published]
+    if len(measured) < 2:
+        raise ReportError("a report in parts takes two or more measured sets (one: the ordinary report)")
+    parts = []
+    for index, s in enumerate(measured, 1):
+        folder = os.path.join(out_dir, f"part{index}")
+        os.makedirs(folder, exist_ok=True)
+        chosen = [m for m in metrics or [] if m in s.metrics()] or None
+        blocks = build(kind_name, [s] + references, folder, chosen, axis, generated_at=generated_at)
+        parts.append((s, blocks))
+    hosts = sorted({h for s in measured for h in s.host_ids()})
+    names = [s.name for s in measured]
+    question = question or kind.question.format(metric=", ".join(dict.fromkeys(next(iter(s.metrics())) for s in measured)),
+                                                a=kind.baseline or "", b="")
+    labels = [f"part {i} ({s.name}, {(s.manifest.get('matrix') or {}).get('name', '?')})"
+              for i, (s, _) in enumerate(parts, 1)]
+    out = [render.Title(f"{kind.title}: {question}",
+                        f"{' + '.join(names)} | host(s) {', '.join(hosts)} | rig {measured[0].docs[0]['matrix']['rig']} "
+                        f"| generated {generated_at or datetime.datetime.now(datetime.timezone.utc).strftime('%Y-%m-%d %H:%M UTC')}",
+                        banner=next((b[0].banner for _, b in parts if b[0].banner), "")),
+           render.Para("Answer: " + " ".join(f"In {label}: {_para_text(b, 'Answer: ')}" for label, (_, b)
+                                             in zip(labels, parts)), strong=True),
+           render.Para("In one line: " + _parts_line(kind, [(s, _para_text(b, "In one line: ")) for s, b in parts])),
+           render.Para(f"This report has {len(parts)} parts, one per set: each set is one run whose cells were "
+                       "measured interleaved and is compared within itself. The sets are of different designs "
+                       "(their matrices and workloads differ), so no cell of one is compared with a cell of another.")]
+    for label, (s, blocks) in zip(labels, parts):
+        out.append(render.Break())
+        out.append(render.Heading(f"{label[0].upper()}{label[1:]}: {blocks[0].text.split(': ', 1)[-1]}"))
+        for b in blocks[1:]:
+            if isinstance(b, render.Heading) and b.text.startswith(f"Published figures ({resultsets.PUBLISHED_LABEL})"):
+                break  # said once, after the parts
+            out.append(render.Heading(b.text, 2) if isinstance(b, render.Heading) else b)
+    published = published_for(references, kind_name, measured[0].docs[0]["matrix"]["rig"])
+    if published:
+        out += [render.Break(), render.Heading(f"Published figures ({resultsets.PUBLISHED_LABEL})"),
+                _published_table(published)]
+    out += [render.Heading("This report"), render.Code(command or "")]
+    return out
+
+
+def _parts_line(kind, lines):
+    """The parts' one lines in one index row: each after its matrix' name, the kind's pair said once
+    ("mr2 vs mr1: mr_compare undecided -0.0% (...); mr_cluster +73.3% (...), worse")."""
+    pair = f"{kind.axis}={kind.set_labels[1]} vs {kind.set_labels[0]}" if kind.set_labels else ""
+    said = []
+    for s, line in lines:
+        name = (s.manifest.get("matrix") or {}).get("name", s.name)
+        if pair and pair in line:  # "undecided: mapreduce=mr2 vs mr1 -0.0% (...)" -> "undecided -0.0% (...)"
+            line = line.replace(pair, "")
+            line = " ".join((line.replace(":", "", 1) if line.startswith("undecided:") else line).split())
+        said.append(f"{name} {line}")
+    head = f"{kind.set_labels[1]} vs {kind.set_labels[0]}: " if pair and all(pair in line for _, line in lines) else ""
+    text = head + "; ".join(said)
+    return text if len(text) <= oneline.MAX_CHARS else text[:oneline.MAX_CHARS - 1] + "…"
+
+
+def _para_text(blocks, label):
+    para = next((b for b in blocks if isinstance(b, render.Para) and b.text.startswith(label)), None)
+    return para.text[len(label):] if para else ""
+
+
+def _published_table(published):
+    return render.TableBlock(
+        ["source", "figure", "host", "parameters", "metric", "value", "note"],
+        [[f"case {d['source']['case_study']}", f["label"], f.get("host", ""), _params_text(f),
+          f["metric"], _published_value(f), f.get("note", "")] for d, f in published],
+        caption="Reference rows: the authors' numbers, not measured by tunelab; their setups differ from ours")
+
+
+def _levels(cells, metric):
+    """[(the cell's varying parameters, stats.Summary of its runs)] of every cell that measured `metric`."""
+    varying = compare.varying_axes(cells)
+    return [(" ".join(f"{a}={c.params[a]}" for a in varying), stats.summarize(c.groups[metric]))
+            for c in cells if metric in c.groups]
+
+
+def _label(axis, value, others):
+    return f"{axis}={value}" + (f" [{others}]" if others else "")
+
+
+def table_rows(r, decl):
+    """The baseline and candidate rows of one comparison. Without 3 runs a side the interval, change CI and
+    p columns print "-" and the verdict says "no test" (analysis/stats.py)."""
+    c = r.comparison
+    return [[f"{r.baseline_value} (baseline)", r.others, compare.fmt_value(r.baseline.median),
+             compare.fmt_ci(r.baseline), str(r.baseline.runs), "", "", "", ""],
+            [r.value, r.others, compare.fmt_value(r.summary.median), compare.fmt_ci(r.summary),
+             str(r.summary.runs), f"{c.change:+.1%}", compare.fmt_change_ci(c),
+             compare.fmt_p(c.p_adjusted), verdict(c, decl)]]
+
+
+def _declared_groups(measured, prepared):
+    """The comparison groups the runs' manifests declare (one set: its own; two sets compared along an
+    added axis: that axis), or None for sets older than the field (then axes are inferred)."""
+    if len(measured) != 1:
+        return None
+    groups = measured[0].manifest.get("matrix", {}).get("comparison_groups")
+    return [list(g) for g in groups] if groups is not None else None
+
+
+def _series(cells, group, metric, limit=8):
+    """Per-second lines of the cells of one axis group, when the samples carry a time ("t")."""
+    by_id = {c.id: c for c in cells}
+    wanted = {}
+    for r in group:
+        wanted.setdefault(r.baseline_id, _label(r.axis, r.baseline_value, r.others))
+        wanted.setdefault(r.cell_id, _label(r.axis, r.value, r.others))
+    lines = []
+    for cid, label in list(wanted.items())[:limit]:
+        samples = by_id[cid].timed.get(metric) or []
+        if len(samples) >= 3:
+            lines.append((label, [t for t, _ in samples], [v for _, v in samples]))
+    return lines
+
+
+def _stability_warnings(rows):
+    out, seen = [], set()
+    for r in rows:
+        for label, s in ((f"{r.axis}={r.baseline_value} [{r.others}]", r.baseline), (f"{r.axis}={r.value} [{r.others}]", r.summary)):
+            for w in s.warnings:
+                if (label, w) not in seen:
+                    seen.add((label, w))
+                    out.append([label, w])
+    return out
+
+
+def _params_text(f):
+    to = " ".join(f"{k}={v}" for k, v in (f.get("params") or {}).items())
+    if f.get("params_from"):
+        return " ".join(f"{k}={v}" for k, v in f["params_from"].items()) + " -> " + to
+    return to
+
+
+def _published_value(f):
+    sign = "+" if f.get("kind") == "change" and f["value"] > 0 else ""
+    text = f"{sign}{f['value']:,g} {f['unit']}"
+    if "low" in f and "high" in f:
+        text += f" ({f['low']:,g}..{f['high']:,g})"
+    return text
+
+
+def write(blocks, out_pdf, out_html=None, out_text=None):
+    title = blocks[0].text if blocks and isinstance(blocks[0], render.Title) else "tunelab report"
+    render.to_pdf(blocks, out_pdf, title)
+    if out_html:
+        safeio.write_text(out_html, render.to_html(blocks, title))
+    if out_text:
+        safeio.write_text(out_text, render.to_text(blocks))
+
+
+def write_bisect(args, argv, cwd, results_root):
+    """--kind bisect: the report of one bisect folder (analysis/reports/bisect_pages.py)."""
+    if len(args.sets) != 1:
+        raise ReportError("--kind bisect takes one bisect folder (results/bisect-out/ID)")
+    folder = args.sets[0]
+    for base in (cwd, os.path.join(results_root, "bisect-out")):
+        if not os.path.isabs(folder) and os.path.isdir(os.path.join(base, folder)):
+            folder = os.path.join(base, folder)
+            break
+    record = bisect_pages.read_record(folder)
+    out_pdf = os.path.join(cwd, args.out)
+    out_html = os.path.join(cwd, args.html) if args.html else os.path.splitext(out_pdf)[0] + ".html"
+    command = shlex.join(["bazel", "run", "//analysis:report", "--"] + (argv if argv is not None else sys.argv[1:]))
+    with tempfile.TemporaryDirectory(prefix="tunelab-report-") as tmp:
+        blocks = bisect_pages.blocks(record, os.path.basename(os.path.normpath(folder)), tmp, command)
+        write(blocks, out_pdf, out_html, os.path.join(cwd, args.text) if args.text else None)
+    print(f"wrote {out_pdf}\nwrote {out_html}")
+    return EXIT_OK
+
+
+def reference_sets(results_root):
+    return [resultsets.load_reference(p) for p in sorted(glob.glob(os.path.join(results_root, "reference", "*.json")))]
+
+
+def main(argv=None):
+    parser = argparse.ArgumentParser(
+        description="Write a comparison report (PDF, and the same as HTML) from stored result sets.",
+        epilog="Result sets: a run folder, a run id, baselines/NAME or reference/NAME (relative to the results "
+               "folder). Exit status: 0 written; 2 unusable input (nothing is written).")
+    parser.add_argument("sets", nargs="+", metavar="RESULT_SET",
+                        help="one or two measured sets (baseline first); with --parts, two or more")
+    parser.add_argument("--kind", required=True, choices=sorted(KINDS) + ["bisect"],
+                        help="bisect: RESULT_SET is a bisect's folder (results/bisect-out/ID, //tools:bisect)")
+    parser.add_argument("--out", required=True, help="the PDF to write; the HTML goes next to it (.html)")
+    parser.add_argument("--html", help="where to write the HTML (default: --out with .html)")
+    parser.add_argument("--text", help="also write the report as plain text")
+    parser.add_argument("--metric", action="append", help="report only this metric (repeatable)")
+    parser.add_argument("--axis", help="the axis to compare for a one-set stock-vs-patched/mr1-vs-mr2/"
+                                       "memory-locality report (default: the kind's)")
+    parser.add_argument("--parts", action="store_true",
+                        help="sets of different designs, each compared within itself on the kind's axis: a part "
+                             "of the report each (MR1 vs MR2 in local mode and on a cluster), never one set "
+                             "against the other")
+    parser.add_argument("--allow-provenance-mismatch", action="store_true",
+                        help="report two sets whose provenance differs beyond the kind's allowance, with a warning")
+    parser.add_argument("--no-reference", action="store_true", help="leave out the published reference figures")
+    parser.add_argument("--results-dir", help="the results folder (default: <workspace>/results)")
+    parser.add_argument("--question", help="the report's question, in words (default: the run's matrix's, else "
+                                           "the kind's); the site passes a study's (results/baselines/studies.toml)")
+    args = parser.parse_args(argv)
+    if args.question is not None and (not args.question.strip() or len(args.question) > 200 or "\n" in args.question):
+        parser.error("--question: one line of 1-200 characters")
+    workspace = os.environ.get("BUILD_WORKSPACE_DIRECTORY", os.getcwd())
+    cwd = os.environ.get("BUILD_WORKING_DIRECTORY", os.getcwd())
+    results_root = args.results_dir or os.path.join(workspace, "results")
+    try:
+        if args.kind == "bisect":
+            return write_bisect(args, argv, cwd, results_root)
+        sets = [resultsets.resolve(s if os.path.isabs(s) or not os.path.exists(os.path.join(cwd, s))
+                                   else os.path.join(cwd, s), results_root) for s in args.sets]
+        if not args.no_reference and not any(s.published for s in sets):
+            sets += reference_sets(results_root)
+        out_pdf = os.path.join(cwd, args.out)
+        out_html = os.path.join(cwd, args.html) if args.html else os.path.splitext(out_pdf)[0] + ".html"
+        for path in (out_pdf, out_html):
+            os.makedirs(os.path.dirname(path) or ".", exist_ok=True)
+        command = shlex.join(["bazel", "run", "//analysis:report", "--"] + (argv if argv is not None else sys.argv[1:]))
+        with tempfile.TemporaryDirectory(prefix="tunelab-report-") as tmp:
+            if args.parts:
+                blocks = build_parts(args.kind, sets, tmp, args.metric, args.axis, command, question=args.question)
+            else:
+                blocks = build(args.kind, sets, tmp, args.metric, args.axis, args.allow_provenance_mismatch,
+                               command, question=args.question)
+            write(blocks, out_pdf, out_html, os.path.join(cwd, args.text) if args.text else None)
+    except (resultsets.ResultSetError, ReportError, ValueError) as e:
+        # ValueError: what the statistics refuse, e.g. a zero baseline has no ratio (issue 39: a traceback, exit 1).
+        print(f"error: {e}", file=sys.stderr)
+        return EXIT_BAD_INPUT
+    print(f"wrote {out_pdf}\nwrote {out_html}")
+    return EXIT_OK
+
+
+if __name__ == "__main__":
+    sys.exit(main())
