@@ -1,5 +1,6 @@
 """README "Add a rig" as a test: every rig of this checkout has each step a test can check (its two folders,
-its rig.toml and README.md, its rig_matrix line, the two lists), and the check names the step a rig lacks.
+its rig.toml and README.md, its rig_matrix line), and the check names the step a rig lacks; a scratch rig
+touches no shared file but that line and its README row.
 Reads the checkout itself (lint_test.checkout), so it runs outside the sandbox and is never cached."""
 
 import glob
@@ -19,9 +20,8 @@ RIG_MATRIX_CALL = re.compile(r"^rig_matrix\((.*?)^\)", re.S | re.M)
 def rig_layout_problems(tree):
     """What a rig of `tree` lacks of README's "Add a rig" checklist, one line each naming the step: a
     rigs/<rig>/rig.py without its rig.toml (registration_problems) or its README.md linked from the top README
-    (step 1), with no rig_matrix call in rigs/BUILD.bazel (step 3), no rigs.<rig> in .importlinter (step 4), a
-    workload without workload.toml, gate.toml or its workload_definition() (step 2), or missing from
-    workloads/BUILD.bazel's gate_files (step 4)."""
+    (step 1), with no rig_matrix call in rigs/BUILD.bazel (step 3), or a workload without workload.toml,
+    gate.toml or its workload_definition() (step 2)."""
     def read(*parts):
         try:
             with open(os.path.join(tree, *parts)) as f:
@@ -36,8 +36,6 @@ def rig_layout_problems(tree):
         if rig:
             calls.setdefault(rig.group(1), set()).add(workload.group(1) if workload else None)
             matrices[name.group(1) if name else ""] = rig.group(1)
-    linter = read(".importlinter")
-    gate_files = read("workloads", "BUILD.bazel")
     problems = []
     for path in sorted(glob.glob(os.path.join(tree, "rigs", "*", "rig.py"))):
         rig = os.path.basename(os.path.dirname(path))
@@ -50,7 +48,6 @@ def rig_layout_problems(tree):
             problems.append(f"rigs/{rig}: README.md's \"The rigs\" does not link rigs/{rig}/README.md (step 1)")
         if rig not in calls:
             problems.append(f"rigs/{rig}: no rig_matrix(rig = \"//rigs/{rig}:rig\", ...) in rigs/BUILD.bazel (step 3)")
-        problems += linter_problems(linter, rig)
         for workload in sorted(w or "" for w in calls.get(rig, ())):
             if not workload:
                 problems.append(f"rigs/{rig}: its rig_matrix names no workload = \"//workloads/NAME\" (step 3)")
@@ -61,8 +58,6 @@ def rig_layout_problems(tree):
             build = read("workloads", workload, "BUILD.bazel")
             if not re.search(r'^workload_definition\(name = "definition"\)|name = "definition"', build, re.M):
                 problems.append(f"workloads/{workload}: its BUILD.bazel has no workload_definition() (step 2)")
-            if f'"//workloads/{workload}:gate.toml"' not in gate_files:
-                problems.append(f"workloads/{workload}: not in workloads/BUILD.bazel's gate_files (step 4)")
     return problems
 
 
@@ -106,31 +101,41 @@ def registration_problems(tree, rig, matrices, build):
     return problems
 
 
-def linter_problems(text, rig):
-    """Both import-linter contracts that name every rig must name this one (issue 81: a seventh rig named in
-    one was checked by neither "Add a rig" nor this test in the other): the host imports no rig
-    ([importlinter:contract:host] forbidden_modules rigs.RIG) and the rig's code sees only the contract
-    ([importlinter:contract:rigs_see_the_contract] source_modules rigs.RIG.rig)."""
-    import configparser
-    config = configparser.ConfigParser()
-    try:
-        config.read_string(text)
-    except configparser.Error as e:
-        return [f".importlinter does not parse ({e}) (step 4)"]
+# The only shared files a rig is written into: its rig_matrix line and its row in "The rigs" (steps 1 and 3).
+RIG_LISTS_ALLOWED = ("README.md", "rigs/BUILD.bazel")
 
-    def names(section, key):
-        return config.get(section, key, fallback="").split() if config.has_section(section) else []
-    problems = []
-    if f"rigs.{rig}" not in names("importlinter:contract:host", "forbidden_modules"):
-        problems.append(f"rigs/{rig}: .importlinter's host contract does not forbid rigs.{rig} (step 4)")
-    if f"rigs.{rig}.rig" not in names("importlinter:contract:rigs_see_the_contract", "source_modules"):
-        problems.append(f"rigs/{rig}: .importlinter's rigs_see_the_contract does not name rigs.{rig}.rig (step 4)")
-    return problems
+
+def rig_lists(tree, files):
+    """Files of `files` (paths relative to `tree`) that name every rig by path or module (rigs/<rig>,
+    rigs.<rig>, //rigs/<rig>): a list a new rig would have to be added to, beyond RIG_LISTS_ALLOWED."""
+    rigs = sorted(os.path.basename(os.path.dirname(p)) for p in glob.glob(os.path.join(tree, "rigs", "*", "rig.py"))
+                  if os.path.basename(os.path.dirname(p)) not in ("matrix", "host"))
+    found = []
+    for rel in sorted(files):
+        if rel in RIG_LISTS_ALLOWED or rel.startswith("results/") or len(rigs) < 2:
+            continue
+        try:
+            with open(os.path.join(tree, rel), encoding="utf-8") as f:
+                text = f.read()
+        except (OSError, UnicodeDecodeError):
+            continue
+        if all(re.search(r"rigs[./:]%s\b" % re.escape(rig), text) for rig in rigs):
+            found.append(rel)
+    return found
+
+
+def tracked_files(tree):
+    """Every file of the checkout but outputs, dot folders and third_party."""
+    out = []
+    for root, dirs, names in os.walk(tree):
+        dirs[:] = [d for d in dirs if not d.startswith((".", "bazel-")) and d not in ("third_party", "nightly-out")]
+        out += [os.path.relpath(os.path.join(root, n), tree) for n in names]
+    return out
 
 
 class AddARigTest(unittest.TestCase):
     def test_every_rig_is_two_folders_and_one_line(self):
-        # README "Add a rig": each rig's two folders, its rig_matrix line and the two lists a test can check.
+        # README "Add a rig": each rig's two folders and its rig_matrix line.
         self.assertEqual(rig_layout_problems(checkout()), [])
 
     def test_the_rig_layout_check_names_each_missing_step(self):
@@ -147,12 +152,9 @@ class AddARigTest(unittest.TestCase):
             "README.md": f"| sixth | [rigs/{r}/README.md](rigs/{r}/README.md) |\n",
             "rigs/BUILD.bazel": f'rig_matrix(\n    name = "{r}_matrix",\n    rig = "//rigs/{r}:rig",\n'
                                 f'    workload = "//workloads/{r}",\n)\n',
-            ".importlinter": (f"[importlinter:contract:host]\nforbidden_modules =\n    rigs.{r}\n\n"
-                              f"[importlinter:contract:rigs_see_the_contract]\nsource_modules =\n    rigs.{r}.rig\n"),
             f"workloads/{r}/workload.toml": "", f"workloads/{r}/gate.toml": "",
             f"workloads/{r}/BUILD.bazel": 'load("//workloads:defs.bzl", "workload_definition")\n\n'
                                           'workload_definition(name = "definition")\n',
-            "workloads/BUILD.bazel": f'srcs = ["//workloads/{r}:gate.toml"]\n',
         }
         cut = {"rigs/BUILD.bazel": f"no rig_matrix(rig = \"//rigs/{r}:rig\", ...) in rigs/BUILD.bazel (step 3)",
                f"rigs/{r}/rig.toml": f"rigs/{r}: no rig.toml (its title, nightly profile and sensitivity sets; step 1)",
@@ -160,15 +162,9 @@ class AddARigTest(unittest.TestCase):
                f"rigs/{r}/matrix.toml": "rig.toml names profile 'nightly', which its matrix.toml lacks (step 1)",
                f"rigs/{r}/README.md": f"rigs/{r}: no README.md (its page: what it measures, its profiles; step 1)",
                "README.md": f"rigs/{r}: README.md's \"The rigs\" does not link rigs/{r}/README.md (step 1)",
-               ".importlinter": f"rigs/{r}: .importlinter's host contract does not forbid rigs.{r} (step 4)",
                f"workloads/{r}/workload.toml": f"workloads/{r}: no workload.toml (step 2)",
                f"workloads/{r}/gate.toml": f"workloads/{r}: no gate.toml (step 2)",
-               f"workloads/{r}/BUILD.bazel": f"workloads/{r}: its BUILD.bazel has no workload_definition() (step 2)",
-               "workloads/BUILD.bazel": f"workloads/{r}: not in workloads/BUILD.bazel's gate_files (step 4)"}
-        # Named in one contract only: the other says so.
-        one = "[importlinter:contract:host]\nforbidden_modules =\n    rigs.{r}\n".format(r=r)
-        self.assertEqual(linter_problems(one, r), [
-            f"rigs/{r}: .importlinter's rigs_see_the_contract does not name rigs.{r}.rig (step 4)"])
+               f"workloads/{r}/BUILD.bazel": f"workloads/{r}: its BUILD.bazel has no workload_definition() (step 2)"}
         wrong = {  # rig.toml's text -> what the check says
             registration.replace(f"{r}_matrix", "seventh_matrix"):
                 'rig.toml\'s matrix = "seventh_matrix" is not a rig_matrix of this rig in rigs/BUILD.bazel (step 1)',
@@ -191,6 +187,23 @@ class AddARigTest(unittest.TestCase):
             else:
                 expected = cut[missing] if missing else wrong[text]
                 self.assertTrue(any(expected in p for p in problems), (missing, text, problems))
+
+    def test_no_shared_file_lists_every_rig(self):
+        # A new rig is its two folders, its rig_matrix line and its README row: no other file may list the rigs
+        # (the import contracts name them by pattern, the gate files are collected from the rig_matrix calls).
+        self.assertEqual(rig_lists(checkout(), tracked_files(checkout())), [],
+                         "a file lists every rig: a new rig would have to be added to it; derive it from the registry")
+
+    def test_the_list_rule_finds_a_list(self):
+        tree = os.path.join(os.environ.get("TEST_TMPDIR", "/tmp"), "lists")
+        a, b, rigs = "first", "second", "rigs"  # made-up rigs of a scratch tree
+        for rel, text in {f"{rigs}/{a}/rig.py": "", f"{rigs}/{b}/rig.py": "", f"{rigs}/matrix/rig.py": "",
+                          "README.md": f"{rigs}/{a} {rigs}/{b}", ".importlinter": f"{rigs}.{a}\n{rigs}.{b}.rig\n",
+                          f"{rigs}/x.bzl": f"//{rigs}/{a}:rig", "ok.md": "rigs.*.rig"}.items():
+            os.makedirs(os.path.dirname(os.path.join(tree, rel)), exist_ok=True)
+            with open(os.path.join(tree, rel), "w") as f:
+                f.write(text)
+        self.assertEqual(rig_lists(tree, tracked_files(tree)), [".importlinter"])
 
 
 if __name__ == "__main__":

@@ -1,5 +1,6 @@
 """Macros for rigs: a rig is one `rig_matrix` call plus its code."""
 
+load("@rules_java//java:defs.bzl", "java_library")
 load("@rules_python//python:defs.bzl", "py_binary", "py_library", "py_test")
 load("//tools/fleet:defs.bzl", "matrix_bundle")
 load("//tools/jdk:defs.bzl", "PINNED_JDK_JAVAS")
@@ -25,6 +26,9 @@ _REGISTRATION_TAG = "rig_registration"
 # Marks the py_library each rig_matrix call makes of its rig's code; rig_registry collects them too.
 _RIG_CODE_TAG = "rig_code"
 
+# Marks the filegroup each rig_matrix call makes of its workload's gate.toml; rig_registry collects them.
+_GATE_TAG = "rig_gate_file"
+
 def _java_classpath_impl(ctx):
     # An overlay's own jars come first, so its classes win over the same classes in the stock jars.
     first = [jar for o in ctx.attr.overlay for jar in o[JavaInfo].runtime_output_jars]
@@ -49,6 +53,33 @@ folder; the jars come along in runfiles. For rigs that start a JVM of the matrix
         "overlay": attr.label_list(providers = [JavaInfo], doc = "java_libraries whose own jars go first (a patched build's classes before the stock jars')"),
     },
 )
+
+def rig_driver(name, srcs, maven, classpath, deps = [], runtime_deps = []):
+    """A rig's JVM driver on one pinned Maven set, and the classpath its matrix passes its processes.
+
+    A driver run on several sets (Hadoop versions, MapReduce's engines) is one call per set, in a list
+    comprehension.
+
+    Args:
+      name: the java_library of `srcs`, compiled against the driver kit (//rigs/matrix:driver_kit: DriverArgs,
+        JsonLine, Iterations) and `maven`.
+      srcs: the driver's Java sources.
+      maven: the pinned Maven set it compiles and runs against (a //tools/maven target).
+      classpath: the name of the java_classpath of the library (its runtime jars, one per line), which the
+        rig's rig_matrix call passes as rig_data.
+      deps: the rig's own libraries the driver uses besides the kit and the set.
+      runtime_deps: libraries needed only at run time.
+    """
+    java_library(
+        name = name,
+        srcs = srcs,
+        runtime_deps = runtime_deps,
+        deps = deps + ["//rigs/matrix:driver_kit", maven],
+    )
+    java_classpath(
+        name = classpath,
+        dep = ":" + name,
+    )
 
 def rig_matrix(
         name,
@@ -139,6 +170,11 @@ def rig_matrix(
         srcs = [rig.rsplit(":", 1)[0] + ":rig.toml", matrix, workload_toml],
         tags = [_REGISTRATION_TAG],
     )
+    native.filegroup(
+        name = name + "_gate_file",
+        srcs = [workload + ":gate.toml"],
+        tags = [_GATE_TAG],
+    )
     py_library(
         name = name + "_rig_code",
         deps = [rig],
@@ -212,12 +248,13 @@ def rig_matrix(
             tags = ["integration", "exclusive"] + needs + smoke_needs.get(profile, []),
         )
 
-def rig_registry(name, visibility = None):
+def rig_registry(name, visibility = None, gate_files_visibility = None):
     """The registry of every rig: call once, after the last rig_matrix call of the package.
 
     Args:
       name: the registry's name ("registry": rigs/registry.py).
       visibility: who may read it (the tools that read the registry).
+      gate_files_visibility: who may read gate_files (what reads minimum effects outside a matrix target).
 
     Creates:
       <name>s: a filegroup of every rig_matrix's registration (the rig's rig.toml, its matrix.toml and its
@@ -226,6 +263,8 @@ def rig_registry(name, visibility = None):
         calibrator, the gate's tests).
       <name>_rigs: a py_library of every rig's code (rigs.<rig>.rig), for what reads the rigs' declarations
         (the live dashboard, tools/grafana), collected the same way.
+      gate_files: every rig's workload's gate.toml (minimum effects per metric), collected the same way, for
+        what reads them outside a matrix target: the gate, the reports, the summary (//analysis:thresholds).
     """
     registrations = sorted([
         ":" + rule["name"]
@@ -235,6 +274,15 @@ def rig_registry(name, visibility = None):
     native.filegroup(
         name = name + "s",
         srcs = registrations,
+    )
+    native.filegroup(
+        name = "gate_files",
+        srcs = sorted([
+            ":" + rule["name"]
+            for rule in native.existing_rules().values()
+            if rule["kind"] == "filegroup" and _GATE_TAG in rule.get("tags", [])
+        ]),
+        visibility = gate_files_visibility,
     )
     py_library(
         name = name + "_rigs",

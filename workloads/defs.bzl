@@ -4,7 +4,7 @@ def workload_definition(name):
     """A workload's definition as rig_matrix (rigs/defs.bzl) takes it: the filegroup `definition`.
 
     It holds workload.toml (parameters, inputs, measurement policy) and gate.toml (minimum effects), so a
-    matrix target's runfiles hold both. Both are exported too: //workloads:gate_files lists every gate.toml
+    matrix target's runfiles hold both. Both are exported too: //rigs:gate_files lists every gate.toml
     for what reads them outside a matrix target. (No workload pins input files yet; one that does lists them
     in this filegroup, or the runner's load_workload refuses the workload for its missing input.)
 
