@@ -94,6 +94,7 @@ def rig_matrix(
         dockerd_smoke_profiles = [],
         watched_smoke_profiles = [],
         smoke_needs = {},
+        smoke_host_reference = False,
         aarch64_data = []):
     """A runnable matrix for one rig, with its tests.
 
@@ -129,6 +130,8 @@ def rig_matrix(
       watched_smoke_profiles: profiles run the same way while Debian's Prometheus (on loopback, started by
         the test) scrapes the run's live metrics endpoint (--metrics-port), each as <name>_<profile>_watched_test;
         the smoke profile among them is watched in <name>_smoke_test itself (one run, both checks).
+      smoke_host_reference: whether <name>_smoke_test measures the host reference before and after its run
+        (one probe, whatever the rig: one rig's smoke test proves it, the others skip its ~20 s).
       smoke_needs: {profile: [tag]}: what a profile's smoke test needs of its host beyond root, as tags that
         tools/cleanroom/cleanroom.sh knows (e.g. "needs-podman"); dockerd_smoke_profiles get "needs-dockerd".
       aarch64_data: the aarch64 builds of the rig's native files, each named as what it stands in for plus
@@ -211,8 +214,9 @@ def rig_matrix(
     )
     py_test(
         name = name + "_dry_run_test",
-        # medium: it asks the doctor (a JVM start per JDK) once per profile, ~15 profiles for a big rig.
-        size = "medium",
+        # small: it asks the doctor (a JVM start per JDK, no collector probes) once per profile, ~15 profiles
+        # for a big rig: 3-10 s (36-60 s while --no-gc-probes still started seven JVMs a JDK).
+        size = "small",
         srcs = ["//rigs/matrix:rig_matrix_test.py", "//rigs:main.py"],
         main = "//rigs/matrix:rig_matrix_test.py",
         args = ["--mode=dry-run", "--"] + args,
@@ -225,7 +229,12 @@ def rig_matrix(
     # of one profile asserted different things of the same kind of run).
     smoke_watched = smoke_profile in watched_smoke_profiles
     for test_name, profile, mode_args, needs in [
-        (name + "_smoke_test", smoke_profile, ["--prometheus"] if smoke_watched else [], []),
+        (
+            name + "_smoke_test",
+            smoke_profile,
+            (["--prometheus"] if smoke_watched else []) + (["--host-reference"] if smoke_host_reference else []),
+            [],
+        ),
     ] + [
         ("%s_%s_test" % (name, p), p, [], [])
         for p in extra_smoke_profiles

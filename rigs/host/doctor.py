@@ -28,10 +28,8 @@ def build_report(pinned_jdks, declared_jdks, probe_gcs=True, root="/"):
     report = {"schema": REPORT_SCHEMA,
               "generated_at": datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds")}
     report.update(capabilities.probe_host(root=root))
-    found = jdks.discover(pinned=pinned_jdks, declared=declared_jdks, run_probes=True)
-    if not probe_gcs:
-        for jdk in found:
-            jdk.gcs = {}
+    # Without the collectors' probes (--no-gc-probes) none is started: they were run and thrown away before.
+    found = jdks.discover(pinned=pinned_jdks, declared=declared_jdks, run_probes=True, probe_gcs=probe_gcs)
     report["jdks"] = [j.to_json() for j in found]
     return report
 

@@ -93,7 +93,27 @@ def parse_settings_properties(text):
     return props
 
 
+# The answers of a JDK's java to the probes, by command and the binary's identity: a process that plans many
+# matrices (the bisect, the runner's tests) starts each JDK's probes once, not once a plan (issue 80: 8 JVM
+# starts a JDK). A rebuilt or replaced java is another key.
+_ANSWERS = {}
+
+
 def _run(cmd, timeout=PROBE_TIMEOUT_S):
+    try:
+        st = os.stat(os.path.realpath(cmd[0]))
+    except OSError as e:
+        return -1, str(e)
+    key = (tuple(cmd), os.path.realpath(cmd[0]), st.st_ino, st.st_size, st.st_mtime_ns)
+    if key in _ANSWERS:
+        return _ANSWERS[key]
+    code, out = _start(cmd, timeout)
+    if code != -1:  # a start that timed out or failed is asked again next time
+        _ANSWERS[key] = code, out
+    return code, out
+
+
+def _start(cmd, timeout):
     try:
         proc = subprocess.run(cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, timeout=timeout)
         return proc.returncode, proc.stdout
@@ -114,8 +134,8 @@ def probe_gc(java, gc):
     return {"accepted": code == 0, "flags": flags, "evidence": evidence if code != 0 else "starts (exit 0)"}
 
 
-def probe(jdk):
-    """Fills in version, vendor and GC support by running the JDK's java."""
+def probe(jdk, gcs=True):
+    """Fills in version, vendor and (unless gcs is False: then {}) GC support by running the JDK's java."""
     code, out = _run([jdk.java, "-XX:-UsePerfData", "-XshowSettings:properties", "-version"])
     if code != 0:
         jdk.error = f"`java -version` failed (exit {code}): {out.strip()[:300]}"
@@ -129,6 +149,9 @@ def probe(jdk):
     props = parse_settings_properties(out)
     jdk.vendor = props.get("java.vendor", "")
     jdk.runtime_version = props.get("java.runtime.version", "")
+    if not gcs:
+        jdk.gcs = {}
+        return jdk
     with concurrent.futures.ThreadPoolExecutor(max_workers=4) as pool:
         results = dict(zip(GC_FLAGS, pool.map(lambda gc: probe_gc(jdk.java, gc), GC_FLAGS)))
     jdk.gcs = results
@@ -199,8 +222,9 @@ def unavailable_in_runfiles(runfiles_root):
     return found
 
 
-def discover(pinned=(), declared=(), host_root="/usr/lib/jvm", run_probes=True):
-    """All JDKs: pinned (NAME=PATH items), host, declared; probed unless run_probes is False."""
+def discover(pinned=(), declared=(), host_root="/usr/lib/jvm", run_probes=True, probe_gcs=True):
+    """All JDKs: pinned (NAME=PATH items), host, declared; probed unless run_probes is False, their
+    collectors too unless probe_gcs is False (seven JVM starts a JDK)."""
     jdks = [dataclasses.replace(j, source="pinned") for j in parse_declared(pinned)]
     jdks += host_jdks(host_root)
     jdks += parse_declared(list(declared))
@@ -210,5 +234,5 @@ def discover(pinned=(), declared=(), host_root="/usr/lib/jvm", run_probes=True):
     if run_probes:
         for jdk in jdks:
             if not jdk.error:
-                probe(jdk)
+                probe(jdk, gcs=probe_gcs)
     return jdks

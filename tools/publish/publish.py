@@ -21,6 +21,7 @@ its report and links the sets it reads. A set in no study is listed under its ri
 """
 
 import argparse
+import concurrent.futures
 import contextlib
 import dataclasses
 import datetime
@@ -28,6 +29,7 @@ import glob
 import hashlib
 import io
 import json
+import multiprocessing
 import os
 import re
 import shlex
@@ -208,6 +210,60 @@ def render_study(result_set, references, out_dir, declared=None, sets=None, flam
     return study
 
 
+# What render_all's forked workers inherit: the work, the sets by name, the references, the staging folder and
+# the flame tools (result sets are large: never pickled to a worker, only the index of its entry).
+_SHARED = {}
+
+
+def _render_entry(index):
+    """Renders entry `index` of the shared work into its folder under staging; a set that cannot be rendered
+    comes back as a Study with its reason (each in isolation, issue 39) and its folder removed."""
+    work, by_name, references, staging, flame_tools = _SHARED["args"]
+    result_set, study = work[index]
+    name = study.id if study else result_set.name
+    folder = os.path.join(staging, "studies" if study else "sets", name)
+    os.makedirs(folder)
+    try:
+        return render_study(result_set, references, folder, study,
+                            [by_name[n] for n in study.sets] if study else None, flame_tools)
+    except Exception as e:  # noqa: BLE001 -- each set in isolation: listed with its reason (issue 39)
+        shutil.rmtree(folder)
+        reason = str(e) if isinstance(e, (kinds.ReportError, resultsets.ResultSetError, ValueError)) \
+            else f"{type(e).__name__}: {e}"
+        return Study(name=name, rig=result_set.manifest.get("matrix", {}).get("rig", ""),
+                     date=set_date(result_set), failed=f"no report: {reason[:300]}", declared=study is not None)
+
+
+def render_all(work, by_name, references, staging, flame_tools, jobs=None):
+    """Yields the Study of every (set, declared study or None) of `work` as it is rendered, `jobs` at once in
+    forked workers (the reports are independent and CPU-bound: matplotlib and reportlab; issue 80). The order
+    is the completion order: build_site sorts the entries afterwards."""
+    jobs = max(1, min(jobs or len(os.sched_getaffinity(0)), len(work)))
+    _SHARED["args"] = (work, by_name, references, staging, flame_tools)
+    try:
+        if jobs == 1:
+            for index in range(len(work)):
+                yield _render_entry(index)
+            return
+        context = multiprocessing.get_context("fork")
+        with concurrent.futures.ProcessPoolExecutor(max_workers=jobs, mp_context=context) as pool:
+            futures = {pool.submit(_render_entry, i): i for i in range(len(work))}
+            for future in concurrent.futures.as_completed(futures):
+                try:
+                    yield future.result()
+                except concurrent.futures.process.BrokenProcessPool:
+                    # A worker died (killed, or a crash below Python): the entries not yet back are listed with
+                    # the reason, never left out; the site goes on.
+                    result_set, study = work[futures[future]]
+                    name = study.id if study else result_set.name
+                    shutil.rmtree(os.path.join(staging, "studies" if study else "sets", name), ignore_errors=True)
+                    yield Study(name=name, date=set_date(result_set), declared=study is not None,
+                                failed="no report: a report worker died before it was rendered (publish --jobs 1 "
+                                       "renders one at a time in one process)")
+    finally:
+        _SHARED.clear()
+
+
 def nightly_series(studies_sets):
     """{series: [ResultSet in date order]} of the sets named nightly-<series>[-<date>...]."""
     series = {}
@@ -359,10 +415,10 @@ def index_groups(entries, references):
     return groups
 
 
-def build_site(results_root, out, built_at, console=None, flame_tools=None):
+def build_site(results_root, out, built_at, console=None, flame_tools=None, jobs=None):
     """Builds the site into `out` (replaced whole, through a temporary folder beside it); returns the
     entries (sets and declared studies), failed ones included. flame_tools: (java, jfr-converter jar), for
-    the profiled sets' flame graph pages."""
+    the profiled sets' flame graph pages. jobs: reports rendered at once (default: this process' CPUs)."""
     console = console or Console(highlight=False, soft_wrap=True)
     baselines = os.path.join(results_root, "baselines")
     if not os.path.isdir(baselines):
@@ -388,21 +444,9 @@ def build_site(results_root, out, built_at, console=None, flame_tools=None):
         work = [(s, None) for s in sets] + [(by_name[d.sets[0]], d) for d in declared]
         with Progress(*columns, console=console, transient=True) as progress:
             task = progress.add_task("reports", total=len(work))
-            for result_set, study in work:
-                name = study.id if study else result_set.name
-                progress.update(task, description=f"report {name[:40]}")
-                folder = os.path.join(staging, "studies" if study else "sets", name)
-                os.makedirs(folder)
-                try:
-                    studies.append(render_study(result_set, references, folder, study,
-                                                [by_name[n] for n in study.sets] if study else None, flame_tools))
-                except Exception as e:  # noqa: BLE001 -- each set in isolation: listed with its reason (issue 39)
-                    shutil.rmtree(folder)
-                    reason = str(e) if isinstance(e, (kinds.ReportError, resultsets.ResultSetError, ValueError)) \
-                        else f"{type(e).__name__}: {e}"
-                    studies.append(Study(name=name, rig=result_set.manifest.get("matrix", {}).get("rig", ""),
-                                         date=set_date(result_set), failed=f"no report: {reason[:300]}",
-                                         declared=study is not None))
+            for study in render_all(work, by_name, references, staging, flame_tools, jobs):
+                studies.append(study)
+                progress.update(task, description=f"report {study.name[:40]}")
                 progress.advance(task)
         attach_set_notes(baselines, sets, studies)
         studies.sort(key=lambda s: s.name)  # newest first, then by name; those not rendered last
@@ -493,6 +537,8 @@ def parse_args(argv):
     parser.add_argument("--results", help="the results folder (default: the workspace's results/)")
     parser.add_argument("--built-at", help="the build time stated on every page, ISO 8601 (default: now); "
                                            "the same sets and --built-at give the same bytes")
+    parser.add_argument("--jobs", type=int, help="reports rendered at once (default: the CPUs this process may "
+                                                 "use); 1 renders them one after another in this process")
     parser.add_argument("--java", help=argparse.SUPPRESS)  # with --converter: given by the binary's BUILD args
     parser.add_argument("--converter", help=argparse.SUPPRESS)
     return parser.parse_args(argv)
@@ -505,13 +551,16 @@ def main(argv=None, console=None):
     results_root = args.results or os.path.join(workspace, "results")
     out = args.out if os.path.isabs(args.out) else os.path.join(workspace, args.out)
     built_at = args.built_at or datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ")
+    if args.jobs is not None and not 1 <= args.jobs <= 64:
+        console.print(f"[red]error:[/red] --jobs {args.jobs}: give 1 to 64 reports at once")
+        return EXIT_BAD_INPUT
     if not re.fullmatch(r"\d{4}-\d{2}-\d{2}(T\d{2}:\d{2}(:\d{2})?Z?)?", built_at):
         console.print(f"[red]error:[/red] --built-at {built_at!r} is not an ISO 8601 date or time")
         return EXIT_BAD_INPUT
     started = time.monotonic()
     try:
         studies = build_site(results_root, out, built_at, console,
-                             (args.java, args.converter) if args.java and args.converter else None)
+                             (args.java, args.converter) if args.java and args.converter else None, args.jobs)
     except PublishError as e:
         console.print(f"[red]error:[/red] {e}")
         return EXIT_BAD_INPUT

@@ -54,15 +54,34 @@ class PublishTest(unittest.TestCase):
         shutil.copytree(os.path.join(RESULTS, "reference"), os.path.join(root, "reference"))
         return root
 
+    def test_a_report_worker_that_dies_leaves_its_entries_listed_with_the_reason(self):
+        root = self.small_results(["calibration-gate-slowdown-2vcpu", "nightly-calibration"])
+        real = publish.render_study
+
+        def dies_on_the_nightly(result_set, *args, **kwargs):
+            if result_set.name == "nightly-calibration":
+                os._exit(9)  # as a worker killed by the kernel would end: no exception, no result
+            return real(result_set, *args, **kwargs)
+
+        with mock.patch.object(publish, "render_study", dies_on_the_nightly):
+            studies = publish.build_site(root, os.path.join(self.dir, "site"), BUILT_AT, quiet(), jobs=2)
+        failed = {s.name: s.failed for s in studies if s.failed}
+        self.assertIn("nightly-calibration", failed)
+        self.assertTrue(all("a report worker died" in why for why in failed.values()), failed)
+        self.assertEqual(len(studies), len({s.name for s in studies}), "every entry once")
+        with open(os.path.join(self.dir, "site", "index.html")) as f:
+            self.assertIn("a report worker died", f.read())
+
     def test_the_same_sets_give_the_same_bytes_and_a_broken_set_is_listed_with_its_reason(self):
+        """Also whether the reports are rendered at once (forked workers) or one after another."""
         root = self.small_results(["calibration-gate-slowdown-2vcpu", "nightly-calibration"])
         broken = os.path.join(root, "baselines", "broken-set")
         os.makedirs(os.path.join(broken, "cells"))
         with open(os.path.join(broken, "manifest.json"), "w") as f:
             f.write("{not json")
         first, second = os.path.join(self.dir, "a"), os.path.join(self.dir, "b")
-        studies = publish.build_site(root, first, BUILT_AT, quiet())
-        publish.build_site(root, second, BUILT_AT, quiet())
+        studies = publish.build_site(root, first, BUILT_AT, quiet(), jobs=2)
+        publish.build_site(root, second, BUILT_AT, quiet(), jobs=1)
         self.assertEqual(tree_digest(first), tree_digest(second))
         (failed,) = [s for s in studies if s.failed]
         self.assertEqual(failed.name, "broken-set")
