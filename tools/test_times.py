@@ -107,7 +107,8 @@ def table(times, attributes, width=100):
         note = fit(size, seconds / max(runs, 1))
         text = f"{seconds:8.1f} {runs:>4}  {size:8} {t:11} {label}"
         shown = [t for t in tags if t and not t.startswith("__")]  # Bazel's own markers left out
-        extra = "; ".join(part for part in (", ".join(shown), note, "FAILED" if failed else "") if part)
+        failures = f"FAILED {failed} of {runs} run{'s' if runs != 1 else ''}" if failed else ""
+        extra = "; ".join(part for part in (", ".join(shown), note, failures) if part)
         if extra:
             text += f" ({extra})"
         lines.append(text[:width])

@@ -4,6 +4,9 @@ Bazel's test.xml, runs of one test summed under its label, the slowest first, si
 import contextlib
 import io
 import os
+import re
+import shutil
+import tempfile
 import unittest
 
 from tools import test_times
@@ -27,6 +30,22 @@ class TestTimesTest(unittest.TestCase):
         self.assertIn("3 tests, 22 s of test time in all", text)
         self.assertIn("by tier: integration 8 s, quick 14 s", text)
         self.assertTrue(all(len(line) <= 100 for line in lines))
+
+    def test_a_test_that_failed_in_some_runs_says_how_many(self):
+        """The flake hunt's question (tools/flake_hunt.sh): the recorded livemetrics_test's two runs, the second
+        marked failed as Bazel marks a test that exited 1 (an <error> in its testcase)."""
+        with tempfile.TemporaryDirectory() as tmp:
+            runs = os.path.join(LOGS, "rigs", "matrix", "livemetrics_test")
+            shutil.copytree(runs, os.path.join(tmp, "rigs", "matrix", "livemetrics_test"))
+            second = os.path.join(tmp, "rigs", "matrix", "livemetrics_test", "run_2_of_2", "test.xml")
+            with open(second) as f:
+                xml = f.read()
+            with open(second, "w") as f:
+                f.write(re.sub(r"(<testcase [^>]*>)", r'\1<error message="exited with error code 1"></error>', xml, 1))
+            times = test_times.read_times(tmp)
+            self.assertEqual(times, {"//rigs/matrix:livemetrics_test": (8.0, 2, 1)})
+            text = test_times.table(times, {"//rigs/matrix:livemetrics_test": ("small", ["integration"])})
+            self.assertIn("//rigs/matrix:livemetrics_test (integration; FAILED 1 of 2 runs)", text)
 
     def test_size_rule(self):
         self.assertEqual(test_times.fit("small", 59), "")

@@ -476,7 +476,7 @@ def run_bisect(bisect):
         return finish(bisect, "unknown", f"{short(s.commit)} stayed unclear at {s.rounds} rounds (vs good {s.toward_good}, "
                                          f"bad vs it {s.toward_bad}): the culprit is between {short(answer['last_good'])} "
                                          f"and {short(answer['first_bad'])}; more rounds (--max-rounds) or a quieter host "
-                                         "may decide it\n   " + "\n   ".join(unclear), EXIT_UNKNOWN)
+                                         "may decide it\n   " + "\n   ".join(unclear), EXIT_UNKNOWN, answer)
     pair = final(bisect, answer)
     first_bad = answer["first_bad"]
     if rec.get("axis"):

@@ -19,6 +19,7 @@ import unittest
 from analysis.reports import bisect_pages
 from rigs.host import hoststate
 from tools.bisection import build as bisect_build
+from tools.bisection import core as bisect_core
 from tools.bisection import command as bisect_command
 from tools.bisection import step_profiles as bisect_profiles
 from tools.bisection.build import BisectInputError, BuildFailed
@@ -153,6 +154,31 @@ class CommandLine(unittest.TestCase):
         self.assertEqual((cells[3], cells[5]), ("5.0%", "6 (~17 to see)"))
         decided = dict(record["confirmation"]["pairs"]["good->candidate"], state="REGRESSED")
         self.assertEqual(bisect_pages.check_cells(decided)[5], "6")  # a decided check needs no more rounds
+
+    def test_an_unknown_step_records_the_range_the_culprit_is_in(self):
+        # CI on 2026-12-06: a step stayed INCONCLUSIVE at --max-rounds on a loaded host, and the record's answer
+        # lacked the range its words named (the history test's KeyError 'last_good').
+        commits = ["c0", "c1", "c2", "c3", "c4"]
+        bisection = bisect_core.Bisection(commits)
+        bisection.record(bisect_core.Step(commit="c2", index=2, verdict=bisect_core.SKIPPED, why="does not build"))
+        bisection.record(bisect_core.Step(commit="c1", index=1, verdict=bisect_core.UNKNOWN, toward_good="INCONCLUSIVE",
+                                          toward_bad="REGRESSED", rounds=10))
+        regressed = {"state": "REGRESSED", "checks": [{"worse_by": 0.207, "interval_98": [0.151, 0.259], "can_see": 0.03,
+                                                       "reasons": [], "rounds_to_see": None}]}
+        unclear = {"state": "INCONCLUSIVE", "checks": [{"worse_by": 0.018, "interval_98": [-0.026, 0.061],
+                                                         "can_see": 0.03, "reasons": ["neither"], "rounds_to_see": 56}]}
+        record = {"confirmation": {"rounds": 5, "pairs": {"good->candidate": regressed}}, "max_rounds": 10,
+                  "machine_s": 300.0, "commits": commits, "subjects": {},
+                  "measures": {"c1": {"pairs": {"good->candidate": unclear, "candidate->bad": regressed}}}}
+        fake = types.SimpleNamespace(record=record, bisection=bisection, folder="/nonexistent", save=lambda: None,
+                                     args=types.SimpleNamespace(keep_builds=False),
+                                     builder=types.SimpleNamespace(remove=lambda names: None))
+        with contextlib.redirect_stdout(io.StringIO()):
+            status = bisect_command.run_bisect(fake)
+        self.assertEqual(status, bisect_command.EXIT_UNKNOWN)
+        answer = record["answer"]
+        self.assertEqual((answer["state"], answer["last_good"], answer["first_bad"]), ("unknown", "c0", "c4"))
+        self.assertIn("the culprit is between c0 and c4", answer["text"])
 
     def test_durations(self):
         for text, seconds in [("2h", 7200), ("90m", 5400), ("1h30m", 5400), ("45s", 45), ("3600", 3600)]:

@@ -272,7 +272,9 @@ class FleetIntegrationTest(unittest.TestCase):
                         out.write(f"{h.name} ansible_host={h.address} ansible_port={h.port} tunelab_root={h.root} "
                                   f"tunelab_state_dir={h.root}/state\n")
         try:
-            code, out = self.fleet("//rigs:calibration_matrix", "--profile", PROFILE, inventory=inventory)
+            # One round: what is tested is that a's run comes home whole beside the hostile hosts (issue 80).
+            code, out = self.fleet("//rigs:calibration_matrix", "--profile", PROFILE, "--set", "policy.repetitions=1",
+                                   inventory=inventory)
         finally:
             for h in hostile.values():
                 h.drop_out()
@@ -290,7 +292,7 @@ class FleetIntegrationTest(unittest.TestCase):
         run_a = os.path.join(self.results, "a", hosts["a"]["run_id"])
         with open(os.path.join(run_a, "manifest.json")) as f:
             self.assertEqual(json.load(f)["state"], "complete")
-        self.assertEqual(len(glob.glob(os.path.join(run_a, "cells", "*.json"))), 6)
+        self.assertEqual(len(glob.glob(os.path.join(run_a, "cells", "*.json"))), 2)
         self.assertFalse(os.path.exists(os.path.join(self.results, "d")))
         self.assertFalse(os.path.exists(os.path.join(self.results, "e")))
 

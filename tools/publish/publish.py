@@ -235,32 +235,43 @@ def _render_entry(index):
 
 
 def render_all(work, by_name, references, staging, flame_tools, jobs=None):
-    """Yields the Study of every (set, declared study or None) of `work` as it is rendered, `jobs` at once in
-    forked workers (the reports are independent and CPU-bound: matplotlib and reportlab; issue 80). The order
-    is the completion order: build_site sorts the entries afterwards."""
+    """An iterator of the Study of every (set, declared study or None) of `work` as it is rendered, `jobs` at
+    once in forked workers (the reports are independent and CPU-bound: matplotlib and reportlab; issue 80),
+    in completion order (build_site sorts the entries afterwards). The workers are forked here, before the
+    caller starts a progress bar's thread: a fork beside a running thread could inherit a lock it holds."""
     jobs = max(1, min(jobs or len(os.sched_getaffinity(0)), len(work)))
     _SHARED["args"] = (work, by_name, references, staging, flame_tools)
+    if jobs == 1:
+        return _rendered_here(len(work))
+    pool = concurrent.futures.ProcessPoolExecutor(max_workers=jobs, mp_context=multiprocessing.get_context("fork"))
+    futures = {pool.submit(_render_entry, i): i for i in range(len(work))}
+    return _rendered_by(pool, futures, work, staging)
+
+
+def _rendered_here(count):
     try:
-        if jobs == 1:
-            for index in range(len(work)):
-                yield _render_entry(index)
-            return
-        context = multiprocessing.get_context("fork")
-        with concurrent.futures.ProcessPoolExecutor(max_workers=jobs, mp_context=context) as pool:
-            futures = {pool.submit(_render_entry, i): i for i in range(len(work))}
-            for future in concurrent.futures.as_completed(futures):
-                try:
-                    yield future.result()
-                except concurrent.futures.process.BrokenProcessPool:
-                    # A worker died (killed, or a crash below Python): the entries not yet back are listed with
-                    # the reason, never left out; the site goes on.
-                    result_set, study = work[futures[future]]
-                    name = study.id if study else result_set.name
-                    shutil.rmtree(os.path.join(staging, "studies" if study else "sets", name), ignore_errors=True)
-                    yield Study(name=name, date=set_date(result_set), declared=study is not None,
-                                failed="no report: a report worker died before it was rendered (publish --jobs 1 "
-                                       "renders one at a time in one process)")
+        for index in range(count):
+            yield _render_entry(index)
     finally:
+        _SHARED.clear()
+
+
+def _rendered_by(pool, futures, work, staging):
+    try:
+        for future in concurrent.futures.as_completed(futures):
+            try:
+                yield future.result()
+            except concurrent.futures.process.BrokenProcessPool:
+                # A worker died (killed, or a crash below Python): the entries not yet back are listed with
+                # the reason, never left out; the site goes on.
+                result_set, study = work[futures[future]]
+                name = study.id if study else result_set.name
+                shutil.rmtree(os.path.join(staging, "studies" if study else "sets", name), ignore_errors=True)
+                yield Study(name=name, date=set_date(result_set), declared=study is not None,
+                            failed="no report: a report worker died before it was rendered (publish --jobs 1 "
+                                   "renders one at a time in one process)")
+    finally:
+        pool.shutdown(cancel_futures=True)
         _SHARED.clear()
 
 
@@ -442,9 +453,10 @@ def build_site(results_root, out, built_at, console=None, flame_tools=None, jobs
         columns = [TextColumn("{task.description}"), BarColumn(), TextColumn("{task.completed}/{task.total}"),
                    TimeRemainingColumn()]
         work = [(s, None) for s in sets] + [(by_name[d.sets[0]], d) for d in declared]
+        rendered = render_all(work, by_name, references, staging, flame_tools, jobs)
         with Progress(*columns, console=console, transient=True) as progress:
             task = progress.add_task("reports", total=len(work))
-            for study in render_all(work, by_name, references, staging, flame_tools, jobs):
+            for study in rendered:
                 studies.append(study)
                 progress.update(task, description=f"report {study.name[:40]}")
                 progress.advance(task)
