@@ -1,9 +1,11 @@
 """//tools:bisect end to end over a synthetic history (issue 61's acceptance): a git checkout made here with N
 first-parent commits after a good one, the calibration matrix's nightly profile run for every step (5
 interleaved rounds, up to 10 where unclear; 4-s windows: 1- and 2-s ones left steps UNKNOWN here, too noisy
-for the gate's stated D; no host reference). BISECT_HISTORY_COMMITS sets N: 4 in //tools/bisection:history_test
-(~4.5 min, in `bazel test //...`: the first scenario), 15 in //tools/bisection:history_long_test (manual,
-~13 min: the 16-commit acceptance, both scenarios).
+for the gate's stated D; no host reference). BISECT_HISTORY_COMMITS sets N: 3 in //tools/bisection:history_test
+(in `bazel test //...`: the first scenario, the unbuildable commit the step before the culprit, so a confirmation
+and one measured step, ~2.5 min; with 4 it was a GOOD step more, 4.5-7 min in CI), 15 in
+//tools/bisection:history_long_test (manual, //tools:long_tests, ~13 min: the 16-commit acceptance, both
+scenarios, GOOD steps among them).
 
 - One commit (the last but one) makes the calibration loop 20 % slower, the commit before it does not
   compile: the bisect names the slower one as the first bad commit and the broken one beside it, in at most
@@ -39,7 +41,7 @@ SOURCE = os.path.join(WS, "rigs", "calibration", "Calibration.java")
 SLOWED_SOURCE = os.path.join(WS, "rigs", "calibration", "slowed", "Calibration.java")
 JAR = os.path.join("rigs", "calibration", "calibration_deploy.jar")
 SLOWED_JAR = os.path.join(WS, "rigs", "calibration", "calibration_slowed_deploy.jar")
-COMMITS = int(os.environ.get("BISECT_HISTORY_COMMITS", "4"))
+COMMITS = int(os.environ.get("BISECT_HISTORY_COMMITS", "3"))
 CULPRIT, BROKEN = COMMITS - 1, COMMITS - 2
 
 BUILDER = textwrap.dedent(f"""\
