@@ -309,6 +309,20 @@ def _usable(value):
 PASS_CODE, REGRESSED_CODE, INCONCLUSIVE_CODE = 0, 1, 2
 
 
+def _t_quantiles(q, df):
+    """sps.t.ppf(q, df) elementwise, computed once per distinct (q, df): a power simulation asks it for
+    thousands of designs that share a few round counts, and t's ppf costs ~2 us an element (it was two thirds
+    of //tools/sensitivity:gate_power_test's time). The same values, element for element."""
+    if q.size <= 1:
+        return sps.t.ppf(q, df)
+    out = np.empty(q.shape)
+    for level in np.unique(q):  # 1-D uniques: np.unique over pairs (axis=1) sorts records, slower than ppf
+        at = q == level
+        dfs, inverse = np.unique(df[at], return_inverse=True)
+        out[at] = sps.t.ppf(level, dfs)[inverse.ravel()]
+    return out
+
+
 def three_way(estimate, se, df, margin, alpha=GATE_ALPHA):
     """The gate's rule (the module docstring) on arrays: PASS_CODE, REGRESSED_CODE or INCONCLUSIVE_CODE per
     element. estimate, se: the mean worse-oriented log ratio and its standard error; df its degrees of freedom
@@ -317,7 +331,7 @@ def three_way(estimate, se, df, margin, alpha=GATE_ALPHA):
     estimate, se, df, margin, alpha = np.broadcast_arrays(
         *(np.asarray(x, dtype=float) for x in (estimate, se, df, margin, alpha)))
     with np.errstate(invalid="ignore"):
-        t = np.where(df >= 1, sps.t.ppf(1 - alpha, np.maximum(df, 1)), np.nan)
+        t = np.where(df >= 1, _t_quantiles(1 - alpha, np.maximum(df, 1)), np.nan)
         half = np.where(se > 0, t * se, np.where(df >= 1, 0.0, np.nan))
         low, high = estimate - half, estimate + half
         codes = np.full(estimate.shape, INCONCLUSIVE_CODE)
