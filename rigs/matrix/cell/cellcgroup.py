@@ -150,13 +150,25 @@ class CellCgroup:
 
     def _memory_files(self):
         """(limit file, usage file, stat file, stat keys of the page cache and of its mapped part) of the
-        cgroup that holds the cell's limit."""
+        cgroup that holds the cell's limit; on v2 the limit a cache room moves is memory.high (follow_softly)."""
         if self.memory_v1_path:
             d = self.memory_v1_path
             return (os.path.join(d, "memory.limit_in_bytes"), os.path.join(d, "memory.usage_in_bytes"),
                     os.path.join(d, "memory.stat"), "total_cache", "total_mapped_file")
-        return (os.path.join(self.path, "memory.max"), os.path.join(self.path, "memory.current"),
+        return (os.path.join(self.path, "memory.high"), os.path.join(self.path, "memory.current"),
                 os.path.join(self.path, "memory.stat"), "file", "file_mapped")
+
+    def follow_softly(self):
+        """Before a cache room's first step, on v2: its limit becomes memory.high at the cap limit_memory set,
+        and memory.max is lifted. Over memory.high the kernel reclaims (the page cache first) and throttles the
+        allocating process; it never kills there. So a process that grows faster than the follower's steps
+        (a busy host starves its thread: CI's load did, and memory.max OOM-killed a process of 150 MB) waits
+        for the next step instead of dying. v1 has no memory.high: its hard limit follows as before."""
+        if self.memory_v1_path:
+            return
+        cap = _read(os.path.join(self.path, "memory.max"))
+        safeio.write_setting(os.path.join(self.path, "memory.high"), cap)
+        safeio.write_setting(os.path.join(self.path, "memory.max"), "max")
 
     def hold_cache_room(self, room_bytes):
         """One step of a limit that follows the cell: what its processes hold themselves (their usage less the
@@ -192,7 +204,7 @@ class CellCgroup:
                 if os.path.exists(os.path.join(self.path, "memory.peak")):
                     out["peak_bytes"] = int(_read(os.path.join(self.path, "memory.peak")))
                 events = dict(line.split() for line in _read(os.path.join(self.path, "memory.events")).splitlines())
-                out["limit_hits"] = int(events.get("max", 0))
+                out["limit_hits"] = int(events.get("max", 0)) + int(events.get("high", 0))
                 out["oom_kills"] = int(events.get("oom_kill", 0))
                 stats = dict(line.split() for line in _read(os.path.join(self.path, "memory.stat")).splitlines())
                 out["page_cache_bytes"] = int(stats.get("file", 0))
@@ -266,9 +278,10 @@ class CellCgroup:
 
 class CacheRoom:
     """A thread that keeps a cell's limit at its processes' own memory plus `room_bytes` of page cache (every
-    INTERVAL_S), from start() to stop(); stop() returns its evidence. Between two steps the processes may grow
-    by what they allocate in 50 ms: the kernel then takes it from the page cache, and kills only when the
-    processes alone outgrow the limit."""
+    INTERVAL_S), from start() to stop(); stop() returns its evidence. On v2 the limit is memory.high
+    (CellCgroup.follow_softly): what the processes allocate between two steps is taken from the page cache, and
+    past that they are throttled until the next step, never killed. On v1 it is the hard limit: there the
+    kernel kills when the processes alone outgrow it between two steps."""
     INTERVAL_S = 0.05
 
     def __init__(self, cgroup, room_bytes):
@@ -279,6 +292,7 @@ class CacheRoom:
         self.thread = threading.Thread(target=self._run, name="tunelab-cache-room", daemon=True)
 
     def start(self):
+        self.cgroup.follow_softly()
         self.thread.start()
         return self
 
