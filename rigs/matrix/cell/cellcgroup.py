@@ -162,8 +162,9 @@ class CellCgroup:
         """Before a cache room's first step, on v2: its limit becomes memory.high at the cap limit_memory set,
         and memory.max is lifted. Over memory.high the kernel reclaims (the page cache first) and throttles the
         allocating process; it never kills there. So a process that grows faster than the follower's steps
-        (a busy host starves its thread: CI's load did, and memory.max OOM-killed a process of 150 MB) waits
-        for the next step instead of dying. v1 has no memory.high: its hard limit follows as before."""
+        (a busy host starves its thread: four tests at once on 2 CPUs did once, memory.max OOM-killed a process
+        of 150 MB) waits for the next step instead of dying. v1 has no memory.high: its hard limit follows as
+        before."""
         if self.memory_v1_path:
             return
         cap = _read(os.path.join(self.path, "memory.max"))
