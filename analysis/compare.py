@@ -24,6 +24,7 @@ class CellData:
     groups: dict  # metric -> [[samples of one repetition], ...]
     timed: dict = dataclasses.field(default_factory=dict)  # metric -> [(t, value)] of the first ok repetition
     zero_possible: frozenset = frozenset()  # counts that may be 0 (workload.toml): no ratio where a side is 0
+    rounds: dict = dataclasses.field(default_factory=dict)  # metric -> [(run id, repetition) of each group]
 
 
 @dataclasses.dataclass
@@ -63,11 +64,13 @@ def collect(docs, cell_order=None):
         statuses = collections.Counter(d["status"] for d in cell_docs)
         reasons = sorted({d["reason"] for d in cell_docs if d.get("reason") and d["status"] != "ok"})
         ok = [d for d in cell_docs if d["status"] == "ok"]
-        values, groups = {}, {}
+        values, groups, rounds = {}, {}, {}
         metrics = sorted({s["metric"] for d in ok for s in d["samples"]})
         for metric in metrics:
-            per_rep = [[s["value"] for s in d["samples"] if s["metric"] == metric] for d in ok]
-            groups[metric] = [v for v in per_rep if v]
+            per_rep = [([s["value"] for s in d["samples"] if s["metric"] == metric],
+                        (d.get("run_id"), d["cell"]["repetition"])) for d in ok]
+            groups[metric] = [v for v, _ in per_rep if v]
+            rounds[metric] = [r for v, r in per_rep if v]
             values[metric] = [x for v in groups[metric] for x in v]
         timed = {}
         if ok:
@@ -76,8 +79,19 @@ def collect(docs, cell_order=None):
                                  if s["metric"] == metric and "t" in s]
         zero_possible = frozenset(m["name"] for d in ok for m in d.get("metrics", []) if m.get("zero_possible"))
         out.append(CellData(cid, cell_docs[0]["cell"]["params"], statuses, reasons, values, groups, timed,
-                            zero_possible))
+                            zero_possible, rounds))
     return out
+
+
+def compare_cells(baseline, candidate, metric):
+    """stats.compare of two cells' runs of `metric`: paired over rounds when every run of both came from one
+    run (an interleaved run's round r measured both cells' repetition r), else measured apart (Welch)."""
+    a, b = baseline.rounds.get(metric) or [], candidate.rounds.get(metric) or []
+    runs = {run for run, _ in a + b}
+    paired = len(runs) == 1 and None not in runs and len(a) == len(baseline.groups[metric]) and len(b) == len(
+        candidate.groups[metric])
+    rounds = ([r for _, r in a], [r for _, r in b]) if paired else None
+    return stats.compare(baseline.groups[metric], candidate.groups[metric], rounds=rounds)
 
 
 def varying_params(params_list):
@@ -158,7 +172,7 @@ def partners(cells, groups, baselines=None):
 
 
 def axis_rows(cells, metric, axes=None, baselines=None, declared=None, defaults=None):
-    """Rows of every axis comparison for `metric`, Holm-adjusted together (one family per metric).
+    """Rows of every axis comparison for `metric`, one family per metric (stats.adjust: Bonferroni).
 
     Axes that change together (axis_groups) are compared as one, named "a+b" with values "x/y". axes:
     compare only these (default: every compared group); baselines: {axis: value} overriding the default
@@ -182,7 +196,7 @@ def axis_rows(cells, metric, axes=None, baselines=None, declared=None, defaults=
             continue
         if metric in c.zero_possible and stats.summarize(partner.groups[metric]).median == 0:
             continue  # a count whose baseline is 0 has no ratio: the cluster report shows its medians
-        comparison = stats.compare(partner.groups[metric], c.groups[metric])
+        comparison = compare_cells(partner, c, metric)
         shown = [a for a in varying if a not in group and (
             a in others_axes or (defaults is not None and c.params[a] != defaults.get(a, c.params[a])))]
         rows.append(Row(axis=name, baseline_value=base_value, value="/".join(c.params[a] for a in group),
@@ -243,7 +257,7 @@ def patch_attribution(cells, metric, applied_by_variant):
     """Patch-by-patch attribution over measured prefixes of a series: for every patch k whose prefix k and
     prefix k-1 (stock for k = 1) were both measured with otherwise equal parameters, the change it brings.
     applied_by_variant: {variant value: [applied patch names]} (from the results' provenance), which says
-    how many patches `patched:<set>` (the whole series) applied. Holm-adjusted as one family."""
+    how many patches `patched:<set>` (the whole series) applied. One family (stats.adjust)."""
     def step_of(variant):
         m = _PATCHED.fullmatch(variant)
         if not m:
@@ -272,7 +286,7 @@ def patch_attribution(cells, metric, applied_by_variant):
         rows.append(AttributionRow(name, k, applied[k - 1] if len(applied) >= k else f"patch {k}",
                                    before.params["variant"], after.params["variant"],
                                    " ".join(f"{a}={v}" for a, v in others if a in varying),
-                                   stats.compare(before.groups[metric], after.groups[metric])))
+                                   compare_cells(before, after, metric)))
     stats.adjust([r.comparison for r in rows])
     return rows
 
@@ -289,10 +303,6 @@ def fmt_value(x, unit=""):
 
 
 BYTE_UNITS = ("B", "bytes", "byte")
-
-
-def fmt_p(p):
-    return "-" if p != p else ("<0.001" if p < 0.001 else f"{p:.3f}")
 
 
 def fmt_ci(summary):
@@ -319,3 +329,8 @@ def not_measured_rows(cells):
         counts = "/".join(str(c.statuses.get(s, 0)) for s in ("ok", "failed", "invalid", "skipped"))
         rows.append([c.id, " ".join(f"{a}={c.params[a]}" for a in axes), counts, "; ".join(c.reasons)[:300]])
     return rows
+
+
+def fmt_level(comparison):
+    """The interval's level as a table says it: "98% CI" for one comparison, "99.83% CI" for one of 12."""
+    return f"{100 * comparison.level:.4g}% CI"

@@ -1,6 +1,8 @@
-"""Axis comparisons: partner finding, declared axes only, runs as the unit, Holm across the family.
+"""Axis comparisons: partner finding, declared axes only, runs as the unit, paired rounds inside one run, a
+family's interval split by Bonferroni.
 (The printed summary has its golden file in summary_test.)"""
 
+import math
 import unittest
 
 from analysis import compare
@@ -71,13 +73,37 @@ class CompareTest(unittest.TestCase):
         self.assertEqual(pairs, [("gc", "parallel", "jdk=11"), ("gc", "parallel", "jdk=17"),
                                  ("jdk", "17", "gc=g1"), ("jdk", "17", "gc=parallel")])
         by = {(r.axis, r.others): r for r in rows}
-        # Run medians 99.7, 100.2, 100.7 and 109.7, 110.2, 110.7: cell values 100.2 and 110.2.
+        # Run medians 99.7, 100.2, 100.7 and 109.7, 110.2, 110.7: cell values 100.2 and 110.2; the change is
+        # their geometric mean ratio (the centre of its interval), measured apart (no run id: not one run).
         c = by[("gc", "jdk=11")].comparison
-        self.assertAlmostEqual(c.ratio, 110.2 / 100.2)
+        self.assertEqual((c.baseline_median, c.candidate_median), (100.2, 110.2))
+        self.assertAlmostEqual(c.ratio, math.exp(sum(map(math.log, (109.7, 110.2, 110.7))) / 3
+                                                 - sum(map(math.log, (99.7, 100.2, 100.7))) / 3), places=12)
+        self.assertFalse(c.paired)
         self.assertEqual((c.n_baseline, c.n_candidate), (3, 3))
         self.assertLess(c.p_adjusted, 0.001)
-        # Holm over the family of 4: every adjusted p is at least the raw one.
+        # One family of 4: every interval at 1 - 2 % / 4, every adjusted p at least the raw one.
+        self.assertTrue(all(r.comparison.family == 4 and r.comparison.level == 1 - 0.02 / 4 for r in rows))
         self.assertTrue(all(r.comparison.p_adjusted >= r.comparison.p_value for r in rows))
+
+    def test_cells_of_one_run_pair_by_round(self):
+        # One run: round r measured both cells' repetition r. The host drifts 100 -> 130 -> 115 between rounds;
+        # the candidate is 10 % faster in each round. Paired, that is a point; from two runs, no pairing.
+        def run_docs(run_ids):
+            out = []
+            for rep, level in enumerate((100.0, 130.0, 115.0)):
+                for cid, gc, factor in (("b", "g1", 1.0), ("c", "parallel", 1.1)):
+                    d = doc(cid, {"gc": gc}, rep, [level * factor] * 3)
+                    d["run_id"] = run_ids[cid]
+                    out.append(d)
+            return out
+        (row,) = compare.axis_rows(compare.collect(run_docs({"b": "R1", "c": "R1"})), "rate")
+        self.assertTrue(row.comparison.paired)
+        self.assertAlmostEqual(row.comparison.ratio_ci_low, 1.1, places=12)
+        self.assertEqual(row.comparison.verdict("higher_is_better", min_effect=0.05), "better")
+        (row,) = compare.axis_rows(compare.collect(run_docs({"b": "R1", "c": "R2"})), "rate")
+        self.assertFalse(row.comparison.paired)
+        self.assertEqual(row.comparison.verdict("higher_is_better", min_effect=0.05), "undecided")
 
     def test_only_declared_axes_are_compared(self):
         # An extra cell that differs in two parameters (an include) is never paired, and an axis the run did

@@ -1,7 +1,7 @@
 """A study's answer in one line (issue 40): what the site's index shows and the report's title page repeats.
 
 One comparison speaks for the study, the one its question names (the caller passes those rows): the largest
-significant change, else the widest interval. Five shapes, each short enough for an index row (MAX_CHARS):
+change shown (worse or better), else the widest interval. Five shapes, each short enough for an index row (MAX_CHARS):
 
     different    gc=parallel vs g1 +22.8% (CI +3.4..+34.5%), better   (and "(2 of 6 changed)" of several)
     equivalent   no change detectable (±2.1%)      every interval within the metric's minimum effect
@@ -11,7 +11,8 @@ significant change, else the widest interval. Five shapes, each short enough for
 
 and a side at its ceiling (analysis/ceilings.py) adds "; x86 at its heartbeat cap (100 containers/s): the gap
 is a lower bound" (the capped side could have done more, so the difference is at least the one shown). The
-decision rule behind the words (Holm-adjusted p, the CI, the minimum effect) is the report's "how to read".
+words are the comparison's verdict (analysis/stats.decision_words: the interval shown, the gate's, against the
+minimum effect); the CI printed is that interval (98 % for one comparison, split over the metric's family).
 """
 
 from analysis import compare, stats
@@ -71,8 +72,10 @@ def one_line(rows, metric, decl, ceilings=None, levels=()):
     else:
         words = {id(r): r.comparison.verdict(decl["direction"], min_effect=min_effect) for r in tested}
         moved = [r for r in tested if words[id(r)] in ("better", "worse")]
-        within = [r for r in tested if words[id(r)].startswith("within")]
-        open_ended = [r for r in tested if r not in moved and r not in within and _widest(r.comparison) >= min_effect]
+        # Inside ±m and beyond 0: a change smaller than the question cares about; inside ±m around 0: none seen.
+        within = [r for r in tested if words[id(r)].startswith("within") and r.comparison.significant()]
+        open_ended = [r for r in tested if r not in moved and not words[id(r)].startswith("within")
+                      and words[id(r)] != "no change"]
         if moved:
             r = max(moved, key=lambda r: abs(r.comparison.change))
             line = f"{_pair(r)} {_change(r.comparison)}, {words[id(r)]}"

@@ -6,14 +6,20 @@ The unit of evidence is the run. Every table, report and gate in tunelab follows
   are a time series, autocorrelated), so they never feed a significance test or a confidence interval.
 - A cell's value is the median of its run medians. Its 95 % interval is a percentile bootstrap over runs,
   and exists only with 3 or more runs; with fewer, tables print "-" and say how many runs there were.
-- A comparison (candidate vs baseline) is the ratio of the two cells' values, with a bootstrap CI over
-  runs, and Welch's t-test on the run medians (no equal-variance assumption; a median of many per-second
-  samples is close to normal, which Welch assumes). Both need 3 or more runs a side: with fewer there is
-  no test, and the verdict says "N run(s) a side: no test" instead of printing a p-value.
-- p-values of one family (every comparison of a metric in a table, every check of a gate) are adjusted by
-  Holm's method. "better"/"worse" needs the adjusted p < 0.05 AND a ratio CI excluding 1 AND a change at
-  least the metric's minimum effect (analysis/thresholds.py); a significant change below it is "within ±X%":
-  a deterministic metric is "significant" at any difference, however small.
+- A comparison (candidate vs baseline) has one rule, from the summary's verdict to the gate's (issue 82): its
+  number and its interval are of the log ratio candidate / baseline, and its words come from that interval
+  alone and the metric's minimum effect m (gate.toml, analysis/thresholds.py). Where both cells are in one
+  interleaved run, the unit is the round: the paired t interval of the rounds' log ratios of run medians
+  (the pairing cancels the host's drift between rounds); two cells measured apart (two sets, two runs): Welch's
+  interval of the difference of mean log run values. Each at GATE_ALPHA a side (98 % two-sided) for one
+  comparison; a family (every comparison of a metric in a table, every patch of a series) splits it by
+  Bonferroni (adjust()). Both need 3 or more rounds (paired) or runs a side: with fewer there is no test, and
+  the verdict says "N run(s) a side: no test". The words (decision_words): "within ±m" wholly inside ±m,
+  "worse"/"better" wholly beyond 0, "not worse by m" spanning 0 but ruling out m worse, else "undecided": an
+  interval wholly beyond the minimum effect is never undecided. The number is exp of the interval's centre
+  (a geometric mean ratio), so it always lies inside the interval shown. A deterministic metric (equal
+  values in every run) has a point interval, and the point decides its words. A count that may be 0 is a
+  difference with a bootstrap interval over runs (difference()), never a ratio.
 - Sequential repetitions (policy stop = "decided", analysis/sequential.py) look at a comparison after every
   interleaved round, so a per-look test at 0.05 would raise false alarms with each look (optional
   stopping). They use repeated confidence intervals instead (Jennison and Turnbull, JRSS B 51(3), 1989):
@@ -21,12 +27,11 @@ The unit of evidence is the run. Every table, report and gate in tunelab follows
   change with probability 0.95 (alpha split over the comparisons by Bonferroni); a comparison is different
   when its interval lies wholly outside ± the minimum effect, equivalent when wholly inside. Assumed: the
   rounds' log ratios are independent and close to normal (a run median of many samples is).
-- The regression gate (analysis/gate/decision.py) decides with one rule, the one its stated sensitivity is
-  measured for (analysis/gate/power.py runs this very rule on resampled A/A rounds). Its unit is the round:
-  a round's log ratio of run medians, oriented so that positive is worse (w = log(candidate / baseline) for
-  a time, its negative for a rate). Over the n rounds both sides measured, the paired t interval of the mean
-  w at GATE_ALPHA a side (a 98 % two-sided interval): mean +/- t(1 - GATE_ALPHA, n - 1) sd / sqrt(n). With a
-  margin m (the effect judged at, a log ratio):
+- The regression gate (analysis/gate/decision.py) decides with the same interval, read one-sided, the rule its
+  stated sensitivity is measured for (analysis/gate/power.py runs this very rule on resampled A/A rounds).
+  Oriented so that positive is worse (w = log(candidate / baseline) for a time, its negative for a rate), the
+  interval of the mean w at GATE_ALPHA a side: mean +/- t(1 - GATE_ALPHA, n - 1) sd / sqrt(n). With a margin
+  m (the effect judged at, a log ratio):
     PASS         its upper bound is below m: the run rules out a regression of m (an equivalence, or
                  non-inferiority, test at GATE_ALPHA);
     REGRESSED    its lower bound is above 0 and its upper bound is not below m: significantly worse, and not
@@ -46,7 +51,6 @@ data gives the same interval on every run.
 
 import dataclasses
 import math
-import warnings
 
 import numpy as np
 from scipy import stats as sps
@@ -61,7 +65,6 @@ CONFIDENCE = 0.95
 GATE_ALPHA = 0.01  # each side of the gate's interval (see the module docstring): false alarms <= 1 % a check
 RESAMPLES = 4000
 SEED = 20261121
-ALPHA = 0.05
 MIN_RUNS = 3
 CV_WARNING = 0.10
 
@@ -87,15 +90,20 @@ class Summary:
 
 @dataclasses.dataclass
 class Comparison:
+    """Candidate vs baseline under the one decision rule (the module docstring): the interval the reader sees
+    is the one the words come from. Logs are of candidate / baseline, not oriented; ratios are exp of them."""
     baseline_median: float
     candidate_median: float
-    ratio: float  # candidate value / baseline value
-    ratio_ci_low: float  # nan without MIN_RUNS runs a side
-    ratio_ci_high: float
-    p_value: float  # Welch's t-test on run medians, two-sided; nan without MIN_RUNS runs a side
-    p_adjusted: float  # after Holm (set by adjust()); starts equal to p_value
+    ratio: float  # exp(estimate) where every run value is > 0 (the interval's centre), else the medians' ratio
+    estimate: float  # mean log ratio: paired over rounds, or the difference of mean log run values; nan: none
+    se: float  # its standard error (nan: too few units)
+    df: float
     n_baseline: int  # runs
     n_candidate: int
+    paired: bool = False  # rounds of one interleaved run, paired by index; else the sides measured apart
+    n_pairs: int = 0  # paired: the rounds both sides measured
+    family: int = 1  # comparisons the interval's error is split over (Bonferroni; set by adjust())
+    alpha: float = GATE_ALPHA  # each side of the interval, before the family's split
 
     @property
     def change(self):
@@ -103,35 +111,116 @@ class Comparison:
         return self.ratio - 1.0
 
     @property
+    def units(self):
+        """What the interval rests on: pairs of rounds, or the fewer runs of a side."""
+        return self.n_pairs if self.paired else min(self.n_baseline, self.n_candidate)
+
+    @property
     def tested(self):
-        return not math.isnan(self.p_value)
+        return self.units >= MIN_RUNS and math.isfinite(self.estimate) and not math.isnan(self.se)
+
+    @property
+    def side_alpha(self):
+        """Each side's error of the interval: alpha split over the family."""
+        return self.alpha / max(self.family, 1)
+
+    @property
+    def level(self):
+        """The interval's two-sided level, a fraction (0.98 for one comparison at the gate's alpha)."""
+        return 1 - 2 * self.side_alpha
+
+    def log_bounds(self):
+        """(low, high) of the log ratio; (nan, nan) without a test."""
+        if not self.tested:
+            return float("nan"), float("nan")
+        half = float(sps.t.ppf(1 - self.side_alpha, self.df)) * self.se if self.se > 0 else 0.0
+        return self.estimate - half, self.estimate + half
+
+    @property
+    def ratio_ci_low(self):
+        return math.exp(self.log_bounds()[0])
+
+    @property
+    def ratio_ci_high(self):
+        return math.exp(self.log_bounds()[1])
+
+    @property
+    def p_value(self):
+        """Two-sided p of the same t (paired, or Welch on log run values), not adjusted; nan without a test."""
+        if not self.tested:
+            return float("nan")
+        if self.se == 0:
+            return 1.0 if self.estimate == 0 else 0.0
+        return float(2 * sps.t.sf(abs(self.estimate) / self.se, self.df))
+
+    @property
+    def p_adjusted(self):
+        """p times the family (Bonferroni, capped at 1): below 2 * alpha exactly when the interval excludes 1."""
+        return min(1.0, self.p_value * max(self.family, 1)) if self.tested else float("nan")
 
     def no_test_reason(self):
         """Why there is no test ("1 run a side: no test"), or "" when there is one."""
         if self.tested:
             return ""
+        if self.paired:
+            return f"{self.n_pairs} paired round{'s' if self.n_pairs != 1 else ''}: no test"
+        if not math.isfinite(self.estimate) and min(self.n_baseline, self.n_candidate) >= MIN_RUNS:
+            return "a run value <= 0: no log ratio, no test"
         fewer = min(self.n_baseline, self.n_candidate)
         if self.n_baseline == self.n_candidate:
             return f"{fewer} run{'s' if fewer != 1 else ''} a side: no test"
         return f"{self.n_baseline} vs {self.n_candidate} runs: no test"
 
-    def significant(self, alpha=ALPHA):
-        """The adjusted p < alpha AND the ratio's CI excludes 1."""
-        if not self.tested or math.isnan(self.p_adjusted) or self.p_adjusted >= alpha:
-            return False
-        return self.ratio_ci_low > 1.0 or self.ratio_ci_high < 1.0
+    def significant(self):
+        """The interval excludes no change (a ratio of 1)."""
+        low, high = self.log_bounds()
+        return low > 0 or high < 0
 
-    def verdict(self, direction, alpha=ALPHA, min_effect=0.0):
-        """"better", "worse", "not significant", "within ±X%" (significant, smaller than min_effect), or
-        "N run(s) a side: no test"."""
+    def verdict(self, direction, min_effect=0.0):
+        """The words, from the interval alone and the minimum effect m (decision_words), or "N run(s) a side:
+        no test"."""
         if not self.tested:
             return self.no_test_reason()
-        if not self.significant(alpha):
-            return "not significant"
-        if abs(self.change) < min_effect:
-            return f"within ±{fmt_effect(min_effect)}"
-        higher = self.ratio > 1.0
-        return "better" if higher == (direction == "higher_is_better") else "worse"
+        low, high = sorted(orient(b, direction) for b in self.log_bounds())
+        return decision_words(low, high, worse_log(min_effect, direction), better_log(min_effect, direction),
+                              min_effect)
+
+
+def decision_words(low, high, margin_worse, margin_better, min_effect):
+    """The words of a worse-oriented log interval (low, high), judged at the minimum effect m (margin_worse,
+    margin_better: m worse and m better as such logs):
+        "within ±m"       wholly inside ±m (a change shown smaller than the question cares about);
+        "worse"           wholly above 0, and not wholly inside ±m;
+        "better"          wholly below 0, and not wholly inside ±m;
+        "not worse by m"  it spans 0 and rules out m worse (an improvement of more than m not ruled out);
+        "no change"       a point at 0 (deterministic values, equal);
+        "undecided"       anything else: it spans 0 and reaches m worse.
+    The gate's three-way rule (three_way) is the same interval read one-sided: REGRESSED exactly when "worse",
+    PASS when "within", "better", "not worse by" or "no change" (with m > 0), INCONCLUSIVE when "undecided"
+    (gate_state)."""
+    if high < margin_worse and low > margin_better:
+        return f"within ±{fmt_effect(min_effect)}"
+    if low > 0:
+        return "worse"
+    if high < 0:
+        return "better"
+    if low == high == 0:
+        return "no change"
+    if high < margin_worse:
+        return f"not worse by {fmt_effect(min_effect)}"
+    return "undecided"
+
+
+def gate_state(words):
+    """The gate's three-way state (PASS, REGRESSED, INCONCLUSIVE) that goes with a verdict's words, or None for
+    no test: the one rule read two ways (analysis/gate/decision.py reads it the same)."""
+    if words == "worse":
+        return "REGRESSED"
+    if words in ("better", "no change") or words.startswith(("within ±", "not worse by ")):
+        return "PASS"
+    if words == "undecided":
+        return "INCONCLUSIVE"
+    return None
 
 
 def run_medians(groups):
@@ -186,10 +275,20 @@ def summarize(groups):
                    minimum=float(meds.min()), maximum=float(meds.max()), ci_low=lo, ci_high=hi, warnings=warnings)
 
 
-def compare(baseline_groups, candidate_groups, confidence=CONFIDENCE, seed=SEED, resamples=RESAMPLES):
+def better_log(fraction_better, direction):
+    """A fraction better (0.05 = 5 % better) as the worse-oriented log ratio (negative); -inf where no ratio is
+    that much better (a time 100 % shorter)."""
+    if direction == "higher_is_better":
+        return -math.log1p(fraction_better)
+    return math.log1p(-fraction_better) if fraction_better < 1 else -math.inf
+
+
+def compare(baseline_groups, candidate_groups, rounds=None, alpha=GATE_ALPHA):
     """Candidate vs baseline, each a list of runs (lists of per-second samples); see the module docstring.
 
-    resamples=0 skips the ratio's CI (the gate's decision does not use it; calibration makes thousands)."""
+    rounds: (baseline's, candidate's) round of each run, given when both sides are cells of one interleaved run:
+    the interval is then the paired t over the rounds both measured (the gate's), else Welch's on log run
+    values. alpha: each side of the interval for one comparison; adjust() splits it over a family."""
     a = np.asarray(run_medians(baseline_groups))
     b = np.asarray(run_medians(candidate_groups))
     if len(a) == 0 or len(b) == 0:
@@ -197,25 +296,19 @@ def compare(baseline_groups, candidate_groups, confidence=CONFIDENCE, seed=SEED,
     med_a, med_b = float(np.median(a)), float(np.median(b))
     if med_a == 0:
         raise ValueError("the baseline median is 0: a ratio is undefined")
-    ratio = med_b / med_a
-    lo = hi = p = float("nan")
-    if len(a) >= MIN_RUNS and len(b) >= MIN_RUNS:
-        if np.all(a == a[0]) and np.all(b == b[0]):
-            lo = hi = ratio
-            p = 1.0 if a[0] == b[0] else 0.0
-        else:
-            with warnings.catch_warnings():
-                # scipy warns of precision loss when one side's runs are (nearly) identical, e.g. a rate the
-                # benchmark rounds; the test is still defined, and a warning in the summary table helps nobody.
-                warnings.simplefilter("ignore", RuntimeWarning)
-                p = float(sps.ttest_ind(a, b, equal_var=False).pvalue)
-            if resamples:
-                rng = np.random.default_rng(seed)
-                ratios = _bootstrap_medians(b, rng, resamples) / _bootstrap_medians(a, rng, resamples)
-                tail = (1 - confidence) / 2 * 100
-                lo, hi = (float(v) for v in np.percentile(ratios, [tail, 100 - tail]))
-    return Comparison(baseline_median=med_a, candidate_median=med_b, ratio=ratio, ratio_ci_low=lo,
-                      ratio_ci_high=hi, p_value=p, p_adjusted=p, n_baseline=len(a), n_candidate=len(b))
+    if rounds is not None:
+        rounds_a, rounds_b = ([r for g, r in zip(groups, rs) if len(g)] for groups, rs in
+                              ((baseline_groups, rounds[0]), (candidate_groups, rounds[1])))
+        # A lower-is-better orientation is the identity: the evidence keeps candidate / baseline's sign.
+        ev = paired_evidence(dict(zip(rounds_a, a)), dict(zip(rounds_b, b)), "lower_is_better")
+    else:
+        ev = unpaired_evidence(list(a), list(b), "lower_is_better")
+    logs_usable = all(_usable(v) for v in np.concatenate([a, b]))
+    estimate = ev.estimate if logs_usable else float("nan")
+    ratio = math.exp(estimate) if math.isfinite(estimate) else med_b / med_a
+    return Comparison(baseline_median=med_a, candidate_median=med_b, ratio=ratio, estimate=estimate,
+                      se=ev.se if logs_usable else float("nan"), df=ev.df, n_baseline=len(a), n_candidate=len(b),
+                      paired=rounds is not None, n_pairs=ev.n if rounds is not None else 0, alpha=alpha)
 
 
 @dataclasses.dataclass
@@ -255,27 +348,14 @@ def difference(baseline_groups, candidate_groups, confidence=CONFIDENCE, seed=SE
     return Difference(float(np.median(a)), float(np.median(b)), lo, hi, len(a), len(b))
 
 
-def holm(p_values):
-    """Holm-Bonferroni adjusted p-values (same order as given; nan stays nan).
-
-    Controls the family-wise error rate for any dependence between the tests; less conservative than
-    Bonferroni. Compare each adjusted value with alpha.
-    """
-    indexed = [(p, i) for i, p in enumerate(p_values) if not math.isnan(p)]
-    indexed.sort()
-    m = len(indexed)
-    adjusted = [float("nan")] * len(p_values)
-    running = 0.0
-    for rank, (p, i) in enumerate(indexed):
-        running = max(running, min(1.0, (m - rank) * p))
-        adjusted[i] = running
-    return adjusted
-
-
 def adjust(comparisons):
-    """Sets p_adjusted of every comparison of one family by Holm's method."""
-    for c, p in zip(comparisons, holm([c.p_value for c in comparisons])):
-        c.p_adjusted = p
+    """Splits the interval's error over one family (every comparison of a metric in a table, every patch of a
+    series): Bonferroni, each interval at alpha / m a side for the m comparisons that have a test. Simple and
+    conservative; unlike Holm's step-down on p-values, it keeps one interval per comparison that decides its
+    words (issue 82: the words were Holm's while the interval shown was a bootstrap's)."""
+    family = sum(c.tested for c in comparisons)
+    for c in comparisons:
+        c.family = max(family, 1)
     return comparisons
 
 
@@ -357,6 +437,13 @@ def orient(log_ratio, direction):
     return -log_ratio if direction == "higher_is_better" else log_ratio
 
 
+def _sd(values):
+    """The sample sd (ddof 1); exactly 0 for equal values (numpy's mean of three equal logs can differ from them
+    in the last bit, and equal values would then get an interval of 1e-15 instead of a point)."""
+    x = np.asarray(values, dtype=float)
+    return 0.0 if np.ptp(x) == 0 else float(np.std(x, ddof=1))
+
+
 def paired_evidence(baseline, candidate, direction):
     """GateEvidence of rounds paired by index: {round: run median} a side; rounds missing a side, or with a
     value <= 0 or not finite (NaN, inf: never a measurement), are left out."""
@@ -366,7 +453,7 @@ def paired_evidence(baseline, candidate, direction):
     if n < 2:
         return GateEvidence(float(np.mean(w)) if w else float("nan"), float("nan"), max(n - 1, 0), n, True,
                             float("nan"))
-    sd = float(np.std(w, ddof=1))
+    sd = _sd(w)
     return GateEvidence(float(np.mean(w)), sd / math.sqrt(n), n - 1, n, True, sd)
 
 
@@ -379,8 +466,8 @@ def unpaired_evidence(baseline, candidate, direction):
     if n < 2:
         est = orient(float(b.mean() - a.mean()), direction) if len(a) and len(b) else float("nan")
         return GateEvidence(est, float("nan"), 0, n, False, float("nan"))
-    va, vb = float(a.var(ddof=1)) / len(a), float(b.var(ddof=1)) / len(b)
+    va, vb = _sd(a) ** 2 / len(a), _sd(b) ** 2 / len(b)
     se = math.sqrt(va + vb)
     df = (va + vb) ** 2 / (va ** 2 / (len(a) - 1) + vb ** 2 / (len(b) - 1)) if va + vb > 0 else float(n - 1)
-    pooled = math.sqrt((float(a.var(ddof=1)) + float(b.var(ddof=1))) / 2)
+    pooled = math.sqrt((_sd(a) ** 2 + _sd(b) ** 2) / 2)
     return GateEvidence(orient(float(b.mean() - a.mean()), direction), se, df, n, False, pooled)

@@ -23,8 +23,9 @@ from analysis.profiling import profiles
 from analysis.sensitivity import figures as sensitivity_figures
 
 WIDTH = 100
-FOOTNOTE = ("Runs are the unit: a cell is the median of its run medians, its CI a bootstrap over runs. Verdict: "
-            "Welch on run medians, Holm-adjusted p < 0.05 and a CI excluding 0; under 3 runs a side: no test.")
+FOOTNOTE = ("Runs are the unit: a cell is the median of its run medians, its CI a bootstrap over runs. Change: paired "
+            "over rounds (Welch across runs), a t interval at 98% split over the metric's comparisons; the verdict is "
+            "that interval's against the minimum effect, as the gate reads it. Under 3 a side: no test.")
 
 
 def known_answer_lines(cells, known_answers):
@@ -129,7 +130,7 @@ def comparison_table(cells, metrics, declared, question="", axes=None, effects=N
     """The one table: every declared comparison of the headline metric (the first declared metric that has
     comparisons), or each cell's value when nothing is compared. None when no cell has a value. axes: the
     matrix's axis values (its first value per axis is the default, so rows name only what differs). effects:
-    {metric: minimum effect} (analysis/thresholds.py); a significant change below it is "within ±X%". context:
+    {metric: minimum effect} (analysis/thresholds.py); an interval wholly inside it is "within ±X%". context:
     host_context() of a busy run: every verdict says "(busy host)" and the caption says why."""
     effects = effects or {}
     defaults = {a: str(v[0]) for a, v in axes.items()} if axes else None
@@ -142,7 +143,9 @@ def comparison_table(cells, metrics, declared, question="", axes=None, effects=N
         title = question or f"{metrics[first].get('label', first)}: declared comparisons"
         t = _table(title)
         t.add_column("comparison", ratio=1, min_width=24, overflow="fold")
-        for col in ("baseline", "candidate", "change", "change CI"):
+        level = next((compare.fmt_level(r.comparison) for rows in rows_by_metric.values() for r in rows
+                      if r.comparison.tested), "CI")
+        for col in ("baseline", "candidate", "change", f"change {level}"):
             t.add_column(col, justify="right", no_wrap=True)
         t.add_column("runs", justify="right", no_wrap=True)
         t.add_column("verdict", min_width=15, overflow="fold")  # a long verdict wraps, the comparison keeps its room
@@ -241,9 +244,9 @@ def ceiling_lines(cells, metric, caps):
 
 def precision_line(resolved, unresolved):
     """Whether the comparisons' intervals are narrow enough for the effect the question cares about (the
-    metric's minimum effect): a 95 % CI wider than ± that effect cannot tell it from no change."""
+    metric's minimum effect): an interval wider than ± that effect cannot tell it from no change."""
     total = resolved + len(unresolved)
-    text = f"Precision: {resolved} of {total} comparison(s) have a 95% CI within ± the minimum effect."
+    text = f"Precision: {resolved} of {total} comparison(s) have an interval within ± the minimum effect."
     if unresolved:
         shown = "; ".join(unresolved[:3]) + (f"; {len(unresolved) - 3} more" if len(unresolved) > 3 else "")
         text += (f" Too wide to answer: {shown}. More rounds or a quieter rig narrow it (analysis/README.md: Sensitivity; "
@@ -265,7 +268,7 @@ def fmt_short(x):
 
 
 def _short_ci(c):
-    """The change's 95 % CI as "+7.3..+12.5%", or "-" without 3 runs a side."""
+    """The change's interval as "+7.3..+12.5%", or "-" without 3 rounds or runs a side."""
     if c.ratio_ci_low != c.ratio_ci_low:
         return "-"
     return f"{(c.ratio_ci_low - 1) * 100:+.1f}..{(c.ratio_ci_high - 1) * 100:+.1f}%"

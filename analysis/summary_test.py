@@ -137,7 +137,7 @@ class SummaryTest(unittest.TestCase):
 
     def test_precision_says_which_intervals_are_too_wide(self):
         self.assertEqual(summary.precision_line(2, []),
-                         "Precision: 2 of 2 comparison(s) have a 95% CI within ± the minimum effect.")
+                         "Precision: 2 of 2 comparison(s) have an interval within ± the minimum effect.")
         line = summary.precision_line(0, ["parallel vs g1 (-16.9..+75.0%, ±5%)"])
         self.assertIn("0 of 1", line)
         self.assertIn("Too wide to answer: parallel vs g1 (-16.9..+75.0%, ±5%)", line)

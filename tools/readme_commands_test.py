@@ -227,18 +227,17 @@ class ReadmeCommandsTest(unittest.TestCase):
 # print for them to be true (issue 41: figures that went stale). A figure the README quotes and the set no
 # longer gives fails here; so does a README that no longer says it (then update or drop the entry).
 FIGURES = [
-    ("mapreduce-mr1-vs-mr2-smoke-2vcpu", "job_duration 3.07 vs 2.64 s, +16.5 % (95 % CI +11.1..+29.6 %)",
-     ["2.64", "3.07", "+16.5%", "+11.1..+29.6%"]),
-    ("redis-quiet-slowdown-20261127-2vcpu", "read -0.9 % (95 % CI -17.6..+18.9 %)", ["-0.9%", "-17.6..+18.9%"]),
-    # Two estimators of one comparison, each named (issue 41, item 2): the tables' ratio of medians and the
-    # stopping rule's paired change.
+    ("mapreduce-mr1-vs-mr2-smoke-2vcpu", "job_duration 3.07 vs 2.64 s, +19.8 % (98 % CI +9.8..+30.7 %)",
+     ["2.64", "3.07", "+19.8%", "+9.8..+30.7%"]),
+    ("redis-quiet-slowdown-20261127-2vcpu", "read -5.3 % (98 % CI -16.8..+7.6 %)", ["-5.3%", "-16.8..+7.6%"]),
+    # One estimator since issue 82: the tables show the stopping rule's paired change and its interval.
     ("yarn_cps-nightly-sequential-20261124-2vcpu",
-     "+1.8 % as every table shows a change, the ratio of the median run medians, CI −32.2..+24.6 %; −1.8 % as "
-     "the stopping rule's paired change", ["+1.8%", "-32.2..+24.6%", "paired change", "-1.8%"]),
-    ("redis-embstr-instructions-20261127-2vcpu", "GET -0.0 % (-2.3..+0.6 %)", ["-0.0%", "-2.3..+0.6%"]),
-    ("calibration-container-overhead-2vcpu", "CPU loop +0.0 % (−0.8..+0.9 %)", ["+0.0%", "-0.8..+0.9%"]),
-    ("namenode-gate-slowdown-fixed-20261126-2vcpu", "read -8.6 % (-10.1..-5.3 %), worse",
-     ["36,748", "33,585", "-8.6%", "-10.1..-5.3%", "worse"]),
+     "−1.8 % (98 % CI −18.8..+18.8 %), the stopping rule's paired change", ["-1.8%", "-18.8..+18.8%", "paired change"]),
+    ("redis-embstr-instructions-20261127-2vcpu", "GET -0.5 % (98 % CI -1.8..+0.8 %)", ["-0.5%", "-1.8..+0.8%"]),
+    ("calibration-container-overhead-2vcpu", "CPU loop +0.0 % (98 % CI −1.3..+1.4 %, within ±3 %)",
+     ["+0.0%", "-1.3..+1.4%", "within ±3%"]),
+    ("namenode-gate-slowdown-fixed-20261126-2vcpu", "read -7.0 % (98 % CI -8.9..-5.1 %), worse",
+     ["36,748", "33,585", "-7.0%", "-8.9..-5.1%", "worse"]),
 ]
 
 

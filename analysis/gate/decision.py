@@ -242,6 +242,12 @@ def _runs(docs, metric):
     return [[s["value"] for s in d["samples"] if s["metric"] == metric] for d in docs if d["status"] == "ok"]
 
 
+def _rounds(docs, metric):
+    """The round (repetition) of each run _runs keeps, in its order."""
+    return [d["cell"]["repetition"] for d in docs if d["status"] == "ok"
+            and any(s["metric"] == metric for s in d["samples"])]
+
+
 def gate(baseline, candidate, min_effect, min_runs=3, overrides=None, same_run=False, design=None, figures=None,
          strict=False, draws=gate_power.DRAWS):
     """[Check] for every cell both sets measured, each decided; raises GateError when the input cannot be gated.
@@ -276,24 +282,7 @@ def gate(baseline, candidate, min_effect, min_runs=3, overrides=None, same_run=F
             if not a and not b:
                 continue
             effect = (overrides or {}).get(metric, min_effect.get(metric, DEFAULT_MIN_EFFECT))
-            try:  # a side with no ok run still gets its check: INCONCLUSIVE, named
-                comparison = stats.compare(a or [[math.nan]], b or [[math.nan]], resamples=0)
-            except ValueError as e:  # a zero baseline: no ratio, so no verdict either way
-                raise GateError(f"{label} {metric}: {e}") from None
-            if any(m <= 0 for m in stats.run_medians(a) + stats.run_medians(b)):
-                # The rule reads log ratios; a rate or time of 0 is a run that measured nothing, not a verdict.
-                raise GateError(f"{label} {metric}: a run's median is <= 0 (the baseline's "
-                                f"{comparison.baseline_median:g}, the candidate's {comparison.candidate_median:g}): "
-                                "no ratio, so no verdict either way")
-            if same_run:
-                evidence = stats.paired_evidence(sequential._medians_by_round(base_cells[key], metric),
-                                                 sequential._medians_by_round(cand_docs, metric), decl["direction"])
-            else:
-                evidence = stats.unpaired_evidence(stats.run_medians(a), stats.run_medians(b), decl["direction"])
-            if evidence.n < min_runs:
-                evidence = dataclasses.replace(evidence, n=min(evidence.n, stats.MIN_RUNS - 1))
-            check = Check(label, params, metric, decl["unit"], decl["direction"], effect, comparison, (len(a), len(b)),
-                          evidence)
+            check = check_of(label, params, metric, decl, effect, base_cells[key], cand_docs, same_run, min_runs)
             check.design = _design_of(check, design, effect)
             _sensitivity(check, (figures or {}).get(metric), candidate.first_ok(), draws)
             checks.append(check)
@@ -311,6 +300,32 @@ def gate(baseline, candidate, min_effect, min_runs=3, overrides=None, same_run=F
     for check in checks:
         check.decide()
     return checks
+
+
+def check_of(label, params, metric, decl, effect, base_docs, cand_docs, same_run, min_runs=stats.MIN_RUNS):
+    """The undecided Check of one (cell, metric): its comparison and the evidence the rule reads, paired by round
+    (same_run) or measured apart. Raises GateError where the rule has no log ratio."""
+    a, b = _runs(base_docs, metric), _runs(cand_docs, metric)
+    a, b = [r for r in a if r], [r for r in b if r]
+    rounds = (_rounds(base_docs, metric), _rounds(cand_docs, metric)) if same_run and a and b else None
+    try:  # a side with no ok run still gets its check: INCONCLUSIVE, named
+        comparison = stats.compare(a or [[math.nan]], b or [[math.nan]], rounds=rounds)
+    except ValueError as e:  # a zero baseline: no ratio, so no verdict either way
+        raise GateError(f"{label} {metric}: {e}") from None
+    if any(m <= 0 for m in stats.run_medians(a) + stats.run_medians(b)):
+        # The rule reads log ratios; a rate or time of 0 is a run that measured nothing, not a verdict.
+        raise GateError(f"{label} {metric}: a run's median is <= 0 (the baseline's "
+                        f"{comparison.baseline_median:g}, the candidate's {comparison.candidate_median:g}): "
+                        "no ratio, so no verdict either way")
+    if same_run:
+        evidence = stats.paired_evidence(sequential._medians_by_round(base_docs, metric),
+                                         sequential._medians_by_round(cand_docs, metric), decl["direction"])
+    else:
+        evidence = stats.unpaired_evidence(stats.run_medians(a), stats.run_medians(b), decl["direction"])
+    if evidence.n < min_runs:
+        evidence = dataclasses.replace(evidence, n=min(evidence.n, stats.MIN_RUNS - 1))
+    return Check(label, params, metric, decl["unit"], decl["direction"], effect, comparison, (len(a), len(b)),
+                 evidence)
 
 
 def ungated_note(baseline, candidate):

@@ -10,7 +10,7 @@ the provenance appendix. An emulated host's reference measures QEMU, not a CPU: 
 
 import math
 
-from analysis import drift
+from analysis import compare, drift
 from analysis.reports import render
 
 
@@ -115,7 +115,8 @@ def blocks(sets, labels, rows, metric, unit):
     if not probes:
         without = [label for label, s in zip(labels, sets) if not reference_medians(s)]
         ref_changes = [f"{' and '.join(without) or 'one host'} recorded no host reference: not normalized"]
-    columns = ["cell", f"{labels[1]} / {labels[0]}", "95% CI"] + [f"normalized by {m}" for m in probes]
+    level = next((compare.fmt_level(r.comparison) for r in rows if r.comparison.tested), "CI")
+    columns = ["cell", f"{labels[1]} / {labels[0]}", level] + [f"normalized by {m}" for m in probes]
     out.append(render.TableBlock(
         columns, table,
         caption=(f"{metric} ({unit}): {labels[1]} relative to {labels[0]} per cell, and the same ratio divided "

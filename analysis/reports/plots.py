@@ -1,7 +1,7 @@
 """Report figures (matplotlib, no display): medians with 95% CIs per cell, and per-second series.
 
 Each function writes one PNG and returns its path. Colours carry the verdict (green better, red worse,
-grey baseline or not significant); published reference values are dashed lines, labelled as such.
+grey baseline, undecided or within the minimum effect); published reference values are dashed lines, labelled as such.
 """
 
 import matplotlib
@@ -18,7 +18,7 @@ from matplotlib.ticker import EngFormatter  # noqa: E402
 
 from results import safeio  # noqa: E402
 
-VERDICT_COLOURS = {"better": "#2e7d32", "worse": "#c62828", "not significant": "#546e7a", "baseline": "#9e9e9e"}
+VERDICT_COLOURS = {"better": "#2e7d32", "worse": "#c62828", "undecided": "#546e7a", "baseline": "#9e9e9e"}
 DPI = 110
 
 
@@ -37,7 +37,7 @@ def ci_bars(path, title, unit, bars):
     fig, ax = plt.subplots(figsize=(7.5, 0.55 * len(bars) + 1.6))
     ys = list(range(len(bars)))[::-1]
     for y, (label, median, lo, hi, verdict) in zip(ys, bars):
-        colour = VERDICT_COLOURS.get(verdict, VERDICT_COLOURS["not significant"])
+        colour = VERDICT_COLOURS.get(verdict, VERDICT_COLOURS["undecided"])
         if lo != lo:  # fewer than 3 runs: no interval to draw, only the point
             ax.plot([median], [y], "o", color=colour, fillstyle="none")
         else:
@@ -249,7 +249,7 @@ def bisect_steps(path, title, points, first_bad=None):
     colours = {"good": VERDICT_COLOURS["better"], "bad": VERDICT_COLOURS["worse"]}
     fig, ax = plt.subplots(figsize=(7.5, 3.2))
     for index, _label, worse, lo, hi, verdict in points:
-        colour = colours.get(verdict, VERDICT_COLOURS["not significant"])
+        colour = colours.get(verdict, VERDICT_COLOURS["undecided"])
         if worse is None:  # skipped (does not build): marked on the axis, not measured
             ax.plot([index], [0], "x", color=colour, markersize=8)
         elif lo is None or hi is None:

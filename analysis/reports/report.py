@@ -9,13 +9,16 @@ first is the baseline); `cross-host` pairs the same cells of two hosts' sets. Co
 their provenance to differ only where the kind allows (for cross-host: the host); otherwise the report is
 refused (exit 2), or with --allow-provenance-mismatch written with a warning on its title page.
 
-Every comparison follows analysis/stats.py: runs are the unit (Welch on run medians, Holm-adjusted over the
-report's family per metric, a bootstrap CI over runs; under 3 runs a side no test). Published figures of the
+Every comparison follows analysis/stats.py's one rule, the gate's: an interval of the log ratio (paired over the
+rounds of one interleaved run, Welch's across sets), 98 % for one comparison and split by Bonferroni over the
+report's family per metric; the words come from that interval and the metric's minimum effect (under 3 rounds
+or runs a side no test). Published figures of the
 case studies (results/reference/) for the same rig and kind are shown beside, labelled as not measured.
 """
 
 import argparse
 import collections
+import dataclasses
 import datetime
 import glob
 import os
@@ -41,6 +44,20 @@ EXIT_OK, EXIT_BAD_INPUT = 0, 2
 TIME_UNITS = ("s", "ms", "us", "min")
 
 
+@dataclasses.dataclass(frozen=True)
+class Story:
+    """What a study says it is about (results/baselines/studies.toml, issue 82): the metrics that answer its
+    question (the first a set measures leads the report, its title sentence and its one line), the counters
+    that show the mechanism (said on the title page, each in one line) and its caveats (said there too)."""
+    answer: tuple = ()
+    mechanism: tuple = ()
+    caveats: tuple = ()
+
+    def metric_order(self, declared):
+        """The declared metrics with the answer's first, in its order."""
+        return [m for m in self.answer if m in declared] + [m for m in declared if m not in self.answer]
+
+
 def main_rows(rows, kind, axis):
     """The comparisons the kind's question names: the compared axis, with the kind's further axes (e.g.
     MR1's record share) at their baselines."""
@@ -50,7 +67,7 @@ def main_rows(rows, kind, axis):
 
 
 def pair_clause(r, metric_label, decl, kind):
-    """One comparison in words: `mapreduce=mr2 vs mr1 [job=wordcount]: job_duration -12.3% (95% CI ...),
+    """One comparison in words: `mapreduce=mr2 vs mr1 [job=wordcount]: job_duration -12.3% (98% CI ...),
     faster (better)`."""
     c = r.comparison
     # The kind's further axes at their baselines go without saying (mr1-vs-mr2: the default record share).
@@ -62,12 +79,12 @@ def pair_clause(r, metric_label, decl, kind):
     word = verdict(c, decl)
     if kind.time_words and decl.get("unit") in TIME_UNITS and word in ("better", "worse"):
         word = f"{kind.time_words[0] if word == 'better' else kind.time_words[1]} ({word})"
-    return f"{head} {c.change:+.1%} (95% CI {compare.fmt_change_ci(c)}), {word}"
+    return f"{head} {c.change:+.1%} ({compare.fmt_level(c)} {compare.fmt_change_ci(c)}), {word}"
 
 
 def title_sentence(rows, metric_label, decl, kind=KINDS["axis"], axis=None, levels=()):
     """The title page's one-sentence answer, from the rows of the headline metric: the comparison the kind's
-    question names first (its axis, one clause per pair of cells), else the largest significant change.
+    question names first (its axis, one clause per pair of cells), else the largest change shown (worse or better).
     levels: [(cell label, stats.Summary)] of the metric, said when there is nothing to compare."""
     if not rows:
         if levels:
@@ -85,7 +102,7 @@ def title_sentence(rows, metric_label, decl, kind=KINDS["axis"], axis=None, leve
         rest = [r for r in rows if r not in main]
         if rest:
             moved = sum(verdict(r.comparison, decl) in ("better", "worse") for r in rest)
-            text += f". The other {len(rest)} comparison(s) ({moved} significant) follow the answer"
+            text += f". The other {len(rest)} comparison(s) ({moved} changed) follow the answer"
         return text + "."
     significant = [r for r in rows if verdict(r.comparison, decl) in ("better", "worse")]
     untested = [r for r in rows if not r.comparison.tested]
@@ -93,15 +110,16 @@ def title_sentence(rows, metric_label, decl, kind=KINDS["axis"], axis=None, leve
         return (f"No test for {metric_label}: {untested[0].comparison.no_test_reason()} (a test needs 3 or more "
                 "runs a side; per-second samples of one run are not independent).")
     if not significant:
-        return (f"No significant change in {metric_label}: none of the {len(rows)} comparison(s) passed "
-                "Holm-adjusted p < 0.05, a 95% CI of the ratio excluding 1 and a change of at least the metric's "
-                f"minimum effect ({stats.fmt_effect(decl.get('min_effect', 0.0))}).")
+        return (f"No change shown in {metric_label}: none of the {len(rows)} comparison(s) has an interval "
+                f"wholly beyond 0 and the metric's minimum effect ({stats.fmt_effect(decl.get('min_effect', 0.0))}) "
+                "(analysis/stats.py: one rule, the gate's).")
     top = max(significant, key=lambda r: abs(r.comparison.change))
     c = top.comparison
     verb = "raises" if c.change > 0 else "lowers"
     where = f" (with {top.others})" if top.others else ""
-    return (f"{top.axis}={top.value} {verb} {metric_label} by {c.change:+.1%} (95% CI {compare.fmt_change_ci(c)}) "
-            f"vs {top.axis}={top.baseline_value}{where}; {len(significant)} of {len(rows)} comparison(s) significant, "
+    return (f"{top.axis}={top.value} {verb} {metric_label} by {c.change:+.1%} ({compare.fmt_level(c)} "
+            f"{compare.fmt_change_ci(c)}) "
+            f"vs {top.axis}={top.baseline_value}{where}; {len(significant)} of {len(rows)} comparison(s) changed, "
             f"{verdict(c, decl)} for this metric.")
 
 
@@ -116,37 +134,31 @@ def published_for(references, kind_name, rig):
 
 
 def build(kind_name, sets, out_dir, metrics=None, axis=None, allow_mismatch=False, command=None, generated_at=None,
-          question=None):
+          question=None, story=Story(), appendix=True):
     """The report's blocks. Figures are written into out_dir. question: the study's own (the site's
     studies.toml), else the run's matrix's, else the kind's in words. The sections in page order: the title page,
-    each metric, attribution, published figures, observations, cells not measured, provenance."""
-    prepared = prepare(kind_name, sets, axis, allow_mismatch)
+    each metric, attribution, published figures, observations, cells not measured, provenance. appendix=False: the
+    story alone (the answer's metric and the mechanism's counters; the rest said, not drawn)."""
+    prepared, declared, chosen, cells, declared_groups, rows_by_metric = comparisons(kind_name, sets, metrics, axis,
+                                                                                      allow_mismatch, story)
     references = [s for s in sets if s.published]
     measured = prepared.sets
-    declared = declared_metrics(measured, prepared)
-    chosen = metrics or list(declared)
-    unknown = [m for m in chosen if m not in declared]
-    if unknown:
-        raise ReportError(f"no such metric {', '.join(unknown)}; the sets measure {', '.join(declared)}")
-    # Matrix order (the manifests' plans): an axis' first value in it is the baseline, as in the runner.
-    order = []
-    for index, s in enumerate(measured):
-        prefix = f"{index}:" if len(measured) > 1 else ""
-        order += [prefix + c["id"] for c in s.manifest.get("cells", []) if isinstance(c, dict) and "id" in c]
-    cells = compare.collect(prepared.docs, order)
     rig = measured[0].docs[0]["matrix"]["rig"]
     published = published_for(references, kind_name, rig)
-
-    declared_groups = prepared.groups if prepared.groups is not None else _declared_groups(measured, prepared)
-    rows_by_metric = {m: compare.axis_rows(cells, m, axes=prepared.axes, baselines=prepared.baselines,
-                                           declared=declared_groups) for m in chosen}
     blocks = title_blocks(kind_name, prepared, cells, rows_by_metric, declared, chosen[0], rig, published, question,
-                          generated_at)
+                          generated_at, story_blocks(story, cells, declared, prepared, declared_groups))
     figure_index = 0
-    for metric in chosen:
+    # Without the appendix a report is its story: the metric that answers and the mechanism's counters; the
+    # other metrics' pages, the threads, monitors, tails and observations are the appendix (issue 82).
+    drawn = chosen if appendix else list(dict.fromkeys([chosen[0]] + [m for m in story.mechanism if m in chosen]))
+    for metric in drawn:
         metric_part, figure_index = metric_blocks(metric, declared[metric], rows_by_metric[metric], cells, prepared,
-                                                  declared_groups, out_dir, figure_index)
+                                                  declared_groups, out_dir, figure_index, story_only=not appendix)
         blocks += metric_part
+    if len(drawn) < len(chosen):
+        blocks.append(render.Para(f"Not drawn here: {', '.join(m for m in chosen if m not in drawn)}, and the "
+                                  "threads, monitors, tails and observations (the appendix: rerun the report with "
+                                  "--appendix; the site's set pages have it)."))
 
     if kind_name == "stock-vs-patched":
         blocks += attribution_blocks(cells, chosen, declared, prepared.docs)
@@ -155,11 +167,13 @@ def build(kind_name, sets, out_dir, metrics=None, axis=None, allow_mismatch=Fals
         blocks.append(render.Heading(f"Published figures ({resultsets.PUBLISHED_LABEL})"))
         blocks.append(_published_table(published))
 
-    blocks += thread_cpu_blocks(prepared.docs, out_dir)
-    blocks += monitor_blocks(prepared.docs, out_dir)
+    if appendix:
+        blocks += thread_cpu_blocks(prepared.docs, out_dir)
+        blocks += monitor_blocks(prepared.docs, out_dir)
     blocks += profile_blocks(measured, out_dir)
-    blocks += tail_blocks(prepared.docs)
-    blocks += observation_tables(prepared.docs)
+    if appendix:
+        blocks += tail_blocks(prepared.docs)
+        blocks += observation_tables(prepared.docs)
 
     missing = compare.not_measured_rows(cells)
     blocks.append(render.Heading("Cells not measured"))
@@ -175,10 +189,59 @@ def build(kind_name, sets, out_dir, metrics=None, axis=None, allow_mismatch=Fals
     return blocks
 
 
+def comparisons(kind_name, sets, metrics=None, axis=None, allow_mismatch=False, story=Story()):
+    """What a report compares, before it is drawn: (prepared, declared metrics, chosen metrics, cells, declared
+    comparison groups, {metric: [compare.Row]}): the rows whose words and intervals the report prints (the
+    consistency test holds them to the gate's decision)."""
+    prepared = prepare(kind_name, sets, axis, allow_mismatch)
+    measured = prepared.sets
+    declared = declared_metrics(measured, prepared)
+    chosen = metrics or story.metric_order(declared)
+    unknown = [m for m in chosen if m not in declared]
+    if unknown:
+        raise ReportError(f"no such metric {', '.join(unknown)}; the sets measure {', '.join(declared)}")
+    # Matrix order (the manifests' plans): an axis' first value in it is the baseline, as in the runner.
+    order = []
+    for index, s in enumerate(measured):
+        prefix = f"{index}:" if len(measured) > 1 else ""
+        order += [prefix + c["id"] for c in s.manifest.get("cells", []) if isinstance(c, dict) and "id" in c]
+    cells = compare.collect(prepared.docs, order)
+    declared_groups = prepared.groups if prepared.groups is not None else _declared_groups(measured, prepared)
+    rows_by_metric = {m: compare.axis_rows(cells, m, axes=prepared.axes, baselines=prepared.baselines,
+                                           declared=declared_groups) for m in chosen}
+    return prepared, declared, chosen, cells, declared_groups, rows_by_metric
+
+
+def story_blocks(story, cells, declared, prepared, declared_groups):
+    """The title page's mechanism (each declared counter's comparison in one line: a count that may be 0 as its
+    difference with its interval) and caveats, from a study's story."""
+    lines = []
+    for metric in story.mechanism:
+        if metric not in declared:
+            continue  # measured by another part of a study in parts
+        decl = declared[metric]
+        if decl.get("zero_possible"):
+            rows = compare.difference_rows(cells, metric, axes=prepared.axes, baselines=prepared.baselines,
+                                           declared=declared_groups)
+            said = "; ".join(f"{r.axis}={r.value} vs {r.baseline_value}{f' [{r.others}]' if r.others else ''} "
+                             f"{compare.fmt_difference(r.difference, decl['unit'])}" for r in rows[:4]) or "not compared"
+        else:
+            rows = compare.axis_rows(cells, metric, axes=prepared.axes, baselines=prepared.baselines,
+                                     declared=declared_groups)
+            said = oneline.one_line(rows, metric, decl, None, _levels(cells, metric))
+        lines.append(f"{metric} ({decl['unit']}): {said}")
+    blocks = []
+    if lines:
+        blocks.append(render.Para("Mechanism: " + " | ".join(lines)))
+    if story.caveats:
+        blocks.append(render.Para("Caveats: " + " ".join(c if c.endswith(".") else c + "." for c in story.caveats)))
+    return blocks
+
+
 def title_blocks(kind_name, prepared, cells, rows_by_metric, declared, headline, rig, published, question,
-                 generated_at):
-    """The title page: the question, the answer and its one line, ceilings and warnings, the question's own
-    comparison, sequential stops, the cross-host pages, how to read the tables."""
+                 generated_at, story=()):
+    """The title page: the question, the answer and its one line, the story's mechanism and caveats, ceilings and
+    warnings, the question's own comparison, sequential stops, the cross-host pages, how to read the tables."""
     kind = KINDS[kind_name]
     measured = prepared.sets
     names = [s.name for s in measured]
@@ -204,7 +267,7 @@ def title_blocks(kind_name, prepared, cells, rows_by_metric, declared, headline,
                            banner=prepared.banner),
               render.Para("Answer: " + title_sentence(rows_by_metric[headline], headline, declared[headline], kind,
                                               axis_asked, _levels(cells, headline)), strong=True),
-              render.Para("In one line: " + in_one_line)]
+              render.Para("In one line: " + in_one_line)] + list(story)
     for note in capped:
         blocks.append(render.Para(f"AT CEILING: {note} (analysis/ceilings.py: the rig's declared ceiling of "
                                   f"{headline} for that cell, reached within {1 - ceilings.AT_CEILING:.0%})", strong=True))
@@ -212,8 +275,7 @@ def title_blocks(kind_name, prepared, cells, rows_by_metric, declared, headline,
         blocks.append(render.Para("WARNING: " + w, strong=True))
     if asked_rows:  # the comparison the question names, on the title page
         blocks.append(render.TableBlock(
-            [axis_asked, "other parameters", "median", "95% CI", "runs", "change", "change 95% CI", "p (Holm)",
-             "verdict"],
+            table_header(axis_asked, asked_rows),
             [row for r in asked_rows for row in table_rows(r, declared[headline])],
             caption=f"{headline} ({declared[headline]['unit']}): {axis_asked}, the question's comparison"))
     blocks += sequential_blocks(measured)
@@ -223,10 +285,14 @@ def title_blocks(kind_name, prepared, cells, rows_by_metric, declared, headline,
     blocks.append(render.Para(
         "How to read: each candidate cell is compared with its baseline partner (same parameters except the "
         "compared axis). Runs (repetitions) are the independent units: a cell's value is the median of its run "
-        "medians; change = ratio of the cells' values - 1, with a 95% bootstrap CI over runs; p = Welch's t-test "
-        "on run medians, Holm-adjusted over all comparisons of the metric. Both need 3 or more runs a side: with "
-        "fewer the table prints '-' and says 'no test'. A change is significant only if p < 0.05 and the CI "
-        "excludes 0. Per-second samples appear only in the series plots (within-run stability)."))
+        "medians (its 95% CI a bootstrap over runs). A change is the geometric mean ratio of the two cells' run "
+        "medians - 1, paired round by round where both cells were measured in one interleaved run (Welch's "
+        "interval across runs otherwise), with a t interval at 98% for one comparison, split by Bonferroni over "
+        "all comparisons of the metric (the column says its level). The verdict is that interval's, read against "
+        "the metric's minimum effect m: within ±m (wholly inside), better or worse (wholly beyond 0), not worse "
+        "by m (rules out m worse), undecided otherwise; the regression gate reads the same interval (PASS, "
+        "REGRESSED, INCONCLUSIVE). 3 or more rounds or runs a side: with fewer the table prints '-' and says 'no "
+        "test'. Per-second samples appear only in the series plots (within-run stability)."))
     if published:
         blocks.append(render.Para(f"Published figures ({resultsets.PUBLISHED_LABEL}) from "
                                   f"{', '.join(sorted({d['source']['title'] for d, _ in published}))} are in their "
@@ -250,10 +316,14 @@ def declared_metrics(measured, prepared):
                                    for name, decl in declared.items())
 
 
-def metric_blocks(metric, decl, rows, cells, prepared, declared_groups, out_dir, figure_index):
+def metric_blocks(metric, decl, rows, cells, prepared, declared_groups, out_dir, figure_index, story_only=False):
     """One metric's pages: a count's differences, or per compared axis its bars with intervals, its table and
     its per-second series; then its stability warnings. Figures are numbered on from figure_index; returns
-    the blocks and the last figure's number."""
+    the blocks and the last figure's number. story_only: only the axis the question names (when the kind names
+    one), no per-second series and no stability table (the appendix has them)."""
+    asked = prepared.axes[0] if story_only and prepared.axes else None
+    if asked and any(r.axis == asked for r in rows):
+        rows = [r for r in rows if r.axis == asked]
     blocks = [render.Heading(f"{metric} ({decl['unit']}, {decl['direction'].replace('_', ' ')})")]
     if decl.get("zero_possible"):
         blocks += count_blocks(cells, metric, decl, prepared, declared_groups)
@@ -277,21 +347,20 @@ def metric_blocks(metric, decl, rows, cells, prepared, declared_groups, out_dir,
         path = plots.ci_bars(os.path.join(out_dir, f"figure{figure_index}.png"), f"{metric} by {ax}",
                              decl["unit"], bars)
         blocks.append(render.Figure(path, f"Figure {figure_index}: {metric} by {ax}, median and 95% CI per "
-                                          "cell; green better, red worse, grey baseline, not significant or within the minimum effect "
+                                          "cell; green better, red worse, grey baseline, undecided or within the minimum effect "
                                           f"({stats.fmt_effect(decl['min_effect'])})."))
         blocks.append(render.TableBlock(
-            [ax, "other parameters", "median", "95% CI", "runs", "change", "change 95% CI", "p (Holm)",
-             "verdict"],
+            table_header(ax, group),
             [row for r in group for row in table_rows(r, decl)],
             caption=f"{metric} by {ax} (baseline {ax}={group[0].baseline_value})"))
-        series_lines = _series(cells, group, metric)
+        series_lines = [] if story_only else _series(cells, group, metric)
         if series_lines:
             figure_index += 1
             path = plots.series(os.path.join(out_dir, f"figure{figure_index}.png"),
                                 f"{metric} per second, by {ax}", decl["unit"], series_lines)
             blocks.append(render.Figure(path, f"Figure {figure_index}: {metric} per second over the measured "
                                               "window, first measured repetition of each cell."))
-    warns = _stability_warnings(rows)
+    warns = [] if story_only else _stability_warnings(rows)
     if warns:
         blocks.append(render.TableBlock(["cell", "warning"], warns, caption=f"Stability warnings ({metric})"))
     return blocks, figure_index
@@ -319,7 +388,8 @@ def _median_range(s, unit=""):
             f"{compare.fmt_value(s.maximum, unit)}, {s.runs})")
 
 
-def build_parts(kind_name, sets, out_dir, metrics=None, axis=None, command=None, generated_at=None, question=None):
+def build_parts(kind_name, sets, out_dir, metrics=None, axis=None, command=None, generated_at=None, question=None,
+                story=Story(), appendix=True):
     """Sets of different designs that each answer the kind's question within themselves (MR1 vs MR2 in local
     mode and on a cluster): one part per set, each its own run's comparison on the kind's axis, under one
     title page that gives every part's answer. The sets are never compared with each other: their cells
@@ -334,7 +404,8 @@ def build_parts(kind_name, sets, out_dir, metrics=None, axis=None, command=None,
         folder = os.path.join(out_dir, f"part{index}")
         os.makedirs(folder, exist_ok=True)
         chosen = [m for m in metrics or [] if m in s.metrics()] or None
-        blocks = build(kind_name, [s] + references, folder, chosen, axis, generated_at=generated_at)
+        blocks = build(kind_name, [s] + references, folder, chosen, axis, generated_at=generated_at,
+                       story=dataclasses.replace(story, caveats=()), appendix=appendix)
         parts.append((s, blocks))
     hosts = sorted({h for s in measured for h in s.host_ids()})
     names = [s.name for s in measured]
@@ -352,6 +423,10 @@ def build_parts(kind_name, sets, out_dir, metrics=None, axis=None, command=None,
            render.Para(f"This report has {len(parts)} parts, one per set: each set is one run whose cells were "
                        "measured interleaved and is compared within itself. The sets are of different designs "
                        "(their matrices and workloads differ), so no cell of one is compared with a cell of another.")]
+    mechanism = [render.Para(f"Mechanism ({label}): {b.text.removeprefix('Mechanism: ')}") for label, (_, blocks)
+                 in zip(labels, parts) for b in blocks[1:6]
+                 if isinstance(b, render.Para) and b.text.startswith("Mechanism: ")]
+    out[3:3] = mechanism + story_blocks(dataclasses.replace(story, mechanism=()), [], {}, None, None)
     for label, (s, blocks) in zip(labels, parts):
         out.append(render.Break())
         out.append(render.Heading(f"{label[0].upper()}{label[1:]}: {blocks[0].text.split(': ', 1)[-1]}"))
@@ -407,15 +482,20 @@ def _label(axis, value, others):
     return f"{axis}={value}" + (f" [{others}]" if others else "")
 
 
+def table_header(axis, rows):
+    """The comparison table's columns; the change's interval names its level (one family: one level)."""
+    level = next((compare.fmt_level(r.comparison) for r in rows if r.comparison.tested), "CI")
+    return [axis, "other parameters", "median", "95% CI", "runs", "change", f"change {level}", "verdict"]
+
+
 def table_rows(r, decl):
-    """The baseline and candidate rows of one comparison. Without 3 runs a side the interval, change CI and
-    p columns print "-" and the verdict says "no test" (analysis/stats.py)."""
+    """The baseline and candidate rows of one comparison. Without 3 rounds or runs a side the intervals print
+    "-" and the verdict says "no test" (analysis/stats.py)."""
     c = r.comparison
     return [[f"{r.baseline_value} (baseline)", r.others, compare.fmt_value(r.baseline.median),
-             compare.fmt_ci(r.baseline), str(r.baseline.runs), "", "", "", ""],
+             compare.fmt_ci(r.baseline), str(r.baseline.runs), "", "", ""],
             [r.value, r.others, compare.fmt_value(r.summary.median), compare.fmt_ci(r.summary),
-             str(r.summary.runs), f"{c.change:+.1%}", compare.fmt_change_ci(c),
-             compare.fmt_p(c.p_adjusted), verdict(c, decl)]]
+             str(r.summary.runs), f"{c.change:+.1%}", compare.fmt_change_ci(c), verdict(c, decl)]]
 
 
 def _declared_groups(measured, prepared):
@@ -526,6 +606,16 @@ def main(argv=None):
     parser.add_argument("--results-dir", help="the results folder (default: <workspace>/results)")
     parser.add_argument("--question", help="the report's question, in words (default: the run's matrix's, else "
                                            "the kind's); the site passes a study's (results/baselines/studies.toml)")
+    parser.add_argument("--answer", action="append", default=[], metavar="METRIC",
+                        help="a metric that answers the question (repeatable; the first a set measures leads the "
+                             "report and its one line); the site passes a study's story")
+    parser.add_argument("--mechanism", action="append", default=[], metavar="METRIC",
+                        help="a counter that shows the mechanism, said in one line on the title page (repeatable)")
+    parser.add_argument("--caveat", action="append", default=[], metavar="TEXT",
+                        help="a caveat said on the title page (repeatable)")
+    parser.add_argument("--appendix", action="store_true",
+                        help="draw every metric's pages, the threads, monitors, tails and observations too (default: "
+                             "the story: the answer's metric and the --mechanism counters)")
     args = parser.parse_args(argv)
     if args.question is not None and (not args.question.strip() or len(args.question) > 200 or "\n" in args.question):
         parser.error("--question: one line of 1-200 characters")
@@ -544,12 +634,19 @@ def main(argv=None):
         for path in (out_pdf, out_html):
             os.makedirs(os.path.dirname(path) or ".", exist_ok=True)
         command = shlex.join(["bazel", "run", "//analysis:report", "--"] + (argv if argv is not None else sys.argv[1:]))
+        story = Story(tuple(args.answer), tuple(args.mechanism), tuple(args.caveat))
+        known = {m for s in sets if not s.published for m in s.metrics()}
+        unknown = [m for m in story.answer + story.mechanism if m not in known]
+        if unknown:
+            raise ReportError(f"--answer/--mechanism: no set measures {', '.join(unknown)} (they measure "
+                              f"{', '.join(sorted(known))})")
         with tempfile.TemporaryDirectory(prefix="tunelab-report-") as tmp:
             if args.parts:
-                blocks = build_parts(args.kind, sets, tmp, args.metric, args.axis, command, question=args.question)
+                blocks = build_parts(args.kind, sets, tmp, args.metric, args.axis, command, question=args.question,
+                                     story=story, appendix=args.appendix)
             else:
                 blocks = build(args.kind, sets, tmp, args.metric, args.axis, args.allow_provenance_mismatch,
-                               command, question=args.question)
+                               command, question=args.question, story=story, appendix=args.appendix)
             write(blocks, out_pdf, out_html, os.path.join(cwd, args.text) if args.text else None)
     except (resultsets.ResultSetError, ReportError, ValueError) as e:
         # ValueError: what the statistics refuse, e.g. a zero baseline has no ratio (issue 39: a traceback, exit 1).

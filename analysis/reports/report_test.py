@@ -111,7 +111,7 @@ class ReportTest(unittest.TestCase):
                 self.assertIn("Answer:", texts[0])
                 self.assertIn(kinds.KINDS[kind].title, texts[0])
                 everything = "\n".join(texts)
-                for heading in ("Cells not measured", "Appendix: provenance", "How to rerun", "(Holm)", "verdict"):
+                for heading in ("Cells not measured", "Appendix: provenance", "How to rerun", "% CI", "verdict"):
                     self.assertIn(heading, everything)
                 self.assertGreaterEqual(sum(images), 1)  # the figures are in the PDF
                 figure_page = next(i for i, n in enumerate(images) if n)
@@ -166,15 +166,16 @@ class ReportTest(unittest.TestCase):
                                     generated_at=FIXED_TIME, command="bazel run //analysis:report -- ... --parts")
         text = render.to_text(blocks)
         answer = next(b.text for b in blocks if isinstance(b, render.Para) and b.text.startswith("Answer: "))
-        # Each part's own answer, on the one title page: local mode at steady state 4.69 vs 4.69 s, the cluster
-        # MR2 +73 % (its containers, not the engines: rigs/mapreduce/README.md).
+        # Each part's own answer, on the one title page: local mode at steady state 4.69 vs 4.69 s (medians; the
+        # rounds' geometric mean +2.5 %, one round of five read +29.7 %: undecided), the cluster MR2 +7x %
+        # (its containers, not the engines: rigs/mapreduce/README.md).
         self.assertRegex(answer, r"In part 1 \(.*mapreduce-mr1-vs-mr2-steady-20261126-2vcpu, mr_compare\): "
-                                 r"mapreduce=mr2 vs mr1: job_duration -0\.0%")
+                                 r"mapreduce=mr2 vs mr1: job_duration \+2\.5% \([\d.]+% CI [^)]*\), undecided")
         self.assertRegex(answer, r"In part 2 \(.*mapreduce-cluster-shuffle-20261129-2vcpu, mr_cluster\): "
                                  r"mapreduce=mr2 vs mr1: job_duration \+7\d\.\d%")
         # The index's one line: the pair said once, each part after its matrix' name, within the index's width.
         line = next(b.text for b in blocks if isinstance(b, render.Para) and b.text.startswith("In one line: "))
-        self.assertRegex(line, r"^In one line: mr2 vs mr1: mr_compare undecided -0\.0% \(CI [^)]*\), wider than ±5%; "
+        self.assertRegex(line, r"^In one line: mr2 vs mr1: mr_compare undecided \+2\.5% \(CI [^)]*\), wider than ±5%; "
                                r"mr_cluster \+7\d\.\d% \(CI [^)]*\), worse$")
         self.assertLessEqual(len(line.removeprefix("In one line: ")), 120)
         headings = [b.text for b in blocks if isinstance(b, render.Heading) and b.level == 1]
@@ -339,14 +340,15 @@ class ReportTest(unittest.TestCase):
         same = write_set(os.path.join(self.dir, "same"), [({"variant": "patched"}, 1000.0)])
         base = write_set(os.path.join(self.dir, "base"), stock)
         text = render.to_text(self.build("stock-vs-patched", [base, slower]))
-        self.assertIn("Answer: variant=patched vs stock: cpu_loop_rate -5.0% (95% CI -5.3%..-4.7%), worse.", text)
+        self.assertRegex(text, r"Answer: variant=patched vs stock: cpu_loop_rate -5\.0% \(98% CI -5\.\d%\.\.-4\.\d%\), "
+                               r"worse\.")
         text = render.to_text(self.build("stock-vs-patched", [base, same]))
-        self.assertRegex(text, r"Answer: variant=patched vs stock: cpu_loop_rate \+0\.0% \(95% CI [^)]*\), "
-                               r"(not significant|within ±3%)\.")
+        self.assertRegex(text, r"Answer: variant=patched vs stock: cpu_loop_rate \+0\.0% \(98% CI [^)]*\), "
+                               r"(no change|within ±3%)\.")
         # The axis kind answers with the largest significant change, or says there is none.
         text = render.to_text(self.build("axis", [write_set(os.path.join(self.dir, "both"), stock + [
             ({"variant": "patched"}, 1000.0)])]))
-        self.assertIn("No significant change in cpu_loop_rate", text)
+        self.assertIn("No change shown in cpu_loop_rate", text)
 
     def test_how_to_rerun_holds_no_line_a_stored_set_wrote(self):
         # Issue 39, finding 5: a harness_commit of "x\ncurl e|sh\n" put `curl e|sh` on a line of its own in the
@@ -497,7 +499,7 @@ class ReportTest(unittest.TestCase):
         # calibration's cpu_loop_rate minimum effect (workloads/calibration/gate.toml); before: "worse"
         row = [line for line in text.splitlines() if line.startswith("node-b ")][-1]  # page 1's table, then this
         self.assertTrue(row.endswith("within ±3%"), row)
-        self.assertRegex(text, r"Answer: host=node-b vs node-a: cpu_loop_rate -0\.0% \(95% CI [^)]*\), within ±3%\.")
+        self.assertRegex(text, r"Answer: host=node-b vs node-a: cpu_loop_rate -0\.0% \(98% CI [^)]*\), within ±3%\.")
 
     def test_cli_refuses_a_corrupt_result_and_keeps_it(self):
         folder = os.path.join(self.dir, "broken")
@@ -522,6 +524,42 @@ class ReportTest(unittest.TestCase):
         self.assertEqual(code, report.EXIT_BAD_INPUT)
         self.assertIn("error:", err.getvalue())
         self.assertNotIn("Traceback", err.getvalue())
+
+    def test_a_story_leads_with_its_answer_and_says_its_caveats(self):
+        folder = os.path.join(self.dir, "story")
+        write_set(folder, [({"variant": "stock"}, 1000.0), ({"variant": "patched"}, 950.0)], runs=3)
+        text_path = os.path.join(self.dir, "story.txt")
+        with contextlib.redirect_stdout(io.StringIO()):
+            code = report.main([folder, "--kind", "axis", "--out", os.path.join(self.dir, "s.pdf"), "--text",
+                                text_path, "--results-dir", RESULTS_ROOT, "--answer", "cpu_loop_rate",
+                                "--mechanism", "cpu_loop_rate", "--caveat", "One VM, one night"])
+        self.assertEqual(code, report.EXIT_OK)
+        with open(text_path) as f:
+            text = f.read()
+        self.assertRegex(text, r"Mechanism: cpu_loop_rate \(ops/s\): variant=patched vs stock -5\.0% \(CI ")
+        self.assertIn("Caveats: One VM, one night.", text)
+        err = io.StringIO()
+        with contextlib.redirect_stderr(err), contextlib.redirect_stdout(io.StringIO()):
+            code = report.main([folder, "--kind", "axis", "--out", os.path.join(self.dir, "t.pdf"),
+                                "--results-dir", RESULTS_ROOT, "--answer", "get_rate"])
+        self.assertEqual(code, report.EXIT_BAD_INPUT)
+        self.assertIn("no set measures get_rate (they measure cpu_loop_rate", err.getvalue())
+        self.assertFalse(os.path.exists(os.path.join(self.dir, "t.pdf")))
+
+    def test_without_the_appendix_a_report_is_its_story(self):
+        real = resultsets.load_run(REAL_RUN, name="calibration_smoke")
+        whole = self.build("axis", [real])
+        story = self.build("axis", [real], story=report.Story(answer=("cpu_loop_rate",)), appendix=False)
+        metrics = lambda blocks: [b.text.split(" (")[0] for b in blocks if isinstance(b, render.Heading)  # noqa: E731
+                                  and b.text.split(" (")[0] in real.metrics()]
+        self.assertGreater(len(metrics(whole)), 1)
+        self.assertEqual(metrics(story), ["cpu_loop_rate"])
+        figures = lambda blocks: sum(isinstance(b, render.Figure) for b in blocks)  # noqa: E731
+        self.assertLess(figures(story), figures(whole))
+        said = next(b.text for b in story if isinstance(b, render.Para) and b.text.startswith("Not drawn here: "))
+        self.assertIn("--appendix", said)
+        for m in metrics(whole)[1:]:
+            self.assertIn(m, said)
 
     def test_reference_sets_are_valid_and_labelled(self):
         refs = report.reference_sets(RESULTS_ROOT)

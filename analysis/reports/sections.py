@@ -18,7 +18,7 @@ JVM_FLAG_PREFIXES = ("-X", "--add-opens", "-Dsun.", "-Djdk.net")
 
 
 def verdict(comparison, decl):
-    """better / worse / within the metric's minimum effect / not significant (decl: unit, direction, min_effect)."""
+    """The comparison's words under the one rule (analysis/stats.decision_words; decl: unit, direction, min_effect)."""
     return comparison.verdict(decl["direction"], min_effect=decl.get("min_effect", 0.0))
 
 
@@ -38,15 +38,16 @@ def attribution_blocks(cells, metrics, declared, docs):
             blocks.append(render.Heading("Per-patch attribution"))
             blocks.append(render.Para("Each patch of a series against the build without it (its prefix one "
                                       "shorter; stock for the first), measured interleaved in the same run; "
-                                      "same statistics as above, Holm-adjusted over the patches."))
+                                      "same statistics as above, the interval split over the patches (Bonferroni)."))
         others = any(r.others for r in rows)
         blocks.append(render.TableBlock(
             ["k", "patch"] + (["other parameters"] if others else []) +
-            ["without it", "with it", "change", "change 95% CI", "p (Holm)", "verdict"],
+            ["without it", "with it", "change", "change " + next((compare.fmt_level(r.comparison) for r in rows
+                                                                  if r.comparison.tested), "CI"), "verdict"],
             [[str(r.step), r.patch] + ([r.others] if others else []) +
              [compare.fmt_value(r.comparison.baseline_median), compare.fmt_value(r.comparison.candidate_median),
               f"{r.comparison.ratio - 1:+.1%}", compare.fmt_change_ci(r.comparison),
-              compare.fmt_p(r.comparison.p_adjusted), verdict(r.comparison, declared[metric])] for r in rows],
+              verdict(r.comparison, declared[metric])] for r in rows],
             caption=f"{metric}: what each patch of {', '.join(sorted({r.patch_set for r in rows}))} changes"))
     return blocks
 

@@ -7,7 +7,7 @@ Pairs, interleaved (rig first in even pairs, by hand first in odd ones, so a dri
   edit log as shipped) through the matrix runner, one repetition per run;
 - by hand, as Hadoop's documentation says: `NameNode -format` then `NNThroughputBenchmark -fs file:/// -op
   create ...`, with the rig's own java, JVM flags and classpath, in a fresh hadoop.tmp.dir.
-The verdict is over runs (Welch on the two sides' ops/s, a bootstrap CI of the ratio; analysis/stats.py):
+The verdict is over runs (Welch's 98 % interval of the log ratio of the two sides' ops/s; analysis/stats.py):
 the rig is faithful when the interval contains 0, i.e. any difference is within run-to-run noise.
 
 With --steady, both sides at steady state: the rig's `fidelity_steady` profile (the gated cell: 6 + 16
@@ -150,8 +150,9 @@ def main(argv=None):
     table.add_row("rig", str(len(rig_values)), f"{comparison.candidate_median:,.0f}",
                   " ".join(f"{v:,.0f}" for v in rig_values))
     console.print(table)
-    verdict = (f"rig vs by hand: {comparison.ratio - 1:+.1%} (95% CI {comparison.ratio_ci_low - 1:+.1%}.."
-               f"{comparison.ratio_ci_high - 1:+.1%}, Welch p={comparison.p_value:.3f}): "
+    verdict = (f"rig vs by hand: {comparison.ratio - 1:+.1%} ({100 * comparison.level:.4g}% CI "
+               f"{comparison.ratio_ci_low - 1:+.1%}..{comparison.ratio_ci_high - 1:+.1%}, Welch p on logs="
+               f"{comparison.p_value:.3f}): "
                + (within if faithful else "NOT " + within))
     console.print(verdict)
     report = {"kind": "tunelab.namenode_fidelity", "profile": profile, "rig_runs": rig_runs, "rig_ops_per_s": rig_values,

@@ -196,7 +196,7 @@ for matrix in "${matrices[@]}"; do
   fi
 
   echo "== $matrix: report"
-  if ! run_target //analysis/reports:report "$run_dir" --kind axis --out "$out/$matrix-report.pdf"; then
+  if ! run_target //analysis/reports:report "$run_dir" --kind axis --appendix --out "$out/$matrix-report.pdf"; then
     echo "error: the $matrix report failed" >&2
     (( status == 0 )) && status=2
   fi

@@ -184,13 +184,16 @@ def render_study(result_set, references, out_dir, declared=None, sets=None, flam
         study.title, study.case_study = declared.title, declared.case_study
     paths = " ".join(f"results/baselines/{s.name}" for s in sets)
     asked = f" --question {shlex.quote(declared.question)}" if declared else ""
+    asked += "".join(f" {shlex.quote(flag)}" for flag in (declared.report_args() if declared else []))
     parts = bool(declared and declared.parts)
-    study.command = (f"bazel run //analysis:report -- {paths} --kind {study.kind}{' --parts' if parts else ''}{asked} "
-                     "--out report.pdf")
+    # A study's report is its story; a set's page has every metric (the appendix).
+    study.command = (f"bazel run //analysis:report -- {paths} --kind {study.kind}{' --parts' if parts else ''}{asked}"
+                     f"{'' if declared else ' --appendix'} --out report.pdf")
     with tempfile.TemporaryDirectory() as figures:
         build = report.build_parts if parts else report.build
         blocks = build(study.kind, sets + references, figures, generated_at=study.date or "unknown date",
-                       command=study.command, question=declared.question if declared else None)
+                       command=study.command, question=declared.question if declared else None,
+                       story=declared.story if declared else report.Story(), appendix=declared is None)
         report.write(blocks, os.path.join(out_dir, "report.pdf"), os.path.join(out_dir, "report.html"))
         main_figure = next((b.path for b in blocks if isinstance(b, render.Figure)), None)
         if main_figure:  # the page shows it whole, the index small
@@ -380,6 +383,13 @@ def read_studies(baselines, sets):
                                                 {s.name for s in sets})
     except (studies_toml.StudiesError, safeio.InputError, OSError) as e:
         return [], [Study(name=studies_toml.FILE_NAME, failed=f"not read: {str(e)[:300]}")]
+    # A story's metrics are checked against the sets it names: a metric no set measures is refused with the reason.
+    by_name = {s.name: s for s in sets}
+    for study in list(declared):
+        unmeasured = study.unmeasured([by_name[n] for n in study.sets])
+        if unmeasured:
+            declared.remove(study)
+            problems.append((f"study {study.id!r}", f"its story: {unmeasured}"))
     return declared, [Study(name=f"{studies_toml.FILE_NAME}: {where}"[:80], failed=reason[:300])
                       for where, reason in problems]
 

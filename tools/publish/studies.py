@@ -11,13 +11,14 @@ entry never takes the site down.
 import dataclasses
 import re
 
-from analysis.reports import kinds
+from analysis.reports import kinds, report
 from results import safeio
 
 FILE_NAME = "studies.toml"
 STUDY_ID = re.compile(r"[a-z0-9][a-z0-9_-]{0,63}")
 CASE_STUDY = re.compile(r"|\d{3}")
-KEYS = {"id", "title", "question", "case_study", "sets", "kind", "parts"}
+KEYS = {"id", "title", "question", "case_study", "sets", "kind", "parts", "answer", "mechanism", "caveats"}
+METRIC_NAME = re.compile(r"[A-Za-z][A-Za-z0-9_]{0,63}")
 TWO_SET_KINDS = ("cross-host", "stock-vs-patched", "dependency-bump", "mr1-vs-mr2", "memory-locality")
 MAX_STUDIES = 200
 MAX_FILE_BYTES = 1 << 20
@@ -36,6 +37,19 @@ class Declared:
     sets: tuple
     kind: str  # "" for one set: the kind its contents call for
     parts: bool = False  # each set compared within itself, a part of the report each (analysis/reports/report.py)
+    story: report.Story = report.Story()  # the metrics that answer it, the mechanism's counters, its caveats
+
+    def report_args(self):
+        """The report's command-line flags that tell this study's story (analysis/reports/report.py)."""
+        return ([f"--answer={m}" for m in self.story.answer] + [f"--mechanism={m}" for m in self.story.mechanism]
+                + [f"--caveat={c}" for c in self.story.caveats])
+
+    def unmeasured(self, sets):
+        """The story's metrics that none of `sets` (ResultSets) measures, with what they do measure, or ""."""
+        known = {m for s in sets for m in s.metrics()}
+        missing = [m for m in self.story.answer + self.story.mechanism if m not in known]
+        return (f"{', '.join(missing)} not measured by its sets (they measure {', '.join(sorted(known))})"
+                if missing else "")
 
 
 def _text(entry, key, limit, where):
@@ -100,10 +114,30 @@ def parse(text, set_names):
                 raise StudiesError(f"{where}: two sets need the kind that compares them ({', '.join(TWO_SET_KINDS)})")
             if len(sets) == 1 and kind == "cross-host":
                 raise StudiesError(f"{where}: cross-host compares two sets, one per host")
-            studies.append(Declared(sid, title, question, case, tuple(sets), kind, parts))
+            story = report.Story(_metrics(entry, "answer", where), _metrics(entry, "mechanism", where),
+                                 _lines(entry, "caveats", where))
+            studies.append(Declared(sid, title, question, case, tuple(sets), kind, parts, story))
         except StudiesError as e:
             problems.append((where, str(e).removeprefix(where + ": ")))
     return studies, problems
+
+
+def _metrics(entry, key, where):
+    """A story's list of metric names (at most 4), or () when not given."""
+    value = entry.get(key, [])
+    if (not isinstance(value, list) or len(value) > 4
+            or not all(isinstance(m, str) and METRIC_NAME.fullmatch(m) for m in value)):
+        raise StudiesError(f"{where}: {key} must list at most 4 metric names")
+    return tuple(value)
+
+
+def _lines(entry, key, where):
+    """A story's list of lines (at most 5, each one line of at most 300 characters)."""
+    value = entry.get(key, [])
+    if (not isinstance(value, list) or len(value) > 5 or not all(
+            isinstance(c, str) and c.strip() and len(c) <= 300 and "\n" not in c for c in value)):
+        raise StudiesError(f"{where}: {key} must list at most 5 lines of 1-300 characters")
+    return tuple(c.strip() for c in value)
 
 
 def set_notes(text, set_names):

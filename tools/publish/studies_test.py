@@ -4,6 +4,8 @@ valid, every wrong entry is a problem with its reason (the rest still published)
 import os
 import unittest
 
+from analysis import resultsets
+from analysis.reports import report
 from tools.publish import studies
 
 HERE = os.path.dirname(os.path.abspath(__file__))
@@ -18,6 +20,13 @@ case_study = "000"
 sets = ["a-x86", "a-arm64"]
 kind = "cross-host"
 '''
+
+
+def studies_sets():
+    """The committed sets the committed studies name."""
+    with open(os.path.join(BASELINES, studies.FILE_NAME), "rb") as f:
+        names = {n for n in os.listdir(BASELINES) if os.path.isdir(os.path.join(BASELINES, n))}
+        return sorted({n for d in studies.parse(f.read(), names)[0] for n in d.sets})
 
 
 def entry(**changes):
@@ -58,6 +67,11 @@ class StudiesTest(unittest.TestCase):
             (entry(parts="true", kind='"mr1-vs-mr2"'), "parts = true takes two sets"),
             (entry(parts="true", sets='["a-x86", "b"]'), "parts = true takes two sets and a kind"),
             (entry(parts="true", sets='["a-x86", "b"]', kind='"cross-host"'), "parts = true takes"),
+            (entry(answer='"rate"'), "answer must list at most 4 metric names"),
+            (entry(answer='["a", "b", "c", "d", "e"]'), "answer must list at most 4"),
+            (entry(mechanism='["not a name"]'), "mechanism must list"),
+            (entry(caveats='["' + "x" * 301 + '"]'), "caveats must list at most 5 lines"),
+            (entry(caveats='[1]'), "caveats must list"),
         ]
         for text, pattern in cases:
             with self.subTest(pattern):
@@ -75,6 +89,30 @@ class StudiesTest(unittest.TestCase):
         self.assertEqual(problems, [])
         self.assertEqual((declared[1].sets, declared[1].kind, declared[1].parts), (("a-x86", "b"), "mr1-vs-mr2", True))
         self.assertFalse(declared[0].parts)
+
+    def test_a_story(self):
+        text = entry(answer='["set_instructions", "get_instructions"]', mechanism='["used_memory"]',
+                     caveats='["Counted under Callgrind: work, not time."]')
+        (declared,), problems = studies.parse(text, SETS)
+        self.assertEqual(problems, [])
+        self.assertEqual(declared.story, report.Story(("set_instructions", "get_instructions"), ("used_memory",),
+                                                      ("Counted under Callgrind: work, not time.",)))
+        self.assertEqual(declared.report_args(), ["--answer=set_instructions", "--answer=get_instructions",
+                                                  "--mechanism=used_memory",
+                                                  "--caveat=Counted under Callgrind: work, not time."])
+        self.assertEqual(declared.story.metric_order(["get_rate", "get_instructions", "set_instructions"]),
+                         ["set_instructions", "get_instructions", "get_rate"])
+
+    def test_a_story_s_metric_that_its_sets_do_not_measure_is_refused(self):
+        sets = {n: resultsets.load_run(os.path.join(BASELINES, n), name=n) for n in studies_sets()}
+        text = entry(sets='["redis-embstr-instructions-20261127-2vcpu"]', answer='["get_rate"]')
+        (declared,), _ = studies.parse(text, set(sets))
+        self.assertRegex(declared.unmeasured([sets["redis-embstr-instructions-20261127-2vcpu"]]),
+                         r"^get_rate not measured by its sets \(they measure get_instructions_per_request, ")
+        with open(os.path.join(BASELINES, studies.FILE_NAME), "rb") as f:
+            committed = studies.parse(f.read(), set(sets))[0]
+        for study in committed:
+            self.assertEqual(study.unmeasured([sets[n] for n in study.sets]), "", study.id)
 
     def test_set_notes(self):
         good = '[[set_note]]\nset = "b"\ntext = "JVM start-up, not the engines."\n'
