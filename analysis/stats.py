@@ -104,6 +104,7 @@ class Comparison:
     n_pairs: int = 0  # paired: the rounds both sides measured
     family: int = 1  # comparisons the interval's error is split over (Bonferroni; set by adjust())
     alpha: float = GATE_ALPHA  # each side of the interval, before the family's split
+    look_alpha: float = math.nan  # a gated run's look: its share of the error a side (the gate reads it so)
 
     @property
     def change(self):
@@ -121,8 +122,8 @@ class Comparison:
 
     @property
     def side_alpha(self):
-        """Each side's error of the interval: alpha split over the family."""
-        return self.alpha / max(self.family, 1)
+        """Each side's error of the interval: alpha split over the family, or a gated run's look's share."""
+        return self.look_alpha if math.isfinite(self.look_alpha) else self.alpha / max(self.family, 1)
 
     @property
     def level(self):

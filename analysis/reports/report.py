@@ -26,7 +26,7 @@ import shlex
 import sys
 import tempfile
 
-from analysis import ceilings, compare, oneline, resultsets, stats, thresholds
+from analysis import ceilings, compare, oneline, resultsets, sequential, stats, thresholds
 from analysis.reports import bisect_pages
 from analysis.reports import crosshost
 from analysis.reports import plots
@@ -209,7 +209,27 @@ def comparisons(kind_name, sets, metrics=None, axis=None, allow_mismatch=False, 
     declared_groups = prepared.groups if prepared.groups is not None else _declared_groups(measured, prepared)
     rows_by_metric = {m: compare.axis_rows(cells, m, axes=prepared.axes, baselines=prepared.baselines,
                                            declared=declared_groups) for m in chosen}
+    if len(measured) == 1:
+        read_as_gated(measured[0].manifest or {}, rows_by_metric)
     return prepared, declared, chosen, cells, declared_groups, rows_by_metric
+
+
+def read_as_gated(manifest, rows_by_metric):
+    """A gated run (the nightlies': the gate's own rule at every look) is read as the gate reads it: its gated
+    metrics' paired intervals at the look's share of the error (analysis/sequential.gate_levels), so that the
+    report's words are the gate's state."""
+    try:
+        design = sequential.Design.of(manifest)
+    except ValueError:
+        return
+    if design is None or not design.gated:
+        return
+    levels = sequential.gate_levels(design.min_rounds, design.max_rounds, max(design.family, 1))
+    for metric in design.metrics & set(rows_by_metric):
+        for r in rows_by_metric[metric]:
+            c = r.comparison
+            if c.paired and c.n_pairs >= design.min_rounds:
+                c.look_alpha = levels[min(c.n_pairs, design.max_rounds)]
 
 
 def story_blocks(story, cells, declared, prepared, declared_groups):

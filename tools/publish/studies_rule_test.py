@@ -11,7 +11,7 @@ import math
 import os
 import unittest
 
-from analysis import resultsets, stats
+from analysis import resultsets, sequential, stats, thresholds
 from analysis.gate import decision
 from analysis.reports import report
 from tools.publish import publish, studies
@@ -74,6 +74,33 @@ class OneRuleTest(unittest.TestCase):
                         self.assertEqual(words, printed_words(c.ratio_ci_low, c.ratio_ci_high, decl), where)
                         checked += 1
         self.assertGreater(checked, 100)  # 15 studies, several metrics each
+
+    def test_every_gated_night_s_report_says_what_its_gate_decided(self):
+        # A gated nightly stops by the gate's rule at each look, at that look's share of the error: its report
+        # reads the gated metrics the same way (report.read_as_gated), so a night the gate calls INCONCLUSIVE
+        # is never "within ±5 %" in its own report.
+        nights = 0
+        for name in sorted(os.listdir(BASELINES)):
+            path = os.path.join(BASELINES, name)
+            if not os.path.isfile(os.path.join(path, "manifest.json")):
+                continue
+            result_set = resultsets.load_run(path, name=name)
+            design = sequential.Design.of(result_set.manifest)
+            if design is None or not design.gated:
+                continue
+            baseline, candidate = decision.split_run(result_set, "revision")
+            checks = decision.gate(baseline, candidate, thresholds.min_effects(None, result_set.docs), same_run=True,
+                                   design=design, draws=200)
+            _, declared, _, _, _, rows_by_metric = report.comparisons("axis", [result_set])
+            for check in checks:
+                if check.metric not in design.metrics:
+                    continue
+                (row,) = [r for r in rows_by_metric[check.metric] if r.axis == "revision"]
+                decl = declared[check.metric]
+                words = row.comparison.verdict(decl["direction"], min_effect=decl["min_effect"])
+                self.assertEqual(stats.gate_state(words), check.state, f"{name} {check.metric}: {words}, {check.status}")
+                nights += 1
+        self.assertGreaterEqual(nights, 4)  # calibration, MapReduce, NameNode, YARN (2026-12-06)
 
     def test_the_fsync_study_s_words_are_its_interval_s(self):
         # The site built from d6f68c8 printed "undecided: fsync=on vs off -35.2 % (CI -44.3..-16.7 %), wider
