@@ -54,6 +54,35 @@ def ci_bars(path, title, unit, bars):
     return path
 
 
+def change_forest(path, title, changes, min_effect, level_text):
+    """The answer's figure for A/B questions: changes [(label, change, low, high, verdict)] as fractions (0.05:
+    +5 %), each with the interval its verdict comes from; the ±min_effect band shaded, no change marked."""
+    fig, ax = plt.subplots(figsize=(7.5, 0.5 * len(changes) + 1.7))
+    ys = list(range(len(changes)))[::-1]
+    ax.axvspan(-100 * min_effect, 100 * min_effect, color="#e0e0e0", zorder=0,
+               label=f"±{100 * min_effect:g} % (the minimum effect)")
+    ax.axvline(0, color="#616161", linewidth=0.8)
+    for y, (label, change, lo, hi, verdict) in zip(ys, changes):
+        colour = VERDICT_COLOURS.get(verdict, VERDICT_COLOURS["undecided"])
+        if lo != lo:
+            ax.plot([100 * change], [y], "o", color=colour, fillstyle="none")
+        else:
+            ax.errorbar([100 * change], [y], xerr=[[100 * (change - lo)], [100 * (hi - change)]], fmt="o",
+                        color=colour, capsize=4)
+        ax.annotate(verdict, (100 * change, y), textcoords="offset points", xytext=(0, 7), fontsize=6,
+                    ha="center", color=colour)
+    ax.set_yticks(ys)
+    ax.set_yticklabels([textwrap.fill(c[0], 38) for c in changes], fontsize=7)
+    ax.set_ylim(-0.8, len(changes) - 0.3)
+    ax.set_xlabel(f"change, % ({level_text}; open circle: no interval)", fontsize=8)
+    ax.set_title(title, fontsize=10)
+    ax.grid(axis="x", alpha=0.3)
+    ax.legend(fontsize=6, loc="lower right")
+    fig.tight_layout()
+    _save(fig, path)
+    return path
+
+
 def series(path, title, unit, lines, xlabel="time since the process started (s)"):
     """lines: [(label, [t], [value])], one per cell (its first measured repetition)."""
     fig, ax = plt.subplots(figsize=(7.0, 3.0))

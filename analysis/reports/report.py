@@ -110,9 +110,14 @@ def title_sentence(rows, metric_label, decl, kind=KINDS["axis"], axis=None, leve
         return (f"No test for {metric_label}: {untested[0].comparison.no_test_reason()} (a test needs 3 or more "
                 "runs a side; per-second samples of one run are not independent).")
     if not significant:
-        return (f"No change shown in {metric_label}: none of the {len(rows)} comparison(s) has an interval "
-                f"wholly beyond 0 and the metric's minimum effect ({stats.fmt_effect(decl.get('min_effect', 0.0))}) "
-                "(analysis/stats.py: one rule, the gate's).")
+        effect = stats.fmt_effect(decl.get("min_effect", 0.0))
+        words = [verdict(r.comparison, decl) for r in rows if r.comparison.tested]
+        if words and all(w.startswith("within") or w == "no change" for w in words):
+            return (f"No change beyond ±{effect} in {metric_label}: every interval of the {len(words)} tested "
+                    "comparison(s) lies within the metric's minimum effect.")
+        return (f"Undecided for {metric_label}: none of the {len(rows)} comparison(s) has an interval wholly beyond "
+                f"0, and {sum(not w.startswith('within') and w != 'no change' for w in words)} reach past ±{effect} "
+                "(more rounds narrow them; analysis/stats.py: one rule, the gate's).")
     top = max(significant, key=lambda r: abs(r.comparison.change))
     c = top.comparison
     verb = "raises" if c.change > 0 else "lowers"
@@ -146,7 +151,7 @@ def build(kind_name, sets, out_dir, metrics=None, axis=None, allow_mismatch=Fals
     rig = measured[0].docs[0]["matrix"]["rig"]
     published = published_for(references, kind_name, rig)
     blocks = title_blocks(kind_name, prepared, cells, rows_by_metric, declared, chosen[0], rig, published, question,
-                          generated_at, story_blocks(story, cells, declared, prepared, declared_groups))
+                          generated_at, story_blocks(story, cells, declared, prepared, declared_groups), out_dir)
     figure_index = 0
     # Without the appendix a report is its story: the metric that answers and the mechanism's counters; the
     # other metrics' pages, the threads, monitors, tails and observations are the appendix (issue 82).
@@ -258,8 +263,25 @@ def story_blocks(story, cells, declared, prepared, declared_groups):
     return blocks
 
 
+def key_figure(rows, metric, decl, out_dir):
+    """The answer's figure on the title page: each compared pair's change with the interval its words come from
+    (at most 12 pairs, the largest changes), or None when nothing was tested."""
+    tested = sorted((r for r in rows if r.comparison.tested), key=lambda r: -abs(r.comparison.change))[:12]
+    if not tested or out_dir is None:
+        return None
+    changes = [(f"{r.axis}={r.value} vs {r.baseline_value}" + (f" [{r.others}]" if r.others else ""),
+                r.comparison.change, r.comparison.ratio_ci_low - 1, r.comparison.ratio_ci_high - 1,
+                verdict(r.comparison, decl)) for r in tested]
+    levels = sorted({compare.fmt_level(r.comparison) for r in tested})
+    path = plots.change_forest(os.path.join(out_dir, "key_figure.png"), f"{metric}: the answer", changes,
+                               decl["min_effect"], ", ".join(levels))
+    return render.Figure(path, f"Key figure: {metric}, each comparison's change with the interval its verdict "
+                               f"comes from ({', '.join(levels)}); the ±{stats.fmt_effect(decl['min_effect'])} "
+                               "minimum effect shaded.")
+
+
 def title_blocks(kind_name, prepared, cells, rows_by_metric, declared, headline, rig, published, question,
-                 generated_at, story=()):
+                 generated_at, story=(), out_dir=None):
     """The title page: the question, the answer and its one line, the story's mechanism and caveats, ceilings and
     warnings, the question's own comparison, sequential stops, the cross-host pages, how to read the tables."""
     kind = KINDS[kind_name]
@@ -288,6 +310,9 @@ def title_blocks(kind_name, prepared, cells, rows_by_metric, declared, headline,
               render.Para("Answer: " + title_sentence(rows_by_metric[headline], headline, declared[headline], kind,
                                               axis_asked, _levels(cells, headline)), strong=True),
               render.Para("In one line: " + in_one_line)] + list(story)
+    figure = key_figure(asked_rows or rows_by_metric[headline], headline, declared[headline], out_dir)
+    if figure is not None:
+        blocks.append(figure)
     for note in capped:
         blocks.append(render.Para(f"AT CEILING: {note} (analysis/ceilings.py: the rig's declared ceiling of "
                                   f"{headline} for that cell, reached within {1 - ceilings.AT_CEILING:.0%})", strong=True))

@@ -348,7 +348,7 @@ class ReportTest(unittest.TestCase):
         # The axis kind answers with the largest significant change, or says there is none.
         text = render.to_text(self.build("axis", [write_set(os.path.join(self.dir, "both"), stock + [
             ({"variant": "patched"}, 1000.0)])]))
-        self.assertIn("No change shown in cpu_loop_rate", text)
+        self.assertIn("No change beyond ±3% in cpu_loop_rate: every interval", text)
 
     def test_how_to_rerun_holds_no_line_a_stored_set_wrote(self):
         # Issue 39, finding 5: a harness_commit of "x\ncurl e|sh\n" put `curl e|sh` on a line of its own in the
