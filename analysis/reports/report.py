@@ -371,7 +371,8 @@ def metric_blocks(metric, decl, rows, cells, prepared, declared_groups, out_dir,
         rows = [r for r in rows if r.axis == asked]
     blocks = [render.Heading(f"{metric} ({decl['unit']}, {decl['direction'].replace('_', ' ')})")]
     if decl.get("zero_possible"):
-        blocks += count_blocks(cells, metric, decl, prepared, declared_groups)
+        figure_index += 1
+        blocks += count_blocks(cells, metric, decl, prepared, declared_groups, out_dir, figure_index)
     elif not rows:
         blocks.append(render.Para("No comparable cells for this metric."))
     for ax in dict.fromkeys(r.axis for r in rows):
@@ -411,21 +412,45 @@ def metric_blocks(metric, decl, rows, cells, prepared, declared_groups, out_dir,
     return blocks, figure_index
 
 
-def count_blocks(cells, metric, decl, prepared, declared_groups):
-    """A count that may be 0 (workload.toml's zero_possible: page-cache advice, disk bytes, waits): each pair's
-    medians and their difference with its interval over runs, a zero baseline included; its ratios, where the
-    baseline is not 0, follow in the usual table."""
+def count_blocks(cells, metric, decl, prepared, declared_groups, out_dir=None, figure_index=0):
+    """A count that may be 0 (workload.toml's zero_possible: page-cache advice, disk bytes, waits): bars of every
+    compared cell's median with its interval over runs (a count's figure, issue 82), each pair's medians and their
+    difference with its interval, a zero baseline included; its ratios, where the baseline is not 0, follow in
+    the usual table."""
     rows = compare.difference_rows(cells, metric, axes=prepared.axes, baselines=prepared.baselines,
                                    declared=declared_groups)
     if not rows:
         return [render.Para("No comparable cells for this metric.")]
-    return [render.TableBlock(
+    blocks = []
+    if out_dir is not None:
+        cells_seen = {}  # a cell is a side of several pairs: one bar, coloured by a pair it is the candidate of
+        for r in rows:
+            for value, others, summary, role in ((r.baseline_value, r.others, r.baseline, "baseline"),
+                                                 (r.value, r.others, r.summary, _count_verdict(r, decl))):
+                key = frozenset([f"{r.axis}={value}"] + others.split())
+                if key not in cells_seen or cells_seen[key][4] == "baseline":
+                    cells_seen[key] = (" ".join(sorted(key)), summary.median, summary.ci_low, summary.ci_high, role)
+        path = plots.ci_bars(os.path.join(out_dir, f"figure{figure_index}.png"), f"{metric} per cell", decl["unit"],
+                             sorted(cells_seen.values())[:16])
+        blocks.append(render.Figure(path, f"Figure {figure_index}: {metric} per cell, median and 95% CI over runs; "
+                                          "red or green where the pair's difference is beyond 0 (worse or better), "
+                                          "grey baselines."))
+    return blocks + [render.TableBlock(
         ["axis", "baseline", "candidate", "other parameters", "baseline median (runs' range)",
          "candidate median (runs' range)", "difference (95% CI)"],
         [[r.axis, r.baseline_value, r.value, r.others, _median_range(r.baseline, decl["unit"]),
           _median_range(r.summary, decl["unit"]), compare.fmt_difference(r.difference, decl["unit"])] for r in rows],
         caption=f"{metric} ({decl['unit']}): a count that may be 0, compared as a difference of medians, not a "
                 "ratio; the interval is a bootstrap over runs (3 or more a side)")]
+
+
+def _count_verdict(row, decl):
+    """worse/better where a count's difference interval lies wholly beyond 0, else undecided (the bars' colour)."""
+    d = row.difference
+    if not d.has_ci or d.ci_low <= 0 <= d.ci_high:
+        return "undecided"
+    higher = d.ci_low > 0
+    return "better" if higher == (decl["direction"] == "higher_is_better") else "worse"
 
 
 def _median_range(s, unit=""):

@@ -140,7 +140,9 @@ class ReportTest(unittest.TestCase):
         blocks = self.build("mr1-vs-mr2", [cluster])
         start = next(i for i, b in enumerate(blocks) if isinstance(b, render.Heading)
                      and b.text.startswith("dontneed_calls ("))
-        table = blocks[start + 1]
+        figure, table = blocks[start + 1], blocks[start + 2]
+        self.assertIsInstance(figure, render.Figure)  # the count's bars, then its differences
+        self.assertIn("dontneed_calls per cell", figure.caption)
         rows = {(r[0], r[2]): r for r in table.rows}
         self.assertEqual(set(rows), {("mapreduce", "mr2"), ("variant", "patched:mr2-shuffle-dontneed-on-disconnect")})
         mr2 = rows["mapreduce", "mr2"]
