@@ -83,6 +83,55 @@ def change_forest(path, title, changes, min_effect, level_text):
     return path
 
 
+def scaling(path, title, unit, size_label, fits, size_step):
+    """A metric against a size (analysis/scaling.Fit per group): each cell's median with its 95 % CI over runs,
+    the fitted line of each group, its slope per `size_step` with the slope's interval in the legend."""
+    fig, ax = plt.subplots(figsize=(7.5, 3.6))
+    for n, fit in enumerate(fits):
+        colour = plt.get_cmap("tab10")(n % 10)
+        xs = [p[0] for p in fit.points]
+        for x, median, lo, hi, _ in fit.points:
+            if lo == lo:
+                ax.errorbar([x], [median], yerr=[[median - lo], [hi - median]], fmt="o", color=colour, capsize=3)
+            else:
+                ax.plot([x], [median], "o", color=colour, fillstyle="none")
+        label = fit.group or "fit"
+        if fit.fitted:
+            line = [min(xs), max(xs)]
+            f = lambda v: f"{v * size_step:.3g}"  # noqa: E731
+            label += f": {f(fit.slope)} {unit} per {size_step:,g} ({f(fit.slope_low)}..{f(fit.slope_high)})"
+            ax.plot(line, [fit.intercept + fit.slope * x for x in line], "-", color=colour, linewidth=1)
+        ax.plot([], [], "-o", color=colour, label=textwrap.shorten(label, 80))
+    ax.set_xlabel(size_label, fontsize=8)
+    ax.set_ylabel(unit)
+    ax.set_title(title, fontsize=10)
+    ax.grid(alpha=0.3)
+    ax.legend(fontsize=6, loc="upper left")
+    fig.tight_layout()
+    _save(fig, path)
+    return path
+
+
+def stacked(path, title, unit, cells, phases):
+    """cells: [(label, {phase: median})]: each cell's phases stacked (what a total is made of)."""
+    fig, ax = plt.subplots(figsize=(7.5, 0.45 * len(cells) + 1.8))
+    ys = list(range(len(cells)))[::-1]
+    left = [0.0] * len(cells)
+    for n, phase in enumerate(phases):
+        widths = [values.get(phase, 0.0) for _, values in cells]
+        ax.barh(ys, widths, left=left, color=plt.get_cmap("tab10")(n % 10), label=phase, height=0.6)
+        left = [a + b for a, b in zip(left, widths)]
+    ax.set_yticks(ys)
+    ax.set_yticklabels([textwrap.fill(label, 38) for label, _ in cells], fontsize=7)
+    ax.set_xlabel(f"{unit}: median of run medians, per phase", fontsize=8)
+    ax.set_title(title, fontsize=10)
+    ax.grid(axis="x", alpha=0.3)
+    ax.legend(fontsize=6, loc="upper right")
+    fig.tight_layout()
+    _save(fig, path)
+    return path
+
+
 def series(path, title, unit, lines, xlabel="time since the process started (s)"):
     """lines: [(label, [t], [value])], one per cell (its first measured repetition)."""
     fig, ax = plt.subplots(figsize=(7.0, 3.0))

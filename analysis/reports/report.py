@@ -26,7 +26,7 @@ import shlex
 import sys
 import tempfile
 
-from analysis import ceilings, compare, oneline, resultsets, sequential, stats, thresholds
+from analysis import ceilings, compare, oneline, resultsets, scaling, sequential, stats, thresholds
 from analysis.reports import bisect_pages
 from analysis.reports import crosshost
 from analysis.reports import plots
@@ -42,6 +42,9 @@ EXIT_OK, EXIT_BAD_INPUT = 0, 2
 
 
 TIME_UNITS = ("s", "ms", "us", "min")
+# The key figure's kinds (issue 82): the paired change with its interval for A/B questions, or a scaling curve
+# where an axis is a size (with a slope and its interval; the phases stacked).
+FIGURE_KINDS = ("change", "scaling")
 
 
 @dataclasses.dataclass(frozen=True)
@@ -52,6 +55,9 @@ class Story:
     answer: tuple = ()
     mechanism: tuple = ()
     caveats: tuple = ()
+    figure: str = "change"  # the key figure's kind: FIGURE_KINDS
+    size_axis: str = ""  # figure "scaling": the axis that is a size (failover: apps)
+    phases: tuple = ()  # figure "scaling": the metrics the answer's metric is made of, stacked per cell
 
     def metric_order(self, declared):
         """The declared metrics with the answer's first, in its order."""
@@ -151,7 +157,8 @@ def build(kind_name, sets, out_dir, metrics=None, axis=None, allow_mismatch=Fals
     rig = measured[0].docs[0]["matrix"]["rig"]
     published = published_for(references, kind_name, rig)
     blocks = title_blocks(kind_name, prepared, cells, rows_by_metric, declared, chosen[0], rig, published, question,
-                          generated_at, story_blocks(story, cells, declared, prepared, declared_groups), out_dir)
+                          generated_at, story_blocks(story, cells, declared, prepared, declared_groups), out_dir,
+                          scaling_blocks(story, cells, declared, chosen[0], out_dir))
     figure_index = 0
     # Without the appendix a report is its story: the metric that answers and the mechanism's counters; the
     # other metrics' pages, the threads, monitors, tails and observations are the appendix (issue 82).
@@ -280,8 +287,52 @@ def key_figure(rows, metric, decl, out_dir):
                                "minimum effect shaded.")
 
 
+def scaling_blocks(story, cells, declared, headline, out_dir):
+    """A scaling study's answer and figures: (its sentence, [the curve, the slopes' table, the phases stacked], its
+    one line), or None when the story draws no scaling curve. ReportError when its size axis is not one."""
+    if story.figure != "scaling" or out_dir is None:
+        return None
+    decl = declared[headline]
+    try:
+        fitted = scaling.fits(cells, headline, story.size_axis)
+    except scaling.ScalingError as e:
+        raise ReportError(f"the scaling figure of {headline}: {e}") from None
+    size_step = scaling.step(fitted)
+    unit = decl["unit"]
+    said = "; ".join(f"{f.group or headline} {scaling.per(size_step, f, unit)}" for f in fitted)
+    sentence = (f"{headline} against {story.size_axis}, the slope of a line fitted to every run (its 95% CI over "
+                f"the runs), per {size_step:,g} {story.size_axis}: {said}.")
+    path = plots.scaling(os.path.join(out_dir, "key_figure.png"), f"{headline} against {story.size_axis}", unit,
+                         story.size_axis, fitted, size_step)
+    blocks = [render.Figure(path, f"Key figure: {headline} against {story.size_axis}, each cell's median with its "
+                                  "95% CI over runs, and the line fitted to the runs of each group with its slope "
+                                  f"per {size_step:,g} {story.size_axis} (95% CI)."),
+              render.TableBlock([story.size_axis] + [f.group or headline for f in fitted],
+                                [[f"{x:,g}"] + [next((f"{compare.fmt_value(p[1], unit)} {unit} ({p[4]})"
+                                                      for p in f.points if p[0] == x), "-") for f in fitted]
+                                 for x in sorted({p[0] for f in fitted for p in f.points})]
+                                + [[f"slope per {size_step:,g}"] + [scaling.per(size_step, f, unit) for f in fitted]],
+                                caption=f"{headline} ({unit}): medians of run medians (runs) per size, and the fitted "
+                                        "slopes")]
+    phases = [m for m in story.phases if m in declared]
+    if phases:
+        measured = [c for c in cells if any(c.groups.get(m) for m in phases)]
+        varying = [k for k in compare.varying_axes(measured)]
+        rows = [(" ".join(f"{k}={c.params[k]}" for k in varying),
+                 {m: stats.summarize(c.groups[m]).median for m in phases if c.groups.get(m)})
+                for c in sorted(measured, key=lambda c: [c.params[k] for k in varying if k != story.size_axis]
+                                + [scaling.size_of(c.params[story.size_axis], story.size_axis)])]
+        path = plots.stacked(os.path.join(out_dir, "phases.png"), f"{headline}: its phases", unit, rows, phases)
+        blocks.append(render.Figure(path, f"What {headline} is made of per cell: {', '.join(phases)} (medians of run "
+                                          "medians), stacked."))
+    short = "; ".join(f"{f.group.split('=', 1)[-1] or headline} {f.slope * size_step:+.3g}" if f.fitted
+                      else f"{f.group.split('=', 1)[-1]} no fit" for f in fitted)
+    line = f"{headline} per {size_step:,g} {story.size_axis}: {short} {unit}"
+    return sentence, blocks, line if len(line) <= oneline.MAX_CHARS else line[:oneline.MAX_CHARS - 1] + "…"
+
+
 def title_blocks(kind_name, prepared, cells, rows_by_metric, declared, headline, rig, published, question,
-                 generated_at, story=(), out_dir=None):
+                 generated_at, story=(), out_dir=None, scaled=None):
     """The title page: the question, the answer and its one line, the story's mechanism and caveats, ceilings and
     warnings, the question's own comparison, sequential stops, the cross-host pages, how to read the tables."""
     kind = KINDS[kind_name]
@@ -310,9 +361,14 @@ def title_blocks(kind_name, prepared, cells, rows_by_metric, declared, headline,
               render.Para("Answer: " + title_sentence(rows_by_metric[headline], headline, declared[headline], kind,
                                               axis_asked, _levels(cells, headline)), strong=True),
               render.Para("In one line: " + in_one_line)] + list(story)
-    figure = key_figure(asked_rows or rows_by_metric[headline], headline, declared[headline], out_dir)
-    if figure is not None:
-        blocks.append(figure)
+    if scaled:
+        blocks[1] = render.Para("Answer: " + scaled[0], strong=True)
+        blocks[2] = render.Para("In one line: " + scaled[2])
+        blocks += scaled[1]
+    else:
+        figure = key_figure(asked_rows or rows_by_metric[headline], headline, declared[headline], out_dir)
+        if figure is not None:
+            blocks.append(figure)
     for note in capped:
         blocks.append(render.Para(f"AT CEILING: {note} (analysis/ceilings.py: the rig's declared ceiling of "
                                   f"{headline} for that cell, reached within {1 - ceilings.AT_CEILING:.0%})", strong=True))
@@ -683,6 +739,12 @@ def main(argv=None):
                         help="a counter that shows the mechanism, said in one line on the title page (repeatable)")
     parser.add_argument("--caveat", action="append", default=[], metavar="TEXT",
                         help="a caveat said on the title page (repeatable)")
+    parser.add_argument("--figure", choices=FIGURE_KINDS, default="change",
+                        help="the title page's key figure: each comparison's change with its interval, or (scaling) "
+                             "the answer's metric against --size-axis with a fitted slope per group")
+    parser.add_argument("--size-axis", default="", help="--figure scaling: the axis that is a size (e.g. apps)")
+    parser.add_argument("--phase", action="append", default=[], metavar="METRIC",
+                        help="--figure scaling: a metric the answer's is made of, stacked per cell (repeatable)")
     parser.add_argument("--appendix", action="store_true",
                         help="draw every metric's pages, the threads, monitors, tails and observations too (default: "
                              "the story: the answer's metric and the --mechanism counters)")
@@ -704,11 +766,14 @@ def main(argv=None):
         for path in (out_pdf, out_html):
             os.makedirs(os.path.dirname(path) or ".", exist_ok=True)
         command = shlex.join(["bazel", "run", "//analysis:report", "--"] + (argv if argv is not None else sys.argv[1:]))
-        story = Story(tuple(args.answer), tuple(args.mechanism), tuple(args.caveat))
+        if (args.figure == "scaling") != bool(args.size_axis) or (args.phase and args.figure != "scaling"):
+            raise ReportError("--figure scaling goes with --size-axis (and --phase), and they with it")
+        story = Story(tuple(args.answer), tuple(args.mechanism), tuple(args.caveat), args.figure, args.size_axis,
+                      tuple(args.phase))
         known = {m for s in sets if not s.published for m in s.metrics()}
-        unknown = [m for m in story.answer + story.mechanism if m not in known]
+        unknown = [m for m in story.answer + story.mechanism + story.phases if m not in known]
         if unknown:
-            raise ReportError(f"--answer/--mechanism: no set measures {', '.join(unknown)} (they measure "
+            raise ReportError(f"--answer/--mechanism/--phase: no set measures {', '.join(unknown)} (they measure "
                               f"{', '.join(sorted(known))})")
         with tempfile.TemporaryDirectory(prefix="tunelab-report-") as tmp:
             if args.parts:

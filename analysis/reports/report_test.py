@@ -563,6 +563,24 @@ class ReportTest(unittest.TestCase):
         for m in metrics(whole)[1:]:
             self.assertIn(m, said)
 
+    def test_a_scaling_study_answers_with_slopes(self):
+        # The committed failover set (real runs, 5 a cell): recovery time against the applications, per store.
+        failover = self.study_set("yarn_failover-full-20261127-2vcpu")
+        story = report.Story(answer=("recovery_time",), figure="scaling", size_axis="apps",
+                             phases=("store_load_time", "app_recovery_time", "node_reregistration_time"))
+        blocks = self.build("axis", [failover], story=story, appendix=False)
+        answer = next(b.text for b in blocks if isinstance(b, render.Para) and b.text.startswith("Answer: "))
+        self.assertRegex(answer, r"^Answer: recovery_time against apps, the slope .* per 1,000 apps: "
+                                 r"state_store=filesystem \+\d\.\d+ s per 1,000 \(95% CI \+\d")
+        line = next(b.text for b in blocks if isinstance(b, render.Para) and b.text.startswith("In one line: "))
+        self.assertRegex(line, r"^In one line: recovery_time per 1,000 apps: filesystem \+[\d.]+; leveldb \+[\d.]+; "
+                               r"zookeeper \+[\d.]+ s$")
+        captions = [b.caption for b in blocks if isinstance(b, render.Figure)]
+        self.assertTrue(captions[0].startswith("Key figure: recovery_time against apps"), captions)
+        self.assertTrue(any(c.startswith("What recovery_time is made of per cell") for c in captions), captions)
+        with self.assertRaisesRegex(report.ReportError, "state_store is not a size"):
+            self.build("axis", [failover], story=report.Story(figure="scaling", size_axis="state_store"))
+
     def test_reference_sets_are_valid_and_labelled(self):
         refs = report.reference_sets(RESULTS_ROOT)
         self.assertEqual(sorted(r.reference["source"]["case_study"] for r in refs), ["000", "001", "002", "003", "004"])

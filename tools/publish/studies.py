@@ -17,7 +17,8 @@ from results import safeio
 FILE_NAME = "studies.toml"
 STUDY_ID = re.compile(r"[a-z0-9][a-z0-9_-]{0,63}")
 CASE_STUDY = re.compile(r"|\d{3}")
-KEYS = {"id", "title", "question", "case_study", "sets", "kind", "parts", "answer", "mechanism", "caveats"}
+KEYS = {"id", "title", "question", "case_study", "sets", "kind", "parts", "answer", "mechanism", "caveats", "figure",
+        "size_axis", "phases"}
 METRIC_NAME = re.compile(r"[A-Za-z][A-Za-z0-9_]{0,63}")
 TWO_SET_KINDS = ("cross-host", "stock-vs-patched", "dependency-bump", "mr1-vs-mr2", "memory-locality")
 MAX_STUDIES = 200
@@ -42,14 +43,20 @@ class Declared:
     def report_args(self):
         """The report's command-line flags that tell this study's story (analysis/reports/report.py)."""
         return ([f"--answer={m}" for m in self.story.answer] + [f"--mechanism={m}" for m in self.story.mechanism]
-                + [f"--caveat={c}" for c in self.story.caveats])
+                + [f"--caveat={c}" for c in self.story.caveats]
+                + ([f"--figure={self.story.figure}", f"--size-axis={self.story.size_axis}"]
+                   if self.story.figure != "change" else []) + [f"--phase={m}" for m in self.story.phases])
 
     def unmeasured(self, sets):
         """The story's metrics that none of `sets` (ResultSets) measures, with what they do measure, or ""."""
         known = {m for s in sets for m in s.metrics()}
-        missing = [m for m in self.story.answer + self.story.mechanism if m not in known]
-        return (f"{', '.join(missing)} not measured by its sets (they measure {', '.join(sorted(known))})"
-                if missing else "")
+        missing = [m for m in self.story.answer + self.story.mechanism + self.story.phases if m not in known]
+        if missing:
+            return f"{', '.join(missing)} not measured by its sets (they measure {', '.join(sorted(known))})"
+        axes = {a for s in sets for g in (s.manifest.get("matrix") or {}).get("comparison_groups") or [] for a in g}
+        if self.story.size_axis and self.story.size_axis not in axes:
+            return f"size_axis {self.story.size_axis} is not an axis its sets compare ({', '.join(sorted(axes))})"
+        return ""
 
 
 def _text(entry, key, limit, where):
@@ -114,8 +121,15 @@ def parse(text, set_names):
                 raise StudiesError(f"{where}: two sets need the kind that compares them ({', '.join(TWO_SET_KINDS)})")
             if len(sets) == 1 and kind == "cross-host":
                 raise StudiesError(f"{where}: cross-host compares two sets, one per host")
+            figure, size_axis = entry.get("figure", "change"), entry.get("size_axis", "")
+            if figure not in report.FIGURE_KINDS:
+                raise StudiesError(f"{where}: figure must be one of {', '.join(report.FIGURE_KINDS)}")
+            if (figure == "scaling") != bool(size_axis) or not isinstance(size_axis, str) or (
+                    size_axis and not METRIC_NAME.fullmatch(size_axis)):
+                raise StudiesError(f"{where}: figure = \"scaling\" takes size_axis (an axis name), and size_axis "
+                                   "figure = \"scaling\"")
             story = report.Story(_metrics(entry, "answer", where), _metrics(entry, "mechanism", where),
-                                 _lines(entry, "caveats", where))
+                                 _lines(entry, "caveats", where), figure, size_axis, _metrics(entry, "phases", where))
             studies.append(Declared(sid, title, question, case, tuple(sets), kind, parts, story))
         except StudiesError as e:
             problems.append((where, str(e).removeprefix(where + ": ")))

@@ -72,6 +72,10 @@ class StudiesTest(unittest.TestCase):
             (entry(mechanism='["not a name"]'), "mechanism must list"),
             (entry(caveats='["' + "x" * 301 + '"]'), "caveats must list at most 5 lines"),
             (entry(caveats='[1]'), "caveats must list"),
+            (entry(figure='"pie"'), "figure must be one of change, scaling"),
+            (entry(figure='"scaling"'), "figure = \"scaling\" takes size_axis"),
+            (entry(size_axis='"apps"'), "figure = \"scaling\" takes size_axis"),
+            (entry(figure='"scaling"', size_axis='"apps"', phases='["a b"]'), "phases must list"),
         ]
         for text, pattern in cases:
             with self.subTest(pattern):
@@ -102,6 +106,19 @@ class StudiesTest(unittest.TestCase):
                                                   "--caveat=Counted under Callgrind: work, not time."])
         self.assertEqual(declared.story.metric_order(["get_rate", "get_instructions", "set_instructions"]),
                          ["set_instructions", "get_instructions", "get_rate"])
+
+    def test_a_scaling_story(self):
+        text = entry(figure='"scaling"', size_axis='"apps"', phases='["store_load_time"]')
+        (declared,), problems = studies.parse(text, SETS)
+        self.assertEqual(problems, [])
+        self.assertEqual(declared.report_args(), ["--figure=scaling", "--size-axis=apps", "--phase=store_load_time"])
+        sets = {n: resultsets.load_run(os.path.join(BASELINES, n), name=n) for n in ("yarn_failover-full-20261127-2vcpu",
+                                                                                  "namenode-smoke-2vcpu")}
+        self.assertEqual(declared.unmeasured([sets["yarn_failover-full-20261127-2vcpu"]]), "")
+        self.assertRegex(declared.unmeasured([sets["namenode-smoke-2vcpu"]]), "^store_load_time not measured")
+        (declared,), _ = studies.parse(entry(figure='"scaling"', size_axis='"nodes"'), SETS)
+        self.assertRegex(declared.unmeasured([sets["yarn_failover-full-20261127-2vcpu"]]),
+                         r"^size_axis nodes is not an axis its sets compare \(apps, state_store\)")
 
     def test_a_story_s_metric_that_its_sets_do_not_measure_is_refused(self):
         sets = {n: resultsets.load_run(os.path.join(BASELINES, n), name=n) for n in studies_sets()}
