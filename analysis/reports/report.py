@@ -42,6 +42,17 @@ EXIT_OK, EXIT_BAD_INPUT = 0, 2
 
 
 TIME_UNITS = ("s", "ms", "us", "min")
+HOW_TO_READ = (
+    "How to read: each candidate cell is compared with its baseline partner (same parameters except the "
+    "compared axis). Runs (repetitions) are the independent units: a cell's value is the median of its run "
+    "medians (its 95% CI a bootstrap over runs). A change is the geometric mean ratio of the two cells' run "
+    "medians - 1, paired round by round where both cells were measured in one interleaved run (Welch's "
+    "interval across runs otherwise), with a t interval at 98% for one comparison, split by Bonferroni over "
+    "all comparisons of the metric (the column says its level). The verdict is that interval's, read against "
+    "the metric's minimum effect m: within ±m (wholly inside), better or worse (wholly beyond 0), not worse "
+    "by m (rules out m worse), undecided otherwise; the regression gate reads the same interval (PASS, "
+    "REGRESSED, INCONCLUSIVE). 3 or more rounds or runs a side: with fewer the table prints '-' and says 'no "
+    "test'. Per-second samples appear only in the series plots (within-run stability).")
 # The key figure's kinds (issue 82): the paired change with its interval for A/B questions, or a scaling curve
 # where an axis is a size (with a slope and its interval; the phases stacked).
 FIGURE_KINDS = ("change", "scaling")
@@ -165,7 +176,8 @@ def build(kind_name, sets, out_dir, metrics=None, axis=None, allow_mismatch=Fals
     drawn = chosen if appendix else list(dict.fromkeys([chosen[0]] + [m for m in story.mechanism if m in chosen]))
     for metric in drawn:
         metric_part, figure_index = metric_blocks(metric, declared[metric], rows_by_metric[metric], cells, prepared,
-                                                  declared_groups, out_dir, figure_index, story_only=not appendix)
+                                                  declared_groups, out_dir, figure_index, story_only=not appendix,
+                                                  bars_drawn=appendix or metric != chosen[0])
         blocks += metric_part
     if len(drawn) < len(chosen):
         blocks.append(render.Para(f"Not drawn here: {', '.join(m for m in chosen if m not in drawn)}, and the "
@@ -383,17 +395,7 @@ def title_blocks(kind_name, prepared, cells, rows_by_metric, declared, headline,
     if kind_name == "cross-host":
         blocks += crosshost.blocks(measured, prepared.labels, asked_rows or rows_by_metric[headline], headline,
                                    declared[headline]["unit"])
-    blocks.append(render.Para(
-        "How to read: each candidate cell is compared with its baseline partner (same parameters except the "
-        "compared axis). Runs (repetitions) are the independent units: a cell's value is the median of its run "
-        "medians (its 95% CI a bootstrap over runs). A change is the geometric mean ratio of the two cells' run "
-        "medians - 1, paired round by round where both cells were measured in one interleaved run (Welch's "
-        "interval across runs otherwise), with a t interval at 98% for one comparison, split by Bonferroni over "
-        "all comparisons of the metric (the column says its level). The verdict is that interval's, read against "
-        "the metric's minimum effect m: within ±m (wholly inside), better or worse (wholly beyond 0), not worse "
-        "by m (rules out m worse), undecided otherwise; the regression gate reads the same interval (PASS, "
-        "REGRESSED, INCONCLUSIVE). 3 or more rounds or runs a side: with fewer the table prints '-' and says 'no "
-        "test'. Per-second samples appear only in the series plots (within-run stability)."))
+    blocks.append(render.Para(HOW_TO_READ))
     if published:
         blocks.append(render.Para(f"Published figures ({resultsets.PUBLISHED_LABEL}) from "
                                   f"{', '.join(sorted({d['source']['title'] for d, _ in published}))} are in their "
@@ -417,11 +419,13 @@ def declared_metrics(measured, prepared):
                                    for name, decl in declared.items())
 
 
-def metric_blocks(metric, decl, rows, cells, prepared, declared_groups, out_dir, figure_index, story_only=False):
+def metric_blocks(metric, decl, rows, cells, prepared, declared_groups, out_dir, figure_index, story_only=False,
+                  bars_drawn=True):
     """One metric's pages: a count's differences, or per compared axis its bars with intervals, its table and
     its per-second series; then its stability warnings. Figures are numbered on from figure_index; returns
     the blocks and the last figure's number. story_only: only the axis the question names (when the kind names
-    one), no per-second series and no stability table (the appendix has them)."""
+    one), no per-second series and no stability table (the appendix has them). bars_drawn=False: the table
+    without its figure (the title page's key figure shows these changes)."""
     asked = prepared.axes[0] if story_only and prepared.axes else None
     if asked and any(r.axis == asked for r in rows):
         rows = [r for r in rows if r.axis == asked]
@@ -431,8 +435,14 @@ def metric_blocks(metric, decl, rows, cells, prepared, declared_groups, out_dir,
         blocks += count_blocks(cells, metric, decl, prepared, declared_groups, out_dir, figure_index)
     elif not rows:
         blocks.append(render.Para("No comparable cells for this metric."))
+    if decl.get("zero_possible") and story_only:
+        rows = []  # a count's story is its bars and differences; its ratios (from a non-zero baseline) are appendix
     for ax in dict.fromkeys(r.axis for r in rows):
         group = [r for r in rows if r.axis == ax]
+        if not bars_drawn:
+            blocks.append(render.TableBlock(table_header(ax, group), [row for r in group for row in table_rows(r, decl)],
+                                            caption=f"{metric} by {ax} (baseline {ax}={group[0].baseline_value})"))
+            continue
         figure_index += 1
         bars = []
         seen = set()
@@ -553,12 +563,15 @@ def build_parts(kind_name, sets, out_dir, metrics=None, axis=None, command=None,
                  in zip(labels, parts) for b in blocks[1:6]
                  if isinstance(b, render.Para) and b.text.startswith("Mechanism: ")]
     out[3:3] = mechanism + story_blocks(dataclasses.replace(story, mechanism=()), [], {}, None, None)
+    out.append(render.Para(HOW_TO_READ))
     for label, (s, blocks) in zip(labels, parts):
         out.append(render.Break())
         out.append(render.Heading(f"{label[0].upper()}{label[1:]}: {blocks[0].text.split(': ', 1)[-1]}"))
         for b in blocks[1:]:
             if isinstance(b, render.Heading) and b.text.startswith(f"Published figures ({resultsets.PUBLISHED_LABEL})"):
                 break  # said once, after the parts
+            if isinstance(b, render.Para) and b.text == HOW_TO_READ:
+                continue  # said once, on the title page
             out.append(render.Heading(b.text, 2) if isinstance(b, render.Heading) else b)
     published = published_for(references, kind_name, measured[0].docs[0]["matrix"]["rig"])
     if published:
