@@ -720,7 +720,8 @@ def reference_sets(results_root):
     return [resultsets.load_reference(p) for p in sorted(glob.glob(os.path.join(results_root, "reference", "*.json")))]
 
 
-def main(argv=None):
+def _parser():
+    """The report's command line (argparse): sets, kind, output, and the story's flags."""
     parser = argparse.ArgumentParser(
         description="Write a comparison report (PDF, and the same as HTML) from stored result sets.",
         epilog="Result sets: a run folder, a run id, baselines/NAME or reference/NAME (relative to the results "
@@ -761,6 +762,11 @@ def main(argv=None):
     parser.add_argument("--appendix", action="store_true",
                         help="draw every metric's pages, the threads, monitors, tails and observations too (default: "
                              "the story: the answer's metric and the --mechanism counters)")
+    return parser
+
+
+def main(argv=None):
+    parser = _parser()
     args = parser.parse_args(argv)
     if args.question is not None and (not args.question.strip() or len(args.question) > 200 or "\n" in args.question):
         parser.error("--question: one line of 1-200 characters")
