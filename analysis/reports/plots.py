@@ -54,6 +54,16 @@ def ci_bars(path, title, unit, bars):
     return path
 
 
+def _finish(fig, ax, path, title, legend_loc, grid_axis="x"):
+    """The figures' common ending: title, grid, legend, layout, written through the one writer."""
+    ax.set_title(title, fontsize=10)
+    ax.grid(axis=grid_axis, alpha=0.3)
+    ax.legend(fontsize=6, loc=legend_loc)
+    fig.tight_layout()
+    _save(fig, path)
+    return path
+
+
 def change_forest(path, title, changes, min_effect, level_text):
     """The answer's figure for A/B questions: changes [(label, change, low, high, verdict)] as fractions (0.05:
     +5 %), each with the interval its verdict comes from; the ±min_effect band shaded, no change marked."""
@@ -75,12 +85,7 @@ def change_forest(path, title, changes, min_effect, level_text):
     ax.set_yticklabels([textwrap.fill(c[0], 38) for c in changes], fontsize=7)
     ax.set_ylim(-0.8, len(changes) - 0.3)
     ax.set_xlabel(f"change, % ({level_text}; open circle: no interval)", fontsize=8)
-    ax.set_title(title, fontsize=10)
-    ax.grid(axis="x", alpha=0.3)
-    ax.legend(fontsize=6, loc="lower right")
-    fig.tight_layout()
-    _save(fig, path)
-    return path
+    return _finish(fig, ax, path, title, "lower right")
 
 
 def scaling(path, title, unit, size_label, fits, size_step):
@@ -104,12 +109,7 @@ def scaling(path, title, unit, size_label, fits, size_step):
         ax.plot([], [], "-o", color=colour, label=textwrap.shorten(label, 80))
     ax.set_xlabel(size_label, fontsize=8)
     ax.set_ylabel(unit)
-    ax.set_title(title, fontsize=10)
-    ax.grid(alpha=0.3)
-    ax.legend(fontsize=6, loc="upper left")
-    fig.tight_layout()
-    _save(fig, path)
-    return path
+    return _finish(fig, ax, path, title, "upper left", grid_axis="both")
 
 
 def stacked(path, title, unit, cells, phases):
@@ -124,12 +124,7 @@ def stacked(path, title, unit, cells, phases):
     ax.set_yticks(ys)
     ax.set_yticklabels([textwrap.fill(label, 38) for label, _ in cells], fontsize=7)
     ax.set_xlabel(f"{unit}: median of run medians, per phase", fontsize=8)
-    ax.set_title(title, fontsize=10)
-    ax.grid(axis="x", alpha=0.3)
-    ax.legend(fontsize=6, loc="upper right")
-    fig.tight_layout()
-    _save(fig, path)
-    return path
+    return _finish(fig, ax, path, title, "upper right")
 
 
 def series(path, title, unit, lines, xlabel="time since the process started (s)"):

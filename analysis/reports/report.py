@@ -26,11 +26,12 @@ import shlex
 import sys
 import tempfile
 
-from analysis import ceilings, compare, oneline, resultsets, scaling, sequential, stats, thresholds
+from analysis import ceilings, compare, oneline, resultsets, sequential, stats, thresholds
 from analysis.reports import bisect_pages
 from analysis.reports import crosshost
 from analysis.reports import plots
 from analysis.reports import render
+from analysis.reports import story as story_lib
 # The kinds and the preparation of their documents: analysis/reports/kinds.py.
 from analysis.reports.kinds import KINDS, ReportError, prepare
 # The report's sections after its comparison tables (attribution, threads, observations, provenance).
@@ -53,28 +54,6 @@ HOW_TO_READ = (
     "by m (rules out m worse), undecided otherwise; the regression gate reads the same interval (PASS, "
     "REGRESSED, INCONCLUSIVE). 3 or more rounds or runs a side: with fewer the table prints '-' and says 'no "
     "test'. Per-second samples appear only in the series plots (within-run stability).")
-# The key figure's kinds (issue 82): the paired change with its interval for A/B questions, or a scaling curve
-# where an axis is a size (with a slope and its interval; the phases stacked).
-FIGURE_KINDS = ("change", "scaling")
-
-
-@dataclasses.dataclass(frozen=True)
-class Story:
-    """What a study says it is about (results/baselines/studies.toml, issue 82): the metrics that answer its
-    question (the first a set measures leads the report, its title sentence and its one line), the counters
-    that show the mechanism (said on the title page, each in one line) and its caveats (said there too)."""
-    answer: tuple = ()
-    mechanism: tuple = ()
-    caveats: tuple = ()
-    figure: str = "change"  # the key figure's kind: FIGURE_KINDS
-    size_axis: str = ""  # figure "scaling": the axis that is a size (failover: apps)
-    phases: tuple = ()  # figure "scaling": the metrics the answer's metric is made of, stacked per cell
-
-    def metric_order(self, declared):
-        """The declared metrics with the answer's first, in its order."""
-        return [m for m in self.answer if m in declared] + [m for m in declared if m not in self.answer]
-
-
 def main_rows(rows, kind, axis):
     """The comparisons the kind's question names: the compared axis, with the kind's further axes (e.g.
     MR1's record share) at their baselines."""
@@ -156,7 +135,7 @@ def published_for(references, kind_name, rig):
 
 
 def build(kind_name, sets, out_dir, metrics=None, axis=None, allow_mismatch=False, command=None, generated_at=None,
-          question=None, story=Story(), appendix=True):
+          question=None, story=story_lib.Story(), appendix=True):
     """The report's blocks. Figures are written into out_dir. question: the study's own (the site's
     studies.toml), else the run's matrix's, else the kind's in words. The sections in page order: the title page,
     each metric, attribution, published figures, observations, cells not measured, provenance. appendix=False: the
@@ -168,8 +147,8 @@ def build(kind_name, sets, out_dir, metrics=None, axis=None, allow_mismatch=Fals
     rig = measured[0].docs[0]["matrix"]["rig"]
     published = published_for(references, kind_name, rig)
     blocks = title_blocks(kind_name, prepared, cells, rows_by_metric, declared, chosen[0], rig, published, question,
-                          generated_at, story_blocks(story, cells, declared, prepared, declared_groups), out_dir,
-                          scaling_blocks(story, cells, declared, chosen[0], out_dir))
+                          generated_at, story_lib.story_blocks(story, cells, declared, prepared, declared_groups), out_dir,
+                          story_lib.scaling_blocks(story, cells, declared, chosen[0], out_dir))
     figure_index = 0
     # Without the appendix a report is its story: the metric that answers and the mechanism's counters; the
     # other metrics' pages, the threads, monitors, tails and observations are the appendix (issue 82).
@@ -213,7 +192,7 @@ def build(kind_name, sets, out_dir, metrics=None, axis=None, allow_mismatch=Fals
     return blocks
 
 
-def comparisons(kind_name, sets, metrics=None, axis=None, allow_mismatch=False, story=Story()):
+def comparisons(kind_name, sets, metrics=None, axis=None, allow_mismatch=False, story=story_lib.Story()):
     """What a report compares, before it is drawn: (prepared, declared metrics, chosen metrics, cells, declared
     comparison groups, {metric: [compare.Row]}): the rows whose words and intervals the report prints (the
     consistency test holds them to the gate's decision)."""
@@ -256,93 +235,6 @@ def read_as_gated(manifest, rows_by_metric):
                 c.look_alpha = levels[min(c.n_pairs, design.max_rounds)]
 
 
-def story_blocks(story, cells, declared, prepared, declared_groups):
-    """The title page's mechanism (each declared counter's comparison in one line: a count that may be 0 as its
-    difference with its interval) and caveats, from a study's story."""
-    lines = []
-    for metric in story.mechanism:
-        if metric not in declared:
-            continue  # measured by another part of a study in parts
-        decl = declared[metric]
-        if decl.get("zero_possible"):
-            rows = compare.difference_rows(cells, metric, axes=prepared.axes, baselines=prepared.baselines,
-                                           declared=declared_groups)
-            said = "; ".join(f"{r.axis}={r.value} vs {r.baseline_value}{f' [{r.others}]' if r.others else ''} "
-                             f"{compare.fmt_difference(r.difference, decl['unit'])}" for r in rows[:4]) or "not compared"
-        else:
-            rows = compare.axis_rows(cells, metric, axes=prepared.axes, baselines=prepared.baselines,
-                                     declared=declared_groups)
-            said = oneline.one_line(rows, metric, decl, None, _levels(cells, metric))
-        lines.append(f"{metric} ({decl['unit']}): {said}")
-    blocks = []
-    if lines:
-        blocks.append(render.Para("Mechanism: " + " | ".join(lines)))
-    if story.caveats:
-        blocks.append(render.Para("Caveats: " + " ".join(c if c.endswith(".") else c + "." for c in story.caveats)))
-    return blocks
-
-
-def key_figure(rows, metric, decl, out_dir):
-    """The answer's figure on the title page: each compared pair's change with the interval its words come from
-    (at most 12 pairs, the largest changes), or None when nothing was tested."""
-    tested = sorted((r for r in rows if r.comparison.tested), key=lambda r: -abs(r.comparison.change))[:12]
-    if not tested or out_dir is None:
-        return None
-    changes = [(f"{r.axis}={r.value} vs {r.baseline_value}" + (f" [{r.others}]" if r.others else ""),
-                r.comparison.change, r.comparison.ratio_ci_low - 1, r.comparison.ratio_ci_high - 1,
-                verdict(r.comparison, decl)) for r in tested]
-    levels = sorted({compare.fmt_level(r.comparison) for r in tested})
-    path = plots.change_forest(os.path.join(out_dir, "key_figure.png"), f"{metric}: the answer", changes,
-                               decl["min_effect"], ", ".join(levels))
-    return render.Figure(path, f"Key figure: {metric}, each comparison's change with the interval its verdict "
-                               f"comes from ({', '.join(levels)}); the ±{stats.fmt_effect(decl['min_effect'])} "
-                               "minimum effect shaded.")
-
-
-def scaling_blocks(story, cells, declared, headline, out_dir):
-    """A scaling study's answer and figures: (its sentence, [the curve, the slopes' table, the phases stacked], its
-    one line), or None when the story draws no scaling curve. ReportError when its size axis is not one."""
-    if story.figure != "scaling" or out_dir is None:
-        return None
-    decl = declared[headline]
-    try:
-        fitted = scaling.fits(cells, headline, story.size_axis)
-    except scaling.ScalingError as e:
-        raise ReportError(f"the scaling figure of {headline}: {e}") from None
-    size_step = scaling.step(fitted)
-    unit = decl["unit"]
-    said = "; ".join(f"{f.group or headline} {scaling.per(size_step, f, unit)}" for f in fitted)
-    sentence = (f"{headline} against {story.size_axis}, the slope of a line fitted to every run (its 95% CI over "
-                f"the runs), per {size_step:,g} {story.size_axis}: {said}.")
-    path = plots.scaling(os.path.join(out_dir, "key_figure.png"), f"{headline} against {story.size_axis}", unit,
-                         story.size_axis, fitted, size_step)
-    blocks = [render.Figure(path, f"Key figure: {headline} against {story.size_axis}, each cell's median with its "
-                                  "95% CI over runs, and the line fitted to the runs of each group with its slope "
-                                  f"per {size_step:,g} {story.size_axis} (95% CI)."),
-              render.TableBlock([story.size_axis] + [f.group or headline for f in fitted],
-                                [[f"{x:,g}"] + [next((f"{compare.fmt_value(p[1], unit)} {unit} ({p[4]})"
-                                                      for p in f.points if p[0] == x), "-") for f in fitted]
-                                 for x in sorted({p[0] for f in fitted for p in f.points})]
-                                + [[f"slope per {size_step:,g}"] + [scaling.per(size_step, f, unit) for f in fitted]],
-                                caption=f"{headline} ({unit}): medians of run medians (runs) per size, and the fitted "
-                                        "slopes")]
-    phases = [m for m in story.phases if m in declared]
-    if phases:
-        measured = [c for c in cells if any(c.groups.get(m) for m in phases)]
-        varying = [k for k in compare.varying_axes(measured)]
-        rows = [(" ".join(f"{k}={c.params[k]}" for k in varying),
-                 {m: stats.summarize(c.groups[m]).median for m in phases if c.groups.get(m)})
-                for c in sorted(measured, key=lambda c: [c.params[k] for k in varying if k != story.size_axis]
-                                + [scaling.size_of(c.params[story.size_axis], story.size_axis)])]
-        path = plots.stacked(os.path.join(out_dir, "phases.png"), f"{headline}: its phases", unit, rows, phases)
-        blocks.append(render.Figure(path, f"What {headline} is made of per cell: {', '.join(phases)} (medians of run "
-                                          "medians), stacked."))
-    short = "; ".join(f"{f.group.split('=', 1)[-1] or headline} {f.slope * size_step:+.3g}" if f.fitted
-                      else f"{f.group.split('=', 1)[-1]} no fit" for f in fitted)
-    line = f"{headline} per {size_step:,g} {story.size_axis}: {short} {unit}"
-    return sentence, blocks, line if len(line) <= oneline.MAX_CHARS else line[:oneline.MAX_CHARS - 1] + "…"
-
-
 def title_blocks(kind_name, prepared, cells, rows_by_metric, declared, headline, rig, published, question,
                  generated_at, story=(), out_dir=None, scaled=None):
     """The title page: the question, the answer and its one line, the story's mechanism and caveats, ceilings and
@@ -363,7 +255,7 @@ def title_blocks(kind_name, prepared, cells, rows_by_metric, declared, headline,
     caps = ceilings.of_docs(prepared.docs)
     asked_rows = main_rows(rows_by_metric[headline], kind, axis_asked)
     in_one_line = oneline.one_line(asked_rows or rows_by_metric[headline], headline, declared[headline], caps,
-                                 _levels(cells, headline))
+                                 story_lib.levels_of(cells, headline))
     notes = [oneline.ceiling_note(r, headline, caps) for r in asked_rows or rows_by_metric[headline]]
     capped = list(dict.fromkeys(n.removeprefix("; ") for n in notes if n))
     blocks = [render.Title(f"{title}: {question}",
@@ -371,14 +263,14 @@ def title_blocks(kind_name, prepared, cells, rows_by_metric, declared, headline,
                            f"{generated_at or datetime.datetime.now(datetime.timezone.utc).strftime('%Y-%m-%d %H:%M UTC')}",
                            banner=prepared.banner),
               render.Para("Answer: " + title_sentence(rows_by_metric[headline], headline, declared[headline], kind,
-                                              axis_asked, _levels(cells, headline)), strong=True),
+                                              axis_asked, story_lib.levels_of(cells, headline)), strong=True),
               render.Para("In one line: " + in_one_line)] + list(story)
     if scaled:
         blocks[1] = render.Para("Answer: " + scaled[0], strong=True)
         blocks[2] = render.Para("In one line: " + scaled[2])
         blocks += scaled[1]
     else:
-        figure = key_figure(asked_rows or rows_by_metric[headline], headline, declared[headline], out_dir)
+        figure = story_lib.key_figure(asked_rows or rows_by_metric[headline], headline, declared[headline], out_dir)
         if figure is not None:
             blocks.append(figure)
     for note in capped:
@@ -525,7 +417,7 @@ def _median_range(s, unit=""):
 
 
 def build_parts(kind_name, sets, out_dir, metrics=None, axis=None, command=None, generated_at=None, question=None,
-                story=Story(), appendix=True):
+                story=story_lib.Story(), appendix=True):
     """Sets of different designs that each answer the kind's question within themselves (MR1 vs MR2 in local
     mode and on a cluster): one part per set, each its own run's comparison on the kind's axis, under one
     title page that gives every part's answer. The sets are never compared with each other: their cells
@@ -562,7 +454,7 @@ def build_parts(kind_name, sets, out_dir, metrics=None, axis=None, command=None,
     mechanism = [render.Para(f"Mechanism ({label}): {b.text.removeprefix('Mechanism: ')}") for label, (_, blocks)
                  in zip(labels, parts) for b in blocks[1:6]
                  if isinstance(b, render.Para) and b.text.startswith("Mechanism: ")]
-    out[3:3] = mechanism + story_blocks(dataclasses.replace(story, mechanism=()), [], {}, None, None)
+    out[3:3] = mechanism + story_lib.story_blocks(dataclasses.replace(story, mechanism=()), [], {}, None, None)
     out.append(render.Para(HOW_TO_READ))
     for label, (s, blocks) in zip(labels, parts):
         out.append(render.Break())
@@ -608,13 +500,6 @@ def _published_table(published):
         [[f"case {d['source']['case_study']}", f["label"], f.get("host", ""), _params_text(f),
           f["metric"], _published_value(f), f.get("note", "")] for d, f in published],
         caption="Reference rows: the authors' numbers, not measured by tunelab; their setups differ from ours")
-
-
-def _levels(cells, metric):
-    """[(the cell's varying parameters, stats.Summary of its runs)] of every cell that measured `metric`."""
-    varying = compare.varying_axes(cells)
-    return [(" ".join(f"{a}={c.params[a]}" for a in varying), stats.summarize(c.groups[metric]))
-            for c in cells if metric in c.groups]
 
 
 def _label(axis, value, others):
@@ -753,7 +638,7 @@ def _parser():
                         help="a counter that shows the mechanism, said in one line on the title page (repeatable)")
     parser.add_argument("--caveat", action="append", default=[], metavar="TEXT",
                         help="a caveat said on the title page (repeatable)")
-    parser.add_argument("--figure", choices=FIGURE_KINDS, default="change",
+    parser.add_argument("--figure", choices=story_lib.FIGURE_KINDS, default="change",
                         help="the title page's key figure: each comparison's change with its interval, or (scaling) "
                              "the answer's metric against --size-axis with a fitted slope per group")
     parser.add_argument("--size-axis", default="", help="--figure scaling: the axis that is a size (e.g. apps)")
@@ -787,7 +672,7 @@ def main(argv=None):
         command = shlex.join(["bazel", "run", "//analysis:report", "--"] + (argv if argv is not None else sys.argv[1:]))
         if (args.figure == "scaling") != bool(args.size_axis) or (args.phase and args.figure != "scaling"):
             raise ReportError("--figure scaling goes with --size-axis (and --phase), and they with it")
-        story = Story(tuple(args.answer), tuple(args.mechanism), tuple(args.caveat), args.figure, args.size_axis,
+        story = story_lib.Story(tuple(args.answer), tuple(args.mechanism), tuple(args.caveat), args.figure, args.size_axis,
                       tuple(args.phase))
         known = {m for s in sets if not s.published for m in s.metrics()}
         unknown = [m for m in story.answer + story.mechanism + story.phases if m not in known]

@@ -25,6 +25,7 @@ from analysis.testing import golden
 from analysis.reports import kinds
 from analysis.reports import render
 from analysis.reports import report
+from analysis.reports import story as story_lib
 from analysis.testing.testsets import write_set
 from results import resultfile
 
@@ -551,7 +552,7 @@ class ReportTest(unittest.TestCase):
     def test_without_the_appendix_a_report_is_its_story(self):
         real = resultsets.load_run(REAL_RUN, name="calibration_smoke")
         whole = self.build("axis", [real])
-        story = self.build("axis", [real], story=report.Story(answer=("cpu_loop_rate",)), appendix=False)
+        story = self.build("axis", [real], story=story_lib.Story(answer=("cpu_loop_rate",)), appendix=False)
         metrics = lambda blocks: [b.text.split(" (")[0] for b in blocks if isinstance(b, render.Heading)  # noqa: E731
                                   and b.text.split(" (")[0] in real.metrics()]
         self.assertGreater(len(metrics(whole)), 1)
@@ -566,7 +567,7 @@ class ReportTest(unittest.TestCase):
     def test_a_scaling_study_answers_with_slopes(self):
         # The committed failover set (real runs, 5 a cell): recovery time against the applications, per store.
         failover = self.study_set("yarn_failover-full-20261127-2vcpu")
-        story = report.Story(answer=("recovery_time",), figure="scaling", size_axis="apps",
+        story = story_lib.Story(answer=("recovery_time",), figure="scaling", size_axis="apps",
                              phases=("store_load_time", "app_recovery_time", "node_reregistration_time"))
         blocks = self.build("axis", [failover], story=story, appendix=False)
         answer = next(b.text for b in blocks if isinstance(b, render.Para) and b.text.startswith("Answer: "))
@@ -579,7 +580,7 @@ class ReportTest(unittest.TestCase):
         self.assertTrue(captions[0].startswith("Key figure: recovery_time against apps"), captions)
         self.assertTrue(any(c.startswith("What recovery_time is made of per cell") for c in captions), captions)
         with self.assertRaisesRegex(report.ReportError, "state_store is not a size"):
-            self.build("axis", [failover], story=report.Story(figure="scaling", size_axis="state_store"))
+            self.build("axis", [failover], story=story_lib.Story(figure="scaling", size_axis="state_store"))
 
     def test_reference_sets_are_valid_and_labelled(self):
         refs = report.reference_sets(RESULTS_ROOT)

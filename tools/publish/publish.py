@@ -51,6 +51,7 @@ from analysis.reports import plots
 from analysis.profiling import profiles
 from analysis.reports import render
 from analysis.reports import report
+from analysis.reports import story as story_lib
 from analysis.sensitivity import figures as sensitivity_figures
 from results import safeio
 from rigs import registry
@@ -193,7 +194,7 @@ def render_study(result_set, references, out_dir, declared=None, sets=None, flam
         build = report.build_parts if parts else report.build
         blocks = build(study.kind, sets + references, figures, generated_at=study.date or "unknown date",
                        command=study.command, question=declared.question if declared else None,
-                       story=declared.story if declared else report.Story(), appendix=declared is None)
+                       story=declared.story if declared else story_lib.Story(), appendix=declared is None)
         report.write(blocks, os.path.join(out_dir, "report.pdf"), os.path.join(out_dir, "report.html"))
         main_figure = next((b.path for b in blocks if isinstance(b, render.Figure)), None)
         if main_figure:  # the page shows it whole, the index small

@@ -11,7 +11,8 @@ entry never takes the site down.
 import dataclasses
 import re
 
-from analysis.reports import kinds, report
+from analysis.reports import kinds
+from analysis.reports import story as story_lib
 from results import safeio
 
 FILE_NAME = "studies.toml"
@@ -38,7 +39,7 @@ class Declared:
     sets: tuple
     kind: str  # "" for one set: the kind its contents call for
     parts: bool = False  # each set compared within itself, a part of the report each (analysis/reports/report.py)
-    story: report.Story = report.Story()  # the metrics that answer it, the mechanism's counters, its caveats
+    story: story_lib.Story = story_lib.Story()  # the metrics that answer it, the mechanism's counters, its caveats
 
     def report_args(self):
         """The report's command-line flags that tell this study's story (analysis/reports/report.py)."""
@@ -122,13 +123,13 @@ def parse(text, set_names):
             if len(sets) == 1 and kind == "cross-host":
                 raise StudiesError(f"{where}: cross-host compares two sets, one per host")
             figure, size_axis = entry.get("figure", "change"), entry.get("size_axis", "")
-            if figure not in report.FIGURE_KINDS:
-                raise StudiesError(f"{where}: figure must be one of {', '.join(report.FIGURE_KINDS)}")
+            if figure not in story_lib.FIGURE_KINDS:
+                raise StudiesError(f"{where}: figure must be one of {', '.join(story_lib.FIGURE_KINDS)}")
             if (figure == "scaling") != bool(size_axis) or not isinstance(size_axis, str) or (
                     size_axis and not METRIC_NAME.fullmatch(size_axis)):
                 raise StudiesError(f"{where}: figure = \"scaling\" takes size_axis (an axis name), and size_axis "
                                    "figure = \"scaling\"")
-            story = report.Story(_metrics(entry, "answer", where), _metrics(entry, "mechanism", where),
+            story = story_lib.Story(_metrics(entry, "answer", where), _metrics(entry, "mechanism", where),
                                  _lines(entry, "caveats", where), figure, size_axis, _metrics(entry, "phases", where))
             studies.append(Declared(sid, title, question, case, tuple(sets), kind, parts, story))
         except StudiesError as e:

@@ -5,7 +5,7 @@ import os
 import unittest
 
 from analysis import resultsets
-from analysis.reports import report
+from analysis.reports import story as story_lib
 from tools.publish import studies
 
 HERE = os.path.dirname(os.path.abspath(__file__))
@@ -99,7 +99,7 @@ class StudiesTest(unittest.TestCase):
                      caveats='["Counted under Callgrind: work, not time."]')
         (declared,), problems = studies.parse(text, SETS)
         self.assertEqual(problems, [])
-        self.assertEqual(declared.story, report.Story(("set_instructions", "get_instructions"), ("used_memory",),
+        self.assertEqual(declared.story, story_lib.Story(("set_instructions", "get_instructions"), ("used_memory",),
                                                       ("Counted under Callgrind: work, not time.",)))
         self.assertEqual(declared.report_args(), ["--answer=set_instructions", "--answer=get_instructions",
                                                   "--mechanism=used_memory",
