@@ -14,7 +14,7 @@ matplotlib.rcParams["text.parse_math"] = False
 import textwrap  # noqa: E402
 
 import matplotlib.pyplot as plt  # noqa: E402
-from matplotlib.ticker import EngFormatter  # noqa: E402
+from matplotlib.ticker import EngFormatter, MaxNLocator  # noqa: E402
 
 from results import safeio  # noqa: E402
 
@@ -35,6 +35,29 @@ def ci_bars(path, title, unit, bars):
     """bars: [(label, median, ci_low, ci_high, verdict)]. Published figures are never drawn on these axes
     (they would squash the measured bars); reports give them their own table."""
     fig, ax = plt.subplots(figsize=(7.5, 0.55 * len(bars) + 1.6))
+    _bars_on(ax, bars, unit, title)
+    ax.set_yticklabels([textwrap.fill(b[0], 38) for b in bars], fontsize=7)
+    fig.tight_layout()
+    _save(fig, path)
+    return path
+
+
+def ci_bars_panels(path, title, panels):
+    """Several metrics of the same cells side by side (a study's mechanism counters on its title page): panels
+    [(metric title, unit, bars)], bars as ci_bars' in one order of cells, labelled once on the left."""
+    rows = max(len(bars) for _, _, bars in panels)
+    fig, axes = plt.subplots(1, len(panels), figsize=(7.5, 0.42 * rows + 1.5), sharey=True, squeeze=False)
+    for ax, (panel_title, unit, bars) in zip(axes[0], panels):
+        _bars_on(ax, bars, unit, panel_title, short=True)
+    axes[0][0].set_yticklabels([textwrap.fill(b[0], 30) for b in panels[0][2]], fontsize=6)
+    fig.suptitle(title, fontsize=10)
+    fig.tight_layout()
+    _save(fig, path)
+    return path
+
+
+def _bars_on(ax, bars, unit, title, short=False):
+    """Each cell's median with its interval on one axis, coloured by its verdict (an open circle: no interval)."""
     ys = list(range(len(bars)))[::-1]
     for y, (label, median, lo, hi, verdict) in zip(ys, bars):
         colour = VERDICT_COLOURS.get(verdict, VERDICT_COLOURS["undecided"])
@@ -43,15 +66,14 @@ def ci_bars(path, title, unit, bars):
         else:
             ax.errorbar([median], [y], xerr=[[median - lo], [hi - median]], fmt="o", color=colour, capsize=4)
     ax.set_yticks(ys)
-    ax.set_yticklabels([textwrap.fill(b[0], 38) for b in bars], fontsize=7)
     ax.xaxis.set_major_formatter(EngFormatter())
-    ax.set_xlabel(f"{unit}: median of run medians, 95% CI over runs (open circle: under 3 runs, no CI)",
-                  fontsize=8)
-    ax.set_title(title, fontsize=10)
+    if short:  # a narrow panel: few ticks, so their labels do not run into each other
+        ax.xaxis.set_major_locator(MaxNLocator(4))
+    ax.set_xlabel(f"{unit}, median and 95% CI over runs" if short else
+                  f"{unit}: median of run medians, 95% CI over runs (open circle: under 3 runs, no CI)", fontsize=8)
+    ax.set_title(title, fontsize=9 if short else 10)
     ax.grid(axis="x", alpha=0.3)
-    fig.tight_layout()
-    _save(fig, path)
-    return path
+    ax.tick_params(axis="x", labelsize=7)
 
 
 def _finish(fig, ax, path, title, legend_loc, grid_axis="x"):

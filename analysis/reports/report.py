@@ -146,20 +146,30 @@ def build(kind_name, sets, out_dir, metrics=None, axis=None, allow_mismatch=Fals
     measured = prepared.sets
     rig = measured[0].docs[0]["matrix"]["rig"]
     published = published_for(references, kind_name, rig)
+    mechanism, counted = story_lib.mechanism_figure(story, cells, declared, prepared, declared_groups, out_dir)
     blocks = title_blocks(kind_name, prepared, cells, rows_by_metric, declared, chosen[0], rig, published, question,
-                          generated_at, story_lib.story_blocks(story, cells, declared, prepared, declared_groups), out_dir,
+                          generated_at, story_lib.story_blocks(story, cells, declared, prepared, declared_groups)
+                          + ([mechanism] if mechanism else []), out_dir,
                           story_lib.scaling_blocks(story, cells, declared, chosen[0], out_dir))
     figure_index = 0
     # Without the appendix a report is its story: the metric that answers and the mechanism's counters; the
     # other metrics' pages, the threads, monitors, tails and observations are the appendix (issue 82).
-    drawn = chosen if appendix else list(dict.fromkeys([chosen[0]] + [m for m in story.mechanism if m in chosen]))
+    # The answer's own comparison is on the title page already (its key figure and the question's table): a story
+    # repeats it only where the title page had no table of it.
+    asked_on_title = any(isinstance(b, render.TableBlock) and b.caption.endswith("the question's comparison")
+                         for b in blocks)
+    # Likewise the counts the title page's mechanism figure and table show (counted).
+    drawn = chosen if appendix else list(dict.fromkeys(([] if asked_on_title else [chosen[0]])
+                                                       + [m for m in story.mechanism if m in chosen and m not in counted]))
     for metric in drawn:
         metric_part, figure_index = metric_blocks(metric, declared[metric], rows_by_metric[metric], cells, prepared,
                                                   declared_groups, out_dir, figure_index, story_only=not appendix,
                                                   bars_drawn=appendix or metric != chosen[0])
         blocks += metric_part
-    if len(drawn) < len(chosen):
-        blocks.append(render.Para(f"Not drawn here: {', '.join(m for m in chosen if m not in drawn)}, and the "
+    on_title = set(counted) | ({chosen[0]} if asked_on_title else set())
+    undrawn = [m for m in chosen if m not in drawn and m not in on_title]
+    if undrawn:
+        blocks.append(render.Para(f"Not drawn here: {', '.join(undrawn)}, and the "
                                   "threads, monitors, tails and observations (the appendix: rerun the report with "
                                   "--appendix; the site's set pages have it)."))
 
@@ -372,48 +382,37 @@ def metric_blocks(metric, decl, rows, cells, prepared, declared_groups, out_dir,
 
 def count_blocks(cells, metric, decl, prepared, declared_groups, out_dir=None, figure_index=0):
     """A count that may be 0 (workload.toml's zero_possible: page-cache advice, disk bytes, waits): bars of every
-    compared cell's median with its interval over runs (a count's figure, issue 82), each pair's medians and their
-    difference with its interval, a zero baseline included; its ratios, where the baseline is not 0, follow in
-    the usual table."""
+    compared cell's median with its interval over runs (a count's figure, issue 82; out_dir None: not drawn), each
+    pair's medians and their difference with its interval, a zero
+    baseline included; its ratios, where the baseline is not 0, follow in the usual table."""
     rows = compare.difference_rows(cells, metric, axes=prepared.axes, baselines=prepared.baselines,
                                    declared=declared_groups)
     if not rows:
         return [render.Para("No comparable cells for this metric.")]
     blocks = []
     if out_dir is not None:
-        cells_seen = {}  # a cell is a side of several pairs: one bar, coloured by a pair it is the candidate of
-        for r in rows:
-            for value, others, summary, role in ((r.baseline_value, r.others, r.baseline, "baseline"),
-                                                 (r.value, r.others, r.summary, _count_verdict(r, decl))):
-                key = frozenset([f"{r.axis}={value}"] + others.split())
-                if key not in cells_seen or cells_seen[key][4] == "baseline":
-                    cells_seen[key] = (" ".join(sorted(key)), summary.median, summary.ci_low, summary.ci_high, role)
         path = plots.ci_bars(os.path.join(out_dir, f"figure{figure_index}.png"), f"{metric} per cell", decl["unit"],
-                             sorted(cells_seen.values())[:16])
+                             story_lib.count_bars(cells, metric, decl, prepared, declared_groups))
         blocks.append(render.Figure(path, f"Figure {figure_index}: {metric} per cell, median and 95% CI over runs; "
                                           "red or green where the pair's difference is beyond 0 (worse or better), "
                                           "grey baselines."))
     return blocks + [render.TableBlock(
-        ["axis", "baseline", "candidate", "other parameters", "baseline median (runs' range)",
-         "candidate median (runs' range)", "difference (95% CI)"],
+        ["axis", "baseline", "candidate", "other parameters", "baseline median (runs' range, runs)",
+         "candidate median (runs' range, runs)", "difference (95% CI)"],
         [[r.axis, r.baseline_value, r.value, r.others, _median_range(r.baseline, decl["unit"]),
-          _median_range(r.summary, decl["unit"]), compare.fmt_difference(r.difference, decl["unit"])] for r in rows],
+          _median_range(r.summary, decl["unit"]), compare.fmt_difference(r.difference, decl["unit"]).replace("95% CI ", "")]
+         for r in rows],
         caption=f"{metric} ({decl['unit']}): a count that may be 0, compared as a difference of medians, not a "
                 "ratio; the interval is a bootstrap over runs (3 or more a side)")]
 
 
-def _count_verdict(row, decl):
-    """worse/better where a count's difference interval lies wholly beyond 0, else undecided (the bars' colour)."""
-    d = row.difference
-    if not d.has_ci or d.ci_low <= 0 <= d.ci_high:
-        return "undecided"
-    higher = d.ci_low > 0
-    return "better" if higher == (decl["direction"] == "higher_is_better") else "worse"
-
-
 def _median_range(s, unit=""):
-    return (f"{compare.fmt_value(s.median, unit)} ({compare.fmt_value(s.minimum, unit)}.."
-            f"{compare.fmt_value(s.maximum, unit)}, {s.runs})")
+    """"102.1 MB (101.2..102.9, 5)": the range in the median's own scale, so a table cell stays one line."""
+    median = compare.fmt_value(s.median, unit)
+    scale = median.split(" ")[1] if " " in median else ""
+    size = {"KB": 1e3, "MB": 1e6, "GB": 1e9}.get(scale, 1)
+    edge = lambda x: compare.fmt_value(x / size) if size != 1 else compare.fmt_value(x, unit)  # noqa: E731
+    return f"{median} ({edge(s.minimum)}..{edge(s.maximum)}, {s.runs})"
 
 
 def build_parts(kind_name, sets, out_dir, metrics=None, axis=None, command=None, generated_at=None, question=None,
@@ -451,20 +450,26 @@ def build_parts(kind_name, sets, out_dir, metrics=None, axis=None, command=None,
            render.Para(f"This report has {len(parts)} parts, one per set: each set is one run whose cells were "
                        "measured interleaved and is compared within itself. The sets are of different designs "
                        "(their matrices and workloads differ), so no cell of one is compared with a cell of another.")]
-    mechanism = [render.Para(f"Mechanism ({label}): {b.text.removeprefix('Mechanism: ')}") for label, (_, blocks)
-                 in zip(labels, parts) for b in blocks[1:6]
-                 if isinstance(b, render.Para) and b.text.startswith("Mechanism: ")]
-    out[3:3] = mechanism + story_lib.story_blocks(dataclasses.replace(story, mechanism=()), [], {}, None, None)
-    out.append(render.Para(HOW_TO_READ))
+    # Each part's mechanism (its counts' figure, its table) is the study's finding: on the title page, not in the part.
+    moved = {id(b): b for _, blocks in parts for b in blocks
+             if (isinstance(b, render.Figure) and b.caption.startswith("Mechanism: "))
+             or (isinstance(b, render.TableBlock) and b.caption == story_lib.MECHANISM_CAPTION)}
+    titled = [(label, b) for label, (_, blocks) in zip(labels, parts) for b in blocks if id(b) in moved]
+    out[3:3] = ([render.Figure(b.path, f"{b.caption.removesuffix('.')} ({label}).") for label, b in titled
+                 if isinstance(b, render.Figure)]
+                + [render.TableBlock(b.columns, b.rows, caption=f"{b.caption} ({label})") for label, b in titled
+                   if isinstance(b, render.TableBlock)]
+                + story_lib.story_blocks(dataclasses.replace(story, mechanism=()), [], {}, None, None))
     for label, (s, blocks) in zip(labels, parts):
         out.append(render.Break())
         out.append(render.Heading(f"{label[0].upper()}{label[1:]}: {blocks[0].text.split(': ', 1)[-1]}"))
         for b in blocks[1:]:
             if isinstance(b, render.Heading) and b.text.startswith(f"Published figures ({resultsets.PUBLISHED_LABEL})"):
                 break  # said once, after the parts
-            if isinstance(b, render.Para) and b.text == HOW_TO_READ:
-                continue  # said once, on the title page
+            if (isinstance(b, render.Para) and b.text == HOW_TO_READ) or id(b) in moved or isinstance(b, render.Break):
+                continue  # said once, on the title page or after the parts; a part's own title page ends nowhere
             out.append(render.Heading(b.text, 2) if isinstance(b, render.Heading) else b)
+    out.append(render.Para(HOW_TO_READ))
     published = published_for(references, kind_name, measured[0].docs[0]["matrix"]["rig"])
     if published:
         out += [render.Break(), render.Heading(f"Published figures ({resultsets.PUBLISHED_LABEL})"),

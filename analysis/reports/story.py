@@ -36,30 +36,89 @@ class Story:
 
 
 
+MECHANISM_CAPTION = "Mechanism: what moved"
+MECHANISM_ROWS = 4  # per counter: its comparisons on the question's axis first
+
+
 def story_blocks(story, cells, declared, prepared, declared_groups):
-    """The title page's mechanism (each declared counter's comparison in one line: a count that may be 0 as its
-    difference with its interval) and caveats, from a study's story."""
-    lines = []
+    """The title page's mechanism (a table: each declared counter's comparisons, a count that may be 0 as the
+    difference of medians with its interval, any other metric as its change with the interval its words come
+    from) and caveats, from a study's story."""
+    table = []
     for metric in story.mechanism:
         if metric not in declared:
             continue  # measured by another part of a study in parts
-        decl = declared[metric]
-        if decl.get("zero_possible"):
-            rows = compare.difference_rows(cells, metric, axes=prepared.axes, baselines=prepared.baselines,
-                                           declared=declared_groups)
-            said = "; ".join(f"{r.axis}={r.value} vs {r.baseline_value}{f' [{r.others}]' if r.others else ''} "
-                             f"{compare.fmt_difference(r.difference, decl['unit'])}" for r in rows[:4]) or "not compared"
-        else:
-            rows = compare.axis_rows(cells, metric, axes=prepared.axes, baselines=prepared.baselines,
-                                     declared=declared_groups)
-            said = oneline.one_line(rows, metric, decl, None, levels_of(cells, metric))
-        lines.append(f"{metric} ({decl['unit']}): {said}")
+        table += mechanism_rows(metric, declared[metric], cells, prepared, declared_groups)
     blocks = []
-    if lines:
-        blocks.append(render.Para("Mechanism: " + " | ".join(lines)))
+    if table:
+        blocks.append(render.TableBlock(["counter", "comparison", "baseline", "candidate", "change (interval)"], table,
+                                        caption=MECHANISM_CAPTION))
     if story.caveats:
         blocks.append(render.Para("Caveats: " + " ".join(c if c.endswith(".") else c + "." for c in story.caveats)))
     return blocks
+
+
+def mechanism_rows(metric, decl, cells, prepared, declared_groups):
+    """One counter's rows of the mechanism table (at most MECHANISM_ROWS, the question's axis first)."""
+    unit = decl["unit"]
+    asked = prepared.axes[0] if prepared.axes else None
+    label = lambda r: f"{r.axis}={r.value} vs {r.baseline_value}" + (f" [{r.others}]" if r.others else "")  # noqa: E731
+    if decl.get("zero_possible"):
+        rows = compare.difference_rows(cells, metric, axes=prepared.axes, baselines=prepared.baselines,
+                                       declared=declared_groups)
+        said = [(r, compare.fmt_value(r.baseline.median, unit), compare.fmt_value(r.summary.median, unit),
+                 compare.fmt_difference(r.difference, unit).replace("95% CI ", "")) for r in rows]
+    else:
+        rows = compare.axis_rows(cells, metric, axes=prepared.axes, baselines=prepared.baselines,
+                                 declared=declared_groups)
+        said = [(r, compare.fmt_value(r.baseline.median, unit), compare.fmt_value(r.summary.median, unit),
+                 f"{r.comparison.change:+.1%} ({compare.fmt_change_ci(r.comparison)}), {verdict(r.comparison, decl)}"
+                 if r.comparison.tested else "no test") for r in rows]
+    said.sort(key=lambda x: x[0].axis != asked)
+    out = [[f"{metric} ({unit})", label(r), base, cand, change] for r, base, cand, change in said[:MECHANISM_ROWS]]
+    return out or [[f"{metric} ({unit})", "not compared", "", "", ""]]
+
+
+def count_verdict(row, decl):
+    """worse/better where a count's difference interval lies wholly beyond 0, else undecided (the bars' colour)."""
+    d = row.difference
+    if not d.has_ci or d.ci_low <= 0 <= d.ci_high:
+        return "undecided"
+    higher = d.ci_low > 0
+    return "better" if higher == (decl["direction"] == "higher_is_better") else "worse"
+
+
+def count_bars(cells, metric, decl, prepared, declared_groups, limit=16):
+    """A count's bars (plots.ci_bars): every compared cell's median with its interval over runs, once, coloured by
+    a pair it is the candidate of (grey: only a baseline), in the order of its parameters."""
+    rows = compare.difference_rows(cells, metric, axes=prepared.axes, baselines=prepared.baselines,
+                                   declared=declared_groups)
+    seen = {}  # a cell is a side of several pairs: one bar
+    for r in rows:
+        for value, summary, role in ((r.baseline_value, r.baseline, "baseline"),
+                                     (r.value, r.summary, count_verdict(r, decl))):
+            key = frozenset([f"{r.axis}={value}"] + r.others.split())
+            if key not in seen or seen[key][4] == "baseline":
+                seen[key] = (" ".join(sorted(key)), summary.median, summary.ci_low, summary.ci_high, role)
+    return sorted(seen.values())[:limit]
+
+
+def mechanism_figure(story, cells, declared, prepared, declared_groups, out_dir):
+    """The mechanism's counts that may be 0 (DONTNEED calls, bytes read from disk) side by side, each cell's median
+    with its interval (issue 82: a count's figure): (the figure, the metrics it draws), (None, ()) when the story
+    declares none of them."""
+    counts = [m for m in story.mechanism if m in declared and declared[m].get("zero_possible")]
+    panels = [(m, declared[m]["unit"], count_bars(cells, m, declared[m], prepared, declared_groups)) for m in counts]
+    panels = [p for p in panels if p[2]]
+    if not panels or out_dir is None:
+        return None, ()
+    labels = [b[0] for b in panels[0][2]]
+    panels = [p for p in panels if [b[0] for b in p[2]] == labels]  # one order of cells: sharing the labels
+    path = plots.ci_bars_panels(os.path.join(out_dir, "mechanism.png"), "The mechanism, per cell",
+                                [(m, unit, bars) for m, unit, bars in panels])
+    return render.Figure(path, f"Mechanism: {', '.join(m for m, _, _ in panels)} per cell, median and 95% CI over "
+                               "runs; red or green where a pair's difference is beyond 0 (worse or better), grey "
+                               "baselines and undecided."), tuple(m for m, _, _ in panels)
 
 
 def key_figure(rows, metric, decl, out_dir):
