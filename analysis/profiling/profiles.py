@@ -234,9 +234,10 @@ class Comparison:
     missing: list  # "cell rN: why" for each repetition without a usable profile
     rows: list = dataclasses.field(default_factory=list)  # movers()
     gc: tuple = ((), ())  # the profiled launches' GC summaries (profile.gc), baseline's and candidate's
+    others: str = ""  # the pair's other varying parameters ("op=create threads=1"): two pairs of one axis differ there
 
     def label(self):
-        return f"{self.axis}: {self.value} vs {self.baseline_value}"
+        return f"{self.axis}: {self.value} vs {self.baseline_value}" + (f" [{self.others}]" if self.others else "")
 
     def gc_line(self):
         """The pauses of both sides in one line, for a comparison of collectors ("" without GC logs): the median
@@ -315,7 +316,8 @@ def comparisons(result_set, event="cpu", self_only=False, top=10):
     profiled (analysis/compare.py pairs them as the summary does)."""
     if not any(d.get("profile") for d in result_set.docs):
         return []
-    return [_comparison(result_set.path, group, base_value, partner, cell, docs_by_cell, event, self_only, top)
+    varying = compare.varying_axes(compare.collect(result_set.docs))
+    return [_comparison(result_set.path, group, base_value, partner, cell, docs_by_cell, event, self_only, top, varying)
             for group, base_value, partner, cell, docs_by_cell in _pairs(result_set)]
 
 
@@ -341,11 +343,12 @@ def pair_comparisons(result_set, axis, baseline_value, value, event="cpu", self_
     return out
 
 
-def _comparison(run_dir, group, base_value, partner, cell, docs_by_cell, event, self_only, top):
+def _comparison(run_dir, group, base_value, partner, cell, docs_by_cell, event, self_only, top, varying=()):
     base_runs, base_missing = profiles_of(run_dir, docs_by_cell[partner.id], event)
     cand_runs, cand_missing = profiles_of(run_dir, docs_by_cell[cell.id], event)
     comparison = Comparison("+".join(group), base_value, "/".join(cell.params[a] for a in group), partner.id,
-                            cell.id, event, base_runs, cand_runs, base_missing + cand_missing)
+                            cell.id, event, base_runs, cand_runs, base_missing + cand_missing,
+                            others=" ".join(f"{a}={cell.params[a]}" for a in varying if a not in group))
     if base_runs and cand_runs:
         comparison.rows = movers(base_runs, cand_runs, self_only=self_only, top=top)
     comparison.gc = tuple([d["profile"]["gc"] for d in docs_by_cell[c.id]

@@ -110,6 +110,29 @@ def change_forest(path, title, changes, min_effect, level_text):
     return _finish(fig, ax, path, title, "lower right")
 
 
+def movers(path, title, rows, unit="points"):
+    """The "why" figure of a story (issue 82): a differential profile's top movers [(frame, change, low, high)],
+    each frame's change in its share of samples with its interval over runs; red a larger share in the candidate,
+    blue a smaller one (the flame graph's colours), grey where the interval holds 0 (noise)."""
+    fig, ax = plt.subplots(figsize=(7.5, 0.32 * len(rows) + 1.3))
+    ys = list(range(len(rows)))[::-1]
+    ax.axvline(0, color="#616161", linewidth=0.8)
+    for y, (_, change, lo, hi) in zip(ys, rows):
+        colour = "#9e9e9e" if lo != lo or lo <= 0 <= hi else ("#c62828" if change > 0 else "#1565c0")
+        if lo != lo:
+            ax.plot([change], [y], "o", color=colour, fillstyle="none")
+        else:
+            ax.errorbar([change], [y], xerr=[[change - lo], [hi - change]], fmt="o", color=colour, capsize=3)
+    ax.set_yticks(ys)
+    ax.set_yticklabels([r[0] if len(r[0]) <= 60 else "…" + r[0][-59:] for r in rows], fontsize=6)
+    ax.set_xlabel(f"change in share of samples, {unit} (interval over runs; open circle: one run a side)", fontsize=8)
+    ax.set_title(title, fontsize=10)
+    ax.grid(axis="x", alpha=0.3)
+    fig.tight_layout()
+    _save(fig, path)
+    return path
+
+
 def scaling(path, title, unit, size_label, fits, size_step):
     """A metric against a size (analysis/scaling.Fit per group): each cell's median with its 95 % CI over runs,
     the fitted line of each group, its slope per `size_step` with the slope's interval in the legend."""

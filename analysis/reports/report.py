@@ -183,7 +183,8 @@ def build(kind_name, sets, out_dir, metrics=None, axis=None, allow_mismatch=Fals
     if appendix:
         blocks += thread_cpu_blocks(prepared.docs, out_dir)
         blocks += monitor_blocks(prepared.docs, out_dir)
-    blocks += profile_blocks(measured, out_dir)
+    asked_axis = prepared.axes[0] if KINDS[kind_name].axis and prepared.axes else None
+    blocks += profile_blocks(measured, out_dir, flame=appendix, axis=None if appendix else asked_axis)
     if appendix:
         blocks += tail_blocks(prepared.docs)
         blocks += observation_tables(prepared.docs)

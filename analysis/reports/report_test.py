@@ -324,6 +324,16 @@ class ReportTest(unittest.TestCase):
         self.assertEqual(table.rows[0][:4], ["Calibration.spin", "0.0", "21.4", "+21.4"])
         self.assertEqual(table.rows[0][5], "moved")
         self.assertEqual({r[5] for r in table.rows[1:]}, {"noise"})
+        # A story (no appendix) draws the movers with their intervals instead: "why" in a figure that fits a page.
+        story = self.build("axis", [resultsets.load_run(folder, name="profiled")], appendix=False)
+        start = next(i for i, b in enumerate(story) if getattr(b, "text", "").startswith("Profile (cpu)"))
+        figure, table = story[start + 1:start + 3]
+        self.assertTrue(figure.caption.startswith("The 10 frames that moved most, 3 baseline and 3 candidate runs"),
+                        figure.caption)
+        self.assertIn("--appendix", figure.caption)
+        self.assertEqual(table.rows[0][:4], ["Calibration.spin", "0.0", "21.4", "+21.4"])
+        self.assertFalse(any(isinstance(b, render.Figure) and b.caption.startswith("Differential flame graph")
+                             for b in story))
         # A run without profiles gets no such page.
         plain = self.build("axis", [resultsets.load_run(REAL_RUN, name="plain")])
         self.assertFalse([b for b in plain if getattr(b, "text", "").startswith("Profile (")])

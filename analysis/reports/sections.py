@@ -293,23 +293,31 @@ def sequential_blocks(measured):
     return blocks
 
 
-def profile_blocks(result_sets, out_dir):
+STORY_MOVERS = 10  # a story's "why" figure: the frames that moved most
+
+
+def profile_blocks(result_sets, out_dir, flame=True, axis=None):
     """A page per profiled comparison and event (policy.profile, issue 60): its differential flame graph as a
     picture and the frames that moved most, each with its interval over runs; nothing for sets without
-    profiles."""
+    profiles. flame=False (a story, issue 82): the top movers' changes with their intervals as the figure, the
+    flame graph left to the appendix and the set's page. axis: only the comparisons of that axis (the question's),
+    where it has any."""
     blocks = []
     for set_index, result_set in enumerate(result_sets):
         for event in profiles.profiled_events(result_set):
-            blocks += event_blocks(result_set, event, os.path.join(out_dir, f"profile{set_index + 1}-{event}"))
+            blocks += event_blocks(result_set, event, os.path.join(out_dir, f"profile{set_index + 1}-{event}"), flame,
+                                   axis)
         blocks += instruction_blocks(result_set)
     return blocks
 
 
-def event_blocks(result_set, event, out_stem):
+def event_blocks(result_set, event, out_stem, flame=True, axis=None):
     """profile_blocks of one set and event; pictures at out_stem + "-N.png"."""
     blocks = []
     try:
         found = profiles.comparisons(result_set, event)
+        if axis and any(c.axis == axis for c in found):
+            found = [c for c in found if c.axis == axis]
     except profiles.ProfileTooCostly:
         raise  # not a profile tunelab wrote: the set is not rendered, with the reason (issue 78)
     except profiles.ProfileError as e:
@@ -319,15 +327,25 @@ def event_blocks(result_set, event, out_stem):
         if not c.rows:
             blocks.append(render.Para("No profile on one side: " + "; ".join(c.missing[:3])))
             continue
-        path = plots.flame_diff(f"{out_stem}-{index + 1}.png",
-                                f"{c.label()}: {event} samples, candidate against baseline",
-                                profiles.merged(c.baseline_runs), profiles.merged(c.candidate_runs))
-        blocks.append(render.Figure(path, f"Differential flame graph, {len(c.baseline_runs)} baseline and "
-                                          f"{len(c.candidate_runs)} candidate runs merged: movers "
-                                          f"{profiles.one_line(c.rows)}."))
+        if flame:
+            path = plots.flame_diff(f"{out_stem}-{index + 1}.png",
+                                    f"{c.label()}: {event} samples, candidate against baseline",
+                                    profiles.merged(c.baseline_runs), profiles.merged(c.candidate_runs))
+            blocks.append(render.Figure(path, f"Differential flame graph, {len(c.baseline_runs)} baseline and "
+                                              f"{len(c.candidate_runs)} candidate runs merged: movers "
+                                              f"{profiles.one_line(c.rows)}."))
+        else:
+            top = c.rows[:STORY_MOVERS]
+            path = plots.movers(f"{out_stem}-{index + 1}.png", f"What moved ({event} samples)",
+                                [(m.short, m.change, m.low, m.high) for m in top], top[0].unit)
+            blocks.append(render.Figure(path, f"The {len(top)} frames that moved most, {len(c.baseline_runs)} "
+                                              f"baseline and {len(c.candidate_runs)} candidate runs: movers "
+                                              f"{profiles.one_line(c.rows)}. The differential flame graph: the "
+                                              "set's page, or this report with --appendix."))
+        shown = c.rows if flame else c.rows[:STORY_MOVERS]
         rows = [[m.short, f"{m.baseline:.1f}", f"{m.candidate:.1f}", f"{m.change:+.1f}",
                  "-" if m.low != m.low else f"{m.low:+.1f}..{m.high:+.1f}",
-                 "moved" if m.moved else ("noise" if m.low == m.low else "1 run")] for m in c.rows]
+                 "moved" if m.moved else ("noise" if m.low == m.low else "1 run")] for m in shown]
         blocks.append(render.TableBlock(["frame", "baseline", "candidate", "change", "interval", ""], rows,
                                         caption=f"Share of {event} samples in points; interval: Welch over "
                                                 "runs, simultaneous over the table's frames"))
