@@ -312,6 +312,9 @@ def render(console, result_set, metrics=None):
         console.print(escape(line))
     for line in profile_lines(result_set):
         console.print(escape(line))
+    unsteady = unsteady_line(result_set.docs)
+    if unsteady:
+        console.print(escape(unsteady))
     tails = tail_table(compared, result_set.docs)
     if tails is not None:
         console.print(tails)
@@ -320,6 +323,21 @@ def render(console, result_set, metrics=None):
     if context:  # the last line, where the verdicts end: the preflight's warning scrolled off at the top
         console.print(escape(f"verdicts above on a busy host: {context}"))
     return True
+
+
+def unsteady_line(docs):
+    """"not steady, recorded but not judged: create_cpu_per_op in 4 of 12 launches" for the metrics whose
+    steady-state check failed in launches that stayed ok (a design judging only the metrics it decides on),
+    or ""."""
+    counts = {}
+    for d in docs:
+        if d.get("status") != "ok":
+            continue
+        for metric, check in ((d.get("steady_state") or {}).get("metrics") or {}).items():
+            bad, total = counts.get(metric, (0, 0))
+            counts[metric] = (bad + (not check.get("steady", True)), total + 1)
+    said = [f"{m} in {bad} of {total} launches" for m, (bad, total) in counts.items() if bad]
+    return f"not steady, recorded but not judged (not a metric the stop rule decides on): {'; '.join(said)}" if said else ""
 
 
 def profile_lines(result_set):

@@ -97,6 +97,16 @@ class SummaryTest(unittest.TestCase):
         self.assertTrue(all(len(line) <= 100 for line in text.splitlines()), text)
         self.assertNotIn("When each comparison stopped", render(smoke_set()))
 
+    def test_companions_not_steady_in_ok_launches_are_said(self):
+        check = lambda steady: {"iterations": 16, "steady": steady}  # noqa: E731
+        docs = [{"status": "ok", "steady_state": {"band": 0.05, "metrics": {"create_rate": check(True),
+                                                                            "create_cpu_per_op": check(k % 3 != 0)}}}
+                for k in range(12)]
+        docs.append({"status": "invalid", "steady_state": {"metrics": {"create_rate": check(False)}}})
+        self.assertEqual(summary.unsteady_line(docs), "not steady, recorded but not judged (not a metric the stop rule "
+                                                      "decides on): create_cpu_per_op in 4 of 12 launches")
+        self.assertEqual(summary.unsteady_line(docs[1:2] + [{"status": "ok"}]), "")
+
     def test_host_noise_names_the_rounds_outside_the_band(self):
         docs = smoke_set().docs
         self.assertEqual(summary.host_noise_line(docs, "yarn_cps"), "")  # nothing recorded: nothing said

@@ -103,7 +103,7 @@ def judge(ctx, state, result, failure, timed_out):
         if counts != {policy.iterations}:
             problems.append(f"the policy asks for {policy.iterations} measured iterations a launch; the rig reported "
                             f"{', '.join(map(str, sorted(counts))) or 'none'} (samples tagged with their iteration)")
-        unsteady = [s for s in steadiness if not s.steady]
+        unsteady = steadystate.judged_unsteady(steadiness, policy.decide_on)
     if problems:
         return result.invalid("knob not in effect: " + problems[0], problems)
     if unsteady:

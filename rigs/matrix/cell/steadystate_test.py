@@ -77,6 +77,13 @@ class SteadinessTest(unittest.TestCase):
         self.assertEqual(rate.alpha, 0.025)
         self.assertTrue(rate.steady)
 
+    def test_a_design_that_decides_on_some_metrics_is_refused_only_for_those(self):
+        drifting = [100, 103, 106, 109, 112, 115, 118, 121]
+        found = steadystate.check(samples([50] * 8) + samples(drifting, metric="cpu_per_op"), band=0.05)
+        self.assertEqual([s.metric for s in steadystate.judged_unsteady(found)], ["cpu_per_op"])
+        self.assertEqual(steadystate.judged_unsteady(found, ("rate",)), [])  # recorded, not judged
+        self.assertEqual([s.metric for s in steadystate.judged_unsteady(found, ("cpu_per_op",))], ["cpu_per_op"])
+
     def test_untagged_samples_and_too_few_iterations_are_not_judged(self):
         untagged = [dict(x, metadata={}) for x in samples([1, 2, 3, 4, 5])]
         self.assertEqual(steadystate.check(untagged + samples([1, 2, 3, 4]), band=0.05), [])
