@@ -29,6 +29,7 @@ import glob
 import hashlib
 import io
 import json
+import math
 import multiprocessing
 import os
 import re
@@ -306,23 +307,77 @@ def write_history(name, sets, out_dir):
 
 
 def write_sensitivity(baselines, out_dir):
-    """(rows, [(rig, plot file)], [Study of each unusable sensitivity file]) of the Sensitivity page: every
-    committed figure, and per rig what its metrics' gates catch (D) over the committed sensitivity sets."""
+    """(rows, [(rig, plot file, its nights' plot file or "")], nights rows, [Study of each unusable file]) of the
+    Sensitivity page: every committed figure, per rig what its metrics' gates catch (D) over the committed
+    sensitivity sets, and what each gated design promises over the nights recorded (results/baselines/nights.json,
+    //tools:sensitivity -- --write-nights): D on a median and on a noisy night beside the set's stated D."""
     unreadable = []
     rows = sensitivity_figures.history(baselines, unreadable)
     failed = [Study(name=f"{name}/{sensitivity_figures.FILE_NAME}"[:80], failed=f"cannot be read: {reason[:300]}")
               for name, reason in unreadable]
+    promised, problem = read_nights(baselines)
+    if problem:
+        failed.append(Study(name=NIGHTS_FILE, failed=problem[:300]))
     out = []
-    for rig in sorted({r["rig"] for r in rows}):
+    for rig in sorted({r["rig"] for r in rows} | {p["rig"] for p in promised}):
         series = {}
         for r in rows:
             if r["rig"] == rig and r["worse_by"] is not None:  # an older rule's figure has no stated D
                 series.setdefault(r["metric"], []).append((r["measured_at"], r["worse_by"]))
-        name = f"sensitivity-{rig}.png"
-        plots.sensitivity_history(os.path.join(out_dir, name), f"{rig}: what the gate catches (95 %, its gated rounds)",
-                                  series)
-        out.append((rig, name))
-    return rows, out, failed
+        name = f"sensitivity-{rig}.png" if series else ""
+        if series:
+            plots.sensitivity_history(os.path.join(out_dir, name),
+                                      f"{rig}: what the gate catches (95 %, its gated rounds)", series)
+        bars = {}
+        mine = [p for p in promised if p["rig"] == rig and p.get("median_worse_by") is not None]
+        several = len({p["profile"] for p in mine}) > 1
+        for p in mine:  # a metric gated by two profiles is two bars: each design promises its own D
+            label = f"{p['metric']} ({p['profile']})" if several else p["metric"]
+            bars[label] = {"a median night": p["median_worse_by"]}
+            if p.get("noisy_worse_by") is not None:
+                bars[label]["a noisy night (80th percentile)"] = p["noisy_worse_by"]
+            if series.get(p["metric"]) and not several:
+                bars[label]["stated D (its set's night)"] = max(series[p["metric"]])[1]
+        nights_name = f"sensitivity-{rig}-nights.png" if bars else ""
+        if bars:
+            plots.sensitivity_bars(os.path.join(out_dir, nights_name),
+                                   f"{rig}: what the gate catches over the nights recorded", bars)
+        out.append((rig, name, nights_name))
+    return rows, out, promised, failed
+
+
+def environment():
+    """The site's templates: escaped, and a name a template uses that the page lacks is an error, not blank."""
+    return jinja2.Environment(loader=jinja2.FileSystemLoader(TEMPLATES), autoescape=True,
+                              undefined=jinja2.StrictUndefined, keep_trailing_newline=True)
+
+
+NIGHTS_FILE = "nights.json"  # tools/sensitivity/sensitivity.py NIGHTS_FILE: written by --write-nights
+NIGHTS_MAX_BYTES = 1 << 20
+
+
+def read_nights(baselines):
+    """([promise rows], problem or "") of results/baselines/nights.json, read through the bounded reader: no file is
+    no rows; a file that is not the calibrator's is a problem named on the index, never a crash."""
+    path = os.path.join(baselines, NIGHTS_FILE)
+    if not os.path.lexists(path):
+        return [], ""
+    try:
+        doc = json.loads(safeio.read_bytes(path, NIGHTS_MAX_BYTES))
+    except (safeio.InputError, ValueError, OSError) as e:
+        return [], f"cannot be read: {e}"
+    if not isinstance(doc, dict) or doc.get("kind") != "tunelab-night-promises" or doc.get("schema_version") != 1:
+        return [], "not a nights file of schema 1 (regenerate: bazel run //tools:sensitivity -- --write-nights)"
+    rows = doc.get("promises")
+    keys = {"rig": str, "metric": str, "profile": str, "design": str}
+    if not isinstance(rows, list) or not all(isinstance(r, dict) and all(isinstance(r.get(k), t) for k, t in keys.items())
+                                             for r in rows):
+        return [], "its promises are not rows of rig, metric, profile and design"
+    number = lambda x: x is None or (isinstance(x, (int, float)) and not isinstance(x, bool) and math.isfinite(x))  # noqa: E731
+    fields = ("asked", "sd_median", "sd_noisy", "median_worse_by", "noisy_worse_by", "held_share")
+    if not all(number(r.get(f)) for r in rows for f in fields):
+        return [], "a promise's figure is not a finite number"
+    return rows, ""
 
 
 def write_bisects(results_root, out_dir):
@@ -459,8 +514,7 @@ def build_site(results_root, out, built_at, console=None, flame_tools=None, jobs
     parent = os.path.dirname(os.path.abspath(out)) or "."
     staging = safeio.new_folder(parent, ".publish-")
     try:
-        env = jinja2.Environment(loader=jinja2.FileSystemLoader(TEMPLATES), autoescape=True,
-                                 undefined=jinja2.StrictUndefined, keep_trailing_newline=True)
+        env = environment()
         columns = [TextColumn("{task.description}"), BarColumn(), TextColumn("{task.completed}/{task.total}"),
                    TimeRemainingColumn()]
         work = [(s, None) for s in sets] + [(by_name[d.sets[0]], d) for d in declared]
@@ -479,12 +533,13 @@ def build_site(results_root, out, built_at, console=None, flame_tools=None, jobs
         for name, series_sets in nightly_series(sets).items():
             histories.append({"name": name, "sets": [s.name for s in series_sets],
                               "plots": write_history(name, series_sets, staging)})
-        rows, sensitivity_plots, unusable = write_sensitivity(baselines, staging)
+        rows, sensitivity_plots, promised, unusable = write_sensitivity(baselines, staging)
         studies += unusable  # listed last with their reasons, as a set that cannot be read
         bisects, unreadable_bisects = write_bisects(results_root, staging)
         studies += unreadable_bisects
         page = dict(built_at=built_at, studies=studies, histories=histories, groups=index_groups(studies, references),
-                    references=[r.reference for r in references], rows=rows, plots=sensitivity_plots, bisects=bisects)
+                    references=[r.reference for r in references], rows=rows, plots=sensitivity_plots,
+                    promised=promised, bisects=bisects)
         for template, target in (("index.html.j2", "index.html"), ("reference.html.j2", "reference.html"),
                                  ("sensitivity.html.j2", "sensitivity.html")):
             safeio.write_text(os.path.join(staging, target), env.get_template(template).render(root=".", **page))

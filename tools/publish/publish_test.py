@@ -158,6 +158,38 @@ class PublishTest(unittest.TestCase):
         self.assertIn("cannot be read", failed["bisects/cut-short"])
         self.assertIn("not a tunelab.bisect/1 record", failed["bisects/foreign"])
 
+    def test_the_sensitivity_page_says_what_each_design_promises_over_the_nights(self):
+        # Issue 82, item 6: the committed nights file (//tools:sensitivity -- --write-nights) drawn and tabled per rig:
+        # D on a median and a noisy night beside the set's stated D; a file not the calibrator's is listed, not used.
+        root = self.small_results(["calibration-gate-aa-20261124-2vcpu"])
+        shutil.copy(os.path.join(RESULTS, "baselines", "nights.json"), os.path.join(root, "baselines"))
+        out = os.path.join(self.dir, "out")
+        os.makedirs(out)
+        rows, plotted, promised, failed = publish.write_sensitivity(os.path.join(root, "baselines"), out)
+        self.assertEqual(failed, [])
+        calibration = next(p for p in promised if p["rig"] == "calibration" and p["metric"] == "cpu_loop_rate")
+        self.assertGreater(calibration["median_worse_by"], 0)
+        by_rig = {rig: (plot, nights) for rig, plot, nights in plotted}
+        self.assertEqual(by_rig["calibration"], ("sensitivity-calibration.png", "sensitivity-calibration-nights.png"))
+        self.assertEqual(by_rig["namenode"][0], "")  # nights recorded, no figure of its sets in this folder
+        self.assertTrue(os.path.getsize(os.path.join(out, "sensitivity-namenode-nights.png")) > 5000)
+        env = publish.environment()
+        html = env.get_template("sensitivity.html.j2").render(root=".", rows=rows, plots=plotted, promised=promised,
+                                                              built_at=BUILT_AT)
+        self.assertIn("<h3>Across nights</h3>", html)
+        self.assertIn(calibration["verdict"], html)
+        self.assertIn(f"{100 * calibration['median_worse_by']:.1f} %", html)
+        for text, why in (("{", "cannot be read"), ('{"kind": "x"}', "not a nights file of schema 1"),
+                          ('{"kind": "tunelab-night-promises", "schema_version": 1, "promises": [{"rig": 1}]}',
+                           "not rows of rig"),
+                          ('{"kind": "tunelab-night-promises", "schema_version": 1, "promises": [{"rig": "r", '
+                           '"metric": "m", "profile": "p", "design": "d", "sd_median": "1e9"}]}', "not a finite number")):
+            with open(os.path.join(root, "baselines", "nights.json"), "w") as f:
+                f.write(text)
+            _, _, promised, failed = publish.write_sensitivity(os.path.join(root, "baselines"), out)
+            self.assertEqual(promised, [])
+            self.assertIn(why, failed[-1].failed)
+
     def test_a_linked_studies_file_is_listed_not_followed(self):
         root = self.small_results([])
         target = os.path.join(self.dir, "elsewhere.toml")

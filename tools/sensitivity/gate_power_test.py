@@ -112,12 +112,19 @@ class GatePowerKnownAnswerTest(unittest.TestCase):
             readme = f.read()
         self.assertIn(sensitivity.table(BASELINES) + "\n", readme)
 
+    @classmethod
+    def night_promises(cls):
+        """sensitivity.night_promises() over the committed nights, computed once for the tests that read it."""
+        if not hasattr(cls, "_promises"):
+            cls._promises = sensitivity.night_promises(os.path.join(RUNFILES, "results"))
+        return cls._promises
+
     def test_the_readme_says_what_each_design_promises_over_the_nights_recorded(self):
         # Issue 79: D on a median and on a noisy night, the nights behind it, and whether it held on each night
         # left out; a figure that does not hold is printed as such. The README's second table, byte for byte.
         with open(os.path.join(RUNFILES, "analysis", "README.md")) as f:
             readme = f.read()
-        text = sensitivity.nights_table(os.path.join(RUNFILES, "results"))
+        text = sensitivity.nights_table(os.path.join(RUNFILES, "results"), promises=self.night_promises())
         self.assertIn(text + "\n", readme)
         rows = [line for line in text.splitlines()[2:]]
         self.assertTrue(rows)
@@ -125,6 +132,15 @@ class GatePowerKnownAnswerTest(unittest.TestCase):
             verdict = line.rstrip(" |").rsplit("| ", 1)[1]
             self.assertRegex(verdict, r"^(one night: not yet a promise|held on \d+ of \d+ nights left out"
                                       r"(: NOT a promise on the nights recorded)?)$", line)
+
+    def test_the_sites_nights_file_is_what_the_nights_promise(self):
+        # results/baselines/nights.json (the site's Sensitivity page reads it, not recomputing 20 s of draws on
+        # every build) must say what the committed nights say now: regenerate it after promoting a night.
+        with open(os.path.join(BASELINES, sensitivity.NIGHTS_FILE)) as f:
+            committed = json.load(f)
+        fresh = sensitivity.nights_doc(self.night_promises())
+        self.assertEqual(committed, fresh, f"stale: {fresh['regenerate']}")
+        self.assertTrue(any("median_worse_by" in row for row in fresh["promises"]))
 
     def test_a_figure_made_with_a_known_slowdown_keeps_its_rates(self):
         # A regeneration without the slowdown set dropped every design's slowdown_rates (the site's Sensitivity

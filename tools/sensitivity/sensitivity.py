@@ -2,6 +2,7 @@
 
     bazel run //tools:sensitivity -- --rig R [--budget 15m] [--from-set SET [--slowdown-set SET]] [--rounds N]
     bazel run //tools:sensitivity -- --table
+    bazel run //tools:sensitivity -- --write-nights   # results/baselines/nights.json, for the site
 
 It reads (--from-set; by default the rig's committed sets named in its rigs/<rig>/rig.toml) or records (--record:
 the rig's A/A and slowdown profiles, as many interleaved rounds as --budget allows) an A/A set, one build as
@@ -228,6 +229,9 @@ def main(argv=None):
     parser.add_argument("--table", action="store_true",
                         help="print analysis/README.md's three tables: every committed figure (newest per rig and metric), "
                              "what each gated design promises over the nights recorded, the covariates")
+    parser.add_argument("--write-nights", action="store_true",
+                        help=f"write results/baselines/{NIGHTS_FILE}: what each gated design promises over the nights "
+                             "recorded (the site's Sensitivity page reads it)")
     parser.add_argument("--profile", help="the A/A profile to record (default: the rig's, its rig.toml)")
     parser.add_argument("--budget", default="15m", help="wall time for recording, and the allocation's budget "
                                                          "(default 15m)")
@@ -242,8 +246,8 @@ def main(argv=None):
     parser.add_argument("--seed", type=int, default=components.SEED)
     parser.add_argument("--dry-run", action="store_true", help="print the figures, write nothing")
     args = parser.parse_args(argv)
-    if not args.rig and not args.table:
-        parser.error("give --rig RIG (or --table)")
+    if not args.rig and not args.table and not args.write_nights:
+        parser.error("give --rig RIG (or --table, or --write-nights)")
     workspace = os.environ.get("BUILD_WORKSPACE_DIRECTORY", os.getcwd())
     cwd = os.environ.get("BUILD_WORKING_DIRECTORY", os.getcwd())
     results_root = os.path.join(workspace, "results")
@@ -392,14 +396,39 @@ def night_promises(results_root, draws=DRAWS, seed=gate_power.SEED, roots=None):
     return out
 
 
-def nights_table(results_root, draws=DRAWS):
+NIGHTS_FILE = "nights.json"  # results/baselines/: what each gated design promises, for the site's Sensitivity page
+NIGHTS_KIND = "tunelab-night-promises"
+
+
+def nights_doc(promises):
+    """results/baselines/nights.json of night_promises(): each gated design's D on a median and a noisy night, the
+    nights behind it and its out-of-sample verdict (the site reads it; //tools:gate_power_test holds it to a fresh
+    computation). Fractions to 6 digits, so a regeneration on another machine writes the same bytes."""
+    num = lambda x: None if x is None or not math.isfinite(x) else round(float(x), 6)  # noqa: E731
+    rows = []
+    for rig, metric, profile, design, asked, p in promises:
+        row = {"rig": rig, "metric": metric, "profile": profile, "design": design.describe(), "asked": num(asked)}
+        if isinstance(p, str):
+            row["none"] = p
+        else:
+            row.update(nights=list(p.nights), rounds_per_night=list(p.rounds_per_night), sd_median=num(p.sd_median),
+                       sd_noisy=num(p.sd_noisy), median_worse_by=num(p.median_worse_by),
+                       noisy_worse_by=num(p.noisy_worse_by), held_share=num(p.held_share), verdict=p.verdict())
+        rows.append(row)
+    return {"kind": NIGHTS_KIND, "schema_version": 1,
+            "regenerate": "bazel run //tools:sensitivity -- --write-nights (after promoting a night or a set)",
+            "promises": rows}
+
+
+def nights_table(results_root, draws=DRAWS, promises=None):
     """analysis/README.md's table of what each gated design promises over the nights recorded: D (a fraction worse, at
     95 %) on a median and on a noisy night (the 80th percentile of the nights' paired sd), the nights behind it
-    and on how many of them, each left out in turn, the D made from the others was caught >= 90 % of the time."""
+    and on how many of them, each left out in turn, the D made from the others was caught >= 90 % of the time.
+    promises: night_promises() computed already."""
     pct = lambda x: "-" if x is None or not math.isfinite(x) else f"{100 * x:.1f} %"  # noqa: E731
     lines = ["| rig, metric | gated profile (rounds) | nights (rounds) | paired sd: median / noisy night | "
              "catches >= on a median night | on a noisy night | out of sample |", "|---|---|---|---|---|---|---|"]
-    for rig, metric, profile, design, asked, p in night_promises(results_root, draws):
+    for rig, metric, profile, design, asked, p in promises or night_promises(results_root, draws):
         if isinstance(p, str):
             lines.append(f"| {rig} `{metric}` | {profile} ({design.describe()}) | - | - | - | - | {p[:120]} |")
             continue
@@ -414,6 +443,11 @@ def run(args, workspace, cwd, results_root):
     """The calibrator's work for main(): read or record the sets, refuse what cannot be calibrated, compute
     and write the figures. Every refusal comes before any resampling (the issue's rule): the sets', the
     metrics' and the budget's checks all run in calibration_plan, before the first calibrate_metric."""
+    if args.write_nights:
+        path = os.path.join(results_root, "baselines", NIGHTS_FILE)
+        safeio.write_json(path, nights_doc(night_promises(results_root, args.draws)))
+        print(f"wrote {path}")
+        return 0
     if args.table:
         print(table(os.path.join(results_root, "baselines")))
         print()
