@@ -384,8 +384,8 @@ def metric_blocks(metric, decl, rows, cells, prepared, declared_groups, out_dir,
 def count_blocks(cells, metric, decl, prepared, declared_groups, out_dir=None, figure_index=0):
     """A count that may be 0 (workload.toml's zero_possible: page-cache advice, disk bytes, waits): bars of every
     compared cell's median with its interval over runs (a count's figure, issue 82; out_dir None: not drawn), each
-    pair's medians and their difference with its interval, a zero
-    baseline included; its ratios, where the baseline is not 0, follow in the usual table."""
+    pair's medians and their difference with its interval, a zero baseline included; its ratios, where the baseline
+    is not 0, follow in the usual table."""
     rows = compare.difference_rows(cells, metric, axes=prepared.axes, baselines=prepared.baselines,
                                    declared=declared_groups)
     if not rows:
