@@ -18,7 +18,8 @@ from matplotlib.ticker import EngFormatter, MaxNLocator  # noqa: E402
 
 from results import safeio  # noqa: E402
 
-VERDICT_COLOURS = {"better": "#2e7d32", "worse": "#c62828", "undecided": "#546e7a", "baseline": "#9e9e9e"}
+VERDICT_COLOURS = {"better": "#2e7d32", "worse": "#c62828", "undecided": "#546e7a", "baseline": "#9e9e9e",
+                   "moved": "#1565c0"}  # moved: a mechanism's counter beyond 0, neither better nor worse
 DPI = 110
 
 

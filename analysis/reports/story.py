@@ -88,19 +88,25 @@ def count_verdict(row, decl):
     return "better" if higher == (decl["direction"] == "higher_is_better") else "worse"
 
 
-def count_bars(cells, metric, decl, prepared, declared_groups, limit=16):
+def count_bars(cells, metric, decl, prepared, declared_groups, limit=16, neutral=False):
     """A count's bars (plots.ci_bars): every compared cell's median with its interval over runs, once, coloured by
-    a pair it is the candidate of (grey: only a baseline), in the order of its parameters."""
+    a pair it is the candidate of (grey: only a baseline), in the order of its parameters. neutral: "moved" where
+    the difference is beyond 0, not better or worse (a mechanism's counter: fewer DONTNEED calls is not better)."""
     rows = compare.difference_rows(cells, metric, axes=prepared.axes, baselines=prepared.baselines,
                                    declared=declared_groups)
     seen = {}  # a cell is a side of several pairs: one bar
     for r in rows:
         for value, summary, role in ((r.baseline_value, r.baseline, "baseline"),
-                                     (r.value, r.summary, count_verdict(r, decl))):
+                                     (r.value, r.summary, _moved(count_verdict(r, decl)) if neutral
+                                      else count_verdict(r, decl))):
             key = frozenset([f"{r.axis}={value}"] + r.others.split())
             if key not in seen or seen[key][4] == "baseline":
                 seen[key] = (" ".join(sorted(key)), summary.median, summary.ci_low, summary.ci_high, role)
     return sorted(seen.values())[:limit]
+
+
+def _moved(verdict):
+    return "moved" if verdict in ("better", "worse") else verdict
 
 
 def mechanism_figure(story, cells, declared, prepared, declared_groups, out_dir):
@@ -108,7 +114,8 @@ def mechanism_figure(story, cells, declared, prepared, declared_groups, out_dir)
     with its interval (issue 82: a count's figure): (the figure, the metrics it draws), (None, ()) when the story
     declares none of them."""
     counts = [m for m in story.mechanism if m in declared and declared[m].get("zero_possible")]
-    panels = [(m, declared[m]["unit"], count_bars(cells, m, declared[m], prepared, declared_groups)) for m in counts]
+    panels = [(m, declared[m]["unit"], count_bars(cells, m, declared[m], prepared, declared_groups, neutral=True))
+              for m in counts]
     panels = [p for p in panels if p[2]]
     if not panels or out_dir is None:
         return None, ()
@@ -117,8 +124,9 @@ def mechanism_figure(story, cells, declared, prepared, declared_groups, out_dir)
     path = plots.ci_bars_panels(os.path.join(out_dir, "mechanism.png"), "The mechanism, per cell",
                                 [(m, unit, bars) for m, unit, bars in panels])
     return render.Figure(path, f"Mechanism: {', '.join(m for m, _, _ in panels)} per cell, median and 95% CI over "
-                               "runs; red or green where a pair's difference is beyond 0 (worse or better), grey "
-                               "baselines and undecided."), tuple(m for m, _, _ in panels)
+                               "runs; blue where a pair's difference is beyond 0 (the counter moved; a mechanism's "
+                               "count is evidence, not better or worse), grey baselines and within noise."), \
+        tuple(m for m, _, _ in panels)
 
 
 def key_figure(rows, metric, decl, out_dir):
