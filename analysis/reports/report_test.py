@@ -152,6 +152,12 @@ class ReportTest(unittest.TestCase):
         old = rows["variant", "patched:mr2-shuffle-dontneed-on-disconnect"]
         self.assertEqual(old[4], "0 (0..0, 5)")
         self.assertRegex(old[6], r"^\+9\d \(\+(89|90)..\+(90|91)\)$")
+        # As a verdict the counter's declared direction colours stock's 0 better; as a mechanism it only moved.
+        prepared, declared, _, cells, groups, _ = report.comparisons("mr1-vs-mr2", [cluster])
+        roles = lambda neutral: {bar[4] for bar in story_lib.count_bars(  # noqa: E731
+            cells, "dontneed_calls", declared["dontneed_calls"], prepared, groups, neutral=neutral)}
+        self.assertIn("better", roles(False))
+        self.assertEqual(roles(True) - {"baseline", "undecided"}, {"moved"})
         # The old shuffle against stock is compared too (the kind's further axis), but the title page answers
         # MR2 vs MR1 with the stock shuffle.
         answer = next(b.text for b in blocks if isinstance(b, render.Para) and b.text.startswith("Answer: "))
