@@ -4,7 +4,10 @@ deterministic metric (a count, a checksum-like total) is "significant" at any di
 
 Per workload, `workloads/<workload>/gate.toml` sets `[min_effect] <metric> = <fraction>` (kept out of the
 workload's digest, so a new threshold orphans no stored set); a metric it does not name gets
-DEFAULT_MIN_EFFECT, and every table that uses one says which.
+DEFAULT_MIN_EFFECT, and every table that uses one says which. `[profile_min_effect.<profile>] <metric> =
+<fraction>` asks another effect of one profile's runs: what a gated nightly can honestly decide in its budget
+(issue 79) may be larger than what a study of more rounds is judged at; everything that reads a run of that
+profile (the runner's stop rule, the gate, the summary, reports, the sensitivity figures) reads the same value.
 """
 
 import math
@@ -18,17 +21,35 @@ class ThresholdError(ValueError):
     pass
 
 
-def read_gate_toml(path):
-    """{metric: fraction} of one gate.toml; every fraction finite and in (0, 1)."""
+def read_gate_toml(path, profile=None):
+    """{metric: fraction} of one gate.toml, with `profile`'s [profile_min_effect.<profile>] over [min_effect];
+    every fraction finite and in (0, 1), every profile's metric one [min_effect] names."""
     try:
-        table = safeio.read_toml(path).get("min_effect", {})
+        doc = safeio.read_toml(path)
     except safeio.InputError as e:
         raise ThresholdError(str(e)) from None
+    out = _fractions(path, "min_effect", doc.get("min_effect", {}))
+    profiles = doc.get("profile_min_effect", {})
+    if not isinstance(profiles, dict) or not all(isinstance(t, dict) for t in profiles.values()):
+        raise ThresholdError(f"{path}: profile_min_effect: expected [profile_min_effect.<profile>] tables")
+    for name, table in profiles.items():
+        fractions = _fractions(path, f"profile_min_effect.{name}", table)
+        unknown = sorted(set(fractions) - set(out))
+        if unknown:
+            raise ThresholdError(f"{path}: profile_min_effect.{name}.{unknown[0]}: not a metric [min_effect] names")
+        if name == profile:
+            out.update(fractions)
+    return out
+
+
+def _fractions(path, where, table):
+    if not isinstance(table, dict):
+        raise ThresholdError(f"{path}: {where}: expected a table of metric = fraction")
     out = {}
     for name, value in table.items():
         fraction = float(value) if isinstance(value, (int, float)) and not isinstance(value, bool) else math.nan
         if not math.isfinite(fraction) or not 0 < fraction < 1:
-            raise ThresholdError(f"{path}: min_effect.{name} = {value!r}: expected a fraction between 0 and 1")
+            raise ThresholdError(f"{path}: {where}.{name} = {value!r}: expected a fraction between 0 and 1")
         out[name] = fraction
     return out
 
@@ -61,11 +82,11 @@ def _gate_toml(workload_id, workspace_roots):
     return None
 
 
-def for_workload(workload_id, workspace_roots=None):
-    """{metric: min_effect} of one workload's gate.toml ({} when it has none); the first root that has the
-    workload's folder wins (workspace_roots None: default_roots())."""
+def for_workload(workload_id, workspace_roots=None, profile=None):
+    """{metric: min_effect} of one workload's gate.toml for a run of `profile` ({} when it has none); the first
+    root that has the workload's folder wins (workspace_roots None: default_roots())."""
     path = _gate_toml(workload_id, workspace_roots)
-    return read_gate_toml(path) if path else {}
+    return read_gate_toml(path, profile) if path else {}
 
 
 def companions(workspace_roots, docs):
@@ -84,8 +105,11 @@ def _workload_ids(docs):
 
 
 def min_effects(workspace_roots, docs):
-    """{metric: min_effect} from the gate.toml of each workload the documents ran (for_workload)."""
+    """{metric: min_effect} from the gate.toml of each workload the documents ran (for_workload), for their
+    matrix profile where they all ran one (a gated night's asked effect is its profile's)."""
+    profiles = {(d.get("matrix") or {}).get("profile") for d in docs}
+    profile = profiles.pop() if len(profiles) == 1 else None
     out = {}
     for workload_id in _workload_ids(docs):
-        out.update(for_workload(workload_id, workspace_roots))
+        out.update(for_workload(workload_id, workspace_roots, profile))
     return out

@@ -201,7 +201,8 @@ def load(args, runfiles, report, env, stored=None):
     rounds = None
     if matrix.policy.sequential:
         rounds = sequential_rounds.Rounds(matrix, planned,
-                                          sequential_rounds.decided_metrics(matrix.policy, workload_dir))
+                                          sequential_rounds.decided_metrics(matrix.policy, workload_dir,
+                                                                            args.profile))
     image = container.image_in_runfiles(runfiles, runfiles_ws)
     if any(p.cell.params.get("executor") in container.ENGINES and not p.skip_reason for p in planned) and image is None:
         raise spec.SpecError("executor=container/docker: this target's runfiles hold no container image "

@@ -16,6 +16,7 @@ import math
 import os
 import unittest
 
+from analysis import thresholds
 from analysis.sensitivity import figures as sensitivity_figures
 from analysis.gate import power as gate_power
 from tools.sensitivity import sensitivity
@@ -58,8 +59,9 @@ class GatePowerKnownAnswerTest(unittest.TestCase):
             self.assertEqual(e.get("resampling"), gate_power.RESAMPLING,
                              f"{set_name} {rig}.{metric}: not resampled i.i.d. with the small-sample correction: "
                              "regenerate it (its sensitivity.json's `regenerate`)")
-            asked = gate_power.to_log(e["asked_min_effect"], e["direction"])
             for profile, d in e["designs"].items():
+                # Each design at the effect its profile is asked (gate.toml [profile_min_effect.<profile>]).
+                asked = gate_power.to_log(d.get("asked_min_effect", e["asked_min_effect"]), e["direction"])
                 with self.subTest(set=set_name, rig=rig, metric=metric, profile=profile):
                     design = gate_power.Design(**d["design"])
                     noise = gate_power.resampled_noise(e["aa_worse_log_ratios"], design, DRAWS, SEED)
@@ -101,7 +103,12 @@ class GatePowerKnownAnswerTest(unittest.TestCase):
                 for profile in study.gated:
                     with self.subTest(rig=rig, metric=metric, profile=profile):
                         self.assertIn(profile, e["designs"], f"regenerate: {doc['regenerate']}")
-                        declared = sensitivity.gated_design(rig, profile, metric, e["asked_min_effect"], [RUNFILES])
+                        # The effect that profile's runs are asked today (a gate.toml change makes the figure stale).
+                        asked = thresholds.for_workload(e["workload"]["id"], [RUNFILES], profile).get(
+                            metric, thresholds.DEFAULT_MIN_EFFECT)
+                        self.assertEqual(e["designs"][profile].get("asked_min_effect", e["asked_min_effect"]), asked,
+                                         f"{rig} {profile}: gate.toml asks {asked} now: regenerate: {doc['regenerate']}")
+                        declared = sensitivity.gated_design(rig, profile, metric, asked, [RUNFILES])
                         self.assertEqual(gate_power.Design(**e["designs"][profile]["design"]), declared,
                                          f"{rig} {profile} changed its rounds or policy: regenerate: {doc['regenerate']}")
 

@@ -107,23 +107,33 @@ def gated_design(rig, profile, metric, asked, roots=None):
     return gate_power.Design(int(repetitions))
 
 
+def profile_effects(doc, profile, roots=None):
+    """{metric: the effect a run of `profile` is asked} (analysis/thresholds.py: [min_effect] with the gate.toml's
+    [profile_min_effect.<profile>]) of the workload `doc` ran: a gated design is judged at its own profile's."""
+    workload = ((doc.get("provenance") or {}).get("workload") or {}).get("id")
+    return thresholds.for_workload(workload, roots, profile) if isinstance(workload, str) else {}
+
+
 def calibrate_metric(metric, decl, aa_pairs, slow_pairs, comps, min_effect, budget_s, designs, draws, seed):
-    """One metric's entry of sensitivity.json: for each gated profile's design (`designs`, {profile: Design}),
-    the stated D found by running the gate's rule on the A/A rounds resampled (analysis/gate/power.py), the
-    false alarms at zero and the detection of the known slowdown there."""
+    """One metric's entry of sensitivity.json: for each gated profile's design (`designs`, {profile: Design, or
+    (Design, the effect that profile is asked)}), the stated D found by running the gate's rule on the A/A rounds
+    resampled (analysis/gate/power.py), the false alarms at zero and the detection of the known slowdown there."""
     direction = decl["direction"]
     worse = [stats.orient(math.log(b.median / a.median), direction) for a, b in aa_pairs
              if a.median > 0 and b.median > 0]
     slow = [stats.orient(math.log(b.median / a.median), direction) for a, b in slow_pairs
             if a.median > 0 and b.median > 0] if slow_pairs is not None else None
     paired_sd = float(np.std(worse, ddof=1)) if len(worse) > 1 else 0.0
-    asked_log = gate_power.to_log(min_effect, direction)
     per_design = {}
     for profile, design in designs.items():
+        design, asked = design if isinstance(design, tuple) else (design, min_effect)
+        asked_log = gate_power.to_log(asked, direction)
         noise = gate_power.resampled_noise(worse, design, draws, seed)
         power = gate_power.stated_d(noise, design, asked_log, direction)
         entry = {"design": design.to_json(), "describe": design.describe(), **power.to_json(direction),
                  "aa_rates": gate_power.rates(noise, design, asked_log, direction)}
+        if asked != min_effect:
+            entry["asked_min_effect"] = asked  # this profile's own (gate.toml [profile_min_effect.<profile>])
         if slow:
             # The recorded slowdown rounds as they are (not centred: the slowdown is the shift).
             raw = np.asarray(slow)[np.random.default_rng(seed + 1).integers(0, len(slow), (draws, design.rounds))]
@@ -161,7 +171,8 @@ def describe(rig, metric, e):
         seen = "-" if d["d_worse_by"] is None else f"{d['d_worse_by']:.1%} worse"
         aa = d["aa_rates"]
         lines.append(f"  {profile} ({d['describe']}): catches >= {seen} at {d['detection_at_d']:.1%}; asked "
-                     f"{stats.fmt_effect(e['asked_min_effect'])}; A/A: false alarms {d['false_alarm_rate']:.1%}, "
+                     f"{stats.fmt_effect(d.get('asked_min_effect', e['asked_min_effect']))}; A/A: false alarms "
+                     f"{d['false_alarm_rate']:.1%}, "
                      f"PASS {aa['PASS']:.0%}, INCONCLUSIVE {aa['INCONCLUSIVE']:.0%}"
                      + (f"; the known slowdown ({_pct(e['slowdown'], signed=True)}) flagged {slow['REGRESSED']:.1%}"
                         if slow else ""))
@@ -302,7 +313,8 @@ def table(baselines):
             aa, slow = d.get("aa_rates") or {}, d.get("slowdown_rates")
             flagged = "-" if not slow else f"{pct(slow['REGRESSED'])} ({pct(r['slowdown'], signed=True)} change)"
             seen = "none up to x148" if d["d_worse_by"] is None else pct(d["d_worse_by"])
-            lines.append(f"| {rig} `{metric}` | {profile} ({d['describe']}) | {seen} | {pct(r['asked'])} | "
+            lines.append(f"| {rig} `{metric}` | {profile} ({d['describe']}) | {seen} | "
+                         f"{pct(d.get('asked_min_effect', r['asked']))} | "
                          f"{pct(d['false_alarm_rate'])} / {pct(aa.get('PASS'))} / {pct(aa.get('INCONCLUSIVE'))} | "
                          f"{flagged} | {100 * r['paired_sd']:.2f} % ({r['rounds']}) |")
     return "\n".join(lines)
@@ -336,7 +348,7 @@ def covariate_table(results_root, draws=DRAWS, seed=gate_power.SEED, roots=None)
     for rig, reg in sorted(registry.load(os.path.dirname(os.path.abspath(results_root))).items()):
         for profile, names in sorted(reg.nights.items()):
             sets = [resultsets.load_run(os.path.join(results_root, "baselines", name)) for name in names]
-            effects = thresholds.min_effects(roots, [sets[0].first_ok()])
+            effects = profile_effects(sets[0].first_ok(), profile, roots)
             designs = {}
             for metric, decl in sorted(gated_metrics(sets[0]).items()):
                 if not decl.get("zero_possible"):
@@ -375,7 +387,7 @@ def night_promises(results_root, draws=DRAWS, seed=gate_power.SEED, roots=None):
         for profile, names in sorted(reg.nights.items()):
             sets = [resultsets.load_run(os.path.join(results_root, "baselines", name)) for name in names]
             first = sets[0].first_ok()
-            effects = thresholds.min_effects(roots, [first])
+            effects = profile_effects(first, profile, roots)
             for metric, decl in sorted(gated_metrics(sets[0]).items()):
                 if decl.get("zero_possible"):
                     continue
@@ -556,7 +568,10 @@ def calibration_plan(args, study, aa_set, slow_set, budget_s):
             raise components.SensitivityError(f"--budget {args.budget} is shorter than one round of {args.rig} "
                                                f"({comps.round_s:.0f} s)")
         asked = effects.get(metric, thresholds.DEFAULT_MIN_EFFECT)
-        designs = {profile: gated_design(args.rig, profile, metric, asked) for profile in study.gated}
+        designs = {}
+        for profile in study.gated:  # each gated profile at the effect its own runs are asked
+            own = profile_effects(first, profile).get(metric, asked)
+            designs[profile] = (gated_design(args.rig, profile, metric, own), own)
         if args.rounds:
             designs[f"fixed {args.rounds}"] = gate_power.Design(args.rounds)
         plan[metric] = (aa_pairs, slow_pairs, comps, asked, designs)

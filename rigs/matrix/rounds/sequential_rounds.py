@@ -38,14 +38,15 @@ class Question:
         return doc
 
 
-def decided_metrics(policy, workload_dir):
-    """{metric: minimum effect} the policy decides on, from the workload's gate.toml; raises ValueError naming
-    the fix when a metric has none (the sequential policy cannot classify a change without it)."""
+def decided_metrics(policy, workload_dir, profile=None):
+    """{metric: minimum effect} the policy decides on, from the workload's gate.toml for a run of `profile` (its
+    [profile_min_effect.<profile>], as the gate reads it); raises ValueError naming the fix when a metric has none
+    (the sequential policy cannot classify a change without it)."""
     path = os.path.join(workload_dir, "gate.toml")
     if not os.path.exists(path):
         raise ValueError(f"stop = \"decided\" needs the workload's minimum effects, and {path} does not exist: a "
                          "workload is its workload.toml and gate.toml (README: Add a rig, step 2)")
-    effects = thresholds.read_gate_toml(path)
+    effects = thresholds.read_gate_toml(path, profile)
     names = list(policy.decide_on) or sorted(effects)
     if not names:
         raise ValueError(f"stop = \"decided\" needs a minimum effect to decide on: {path} names none. Add "
