@@ -35,7 +35,8 @@ class TheCheckoutsRegistry(unittest.TestCase):
         lines = out.getvalue().splitlines()
         self.assertIn("calibration nightly 600", lines)  # budget_min = 10: the seconds nightly.sh passes
         self.assertIn("mr_compare nightly 2700", lines)
-        self.assertNotIn("redis", out.getvalue())  # no [nightly]: not run nightly
+        self.assertIn("redis_numa nightly 1800", lines)  # issue 79: every gated rig has a nightly
+        self.assertNotIn("yarn_failover", out.getvalue())  # no [nightly]: not run nightly
         self.assertEqual(len(lines), sum(1 for r in registry.load().values() if r.nightly_profile))
 
 
