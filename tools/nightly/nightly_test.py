@@ -94,11 +94,11 @@ class NightlyTest(unittest.TestCase):
             return json.load(f)
 
     def test_a_matrix_no_rig_runs_nightly_is_refused_before_anything_runs(self):
-        # The nightly's rigs are their rig.toml's [nightly] (issue 59); redis declares none.
-        proc = run_nightly(self.checkout, self.out, RUNFILES, RUNFILES, NIGHTLY_MATRICES="calibration redis")
+        # The nightly's rigs are their rig.toml's [nightly] (issue 59); yarn_failover declares none.
+        proc = run_nightly(self.checkout, self.out, RUNFILES, RUNFILES, NIGHTLY_MATRICES="calibration yarn_failover")
         self.assertEqual(proc.returncode, 2, proc.stdout)
-        self.assertIn("NIGHTLY_MATRICES names redis, which no rigs/<rig>/rig.toml runs nightly", proc.stdout)
-        self.assertIn("registered: calibration mr_compare namenode yarn_cps", proc.stdout)
+        self.assertIn("NIGHTLY_MATRICES names yarn_failover, which no rigs/<rig>/rig.toml runs nightly", proc.stdout)
+        self.assertIn("registered: calibration mr_compare namenode redis_numa yarn_cps", proc.stdout)
         self.assertNotIn("== calibration: running", proc.stdout)
 
     def test_first_night_is_an_aa_run_that_passes_and_accepts_head(self):
