@@ -363,10 +363,10 @@ def read_nights(baselines):
     if not os.path.lexists(path):
         return [], ""
     try:
-        doc = json.loads(safeio.read_bytes(path, NIGHTS_MAX_BYTES))
-    except (safeio.InputError, ValueError, OSError) as e:
+        doc = safeio.read_json(path, NIGHTS_MAX_BYTES)
+    except (safeio.InputError, OSError) as e:
         return [], f"cannot be read: {e}"
-    if not isinstance(doc, dict) or doc.get("kind") != "tunelab-night-promises" or doc.get("schema_version") != 1:
+    if not isinstance(doc, dict) or doc.get("kind") != "tunelab.night_promises" or doc.get("schema_version") != 1:
         return [], "not a nights file of schema 1 (regenerate: bazel run //tools:sensitivity -- --write-nights)"
     rows = doc.get("promises")
     keys = {"rig": str, "metric": str, "profile": str, "design": str}

@@ -180,9 +180,9 @@ class PublishTest(unittest.TestCase):
         self.assertIn(calibration["verdict"], html)
         self.assertIn(f"{100 * calibration['median_worse_by']:.1f} %", html)
         for text, why in (("{", "cannot be read"), ('{"kind": "x"}', "not a nights file of schema 1"),
-                          ('{"kind": "tunelab-night-promises", "schema_version": 1, "promises": [{"rig": 1}]}',
+                          ('{"kind": "tunelab.night_promises", "schema_version": 1, "promises": [{"rig": 1}]}',
                            "not rows of rig"),
-                          ('{"kind": "tunelab-night-promises", "schema_version": 1, "promises": [{"rig": "r", '
+                          ('{"kind": "tunelab.night_promises", "schema_version": 1, "promises": [{"rig": "r", '
                            '"metric": "m", "profile": "p", "design": "d", "sd_median": "1e9"}]}', "not a finite number")):
             with open(os.path.join(root, "baselines", "nights.json"), "w") as f:
                 f.write(text)

@@ -409,7 +409,7 @@ def night_promises(results_root, draws=DRAWS, seed=gate_power.SEED, roots=None):
 
 
 NIGHTS_FILE = "nights.json"  # results/baselines/: what each gated design promises, for the site's Sensitivity page
-NIGHTS_KIND = "tunelab-night-promises"
+NIGHTS_KIND = "tunelab.night_promises"
 
 
 def nights_doc(promises):
@@ -456,8 +456,8 @@ def run(args, workspace, cwd, results_root):
     and write the figures. Every refusal comes before any resampling (the issue's rule): the sets', the
     metrics' and the budget's checks all run in calibration_plan, before the first calibrate_metric."""
     if args.write_nights:
-        path = os.path.join(results_root, "baselines", NIGHTS_FILE)
-        safeio.write_json(path, nights_doc(night_promises(results_root, args.draws)))
+        path = store.write_side_document(os.path.join(results_root, "baselines"), NIGHTS_FILE,
+                                         nights_doc(night_promises(results_root, args.draws)))
         print(f"wrote {path}")
         return 0
     if args.table:
