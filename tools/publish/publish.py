@@ -377,6 +377,11 @@ def read_nights(baselines):
     fields = ("asked", "sd_median", "sd_noisy", "median_worse_by", "noisy_worse_by", "held_share")
     if not all(number(r.get(f)) for r in rows for f in fields):
         return [], "a promise's figure is not a finite number"
+    measured = [r for r in rows if not isinstance(r.get("none"), str)]
+    if not all(isinstance(r.get("nights"), list) and all(isinstance(n, str) for n in r["nights"])
+               and isinstance(r.get("rounds_per_night"), list) and all(isinstance(n, int) for n in r["rounds_per_night"])
+               and isinstance(r.get("verdict"), str) for r in measured):
+        return [], "a promise without its nights, their rounds and its verdict (or the reason it has none)"
     return rows, ""
 
 

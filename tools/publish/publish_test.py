@@ -183,7 +183,10 @@ class PublishTest(unittest.TestCase):
                           ('{"kind": "tunelab.night_promises", "schema_version": 1, "promises": [{"rig": 1}]}',
                            "not rows of rig"),
                           ('{"kind": "tunelab.night_promises", "schema_version": 1, "promises": [{"rig": "r", '
-                           '"metric": "m", "profile": "p", "design": "d", "sd_median": "1e9"}]}', "not a finite number")):
+                           '"metric": "m", "profile": "p", "design": "d", "sd_median": "1e9"}]}', "not a finite number"),
+                          ('{"kind": "tunelab.night_promises", "schema_version": 1, "promises": [{"rig": "r", '
+                           '"metric": "m", "profile": "p", "design": "d", "nights": 5, "verdict": "x"}]}',
+                           "without its nights")):
             with open(os.path.join(root, "baselines", "nights.json"), "w") as f:
                 f.write(text)
             _, _, promised, failed = publish.write_sensitivity(os.path.join(root, "baselines"), out)
