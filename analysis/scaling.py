@@ -64,7 +64,7 @@ def fits(cells, metric, size_axis):
     for c in measured:
         groups.setdefault(tuple(c.params[k] for k in varying), []).append(c)
     out = []
-    for key, members in sorted(groups.items()):
+    for key, members in sorted(groups.items(), key=lambda kv: [natural(v) for v in kv[0]]):
         points, xs, ys = [], [], []
         for c in sorted(members, key=lambda c: size_of(c.params[size_axis], size_axis)):
             x = size_of(c.params[size_axis], size_axis)
@@ -81,6 +81,22 @@ def fits(cells, metric, size_axis):
         out.append(Fit(" ".join(f"{k}={v}" for k, v in zip(varying, key)), tuple(points), slope, low, high,
                        intercept, len(xs)))
     return out
+
+
+def natural(value):
+    """A sort key that puts numbers in their order (250 before 1000) and before words."""
+    try:
+        number = float(value)
+    except (TypeError, ValueError):
+        return (1, 0.0, str(value))
+    return (0, number, "") if math.isfinite(number) else (1, 0.0, str(value))
+
+
+def label(group):
+    """A group's short name: its value ("leveldb"), or the whole "axis=value" where the value is a number alone
+    ("nm_heartbeat_ms=250": "250" says nothing)."""
+    value = group.split("=", 1)[-1]
+    return group if natural(value)[0] == 0 or " " in group else value
 
 
 def per(size_step, fit, unit):

@@ -41,10 +41,20 @@ class FitTest(unittest.TestCase):
         fits = scaling.fits(cells, "t", "apps")
         self.assertEqual([(f.group, round(f.slope, 6)) for f in fits],
                          [("store=leveldb", 0.001), ("store=zookeeper", 0.002)])
+        self.assertEqual([scaling.label(f.group) for f in fits], ["leveldb", "zookeeper"])
         with self.assertRaisesRegex(scaling.ScalingError, "apps takes 1 value"):
             scaling.fits(cells[:1], "t", "apps")
         with self.assertRaisesRegex(scaling.ScalingError, "store is not a size"):
             scaling.fits(cells, "t", "store")
+
+    def test_numbered_groups_keep_their_number_order_and_their_axis_name(self):
+        # Heartbeat intervals 250, 1000, 3000 ms: in that order (not "1000" < "250"), named with their axis.
+        cells = [cell(f"h{h}n{n}", {"nodes": str(n), "nm_heartbeat_ms": str(h)}, [n / h] * 3)
+                 for h in (3000, 1000, 250) for n in (5000, 20000)]
+        fits = scaling.fits(cells, "t", "nodes")
+        self.assertEqual([scaling.label(f.group) for f in fits],
+                         ["nm_heartbeat_ms=250", "nm_heartbeat_ms=1000", "nm_heartbeat_ms=3000"])
+        self.assertEqual([round(f.slope, 6) for f in fits], [0.004, 0.001, round(1 / 3000, 6)])
 
     def test_the_committed_failover_set(self):
         # Real runs (2026-11-27, 5 a cell): recovery time grows with the applications for every state store.

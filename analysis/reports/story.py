@@ -184,9 +184,14 @@ def scaling_blocks(story, cells, declared, headline, out_dir):
         path = plots.stacked(os.path.join(out_dir, "phases.png"), f"{headline}: its phases", unit, rows, phases)
         blocks.append(render.Figure(path, f"What {headline} is made of per cell: {', '.join(phases)} (medians of run "
                                           "medians), stacked."))
-    short = "; ".join(f"{f.group.split('=', 1)[-1] or headline} {f.slope * size_step:+.3g}" if f.fitted
-                      else f"{f.group.split('=', 1)[-1]} no fit" for f in fitted)
-    line = f"{headline} per {size_step:,g} {story.size_axis}: {short} {unit}"
+    labels = [scaling.label(f.group) or headline for f in fitted]
+    axes = {g.split("=", 1)[0] for g in labels if "=" in g and " " not in g}
+    named = ""  # numbered groups of one axis: the axis said once ("nm_heartbeat_ms 250 -219; 1000 +31.8")
+    if len(axes) == 1 and all(g.startswith(f"{next(iter(axes))}=") for g in labels):
+        named, labels = f"{next(iter(axes))} ", [g.split("=", 1)[1] for g in labels]
+    short = "; ".join(f"{g} {f.slope * size_step:+.3g}" if f.fitted else f"{g} no fit"
+                      for g, f in zip(labels, fitted))
+    line = f"{headline} per {size_step:,g} {story.size_axis}: {named}{short} {unit}"
     return sentence, blocks, line if len(line) <= oneline.MAX_CHARS else line[:oneline.MAX_CHARS - 1] + "…"
 
 
