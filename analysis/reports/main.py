@@ -1,8 +1,8 @@
-"""Entry point of `bazel run //analysis:report` (see analysis/reports/report.py)."""
+"""Entry point of `bazel run //analysis:report` (analysis/reports/command.py)."""
 
 import sys
 
-from analysis.reports import report
+from analysis.reports import command
 
 if __name__ == "__main__":
-    sys.exit(report.main())
+    sys.exit(command.main())

@@ -1,7 +1,5 @@
-"""Comparison reports as PDF and HTML from stored result sets.
-
-    bazel run //analysis:report -- RESULT_SET [RESULT_SET] --kind KIND --out report.pdf
-    bazel run //analysis:report -- SET SET --kind mr1-vs-mr2 --parts --out report.pdf   # each set within itself
+"""Comparison reports as PDF and HTML from stored result sets: a report's blocks (build), written by write. Its
+command line is analysis/reports/command.py (`bazel run //analysis:report`); a report in parts, parts.py.
 
 Kinds (analysis/reports/kinds.py): `axis` compares every varying axis of one run; `stock-vs-patched`, `mr1-vs-mr2` and
 `memory-locality` compare one axis (variant, mapreduce, locality), within one run or across two sets (the
@@ -16,18 +14,12 @@ or runs a side no test). Published figures of the
 case studies (results/reference/) for the same rig and kind are shown beside, labelled as not measured.
 """
 
-import argparse
 import collections
-import dataclasses
 import datetime
 import glob
 import os
-import shlex
-import sys
-import tempfile
 
 from analysis import ceilings, compare, oneline, resultsets, sequential, stats, thresholds
-from analysis.reports import bisect_pages
 from analysis.reports import crosshost
 from analysis.reports import plots
 from analysis.reports import render
@@ -178,7 +170,7 @@ def build(kind_name, sets, out_dir, metrics=None, axis=None, allow_mismatch=Fals
 
     if published:
         blocks.append(render.Heading(f"Published figures ({resultsets.PUBLISHED_LABEL})"))
-        blocks.append(_published_table(published))
+        blocks.append(published_table(published))
 
     if appendix:
         blocks += thread_cpu_blocks(prepared.docs, out_dir)
@@ -416,91 +408,7 @@ def _median_range(s, unit=""):
     return f"{median} ({edge(s.minimum)}..{edge(s.maximum)}, {s.runs})"
 
 
-def build_parts(kind_name, sets, out_dir, metrics=None, axis=None, command=None, generated_at=None, question=None,
-                story=story_lib.Story(), appendix=True):
-    """Sets of different designs that each answer the kind's question within themselves (MR1 vs MR2 in local
-    mode and on a cluster): one part per set, each its own run's comparison on the kind's axis, under one
-    title page that gives every part's answer. The sets are never compared with each other: their cells
-    measure different things. Published figures once, after the parts."""
-    kind = KINDS[kind_name]
-    references = [s for s in sets if s.published]
-    measured = [s for s in sets if not s.published]
-    if len(measured) < 2:
-        raise ReportError("a report in parts takes two or more measured sets (one: the ordinary report)")
-    parts = []
-    for index, s in enumerate(measured, 1):
-        folder = os.path.join(out_dir, f"part{index}")
-        os.makedirs(folder, exist_ok=True)
-        chosen = [m for m in metrics or [] if m in s.metrics()] or None
-        blocks = build(kind_name, [s] + references, folder, chosen, axis, generated_at=generated_at,
-                       story=dataclasses.replace(story, caveats=()), appendix=appendix)
-        parts.append((s, blocks))
-    hosts = sorted({h for s in measured for h in s.host_ids()})
-    names = [s.name for s in measured]
-    question = question or kind.question.format(metric=", ".join(dict.fromkeys(next(iter(s.metrics())) for s in measured)),
-                                                a=kind.baseline or "", b="")
-    labels = [f"part {i} ({s.name}, {(s.manifest.get('matrix') or {}).get('name', '?')})"
-              for i, (s, _) in enumerate(parts, 1)]
-    out = [render.Title(f"{kind.title}: {question}",
-                        f"{' + '.join(names)} | host(s) {', '.join(hosts)} | rig {measured[0].docs[0]['matrix']['rig']} "
-                        f"| generated {generated_at or datetime.datetime.now(datetime.timezone.utc).strftime('%Y-%m-%d %H:%M UTC')}",
-                        banner=next((b[0].banner for _, b in parts if b[0].banner), "")),
-           render.Para("Answer: " + " ".join(f"In {label}: {_para_text(b, 'Answer: ')}" for label, (_, b)
-                                             in zip(labels, parts)), strong=True),
-           render.Para("In one line: " + _parts_line(kind, [(s, _para_text(b, "In one line: ")) for s, b in parts])),
-           render.Para(f"This report has {len(parts)} parts, one per set: each set is one run whose cells were "
-                       "measured interleaved and is compared within itself. The sets are of different designs "
-                       "(their matrices and workloads differ), so no cell of one is compared with a cell of another.")]
-    # Each part's mechanism (its counts' figure, its table) is the study's finding: on the title page, not in the part.
-    moved = {id(b): b for _, blocks in parts for b in blocks
-             if (isinstance(b, render.Figure) and b.caption.startswith("Mechanism: "))
-             or (isinstance(b, render.TableBlock) and b.caption == story_lib.MECHANISM_CAPTION)}
-    titled = [(label, b) for label, (_, blocks) in zip(labels, parts) for b in blocks if id(b) in moved]
-    out[3:3] = ([render.Figure(b.path, f"{b.caption.removesuffix('.')} ({label}).") for label, b in titled
-                 if isinstance(b, render.Figure)]
-                + [render.TableBlock(b.columns, b.rows, caption=f"{b.caption} ({label})") for label, b in titled
-                   if isinstance(b, render.TableBlock)]
-                + story_lib.story_blocks(dataclasses.replace(story, mechanism=()), [], {}, None, None))
-    for label, (s, blocks) in zip(labels, parts):
-        out.append(render.Break())
-        out.append(render.Heading(f"{label[0].upper()}{label[1:]}: {blocks[0].text.split(': ', 1)[-1]}"))
-        for b in blocks[1:]:
-            if isinstance(b, render.Heading) and b.text.startswith(f"Published figures ({resultsets.PUBLISHED_LABEL})"):
-                break  # said once, after the parts
-            if (isinstance(b, render.Para) and b.text == HOW_TO_READ) or id(b) in moved or isinstance(b, render.Break):
-                continue  # said once, on the title page or after the parts; a part's own title page ends nowhere
-            out.append(render.Heading(b.text, 2) if isinstance(b, render.Heading) else b)
-    out.append(render.Para(HOW_TO_READ))
-    published = published_for(references, kind_name, measured[0].docs[0]["matrix"]["rig"])
-    if published:
-        out += [render.Break(), render.Heading(f"Published figures ({resultsets.PUBLISHED_LABEL})"),
-                _published_table(published)]
-    out += [render.Heading("This report"), render.Code(command or "")]
-    return out
-
-
-def _parts_line(kind, lines):
-    """The parts' one lines in one index row: each after its matrix' name, the kind's pair said once
-    ("mr2 vs mr1: mr_compare undecided -0.0% (...); mr_cluster +73.3% (...), worse")."""
-    pair = f"{kind.axis}={kind.set_labels[1]} vs {kind.set_labels[0]}" if kind.set_labels else ""
-    said = []
-    for s, line in lines:
-        name = (s.manifest.get("matrix") or {}).get("name", s.name)
-        if pair and pair in line:  # "undecided: mapreduce=mr2 vs mr1 -0.0% (...)" -> "undecided -0.0% (...)"
-            line = line.replace(pair, "")
-            line = " ".join((line.replace(":", "", 1) if line.startswith("undecided:") else line).split())
-        said.append(f"{name} {line}")
-    head = f"{kind.set_labels[1]} vs {kind.set_labels[0]}: " if pair and all(pair in line for _, line in lines) else ""
-    text = head + "; ".join(said)
-    return text if len(text) <= oneline.MAX_CHARS else text[:oneline.MAX_CHARS - 1] + "…"
-
-
-def _para_text(blocks, label):
-    para = next((b for b in blocks if isinstance(b, render.Para) and b.text.startswith(label)), None)
-    return para.text[len(label):] if para else ""
-
-
-def _published_table(published):
+def published_table(published):
     return render.TableBlock(
         ["source", "figure", "host", "parameters", "metric", "value", "note"],
         [[f"case {d['source']['case_study']}", f["label"], f.get("host", ""), _params_text(f),
@@ -587,119 +495,5 @@ def write(blocks, out_pdf, out_html=None, out_text=None):
         safeio.write_text(out_text, render.to_text(blocks))
 
 
-def write_bisect(args, argv, cwd, results_root):
-    """--kind bisect: the report of one bisect folder (analysis/reports/bisect_pages.py)."""
-    if len(args.sets) != 1:
-        raise ReportError("--kind bisect takes one bisect folder (results/bisect-out/ID)")
-    folder = args.sets[0]
-    for base in (cwd, os.path.join(results_root, "bisect-out")):
-        if not os.path.isabs(folder) and os.path.isdir(os.path.join(base, folder)):
-            folder = os.path.join(base, folder)
-            break
-    record = bisect_pages.read_record(folder)
-    out_pdf = os.path.join(cwd, args.out)
-    out_html = os.path.join(cwd, args.html) if args.html else os.path.splitext(out_pdf)[0] + ".html"
-    command = shlex.join(["bazel", "run", "//analysis:report", "--"] + (argv if argv is not None else sys.argv[1:]))
-    with tempfile.TemporaryDirectory(prefix="tunelab-report-") as tmp:
-        blocks = bisect_pages.blocks(record, os.path.basename(os.path.normpath(folder)), tmp, command)
-        write(blocks, out_pdf, out_html, os.path.join(cwd, args.text) if args.text else None)
-    print(f"wrote {out_pdf}\nwrote {out_html}")
-    return EXIT_OK
-
-
 def reference_sets(results_root):
     return [resultsets.load_reference(p) for p in sorted(glob.glob(os.path.join(results_root, "reference", "*.json")))]
-
-
-def _parser():
-    """The report's command line (argparse): sets, kind, output, and the story's flags."""
-    parser = argparse.ArgumentParser(
-        description="Write a comparison report (PDF, and the same as HTML) from stored result sets.",
-        epilog="Result sets: a run folder, a run id, baselines/NAME or reference/NAME (relative to the results "
-               "folder). Exit status: 0 written; 2 unusable input (nothing is written).")
-    parser.add_argument("sets", nargs="+", metavar="RESULT_SET",
-                        help="one or two measured sets (baseline first); with --parts, two or more")
-    parser.add_argument("--kind", required=True, choices=sorted(KINDS) + ["bisect"],
-                        help="bisect: RESULT_SET is a bisect's folder (results/bisect-out/ID, //tools:bisect)")
-    parser.add_argument("--out", required=True, help="the PDF to write; the HTML goes next to it (.html)")
-    parser.add_argument("--html", help="where to write the HTML (default: --out with .html)")
-    parser.add_argument("--text", help="also write the report as plain text")
-    parser.add_argument("--metric", action="append", help="report only this metric (repeatable)")
-    parser.add_argument("--axis", help="the axis to compare for a one-set stock-vs-patched/mr1-vs-mr2/"
-                                       "memory-locality report (default: the kind's)")
-    parser.add_argument("--parts", action="store_true",
-                        help="sets of different designs, each compared within itself on the kind's axis: a part "
-                             "of the report each (MR1 vs MR2 in local mode and on a cluster), never one set "
-                             "against the other")
-    parser.add_argument("--allow-provenance-mismatch", action="store_true",
-                        help="report two sets whose provenance differs beyond the kind's allowance, with a warning")
-    parser.add_argument("--no-reference", action="store_true", help="leave out the published reference figures")
-    parser.add_argument("--results-dir", help="the results folder (default: <workspace>/results)")
-    parser.add_argument("--question", help="the report's question, in words (default: the run's matrix's, else "
-                                           "the kind's); the site passes a study's (results/baselines/studies.toml)")
-    parser.add_argument("--answer", action="append", default=[], metavar="METRIC",
-                        help="a metric that answers the question (repeatable; the first a set measures leads the "
-                             "report and its one line); the site passes a study's story")
-    parser.add_argument("--mechanism", action="append", default=[], metavar="METRIC",
-                        help="a counter that shows the mechanism, said in one line on the title page (repeatable)")
-    parser.add_argument("--caveat", action="append", default=[], metavar="TEXT",
-                        help="a caveat said on the title page (repeatable)")
-    parser.add_argument("--figure", choices=story_lib.FIGURE_KINDS, default="change",
-                        help="the title page's key figure: each comparison's change with its interval, or (scaling) "
-                             "the answer's metric against --size-axis with a fitted slope per group")
-    parser.add_argument("--size-axis", default="", help="--figure scaling: the axis that is a size (e.g. apps)")
-    parser.add_argument("--phase", action="append", default=[], metavar="METRIC",
-                        help="--figure scaling: a metric the answer's is made of, stacked per cell (repeatable)")
-    parser.add_argument("--appendix", action="store_true",
-                        help="draw every metric's pages, the threads, monitors, tails and observations too (default: "
-                             "the story: the answer's metric and the --mechanism counters)")
-    return parser
-
-
-def main(argv=None):
-    parser = _parser()
-    args = parser.parse_args(argv)
-    if args.question is not None and (not args.question.strip() or len(args.question) > 200 or "\n" in args.question):
-        parser.error("--question: one line of 1-200 characters")
-    workspace = os.environ.get("BUILD_WORKSPACE_DIRECTORY", os.getcwd())
-    cwd = os.environ.get("BUILD_WORKING_DIRECTORY", os.getcwd())
-    results_root = args.results_dir or os.path.join(workspace, "results")
-    try:
-        if args.kind == "bisect":
-            return write_bisect(args, argv, cwd, results_root)
-        sets = [resultsets.resolve(s if os.path.isabs(s) or not os.path.exists(os.path.join(cwd, s))
-                                   else os.path.join(cwd, s), results_root) for s in args.sets]
-        if not args.no_reference and not any(s.published for s in sets):
-            sets += reference_sets(results_root)
-        out_pdf = os.path.join(cwd, args.out)
-        out_html = os.path.join(cwd, args.html) if args.html else os.path.splitext(out_pdf)[0] + ".html"
-        for path in (out_pdf, out_html):
-            os.makedirs(os.path.dirname(path) or ".", exist_ok=True)
-        command = shlex.join(["bazel", "run", "//analysis:report", "--"] + (argv if argv is not None else sys.argv[1:]))
-        if (args.figure == "scaling") != bool(args.size_axis) or (args.phase and args.figure != "scaling"):
-            raise ReportError("--figure scaling goes with --size-axis (and --phase), and they with it")
-        story = story_lib.Story(tuple(args.answer), tuple(args.mechanism), tuple(args.caveat), args.figure, args.size_axis,
-                      tuple(args.phase))
-        known = {m for s in sets if not s.published for m in s.metrics()}
-        unknown = [m for m in story.answer + story.mechanism + story.phases if m not in known]
-        if unknown:
-            raise ReportError(f"--answer/--mechanism/--phase: no set measures {', '.join(unknown)} (they measure "
-                              f"{', '.join(sorted(known))})")
-        with tempfile.TemporaryDirectory(prefix="tunelab-report-") as tmp:
-            if args.parts:
-                blocks = build_parts(args.kind, sets, tmp, args.metric, args.axis, command, question=args.question,
-                                     story=story, appendix=args.appendix)
-            else:
-                blocks = build(args.kind, sets, tmp, args.metric, args.axis, args.allow_provenance_mismatch,
-                               command, question=args.question, story=story, appendix=args.appendix)
-            write(blocks, out_pdf, out_html, os.path.join(cwd, args.text) if args.text else None)
-    except (resultsets.ResultSetError, ReportError, ValueError) as e:
-        # ValueError: what the statistics refuse, e.g. a zero baseline has no ratio (issue 39: a traceback, exit 1).
-        print(f"error: {e}", file=sys.stderr)
-        return EXIT_BAD_INPUT
-    print(f"wrote {out_pdf}\nwrote {out_html}")
-    return EXIT_OK
-
-
-if __name__ == "__main__":
-    sys.exit(main())

@@ -24,7 +24,7 @@ from analysis import resultsets
 from analysis.testing import golden
 from analysis.reports import kinds
 from analysis.reports import render
-from analysis.reports import report
+from analysis.reports import command, parts, report
 from analysis.reports import story as story_lib
 from analysis.testing.testsets import write_set
 from results import resultfile
@@ -171,7 +171,7 @@ class ReportTest(unittest.TestCase):
     def test_two_designs_are_reported_in_parts_each_within_itself(self):
         steady = self.study_set("mapreduce-mr1-vs-mr2-steady-20261126-2vcpu")
         cluster = self.study_set("mapreduce-cluster-shuffle-20261129-2vcpu")
-        blocks = report.build_parts("mr1-vs-mr2", [steady, cluster] + report.reference_sets(RESULTS_ROOT), self.dir,
+        blocks = parts.build_parts("mr1-vs-mr2", [steady, cluster] + report.reference_sets(RESULTS_ROOT), self.dir,
                                     generated_at=FIXED_TIME, command="bazel run //analysis:report -- ... --parts")
         text = render.to_text(blocks)
         answer = next(b.text for b in blocks if isinstance(b, render.Para) and b.text.startswith("Answer: "))
@@ -206,7 +206,7 @@ class ReportTest(unittest.TestCase):
         pages, texts, _, _ = pdf_facts(out)
         self.assertIn("In part 2", " ".join(texts[0].split()))
         with self.assertRaisesRegex(kinds.ReportError, "two or more measured sets"):
-            report.build_parts("mr1-vs-mr2", [steady], self.dir)
+            parts.build_parts("mr1-vs-mr2", [steady], self.dir)
 
     def test_the_mr1_vs_mr2_study_shows_its_mechanism_first_in_six_pages(self):
         # Issue 82: the study was 40 pages with its finding (stock MR2 advises the kernel no DONTNEED, and reads
@@ -215,7 +215,7 @@ class ReportTest(unittest.TestCase):
                 self.study_set("mapreduce-cluster-pressure-20261201-2vcpu")]
         story = story_lib.Story(answer=("job_duration",), mechanism=("dontneed_calls", "shuffle_server_read_bytes"),
                                 caveats=("Loopback clusters",))
-        blocks = report.build_parts("mr1-vs-mr2", sets + report.reference_sets(RESULTS_ROOT), self.dir,
+        blocks = parts.build_parts("mr1-vs-mr2", sets + report.reference_sets(RESULTS_ROOT), self.dir,
                                     generated_at=FIXED_TIME, command="...", story=story, appendix=False)
         first_part = next(i for i, b in enumerate(blocks) if isinstance(b, render.Heading) and b.text.startswith("Part "))
         title, rest = blocks[:first_part], blocks[first_part:]
@@ -558,7 +558,7 @@ class ReportTest(unittest.TestCase):
         with open(corrupt, "w") as f:
             f.write("{not json")
         out = os.path.join(self.dir, "r.pdf")
-        code = report.main([folder, "--kind", "axis", "--out", out, "--results-dir", RESULTS_ROOT])
+        code = command.main([folder, "--kind", "axis", "--out", out, "--results-dir", RESULTS_ROOT])
         self.assertEqual(code, report.EXIT_BAD_INPUT)
         self.assertFalse(os.path.exists(out))
         self.assertTrue(os.path.exists(corrupt))
@@ -569,7 +569,7 @@ class ReportTest(unittest.TestCase):
         write_set(folder, [({"variant": "stock"}, 0.0), ({"variant": "patched"}, 10.0)], runs=3)
         err = io.StringIO()
         with contextlib.redirect_stderr(err), contextlib.redirect_stdout(io.StringIO()):
-            code = report.main([folder, "--kind", "axis", "--out", os.path.join(self.dir, "z.pdf"),
+            code = command.main([folder, "--kind", "axis", "--out", os.path.join(self.dir, "z.pdf"),
                                 "--results-dir", RESULTS_ROOT])
         self.assertEqual(code, report.EXIT_BAD_INPUT)
         self.assertIn("error:", err.getvalue())
@@ -580,7 +580,7 @@ class ReportTest(unittest.TestCase):
         write_set(folder, [({"variant": "stock"}, 1000.0), ({"variant": "patched"}, 950.0)], runs=3)
         text_path = os.path.join(self.dir, "story.txt")
         with contextlib.redirect_stdout(io.StringIO()):
-            code = report.main([folder, "--kind", "axis", "--out", os.path.join(self.dir, "s.pdf"), "--text",
+            code = command.main([folder, "--kind", "axis", "--out", os.path.join(self.dir, "s.pdf"), "--text",
                                 text_path, "--results-dir", RESULTS_ROOT, "--answer", "cpu_loop_rate",
                                 "--mechanism", "cpu_loop_rate", "--caveat", "One VM, one night"])
         self.assertEqual(code, report.EXIT_OK)
@@ -591,7 +591,7 @@ class ReportTest(unittest.TestCase):
         self.assertIn("Caveats: One VM, one night.", text)
         err = io.StringIO()
         with contextlib.redirect_stderr(err), contextlib.redirect_stdout(io.StringIO()):
-            code = report.main([folder, "--kind", "axis", "--out", os.path.join(self.dir, "t.pdf"),
+            code = command.main([folder, "--kind", "axis", "--out", os.path.join(self.dir, "t.pdf"),
                                 "--results-dir", RESULTS_ROOT, "--answer", "get_rate"])
         self.assertEqual(code, report.EXIT_BAD_INPUT)
         self.assertIn("no set measures get_rate (they measure cpu_loop_rate", err.getvalue())

@@ -51,6 +51,7 @@ from analysis.reports import kinds
 from analysis.reports import plots
 from analysis.profiling import profiles
 from analysis.reports import render
+from analysis.reports import parts as report_parts
 from analysis.reports import report
 from analysis.reports import story as story_lib
 from analysis.sensitivity import figures as sensitivity_figures
@@ -192,7 +193,7 @@ def render_study(result_set, references, out_dir, declared=None, sets=None, flam
     study.command = (f"bazel run //analysis:report -- {paths} --kind {study.kind}{' --parts' if parts else ''}{asked}"
                      f"{'' if declared else ' --appendix'} --out report.pdf")
     with tempfile.TemporaryDirectory() as figures:
-        build = report.build_parts if parts else report.build
+        build = report_parts.build_parts if parts else report.build
         blocks = build(study.kind, sets + references, figures, generated_at=study.date or "unknown date",
                        command=study.command, question=declared.question if declared else None,
                        story=declared.story if declared else story_lib.Story(), appendix=declared is None)
@@ -352,7 +353,7 @@ def environment():
                               undefined=jinja2.StrictUndefined, keep_trailing_newline=True)
 
 
-NIGHTS_FILE = "nights.json"  # tools/sensitivity/sensitivity.py NIGHTS_FILE: written by --write-nights
+NIGHTS_FILE = "nights.json"  # tools/sensitivity/tables.py NIGHTS_FILE: written by --write-nights
 NIGHTS_MAX_BYTES = 1 << 20
 
 

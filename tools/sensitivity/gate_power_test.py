@@ -19,7 +19,7 @@ import unittest
 from analysis import thresholds
 from analysis.sensitivity import figures as sensitivity_figures
 from analysis.gate import power as gate_power
-from tools.sensitivity import sensitivity
+from tools.sensitivity import designs, tables
 
 RUNFILES = os.path.abspath(os.path.join(os.path.dirname(__file__), "..", ".."))
 BASELINES = os.path.join(RUNFILES, "results", "baselines")
@@ -95,7 +95,7 @@ class GatePowerKnownAnswerTest(unittest.TestCase):
         self.assertGreater((codes == gate_power.REGRESSED).mean(), 0.93)
 
     def test_the_current_figures_describe_the_gated_profiles_as_declared(self):
-        for rig, study in sensitivity.load_registry().items():
+        for rig, study in designs.load_registry().items():
             path = os.path.join(BASELINES, study.aa["set"], sensitivity_figures.FILE_NAME)
             with open(path) as f:
                 doc = json.load(f)
@@ -108,7 +108,7 @@ class GatePowerKnownAnswerTest(unittest.TestCase):
                             metric, thresholds.DEFAULT_MIN_EFFECT)
                         self.assertEqual(e["designs"][profile].get("asked_min_effect", e["asked_min_effect"]), asked,
                                          f"{rig} {profile}: gate.toml asks {asked} now: regenerate: {doc['regenerate']}")
-                        declared = sensitivity.gated_design(rig, profile, metric, asked, [RUNFILES])
+                        declared = designs.gated_design(rig, profile, metric, asked, [RUNFILES])
                         self.assertEqual(gate_power.Design(**e["designs"][profile]["design"]), declared,
                                          f"{rig} {profile} changed its rounds or policy: regenerate: {doc['regenerate']}")
 
@@ -117,13 +117,13 @@ class GatePowerKnownAnswerTest(unittest.TestCase):
         # it after recalibrating).
         with open(os.path.join(RUNFILES, "analysis", "README.md")) as f:
             readme = f.read()
-        self.assertIn(sensitivity.table(BASELINES) + "\n", readme)
+        self.assertIn(tables.table(BASELINES) + "\n", readme)
 
     @classmethod
     def night_promises(cls):
-        """sensitivity.night_promises() over the committed nights, computed once for the tests that read it."""
+        """tables.night_promises() over the committed nights, computed once for the tests that read it."""
         if not hasattr(cls, "_promises"):
-            cls._promises = sensitivity.night_promises(os.path.join(RUNFILES, "results"))
+            cls._promises = tables.night_promises(os.path.join(RUNFILES, "results"))
         return cls._promises
 
     def test_the_readme_says_what_each_design_promises_over_the_nights_recorded(self):
@@ -131,7 +131,7 @@ class GatePowerKnownAnswerTest(unittest.TestCase):
         # left out; a figure that does not hold is printed as such. The README's second table, byte for byte.
         with open(os.path.join(RUNFILES, "analysis", "README.md")) as f:
             readme = f.read()
-        text = sensitivity.nights_table(os.path.join(RUNFILES, "results"), promises=self.night_promises())
+        text = tables.nights_table(os.path.join(RUNFILES, "results"), promises=self.night_promises())
         self.assertIn(text + "\n", readme)
         rows = [line for line in text.splitlines()[2:]]
         self.assertTrue(rows)
@@ -143,9 +143,9 @@ class GatePowerKnownAnswerTest(unittest.TestCase):
     def test_the_sites_nights_file_is_what_the_nights_promise(self):
         # results/baselines/nights.json (the site's Sensitivity page reads it, not recomputing 20 s of draws on
         # every build) must say what the committed nights say now: regenerate it after promoting a night.
-        with open(os.path.join(BASELINES, sensitivity.NIGHTS_FILE)) as f:
+        with open(os.path.join(BASELINES, tables.NIGHTS_FILE)) as f:
             committed = json.load(f)
-        fresh = sensitivity.nights_doc(self.night_promises())
+        fresh = tables.nights_doc(self.night_promises())
         self.assertEqual(committed, fresh, f"stale: {fresh['regenerate']}")
         self.assertTrue(any("median_worse_by" in row for row in fresh["promises"]))
 
@@ -172,7 +172,7 @@ class GatePowerKnownAnswerTest(unittest.TestCase):
         # Issue 79, item 5: the table is reported either way, byte for byte what the committed nights say.
         with open(os.path.join(RUNFILES, "analysis", "README.md")) as f:
             readme = f.read()
-        self.assertIn(sensitivity.covariate_table(os.path.join(RUNFILES, "results")) + "\n", readme)
+        self.assertIn(tables.covariate_table(os.path.join(RUNFILES, "results")) + "\n", readme)
 
     def test_the_mapreduce_nightly_aa_says_what_its_own_noise_let_it_see(self):
         # Issue 57: that night's paired sd was 15.9 % against the 7.6 % of the set the gate quotes; the gate said

@@ -12,7 +12,7 @@ from analysis import thresholds
 from analysis.sensitivity import figures as sensitivity_figures
 from analysis.gate import power as gate_power
 from analysis.testing.testsets import write_set
-from tools.sensitivity import sensitivity
+from tools.sensitivity import designs, sensitivity
 
 
 def calibrate(*argv):
@@ -185,7 +185,7 @@ class SensitivityToolTest(unittest.TestCase):
 class RegistryTest(unittest.TestCase):
     def test_every_rig_names_committed_sets_that_exist(self):
         here = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
-        for study in sensitivity.load_registry().values():
+        for study in designs.load_registry().values():
             for design in (study.aa, study.slowdown):
                 if design.get("set"):
                     self.assertTrue(os.path.isfile(os.path.join(here, "results", "baselines", design["set"],
