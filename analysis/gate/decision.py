@@ -65,6 +65,10 @@ class Check:
     reasons: list = dataclasses.field(default_factory=list)  # why INCONCLUSIVE (or what a PASS did not say)
     alpha: float = stats.GATE_ALPHA  # each side of the interval: a gated run's look has its share
     measuring_s: float = math.nan  # a gated run: the launches' durations up to the look it stopped at
+    # A gated run's metric its design does not decide on (a companion): judged and shown, and a REGRESSED one
+    # still fails the gate, but its INCONCLUSIVE does not make the night undecided (issue 79: Redis' tail
+    # latencies, paired sd up to 60 %, left every A/A night INCONCLUSIVE while GET and SET had passed).
+    watched: bool = False
 
     @property
     def gated(self):
@@ -158,6 +162,8 @@ class Check:
             verdict = self.state
         if self.reasons and self.state == INCONCLUSIVE:
             verdict += ": " + "; ".join(self.reasons)
+        if self.watched:
+            verdict += " (watched: the run decides on its gated metrics)"
         if self.stop is None:
             return verdict
         if self.gated:
@@ -284,6 +290,7 @@ def gate(baseline, candidate, min_effect, min_runs=3, overrides=None, same_run=F
             effect = (overrides or {}).get(metric, min_effect.get(metric, DEFAULT_MIN_EFFECT))
             check = check_of(label, params, metric, decl, effect, base_cells[key], cand_docs, same_run, min_runs)
             check.design = _design_of(check, design, effect)
+            check.watched = design is not None and design.gated and metric not in design.metrics
             _sensitivity(check, (figures or {}).get(metric), candidate.first_ok(), draws)
             checks.append(check)
             if design is not None and metric in design.metrics and a and b:

@@ -241,10 +241,10 @@ STATES = {0: "PASS", 1: "REGRESSED", 3: "INCONCLUSIVE"}
 
 
 def exit_status(checks):
-    """REGRESSED over INCONCLUSIVE over PASS."""
+    """REGRESSED over INCONCLUSIVE over PASS; a watched check (a gated run's companion) counts only when REGRESSED."""
     if any(c.regressed for c in checks):
         return EXIT_REGRESSED
-    return EXIT_INCONCLUSIVE if any(c.inconclusive for c in checks) else EXIT_PASS
+    return EXIT_INCONCLUSIVE if any(c.inconclusive and not c.watched for c in checks) else EXIT_PASS
 
 
 if __name__ == "__main__":

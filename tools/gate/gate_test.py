@@ -332,6 +332,32 @@ class GateTest(unittest.TestCase):
                                                        "comparisons": []})
         self.assertEqual(code, gate.EXIT_UNUSABLE, out)
 
+    def test_a_gated_night_decides_on_its_gated_metrics_and_watches_the_rest(self):
+        # A real night (Redis' gated nightly, 2026-12-07, A/A): GET and SET decided PASS at round 18; its tail
+        # latencies (paired sd up to 60 %) stayed INCONCLUSIVE at 5 %. Watched, they do not keep the night
+        # undecided; a watched REGRESSED would still fail it.
+        results = os.path.join(RUNFILES, "results")
+        night = os.path.join(results, "baselines", "redis-nightly-gated-20261207-2vcpu")
+        out = io.StringIO()
+        with redirect_stdout(out), redirect_stderr(io.StringIO()):
+            code = gate.main(["--run", night, "--axis", "revision", "--baseline-value", "accepted",
+                              "--results-dir", results])
+        text = out.getvalue()
+        self.assertEqual(code, gate.EXIT_PASS, text)
+        self.assertRegex(text.splitlines()[0], r"^# tunelab gate: \*\*PASS\*\* \(2 checks\); watched, not deciding: 9 "
+                                              r"\(\d PASS, [1-9] INCONCLUSIVE\)")
+        state, checks = gate.judge_within_run(night, "revision", "accepted", "candidate", results, RUNFILES)
+        deciding = sorted(c.metric for c in checks if not c.watched)
+        self.assertEqual((state, deciding), ("PASS", ["get_rate", "set_rate"]))
+        watched = [c for c in checks if c.watched]
+        self.assertTrue(any(c.inconclusive for c in watched))
+        self.assertTrue(all("(watched: the run decides on its gated metrics)" in c.status for c in watched))
+        watched[0].state = gate_decision.REGRESSED  # a companion shown worse still fails the night
+        self.assertEqual(gate.exit_status(checks), gate.EXIT_REGRESSED)
+        for c in checks:  # and a fixed run (nothing watched) is undecided by any of them
+            c.watched, c.state = False, (gate_decision.INCONCLUSIVE if c in watched else c.state)
+        self.assertEqual(gate.exit_status(checks), gate.EXIT_INCONCLUSIVE)
+
     def test_a_sequential_block_written_over_a_fixed_run_cannot_hide_its_later_rounds(self):
         # Issue 39, finding 2: ten rounds, the candidate 20 % slower from round 4 on. Without a sequential block the
         # gate exits 1; with {min 3, max 10} written into the manifest it said "decided at round 3: equivalent".

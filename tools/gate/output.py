@@ -1,6 +1,7 @@
 """The gate's outputs: its verdict line, the Markdown summary (stdout, --markdown) and JUnit XML (--junit),
 from the checks analysis/gate/decision.py made. tools/gate/testdata/golden_gate.txt holds both formats."""
 
+import collections
 import math
 import textwrap
 from xml.etree import ElementTree
@@ -43,16 +44,22 @@ def sensitivity_text(check):
 
 
 def headline(checks):
+    """The verdict line, by gate.exit_status's rule: a watched check (a gated run's companion) only when REGRESSED."""
     regressed = [c for c in checks if c.regressed]
-    inconclusive = [c for c in checks if c.inconclusive]
+    deciding = [c for c in checks if not c.watched]
+    inconclusive = [c for c in deciding if c.inconclusive]
     if regressed:
         verdict = f"REGRESSED ({len(regressed)} of {len(checks)})"
     elif inconclusive:
-        verdict = f"INCONCLUSIVE ({len(inconclusive)} of {len(checks)})"
+        verdict = f"INCONCLUSIVE ({len(inconclusive)} of {len(deciding)})"
     else:
-        verdict = f"PASS ({len(checks)} checks)"
+        verdict = f"PASS ({len(deciding)} checks)"
     if regressed and inconclusive:
         verdict += f"; {len(inconclusive)} inconclusive"
+    watched = [c for c in checks if c.watched]
+    if watched:
+        verdict += (f"; watched, not deciding: {len(watched)} ("
+                    f"{', '.join(f'{n} {s}' for s, n in collections.Counter(c.state for c in watched).items())})")
     blind = sorted({(c.metric, c.min_effect, c.stated_d) for c in checks if c.cannot_see_asked})
     if blind:
         verdict += "; cannot see the asked effect: " + ", ".join(
