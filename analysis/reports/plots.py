@@ -330,9 +330,21 @@ def sensitivity_history(path, title, series_by_metric):
     return path
 
 
+def bar_axis(values):
+    """(scale, (low, high) or None) for bars of these positive values: a log axis only where they span 10x or more
+    (Redis' rates beside its tail latencies), with room for the shortest bar and the longest one's value; else
+    linear from 0, where a bar's length means something (2.2 against 2.6 % on a log axis sat between "2" and "5")."""
+    if not values:
+        return "linear", None
+    if max(values) >= 10 * min(values):
+        return "log", (min(values) / 2, max(values) * 3)
+    return "linear", (0, max(values) * 1.25)
+
+
 def sensitivity_bars(path, title, values_by_metric):
     """values_by_metric: {metric: {label: D as a fraction worse}} (e.g. the stated D, a median and a noisy
-    night's): horizontal bars per metric on a log axis with plain tick labels, each bar's value written at its end."""
+    night's): horizontal bars per metric (bar_axis: linear from 0, or log with plain tick labels where they span
+    10x), each bar's value written at its end."""
     import numpy as np
     metrics = sorted(values_by_metric)
     labels = sorted({label for v in values_by_metric.values() for label in v})
@@ -346,12 +358,14 @@ def sensitivity_bars(path, title, values_by_metric):
             ax.text(bar.get_width(), bar.get_y() + bar.get_height() / 2, f" {x:.1f} %", va="center", fontsize=7)
     ax.set_yticks(np.arange(len(metrics)) + height * (len(labels) - 1) / 2)
     ax.set_yticklabels(metrics, fontsize=7)
-    ax.set_xscale("log")
-    every = [100 * v for values in values_by_metric.values() for v in values.values() if v and v > 0]
-    if every:  # room on the left for the shortest bar and on the right for the longest one's value
-        ax.set_xlim(min(every) / 2, max(every) * 3)
-    _plain_log_ticks(ax.xaxis)
-    ax.set_xlabel("catches >= % worse (95 %, its gated rounds; log scale)", fontsize=8)
+    scale, limits = bar_axis([100 * v for values in values_by_metric.values() for v in values.values() if v and v > 0])
+    logged = scale == "log"
+    if logged:
+        ax.set_xscale("log")
+        _plain_log_ticks(ax.xaxis)
+    if limits:
+        ax.set_xlim(*limits)
+    ax.set_xlabel(f"catches >= % worse (95 %, its gated rounds{'; log scale' if logged else ''})", fontsize=8)
     ax.set_title(title, fontsize=10)
     ax.grid(axis="x", alpha=0.3)
     if len(labels) > 1:

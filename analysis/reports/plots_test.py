@@ -25,6 +25,14 @@ class PlotsTest(unittest.TestCase):
         self.assertIn("10", labels)
         self.assertIn("0.5", labels)
 
+    def test_bars_of_close_values_start_at_zero_and_only_a_wide_span_is_logged(self):
+        self.assertEqual(plots.bar_axis([2.2, 2.2, 2.6]), ("linear", (0, 3.25)))
+        scale, (low, high) = plots.bar_axis([12.4, 172.6])  # Redis' GET rate beside its p99 latency
+        self.assertEqual(scale, "log")
+        self.assertLess(low, 12.4)
+        self.assertGreater(high, 172.6)
+        self.assertEqual(plots.bar_axis([]), ("linear", None))
+
     def test_fewer_than_three_dates_draw_bars_not_a_date_axis(self):
         folder = tempfile.mkdtemp(dir=os.environ.get("TEST_TMPDIR"))
         drawn = []

@@ -138,6 +138,13 @@ class BrowserTest(unittest.TestCase):
             self.assertIn(text, page)
         with open(os.path.join(out, "sets", "mapreduce-cluster-shuffle-20261129-2vcpu", "index.html")) as f:
             self.assertIn("up to ~16 tasks against MR1's 6", html.unescape(f.read()))
+        # A study of another case study than its rig's (YARN's message storm, 003, under YARN's 000) says its own;
+        # its answer is a slope per heartbeat interval, its figure the scaling curve.
+        storm = re.search(r'>YARN&#39;s message storm:.*?</td>\s*<td class="one-line">(.*?)</td>', index, re.S)
+        self.assertTrue(storm, "the message storm study's row")
+        self.assertIn("<small>case study 003</small>", storm.group(0))
+        self.assertIn("per 1,000 nodes: nm_heartbeat_ms 250 -219", html.unescape(storm.group(1)))
+        self.assertNotRegex(index, r">Kunpeng vs x86: YARN scheduling throughput</a> <small>case study")
         for study in studies:
             # A set a study reads is reached through that study's page; every other entry is on the index.
             self.assertIn(study.name, index if study.declared or study.name not in in_studies else

@@ -491,6 +491,7 @@ def index_groups(entries, references):
         groups.append({
             "rig": rig, "title": titles[rig].title if rig in titles else rig,
             "case": f"case study {case[0]}: {case[1]}" if case else "",
+            "case_number": case[0] if case else "",  # a study of another case study says its own
             "studies": [e for e in entries if e.declared and not e.failed and e.rig == rig],
             "sets": [e for e in entries if not e.declared and not e.failed and e.rig == rig
                      and e.name not in in_studies],
