@@ -194,7 +194,9 @@ def rig_matrix(
         srcs = ["//rigs:main.py"],
         main = "//rigs:main.py",
         args = args,
-        data = data,
+        # Its own args file in its runfiles: run as another revision of a nightly (--revision), it is asked
+        # which rig data it passes, never looked up by the candidate's paths (rigs/matrix/planning/cli.py).
+        data = data + [":" + name + "_args"],
         deps = deps,
     )
     matrix_bundle(

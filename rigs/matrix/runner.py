@@ -181,7 +181,8 @@ def load(args, runfiles, report, env, stored=None):
         matrix = dataclasses.replace(matrix, seed=seed)
     spec.check_workload(matrix, workload, workload_dir)
     revisions = load_revisions(args.revision, matrix, rig_data, runfiles_ws, args.matrix,
-                               required=not args.dry_run, shipped_commit=env.shipped_commit)
+                               required=not args.dry_run, shipped_commit=env.shipped_commit,
+                               target=args.bazel_target)
     variants = load_variants(args.variant_data, matrix)
     for cell in matrix.cells:
         # The patch set's content (a bump's locked jars) is part of the cell's identity: a change is another cell.

@@ -133,7 +133,9 @@ for matrix in "${matrices[@]}"; do
     echo "== $matrix: the accepted revision's build: $runfiles"
   else
     echo "== $matrix: building the accepted revision's $target (in $worktree)"
-    if ! (cd "$worktree" && "$bazel" build "$target" >"$out/$matrix-accepted-build.log" 2>&1); then
+    # Its args file too (beside its runfiles): the runner runs the accepted build's own rig data, which an
+    # accepted commit older than the args in its runfiles names only there.
+    if ! (cd "$worktree" && "$bazel" build "$target" "${target}_args" >"$out/$matrix-accepted-build.log" 2>&1); then
       echo "error: the accepted revision does not build $target; see $out/$matrix-accepted-build.log" >&2
       status=2
       continue

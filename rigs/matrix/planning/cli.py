@@ -158,9 +158,46 @@ def load_variants(items, matrix):
     return variants
 
 
-def load_revisions(items, matrix, rig_data, runfiles_ws, matrix_path, required=True, shipped_commit=""):
+ARGS_MAX_BYTES = 1 << 20
+
+
+def revision_rig_data(name, root, ws, target):
+    """{key: path} of the rig data another build's own target passes (its `<matrix>.args`, rigs/defs.bzl: in its
+    runfiles, or beside the runfiles folder where an older build left it), or None when neither is there.
+    Not this build's paths looked up in that tree: a candidate that moved a rig data label (a planted
+    regression pointing the classpath at the slowed build, a dependency bump) made the accepted revision run
+    its own copy of the candidate's choice (2026-12-07: both sides of a NameNode night ran a slowed jar)."""
+    package, _, target_name = target.removeprefix("//").partition(":")
+    if not target_name:
+        return None
+    here = os.path.join(ws, package, target_name + ".args")
+    beside = os.path.join(os.path.dirname(os.path.abspath(root)), target_name + ".args")
+    path = next((p for p in (here, beside) if os.path.isfile(p)), None)
+    if path is None:
+        return None
+    try:
+        lines = safeio.read_text(path, ARGS_MAX_BYTES).splitlines()
+    except (OSError, ValueError) as e:
+        raise spec.SpecError(f"--revision {name}: its args file {path} cannot be read ({e})") from None
+    top = os.path.normpath(os.path.abspath(root))  # the runfiles root: the workspace and external repositories
+    data = {}
+    for line in lines:
+        if not line.startswith("--rig-data="):
+            continue
+        key, sep, relative = line[len("--rig-data="):].partition("=")
+        path_in_build = os.path.normpath(os.path.join(ws, relative))
+        # Runfiles-relative, external repositories as ../<repo>/...: never outside the build's runfiles.
+        if not sep or not key or os.path.isabs(relative) or not (
+                path_in_build + os.sep).startswith(top + os.sep):
+            raise spec.SpecError(f"--revision {name}: {path}: not a rig data line of a runfiles tree: {line[:120]!r}")
+        data[key] = path_in_build
+    return data
+
+
+def load_revisions(items, matrix, rig_data, runfiles_ws, matrix_path, required=True, shipped_commit="", target=""):
     """{name: Revision} for every --revision; refuses a revision axis value without a build to run
-    (unless not `required`: a dry run plans without the builds)."""
+    (unless not `required`: a dry run plans without the builds). Each build runs its own rig data
+    (revision_rig_data), where its target (`--bazel-target`) left its args file."""
     revisions = {}
     for item in items:
         name, sep, path = item.partition("=")
@@ -173,11 +210,18 @@ def load_revisions(items, matrix, rig_data, runfiles_ws, matrix_path, required=T
             raise spec.SpecError(f"--revision {name}: no runfiles folder {root} (build the target at that "
                                  "revision first)")
         ws = os.path.join(root, "tunelab") if os.path.isdir(os.path.join(root, "tunelab")) else root
+        own = revision_rig_data(name, root, ws, target)
         data = {}
         for key, mine in rig_data.items():
-            theirs = os.path.join(ws, os.path.relpath(mine, runfiles_ws))
+            if own is not None:  # the build's own rig data, as its BUILD file named them
+                if key not in own:
+                    raise spec.SpecError(f"--revision {name}: its build names no rig data {key!r} (it names "
+                                         f"{', '.join(sorted(own)) or 'none'}): the two builds' rigs differ")
+                theirs = own[key]
+            else:  # a build from before its args file was in its runfiles: this build's paths in that tree
+                theirs = os.path.join(ws, os.path.relpath(mine, runfiles_ws))
             if not os.path.exists(theirs):
-                raise spec.SpecError(f"--revision {name}: its build has no {os.path.relpath(mine, runfiles_ws)} "
+                raise spec.SpecError(f"--revision {name}: its build has no {os.path.relpath(theirs, ws)} "
                                      f"under {ws}; build this target there first")
             data[key] = theirs
         # Runfiles entries link back to the source tree the revision was built from: ask its git.
