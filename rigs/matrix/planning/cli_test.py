@@ -26,7 +26,7 @@ def tree(parent, name, files, args=None, args_beside=False):
     if args is not None:
         where = os.path.dirname(root) if args_beside else os.path.join(ws, "rigs")
         with open(os.path.join(where, "namenode_matrix.args"), "w") as f:
-            f.write("\n".join(["--matrix=rigs/matrix.toml"] + args) + "\n")
+            f.write("\n".join(["--no-host-reference"] + args) + "\n")
     return root
 
 
@@ -34,9 +34,9 @@ class RevisionRigData(unittest.TestCase):
     def setUp(self):
         self.dir = tempfile.mkdtemp(dir=os.environ.get("TEST_TMPDIR"))
         # This build (the candidate): its classpath is the slowed one.
-        self.mine = tree(self.dir, "candidate", ["third_party/slowed.jar", "rigs/stock.jar"])
+        self.mine = tree(self.dir, "candidate", ["made/slowed.jar", "made/stock.jar"])
         self.mine_ws = os.path.join(self.mine, "tunelab")
-        self.rig_data = {"classpath": os.path.join(self.mine_ws, "third_party", "slowed.jar")}
+        self.rig_data = {"classpath": os.path.join(self.mine_ws, "made", "slowed.jar")}
         self.matrix = types.SimpleNamespace(axes={"revision": ["accepted", "candidate"]})
 
     def load(self, accepted):
@@ -44,24 +44,24 @@ class RevisionRigData(unittest.TestCase):
                                   os.path.join(self.mine_ws, "rigs", "matrix.toml"), target=TARGET)["accepted"]
 
     def test_the_accepted_build_runs_its_own_rig_data(self):
-        accepted = tree(self.dir, "accepted", ["third_party/slowed.jar", "rigs/stock.jar"],
-                        ["--rig-data=classpath=rigs/stock.jar"])
+        accepted = tree(self.dir, "accepted", ["made/slowed.jar", "made/stock.jar"],
+                        ["--rig-data=classpath=made/stock.jar"])
         rev = self.load(accepted)
-        self.assertEqual(rev.rig_data, {"classpath": os.path.join(accepted, "tunelab", "rigs", "stock.jar")})
+        self.assertEqual(rev.rig_data, {"classpath": os.path.join(accepted, "tunelab", "made", "stock.jar")})
 
     def test_an_older_build_s_args_beside_its_runfiles_are_read(self):
-        accepted = tree(self.dir, "older", ["third_party/slowed.jar", "rigs/stock.jar"],
-                        ["--rig-data=classpath=rigs/stock.jar"], args_beside=True)
+        accepted = tree(self.dir, "older", ["made/slowed.jar", "made/stock.jar"],
+                        ["--rig-data=classpath=made/stock.jar"], args_beside=True)
         self.assertEqual(self.load(accepted).rig_data["classpath"],
-                         os.path.join(accepted, "tunelab", "rigs", "stock.jar"))
+                         os.path.join(accepted, "tunelab", "made", "stock.jar"))
 
     def test_without_an_args_file_this_build_s_paths_are_looked_up_there(self):
-        accepted = tree(self.dir, "no-args", ["third_party/slowed.jar"])
+        accepted = tree(self.dir, "no-args", ["made/slowed.jar"])
         self.assertEqual(self.load(accepted).rig_data["classpath"],
-                         os.path.join(accepted, "tunelab", "third_party", "slowed.jar"))
+                         os.path.join(accepted, "tunelab", "made", "slowed.jar"))
 
     def test_a_key_the_other_build_lacks_or_a_path_out_of_its_tree_is_refused(self):
-        accepted = tree(self.dir, "other-rig", ["rigs/stock.jar"], ["--rig-data=jar=rigs/stock.jar"])
+        accepted = tree(self.dir, "other-rig", ["made/stock.jar"], ["--rig-data=jar=made/stock.jar"])
         with self.assertRaisesRegex(spec.SpecError, "its build names no rig data 'classpath' \\(it names jar\\)"):
             self.load(accepted)
         for line in ("--rig-data=classpath=../../../../../etc/passwd", "--rig-data=classpath=/etc/passwd",
