@@ -9,22 +9,20 @@ chosen sample values and rewritten host/variant/workload provenance: they test t
 (pairing, refusals, rendering), they are not measurements.
 """
 
-import contextlib
 import glob
-import io
 import json
 import os
 import tempfile
 import unittest
 
-import numpy
 import pypdfium2
 
 from analysis import resultsets
 from analysis.testing import golden
+from analysis.testing.pdffacts import pdf_facts
 from analysis.reports import kinds
 from analysis.reports import render
-from analysis.reports import command, parts, report
+from analysis.reports import report
 from analysis.reports import story as story_lib
 from analysis.testing.testsets import write_set
 from results import resultfile
@@ -34,18 +32,6 @@ ANALYSIS = os.path.dirname(HERE)
 RESULTS_ROOT = os.path.join(ANALYSIS, "..", "results")
 REAL_RUN = os.path.join(ANALYSIS, "testdata", "sets", "calibration_smoke")
 FIXED_TIME = "2026-11-21 00:00 UTC"
-
-
-def pdf_facts(path):
-    """(pages, text of every page, figures per page, share of non-white pixels per rendered page)."""
-    pdf = pypdfium2.PdfDocument(path)
-    texts, images, ink = [], [], []
-    for page in pdf:
-        texts.append(page.get_textpage().get_text_range())
-        images.append(sum(1 for _ in page.get_objects(filter=[pypdfium2.raw.FPDF_PAGEOBJ_IMAGE])))
-        gray = numpy.asarray(page.render(scale=1).to_pil().convert("L"))
-        ink.append(float((gray < 200).mean()))
-    return len(pdf), texts, images, ink
 
 
 # A Kunpeng 920 as the doctor describes one (rigs/host/testdata/kunpeng920_2socket).
@@ -167,77 +153,6 @@ class ReportTest(unittest.TestCase):
         # counts from 0 to their table instead of failing on the ratio (the set's page was "no report").
         text = render.to_text(self.build("stock-vs-patched", [cluster]))
         self.assertRegex(text, r"variant +stock +patched:mr2-shuffle-dontneed-on-disconnect .* 0 \(0\.\.0, 5\) +9\d ")
-
-    def test_two_designs_are_reported_in_parts_each_within_itself(self):
-        steady = self.study_set("mapreduce-mr1-vs-mr2-steady-20261126-2vcpu")
-        cluster = self.study_set("mapreduce-cluster-shuffle-20261129-2vcpu")
-        blocks = parts.build_parts("mr1-vs-mr2", [steady, cluster] + report.reference_sets(RESULTS_ROOT), self.dir,
-                                    generated_at=FIXED_TIME, command="bazel run //analysis:report -- ... --parts")
-        text = render.to_text(blocks)
-        answer = next(b.text for b in blocks if isinstance(b, render.Para) and b.text.startswith("Answer: "))
-        # Each part's own answer, on the one title page: local mode at steady state 4.69 vs 4.69 s (medians; the
-        # rounds' geometric mean +2.5 %, one round of five read +29.7 %: undecided), the cluster MR2 +7x %
-        # (its containers, not the engines: rigs/mapreduce/README.md).
-        self.assertRegex(answer, r"In part 1 \(.*mapreduce-mr1-vs-mr2-steady-20261126-2vcpu, mr_compare\): "
-                                 r"mapreduce=mr2 vs mr1: job_duration \+2\.5% \([\d.]+% CI [^)]*\), undecided")
-        self.assertRegex(answer, r"In part 2 \(.*mapreduce-cluster-shuffle-20261129-2vcpu, mr_cluster\): "
-                                 r"mapreduce=mr2 vs mr1: job_duration \+7\d\.\d%")
-        # The index's one line: the pair said once, each part after its matrix' name, within the index's width.
-        line = next(b.text for b in blocks if isinstance(b, render.Para) and b.text.startswith("In one line: "))
-        self.assertRegex(line, r"^In one line: mr2 vs mr1: mr_compare undecided \+2\.5% \(CI [^)]*\), wider than ±5%; "
-                               r"mr_cluster \+7\d\.\d% \(CI [^)]*\), worse$")
-        self.assertLessEqual(len(line.removeprefix("In one line: ")), 120)
-        headings = [b.text for b in blocks if isinstance(b, render.Heading) and b.level == 1]
-        self.assertEqual([h.split(":")[0] for h in headings if h.startswith("Part ")],
-                         ["Part 1 (baselines/mapreduce-mr1-vs-mr2-steady-20261126-2vcpu, mr_compare)",
-                          "Part 2 (baselines/mapreduce-cluster-shuffle-20261129-2vcpu, mr_cluster)"])
-        # The published figures once, after both parts, with the case study's cluster rows.
-        self.assertEqual(text.count("Reference rows: the authors' numbers"), 1)
-        self.assertGreater(text.index("Reference rows"), text.index("Part 2 ("))
-        for figure in ("cluster disk reads, MR2 then", "31.2 GB", "DONTNEED per node, MR1", "768 calls/node",
-                       "reducers' fetch time, MR2 then", "60 s"):
-            self.assertIn(figure, text)
-        # Both parts' figures were written apart (part1/, part2/), none overwriting another.
-        paths = [b.path for b in blocks if isinstance(b, render.Figure)]
-        self.assertEqual(len(paths), len(set(paths)))
-        self.assertTrue(any("/part1/" in p for p in paths) and any("/part2/" in p for p in paths))
-        out = os.path.join(self.dir, "parts.pdf")
-        report.write(blocks, out, out[:-4] + ".html")
-        pages, texts, _, _ = pdf_facts(out)
-        self.assertIn("In part 2", " ".join(texts[0].split()))
-        with self.assertRaisesRegex(kinds.ReportError, "two or more measured sets"):
-            parts.build_parts("mr1-vs-mr2", [steady], self.dir)
-
-    def test_the_mr1_vs_mr2_study_shows_its_mechanism_first_in_six_pages(self):
-        # Issue 82: the study was 40 pages with its finding (stock MR2 advises the kernel no DONTNEED, and reads
-        # 2.6x the bytes from disk under pressure) on none of the first. Its story, as studies.toml declares it.
-        sets = [self.study_set("mapreduce-mr1-vs-mr2-steady-20261126-2vcpu"),
-                self.study_set("mapreduce-cluster-pressure-20261201-2vcpu")]
-        story = story_lib.Story(answer=("job_duration",), mechanism=("dontneed_calls", "shuffle_server_read_bytes"),
-                                caveats=("Loopback clusters",))
-        blocks = parts.build_parts("mr1-vs-mr2", sets + report.reference_sets(RESULTS_ROOT), self.dir,
-                                    generated_at=FIXED_TIME, command="...", story=story, appendix=False)
-        first_part = next(i for i, b in enumerate(blocks) if isinstance(b, render.Heading) and b.text.startswith("Part "))
-        title, rest = blocks[:first_part], blocks[first_part:]
-        figure = next(b for b in title if isinstance(b, render.Figure))
-        self.assertTrue(figure.caption.startswith("Mechanism: dontneed_calls, shuffle_server_read_bytes per cell"))
-        table = next(b for b in title if isinstance(b, render.TableBlock))
-        rows = {(r[0], r[1]): r for r in table.rows}
-        none = rows["dontneed_calls (calls)", "mapreduce=mr2 vs mr1 [memory_limit=none variant=stock]"]
-        self.assertEqual(none[3], "0")  # stock MR2 gives the kernel no DONTNEED
-        self.assertRegex(none[4], r"^-3\d \(-3\d\.\.-3\d\)$")
-        squeezed = rows["shuffle_server_read_bytes (B)", "mapreduce=mr2 vs mr1 [memory_limit=squeezed variant=stock]"]
-        self.assertEqual([v.split(" ")[1] for v in squeezed[2:4]], ["MB", "MB"])  # bytes in MB, not 9 digits
-        self.assertGreater(float(squeezed[3].split(" ")[0]), 2 * float(squeezed[2].split(" ")[0]))
-        # Said once: the parts draw neither the counts' figure nor their table again.
-        self.assertFalse(any(isinstance(b, render.Figure) and b.caption.startswith("Mechanism") for b in rest))
-        self.assertFalse(any(isinstance(b, render.Heading) and b.text.startswith("dontneed_calls") for b in rest))
-        out = os.path.join(self.dir, "mr.pdf")
-        report.write(blocks, out)
-        pages, texts, images, _ = pdf_facts(out)
-        self.assertLessEqual(pages, 6)
-        self.assertIn("Mechanism: what moved", texts[0])
-        self.assertGreaterEqual(images[0], 1)
 
     def locality_set(self, name, version):
         """SYNTHETIC: 5 runs of a pressured-then-migrated Redis cell with the case study's figures as values
@@ -503,7 +418,6 @@ class ReportTest(unittest.TestCase):
         self.assertEqual(blocks[0].banner, "EMULATED HOST: mechanics, not speed")
         pdf = os.path.join(self.dir, "emulated.pdf")
         report.write(blocks, pdf)
-        import pypdfium2
         document = pypdfium2.PdfDocument(pdf)
         self.assertGreater(len(document), 1)
         for page in document:
@@ -550,52 +464,6 @@ class ReportTest(unittest.TestCase):
         row = [line for line in text.splitlines() if line.startswith("node-b ")][-1]  # page 1's table, then this
         self.assertTrue(row.endswith("within ±3%"), row)
         self.assertRegex(text, r"Answer: host=node-b vs node-a: cpu_loop_rate -0\.0% \(98% CI [^)]*\), within ±3%\.")
-
-    def test_cli_refuses_a_corrupt_result_and_keeps_it(self):
-        folder = os.path.join(self.dir, "broken")
-        write_set(folder, [({}, 100.0)])
-        corrupt = os.path.join(folder, "cells", f"{0:012x}.r3.json")
-        with open(corrupt, "w") as f:
-            f.write("{not json")
-        out = os.path.join(self.dir, "r.pdf")
-        code = command.main([folder, "--kind", "axis", "--out", out, "--results-dir", RESULTS_ROOT])
-        self.assertEqual(code, report.EXIT_BAD_INPUT)
-        self.assertFalse(os.path.exists(out))
-        self.assertTrue(os.path.exists(corrupt))
-
-    def test_cli_says_a_zero_baseline_is_unusable_input(self):
-        # Issue 39, finding 3: exit 1 with a traceback; the documented answer is 2 with the reason.
-        folder = os.path.join(self.dir, "zero")
-        write_set(folder, [({"variant": "stock"}, 0.0), ({"variant": "patched"}, 10.0)], runs=3)
-        err = io.StringIO()
-        with contextlib.redirect_stderr(err), contextlib.redirect_stdout(io.StringIO()):
-            code = command.main([folder, "--kind", "axis", "--out", os.path.join(self.dir, "z.pdf"),
-                                "--results-dir", RESULTS_ROOT])
-        self.assertEqual(code, report.EXIT_BAD_INPUT)
-        self.assertIn("error:", err.getvalue())
-        self.assertNotIn("Traceback", err.getvalue())
-
-    def test_a_story_leads_with_its_answer_and_says_its_caveats(self):
-        folder = os.path.join(self.dir, "story")
-        write_set(folder, [({"variant": "stock"}, 1000.0), ({"variant": "patched"}, 950.0)], runs=3)
-        text_path = os.path.join(self.dir, "story.txt")
-        with contextlib.redirect_stdout(io.StringIO()):
-            code = command.main([folder, "--kind", "axis", "--out", os.path.join(self.dir, "s.pdf"), "--text",
-                                text_path, "--results-dir", RESULTS_ROOT, "--answer", "cpu_loop_rate",
-                                "--mechanism", "cpu_loop_rate", "--caveat", "One VM, one night"])
-        self.assertEqual(code, report.EXIT_OK)
-        with open(text_path) as f:
-            text = f.read()
-        self.assertRegex(text, r"Mechanism: what moved\n.*\n-+.*\ncpu_loop_rate \(ops/s\) +variant=patched vs stock +1,000 +950 "
-                               r"+-5\.0% \(-5\.0%\.\.-5\.0%\), worse\n")
-        self.assertIn("Caveats: One VM, one night.", text)
-        err = io.StringIO()
-        with contextlib.redirect_stderr(err), contextlib.redirect_stdout(io.StringIO()):
-            code = command.main([folder, "--kind", "axis", "--out", os.path.join(self.dir, "t.pdf"),
-                                "--results-dir", RESULTS_ROOT, "--answer", "get_rate"])
-        self.assertEqual(code, report.EXIT_BAD_INPUT)
-        self.assertIn("no set measures get_rate (they measure cpu_loop_rate", err.getvalue())
-        self.assertFalse(os.path.exists(os.path.join(self.dir, "t.pdf")))
 
     def test_without_the_appendix_a_report_is_its_story(self):
         real = resultsets.load_run(REAL_RUN, name="calibration_smoke")

@@ -6,9 +6,10 @@ Every set under results/baselines/ gets a page: the question its matrix asks, th
 report, hosts, date, rig, its report as PDF and HTML (analysis/reports/report.py; the kind follows from what the
 set compares: patched variants, MapReduce engines, parts before and after a page migration, else its
 axes), and its provenance (the run's manifest). results/reference/ gets a page of the case studies'
-published figures (not measured here), sensitivity.html what every committed sensitivity figure says its gate catches
-(analysis/sensitivity/figures.py) with its history per rig; sets named nightly-<name>-... form a history,
-plotted with its change points (analysis/history/) once there are two or more. Relative links only, nothing fetched: the folder
+published figures (not measured here); the side pages (side_pages.py): sensitivity.html what every committed
+sensitivity figure says its gate catches (analysis/sensitivity/figures.py) with its history per rig; sets named
+nightly-<name>-... form a history, plotted with its change points (analysis/history/) once there are two or more;
+the committed bisects. Relative links only, nothing fetched: the folder
 can be copied to any web server or bucket, or opened from disk. The same sets give the same bytes but for
 the build time, stated once at the foot of each page (--built-at). A set that cannot be rendered is listed
 on the index with the reason, never left out.
@@ -22,14 +23,11 @@ its report and links the sets it reads. A set in no study is listed under its ri
 
 import argparse
 import concurrent.futures
-import contextlib
 import dataclasses
 import datetime
 import glob
 import hashlib
-import io
 import json
-import math
 import multiprocessing
 import os
 import re
@@ -45,20 +43,17 @@ from rich.console import Console
 from rich.progress import BarColumn, Progress, TextColumn, TimeRemainingColumn
 
 from analysis import compare, resultsets
-from analysis.reports import bisect_pages
-from analysis.history import command as history_command
 from analysis.reports import kinds
-from analysis.reports import plots
 from analysis.profiling import profiles
 from analysis.reports import render
 from analysis.reports import parts as report_parts
 from analysis.reports import report
 from analysis.reports import story as story_lib
-from analysis.sensitivity import figures as sensitivity_figures
 from results import safeio
 from rigs import registry
 from rigs.host import terminal
 from tools.publish import monitor_pages
+from tools.publish import side_pages
 from tools.publish import studies as studies_toml
 
 matplotlib.use("Agg")
@@ -66,8 +61,6 @@ from matplotlib import image as mpimage  # noqa: E402 -- after the backend is ch
 
 EXIT_OK, EXIT_SOME_SETS_FAILED, EXIT_BAD_INPUT = 0, 1, 2
 TEMPLATES = os.path.join(os.path.dirname(os.path.abspath(__file__)), "templates")
-NIGHTLY = re.compile(r"^nightly-(?P<series>[a-z0-9_]+?)(?:-\d{8}.*)?$")
-SAFE_NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,127}$")
 
 
 class PublishError(ValueError):
@@ -118,12 +111,6 @@ def kind_for(result_set):
         return "dependency-bump" if bumps == {True} else "stock-vs-patched"
     rig = registry.load().get(result_set.manifest.get("matrix", {}).get("rig", ""))
     return next((kind for axis, kind in sorted(rig.axis_kinds.items()) if axis in varying), "axis") if rig else "axis"
-
-
-def set_date(result_set):
-    """The day the set was measured: its last result's end (UTC)."""
-    ends = sorted(d.get("finished_at", "") for d in result_set.docs)
-    return ends[-1][:10] if ends and ends[-1] else ""
 
 
 def answer_of(blocks):
@@ -179,7 +166,7 @@ def render_study(result_set, references, out_dir, declared=None, sets=None, flam
     sets = sets or [result_set]
     study = Study(name=declared.id if declared else result_set.name,
                   rig=result_set.manifest.get("matrix", {}).get("rig", ""),
-                  hosts=sorted({h for s in sets for h in s.host_ids()}), date=max(set_date(s) for s in sets),
+                  hosts=sorted({h for s in sets for h in s.host_ids()}), date=max(side_pages.set_date(s) for s in sets),
                   runs=sum(d["status"] == "ok" for s in sets for d in s.docs), declared=declared is not None,
                   sets=[s.name for s in sets])
     study.kind = (declared.kind if declared else "") or kind_for(result_set)
@@ -237,7 +224,7 @@ def _render_entry(index):
         reason = str(e) if isinstance(e, (kinds.ReportError, resultsets.ResultSetError, ValueError)) \
             else f"{type(e).__name__}: {e}"
         return Study(name=name, rig=result_set.manifest.get("matrix", {}).get("rig", ""),
-                     date=set_date(result_set), failed=f"no report: {reason[:300]}", declared=study is not None)
+                     date=side_pages.set_date(result_set), failed=f"no report: {reason[:300]}", declared=study is not None)
 
 
 def render_all(work, by_name, references, staging, flame_tools, jobs=None):
@@ -273,7 +260,7 @@ def _rendered_by(pool, futures, work, staging):
                 result_set, study = work[futures[future]]
                 name = study.id if study else result_set.name
                 shutil.rmtree(os.path.join(staging, "studies" if study else "sets", name), ignore_errors=True)
-                yield Study(name=name, date=set_date(result_set), declared=study is not None,
+                yield Study(name=name, date=side_pages.set_date(result_set), declared=study is not None,
                             failed="no report: a report worker died before it was rendered (publish --jobs 1 "
                                    "renders one at a time in one process)")
     finally:
@@ -281,137 +268,10 @@ def _rendered_by(pool, futures, work, staging):
         _SHARED.clear()
 
 
-def nightly_series(studies_sets):
-    """{series: [ResultSet in date order]} of the sets named nightly-<series>[-<date>...]."""
-    series = {}
-    for result_set in studies_sets:
-        m = NIGHTLY.fullmatch(result_set.name)
-        if m:
-            series.setdefault(m.group("series"), []).append(result_set)
-    return {name: sorted(sets, key=set_date) for name, sets in sorted(series.items())}
-
-
-def write_history(name, sets, out_dir):
-    """The series' history plots (two or more sets: one per cell and metric, change points marked), [] with
-    fewer. A change point found (history's exit 1) still has its plot."""
-    if len(sets) < 2:
-        return []
-    path = os.path.join(out_dir, f"history-{name}.png")
-    with contextlib.redirect_stdout(io.StringIO()):
-        code = history_command.main([s.path for s in sets] + ["--out", path])
-    if code not in (0, 1):
-        return []
-    stem = os.path.splitext(path)[0]
-    return sorted((os.path.basename(p) for p in glob.glob(glob.escape(stem) + "*.png")
-                   if p == path or re.fullmatch(r"-[0-9]+\.png", p[len(stem):])),
-                  key=lambda n: (len(n), n))
-
-
-def write_sensitivity(baselines, out_dir):
-    """(rows, [(rig, plot file, its nights' plot file or "")], nights rows, [Study of each unusable file]) of the
-    Sensitivity page: every committed figure, per rig what its metrics' gates catch (D) over the committed
-    sensitivity sets, and what each gated design promises over the nights recorded (results/baselines/nights.json,
-    //tools:sensitivity -- --write-nights): D on a median and on a noisy night beside the set's stated D."""
-    unreadable = []
-    rows = sensitivity_figures.history(baselines, unreadable)
-    failed = [Study(name=f"{name}/{sensitivity_figures.FILE_NAME}"[:80], failed=f"cannot be read: {reason[:300]}")
-              for name, reason in unreadable]
-    promised, problem = read_nights(baselines)
-    if problem:
-        failed.append(Study(name=NIGHTS_FILE, failed=problem[:300]))
-    out = []
-    for rig in sorted({r["rig"] for r in rows} | {p["rig"] for p in promised}):
-        series = {}
-        for r in rows:
-            if r["rig"] == rig and r["worse_by"] is not None:  # an older rule's figure has no stated D
-                series.setdefault(r["metric"], []).append((r["measured_at"], r["worse_by"]))
-        name = f"sensitivity-{rig}.png" if series else ""
-        if series:
-            plots.sensitivity_history(os.path.join(out_dir, name),
-                                      f"{rig}: what the gate catches (95 %, its gated rounds)", series)
-        bars = {}
-        mine = [p for p in promised if p["rig"] == rig and p.get("median_worse_by") is not None]
-        several = len({p["profile"] for p in mine}) > 1
-        for p in mine:  # a metric gated by two profiles is two bars: each design promises its own D
-            label = f"{p['metric']} ({p['profile']})" if several else p["metric"]
-            bars[label] = {"a median night": p["median_worse_by"]}
-            if p.get("noisy_worse_by") is not None:
-                bars[label]["a noisy night (80th percentile)"] = p["noisy_worse_by"]
-            if series.get(p["metric"]) and not several:
-                bars[label]["stated D (its set's night)"] = max(series[p["metric"]])[1]
-        nights_name = f"sensitivity-{rig}-nights.png" if bars else ""
-        if bars:
-            plots.sensitivity_bars(os.path.join(out_dir, nights_name),
-                                   f"{rig}: what the gate catches over the nights recorded", bars)
-        out.append((rig, name, nights_name))
-    return rows, out, promised, failed
-
-
 def environment():
     """The site's templates: escaped, and a name a template uses that the page lacks is an error, not blank."""
     return jinja2.Environment(loader=jinja2.FileSystemLoader(TEMPLATES), autoescape=True,
                               undefined=jinja2.StrictUndefined, keep_trailing_newline=True)
-
-
-NIGHTS_FILE = "nights.json"  # tools/sensitivity/tables.py NIGHTS_FILE: written by --write-nights
-NIGHTS_MAX_BYTES = 1 << 20
-
-
-def read_nights(baselines):
-    """([promise rows], problem or "") of results/baselines/nights.json, read through the bounded reader: no file is
-    no rows; a file that is not the calibrator's is a problem named on the index, never a crash."""
-    path = os.path.join(baselines, NIGHTS_FILE)
-    if not os.path.lexists(path):
-        return [], ""
-    try:
-        doc = safeio.read_json(path, NIGHTS_MAX_BYTES)
-    except (safeio.InputError, OSError) as e:
-        return [], f"cannot be read: {e}"
-    if not isinstance(doc, dict) or doc.get("kind") != "tunelab.night_promises" or doc.get("schema_version") != 1:
-        return [], "not a nights file of schema 1 (regenerate: bazel run //tools:sensitivity -- --write-nights)"
-    rows = doc.get("promises")
-    keys = {"rig": str, "metric": str, "profile": str, "design": str}
-    if not isinstance(rows, list) or not all(isinstance(r, dict) and all(isinstance(r.get(k), t) for k, t in keys.items())
-                                             for r in rows):
-        return [], "its promises are not rows of rig, metric, profile and design"
-    number = lambda x: x is None or (isinstance(x, (int, float)) and not isinstance(x, bool) and math.isfinite(x))  # noqa: E731
-    fields = ("asked", "sd_median", "sd_noisy", "median_worse_by", "noisy_worse_by", "held_share")
-    if not all(number(r.get(f)) for r in rows for f in fields):
-        return [], "a promise's figure is not a finite number"
-    measured = [r for r in rows if not isinstance(r.get("none"), str)]
-    if not all(isinstance(r.get("nights"), list) and all(isinstance(n, str) for n in r["nights"])
-               and isinstance(r.get("rounds_per_night"), list) and all(isinstance(n, int) for n in r["rounds_per_night"])
-               and isinstance(r.get("verdict"), str) for r in measured):
-        return [], "a promise without its nights, their rounds and its verdict (or the reason it has none)"
-    return rows, ""
-
-
-def write_bisects(results_root, out_dir):
-    """([page rows], [Study of each unreadable record]) of the committed bisects, results/bisects/NAME/bisect.json
-    (//tools:bisect's records): each with its report (PDF, HTML) under bisects/NAME/."""
-    folder = os.path.join(results_root, "bisects")
-    rows, failed = [], []
-    for name in sorted(os.listdir(folder)) if os.path.isdir(folder) else []:
-        if not os.path.isdir(os.path.join(folder, name)):
-            continue
-        if not SAFE_NAME.fullmatch(name):
-            failed.append(Study(name=f"bisects/{name}"[:60], failed="not a name tunelab writes"))
-            continue
-        try:
-            record = bisect_pages.read_record(os.path.join(folder, name))
-            page = os.path.join(out_dir, "bisects", name)
-            os.makedirs(page)
-            report.write(bisect_pages.blocks(record, name, page), os.path.join(page, "report.pdf"),
-                         os.path.join(page, "report.html"))
-        except (bisect_pages.BisectRecordError, ValueError, OSError) as e:
-            failed.append(Study(name=f"bisects/{name}"[:60], failed=f"cannot be read: {str(e)[:300]}"))
-            continue
-        answer = record.get("answer") or {}
-        rows.append({"name": name, "matrix": record.get("matrix", ""), "state": answer.get("state", "running"),
-                     "text": str(answer.get("text", "")).splitlines()[0][:160] if answer.get("text") else "",
-                     "steps": len(record["steps"]), "machine": bisect_pages.fmt_s(record.get("machine_s")),
-                     "date": str(record.get("started", ""))[:10], "folder": f"bisects/{name}"})
-    return rows, failed
 
 
 def load_sets(baselines):
@@ -421,7 +281,7 @@ def load_sets(baselines):
         path = os.path.join(baselines, name)
         if not os.path.isdir(path):
             continue
-        if not SAFE_NAME.fullmatch(name):
+        if not side_pages.SAFE_NAME.fullmatch(name):
             failed.append(Study(name=name[:60], failed="not a set name tunelab writes"))
             continue
         try:
@@ -537,13 +397,13 @@ def build_site(results_root, out, built_at, console=None, flame_tools=None, jobs
         studies.sort(key=lambda s: s.date, reverse=True)
         studies.sort(key=lambda s: bool(s.failed))
         histories = []
-        for name, series_sets in nightly_series(sets).items():
+        for name, series_sets in side_pages.nightly_series(sets).items():
             histories.append({"name": name, "sets": [s.name for s in series_sets],
-                              "plots": write_history(name, series_sets, staging)})
-        rows, sensitivity_plots, promised, unusable = write_sensitivity(baselines, staging)
-        studies += unusable  # listed last with their reasons, as a set that cannot be read
-        bisects, unreadable_bisects = write_bisects(results_root, staging)
-        studies += unreadable_bisects
+                              "plots": side_pages.write_history(name, series_sets, staging)})
+        rows, sensitivity_plots, promised, unusable = side_pages.write_sensitivity(baselines, staging)
+        bisects, unreadable_bisects = side_pages.write_bisects(results_root, staging)
+        # listed last with their reasons, as a set that cannot be read
+        studies += [Study(name=name, failed=reason) for name, reason in unusable + unreadable_bisects]
         page = dict(built_at=built_at, studies=studies, histories=histories, groups=index_groups(studies, references),
                     references=[r.reference for r in references], rows=rows, plots=sensitivity_plots,
                     promised=promised, bisects=bisects)

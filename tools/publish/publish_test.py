@@ -16,7 +16,7 @@ from rich.console import Console
 
 from analysis import resultsets
 from analysis.testing.testsets import write_set
-from tools.publish import publish
+from tools.publish import publish, side_pages
 from tools.publish.site_links import links_of
 
 RESULTS = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "results")
@@ -165,7 +165,7 @@ class PublishTest(unittest.TestCase):
         shutil.copy(os.path.join(RESULTS, "baselines", "nights.json"), os.path.join(root, "baselines"))
         out = os.path.join(self.dir, "out")
         os.makedirs(out)
-        rows, plotted, promised, failed = publish.write_sensitivity(os.path.join(root, "baselines"), out)
+        rows, plotted, promised, failed = side_pages.write_sensitivity(os.path.join(root, "baselines"), out)
         self.assertEqual(failed, [])
         calibration = next(p for p in promised if p["rig"] == "calibration" and p["metric"] == "cpu_loop_rate")
         self.assertGreater(calibration["median_worse_by"], 0)
@@ -189,9 +189,9 @@ class PublishTest(unittest.TestCase):
                            "without its nights")):
             with open(os.path.join(root, "baselines", "nights.json"), "w") as f:
                 f.write(text)
-            _, _, promised, failed = publish.write_sensitivity(os.path.join(root, "baselines"), out)
+            _, _, promised, failed = side_pages.write_sensitivity(os.path.join(root, "baselines"), out)
             self.assertEqual(promised, [])
-            self.assertIn(why, failed[-1].failed)
+            self.assertIn(why, failed[-1][1])
 
     def test_a_linked_studies_file_is_listed_not_followed(self):
         root = self.small_results([])
@@ -281,11 +281,11 @@ class PublishTest(unittest.TestCase):
             sets.append(resultsets.load_run(path))
         out = os.path.join(self.dir, "plots")
         os.makedirs(out)
-        plots = publish.write_history("calibration", sets, out)
+        plots = side_pages.write_history("calibration", sets, out)
         self.assertGreaterEqual(len(plots), 2, plots)  # two cells: one plot each
         for name in plots:
             self.assertGreater(os.path.getsize(os.path.join(out, name)), 1000)
-        self.assertEqual(publish.write_history("calibration", sets[:1], out), [])
+        self.assertEqual(side_pages.write_history("calibration", sets[:1], out), [])
 
     def test_the_command_line(self):
         root = self.small_results(["nightly-calibration"])
