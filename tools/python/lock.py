@@ -9,6 +9,9 @@ repository rule which file to expect, so it can be served from Bazel's repositor
 tools/python/requirements-nodeps.in lists packages locked without their declared dependencies (pip
 --no-deps): the parts of them tunelab imports need only what requirements.in already locks.
 
+The versions the existing lock pins are kept (given to pip as constraints, as pip-compile keeps them), so that
+adding a package moves nothing else; `--upgrade` resolves every package afresh within requirements.in's ranges.
+
 Then the same versions for aarch64 hosts (tools/python/requirements-aarch64.lock, the bundles the fleet
 ships to them: tools/fleet): a pure-Python wheel is the same file; every other one is downloaded for
 manylinux aarch64 and CPython of the same minor version. `--aarch64-only` redoes just that step.
@@ -112,6 +115,8 @@ def main(argv=None):
     parser.add_argument("--out", default=os.path.join(workspace, "tools/python/requirements.lock"))
     parser.add_argument("--out-aarch64", default=os.path.join(workspace, "tools/python/requirements-aarch64.lock"))
     parser.add_argument("--python", default="/usr/bin/python3", help="interpreter the lock is resolved for")
+    parser.add_argument("--upgrade", action="store_true",
+                        help="resolve every package afresh (default: keep the versions the existing lock pins)")
     parser.add_argument("--aarch64-only", action="store_true",
                         help="derive requirements-aarch64.lock from the existing requirements.lock")
     args = parser.parse_args(argv)
@@ -127,21 +132,37 @@ def main(argv=None):
     print(f"wrote {args.out_aarch64}: {len(wheels)} wheels")
 
 
+def kept_pins(lock_path):
+    """pip constraint lines (`name==version`) of the lock at lock_path, or [] when there is none yet."""
+    if not os.path.exists(lock_path):
+        return []
+    with open(lock_path) as f:
+        return [f"{name}=={version}" for name, version, _, _ in parse_lock(f.read())]
+
+
 def lock_x86_64(args, version):
     with tempfile.TemporaryDirectory(prefix="tunelab-pip-lock-") as tmp:
+        wheels_dir = os.path.join(tmp, "wheels")
         cmd = [args.python, "-m", "pip", "download", "--disable-pip-version-check", "--only-binary=:all:",
-               "--dest", tmp, "--requirement", args.requirements]
+               "--dest", wheels_dir]
+        pins = [] if args.upgrade else kept_pins(args.out)
+        if pins:
+            constraints = os.path.join(tmp, "kept-pins.txt")
+            _write(constraints, "\n".join(pins) + "\n")
+            cmd += ["--constraint", constraints]
+        cmd += ["--requirement", args.requirements]
         commands = [cmd]
         if os.path.exists(args.requirements_nodeps):
             commands.append(cmd[:-1] + [args.requirements_nodeps, "--no-deps"])
         for command in commands:
             proc = subprocess.run(command, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
             if proc.returncode != 0:
-                sys.exit(f"error: pip download failed ({proc.returncode}):\n{proc.stdout[-4000:]}")
+                hint = "\n(a requirement that conflicts with a kept pin: run with --upgrade)" if pins else ""
+                sys.exit(f"error: pip download failed ({proc.returncode}):\n{proc.stdout[-4000:]}{hint}")
         wheels = []
-        for filename in sorted(os.listdir(tmp)):
+        for filename in sorted(os.listdir(wheels_dir)):
             name, wheel_version = parse_wheel_filename(filename)
-            wheels.append((name, wheel_version, safeio.sha256_of(os.path.join(tmp, filename)), filename))
+            wheels.append((name, wheel_version, safeio.sha256_of(os.path.join(wheels_dir, filename)), filename))
         text = render_lock(wheels, version)
     _write(args.out, text)
     print(f"wrote {args.out}: {len(wheels)} wheels")

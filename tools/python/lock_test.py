@@ -2,6 +2,7 @@
 
 import os
 import re
+import tempfile
 import unittest
 
 from tools.python import lock
@@ -34,6 +35,17 @@ class LockTest(unittest.TestCase):
     def test_hand_edited_line_is_rejected(self):
         with self.assertRaisesRegex(ValueError, "line 1"):
             lock.parse_lock("numpy==2.2.6\n")
+
+    def test_a_new_lock_keeps_the_versions_the_old_one_pins(self):
+        # Adding a package (issue 83's database) must move no other pin: pip gets the old lock as constraints.
+        wheels = [("rich", "14.3.4", "b" * 64, "rich-14.3.4-py3-none-any.whl"),
+                  ("numpy", "2.2.6", "a" * 64, "numpy-2.2.6-cp311-cp311-manylinux2014_x86_64.whl")]
+        with tempfile.TemporaryDirectory() as folder:
+            path = os.path.join(folder, "requirements.lock")
+            self.assertEqual(lock.kept_pins(path), [])  # the first lock resolves afresh
+            with open(path, "w") as f:
+                f.write(lock.render_lock(wheels, "3.11"))
+            self.assertEqual(lock.kept_pins(path), ["numpy==2.2.6", "rich==14.3.4"])
 
     def test_checked_in_lock_pins_every_requirement(self):
         with open(RUNFILES_LOCK) as f:
