@@ -27,7 +27,7 @@ HOST_FOLDER_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$")
 RUN_ID_RE = re.compile(r"^[0-9]{8}T[0-9]{6}Z-[0-9a-f]{4}$")
 BASELINE_NAME_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_-]{0,99}$")
 # Folders under results/ that hold no host's runs (tracked by the repository, or the fleet's own state).
-RESERVED_FOLDERS = frozenset({"baselines", "reference", "schema", "testdata", "site"})
+RESERVED_FOLDERS = frozenset({"baselines", "bisects", "db", "reference", "schema", "testdata", "site"})
 MANIFEST_SCHEMA_VERSION = 1
 MAX_MANIFEST_BYTES = 64 << 20
 

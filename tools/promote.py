@@ -4,15 +4,22 @@
 
 Copies the manifest, every cell result and the profiles they name (policy.profile; each checked against the
 sha256 its result records), not logs or work folders, after validating each result; refuses
-to overwrite an existing baseline unless --replace, and then swaps it in whole (never half-written).
+to overwrite an existing baseline unless --replace, and then swaps it in whole (never half-written). Then the
+set is indexed in the results database (//tools:results; --db or TUNELAB_DB, else results/.db/tunelab.sqlite): the
+document first, its rows after. A database that cannot take it is said, and the promotion stands (`bazel run
+//tools:results -- import` indexes it later).
 """
 
 import argparse
 import os
 import sys
 
+import sqlalchemy as sa
+
 from analysis import resultsets
 from results import store
+from results.db import store as db_store
+from tools.results import importer
 
 
 def promote(run_folder, baselines, name, replace=False):
@@ -25,6 +32,8 @@ def main(argv=None):
     parser.add_argument("run", help="a run folder or run id")
     parser.add_argument("--name", required=True)
     parser.add_argument("--replace", action="store_true", help="replace an existing baseline of that name")
+    parser.add_argument("--db", default="", help="the results database that indexes the set (default: $TUNELAB_DB, "
+                        "else results/.db/tunelab.sqlite)")
     args = parser.parse_args(argv)
     workspace = os.environ.get("BUILD_WORKSPACE_DIRECTORY", os.getcwd())
     cwd = os.environ.get("BUILD_WORKING_DIRECTORY", os.getcwd())
@@ -37,7 +46,25 @@ def main(argv=None):
         print(f"error: {e}", file=sys.stderr)
         return 2
     print(f"promoted {n} results to {target}; commit it to share the baseline")
+    print(index(target, results_root, db_store.database_url(args.db, results_root)))
     return 0
+
+
+def index(folder, results_root, url):
+    """The promoted set indexed in the results database: one line saying so, or why not (the set stays promoted)."""
+    try:
+        engine = db_store.open_for_writing(url)
+        try:
+            outcome = importer.import_folders(engine, [folder], results_root)
+        finally:
+            engine.dispose()
+    except db_store.DatabaseError as e:
+        return f"not indexed in the results database: {e}"
+    except sa.exc.SQLAlchemyError as e:
+        return f"not indexed in the results database: {db_store.unreachable(url, e)}"
+    if outcome.refused:
+        return f"not indexed in the results database: {outcome.refused[0][1]}"
+    return f"indexed in the results database {db_store.redacted(url)} ({outcome.added.results} new results)"
 
 
 if __name__ == "__main__":

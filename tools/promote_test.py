@@ -1,4 +1,5 @@
-"""Promotion copies results (not logs), validates them, and never overwrites or half-writes a baseline."""
+"""Promotion copies results (not logs), validates them, never overwrites or half-writes a baseline, and indexes
+the set in the results database."""
 
 import gzip
 import hashlib
@@ -8,9 +9,12 @@ import shutil
 import tempfile
 import unittest
 
+import sqlalchemy as sa
+
 from analysis import resultsets
 from analysis.testing.testsets import write_set
 from results import store
+from results.db import schema, store as db_store
 from tools import promote
 
 
@@ -82,6 +86,35 @@ class PromoteTest(unittest.TestCase):
             with self.assertRaises(resultsets.ResultSetError):
                 promote.promote(run, os.path.join(d, "baselines"), "nightly")
             self.assertFalse(os.path.exists(os.path.join(d, "baselines", "nightly")))
+
+    def test_a_promoted_set_is_indexed_and_a_replaced_one_moves_its_name(self):
+        # Issue 83: the document first, its rows after; a database that cannot take it leaves the promotion standing.
+        with tempfile.TemporaryDirectory() as d:
+            root = os.path.join(d, "results")
+            first, second = os.path.join(d, "runs", "r1"), os.path.join(d, "runs", "r2")
+            write_set(first, [({"gc": "g1"}, 100.0)], runs=3)
+            write_set(second, [({"gc": "g1"}, 90.0)], runs=2, seed=7)
+            url = "sqlite:///" + os.path.join(d, "t.sqlite")
+            target, _ = promote.promote(first, os.path.join(root, "baselines"), "nightly")
+            said = promote.index(target, root, url)
+            self.assertTrue(said.startswith("indexed in the results database sqlite:///"), said)
+            self.assertIn("(3 new results)", said)
+            self.assertIn("(0 new results)", promote.index(target, root, url))  # held already
+            target, _ = promote.promote(second, os.path.join(root, "baselines"), "nightly", replace=True)
+            self.assertIn("(2 new results)", promote.index(target, root, url))
+            engine = db_store.open_for_reading(url)
+            with engine.connect() as connection:
+                (run_id,) = connection.execute(sa.select(schema.runs.c.run_id).join(
+                    schema.sets, schema.sets.c.run == schema.runs.c.id)).one()
+                held = connection.execute(sa.select(sa.func.count()).select_from(schema.results)).scalar_one()
+            engine.dispose()
+            self.assertEqual(run_id, resultsets.load_run(target).manifest["run_id"])
+            self.assertEqual(held, 5)  # the replaced run's results are kept
+            with open(os.path.join(d, "bad.sqlite"), "wb") as f:
+                f.write(b"garbage")
+            said = promote.index(target, root, "sqlite:///" + os.path.join(d, "bad.sqlite"))
+            self.assertTrue(said.startswith("not indexed in the results database: "), said)
+            self.assertTrue(os.path.isdir(target))
 
 
 if __name__ == "__main__":

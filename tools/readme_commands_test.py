@@ -49,6 +49,7 @@ PROGRAMS = {
     "//analysis:history": "analysis/history/history",
     "//tools:sensitivity": "tools/sensitivity/sensitivity",
     "//tools:publish": "tools/publish/publish",
+    "//tools:results": "tools/results/results",
     "//tools/guest:run_redis_guest": "tools/guest/run_redis_guest",
 }
 

@@ -19,15 +19,16 @@
 # Per matrix: build the accepted revision's rig target in a git worktree (kept under
 # results/nightly-out/worktrees/ for the next night), run the nightly profile with
 # --revision accepted=<its runfiles>, gate candidate vs accepted inside that run (//tools/gate:gate --run
-# --axis revision), write the PDF report, append the run to the history and look for change points (host
-# drift marked apart). When every gate passes on a clean checkout, HEAD becomes the accepted revision.
+# --axis revision), write the PDF report, index the night in the results database (//tools:results), append
+# the run to the history and look for change points (host drift marked apart). When every gate passes on a clean checkout, HEAD becomes the accepted revision.
 # Exit status: 0 every gate PASS; 1 a gate found a regression (REGRESSED); 2 a step could not run; 3 no
 # regression, but a gate was INCONCLUSIVE (neither shown nor ruled out: too noisy a night, too few rounds).
 # Only a night of PASSes moves the accepted revision.
 #
 # Without Bazel, on builds made already (its test, //tools/nightly:nightly_test, runs it so):
 #   NIGHTLY_RUNFILES=<dir>           a runfiles tree holding the matrix targets, //tools/gate:gate,
-#                                    //analysis/reports:report and //analysis/history (and <matrix>_matrix.args):
+#                                    //analysis/reports:report, //analysis/history and //tools/results
+#                                    (and <matrix>_matrix.args):
 #                                    tonight's candidate, run from there instead of `bazel run`
 #   NIGHTLY_ACCEPTED_RUNFILES=<dir>  the accepted revision's runfiles tree, instead of a worktree build
 # The run folder, its id and status come from the runner's --run-info file, never from its console.
@@ -200,6 +201,14 @@ for matrix in "${matrices[@]}"; do
   echo "== $matrix: report"
   if ! run_target //analysis/reports:report "$run_dir" --kind axis --appendix --out "$out/$matrix-report.pdf"; then
     echo "error: the $matrix report failed" >&2
+    (( status == 0 )) && status=2
+  fi
+
+  # The night's rows in the results database (//tools:results; SQLite under results/.db unless TUNELAB_DB names
+  # a team's PostgreSQL): its run, results, gate checks and night, beside the documents that stay the source.
+  echo "== $matrix: indexing the night in the results database"
+  if ! run_target //tools/results:results import "$run_dir"; then
+    echo "error: the $matrix night is not in the results database (its run folder is kept: import it again)" >&2
     (( status == 0 )) && status=2
   fi
 

@@ -16,6 +16,7 @@ import json
 import os
 import shutil
 import subprocess
+import sys
 import tempfile
 import unittest
 
@@ -118,6 +119,16 @@ class NightlyTest(unittest.TestCase):
             gate = f.read()
         self.assertIn("cpu_loop_rate", gate)
         self.assertGreater(os.path.getsize(os.path.join(self.out, "calibration-report.pdf")), 10_000)
+        # The night is in the results database (the default SQLite file of the checkout's results/), as decided.
+        database = "sqlite:///" + os.path.join(self.checkout, "results", ".db", "tunelab.sqlite")
+        query = subprocess.run([sys.executable, os.path.join(RUNFILES, "tunelab", "tools", "results", "results"),
+                                "--db", database, "--json", "query",
+                                "SELECT runs.run_id, nights.decided_state FROM nights JOIN runs ON runs.id = nights.run"],
+                               stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+        self.assertEqual(query.returncode, 0, query.stdout)
+        (night,) = json.loads(query.stdout)
+        self.assertEqual(night["run_id"], info["run_id"])
+        self.assertEqual(night["decided_state"], "PASS" if proc.returncode == 0 else "INCONCLUSIVE")
         if proc.returncode == 0:
             self.assertTrue(gate.startswith("# tunelab gate: **PASS**"), gate)
             self.assertIn("every gate passed", proc.stdout)
