@@ -4,6 +4,7 @@ Each returns (columns, rows) for the command line to print as a table, CSV or JS
 parameters; a user's SQL runs only in `query`, on a read-only connection (results/db/store.py).
 """
 
+import datetime
 import statistics
 
 import sqlalchemy as sa
@@ -33,7 +34,12 @@ def runs(connection, rig=None, limit=50):
 
 
 def _day_time(moment):
-    return moment.strftime("%Y-%m-%d %H:%M") if moment else ""
+    """UTC, whichever engine: PostgreSQL answers in its session's time zone, SQLite as stored (UTC)."""
+    if not moment:
+        return ""
+    if moment.tzinfo is not None:
+        moment = moment.astimezone(datetime.timezone.utc)
+    return moment.strftime("%Y-%m-%d %H:%M")
 
 
 def find_run(connection, run_id):
@@ -128,6 +134,7 @@ def read_only_query(connection, sql, limit=MAX_QUERY_ROWS):
         columns = list(result.keys())
         rows = result.fetchmany(limit + 1)
     except sa.exc.DBAPIError as e:
+        connection.rollback()  # PostgreSQL keeps a failed transaction aborted: the next question starts clean
         raise QueryError(f"the database refused the query: {str(e.orig).splitlines()[0][:300]}") from None
     if len(rows) > limit:
         raise QueryError(f"more than {limit:,} rows: narrow the query (WHERE, LIMIT)")

@@ -16,6 +16,7 @@ import dataclasses
 import datetime
 import math
 import os
+import time
 import urllib.parse
 
 import alembic.command
@@ -171,10 +172,20 @@ def open_for_writing(url):
         raise unreachable(url, e) from None
 
 
+SCHEMA_LOCK = 7_301_830  # a PostgreSQL advisory lock: one writer at a time makes or migrates the schema
+
+
+def _schema_lock(connection):
+    """Two writers making an empty database at once: SQLite queues them (BEGIN IMMEDIATE), PostgreSQL here."""
+    if connection.dialect.name == "postgresql":
+        connection.execute(sa.text("SELECT pg_advisory_xact_lock(:key)"), {"key": SCHEMA_LOCK})
+
+
 def _open_for_writing(url):
     engine = connect(url)
     try:
         with engine.begin() as connection:
+            _schema_lock(connection)
             found, revision = state(connection)
             if found == "empty":
                 alembic.command.upgrade(_alembic_config(connection), "head")
@@ -228,6 +239,7 @@ def migrate(url):
     engine = connect(url)
     try:
         with engine.begin() as connection:
+            _schema_lock(connection)
             found, revision = state(connection)
             if found == "empty":
                 raise DatabaseError(f"{redacted(url)} is empty: nothing to migrate (`import` makes it)")
@@ -467,10 +479,26 @@ class Imported:
             setattr(self, field.name, getattr(self, field.name) + getattr(other, field.name))
 
 
+CONCURRENT_ATTEMPTS = 5  # PostgreSQL: another writer inserted the same rows first; the next attempt finds them
+
+
 def import_run(engine, manifest, results, set_name=None):
     """Indexes one run's documents (its manifest and cell results, read and checked by the caller) in one
     transaction; with set_name, as that promoted set. A result whose place (run, cell, repetition) holds another
-    document already is refused (a result is never rewritten), naming the file; nothing of the run is written."""
+    document already is refused (a result is never rewritten), naming the file; nothing of the run is written.
+    Two writers of the same run at once (a nightly and a fleet; PostgreSQL, where they do not queue as SQLite's
+    BEGIN IMMEDIATE makes them): the one that finds the other's rows first rolls back and tries again."""
+    for attempt in range(CONCURRENT_ATTEMPTS):
+        try:
+            return _import_run(engine, manifest, results, set_name)
+        except sa.exc.IntegrityError:
+            if attempt == CONCURRENT_ATTEMPTS - 1:
+                raise
+            time.sleep(0.05 * (attempt + 1))
+    raise AssertionError("unreachable")
+
+
+def _import_run(engine, manifest, results, set_name):
     with engine.begin() as connection:
         added = Imported()
         added.documents = _insert_documents(connection, [manifest] + list(results))

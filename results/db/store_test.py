@@ -1,13 +1,12 @@
-"""The results database on SQLite: made at the head revision and equal to schema.py, refusals (corrupt, foreign,
-newer, older), an import that is idempotent and all-or-nothing, a migration that keeps every row, and
-concurrent writers.
+"""The results database, the same cases on SQLite and on a real PostgreSQL (results/db/pgserver.py): made at the
+head revision and equal to schema.py, refusals (foreign, newer, older; on SQLite a corrupt file), an import that is
+idempotent and all-or-nothing, a migration that keeps every row, and concurrent writers.
 
 Fixtures: committed nightly sets (real runs of this VM): calibration-nightly-gated-20261207-2vcpu (12 results,
 A/A) and calibration-nightly-planted-20261207-2vcpu (24 results, a planted 3 % slowdown) (results/db/testdocs.py)."""
 
 import multiprocessing
 import os
-import sqlite3
 import tempfile
 import unittest
 
@@ -16,27 +15,20 @@ import sqlalchemy as sa
 from alembic.autogenerate import compare_metadata
 from alembic.runtime import migration
 
-from results.db import schema, store
+from results.db import pgserver, schema, store
 from results.db.testdocs import AA, PLANTED, count, documents
 
 
-
 def _import_in_child(url, name, barrier):
-    engine = store.open_for_writing(url)
     manifest, results = documents(name)
     barrier.wait()
+    engine = store.open_for_writing(url)
     store.import_run(engine, manifest, results, set_name=name)
     engine.dispose()
 
 
-class StoreTest(unittest.TestCase):
-    def setUp(self):
-        self.tmp = tempfile.TemporaryDirectory()
-        self.path = os.path.join(self.tmp.name, "db", "tunelab.sqlite")
-        self.url = "sqlite:///" + self.path
-
-    def tearDown(self):
-        self.tmp.cleanup()
+class Cases:
+    """What both engines must do; self.url is a new empty database of the engine under test."""
 
     def test_a_new_database_is_made_at_the_head_revision_and_equals_the_schema(self):
         engine = store.open_for_writing(self.url)
@@ -44,39 +36,8 @@ class StoreTest(unittest.TestCase):
             self.assertEqual(store.state(connection), ("ours", store.head_revision()))
             # The migrations and schema.py describe the same tables, columns, keys and indexes.
             self.assertEqual(compare_metadata(migration.MigrationContext.configure(connection), schema.metadata), [])
-            self.assertEqual(connection.exec_driver_sql("PRAGMA journal_mode").scalar(), "wal")
         engine.dispose()
         store.open_for_writing(self.url).dispose()  # opened again: nothing to do
-        self.assertEqual(store.database_url("", "/r"), "sqlite:////r/.db/tunelab.sqlite")
-
-    def test_a_corrupt_a_foreign_and_a_newer_database_are_refused_and_left_as_they_are(self):
-        os.makedirs(os.path.dirname(self.path))
-        with open(self.path, "wb") as f:
-            f.write(b"not a database at all")
-        for opener in (store.open_for_writing, store.open_for_reading):
-            with self.assertRaisesRegex(store.DatabaseError, r"tunelab\.sqlite is not an SQLite database.*--rebuild"):
-                opener(self.url)
-        with open(self.path, "rb") as f:
-            self.assertEqual(f.read(), b"not a database at all")
-        os.unlink(self.path)
-        with sqlite3.connect(self.path) as other:
-            other.execute("CREATE TABLE invoices (id INTEGER)")
-        with self.assertRaisesRegex(store.DatabaseError, "not a tunelab results database"):
-            store.open_for_writing(self.url)
-        with self.assertRaisesRegex(store.DatabaseError, "not a tunelab results database: not removed"):
-            store.drop_everything(self.url)
-        with sqlite3.connect(self.path) as other:
-            self.assertEqual(other.execute("SELECT name FROM sqlite_master").fetchall(), [("invoices",)])
-        os.unlink(self.path)
-        store.open_for_writing(self.url).dispose()
-        with sqlite3.connect(self.path) as ours:
-            ours.execute("UPDATE alembic_version SET version_num = 'f00d'")
-        with self.assertRaisesRegex(store.DatabaseError, "revision 'f00d', newer than this checkout's"):
-            store.open_for_reading(self.url)
-        with self.assertRaisesRegex(store.DatabaseError, "newer"):
-            store.migrate(self.url)
-        store.drop_everything(self.url)  # --rebuild: the user's explicit choice
-        self.assertFalse(os.path.exists(self.path))
 
     def test_an_import_adds_each_document_once_and_a_contradiction_writes_nothing(self):
         engine = store.open_for_writing(self.url)
@@ -148,7 +109,7 @@ class StoreTest(unittest.TestCase):
         engine.dispose()
 
     def test_concurrent_writers_lose_nothing_and_double_nothing(self):
-        store.open_for_writing(self.url).dispose()
+        # Four writers at once, two of each night, the database not made yet: they race to make it too.
         context = multiprocessing.get_context("spawn")
         barrier = context.Barrier(4)
         children = [context.Process(target=_import_in_child, args=(self.url, name, barrier))
@@ -163,6 +124,75 @@ class StoreTest(unittest.TestCase):
         self.assertEqual(count(engine, schema.results), 36)
         self.assertEqual(count(engine, schema.sets), 2)
         engine.dispose()
+
+    def test_a_foreign_and_a_newer_database_are_refused_and_left_as_they_are(self):
+        other = store.connect(self.url)
+        with other.begin() as connection:
+            connection.exec_driver_sql("CREATE TABLE invoices (id INTEGER)")
+        with self.assertRaisesRegex(store.DatabaseError, "not a tunelab results database"):
+            store.open_for_writing(self.url)
+        with self.assertRaisesRegex(store.DatabaseError, "not a tunelab results database"):
+            store.drop_everything(self.url)
+        with other.begin() as connection:
+            self.assertEqual(sa.inspect(connection).get_table_names(), ["invoices"])
+            connection.exec_driver_sql("DROP TABLE invoices")
+        store.open_for_writing(self.url).dispose()
+        with other.begin() as connection:
+            connection.exec_driver_sql("UPDATE alembic_version SET version_num = 'f00d'")
+        other.dispose()
+        with self.assertRaisesRegex(store.DatabaseError, "revision 'f00d', newer than this checkout's"):
+            store.open_for_reading(self.url)
+        with self.assertRaisesRegex(store.DatabaseError, "newer"):
+            store.migrate(self.url)
+        store.drop_everything(self.url)  # --rebuild: the user's explicit choice
+        store.open_for_writing(self.url).dispose()
+
+
+class SQLiteStoreTest(Cases, unittest.TestCase):
+    def setUp(self):
+        self.tmp = tempfile.TemporaryDirectory()
+        self.path = os.path.join(self.tmp.name, "db", "tunelab.sqlite")
+        self.url = "sqlite:///" + self.path
+
+    def tearDown(self):
+        self.tmp.cleanup()
+
+    def test_the_default_file_is_in_wal_mode_under_the_results_root(self):
+        self.assertEqual(store.database_url("", "/r"), "sqlite:////r/.db/tunelab.sqlite")
+        engine = store.open_for_writing(self.url)
+        with engine.connect() as connection:
+            self.assertEqual(connection.exec_driver_sql("PRAGMA journal_mode").scalar(), "wal")
+        engine.dispose()
+
+    def test_a_corrupt_file_is_refused_and_kept_until_rebuilt(self):
+        os.makedirs(os.path.dirname(self.path))
+        with open(self.path, "wb") as f:
+            f.write(b"not a database at all")
+        for opener in (store.open_for_writing, store.open_for_reading):
+            with self.assertRaisesRegex(store.DatabaseError, r"tunelab\.sqlite is not an SQLite database.*--rebuild"):
+                opener(self.url)
+        with open(self.path, "rb") as f:
+            self.assertEqual(f.read(), b"not a database at all")
+        store.drop_everything(self.url)  # --rebuild: the user's explicit choice
+        self.assertFalse(os.path.exists(self.path))
+        store.open_for_writing(self.url).dispose()
+
+
+class PostgresStoreTest(Cases, unittest.TestCase):
+    """A server for the class, a new database for each test."""
+
+    @classmethod
+    def setUpClass(cls):
+        cls.server = pgserver.Server("store-test-password").__enter__()
+        cls.databases = 0
+
+    @classmethod
+    def tearDownClass(cls):
+        cls.server.__exit__(None, None, None)
+
+    def setUp(self):
+        type(self).databases += 1
+        self.url = self.server.create(f"store_test_{self.databases}")
 
 
 if __name__ == "__main__":

@@ -1,6 +1,7 @@
 """//tools:results from its command line, over SQLite: an import of real committed sets (refusals named, the rest
 indexed; a second import adds nothing), a kill -9 in the middle of an import that the next import completes,
---rebuild of a corrupt file, the output formats, and a planted password that never reaches the output.
+--rebuild of a corrupt file, the output formats, a team's PostgreSQL (a real server, results/db/pgserver.py) named by
+TUNELAB_DB giving SQLite's answers, and a planted password that never reaches the output.
 
 Fixtures: two committed calibration nights (real runs of this VM), copied into a made results root; the corrupt
 and foreign folders are made here from them."""
@@ -12,6 +13,7 @@ import json
 import os
 import shutil
 import signal
+import sqlite3
 import subprocess
 import sys
 import tempfile
@@ -21,7 +23,7 @@ import unittest
 import alembic.command
 from rich.console import Console
 
-from results.db import store
+from results.db import pgserver, store
 from tools.results import command
 
 HERE = os.path.dirname(os.path.abspath(__file__))
@@ -58,7 +60,7 @@ class CommandTest(unittest.TestCase):
         code, text, _ = run(self.db + ["import"])
         self.assertEqual(code, command.EXIT_REFUSED)
         self.assertIn("2 of 3 folders indexed", text)
-        self.assertIn("new 37 documents, 2 runs, 36 results", " ".join(text.split()))
+        self.assertIn("new 38 documents, 2 runs, 36 results", " ".join(text.split()))  # 2 manifests, 36 results
         self.assertRegex(" ".join(text.split()), r"refused: baselines/broken-copy: corrupt result in .*broken-copy")
         shutil.rmtree(broken)
         code, text, _ = run(self.db + ["import"])
@@ -110,6 +112,8 @@ class CommandTest(unittest.TestCase):
         # Many copies of the nights (each its own run: a fresh run id in its manifest and results) so that the
         # import is still running when it is killed.
         source = os.path.join(self.root, "baselines", NIGHTS[1])
+        with open(os.path.join(source, "manifest.json")) as f:
+            run_id = json.load(f)["run_id"]
         for n in range(40):
             copy = os.path.join(self.root, "host-a", f"20261207T0100{n:02d}Z-aaaa")
             shutil.copytree(source, copy)
@@ -119,21 +123,28 @@ class CommandTest(unittest.TestCase):
                     with open(path) as f:
                         text = f.read()
                     with open(path, "w") as f:
-                        f.write(text.replace("20261207T013445Z-2f08", os.path.basename(copy)))
+                        f.write(text.replace(run_id, os.path.basename(copy)))
         env = dict(os.environ, PYTHONPATH=os.pathsep.join(sys.path))
         child = subprocess.Popen([sys.executable, "-m", "tools.results.command", "import"] + self.db, env=env,
                                  stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True)
-        time.sleep(4)
+        database = os.path.join(self.tmp.name, "t.sqlite")
+        held, deadline = 0, time.monotonic() + 120
+        while child.poll() is None and held < 5 and time.monotonic() < deadline:  # killed once some runs are in
+            time.sleep(0.02)
+            with contextlib.suppress(sqlite3.Error):
+                with contextlib.closing(sqlite3.connect(f"file:{database}?mode=ro", uri=True, timeout=5)) as db:
+                    held = db.execute("SELECT count(*) FROM runs").fetchone()[0]
         killed = child.poll() is None
-        os.killpg(child.pid, signal.SIGKILL)
+        if killed:
+            os.killpg(child.pid, signal.SIGKILL)
         child.wait()
+        self.assertTrue(killed, "the import ended before it was killed: make it larger")
         code, text, _ = run(self.db + ["import"])
         self.assertEqual(code, command.EXIT_OK, text)
         code, _, out = run(self.db + ["--json", "query", "SELECT count(*) AS runs FROM runs"])
         self.assertEqual(json.loads(out), [{"runs": 42}])
         code, _, out = run(self.db + ["--json", "query", "SELECT count(*) AS results FROM results"])
         self.assertEqual(json.loads(out), [{"results": 12 + 41 * 24}])
-        self.assertTrue(killed, "the import ended before it was killed: make it larger")
 
     def test_a_corrupt_database_is_refused_until_rebuilt_and_a_password_is_never_shown(self):
         path = os.path.join(self.tmp.name, "t.sqlite")
@@ -153,6 +164,25 @@ class CommandTest(unittest.TestCase):
             self.assertEqual(code, command.EXIT_BAD_INPUT, text)
             self.assertNotIn(planted, text + out)
             self.assertIn("error:", text)
+
+    def test_a_team_postgresql_from_the_environment_answers_as_sqlite_and_never_shows_its_password(self):
+        planted = "Pl4nted-team-s3cret"
+        with pgserver.Server(planted) as server:
+            url = server.create("team")
+            os.environ[store.ENV_VAR] = url
+            try:
+                said = [run(["import", "--results-dir", self.root]), run(["ls", "--results-dir", self.root]),
+                        run(["--csv", "history", "--rig", "calibration", "--metric", "cpu_loop_rate",
+                             "--results-dir", self.root])]
+            finally:
+                del os.environ[store.ENV_VAR]
+            sqlite = run(self.db + ["import"]), run(self.db + ["--csv", "history", "--rig", "calibration",
+                                                                "--metric", "cpu_loop_rate"])
+        self.assertEqual([code for code, _, _ in said], [command.EXIT_OK] * 3)
+        self.assertIn("postgresql://tunelab:***@127.0.0.1", said[0][1])
+        self.assertEqual(said[2][2], sqlite[1][2])  # the same history from both engines
+        for code, text, out in said:
+            self.assertNotIn(planted, text + out)
 
 
 if __name__ == "__main__":

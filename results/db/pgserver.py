@@ -1,0 +1,133 @@
+"""A real PostgreSQL server for one test (Debian's packages, installed by ./bazelw): initdb in a temporary folder,
+a password (SCRAM) for its one user, listening on loopback at a free port, stopped and removed after. Not a fake:
+the store's tests run the same cases over it as over SQLite.
+
+The server refuses to run as root, and tests here run as root: it runs in a user namespace of its own where it
+is an ordinary user (`unshare --user --map-user=1000`), needing no system account and no permissions on any
+folder but its own (this VM's / is 0700, so no other user could even load libc)."""
+
+import contextlib
+import glob
+import os
+import shutil
+import signal
+import socket
+import subprocess
+import tempfile
+import time
+
+import sqlalchemy as sa
+
+START_TIMEOUT_S = 60
+USER = "tunelab"
+
+
+class ServerMissing(RuntimeError):
+    pass
+
+
+def bin_dir():
+    """The newest installed PostgreSQL's bin folder (/usr/lib/postgresql/<major>/bin)."""
+    found = sorted(glob.glob("/usr/lib/postgresql/*/bin/postgres"),
+                   key=lambda p: int(p.split("/")[4]) if p.split("/")[4].isdigit() else 0)
+    if not found:
+        raise ServerMissing("no PostgreSQL server here (/usr/lib/postgresql/*/bin/postgres): ./bazelw installs "
+                            "Debian's postgresql-15")
+    return os.path.dirname(found[-1])
+
+
+def free_port():
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+class Server:
+    """`with Server(password) as server:` server.url(database) is a URL with the password; server.create(name)
+    makes a database."""
+
+    def __init__(self, password):
+        self.password = password
+        self.folder = None
+        self.process = None
+        self.port = None
+
+    def _as_server_user(self):
+        """The command prefix that runs a server program as a non-root user (nothing when not root)."""
+        if os.geteuid() != 0:
+            return []
+        return ["unshare", "--user", "--map-user=1000", "--map-group=1000", "--"]
+
+    def __enter__(self):
+        binaries = bin_dir()
+        self.folder = tempfile.mkdtemp(prefix="tunelab-pg-", dir="/tmp")
+        prefix = self._as_server_user()
+        try:
+            data = os.path.join(self.folder, "data")
+            password_file = os.path.join(self.folder, "password")
+            with open(password_file, "w") as f:
+                f.write(self.password + "\n")
+            done = subprocess.run(prefix + [os.path.join(binaries, "initdb"), "-D", data, "-U", USER,
+                                            f"--pwfile={password_file}", "--auth=scram-sha-256", "--encoding=UTF8",
+                                            "--locale=C", "--no-sync"],
+                                  stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, cwd=self.folder)
+            if done.returncode != 0:
+                raise RuntimeError(f"initdb failed ({done.returncode}): {done.stdout[-2000:]}")
+            os.unlink(password_file)
+            self.port = free_port()
+            self.process = subprocess.Popen(
+                prefix + [os.path.join(binaries, "postgres"), "-D", data, "-p", str(self.port), "-c", "listen_addresses=127.0.0.1",
+                 "-c", f"unix_socket_directories={self.folder}", "-c", "fsync=off", "-c", "max_connections=40"],
+                stdout=subprocess.DEVNULL, stderr=open(os.path.join(self.folder, "server.log"), "w"),
+                cwd=self.folder, start_new_session=True)
+            self._wait_ready()
+        except BaseException:
+            self.__exit__(None, None, None)
+            raise
+        return self
+
+    def _wait_ready(self):
+        deadline = time.monotonic() + START_TIMEOUT_S
+        engine = sa.create_engine(self.url("postgres").replace("postgresql://", "postgresql+psycopg://"))
+        try:
+            while True:
+                if self.process.poll() is not None:
+                    with open(os.path.join(self.folder, "server.log")) as f:
+                        raise RuntimeError(f"PostgreSQL exited ({self.process.returncode}): {f.read()[-2000:]}")
+                try:
+                    with engine.connect():
+                        return
+                except sa.exc.OperationalError:
+                    if time.monotonic() > deadline:
+                        raise
+                    time.sleep(0.2)
+        finally:
+            engine.dispose()
+
+    def url(self, database):
+        return f"postgresql://{USER}:{self.password}@127.0.0.1:{self.port}/{database}"
+
+    def create(self, name):
+        """A new empty database `name` (a plain identifier: made here, never from input)."""
+        assert name.isidentifier(), name
+        engine = sa.create_engine(self.url("postgres").replace("postgresql://", "postgresql+psycopg://"),
+                                  isolation_level="AUTOCOMMIT")
+        try:
+            with engine.connect() as connection:
+                connection.exec_driver_sql(f"CREATE DATABASE {name}")
+        finally:
+            engine.dispose()
+        return self.url(name)
+
+    def __exit__(self, *exc):
+        if self.process is not None and self.process.poll() is None:
+            with contextlib.suppress(ProcessLookupError):
+                os.killpg(self.process.pid, signal.SIGINT)  # a fast shutdown: clients cut, nothing written
+            try:
+                self.process.wait(30)
+            except subprocess.TimeoutExpired:
+                os.killpg(self.process.pid, signal.SIGKILL)
+                self.process.wait()
+        if self.folder:
+            shutil.rmtree(self.folder, ignore_errors=True)
+        return False
