@@ -18,11 +18,17 @@ import time
 
 import sqlalchemy as sa
 
+from results import safeio
+
 START_TIMEOUT_S = 60
 USER = "tunelab"
 
 
 class ServerMissing(RuntimeError):
+    pass
+
+
+class PortTaken(RuntimeError):
     pass
 
 
@@ -51,6 +57,7 @@ class Server:
         self.folder = None
         self.process = None
         self.port = None
+        self._log = None
 
     def _as_server_user(self):
         """The command prefix that runs a server program as a non-root user (nothing when not root)."""
@@ -60,13 +67,12 @@ class Server:
 
     def __enter__(self):
         binaries = bin_dir()
-        self.folder = tempfile.mkdtemp(prefix="tunelab-pg-", dir="/tmp")
+        self.folder = tempfile.mkdtemp(prefix="tunelab-pg-", dir=os.environ.get("TEST_TMPDIR"))
         prefix = self._as_server_user()
         try:
             data = os.path.join(self.folder, "data")
             password_file = os.path.join(self.folder, "password")
-            with open(password_file, "w") as f:
-                f.write(self.password + "\n")
+            safeio.write_text(password_file, self.password + "\n", mode=0o600)
             done = subprocess.run(prefix + [os.path.join(binaries, "initdb"), "-D", data, "-U", USER,
                                             f"--pwfile={password_file}", "--auth=scram-sha-256", "--encoding=UTF8",
                                             "--locale=C", "--no-sync"],
@@ -74,13 +80,22 @@ class Server:
             if done.returncode != 0:
                 raise RuntimeError(f"initdb failed ({done.returncode}): {done.stdout[-2000:]}")
             os.unlink(password_file)
-            self.port = free_port()
-            self.process = subprocess.Popen(
-                prefix + [os.path.join(binaries, "postgres"), "-D", data, "-p", str(self.port), "-c", "listen_addresses=127.0.0.1",
-                 "-c", f"unix_socket_directories={self.folder}", "-c", "fsync=off", "-c", "max_connections=40"],
-                stdout=subprocess.DEVNULL, stderr=open(os.path.join(self.folder, "server.log"), "w"),
-                cwd=self.folder, start_new_session=True)
-            self._wait_ready()
+            for attempt in range(3):  # the free port taken by another between our look and the server's bind
+                self.port = free_port()
+                self._log = safeio.open_log(os.path.join(self.folder, "server.log"))
+                self.process = subprocess.Popen(
+                    prefix + [os.path.join(binaries, "postgres"), "-D", data, "-p", str(self.port),
+                              "-c", "listen_addresses=127.0.0.1",
+                              # TCP on loopback only: no Unix socket (a test's long folder exceeds a socket path)
+                              "-c", "unix_socket_directories=", "-c", "fsync=off", "-c", "max_connections=40"],
+                    stdout=subprocess.DEVNULL, stderr=self._log, cwd=self.folder, start_new_session=True)
+                try:
+                    self._wait_ready()
+                    break
+                except PortTaken:
+                    self._log.close()
+                    if attempt == 2:
+                        raise
         except BaseException:
             self.__exit__(None, None, None)
             raise
@@ -93,7 +108,9 @@ class Server:
             while True:
                 if self.process.poll() is not None:
                     with open(os.path.join(self.folder, "server.log")) as f:
-                        raise RuntimeError(f"PostgreSQL exited ({self.process.returncode}): {f.read()[-2000:]}")
+                        log = f.read()
+                    kind = PortTaken if "could not bind" in log else RuntimeError
+                    raise kind(f"PostgreSQL exited ({self.process.returncode}): {log[-2000:]}")
                 try:
                     with engine.connect():
                         return
@@ -128,6 +145,8 @@ class Server:
             except subprocess.TimeoutExpired:
                 os.killpg(self.process.pid, signal.SIGKILL)
                 self.process.wait()
+        if self._log is not None:
+            self._log.close()
         if self.folder:
             shutil.rmtree(self.folder, ignore_errors=True)
         return False

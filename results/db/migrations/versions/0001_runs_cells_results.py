@@ -16,6 +16,7 @@ depends_on = None
 
 
 def upgrade():
+    """Why one function: a migration is one schema step, written out table by table as it was."""
     op.create_table(
         "database_info",
         sa.Column("key", sa.String(64), nullable=False),
