@@ -78,7 +78,8 @@ def parse_args(argv):
     imp.add_argument("paths", nargs="*", metavar="PATH",
                      help="run or set folders, or folders of them (default: every set under baselines/ and every run)")
     imp.add_argument("--rebuild", action="store_true",
-                     help="remake the database from the documents alone (an SQLite file is removed first)")
+                     help="remake the database from the documents alone (an SQLite file is removed first; "
+                          "then every set and run is imported, or only the PATHs given)")
     ls = commands.add_parser("ls", parents=[common], help="runs, newest first")
     ls.add_argument("--rig", default=None)
     ls.add_argument("--limit", type=int, default=50)
@@ -149,6 +150,8 @@ def run_import(args, url, results_root, console):
             if path is None:
                 folders += importer.default_folders(results_root)
                 continue
+            # `bazel run` starts in its runfiles: a relative PATH is the caller's.
+            path = os.path.join(os.environ.get("BUILD_WORKING_DIRECTORY", os.getcwd()), path)
             if not os.path.isdir(path):
                 console.print(f"error: {printable(path)} is not a folder", style="red", markup=False)
                 return EXIT_BAD_INPUT
