@@ -9,7 +9,7 @@ import tempfile
 import unittest
 
 
-from results.db import pgserver, queries, schema, store
+from results.db import pgserver, queries, rows, schema, store
 from results.db.testdocs import PLANTED, count, documents
 
 
@@ -19,7 +19,7 @@ class Cases:
     def test_history_and_show_are_the_medians_of_the_documents(self):
         engine = store.open_for_writing(self.url)
         manifest, results = documents(PLANTED)
-        store.import_run(engine, manifest, results)
+        rows.import_run(engine, manifest, results)
         engine.dispose()
         engine = store.open_for_reading(self.url)
         expected = {}
@@ -28,9 +28,9 @@ class Cases:
                 value = next(m["value"] for m in r.content["metrics"] if m["name"] == "cpu_loop_rate")
                 expected.setdefault(r.content["cell"]["params"]["revision"], []).append(value)
         with engine.connect() as connection:
-            columns, rows = queries.history(connection, "calibration", "cpu_loop_rate")
+            columns, answer = queries.history(connection, "calibration", "cpu_loop_rate")
             self.assertEqual(columns[:3], ["run", "host", "parameters"])
-            by_side = {row[2]: row for row in rows}
+            by_side = {row[2]: row for row in answer}
             self.assertEqual(set(by_side), {"revision=accepted", "revision=candidate"})
             for side, values in expected.items():
                 self.assertEqual(by_side[f"revision={side}"][4], f"{statistics.median(values):.6g}")

@@ -15,7 +15,7 @@ import sqlalchemy as sa
 from alembic.autogenerate import compare_metadata
 from alembic.runtime import migration
 
-from results.db import pgserver, schema, store
+from results.db import pgserver, rows, schema, store
 from results.db.testdocs import AA, PLANTED, count, documents
 
 
@@ -23,7 +23,7 @@ def _import_in_child(url, name, barrier):
     manifest, results = documents(name)
     barrier.wait()
     engine = store.open_for_writing(url)
-    store.import_run(engine, manifest, results, set_name=name)
+    rows.import_run(engine, manifest, results, set_name=name)
     engine.dispose()
 
 
@@ -42,32 +42,32 @@ class Cases:
     def test_an_import_adds_each_document_once_and_a_contradiction_writes_nothing(self):
         engine = store.open_for_writing(self.url)
         manifest, results = documents(AA)
-        added = store.import_run(engine, manifest, results, set_name=AA)
+        added = rows.import_run(engine, manifest, results, set_name=AA)
         self.assertEqual((added.documents, added.runs, added.results, added.sets), (13, 1, 12, 1))
         self.assertEqual(added.metric_values, sum(len(r.content["metrics"]) for r in results))
-        again = store.import_run(engine, manifest, results, set_name=AA)
+        again = rows.import_run(engine, manifest, results, set_name=AA)
         self.assertEqual((again.documents, again.runs, again.results, again.metric_values, again.sets), (0, 0, 0, 0, 0))
         self.assertEqual(count(engine, schema.results), 12)
         self.assertEqual(count(engine, schema.set_documents), 13)
         # A result whose place is held by another document (a forged copy of one): refused, named, and the run
         # is not half written (its other results, its cells, its run row: one transaction).
         other_manifest, other_results = documents(PLANTED)
-        forged = store.Document(kind=results[0].kind, path="forged/cells/x.json", sha256="0" * 64, size_bytes=1,
+        forged = rows.Document(kind=results[0].kind, path="forged/cells/x.json", sha256="0" * 64, size_bytes=1,
                                 content=other_results[0].content)
         before = {t.name: count(engine, t) for t in schema.metadata.sorted_tables}
-        with self.assertRaisesRegex(store.ImportRefused, "forged/cells/x.json: .* held already as another document"):
-            store.import_run(engine, other_manifest, other_results + [forged], set_name=PLANTED)
-        with self.assertRaisesRegex(store.ImportRefused, "x.json: of run 2026.*, not of its manifest's run"):
-            store.import_run(engine, manifest, [forged])
+        with self.assertRaisesRegex(rows.ImportRefused, "forged/cells/x.json: .* held already as another document"):
+            rows.import_run(engine, other_manifest, other_results + [forged], set_name=PLANTED)
+        with self.assertRaisesRegex(rows.ImportRefused, "x.json: of run 2026.*, not of its manifest's run"):
+            rows.import_run(engine, manifest, [forged])
         self.assertEqual({t.name: count(engine, t) for t in schema.metadata.sorted_tables}, before)
-        store.import_run(engine, other_manifest, other_results)
+        rows.import_run(engine, other_manifest, other_results)
         self.assertEqual(count(engine, schema.runs), 2)
         engine.dispose()
 
     def test_a_night_and_its_gate_checks_come_from_the_manifest(self):
         engine = store.open_for_writing(self.url)
         manifest, results = documents(PLANTED)
-        store.import_run(engine, manifest, results, set_name=PLANTED)
+        rows.import_run(engine, manifest, results, set_name=PLANTED)
         sequential = manifest.content["sequential"]
         with engine.connect() as connection:
             checks = connection.execute(sa.select(schema.gate_checks)).mappings().all()
@@ -87,7 +87,7 @@ class Cases:
     def test_a_database_of_the_older_revision_is_migrated_keeping_every_row(self):
         engine = store.open_for_writing(self.url)
         for name in (AA, PLANTED):
-            store.import_run(engine, *documents(name), set_name=name)
+            rows.import_run(engine, *documents(name), set_name=name)
         kept = ("documents", "runs", "cells", "cell_params", "results", "metric_values", "sets", "set_documents")
         before = {name: count(engine, schema.metadata.tables[name]) for name in kept}
         checks = count(engine, schema.gate_checks)
@@ -102,7 +102,7 @@ class Cases:
         self.assertEqual({name: count(engine, schema.metadata.tables[name]) for name in kept}, before)
         self.assertEqual(count(engine, schema.gate_checks), 0)  # made by the next import, from the manifests
         for name in (AA, PLANTED):
-            added = store.import_run(engine, *documents(name), set_name=name)
+            added = rows.import_run(engine, *documents(name), set_name=name)
             self.assertEqual(added.documents, 0)
         self.assertEqual(count(engine, schema.gate_checks), checks)
         self.assertEqual(count(engine, schema.nights), 2)

@@ -6,7 +6,7 @@ import os
 import sqlalchemy as sa
 
 from results import resultfile, safeio, store as file_store
-from results.db import store
+from results.db import rows
 
 BASELINES = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "baselines")
 AA = "calibration-nightly-gated-20261207-2vcpu"  # 12 results, an A/A night
@@ -18,7 +18,7 @@ def documents(name):
     folder = os.path.join(BASELINES, name)
 
     def document(path, kind, content):
-        return store.Document(kind=kind, path=os.path.relpath(path, BASELINES), sha256=safeio.sha256_of(path),
+        return rows.Document(kind=kind, path=os.path.relpath(path, BASELINES), sha256=safeio.sha256_of(path),
                               size_bytes=os.path.getsize(path), content=content)
 
     manifest = os.path.join(folder, "manifest.json")

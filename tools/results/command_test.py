@@ -23,7 +23,7 @@ import unittest
 import alembic.command
 from rich.console import Console
 
-from results.db import pgserver, store
+from results.db import pgserver, rows, store
 from tools.results import command
 
 HERE = os.path.dirname(os.path.abspath(__file__))
@@ -88,7 +88,7 @@ class CommandTest(unittest.TestCase):
         code, text, _ = run(self.db + ["import"])
         self.assertIn("new 0 documents, 0 runs, 0 results", " ".join(text.split()))
         self.assertEqual(json.loads(run(self.db + ["--json", "query", checks])[2]), [{"n": 2}])
-        self.assertFalse(store.reread_pending(store.connect(self.db[1])))
+        self.assertFalse(rows.reread_pending(store.connect(self.db[1])))
 
     def test_the_answers_fit_100_columns_or_come_as_csv_and_json(self):
         self.assertEqual(run(self.db + ["import"])[0], command.EXIT_OK)
@@ -97,9 +97,9 @@ class CommandTest(unittest.TestCase):
         self.assertEqual(len([line for line in text.splitlines() if "calibration" in line]), 2)
         self.assertLessEqual(max(len(line) for line in text.splitlines()), 100)
         code, _, out = run(self.db + ["history", "--rig", "calibration", "--metric", "cpu_loop_rate", "--csv"])
-        rows = list(csv.DictReader(io.StringIO(out)))
-        self.assertEqual(len(rows), 4)  # two nights, two revisions each
-        self.assertEqual({r["parameters"] for r in rows}, {"revision=accepted", "revision=candidate"})
+        history = list(csv.DictReader(io.StringIO(out)))
+        self.assertEqual(len(history), 4)  # two nights, two revisions each
+        self.assertEqual({r["parameters"] for r in history}, {"revision=accepted", "revision=candidate"})
         code, _, out = run(self.db + ["--json", "query", "SELECT rig, decided_state FROM nights JOIN runs ON runs.id = "
                                       "nights.run ORDER BY decided_state"])
         self.assertEqual(json.loads(out), [{"rig": "calibration", "decided_state": "PASS"},

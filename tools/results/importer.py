@@ -6,14 +6,14 @@ import os
 
 from analysis import resultsets
 from results import resultfile, safeio, store as file_store
-from results.db import store
+from results.db import rows
 
 MANIFEST = "manifest.json"
 
 
 @dataclasses.dataclass
 class Outcome:
-    added: store.Imported
+    added: rows.Imported
     folders: int
     refused: list  # [(folder, reason)]
 
@@ -58,7 +58,7 @@ def _relative(path, results_root):
 
 
 def _document(path, kind, content, results_root):
-    return store.Document(kind=kind, path=_relative(path, results_root), sha256=safeio.sha256_of(path),
+    return rows.Document(kind=kind, path=_relative(path, results_root), sha256=safeio.sha256_of(path),
                           size_bytes=os.stat(path).st_size, content=content)
 
 
@@ -85,16 +85,16 @@ def _held_already(engine, folder, results_root):
     paths = [os.path.join(folder, MANIFEST)] + [os.path.join(cells, n) for n in sorted(names)]
     if not names or any(os.path.islink(p) or not os.path.isfile(p) for p in paths):
         return False
-    return store.holds(engine, [safeio.sha256_of(p) for p in paths], _set_name(folder, results_root))
+    return rows.holds(engine, [safeio.sha256_of(p) for p in paths], _set_name(folder, results_root))
 
 
 def import_folders(engine, folders, results_root, progress=None, everything=False):
     """Indexes each folder; a folder the readers refuse, or one that contradicts the database, is listed with its
     reason and the others still go in. A folder whose files are all held is not read again, unless a migration
-    asked that every folder be (store.reread_pending): `everything` (the folders are every set and run) then
+    asked that every folder be (rows.reread_pending): `everything` (the folders are every set and run) then
     clears that. progress(folder) is called before each."""
-    total, refused = store.Imported(), []
-    reread = store.reread_pending(engine)
+    total, refused = rows.Imported(), []
+    reread = rows.reread_pending(engine)
     for folder in folders:
         if progress:
             progress(folder)
@@ -102,9 +102,9 @@ def import_folders(engine, folders, results_root, progress=None, everything=Fals
             if not reread and _held_already(engine, folder, results_root):
                 continue
             manifest, results, set_name = read_folder(folder, results_root)
-            total.add(store.import_run(engine, manifest, results, set_name=set_name))
-        except (resultsets.ResultSetError, store.ImportRefused, safeio.InputError, OSError) as e:
+            total.add(rows.import_run(engine, manifest, results, set_name=set_name))
+        except (resultsets.ResultSetError, rows.ImportRefused, safeio.InputError, OSError) as e:
             refused.append((_relative(folder, results_root), str(e)))
     if reread and everything:
-        store.clear_reread(engine)
+        rows.clear_reread(engine)
     return Outcome(added=total, folders=len(folders), refused=refused)
