@@ -2,13 +2,15 @@
 a password (SCRAM) for its one user, listening on loopback at a free port, stopped and removed after. Not a fake:
 the store's tests run the same cases over it as over SQLite.
 
-The server refuses to run as root, and tests here run as root: it runs in a user namespace of its own where it
-is an ordinary user (`unshare --user --map-user=1000`), needing no system account and no permissions on any
-folder but its own (this VM's / is 0700, so no other user could even load libc)."""
+The server refuses to run as root, and tests here run as root. Where the kernel lets us, it runs in a user
+namespace of its own as an ordinary user (`unshare --user --map-user=1000`): no system account, no permission on
+any folder but its own (this VM's / is 0700: no other user could even load libc). A chroot may not make one (the
+clean room): there it runs as Debian's `postgres` account (the package makes it) in a folder under /tmp it owns."""
 
 import contextlib
 import glob
 import os
+import pwd
 import shutil
 import signal
 import socket
@@ -22,6 +24,8 @@ from results import safeio
 
 START_TIMEOUT_S = 60
 USER = "tunelab"
+USER_NAMESPACE = ["unshare", "--user", "--map-user=1000", "--map-group=1000", "--"]
+SYSTEM_ACCOUNT = "postgres"
 
 
 class ServerMissing(RuntimeError):
@@ -59,20 +63,35 @@ class Server:
         self.port = None
         self._log = None
 
-    def _as_server_user(self):
-        """The command prefix that runs a server program as a non-root user (nothing when not root)."""
+    @staticmethod
+    def _as_server_user():
+        """(the command prefix that runs a server program as a non-root user, the account that must own its folder
+        or None, the folder's parent): nothing when not root; a user namespace where one can be made; else the
+        postgres account."""
         if os.geteuid() != 0:
-            return []
-        return ["unshare", "--user", "--map-user=1000", "--map-group=1000", "--"]
+            return [], None, os.environ.get("TEST_TMPDIR")
+        if subprocess.run(USER_NAMESPACE + ["true"], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL).returncode == 0:
+            return USER_NAMESPACE, None, os.environ.get("TEST_TMPDIR")
+        try:
+            pwd.getpwnam(SYSTEM_ACCOUNT)
+        except KeyError:
+            raise ServerMissing(f"no user namespace here and no {SYSTEM_ACCOUNT} account: PostgreSQL will not run as "
+                                f"root (./bazelw installs Debian's postgresql-15, which makes the account)") from None
+        # /tmp: every folder above a test's own temporary folder may be root's alone.
+        return ["setpriv", f"--reuid={SYSTEM_ACCOUNT}", f"--regid={SYSTEM_ACCOUNT}", "--init-groups"], SYSTEM_ACCOUNT, "/tmp"
 
     def __enter__(self):
         binaries = bin_dir()
-        self.folder = tempfile.mkdtemp(prefix="tunelab-pg-", dir=os.environ.get("TEST_TMPDIR"))
-        prefix = self._as_server_user()
+        prefix, owner, parent = self._as_server_user()
+        self.folder = tempfile.mkdtemp(prefix="tunelab-pg-", dir=parent)
         try:
             data = os.path.join(self.folder, "data")
             password_file = os.path.join(self.folder, "password")
             safeio.write_text(password_file, self.password + "\n", mode=0o600)
+            self._log = safeio.open_log(os.path.join(self.folder, "server.log"))  # before the folder is another's
+            if owner:
+                for path in (self.folder, password_file):
+                    shutil.chown(path, owner, owner)
             done = subprocess.run(prefix + [os.path.join(binaries, "initdb"), "-D", data, "-U", USER,
                                             f"--pwfile={password_file}", "--auth=scram-sha-256", "--encoding=UTF8",
                                             "--locale=C", "--no-sync"],
@@ -82,7 +101,6 @@ class Server:
             os.unlink(password_file)
             for attempt in range(3):  # the free port taken by another between our look and the server's bind
                 self.port = free_port()
-                self._log = safeio.open_log(os.path.join(self.folder, "server.log"))
                 self.process = subprocess.Popen(
                     prefix + [os.path.join(binaries, "postgres"), "-D", data, "-p", str(self.port),
                               "-c", "listen_addresses=127.0.0.1",
@@ -93,7 +111,6 @@ class Server:
                     self._wait_ready()
                     break
                 except PortTaken:
-                    self._log.close()
                     if attempt == 2:
                         raise
         except BaseException:
