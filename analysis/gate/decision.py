@@ -411,14 +411,26 @@ def _sensitivity(check, figure, doc, draws):
             figure = figure.for_workload(((doc.get("provenance") or {}).get("workload") or {}).get("sha256"))
         check.figure = figure
         if figure.usable:
-            noise = gate_power.resampled_noise(figure.aa_worse_log_ratios, check.design, draws)
-            check.stated = gate_power.stated_d(noise, check.design, asked_log, check.direction)
+            check.stated = _stated(figure.aa_worse_log_ratios, check.design, asked_log, check.direction, draws)
     ev = check.evidence
     if ev.n >= stats.MIN_RUNS and math.isfinite(ev.sd):
         # Unpaired sides: the difference of two means of n has the variance of a paired mean with sd * sqrt(2).
         sd = ev.sd if ev.paired else ev.sd * math.sqrt(2)
         noise = gate_power.normal_noise(sd, check.design, draws)
         check.tonight = gate_power.stated_d(noise, check.design, asked_log, check.direction)
+
+
+_STATED = {}  # (A/A rounds, design, asked, direction, draws) -> Power: the simulation is seeded, so exact
+
+
+def _stated(aa_worse_log_ratios, design, asked_log, direction, draws):
+    """The stated D of a figure's A/A rounds at `design`, simulated once per process: the nights of one rig share
+    their figure and design (the history and the results database judge dozens of them)."""
+    key = (tuple(aa_worse_log_ratios), design, asked_log, direction, draws)
+    if key not in _STATED:
+        noise = gate_power.resampled_noise(aa_worse_log_ratios, design, draws)
+        _STATED[key] = gate_power.stated_d(noise, design, asked_log, direction)
+    return _STATED[key]
 
 
 def figures_for(results_root, docs):

@@ -102,6 +102,21 @@ class Night:
     state: str  # PASS, REGRESSED or INCONCLUSIVE
 
 
+@dataclasses.dataclass(frozen=True)
+class NightCheck:
+    """One (cell, metric) of a night as the gate judged it, with what the database keeps beside the plotted
+    point (results/db: night_checks)."""
+    cell: str
+    metric: str
+    unit: str
+    direction: str
+    night: Night
+    asked: float  # the effect the gate was asked to rule out, a fraction
+    stated_d: float  # the rig's committed figure's D at this design (nan: none usable)
+    tonight_d: float  # this run's own D (nan: too few rounds)
+    watched: bool  # a gated run's companion: shown and able to fail the night, never left undecided by it
+
+
 def started(result_set):
     """The run's start (its earliest result), or None."""
     stamps = sorted(str(d.get("started_at")) for d in result_set.docs if d.get("started_at"))
@@ -121,28 +136,62 @@ def nights(sets, results_root=None):
     in the order given; {} unless every set is one (a history mixing kinds is drawn as a plain series)."""
     out = collections.OrderedDict()
     for s in sets:
-        when = started(s)
-        try:
-            base, cand = gate_decision.split_run(s, "revision", "accepted", "candidate")
-            design = sequential.Design.of(s.manifest)
-            figures = gate_decision.figures_for(results_root, s.docs) if results_root else {}
-            checks = gate_decision.gate(base, cand, thresholds.min_effects(None, s.docs), same_run=True, design=design,
-                                        figures=figures, draws=500)
-        except (gate_decision.GateError, ValueError):
+        found = night_checks(s, results_root)
+        if not found:
             return {}
-        if when is None:
-            return {}
-        for c in checks:
-            runs = [[v for v in r] for r in gate_decision._runs([d for d in cand.docs if _params(d) == c.params],
-                                                                 c.metric)]
-            summary = stats.summarize([r for r in runs if r]) if any(runs) else None
-            low, high = c.worse_by_interval
-            catches = c.stated_d if c.stated_d is not None else c.tonight_d
-            out.setdefault((c.cell, c.metric), []).append(Night(
-                when, summary.median if summary else math.nan, summary.ci_low if summary else math.nan,
-                summary.ci_high if summary else math.nan, c.worse_by, low, high,
-                catches if catches is not None and math.isfinite(catches) else math.nan, c.state))
+        for c in found:
+            out.setdefault((c.cell, c.metric), []).append(c.night)
     return out
+
+
+def _finite(x):
+    return x if x is not None and math.isfinite(x) else math.nan
+
+
+def night_checks(result_set, results_root=None):
+    """[NightCheck] of one nightly set (a run with revision values accepted and candidate), judged by the gate's
+    rule as the nightly judged it (its design, the rig's committed figures under results_root); [] when the set
+    is not a night."""
+    when = started(result_set)
+    try:
+        base, cand = gate_decision.split_run(result_set, "revision", "accepted", "candidate")
+        design = sequential.Design.of(result_set.manifest)
+        figures = gate_decision.figures_for(results_root, result_set.docs) if results_root else {}
+        checks = gate_decision.gate(base, cand, thresholds.min_effects(None, result_set.docs), same_run=True,
+                                    design=design, figures=figures, draws=500)
+    except (gate_decision.GateError, ValueError):
+        return []
+    if when is None:
+        return []
+    out = []
+    for c in checks:
+        runs = [[v for v in r] for r in gate_decision._runs([d for d in cand.docs if _params(d) == c.params],
+                                                            c.metric)]
+        summary = stats.summarize([r for r in runs if r]) if any(runs) else None
+        low, high = c.worse_by_interval
+        catches = c.stated_d if c.stated_d is not None else c.tonight_d
+        night = Night(when, summary.median if summary else math.nan, summary.ci_low if summary else math.nan,
+                      summary.ci_high if summary else math.nan, c.worse_by, low, high, _finite(catches), c.state)
+        out.append(NightCheck(c.cell, c.metric, c.unit, c.direction, night, c.min_effect, _finite(c.stated_d),
+                              _finite(c.tonight_d), c.watched))
+    return out
+
+
+def _nan(x):
+    return math.nan if x is None else float(x)
+
+
+def nights_from_rows(rows):
+    """({(cell label, metric): [Night]}, {metric: {unit, direction}}) of night checks as the results database holds
+    them (results/db/queries.night_checks, oldest first): the same Nights night_checks made when they were indexed."""
+    out, declared = collections.OrderedDict(), {}
+    for row in rows:
+        declared.setdefault(row["metric"], {"unit": row["unit"], "direction": row["direction"]})
+        out.setdefault((row["cell"], row["metric"]), []).append(Night(
+            row["night_start"], _nan(row["candidate_value"]), _nan(row["candidate_low"]), _nan(row["candidate_high"]),
+            _nan(row["worse_by"]), _nan(row["worse_low"]), _nan(row["worse_high"]), _nan(row["catches"]),
+            row["state"]))
+    return out, declared
 
 
 def _params(doc):

@@ -78,8 +78,26 @@ def read_document(path):
     return doc
 
 
+_READ = {}  # (path, inode, size, mtime) -> {rig: {metric: Figure}}: a history or an import judges many nights
+
+
 def read_file(path):
-    """{rig: {metric: Figure}} of one sensitivity.json; SensitivityError when it is not one."""
+    """{rig: {metric: Figure}} of one sensitivity.json; SensitivityError when it is not one. Read once per process
+    while the file stays the same (its inode, size and modification time)."""
+    try:
+        st = os.stat(path)
+        key = (os.path.abspath(path), st.st_ino, st.st_size, st.st_mtime_ns)
+    except OSError:
+        key = None
+    if key in _READ:
+        return _READ[key]
+    found = _read_file(path)
+    if key is not None:
+        _READ[key] = found
+    return found
+
+
+def _read_file(path):
     doc = read_document(path)
     version = doc["schema_version"]
     out = {}

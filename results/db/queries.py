@@ -120,6 +120,14 @@ def history(connection, rig, metric, cell=None, since=None):
     return HISTORY_COLUMNS, rows
 
 
+def run_text(connection, sql):
+    """A statement's text run as written: psycopg reads % as a placeholder even without parameters (LIKE 'a%',
+    a column named "worse by %"), so it is doubled there; SQLite's driver takes the text as it is."""
+    if connection.dialect.name == "postgresql":
+        sql = sql.replace("%", "%%")
+    return connection.exec_driver_sql(sql)
+
+
 def read_only_query(connection, sql, limit=MAX_QUERY_ROWS):
     """A user's one SELECT on a read-only connection: (columns, rows), at most `limit` rows (QueryError beyond)."""
     text = sql.strip().rstrip(";").strip()
@@ -128,7 +136,7 @@ def read_only_query(connection, sql, limit=MAX_QUERY_ROWS):
     if ";" in text:
         raise QueryError("one statement only (no ';' inside)")
     try:
-        result = connection.exec_driver_sql(text)
+        result = run_text(connection, text)
         if not result.returns_rows:
             raise QueryError("the statement returns no rows (the database is read-only here: SELECT only)")
         columns = list(result.keys())
@@ -139,3 +147,45 @@ def read_only_query(connection, sql, limit=MAX_QUERY_ROWS):
     if len(rows) > limit:
         raise QueryError(f"more than {limit:,} rows: narrow the query (WHERE, LIMIT)")
     return columns, [tuple(row) for row in rows]
+
+
+NIGHT_COLUMNS = ("run_id", "host_id", "matrix", "rig", "profile", "cell", "metric", "unit", "direction", "watched",
+                 "night_start", "candidate_value", "candidate_low", "candidate_high", "worse_by", "worse_low",
+                 "worse_high", "asked_effect", "stated_d", "tonight_d", "catches", "state")
+
+
+def night_checks(connection, rig=None, matrix=None, metric=None, since=None, profile=None):
+    """Every night's checks as the gate judged them (schema.night_checks), oldest night first: dicts of
+    NIGHT_COLUMNS plus `sets` (the names the night's run is promoted as, sorted; [] for a fresh run) and
+    `gate_state` (the night's verdict). Filters are bound parameters; `since` a date or datetime (UTC)."""
+    r, n, nt, s = schema.runs, schema.night_checks, schema.nights, schema.sets
+    query = (sa.select(r.c.run_id, r.c.host_id, r.c.matrix, r.c.rig, r.c.profile, n.c.cell, n.c.metric, n.c.unit,
+                       n.c.direction, n.c.watched, n.c.night_start, n.c.candidate_value, n.c.candidate_low,
+                       n.c.candidate_high, n.c.worse_by, n.c.worse_low, n.c.worse_high, n.c.asked_effect,
+                       n.c.stated_d, n.c.tonight_d, n.c.catches, n.c.state, r.c.id, nt.c.gate_state)
+             .select_from(n.join(r, r.c.id == n.c.run).outerjoin(nt, nt.c.run == n.c.run))
+             .order_by(n.c.night_start, r.c.run_id, n.c.cell, n.c.metric))
+    if rig:
+        query = query.where(r.c.rig == rig)
+    if matrix:
+        query = query.where(r.c.matrix == matrix)
+    if metric:
+        query = query.where(n.c.metric == metric)
+    if profile:
+        query = query.where(r.c.profile == profile)
+    if since is not None:
+        if not isinstance(since, datetime.datetime):
+            since = datetime.datetime.combine(since, datetime.time(), datetime.timezone.utc)
+        query = query.where(n.c.night_start >= since)
+    found = connection.execute(query).all()
+    names = {}
+    for run, name in connection.execute(sa.select(s.c.run, s.c.name).where(s.c.run.in_({row.id for row in found}))):
+        names.setdefault(run, []).append(name)
+    out = []
+    for row in found:
+        values = dict(zip(NIGHT_COLUMNS, row[:len(NIGHT_COLUMNS)]))
+        moment = values["night_start"]
+        values["night_start"] = (moment.astimezone(datetime.timezone.utc) if moment.tzinfo
+                                 else moment.replace(tzinfo=datetime.timezone.utc))
+        out.append(dict(values, sets=sorted(names.get(row.id, [])), gate_state=row.gate_state))
+    return out

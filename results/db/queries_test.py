@@ -45,6 +45,9 @@ class Cases:
             with self.assertRaisesRegex(queries.QueryError, "no run 'nope'"):
                 queries.show(connection, "nope")
             self.assertEqual(queries.read_only_query(connection, "SELECT count(*) AS n FROM results"), (["n"], [(24,)]))
+            # A % is the user's (LIKE, a column's name), not a placeholder: psycopg would read it as one.
+            self.assertEqual(queries.read_only_query(
+                connection, "SELECT count(*) AS \"runs %\" FROM runs WHERE rig LIKE 'calib%'"), (["runs %"], [(1,)]))
             for sql, why in (("DELETE FROM results", "refused the query: .*(readonly database|read-only transaction)"),
                              ("SELECT 1; DELETE FROM results", "one statement only"),
                              ("SELECT * FROM results", "more than 5 rows")):

@@ -121,17 +121,18 @@ def _number(value):
         else None
 
 
-def _gate_and_night_rows(connection, run, manifest, results, new_manifest):
-    """The run's gate checks and, for a night, its night row, from its manifest: made again when the manifest is
-    new to the run, or when they are missing (a database migrated from before they were kept)."""
+def _gate_and_night_rows(connection, run, manifest, results, new_manifest, night_checks=None):
+    """The run's gate checks and, for a night, its night row and its checks as the gate judges them: made again when
+    the manifest is new to the run, when they are missing (a database migrated from before they were kept), or
+    when `night_checks` (NightRow dicts from the importer) are given."""
     sequential = manifest.content.get("sequential") or {}
     comparisons = [c for c in sequential.get("comparisons") or [] if isinstance(c, dict)]
     held = connection.execute(sa.select(sa.func.count()).select_from(schema.gate_checks)
                               .where(schema.gate_checks.c.run == run)).scalar_one()
-    if not new_manifest and held == len(comparisons):
+    if not new_manifest and held == len(comparisons) and not night_checks:
         return
-    connection.execute(sa.delete(schema.gate_checks).where(schema.gate_checks.c.run == run))
-    connection.execute(sa.delete(schema.nights).where(schema.nights.c.run == run))
+    for table in (schema.gate_checks, schema.nights, schema.night_checks):
+        connection.execute(sa.delete(table).where(table.c.run == run))
     rows = []
     for c in comparisons:
         look = c.get("look") or {}
@@ -147,19 +148,34 @@ def _gate_and_night_rows(connection, run, manifest, results, new_manifest):
     unique = {(r["baseline_cell"], r["candidate_cell"], r["metric"]): r for r in rows}
     if unique:
         connection.execute(sa.insert(schema.gate_checks), list(unique.values()))
+    checks = {(c["cell"], c["metric"]): dict(c, run=run, manifest_sha256=manifest.sha256)
+              for c in night_checks or []}
+    if checks:
+        connection.execute(sa.insert(schema.night_checks), list(checks.values()))
     accepted = ((manifest.content.get("revisions") or {}).get("accepted") or {}).get("commit")
-    if not accepted:
+    if not accepted and not checks:
         return
     candidate = next((((r.content.get("provenance") or {}).get("revision") or {}).get("commit") for r in results
                       if (r.content["cell"].get("params") or {}).get("revision") == "candidate"), None)
+    gate_state = _gate_state(checks.values()) if checks else None
     states = {r["state"] for r in unique.values()}
-    decided = "REGRESSED" if "REGRESSED" in states else "INCONCLUSIVE" if states - {"PASS"} or not states else "PASS"
+    decided = ("REGRESSED" if "REGRESSED" in states else "INCONCLUSIVE" if states - {"PASS"} else "PASS") if states \
+        else gate_state or "INCONCLUSIVE"
     started = [t for t in (_time(r.content.get("started_at")) for r in results) if t]
     connection.execute(sa.insert(schema.nights).values(
-        run=run, night=min(started).date() if started else None, accepted_commit=str(accepted)[:40],
+        run=run, night=min(started).date() if started else None,
+        accepted_commit=str(accepted)[:40] if isinstance(accepted, str) else None,
         candidate_commit=str(candidate)[:40] if isinstance(candidate, str) else None, decided_state=decided,
         rounds=sequential.get("rounds") if isinstance(sequential.get("rounds"), int) else None,
-        budget_s=_number(sequential.get("budget_s")), elapsed_s=_number(sequential.get("elapsed_s"))))
+        budget_s=_number(sequential.get("budget_s")), elapsed_s=_number(sequential.get("elapsed_s")),
+        gate_state=gate_state))
+
+
+def _gate_state(checks):
+    """tools/gate's exit status as a word: REGRESSED over a deciding check's INCONCLUSIVE over PASS."""
+    if any(c["state"] == "REGRESSED" for c in checks):
+        return "REGRESSED"
+    return "INCONCLUSIVE" if any(c["state"] == "INCONCLUSIVE" and not c["watched"] for c in checks) else "PASS"
 
 
 def _cell_ids(connection, run, manifest, results):
@@ -206,6 +222,8 @@ class Imported:
     results: int = 0
     metric_values: int = 0
     sets: int = 0
+    figures: int = 0  # sensitivity figures
+    bisects: int = 0  # bisects whose rows were written (new, or a record that grew)
 
     def add(self, other):
         for field in dataclasses.fields(self):
@@ -215,15 +233,17 @@ class Imported:
 CONCURRENT_ATTEMPTS = 5  # PostgreSQL: another writer inserted the same rows first; the next attempt finds them
 
 
-def import_run(engine, manifest, results, set_name=None):
+def import_run(engine, manifest, results, set_name=None, night_checks=None):
     """Indexes one run's documents (its manifest and cell results, read and checked by the caller) in one
     transaction; with set_name, as that promoted set. A result whose place (run, cell, repetition) holds another
     document already is refused (a result is never rewritten), naming the file; nothing of the run is written.
     Two writers of the same run at once (a nightly and a fleet; PostgreSQL, where they do not queue as SQLite's
-    BEGIN IMMEDIATE makes them): the one that finds the other's rows first rolls back and tries again."""
+    BEGIN IMMEDIATE makes them): the one that finds the other's rows first rolls back and tries again.
+    night_checks: a night's checks as the gate judges them (dicts of schema.night_checks' columns less run and
+    manifest_sha256), written in the same transaction."""
     for attempt in range(CONCURRENT_ATTEMPTS):
         try:
-            return _import_run(engine, manifest, results, set_name)
+            return _import_run(engine, manifest, results, set_name, night_checks)
         except sa.exc.IntegrityError:
             if attempt == CONCURRENT_ATTEMPTS - 1:
                 raise
@@ -231,7 +251,7 @@ def import_run(engine, manifest, results, set_name=None):
     raise AssertionError("unreachable")
 
 
-def _import_run(engine, manifest, results, set_name):
+def _import_run(engine, manifest, results, set_name, night_checks):
     with engine.begin() as connection:
         added = Imported()
         added.documents = _insert_documents(connection, [manifest] + list(results))
@@ -267,7 +287,7 @@ def _import_run(engine, manifest, results, set_name):
             added.metric_values += len(metric_rows)
         if set_name:
             added.sets = _set_rows(connection, set_name, run, manifest, results)
-        _gate_and_night_rows(connection, run, manifest, results, new_manifest)
+        _gate_and_night_rows(connection, run, manifest, results, new_manifest, night_checks)
     return added
 
 
@@ -290,3 +310,52 @@ def _set_rows(connection, name, run, manifest, results):
         connection.execute(sa.insert(schema.set_documents),
                            [{"set_name": name, "sha256": s} for s in sorted(shas - held)])
     return new
+
+
+def import_figures(engine, document, figures):
+    """Indexes one sensitivity.json (a Document) as its figures (dicts of schema.sensitivity_figures' columns less
+    document_sha256), in one transaction; a document held already adds nothing. Returns the figures added."""
+    with engine.begin() as connection:
+        held = connection.execute(sa.select(sa.func.count()).select_from(schema.sensitivity_figures)
+                                  .where(schema.sensitivity_figures.c.document_sha256 == document.sha256)).scalar_one()
+        _insert_documents(connection, [document])
+        if held:
+            return 0
+        rows = {(f["rig"], f["metric"]): dict(f, document_sha256=document.sha256) for f in figures}
+        if rows:
+            connection.execute(sa.insert(schema.sensitivity_figures), list(rows.values()))
+        return len(rows)
+
+
+def import_bisect(engine, name, document, record):
+    """Indexes one bisect record (a Document; record: its content, checked by the caller) as the bisect `name` and
+    its steps, in one transaction. A record that grew (a resumed bisect) replaces the bisect's rows; the same one
+    adds nothing. Returns 1 when rows were written, else 0."""
+    b, steps = schema.bisects, schema.bisect_steps
+    answer = record.get("answer") or {}
+    values = {"document_sha256": document.sha256, "matrix": str(record["matrix"])[:128],
+              "profile": str(record["profile"])[:128], "axis": record.get("axis"),
+              "metrics": ",".join(str(m) for m in record.get("metrics") or [])[:10000], "good": str(record["good"]),
+              "bad": str(record["bad"]), "commits": len(record.get("commits") or []),
+              "started_at": _time(record.get("started")), "ended_at": _time(record.get("ended")),
+              "machine_s": _number(record.get("machine_s")), "answer_state": answer.get("state"),
+              "last_good": answer.get("last_good"), "first_bad": answer.get("first_bad")}
+    with engine.begin() as connection:
+        _insert_documents(connection, [document])
+        row = connection.execute(sa.select(b.c.id, b.c.document_sha256).where(b.c.name == name)).first()
+        if row is not None and row.document_sha256 == document.sha256:
+            return 0
+        if row is None:
+            bisect = connection.execute(sa.insert(b).values(name=name, **values).returning(b.c.id)).scalar_one()
+        else:
+            bisect = row.id
+            connection.execute(sa.update(b).where(b.c.id == bisect).values(**values))
+            connection.execute(sa.delete(steps).where(steps.c.bisect == bisect))
+        step_rows = [{"bisect": bisect, "step": n, "commit": str(s["commit"]), "commit_index": int(s["index"]),
+                      "verdict": str(s["verdict"]), "toward_good": s.get("toward_good") or None,
+                      "toward_bad": s.get("toward_bad") or None, "rounds": s.get("rounds"),
+                      "why": s.get("why") or None}
+                     for n, s in enumerate(record.get("steps") or [], start=1)]
+        if step_rows:
+            connection.execute(sa.insert(steps), step_rows)
+        return 1

@@ -144,7 +144,96 @@ nights = sa.Table(
     sa.Column("rounds", sa.Integer, nullable=True),
     sa.Column("budget_s", sa.Float, nullable=True),
     sa.Column("elapsed_s", sa.Float, nullable=True),
+    # The gate's own verdict over the night's night_checks (revision 0003): REGRESSED when any check is, a watched
+    # companion's too; else INCONCLUSIVE when a deciding check is; else PASS (tools/gate's exit status).
+    sa.Column("gate_state", sa.String(16), nullable=True),
 )
 
 sa.Index("ix_metric_values_metric", metric_values.c.metric)
 sa.Index("ix_runs_rig", runs.c.rig)
+
+# A night's checks as the gate judges them (revision 0003): every (cell, metric) of a night run, by the gate's own
+# rule over the night's documents and the rig's committed sensitivity figures held when it was indexed
+# (analysis/history/changepoints.night_checks), the points the nightly history plots. Fractions worse: positive is
+# worse in the metric's bad direction. NULL where the gate had no number (too few rounds, no usable figure).
+night_checks = sa.Table(
+    "night_checks", metadata,
+    sa.Column("run", sa.Integer, sa.ForeignKey("runs.id", ondelete="CASCADE"), primary_key=True),
+    sa.Column("cell", sa.String(512), primary_key=True),
+    sa.Column("metric", sa.String(64), primary_key=True),
+    sa.Column("unit", sa.String(32), nullable=False),
+    sa.Column("direction", sa.String(24), nullable=False),
+    sa.Column("watched", sa.Boolean, nullable=False),
+    sa.Column("night_start", sa.DateTime(timezone=True), nullable=False),
+    sa.Column("candidate_value", sa.Float, nullable=True),
+    sa.Column("candidate_low", sa.Float, nullable=True),
+    sa.Column("candidate_high", sa.Float, nullable=True),
+    sa.Column("worse_by", sa.Float, nullable=True),
+    sa.Column("worse_low", sa.Float, nullable=True),
+    sa.Column("worse_high", sa.Float, nullable=True),
+    sa.Column("asked_effect", sa.Float, nullable=True),
+    sa.Column("stated_d", sa.Float, nullable=True),
+    sa.Column("tonight_d", sa.Float, nullable=True),
+    sa.Column("catches", sa.Float, nullable=True),
+    sa.Column("state", sa.String(16), nullable=False),
+    sa.Column("manifest_sha256", sa.String(64), sa.ForeignKey("documents.sha256"), nullable=False),
+)
+
+# Every committed sensitivity figure (results/baselines/NAME/sensitivity.json, analysis/sensitivity/figures.py):
+# a rig's metric's paired sd and D from one A/A set. d_worse_by: the stated D of its first gated design, a
+# fraction worse (NULL for a figure of an older gate rule).
+sensitivity_figures = sa.Table(
+    "sensitivity_figures", metadata,
+    sa.Column("document_sha256", sa.String(64), sa.ForeignKey("documents.sha256"), primary_key=True),
+    sa.Column("rig", sa.String(64), primary_key=True),
+    sa.Column("metric", sa.String(64), primary_key=True),
+    sa.Column("set_name", sa.String(100), nullable=False),
+    sa.Column("measured_at", sa.String(10), nullable=False),
+    sa.Column("rule", sa.String(128), nullable=True),
+    sa.Column("unit", sa.String(32), nullable=False),
+    sa.Column("direction", sa.String(24), nullable=False),
+    sa.Column("paired_sd", sa.Float, nullable=False),
+    sa.Column("mde", sa.Float, nullable=False),
+    sa.Column("design_rounds", sa.Integer, nullable=False),
+    sa.Column("d_worse_by", sa.Float, nullable=True),
+    sa.Column("round_s", sa.Float, nullable=False),
+    sa.Column("workload_sha256", sa.String(64), nullable=False),
+)
+
+# A bisect (results/bisects/NAME or a fresh results/bisect-out/NAME: its bisect.json, tools/bisection) and its
+# steps; a record that grew (a resumed bisect) replaces its rows.
+bisects = sa.Table(
+    "bisects", metadata,
+    sa.Column("id", sa.Integer, primary_key=True, autoincrement=True),
+    sa.Column("name", sa.String(128), nullable=False),
+    sa.Column("document_sha256", sa.String(64), sa.ForeignKey("documents.sha256"), nullable=False),
+    sa.Column("matrix", sa.String(128), nullable=False),
+    sa.Column("profile", sa.String(128), nullable=False),
+    sa.Column("axis", sa.String(64), nullable=True),
+    sa.Column("metrics", sa.Text, nullable=False),
+    sa.Column("good", sa.String(200), nullable=False),
+    sa.Column("bad", sa.String(200), nullable=False),
+    sa.Column("commits", sa.Integer, nullable=False),
+    sa.Column("started_at", sa.DateTime(timezone=True), nullable=True),
+    sa.Column("ended_at", sa.DateTime(timezone=True), nullable=True),
+    sa.Column("machine_s", sa.Float, nullable=True),
+    sa.Column("answer_state", sa.String(32), nullable=True),
+    sa.Column("last_good", sa.String(200), nullable=True),
+    sa.Column("first_bad", sa.String(200), nullable=True),
+    sa.UniqueConstraint("name", name="uq_bisects_name"),
+)
+
+bisect_steps = sa.Table(
+    "bisect_steps", metadata,
+    sa.Column("bisect", sa.Integer, sa.ForeignKey("bisects.id", ondelete="CASCADE"), primary_key=True),
+    sa.Column("step", sa.Integer, primary_key=True),  # its order in the record, from 1
+    sa.Column("commit", sa.String(200), nullable=False),
+    sa.Column("commit_index", sa.Integer, nullable=False),  # its place in the range (1 = good's child)
+    sa.Column("verdict", sa.String(16), nullable=False),
+    sa.Column("toward_good", sa.String(16), nullable=True),
+    sa.Column("toward_bad", sa.String(16), nullable=True),
+    sa.Column("rounds", sa.Integer, nullable=True),
+    sa.Column("why", sa.Text, nullable=True),
+)
+
+sa.Index("ix_night_checks_metric", night_checks.c.metric)

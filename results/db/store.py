@@ -20,6 +20,7 @@ import alembic.script
 import sqlalchemy as sa
 from alembic.runtime import migration
 
+from results import safeio
 from results.db import schema
 
 DEFAULT_FILE = os.path.join(".db", "tunelab.sqlite")  # under the results root: git-ignored like fresh runs
@@ -85,7 +86,10 @@ def connect(url, read_only=False):
                 raise DatabaseError(f"{path} does not exist yet: `bazel run //tools:results -- import` makes it")
             parsed = parsed.set(database=f"file:{urllib.parse.quote(path)}?mode=ro", query={"uri": "true"})
         else:
-            os.makedirs(os.path.dirname(path), mode=0o755, exist_ok=True)
+            try:
+                safeio.check_folder(os.path.dirname(path), create=True)
+            except safeio.WriteRefused as refused:
+                raise DatabaseError(f"{path}: its folder is refused ({refused})") from None
         engine = sa.create_engine(parsed, connect_args={"timeout": BUSY_TIMEOUT_S})
         begin = "BEGIN" if read_only else "BEGIN IMMEDIATE"
 

@@ -8,7 +8,8 @@ check it (its Python; the matrix planned there with the doctor's report, so cell
 stay skips with their reasons), ship the bundle built for its machine once (//<target>_bundle or
 _bundle_aarch64: machines.py; kept there by its sha256),
 start the matrix detached with the host's lock, wait on its marker file, pack the run and bring it home into
-results/<inventory host>/<run>/ after checking it (tools/fleet/README.md). A host that drops out is
+results/<inventory host>/<run>/ after checking it (tools/fleet/README.md), then index it in the results database
+(results/db; --db or TUNELAB_DB, a team's PostgreSQL) as it arrives. A host that drops out is
 reported with its reason; `--resume FLEET_ID` continues it (the matrix resumes its stored run there) and
 leaves hosts whose runs are home alone. Host variables: tunelab_root (default /var/tmp/tunelab: bundles,
 runs and markers; root's own, mode 0700, checked by work_root.py before anything is written there),
@@ -34,17 +35,20 @@ import tarfile
 import tempfile
 import time
 
+import sqlalchemy as sa
 from rich.console import Console
 from rich.markup import escape
 from rich.table import Table
 
 from results import runarchive, store
+from results.db import store as db_store
 from rigs.host import terminal
 from rigs.host import hoststate
 from rigs.matrix.planning import cli
 from tools.fleet import fleetmetrics, machines, make_bundle
 from tools.fleet.hostinput import REMOTE_PYTHON, FleetError, describe_failure, host_json, read_plan
 from tools.fleet.playbook import Playbook, ansible_env, load_inventory, write_cli_launchers
+from tools.results import importer
 from results import safeio
 
 DEFAULT_ROOT = "/var/tmp/tunelab"
@@ -478,6 +482,27 @@ class Fleet:
         self.save()
         self.console.print(f"[{elapsed}] {escape(host)}: run {state.run_id} home ({len(added)} file(s) new, "
                            f"{len(refreshed)} refreshed) -> {escape(target)}")
+        self.index(host, target, elapsed)
+
+    def index(self, host, target, elapsed):
+        """The run that came home, indexed in the results database as it arrives (a team's: TUNELAB_DB or --db),
+        after its documents are stored; a database that cannot take it is said, and the run stays home."""
+        url = db_store.database_url(self.args.db, self.results_root)
+        try:
+            engine = db_store.open_for_writing(url)
+            try:
+                outcome = importer.import_folders(engine, [target], self.results_root, workers=1)
+            finally:
+                engine.dispose()
+            problem = "; ".join(reason for _, reason in outcome.refused)
+        except (db_store.DatabaseError, sa.exc.SQLAlchemyError) as e:
+            problem = str(e).splitlines()[0]
+        if problem:
+            self.console.print(f"[{elapsed}] [yellow]{escape(host)}[/yellow]: its run is home but not in the results "
+                               f"database {escape(db_store.redacted(url))}: {escape(problem[:300])} (index it again: "
+                               f"bazel run //tools:results -- import {escape(target)})")
+        else:
+            self.console.print(f"[{elapsed}] {escape(host)}: run indexed in {escape(db_store.redacted(url))}")
 
     def host_crashed(self, host, doing, error):
         """An unexpected error while handling one host: that host fails (with the traceback in the fleet's
@@ -523,6 +548,8 @@ def parse_args(argv):
     parser.add_argument("--limit", help="comma-separated inventory hosts to use (default: all)")
     parser.add_argument("--resume", metavar="FLEET_ID", help="continue a fleet run: hosts whose run is home are left alone")
     parser.add_argument("--results-dir", help="where runs come home (default: <workspace>/results)")
+    parser.add_argument("--db", help="the results database each run is indexed in as it comes home (default: "
+                                     "TUNELAB_DB, else results/.db/tunelab.sqlite)")
     parser.add_argument("--plan-only", action="store_true", help="check the hosts and print their plans; run nothing")
     parser.add_argument("--bundle", action="append", metavar="[MACHINE=]PATH",
                         help="a bundle built already (<target>_bundle.tar.gz; aarch64=<target>_bundle_aarch64.tar.gz) "

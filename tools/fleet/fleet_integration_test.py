@@ -24,6 +24,7 @@ import hashlib
 import json
 import os
 import shutil
+import sqlite3
 import subprocess
 import sys
 import tempfile
@@ -132,6 +133,14 @@ class FleetIntegrationTest(unittest.TestCase):
         log.close()
         return proc.returncode, text
 
+    def indexed(self):
+        """{run id} of the runs in the results database the fleet wrote (the default SQLite file)."""
+        database = sqlite3.connect(f"file:{os.path.join(self.results, '.db', 'tunelab.sqlite')}?mode=ro", uri=True)
+        try:
+            return {run_id for (run_id,) in database.execute("SELECT run_id FROM runs")}
+        finally:
+            database.close()
+
     def state(self, fleet_id):
         with open(os.path.join(self.results, ".fleet", fleet_id, "fleet.json")) as f:
             return json.load(f)
@@ -191,6 +200,8 @@ class FleetIntegrationTest(unittest.TestCase):
             manifest = json.load(f)
         self.assertEqual(manifest["state"], "complete")
         self.assertEqual(manifest["fleet"], {"host": "a", "fleet_id": fleet_id})
+        self.assertIn(state["a"]["run_id"], self.indexed())  # indexed as it came home (issue 83)
+        self.assertNotIn(state["b"]["run_id"], self.indexed())  # b dropped out: nothing of it yet
         self.assertIn(f"live metrics: 127.0.0.2:{self.metrics_ports['a']}; 127.0.0.3:{self.metrics_ports['b']}", out)
         self.assertEqual(sorted(seen), ["a", "b"], out)  # both hosts' runs were watched live, each its own run
         for host in ("a", "b"):
@@ -211,6 +222,7 @@ class FleetIntegrationTest(unittest.TestCase):
         # Nothing of a's changed, and a ran nothing new.
         self.assertEqual({p: os.stat(p).st_mtime_ns for p in a_files}, a_files)
         self.assertEqual(sorted(glob.glob(os.path.join(a.root, "fleet", "*.pid"))), a_markers)
+        self.assertIn(state["b"]["run_id"], self.indexed())
         run_b = os.path.join(self.results, "b", state["b"]["run_id"])
         with open(os.path.join(run_b, "manifest.json")) as f:
             manifest_b = json.load(f)

@@ -6,6 +6,7 @@ import argparse
 import io
 import json
 import os
+import sqlite3
 import subprocess
 import sys
 import tarfile
@@ -172,7 +173,7 @@ class ShownPathTest(unittest.TestCase):
 
 def make_args(**kw):
     base = dict(inventory="hosts.ini", target="//rigs:calibration_matrix", profile="smoke", set=None, limit=None,
-                resume=None, results_dir=None, plan_only=False, metrics_port=None, metrics_address="127.0.0.1")
+                resume=None, results_dir=None, plan_only=False, metrics_port=None, metrics_address="127.0.0.1", db=None)
     base.update(kw)
     return argparse.Namespace(**base)
 
@@ -338,6 +339,27 @@ class HostileHostTest(unittest.TestCase):
         runarchive.pack_run(run_dir, os.path.join(staging, "a", "run.tar.gz"))
         self.fleet.bring_home("a", {"staging": staging}, "0:00:02")
         self.assertEqual(self.fleet.hosts["a"].status, "home", self.fleet.hosts["a"].error)
+        # Indexed as it came home (issue 83): the default database under the results folder holds it.
+        database = sqlite3.connect(os.path.join(self.results, ".db", "tunelab.sqlite"))
+        self.assertEqual(database.execute("SELECT run_id FROM runs").fetchall(), [(testruns.RUN_ID,)])
+        database.close()
+
+    def test_a_database_that_cannot_take_the_run_leaves_it_home(self):
+        self.fleet.load_or_create(["a"])
+        self.fleet.hosts["a"].run_id = testruns.RUN_ID
+        staging = os.path.join(self.results, ".fleet", self.fleet.fleet_id, "incoming")
+        remote = tempfile.mkdtemp(dir=os.environ.get("TEST_TMPDIR"))
+        corrupt = os.path.join(remote, "corrupt.sqlite")
+        with open(corrupt, "wb") as f:
+            f.write(b"not a database" * 100)
+        self.fleet.args.db = "sqlite:///" + corrupt
+        run_dir = testruns.make_run(remote, run_id=testruns.RUN_ID, fleet={"host": "a", "fleet_id": self.fleet.fleet_id})
+        os.makedirs(os.path.join(staging, "a"), exist_ok=True)
+        runarchive.pack_run(run_dir, os.path.join(staging, "a", "run.tar.gz"))
+        self.fleet.bring_home("a", {"staging": staging}, "0:00:02")
+        self.assertEqual(self.fleet.hosts["a"].status, "home")
+        self.assertIn("its run is home but not in the results database", " ".join(self.out.getvalue().split()))
+        self.assertTrue(os.path.isfile(os.path.join(self.results, "a", testruns.RUN_ID, "manifest.json")))
 
     def test_what_ansible_fetches_is_capped_on_this_disk(self):
         # A real ansible-playbook (the launcher the fleet writes) fetching a file over the cap: the write

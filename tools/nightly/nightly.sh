@@ -19,8 +19,9 @@
 # Per matrix: build the accepted revision's rig target in a git worktree (kept under
 # results/nightly-out/worktrees/ for the next night), run the nightly profile with
 # --revision accepted=<its runfiles>, gate candidate vs accepted inside that run (//tools/gate:gate --run
-# --axis revision), write the PDF report, index the night in the results database (//tools:results), append
-# the run to the history and look for change points (host drift marked apart). When every gate passes on a clean checkout, HEAD becomes the accepted revision.
+# --axis revision), write the PDF report, index the night in the results database (//tools:results), draw the
+# history of the matrix's nights from the database and look for change points. When every gate passes on a clean
+# checkout, HEAD becomes the accepted revision.
 # Exit status: 0 every gate PASS; 1 a gate found a regression (REGRESSED); 2 a step could not run; 3 no
 # regression, but a gate was INCONCLUSIVE (neither shown nor ruled out: too noisy a night, too few rounds).
 # Only a night of PASSes moves the accepted revision.
@@ -212,15 +213,9 @@ for matrix in "${matrices[@]}"; do
     (( status == 0 )) && status=2
   fi
 
-  history="$nightly_root/history-$matrix.txt"
-  echo "$run_dir" >> "$history"
-  mapfile -t runs < "$history"
-  if (( ${#runs[@]} >= 10 )); then
-    echo "== $matrix: change points over ${#runs[@]} nights (host drift marked apart)"
-    run_target //analysis/history:history "${runs[@]}" --out "$out/$matrix-history.png" || true
-  else
-    echo "== $matrix: history has ${#runs[@]} night(s); change points need 10 or more"
-  fi
+  # The history is the database's nights of this matrix and profile (a team's: every host's nightly).
+  echo "== $matrix: the nightly history from the results database (change points once a segment has 5 nights)"
+  run_target //analysis/history:history --matrix-of "$run_dir" --out "$out/$matrix-history.png" || true
 done
 
 # The accepted build's Bazel server is not needed until tomorrow.

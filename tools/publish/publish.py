@@ -7,8 +7,9 @@ report, hosts, date, rig, its report as PDF and HTML (analysis/reports/report.py
 set compares: patched variants, MapReduce engines, parts before and after a page migration, else its
 axes), and its provenance (the run's manifest). results/reference/ gets a page of the case studies'
 published figures (not measured here); the side pages (side_pages.py): sensitivity.html what every committed
-sensitivity figure says its gate catches (analysis/sensitivity/figures.py) with its history per rig; sets named
-nightly-<name>-... form a history, plotted with its change points (analysis/history/) once there are two or more;
+sensitivity figure says its gate catches (analysis/sensitivity/figures.py) with its history per rig; the nightly
+history read from the results database (results/db: sets named nightly-<name>-... indexed into it first, and
+every fresh night it holds), plotted with its change points (analysis/history/) once there are two or more nights;
 the committed bisects. Relative links only, nothing fetched: the folder
 can be copied to any web server or bucket, or opened from disk. The same sets give the same bytes but for
 the build time, stated once at the foot of each page (--built-at). A set that cannot be rendered is listed
@@ -50,6 +51,7 @@ from analysis.reports import parts as report_parts
 from analysis.reports import report
 from analysis.reports import story as story_lib
 from results import safeio
+from results.db import store as db_store
 from rigs import registry
 from rigs.host import terminal
 from tools.publish import monitor_pages
@@ -359,10 +361,11 @@ def index_groups(entries, references):
     return groups
 
 
-def build_site(results_root, out, built_at, console=None, flame_tools=None, jobs=None):
+def build_site(results_root, out, built_at, console=None, flame_tools=None, jobs=None, db=None):
     """Builds the site into `out` (replaced whole, through a temporary folder beside it); returns the
     entries (sets and declared studies), failed ones included. flame_tools: (java, jfr-converter jar), for
-    the profiled sets' flame graph pages. jobs: reports rendered at once (default: this process' CPUs)."""
+    the profiled sets' flame graph pages. jobs: reports rendered at once (default: this process' CPUs). db: the
+    results database the nightly history is read from (default: TUNELAB_DB, else results/.db/tunelab.sqlite)."""
     console = console or Console(highlight=False, soft_wrap=True)
     baselines = os.path.join(results_root, "baselines")
     if not os.path.isdir(baselines):
@@ -396,14 +399,13 @@ def build_site(results_root, out, built_at, console=None, flame_tools=None, jobs
         studies.sort(key=lambda s: s.name)  # newest first, then by name; those not rendered last
         studies.sort(key=lambda s: s.date, reverse=True)
         studies.sort(key=lambda s: bool(s.failed))
-        histories = []
-        for name, series_sets in side_pages.nightly_series(sets).items():
-            histories.append({"name": name, "sets": [s.name for s in series_sets],
-                              "plots": side_pages.write_history(name, series_sets, staging)})
+        histories, unread_nights = side_pages.nightly_histories(results_root, sets,
+                                                                db or db_store.database_url(None, results_root),
+                                                                staging)
         rows, sensitivity_plots, promised, unusable = side_pages.write_sensitivity(baselines, staging)
         bisects, unreadable_bisects = side_pages.write_bisects(results_root, staging)
         # listed last with their reasons, as a set that cannot be read
-        studies += [Study(name=name, failed=reason) for name, reason in unusable + unreadable_bisects]
+        studies += [Study(name=name, failed=reason) for name, reason in unusable + unreadable_bisects + unread_nights]
         page = dict(built_at=built_at, studies=studies, histories=histories, groups=index_groups(studies, references),
                     references=[r.reference for r in references], rows=rows, plots=sensitivity_plots,
                     promised=promised, bisects=bisects)
@@ -480,6 +482,8 @@ def parse_args(argv):
     parser.add_argument("--out", default="site", help="the site's folder, replaced whole (default: site, in "
                                                        "the workspace)")
     parser.add_argument("--results", help="the results folder (default: the workspace's results/)")
+    parser.add_argument("--db", help="the results database the nightly history is read from (default: TUNELAB_DB, "
+                                     "else results/.db/tunelab.sqlite, made and filled from the nightly sets)")
     parser.add_argument("--built-at", help="the build time stated on every page, ISO 8601 (default: now); "
                                            "the same sets and --built-at give the same bytes")
     parser.add_argument("--jobs", type=int, help="reports rendered at once (default: the CPUs this process may "
@@ -505,7 +509,8 @@ def main(argv=None, console=None):
     started = time.monotonic()
     try:
         studies = build_site(results_root, out, built_at, console,
-                             (args.java, args.converter) if args.java and args.converter else None, args.jobs)
+                             (args.java, args.converter) if args.java and args.converter else None, args.jobs,
+                             db=args.db)
     except PublishError as e:
         console.print(f"[red]error:[/red] {e}")
         return EXIT_BAD_INPUT

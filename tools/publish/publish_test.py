@@ -272,20 +272,37 @@ class PublishTest(unittest.TestCase):
 
     def test_a_nightly_series_gets_its_history_plots(self):
         # Issue 41, item 3: history wrote OUT-0.png.. while the site looked for OUT itself: no nightly history
-        # was ever shown; a change point (history's exit 1) dropped the plot too.
-        folder = os.path.join(self.dir, "nightly")
+        # was ever shown. Issue 83: the history is read from the results database, the nightly-<series> sets
+        # indexed into it first; a night promoted under another name is a study, not history.
+        root = os.path.join(self.dir, "nightly-results")
         sets = []
         for n, level in enumerate([1000.0, 990.0, 1005.0]):
-            path = os.path.join(folder, f"nightly-calibration-2026112{n}")
-            write_set(path, [({"gc": "g1"}, level), ({"gc": "parallel"}, level * 0.9)], runs=2, seed=n)
+            path = os.path.join(root, "baselines", f"nightly-calibration-2026112{n}")
+            write_set(path, [({"revision": "accepted"}, level), ({"revision": "candidate"}, level * 0.99)], runs=3,
+                      seed=n)
             sets.append(resultsets.load_run(path))
+        study = os.path.join(root, "baselines", "calibration-planted-20261124")
+        write_set(study, [({"revision": "accepted"}, 1000.0), ({"revision": "candidate"}, 800.0)], runs=3)
+        sets.append(resultsets.load_run(study))
+        url = "sqlite:///" + os.path.join(self.dir, "nightly.sqlite")
         out = os.path.join(self.dir, "plots")
         os.makedirs(out)
-        plots = side_pages.write_history("calibration", sets, out)
-        self.assertGreaterEqual(len(plots), 2, plots)  # two cells: one plot each
-        for name in plots:
-            self.assertGreater(os.path.getsize(os.path.join(out, name)), 1000)
-        self.assertEqual(side_pages.write_history("calibration", sets[:1], out), [])
+        histories, failures = side_pages.nightly_histories(root, sets, url, out)
+        self.assertEqual(failures, [])
+        self.assertEqual([h["name"] for h in histories], ["calibration"])
+        self.assertEqual(len(histories[0]["nights"]), 3)  # the planted study is not a night of the history
+        self.assertEqual(histories[0]["plots"], ["history-calibration.png"])  # one cell, one metric
+        self.assertGreater(os.path.getsize(os.path.join(out, "history-calibration.png")), 1000)
+        # Read again: nothing new indexed, the same history; one night alone draws nothing.
+        self.assertEqual(side_pages.nightly_histories(root, sets, url, out)[0], histories)
+        self.assertEqual(side_pages.nightly_histories(root, sets[:1], "sqlite:///" + os.path.join(
+            self.dir, "one.sqlite"), out)[0][0]["plots"], [])
+        # A database that cannot be read is a line on the index, not a crash.
+        broken = os.path.join(self.dir, "broken.sqlite")
+        with open(broken, "wb") as f:
+            f.write(b"not a database at all" * 10)
+        self.assertEqual(side_pages.nightly_histories(root, sets, "sqlite:///" + broken, out)[0], [])
+        self.assertIn("cannot be read", side_pages.nightly_histories(root, sets, "sqlite:///" + broken, out)[1][0][1])
 
     def test_the_command_line(self):
         root = self.small_results(["nightly-calibration"])

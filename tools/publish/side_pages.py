@@ -3,6 +3,7 @@ nightly history plots, the Sensitivity page (every committed figure, and what ea
 the nights recorded), and the committed bisects. Each returns what it could not read as (name, reason), which
 the index lists with its reason, never a crash."""
 
+import argparse
 import contextlib
 import glob
 import io
@@ -10,12 +11,16 @@ import math
 import os
 import re
 
-from analysis.history import command as history_command
+import sqlalchemy as sa
+
+from analysis.history import changepoints, command as history_command
 from analysis.reports import bisect_pages
 from analysis.reports import plots
 from analysis.reports import report
 from analysis.sensitivity import figures as sensitivity_figures
 from results import safeio
+from results.db import queries as db_queries, store as db_store
+from tools.results import importer
 
 NIGHTLY = re.compile(r"^nightly-(?P<series>[a-z0-9_]+?)(?:-\d{8}.*)?$")
 SAFE_NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,127}$")
@@ -27,26 +32,56 @@ def set_date(result_set):
     return ends[-1][:10] if ends and ends[-1] else ""
 
 
-def nightly_series(studies_sets):
-    """{series: [ResultSet in date order]} of the sets named nightly-<series>[-<date>...]."""
-    series = {}
-    for result_set in studies_sets:
-        m = NIGHTLY.fullmatch(result_set.name)
-        if m:
-            series.setdefault(m.group("series"), []).append(result_set)
-    return {name: sorted(sets, key=set_date) for name, sets in sorted(series.items())}
+def series_of(night):
+    """The history a night belongs to (a row of results/db/queries.night_checks): the series of the nightly-<series>
+    set it is promoted as; its matrix when it is a fresh night (a run of the nightly profile, not promoted); None
+    when it is promoted only under other names (a study, shown as its own set) or is not of the nightly profile."""
+    named = sorted(m.group("series") for m in map(NIGHTLY.fullmatch, night["sets"]) if m)
+    if named:
+        return named[0]
+    return night["matrix"] if not night["sets"] and night["profile"] == "nightly" else None
 
 
-def write_history(name, sets, out_dir):
-    """The series' history plots (two or more sets: one per cell and metric, change points marked), [] with
-    fewer. A change point found (history's exit 1) still has its plot."""
-    if len(sets) < 2:
+def nightly_histories(results_root, studies_sets, db_url, out_dir):
+    """([{name, nights: [run ids], plots}], [(name, reason)]) of the site's nightly history, read from the results
+    database at db_url: the nightly-<series> sets are indexed in it first (idempotent: a fresh clone's database is
+    made here), then every night it holds is grouped by series_of (a team database adds the nights the nightly
+    indexed and nobody promoted). A database that cannot be read is one (name, reason), never a crash."""
+    folders = [s.path for s in studies_sets if NIGHTLY.fullmatch(os.path.basename(os.path.normpath(s.path)))]
+    try:
+        engine = db_store.open_for_writing(db_url)
+        try:
+            outcome = importer.import_folders(engine, folders, results_root, workers=1)
+            with engine.connect() as connection:
+                rows = db_queries.night_checks(connection)
+        finally:
+            engine.dispose()
+    except (db_store.DatabaseError, sa.exc.SQLAlchemyError) as e:
+        return [], [("nightly history", f"the results database {db_store.redacted(db_url)} cannot be read: "
+                                        f"{str(e).splitlines()[0][:300]}")]
+    failures = [(f"nightly history: {folder}", reason) for folder, reason in outcome.refused]
+    by_series = {}
+    for row in rows:
+        name = series_of(row)
+        if name and SAFE_NAME.fullmatch(name):
+            by_series.setdefault(name, []).append(row)
+    histories = []
+    for name, found in sorted(by_series.items()):
+        runs = list(dict.fromkeys(row["run_id"] for row in found))
+        histories.append({"name": name, "nights": runs, "plots": write_history(name, found, out_dir)})
+    return histories, failures
+
+
+def write_history(name, rows, out_dir):
+    """The series' history plots from its nights' rows (results/db/queries.night_checks; two or more nights: one
+    plot per cell and metric, change points marked), [] with fewer. A change point found still has its plot."""
+    if len({row["run_id"] for row in rows}) < 2:
         return []
     path = os.path.join(out_dir, f"history-{name}.png")
+    by_night, declared = changepoints.nights_from_rows(rows)
+    options = argparse.Namespace(metric=None, min_segment=history_command.MIN_SEGMENT)
     with contextlib.redirect_stdout(io.StringIO()):
-        code = history_command.main([s.path for s in sets] + ["--out", path])
-    if code not in (0, 1):
-        return []
+        history_command.nightly_main(by_night, declared, options, *os.path.splitext(path))
     stem = os.path.splitext(path)[0]
     return sorted((os.path.basename(p) for p in glob.glob(glob.escape(stem) + "*.png")
                    if p == path or re.fullmatch(r"-[0-9]+\.png", p[len(stem):])),

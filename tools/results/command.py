@@ -177,7 +177,8 @@ def run_import(args, url, results_root, console):
     added = outcome.added
     console.print(f"{outcome.folders - len(outcome.refused)} of {outcome.folders} folders indexed in "
                   f"{time.monotonic() - started:.1f} s into {store.redacted(url)}: new {added.documents} documents, "
-                  f"{added.runs} runs, {added.results} results, {added.metric_values} metric values, {added.sets} sets"
+                  f"{added.runs} runs, {added.results} results, {added.metric_values} metric values, {added.sets} sets, "
+                  f"{added.figures} sensitivity figures, {added.bisects} bisects"
                   + (" (all held already)" if not any((added.documents, added.runs, added.results)) else ""),
                   markup=False)
     for folder, reason in outcome.refused:

@@ -65,8 +65,8 @@ class CommandTest(unittest.TestCase):
         shutil.rmtree(broken)
         code, text, _ = run(self.db + ["import"])
         self.assertEqual(code, command.EXIT_OK)
-        self.assertIn("new 0 documents, 0 runs, 0 results, 0 metric values, 0 sets (all held already)",
-                      " ".join(text.split()))
+        self.assertIn("new 0 documents, 0 runs, 0 results, 0 metric values, 0 sets, 0 sensitivity figures, 0 bisects "
+                      "(all held already)", " ".join(text.split()))
         code, text, _ = run(["import", os.path.join(self.tmp.name, "nowhere")] + self.db)
         self.assertEqual(code, command.EXIT_BAD_INPUT)
         self.assertIn("is not a folder", text)
@@ -83,11 +83,14 @@ class CommandTest(unittest.TestCase):
         self.assertEqual(code, command.EXIT_BAD_INPUT)
         self.assertIn("older than this checkout's", text)
         code, text, _ = run(self.db + ["migrate"])
-        self.assertIn("schema revision 0001 -> 0002", text)
+        self.assertIn("schema revision 0001 -> 0003", text)
+        nights = "SELECT count(*) AS n FROM night_checks"
         self.assertEqual(json.loads(run(self.db + ["--json", "query", checks])[2]), [{"n": 0}])
+        self.assertEqual(json.loads(run(self.db + ["--json", "query", nights])[2]), [{"n": 0}])
         code, text, _ = run(self.db + ["import"])
         self.assertIn("new 0 documents, 0 runs, 0 results", " ".join(text.split()))
         self.assertEqual(json.loads(run(self.db + ["--json", "query", checks])[2]), [{"n": 2}])
+        self.assertEqual(json.loads(run(self.db + ["--json", "query", nights])[2]), [{"n": 2}])  # a metric a night
         self.assertFalse(rows.reread_pending(store.connect(self.db[1])))
 
     def test_the_answers_fit_100_columns_or_come_as_csv_and_json(self):
