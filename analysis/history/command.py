@@ -139,7 +139,7 @@ def nightly_main(by_night, declared, args, stem, ext):
         title = f"{metric}: nightly, candidate vs accepted" + ("" if cell == "(the only cell)" else f" ({cell})")
         path = plots.nightly_history(target, title, decl["unit"], found, [c.index for c in cps])
         states = collections.Counter(x.state for x in found)
-        print(f"{metric} [{cell}]: {len(found)} nights ({', '.join(f'{v} {k}' for k, v in sorted(states.items()))}), "
+        print(f"{metric} [{cell}]: {len(found)} night(s) ({', '.join(f'{v} {k}' for k, v in sorted(states.items()))}), "
               f"{len(cps)} change point(s); plot {path}")
         for c in cps:
             regressions += c.regression

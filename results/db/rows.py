@@ -233,17 +233,18 @@ class Imported:
 CONCURRENT_ATTEMPTS = 5  # PostgreSQL: another writer inserted the same rows first; the next attempt finds them
 
 
-def import_run(engine, manifest, results, set_name=None, night_checks=None):
+def import_run(engine, manifest, results, set_name=None, night_checks=None, movers=None, verdicts=None):
     """Indexes one run's documents (its manifest and cell results, read and checked by the caller) in one
     transaction; with set_name, as that promoted set. A result whose place (run, cell, repetition) holds another
     document already is refused (a result is never rewritten), naming the file; nothing of the run is written.
     Two writers of the same run at once (a nightly and a fleet; PostgreSQL, where they do not queue as SQLite's
     BEGIN IMMEDIATE makes them): the one that finds the other's rows first rolls back and tries again.
     night_checks: a night's checks as the gate judges them (dicts of schema.night_checks' columns less run and
-    manifest_sha256), written in the same transaction."""
+    manifest_sha256), movers: a profiled run's movers (schema.profile_movers' columns less run), verdicts: its
+    gate.json as (Document, entries); all written in the same transaction."""
     for attempt in range(CONCURRENT_ATTEMPTS):
         try:
-            return _import_run(engine, manifest, results, set_name, night_checks)
+            return _import_run(engine, manifest, results, set_name, night_checks, movers, verdicts)
         except sa.exc.IntegrityError:
             if attempt == CONCURRENT_ATTEMPTS - 1:
                 raise
@@ -251,7 +252,7 @@ def import_run(engine, manifest, results, set_name=None, night_checks=None):
     raise AssertionError("unreachable")
 
 
-def _import_run(engine, manifest, results, set_name, night_checks):
+def _import_run(engine, manifest, results, set_name, night_checks, movers, verdicts):
     with engine.begin() as connection:
         added = Imported()
         added.documents = _insert_documents(connection, [manifest] + list(results))
@@ -288,7 +289,35 @@ def _import_run(engine, manifest, results, set_name, night_checks):
         if set_name:
             added.sets = _set_rows(connection, set_name, run, manifest, results)
         _gate_and_night_rows(connection, run, manifest, results, new_manifest, night_checks)
+        if movers is not None:
+            connection.execute(sa.delete(schema.profile_movers).where(schema.profile_movers.c.run == run))
+            unique = {(m["baseline_cell"], m["candidate_cell"], m["event"], m["rank"]): dict(m, run=run)
+                      for m in movers}
+            if unique:
+                connection.execute(sa.insert(schema.profile_movers), list(unique.values()))
+        if verdicts is not None:
+            _verdict_rows(connection, run, *verdicts)
     return added
+
+
+def _verdict_rows(connection, run, document, entries):
+    """The run's gate.json (a Document and its entries, read by tools/gate/record.py) as gate_verdicts rows,
+    replacing those of the run's previous gate.json."""
+    _insert_documents(connection, [document])
+    connection.execute(sa.delete(schema.gate_verdicts).where(schema.gate_verdicts.c.run == run))
+    rows = {}
+    for n, e in enumerate(entries):
+        for c in e["checks"]:
+            rows[(n, c["cell"], c["metric"])] = {
+                "run": run, "entry": n, "cell": c["cell"][:512], "metric": c["metric"][:64], "axis": e["axis"],
+                "baseline_value": e["baseline_value"], "candidate_value": e["candidate_value"],
+                "against": e["against"], "verdict": e["state"], "judged_at": _time(e["judged_at"]),
+                "unit": c["unit"][:32], "direction": c["direction"], "state": c["state"], "watched": c["watched"],
+                "worse_by": c["worse_by"], "worse_low": c["worse_low"], "worse_high": c["worse_high"],
+                "asked_effect": c["asked"], "stated_d": c["stated_d"], "tonight_d": c["tonight_d"],
+                "rounds": c["rounds"], "document_sha256": document.sha256}
+    if rows:
+        connection.execute(sa.insert(schema.gate_verdicts), list(rows.values()))
 
 
 def _set_rows(connection, name, run, manifest, results):
@@ -351,7 +380,7 @@ def import_bisect(engine, name, document, record):
             bisect = row.id
             connection.execute(sa.update(b).where(b.c.id == bisect).values(**values))
             connection.execute(sa.delete(steps).where(steps.c.bisect == bisect))
-        step_rows = [{"bisect": bisect, "step": n, "commit": str(s["commit"]), "commit_index": int(s["index"]),
+        step_rows = [{"bisect": bisect, "step": n, "tested": str(s["commit"]), "commit_index": int(s["index"]),
                       "verdict": str(s["verdict"]), "toward_good": s.get("toward_good") or None,
                       "toward_bad": s.get("toward_bad") or None, "rounds": s.get("rounds"),
                       "why": s.get("why") or None}

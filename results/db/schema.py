@@ -227,13 +227,64 @@ bisect_steps = sa.Table(
     "bisect_steps", metadata,
     sa.Column("bisect", sa.Integer, sa.ForeignKey("bisects.id", ondelete="CASCADE"), primary_key=True),
     sa.Column("step", sa.Integer, primary_key=True),  # its order in the record, from 1
-    sa.Column("commit", sa.String(200), nullable=False),
+    sa.Column("tested", sa.String(200), nullable=False),  # the commit (or the axis' value) the step measured
     sa.Column("commit_index", sa.Integer, nullable=False),  # its place in the range (1 = good's child)
     sa.Column("verdict", sa.String(16), nullable=False),
     sa.Column("toward_good", sa.String(16), nullable=True),
     sa.Column("toward_bad", sa.String(16), nullable=True),
     sa.Column("rounds", sa.Integer, nullable=True),
     sa.Column("why", sa.Text, nullable=True),
+)
+
+# The frames that moved in a profiled run's comparisons (analysis/profiling/profiles.comparisons: a cell against its
+# partner with the axis' baseline value, per profiled event), the top movers of each by |change|, in rank order.
+# Shares in percentage points of the event's samples (unit "points").
+profile_movers = sa.Table(
+    "profile_movers", metadata,
+    sa.Column("run", sa.Integer, sa.ForeignKey("runs.id", ondelete="CASCADE"), primary_key=True),
+    sa.Column("baseline_cell", sa.String(32), primary_key=True),
+    sa.Column("candidate_cell", sa.String(32), primary_key=True),
+    sa.Column("event", sa.String(16), primary_key=True),
+    sa.Column("rank", sa.Integer, primary_key=True),  # 1 = moved most
+    sa.Column("axis", sa.String(64), nullable=False),
+    sa.Column("baseline_value", sa.String(256), nullable=False),
+    sa.Column("candidate_value", sa.String(256), nullable=False),
+    sa.Column("frame", sa.Text, nullable=False),
+    sa.Column("baseline", sa.Float, nullable=False),
+    sa.Column("candidate", sa.Float, nullable=False),
+    sa.Column("change", sa.Float, nullable=False),
+    sa.Column("change_low", sa.Float, nullable=True),  # NULL: one run a side, no interval
+    sa.Column("change_high", sa.Float, nullable=True),
+    sa.Column("unit", sa.String(32), nullable=False),
+    sa.Column("moved", sa.Boolean, nullable=False),  # the interval excludes zero
+)
+
+# The gate's verdicts as it gave them (a run's gate.json, tools/gate/record.py: //tools:gate --record, which the
+# nightly passes): per comparison it judged there (entry: its place in the document) every check, fractions worse.
+gate_verdicts = sa.Table(
+    "gate_verdicts", metadata,
+    sa.Column("run", sa.Integer, sa.ForeignKey("runs.id", ondelete="CASCADE"), primary_key=True),
+    sa.Column("entry", sa.Integer, primary_key=True),
+    sa.Column("cell", sa.String(512), primary_key=True),
+    sa.Column("metric", sa.String(64), primary_key=True),
+    sa.Column("axis", sa.String(64), nullable=True),
+    sa.Column("baseline_value", sa.String(256), nullable=True),
+    sa.Column("candidate_value", sa.String(256), nullable=True),
+    sa.Column("against", sa.String(512), nullable=True),  # the stored set a two-set gate judged this run against
+    sa.Column("verdict", sa.String(16), nullable=False),  # the comparison's: tools/gate's exit status as a word
+    sa.Column("judged_at", sa.DateTime(timezone=True), nullable=True),
+    sa.Column("unit", sa.String(32), nullable=False),
+    sa.Column("direction", sa.String(24), nullable=False),
+    sa.Column("state", sa.String(16), nullable=False),
+    sa.Column("watched", sa.Boolean, nullable=False),
+    sa.Column("worse_by", sa.Float, nullable=True),
+    sa.Column("worse_low", sa.Float, nullable=True),
+    sa.Column("worse_high", sa.Float, nullable=True),
+    sa.Column("asked_effect", sa.Float, nullable=True),
+    sa.Column("stated_d", sa.Float, nullable=True),
+    sa.Column("tonight_d", sa.Float, nullable=True),
+    sa.Column("rounds", sa.Integer, nullable=True),
+    sa.Column("document_sha256", sa.String(64), sa.ForeignKey("documents.sha256"), nullable=False),
 )
 
 sa.Index("ix_night_checks_metric", night_checks.c.metric)

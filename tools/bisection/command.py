@@ -31,16 +31,20 @@ import shlex
 import sys
 import time
 
+import sqlalchemy as sa
+
 from analysis import resultsets, thresholds
 from analysis.reports import bisect_pages
 from analysis.gate.decision import GateError
 from results import safeio, store
+from results.db import store as db_store
 from rigs.host import hoststate
 from tools.bisection import build as bisect_build
 from tools.bisection import core as bisect_core
 from tools.bisection import step_profiles as bisect_profiles
 from tools.gate import gate
 from tools.gate import confirm as gate_confirm
+from tools.results import importer
 from tools.bisection.build import BisectInputError, BuildFailed
 from tools.bisection.core import SKIPPED, UNKNOWN
 from tools.bisection.step_profiles import finite
@@ -96,6 +100,8 @@ def parse_args(argv):
                    help="write the outcome as JSON to FILE when the bisect ends (state, text, first_bad, record): "
                         "for scripts (tools/nightly/nightly.sh), which read this, never the console")
     p.add_argument("--results-dir", help="where runs and bisects are stored (default: <workspace>/results)")
+    p.add_argument("--db", help="the results database the record and its runs are indexed in after every step "
+                                "(default: TUNELAB_DB, else results/.db/tunelab.sqlite)")
     p.add_argument("--state-dir", default=hoststate.default_state_dir(),
                    help="the host state folder holding the bisect lock (as the runner's)")
     p.add_argument("--java", help=argparse.SUPPRESS)  # with --converter: the answer's differential flame graphs
@@ -166,10 +172,34 @@ class Bisect:
         self.workspace, self.results_root, self.args = workspace, results_root, args
         self.bisection = bisect_core.Bisection(record["commits"], [bisect_core.Step(**s) for s in record["steps"]])
         self.builds = {}
+        self.index_problem = ""
 
     def save(self):
         self.record["steps"] = [s.to_json() for s in self.bisection.steps]
         store.write_side_document(self.folder, RECORD, self.record)
+        self.index()
+
+    def index(self):
+        """The record just written and its steps' runs, indexed in the results database (issue 83: the document
+        first, then its rows); a database that cannot take them is said once, and the bisect goes on."""
+        runs = [m["run"] for m in [self.record.get("confirmation"), self.record.get("final"),
+                                   *self.record["measures"].values()] if isinstance(m, dict) and m.get("run")]
+        folders = [self.folder] + sorted({r for r in runs if os.path.isfile(os.path.join(r, "manifest.json"))})
+        url = db_store.database_url(getattr(self.args, "db", None), self.results_root)
+        try:
+            engine = db_store.open_for_writing(url)
+            try:
+                refused = importer.import_folders(engine, folders, self.results_root, workers=1).refused
+            finally:
+                engine.dispose()
+            problem = "; ".join(f"{where}: {why}" for where, why in refused)
+        except (db_store.DatabaseError, sa.exc.SQLAlchemyError) as e:
+            problem = str(e).splitlines()[0]
+        if problem and not self.index_problem:
+            print(f"   the results database {db_store.redacted(url)} did not take this bisect: {problem[:300]} "
+                  f"(its record and runs are stored; index them later: bazel run //tools:results -- import)",
+                  flush=True)
+        self.index_problem = problem
 
     def checkout_build(self):
         """This checkout's build of the matrix (an axis bisect runs every value with it)."""

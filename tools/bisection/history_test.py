@@ -25,6 +25,7 @@ import contextlib
 import io
 import os
 import shutil
+import sqlite3
 import stat
 import subprocess
 import sys
@@ -144,6 +145,15 @@ class BisectHistoryTest(unittest.TestCase):
                 self.assertTrue(checks and all(c["reasons"] for c in checks), step)
             else:
                 self.assertEqual(step["verdict"], truth, step)
+        # Indexed after every step (issue 83): the database beside the results holds its steps and their runs.
+        database = sqlite3.connect(f"file:{os.path.join(self.results, '.db', 'tunelab.sqlite')}?mode=ro", uri=True)
+        try:
+            steps = database.execute("SELECT tested, verdict FROM bisect_steps ORDER BY step").fetchall()
+            runs = {run_id for (run_id,) in database.execute("SELECT run_id FROM runs")}
+        finally:
+            database.close()
+        self.assertEqual(steps, [(s["commit"], s["verdict"]) for s in record["steps"]])
+        self.assertLessEqual({os.path.basename(m["run"]) for m in record["measures"].values()}, runs)
         answer = record["answer"]
         if status == bisect_command.EXIT_UNKNOWN:
             # A noisy stretch of this VM (run-to-run 8-12 %) may leave a step unclear at --max-rounds: the

@@ -39,13 +39,18 @@ import sys
 import tempfile
 import traceback
 
+import sqlalchemy as sa
+
 from analysis import resultsets, sequential, stats, thresholds
 from analysis.profiling import profiles
 from analysis.gate import decision as gate_decision
 from analysis.gate.decision import GateError
 from tools.gate import confirm as gate_confirm
 from tools.gate import output as gate_output
+from tools.gate import record as gate_record
+from tools.results import importer
 from results import safeio
+from results.db import store as db_store
 
 EXIT_PASS, EXIT_REGRESSED, EXIT_UNUSABLE, EXIT_INCONCLUSIVE = 0, 1, 2, 3
 def swapped(axis, resolve):
@@ -84,6 +89,10 @@ def parse_args(argv):
                         help="refuse (exit 2) where a metric's minimum effect is below what the gate can see (its "
                              "MDE from the rig's committed sensitivity.json), instead of judging at the MDE")
     parser.add_argument("--results-dir", help="the results folder (default: <workspace>/results)")
+    parser.add_argument("--record", action="store_true",
+                        help="keep the verdict beside the judged run (gate.json; never in a committed set) and index "
+                             "it in the results database (--db, TUNELAB_DB, else results/.db/tunelab.sqlite)")
+    parser.add_argument("--db", help="with --record: the results database")
     args = parser.parse_args(argv)
     within = args.run is not None or args.axis is not None
     if within and (args.baseline or args.candidate):
@@ -188,7 +197,41 @@ def run(args):
         safeio.write_text(os.path.join(cwd, args.markdown), text)
     if args.junit:
         safeio.write_text(os.path.join(cwd, args.junit), gate_output.junit(checks, baseline, candidate))
+    if args.record:
+        if args.run:
+            entry = gate_record.entry(checks, args.axis, args.baseline_value, args.candidate_value, None,
+                                      STATES[exit_status(checks)])
+            keep_verdict(run.path, entry, results_root, args.db)
+        else:
+            entry = gate_record.entry(checks, None, None, None, baseline.name[:512], STATES[exit_status(checks)])
+            keep_verdict(candidate.path, entry, results_root, args.db)
     return exit_status(checks)
+
+
+def keep_verdict(folder, entry, results_root, db):
+    """--record: the verdict kept beside the run (the document first), then the run indexed with it. What cannot
+    be kept is said on stderr and never changes the exit status (a regression stays one)."""
+    if not folder or not gate_record.writable(folder, results_root):
+        print(f"note: the verdict is not recorded: {folder} is not a run of {results_root} (a committed set is "
+              "never written)", file=sys.stderr)
+        return
+    try:
+        path = gate_record.keep(folder, entry)
+    except (gate_record.RecordError, OSError, safeio.WriteRefused) as e:
+        print(f"note: the verdict is not recorded: {e}", file=sys.stderr)
+        return
+    url = db_store.database_url(db, results_root)
+    try:
+        engine = db_store.open_for_writing(url)
+        try:
+            refused = importer.import_folders(engine, [folder], results_root, workers=1).refused
+        finally:
+            engine.dispose()
+        problem = "; ".join(why for _, why in refused)
+    except (db_store.DatabaseError, sa.exc.SQLAlchemyError) as e:
+        problem = str(e).splitlines()[0]
+    print(f"verdict kept in {path}" + (f"; not indexed in {db_store.redacted(url)}: {problem[:300]}" if problem
+                                        else f", indexed in {db_store.redacted(url)}"), file=sys.stderr)
 
 
 def profile_note(run, axis, baseline_value=None, candidate_value=None):

@@ -5,6 +5,8 @@ effect, and refuses unusable input with exit 2. Its Markdown and JUnit XML are c
 import io
 import json
 import os
+import shutil
+import sqlite3
 import sys
 import tomllib
 import tempfile
@@ -24,6 +26,7 @@ from analysis.testing.testsets import write_set
 from tools.gate import gate
 from tools.gate import confirm as gate_confirm
 from tools.gate import output as gate_output
+from tools.gate import record as gate_record
 
 RUNFILES = os.path.abspath(os.path.join(os.path.dirname(__file__), "..", ".."))
 
@@ -290,6 +293,44 @@ class GateTest(unittest.TestCase):
         code, out = self.run_within(1000.0, 950.0)  # the first value seen is the baseline by default
         self.assertEqual(code, gate.EXIT_REGRESSED, out)
         self.assertNotIn("WARNING", out)  # one run: same host, same day, nothing to warn about
+
+    def test_a_recorded_verdict_is_kept_beside_the_run_and_indexed(self):
+        # Issue 83: --record keeps the verdict as a document (gate.json) beside the judged run, then its rows; the
+        # same comparison judged again replaces its entry; a committed set is never written.
+        root = os.path.join(self.dir, "recorded")
+        run = os.path.join(root, "vm-test", "20261207T000000Z-abcd")
+        os.makedirs(os.path.dirname(run))
+        write_set(run, [({"gc": "g1", "revision": "accepted"}, 1000.0), ({"gc": "g1", "revision": "candidate"}, 950.0)],
+                  runs=5, noise=0.003, seed=4)
+        argv = ["--run", run, "--axis", "revision", "--results-dir", root, "--record"]
+        for _ in range(2):
+            err = io.StringIO()
+            with redirect_stdout(io.StringIO()), redirect_stderr(err):
+                self.assertEqual(gate.main(argv), gate.EXIT_REGRESSED)
+            self.assertIn("indexed in sqlite:///", err.getvalue())
+        (entry,) = gate_record.read(run)
+        self.assertEqual((entry["axis"], entry["state"], entry["against"]), ("revision", "REGRESSED", None))
+        (check,) = entry["checks"]
+        self.assertAlmostEqual(check["worse_by"], 0.05, delta=0.01)
+        database = sqlite3.connect(os.path.join(root, ".db", "tunelab.sqlite"))
+        try:
+            rows = database.execute("SELECT verdict, metric, state, worse_by FROM gate_verdicts").fetchall()
+        finally:
+            database.close()
+        self.assertEqual(rows, [("REGRESSED", "cpu_loop_rate", "REGRESSED", check["worse_by"])])
+        committed = os.path.join(root, "baselines", "some-set")
+        shutil.copytree(run, committed)
+        os.remove(os.path.join(committed, "gate.json"))
+        err = io.StringIO()
+        with redirect_stdout(io.StringIO()), redirect_stderr(err):
+            gate.main(["--run", committed, "--axis", "revision", "--results-dir", root, "--record"])
+        self.assertIn("a committed set is never written", err.getvalue())
+        self.assertFalse(os.path.exists(os.path.join(committed, "gate.json")))
+        # A gate.json that is not one is refused by the importer, named; the run's results stay indexed.
+        with open(os.path.join(run, "gate.json"), "w") as f:
+            json.dump({"kind": "tunelab.gate_verdicts", "schema_version": 1, "verdicts": [{"axis": "x"}]}, f)
+        with self.assertRaisesRegex(gate_record.RecordError, "does not match gate_verdicts.v1"):
+            gate_record.read(run)
 
     def sequential_run(self, candidate, rounds=3, design=None):
         """A run of a sequential policy (3..8 rounds) that stopped after `rounds` rounds: the manifest's

@@ -171,8 +171,9 @@ for matrix in "${matrices[@]}"; do
   fi
 
   echo "== $matrix: gating candidate against accepted, inside run $(run_info_field "$run_info" run_id)"
+  # --record: the verdict kept beside the run (gate.json) and indexed with it (the results database).
   run_target //tools/gate:gate --run "$run_dir" --axis revision --baseline-value accepted \
-    --candidate-value candidate --markdown "$out/$matrix-gate.md" --junit "$out/$matrix-gate.xml"
+    --candidate-value candidate --markdown "$out/$matrix-gate.md" --junit "$out/$matrix-gate.xml" --record
   gate_status=$?
   # //tools:gate: 0 PASS, 1 REGRESSED, 2 unusable, 3 INCONCLUSIVE. A regression wins; a step that could not
   # run comes next; an inconclusive gate only over a clean night.

@@ -129,6 +129,14 @@ class NightlyTest(unittest.TestCase):
         (night,) = json.loads(query.stdout)
         self.assertEqual(night["run_id"], info["run_id"])
         self.assertEqual(night["decided_state"], "PASS" if proc.returncode == 0 else "INCONCLUSIVE")
+        # The gate's own verdict kept beside the run (gate.json, --record) and indexed with it.
+        self.assertTrue(os.path.isfile(os.path.join(info["run_dir"], "gate.json")))
+        verdicts = subprocess.run([sys.executable, os.path.join(RUNFILES, "tunelab", "tools", "results", "results"),
+                                   "--db", database, "--json", "query",
+                                   "SELECT DISTINCT verdict, axis FROM gate_verdicts"],
+                                  stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+        self.assertEqual(json.loads(verdicts.stdout),
+                         [{"verdict": night["decided_state"], "axis": "revision"}], verdicts.stdout)
         if proc.returncode == 0:
             self.assertTrue(gate.startswith("# tunelab gate: **PASS**"), gate)
             self.assertIn("every gate passed", proc.stdout)

@@ -1,9 +1,10 @@
-"""Run and set folders read as the readers read them (analysis/resultsets.py: a folder they refuse is refused
-here too, named), then indexed in the results database (results/db/rows.py), one run per transaction.
+"""Run and set folders read as the readers read them (analysis/resultsets.py: a folder they refuse is refused here too,
+named), then indexed in the results database (results/db/rows.py), one run per transaction.
 
 Beside a run's rows: a night's checks as the gate judges them (analysis/history/changepoints.night_checks, with the
-rig's committed figures under the results root), a set's sensitivity.json as its figures (read as the gate reads
-it: analysis/sensitivity/figures.py), and a bisect folder's record (read as --resume reads it:
+rig's committed figures under the results root), a profiled run's movers (analysis/profiling/profiles.comparisons),
+a run's gate.json as the gate's verdicts (tools/gate/record.py), a set's sensitivity.json as its figures (read as
+the gate reads it: analysis/sensitivity/figures.py), and a bisect folder's record (read as --resume reads it:
 analysis/reports/bisect_pages.read_record) as the bisect and its steps."""
 
 import dataclasses
@@ -13,10 +14,12 @@ import os
 
 from analysis import resultsets
 from analysis.history import changepoints
+from analysis.profiling import profiles
 from analysis.reports import bisect_pages
 from analysis.sensitivity import figures as sensitivity_figures
 from results import resultfile, safeio, store as file_store
 from results.db import rows
+from tools.gate import record as gate_record
 
 MANIFEST = "manifest.json"
 SENSITIVITY = sensitivity_figures.FILE_NAME
@@ -113,6 +116,35 @@ def night_rows(result_set, results_root):
     return out
 
 
+def mover_rows(result_set, top=10):
+    """The top movers of each profiled comparison of the run, per profiled event, as rows (rows.import_run's
+    movers); [] for a run without profiles. A profile the reader refuses leaves its comparison without rows."""
+    out = []
+    for event in profiles.profiled_events(result_set):
+        try:
+            found = profiles.comparisons(result_set, event=event, top=top)
+        except profiles.ProfileError:
+            continue
+        for c in found:
+            for rank, m in enumerate(c.rows, start=1):
+                out.append({"baseline_cell": c.baseline_id[:32], "candidate_cell": c.cell_id[:32], "event": event[:16],
+                            "rank": rank, "axis": c.axis[:64], "baseline_value": str(c.baseline_value)[:256],
+                            "candidate_value": str(c.value)[:256], "frame": m.frame[:4000], "baseline": m.baseline,
+                            "candidate": m.candidate, "change": m.change, "change_low": _none_if_nan(m.low),
+                            "change_high": _none_if_nan(m.high), "unit": m.unit[:32], "moved": bool(m.moved)})
+    return out
+
+
+def _verdicts(folder, results_root):
+    """(Document, entries) of the run's gate.json (the gate's recorded verdicts), None without one; RecordError
+    when it is not one."""
+    entries = gate_record.read(folder)
+    if not entries:
+        return None
+    path = os.path.join(folder, gate_record.FILE)
+    return _document(path, gate_record.KIND, {"verdicts": entries}, results_root), entries
+
+
 def _figures(folder, results_root):
     """(Document, [figure rows]) of the set's sensitivity.json, None without one; SensitivityError if unusable."""
     path = os.path.join(folder, SENSITIVITY)
@@ -156,14 +188,16 @@ def _held_already(engine, folder, results_root):
     names = [n for n in os.listdir(cells) if n.endswith(".json") and not n.startswith(".tmp-")] \
         if os.path.isdir(cells) and not os.path.islink(cells) else []
     paths = [os.path.join(folder, MANIFEST)] + [os.path.join(cells, n) for n in sorted(names)]
-    figures = [os.path.join(folder, SENSITIVITY)] if os.path.lexists(os.path.join(folder, SENSITIVITY)) else []
+    figures = [os.path.join(folder, name) for name in (SENSITIVITY, gate_record.FILE)
+               if os.path.lexists(os.path.join(folder, name))]
     if not names or any(os.path.islink(p) or not os.path.isfile(p) for p in paths + figures):
         return False
     return (rows.holds(engine, [safeio.sha256_of(p) for p in paths], _set_name(folder, results_root))
             and rows.holds(engine, [safeio.sha256_of(p) for p in figures]))
 
 
-READ_REFUSED = (resultsets.ResultSetError, safeio.InputError, OSError, sensitivity_figures.SensitivityError)
+READ_REFUSED = (resultsets.ResultSetError, safeio.InputError, OSError, sensitivity_figures.SensitivityError,
+                gate_record.RecordError)
 
 
 def _read_for_import(job):
@@ -173,7 +207,7 @@ def _read_for_import(job):
     try:
         manifest, results, set_name, result_set = read_folder(folder, results_root)
         return "ok", (manifest, results, set_name, night_rows(result_set, results_root),
-                      _figures(folder, results_root))
+                      _figures(folder, results_root), mover_rows(result_set), _verdicts(folder, results_root))
     except READ_REFUSED as e:
         return "refused", str(e)
 
@@ -217,9 +251,10 @@ def import_folders(engine, folders, results_root, progress=None, everything=Fals
         if state == "refused":
             refused.append((_relative(folder, results_root), found))
             continue
-        manifest, results, set_name, nights, figures = found
+        manifest, results, set_name, nights, figures, movers, verdicts = found
         try:
-            total.add(rows.import_run(engine, manifest, results, set_name=set_name, night_checks=nights))
+            total.add(rows.import_run(engine, manifest, results, set_name=set_name, night_checks=nights,
+                                      movers=movers, verdicts=verdicts))
             if figures:
                 total.figures += rows.import_figures(engine, *figures)
         except rows.ImportRefused as e:

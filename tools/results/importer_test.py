@@ -3,7 +3,8 @@ nightly history then reads back (analysis:history --matrix, the site) and must f
 makes from the documents; a set's sensitivity figures; a bisect and its steps, replaced when its record grows. On
 SQLite and on a real PostgreSQL (results/db/pgserver.py).
 
-Fixtures: committed calibration nights and bisects (real runs of this VM) and a committed sensitivity.json, copied
+Fixtures: committed calibration nights and bisects, a recorded profiled run (real runs of this VM) and a committed
+sensitivity.json, copied
 into a made results root (the figures beside a SYNTHETIC set standing in for theirs); the grown and broken bisect
 records are made here from a committed one."""
 
@@ -17,6 +18,7 @@ import unittest
 
 from analysis import resultsets
 from analysis.history import changepoints, command as history_command
+from analysis.profiling import profiles
 from analysis.reports import bisect_pages
 from analysis.sensitivity import figures as sensitivity_figures
 from analysis.testing.testsets import write_set
@@ -28,6 +30,8 @@ RESULTS = os.path.join(HERE, "..", "..", "results")
 NIGHTS = ["calibration-nightly-gated-20261207-2vcpu", "calibration-nightly-planted-20261207-2vcpu"]
 FIGURES = "calibration-gate-aa-20261124-2vcpu"  # its sensitivity.json: the calibration rig's figures
 BISECT = "calibration-bisect-synthetic-20261128"
+PROFILED = os.path.join(HERE, "..", "..", "analysis", "testdata", "profiled_run")
+PROFILED_RUN = "20261128T191712Z-edcd"  # a recorded profiled run (its README.md)
 
 
 class ImporterCases:
@@ -98,7 +102,7 @@ class ImporterCases:
             steps = connection.execute(schema.bisect_steps.select()
                                        .order_by(schema.bisect_steps.c.step)).all()
             bisect = connection.execute(schema.bisects.select()).one()
-        self.assertEqual([(s.commit, s.verdict) for s in steps], [(s["commit"], s["verdict"]) for s in record["steps"]])
+        self.assertEqual([(s.tested, s.verdict) for s in steps], [(s["commit"], s["verdict"]) for s in record["steps"]])
         self.assertEqual((bisect.name, bisect.answer_state, bisect.first_bad),
                          (BISECT, "found", record["answer"]["first_bad"]))
         again = self.import_all()
@@ -122,6 +126,28 @@ class ImporterCases:
         with self.engine.connect() as connection:
             self.assertEqual(len(connection.execute(schema.bisect_steps.select()).all()),
                              len(record["steps"]) + 1)
+
+    def test_a_profiled_runs_movers_are_its_comparisons_rows(self):
+        run = os.path.join(self.root, "vm-0035969e", PROFILED_RUN)
+        shutil.copytree(os.path.join(PROFILED, "vm-0035969e", PROFILED_RUN), run)
+        outcome = importer.import_folders(self.engine, [run], self.root, workers=1)
+        self.assertEqual(outcome.refused, [])
+        (expected,) = profiles.comparisons(resultsets.load_run(run), event="cpu", top=10)
+        with self.engine.connect() as connection:
+            held = connection.execute(schema.profile_movers.select().order_by(schema.profile_movers.c.rank)).all()
+        self.assertEqual([(m.frame, m.axis, m.candidate_value, m.event) for m in held],
+                         [(r.frame, "injected_slowdown_pct", "20", "cpu") for r in expected.rows])
+        self.assertEqual([m.moved for m in held], [r.moved for r in expected.rows])
+        self.assertTrue(any(m.moved and "Calibration" in m.frame for m in held), held)  # the slowed loop moved
+        # A profile whose bytes are not those its result records is not read: its repetition is left out of the
+        # movers (named as missing), the others still give them.
+        profile = os.path.join(run, "profiles", sorted(os.listdir(os.path.join(run, "profiles")))[0])
+        with open(profile, "ab") as f:
+            f.write(b"planted bytes")
+        (tampered,) = profiles.comparisons(resultsets.load_run(run), event="cpu", top=10)
+        self.assertTrue(any("sha256" in why for why in tampered.missing), tampered.missing)
+        self.assertEqual([r["frame"] for r in importer.mover_rows(resultsets.load_run(run))],
+                         [r.frame for r in tampered.rows])
 
     def test_a_made_night_of_a_set_without_figures_still_has_its_checks(self):
         # A night whose rig has no committed figure: its checks keep this run's own D; the stated one is empty.

@@ -1,6 +1,7 @@
-"""A night's checks as the gate judges them, and the night's gate verdict; every committed sensitivity figure;
-bisects and their steps. Rows of documents imported before this revision are made by the next full import: the
-`reread_documents` mark makes it read every folder again (nothing else changes), and it clears the mark.
+"""A night's checks as the gate judges them, and the night's gate verdict; every committed sensitivity figure; bisects
+and their steps; the frames that moved in a profiled run's comparisons; the gate's recorded verdicts. Rows of
+documents imported before this revision are made by the next full import: the `reread_documents` mark makes it read
+every folder again (nothing else changes), and it clears the mark.
 
 Revision ID: 0003
 Revises: 0002
@@ -94,7 +95,7 @@ def _bisects():
         "bisect_steps",
         sa.Column("bisect", sa.Integer, nullable=False),
         sa.Column("step", sa.Integer, nullable=False),
-        sa.Column("commit", sa.String(200), nullable=False),
+        sa.Column("tested", sa.String(200), nullable=False),
         sa.Column("commit_index", sa.Integer, nullable=False),
         sa.Column("verdict", sa.String(16), nullable=False),
         sa.Column("toward_good", sa.String(16), nullable=True),
@@ -106,8 +107,65 @@ def _bisects():
     )
 
 
+def _profile_movers():
+    op.create_table(
+        "profile_movers",
+        sa.Column("run", sa.Integer, nullable=False),
+        sa.Column("baseline_cell", sa.String(32), nullable=False),
+        sa.Column("candidate_cell", sa.String(32), nullable=False),
+        sa.Column("event", sa.String(16), nullable=False),
+        sa.Column("rank", sa.Integer, nullable=False),
+        sa.Column("axis", sa.String(64), nullable=False),
+        sa.Column("baseline_value", sa.String(256), nullable=False),
+        sa.Column("candidate_value", sa.String(256), nullable=False),
+        sa.Column("frame", sa.Text, nullable=False),
+        sa.Column("baseline", sa.Float, nullable=False),
+        sa.Column("candidate", sa.Float, nullable=False),
+        sa.Column("change", sa.Float, nullable=False),
+        sa.Column("change_low", sa.Float, nullable=True),
+        sa.Column("change_high", sa.Float, nullable=True),
+        sa.Column("unit", sa.String(32), nullable=False),
+        sa.Column("moved", sa.Boolean, nullable=False),
+        sa.PrimaryKeyConstraint("run", "baseline_cell", "candidate_cell", "event", "rank", name="pk_profile_movers"),
+        sa.ForeignKeyConstraint(["run"], ["runs.id"], name="fk_profile_movers_run", ondelete="CASCADE"),
+    )
+
+
+def _gate_verdicts():
+    op.create_table(
+        "gate_verdicts",
+        sa.Column("run", sa.Integer, nullable=False),
+        sa.Column("entry", sa.Integer, nullable=False),
+        sa.Column("cell", sa.String(512), nullable=False),
+        sa.Column("metric", sa.String(64), nullable=False),
+        sa.Column("axis", sa.String(64), nullable=True),
+        sa.Column("baseline_value", sa.String(256), nullable=True),
+        sa.Column("candidate_value", sa.String(256), nullable=True),
+        sa.Column("against", sa.String(512), nullable=True),
+        sa.Column("verdict", sa.String(16), nullable=False),
+        sa.Column("judged_at", sa.DateTime(timezone=True), nullable=True),
+        sa.Column("unit", sa.String(32), nullable=False),
+        sa.Column("direction", sa.String(24), nullable=False),
+        sa.Column("state", sa.String(16), nullable=False),
+        sa.Column("watched", sa.Boolean, nullable=False),
+        sa.Column("worse_by", sa.Float, nullable=True),
+        sa.Column("worse_low", sa.Float, nullable=True),
+        sa.Column("worse_high", sa.Float, nullable=True),
+        sa.Column("asked_effect", sa.Float, nullable=True),
+        sa.Column("stated_d", sa.Float, nullable=True),
+        sa.Column("tonight_d", sa.Float, nullable=True),
+        sa.Column("rounds", sa.Integer, nullable=True),
+        sa.Column("document_sha256", sa.String(64), nullable=False),
+        sa.PrimaryKeyConstraint("run", "entry", "cell", "metric", name="pk_gate_verdicts"),
+        sa.ForeignKeyConstraint(["run"], ["runs.id"], name="fk_gate_verdicts_run", ondelete="CASCADE"),
+        sa.ForeignKeyConstraint(["document_sha256"], ["documents.sha256"], name="fk_gate_verdicts_document_sha256"),
+    )
+
+
 def upgrade():
     _night_checks()
+    _profile_movers()
+    _gate_verdicts()
     with op.batch_alter_table("nights") as batch:  # SQLite alters a table by copying it: batch mode
         batch.add_column(sa.Column("gate_state", sa.String(16), nullable=True))
     _sensitivity_figures()
@@ -120,6 +178,8 @@ def upgrade():
 def downgrade():
     info = sa.table("database_info", sa.column("key", sa.String))
     op.execute(info.delete().where(info.c.key == "reread_documents"))
+    op.drop_table("gate_verdicts")
+    op.drop_table("profile_movers")
     op.drop_table("bisect_steps")
     op.drop_table("bisects")
     op.drop_table("sensitivity_figures")
