@@ -162,7 +162,8 @@ def run_folders(results_root):
     if not os.path.isdir(results_root):
         return set()
     return {os.path.join(results_root, h, r) for h in os.listdir(results_root)
-            if os.path.isdir(os.path.join(results_root, h)) for r in os.listdir(os.path.join(results_root, h))}
+            if not h.startswith(".") and os.path.isdir(os.path.join(results_root, h))  # .db: the database, not a host
+            for r in os.listdir(os.path.join(results_root, h)) if os.path.isdir(os.path.join(results_root, h, r))}
 
 
 def stored_results(run_dir):

@@ -273,7 +273,7 @@ SIDE_DOCUMENTS = {
     "fidelity.json": ("kind", {"tunelab.namenode_fidelity", "tunelab.yarn_cps_fidelity"}),  # rigs/*/fidelity.py
     "fidelity-steady.json": ("kind", {"tunelab.namenode_fidelity"}),
     "bisect.json": ("schema", {"tunelab.bisect/1"}),  # tools/bisection/command.py: a bisect's record
-    "gate.json": ("kind", {"tunelab.gate_verdicts"}),  # tools/gate/record.py: the gate's verdicts of a run
+    "gate.json": ("kind", {"tunelab.gate_verdicts"}),  # results/gaterecord.py: the gate's verdicts of a run
     # tools/sensitivity/sensitivity.py --write-nights: results/baselines/nights.json, what each gated design promises
     "nights.json": ("kind", {"tunelab.night_promises"}),
 }

@@ -163,7 +163,7 @@ def rig_matrix(
     data = [matrix, workload_toml, workload + ":definition"] + rig_data.values() + variant_labels + PINNED_JDK_JAVAS + stored + container_os + _PROFILER_JARS.values()
     if probe not in rig_data.values():
         data.append(probe)
-    deps = [rig, "//rigs/matrix:runner", "//analysis:summary_lib"]
+    deps = [rig, "//rigs/matrix:runner", "//analysis:summary_lib", "//analysis:indexer", "//results/db"]
     test_deps = deps + ["//rigs/matrix/testing:localserver"]  # the watched test's Prometheus
 
     # What the registry (//rigs:registry, rig_registry below) reads of this rig: its rig.toml, and the matrix

@@ -1,7 +1,8 @@
 """Entry point of every `rig_matrix` target (rigs/defs.bzl): parses the arguments once, has the runner
-measure and store (rigs/matrix/runner.py), prints analysis' summary of what was stored, and writes
---run-info, which scripts read instead of the console. The runner only measures and stores: the fidelity
-benchmarks and the tests call it without a summary."""
+measure and store (rigs/matrix/runner.py), prints analysis' summary of what was stored, indexes the run in the
+results database (analysis/indexer.py: TUNELAB_DB, else results/.db/tunelab.sqlite), and writes --run-info, which
+scripts read instead of the console. The runner only measures and stores: the fidelity benchmarks and the tests
+call it without a summary."""
 
 import os
 import sys
@@ -29,6 +30,8 @@ def main(argv=None, console=None, **runner_options):
         if outcome.run_dir and outcome.status in (runner.EXIT_OK, runner.EXIT_CELLS_FAILED):
             if not summary.print_run(outcome.run_dir, outcome.workload.metrics, console=console):
                 status = runner.EXIT_BAD_INPUT
+            else:
+                index_run(outcome.run_dir, console)
         return status
     except KeyboardInterrupt:
         status = runner.EXIT_INTERRUPTED
@@ -36,6 +39,29 @@ def main(argv=None, console=None, **runner_options):
     finally:
         if run_info:
             write_run_info(run_info, status, run_dir)
+
+
+def index_run(run_dir, console=None):
+    """The stored run indexed in the results database (issue 83: its documents first, then its rows); a database
+    that cannot take it is said in one line and never changes the run's exit status."""
+    results_root = os.path.dirname(os.path.dirname(os.path.abspath(run_dir)))
+    where = "the results database"
+    try:
+        # Here, not at the top: the index is the run's last step, and nothing of it may keep a run from starting.
+        from analysis import indexer
+        from results.db import store as db_store
+
+        url = db_store.database_url(None, results_root)
+        where = db_store.redacted(url)
+        problem = indexer.index(url, [run_dir], results_root)
+    except Exception as e:  # noqa: BLE001 - the run is stored; an index is never worth its exit status
+        problem = f"{type(e).__name__}: {e}"
+    line = (f"results database: the run is not indexed in {where}: {problem[:500]} (index it again: bazel run "
+            f"//tools:results -- import {run_dir})" if problem else f"results database: the run is indexed in {where}")
+    if console is not None:
+        console.print(line, markup=False, highlight=False)
+    else:
+        print(line, file=sys.stderr if problem else sys.stdout, flush=True)
 
 
 def write_run_info(path, status, run_dir):

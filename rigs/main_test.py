@@ -6,6 +6,7 @@ import contextlib
 import io
 import json
 import os
+import sqlite3
 import unittest
 
 from rich.console import Console
@@ -31,6 +32,27 @@ class RunInfoTest(FakeRigTestCase):
         self.assertEqual(info, {"schema": rig_main.RUN_INFO_SCHEMA, "status": 0, "status_name": "ok",
                                 "run_id": os.path.basename(run_dir), "run_dir": run_dir})
         self.assertTrue(os.path.isfile(os.path.join(info["run_dir"], "manifest.json")))
+        # Indexed in the results database beside its results (issue 83), the default SQLite file.
+        database = sqlite3.connect(os.path.join(os.path.dirname(os.path.dirname(run_dir)), ".db", "tunelab.sqlite"))
+        try:
+            self.assertEqual(database.execute("SELECT run_id, state FROM runs").fetchall(),
+                             [(os.path.basename(run_dir), "complete")])
+        finally:
+            database.close()
+
+    def test_a_database_that_cannot_take_the_run_leaves_its_status(self):
+        corrupt = os.path.join(self.box.root, "corrupt.sqlite")
+        with open(corrupt, "wb") as f:
+            f.write(b"not a database" * 100)
+        os.environ["TUNELAB_DB"] = "sqlite:///" + corrupt
+        try:
+            out = io.StringIO()
+            code = rig_main.main(self.box.args(), console=Console(file=out, width=200), host_paths=self.box.paths,
+                                 report=self.box.report())
+        finally:
+            del os.environ["TUNELAB_DB"]
+        self.assertEqual(code, runner.EXIT_OK)
+        self.assertIn("results database: the run is not indexed in sqlite:///", " ".join(out.getvalue().split()))
 
     def test_a_refused_run_has_no_folder(self):
         code, info = self.run_main("--set", "jdk=11")

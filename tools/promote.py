@@ -19,7 +19,7 @@ import sqlalchemy as sa
 from analysis import resultsets
 from results import store
 from results.db import store as db_store
-from tools.results import importer
+from analysis import indexer
 
 
 def promote(run_folder, baselines, name, replace=False):
@@ -55,7 +55,7 @@ def index(folder, results_root, url):
     try:
         engine = db_store.open_for_writing(url)
         try:
-            outcome = importer.import_folders(engine, [folder], results_root)
+            outcome = indexer.import_folders(engine, [folder], results_root)
         finally:
             engine.dispose()
     except db_store.DatabaseError as e:

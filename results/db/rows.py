@@ -124,7 +124,7 @@ def _number(value):
 def _gate_and_night_rows(connection, run, manifest, results, new_manifest, night_checks=None):
     """The run's gate checks and, for a night, its night row and its checks as the gate judges them: made again when
     the manifest is new to the run, when they are missing (a database migrated from before they were kept), or
-    when `night_checks` (NightRow dicts from the importer) are given."""
+    when `night_checks` (rows from analysis/indexer.py) are given."""
     sequential = manifest.content.get("sequential") or {}
     comparisons = [c for c in sequential.get("comparisons") or [] if isinstance(c, dict)]
     held = connection.execute(sa.select(sa.func.count()).select_from(schema.gate_checks)
@@ -301,7 +301,7 @@ def _import_run(engine, manifest, results, set_name, night_checks, movers, verdi
 
 
 def _verdict_rows(connection, run, document, entries):
-    """The run's gate.json (a Document and its entries, read by tools/gate/record.py) as gate_verdicts rows,
+    """The run's gate.json (a Document and its entries, read by results/gaterecord.py) as gate_verdicts rows,
     replacing those of the run's previous gate.json."""
     _insert_documents(connection, [document])
     connection.execute(sa.delete(schema.gate_verdicts).where(schema.gate_verdicts.c.run == run))

@@ -259,7 +259,7 @@ profile_movers = sa.Table(
     sa.Column("moved", sa.Boolean, nullable=False),  # the interval excludes zero
 )
 
-# The gate's verdicts as it gave them (a run's gate.json, tools/gate/record.py: //tools:gate --record, which the
+# The gate's verdicts as it gave them (a run's gate.json, results/gaterecord.py: //tools:gate --record, which the
 # nightly passes): per comparison it judged there (entry: its place in the document) every check, fractions worse.
 gate_verdicts = sa.Table(
     "gate_verdicts", metadata,

@@ -1,5 +1,5 @@
 """Committed nights as the results database's tests read them: real runs of this VM, read from disk as
-tools/results/importer.py reads them (without the analysis readers' checks, which live a floor above)."""
+analysis/indexer.py reads them (without the analysis readers' checks, which live a floor above)."""
 
 import os
 
@@ -14,7 +14,7 @@ PLANTED = "calibration-nightly-planted-20261207-2vcpu"  # 24 results, a planted 
 
 
 def documents(name):
-    """(manifest Document, [result Documents]) of a committed set, as the importer makes them."""
+    """(manifest Document, [result Documents]) of a committed set, as the indexer makes them."""
     folder = os.path.join(BASELINES, name)
 
     def document(path, kind, content):

@@ -16,6 +16,7 @@ import json
 import os
 import re
 import shutil
+import sqlite3
 import subprocess
 import sys
 import tempfile
@@ -212,12 +213,20 @@ class RigMatrixTest(unittest.TestCase):
         self.assertEqual(code, runner.EXIT_CELLS_FAILED if known else runner.EXIT_OK, out)
         if prometheus:
             self.check_watched(prometheus, results_dir, started, time.time(), out)
-        (host,) = os.listdir(results_dir)
+        (host,) = [h for h in os.listdir(results_dir) if not h.startswith(".")]  # .db: the results database
         (run_id,) = os.listdir(os.path.join(results_dir, host))
         run_dir = os.path.join(results_dir, host, run_id)
         with open(os.path.join(run_dir, "manifest.json")) as f:
             manifest = json.load(f)
         self.assertEqual(manifest["state"], "complete")
+        # The run indexed itself in the results database beside it (issue 83), every result of it.
+        database = sqlite3.connect(f"file:{os.path.join(results_dir, '.db', 'tunelab.sqlite')}?mode=ro", uri=True)
+        try:
+            indexed = database.execute("SELECT count(*) FROM results JOIN cells ON cells.id = results.cell JOIN runs "
+                                       "ON runs.id = cells.run WHERE runs.run_id = ?", (run_id,)).fetchone()[0]
+        finally:
+            database.close()
+        self.assertEqual(indexed, len(resultfile.stored_results(run_dir)), out[-2000:])
         # The host reference was measured before and after (or, not asked for, is absent), and the summary
         # ended the output.
         if reference:
@@ -300,7 +309,7 @@ class RigMatrixTest(unittest.TestCase):
         """What Prometheus scraped from the run's endpoint: each cell that ran, with its axes as labels; the
         CPU of the cell's process and of the host moving; the host's steal (0 is a value)."""
         self.assertIn("live metrics: http://127.0.0.1:", out)
-        (host,) = os.listdir(results_dir)
+        (host,) = [h for h in os.listdir(results_dir) if not h.startswith(".")]  # .db: the results database
         (run_id,) = os.listdir(os.path.join(results_dir, host))
         run_dir = os.path.join(results_dir, host, run_id)
         ran = {}

@@ -31,8 +31,6 @@ import shlex
 import sys
 import time
 
-import sqlalchemy as sa
-
 from analysis import resultsets, thresholds
 from analysis.reports import bisect_pages
 from analysis.gate.decision import GateError
@@ -44,7 +42,7 @@ from tools.bisection import core as bisect_core
 from tools.bisection import step_profiles as bisect_profiles
 from tools.gate import gate
 from tools.gate import confirm as gate_confirm
-from tools.results import importer
+from analysis import indexer
 from tools.bisection.build import BisectInputError, BuildFailed
 from tools.bisection.core import SKIPPED, UNKNOWN
 from tools.bisection.step_profiles import finite
@@ -186,15 +184,7 @@ class Bisect:
                                    *self.record["measures"].values()] if isinstance(m, dict) and m.get("run")]
         folders = [self.folder] + sorted({r for r in runs if os.path.isfile(os.path.join(r, "manifest.json"))})
         url = db_store.database_url(getattr(self.args, "db", None), self.results_root)
-        try:
-            engine = db_store.open_for_writing(url)
-            try:
-                refused = importer.import_folders(engine, folders, self.results_root, workers=1).refused
-            finally:
-                engine.dispose()
-            problem = "; ".join(f"{where}: {why}" for where, why in refused)
-        except (db_store.DatabaseError, sa.exc.SQLAlchemyError) as e:
-            problem = str(e).splitlines()[0]
+        problem = indexer.index(url, folders, self.results_root)
         if problem and not self.index_problem:
             print(f"   the results database {db_store.redacted(url)} did not take this bisect: {problem[:300]} "
                   f"(its record and runs are stored; index them later: bazel run //tools:results -- import)",

@@ -185,7 +185,7 @@ class BisectHistoryTest(unittest.TestCase):
             self.assertRegex(out, r"estimate: \d+ step\(s\) over \d+ commit\(s\).*budget 0:01:00")
             self.assertIn("over the budget 0:01:00", out)
             self.assertNotIn("running", out)
-            self.assertFalse([d for d in os.listdir(self.results) if d not in ("baselines", "bisect-out")],
+            self.assertFalse([d for d in os.listdir(self.results) if d not in ("baselines", "bisect-out", ".db")],
                              "no run was stored")
 
     @unittest.skipIf(COMMITS < 15, "in //tools/bisection:history_long_test (~5 min)")

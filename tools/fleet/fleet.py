@@ -18,7 +18,7 @@ knob journal; only root may write it). Exit: 0 every host's run is home and comp
 some host failed or dropped out (resume it); 2 bad input. What a host sends is read by hostinput.py, Ansible
 is driven by playbook.py.
 
-Why one module of ~520 lines: it is the controller's one flow (the fleet's state, the bundle, checking,
+Why one module of ~600 lines: it is the controller's one flow (the fleet's state, the bundle, checking,
 starting and watching hosts, bringing runs home, the summary), each step a method of Fleet over the same
 state; what can be read or run apart from that flow lives in hostinput.py, playbook.py and remote_run.py.
 """
@@ -35,7 +35,6 @@ import tarfile
 import tempfile
 import time
 
-import sqlalchemy as sa
 from rich.console import Console
 from rich.markup import escape
 from rich.table import Table
@@ -48,7 +47,7 @@ from rigs.matrix.planning import cli
 from tools.fleet import fleetmetrics, machines, make_bundle
 from tools.fleet.hostinput import REMOTE_PYTHON, FleetError, describe_failure, host_json, read_plan
 from tools.fleet.playbook import Playbook, ansible_env, load_inventory, write_cli_launchers
-from tools.results import importer
+from analysis import indexer
 from results import safeio
 
 DEFAULT_ROOT = "/var/tmp/tunelab"
@@ -488,15 +487,7 @@ class Fleet:
         """The run that came home, indexed in the results database as it arrives (a team's: TUNELAB_DB or --db),
         after its documents are stored; a database that cannot take it is said, and the run stays home."""
         url = db_store.database_url(self.args.db, self.results_root)
-        try:
-            engine = db_store.open_for_writing(url)
-            try:
-                outcome = importer.import_folders(engine, [target], self.results_root, workers=1)
-            finally:
-                engine.dispose()
-            problem = "; ".join(reason for _, reason in outcome.refused)
-        except (db_store.DatabaseError, sa.exc.SQLAlchemyError) as e:
-            problem = str(e).splitlines()[0]
+        problem = indexer.index(url, [target], self.results_root)
         if problem:
             self.console.print(f"[{elapsed}] [yellow]{escape(host)}[/yellow]: its run is home but not in the results "
                                f"database {escape(db_store.redacted(url))}: {escape(problem[:300])} (index it again: "

@@ -39,16 +39,14 @@ import sys
 import tempfile
 import traceback
 
-import sqlalchemy as sa
-
 from analysis import resultsets, sequential, stats, thresholds
 from analysis.profiling import profiles
 from analysis.gate import decision as gate_decision
 from analysis.gate.decision import GateError
 from tools.gate import confirm as gate_confirm
 from tools.gate import output as gate_output
-from tools.gate import record as gate_record
-from tools.results import importer
+from results import gaterecord as gate_record
+from analysis import indexer
 from results import safeio
 from results.db import store as db_store
 
@@ -221,15 +219,7 @@ def keep_verdict(folder, entry, results_root, db):
         print(f"note: the verdict is not recorded: {e}", file=sys.stderr)
         return
     url = db_store.database_url(db, results_root)
-    try:
-        engine = db_store.open_for_writing(url)
-        try:
-            refused = importer.import_folders(engine, [folder], results_root, workers=1).refused
-        finally:
-            engine.dispose()
-        problem = "; ".join(why for _, why in refused)
-    except (db_store.DatabaseError, sa.exc.SQLAlchemyError) as e:
-        problem = str(e).splitlines()[0]
+    problem = indexer.index(url, [folder], results_root)
     print(f"verdict kept in {path}" + (f"; not indexed in {db_store.redacted(url)}: {problem[:300]}" if problem
                                         else f", indexed in {db_store.redacted(url)}"), file=sys.stderr)
 

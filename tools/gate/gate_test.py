@@ -26,7 +26,7 @@ from analysis.testing.testsets import write_set
 from tools.gate import gate
 from tools.gate import confirm as gate_confirm
 from tools.gate import output as gate_output
-from tools.gate import record as gate_record
+from results import gaterecord as gate_record
 
 RUNFILES = os.path.abspath(os.path.join(os.path.dirname(__file__), "..", ".."))
 
@@ -326,7 +326,7 @@ class GateTest(unittest.TestCase):
             gate.main(["--run", committed, "--axis", "revision", "--results-dir", root, "--record"])
         self.assertIn("a committed set is never written", err.getvalue())
         self.assertFalse(os.path.exists(os.path.join(committed, "gate.json")))
-        # A gate.json that is not one is refused by the importer, named; the run's results stay indexed.
+        # A gate.json that is not one is refused by the indexer, named; the run's results stay indexed.
         with open(os.path.join(run, "gate.json"), "w") as f:
             json.dump({"kind": "tunelab.gate_verdicts", "schema_version": 1, "verdicts": [{"axis": "x"}]}, f)
         with self.assertRaisesRegex(gate_record.RecordError, "does not match gate_verdicts.v1"):

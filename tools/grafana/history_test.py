@@ -1,7 +1,7 @@
 """The nightly history dashboard (tools/grafana/tunelab-history.json) against what generates it and the schema it
 reads: the committed file is the generator's output, and every query (its variables' and its panels', as Grafana
 sends them for one rig and metric) runs on a real PostgreSQL (results/db/pgserver.py) holding two committed nights
-indexed by the importer, and returns those nights; a database without the nights' table fails the check.
+indexed by analysis/indexer.py, and returns those nights; a database without the nights' table fails the check.
 
 Fixtures: two committed calibration nights (real runs of this VM), copied into a made results root."""
 
@@ -15,7 +15,7 @@ import sqlalchemy as sa
 
 from results.db import pgserver, queries as db_queries, store
 from tools.grafana import history
-from tools.results import importer
+from analysis import indexer
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 RESULTS = os.path.join(HERE, "..", "..", "results")
@@ -33,7 +33,7 @@ class HistoryDashboard(unittest.TestCase):
         cls.url = cls.server.create("history_dashboard")
         engine = store.open_for_writing(cls.url)
         try:
-            outcome = importer.import_folders(engine, importer.default_folders(cls.root), cls.root, workers=1)
+            outcome = indexer.import_folders(engine, indexer.default_folders(cls.root), cls.root, workers=1)
         finally:
             engine.dispose()
         assert not outcome.refused, outcome.refused

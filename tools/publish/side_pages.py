@@ -20,7 +20,7 @@ from analysis.reports import report
 from analysis.sensitivity import figures as sensitivity_figures
 from results import safeio
 from results.db import queries as db_queries, store as db_store
-from tools.results import importer
+from analysis import indexer
 
 NIGHTLY = re.compile(r"^nightly-(?P<series>[a-z0-9_]+?)(?:-\d{8}.*)?$")
 SAFE_NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,127}$")
@@ -51,7 +51,7 @@ def nightly_histories(results_root, studies_sets, db_url, out_dir):
     try:
         engine = db_store.open_for_writing(db_url)
         try:
-            outcome = importer.import_folders(engine, folders, results_root, workers=1)
+            outcome = indexer.import_folders(engine, folders, results_root, workers=1)
             with engine.connect() as connection:
                 rows = db_queries.night_checks(connection)
         finally:

@@ -23,7 +23,7 @@ import sqlalchemy as sa
 
 from results import safeio
 from results.db import queries, schema, store
-from tools.results import importer
+from analysis import indexer
 
 # Each rig's gated metrics (rigs/<rig>/rig.toml's nightly decide_on, yarn_failover its recovery time).
 GATED = {"calibration": ["cpu_loop_rate"], "yarn_cps": ["container_allocation_rate"], "namenode": ["create_rate"],
@@ -41,7 +41,7 @@ def import_all(url, results_root):
     """(seconds, what was added) of one import of every committed set and run."""
     engine = store.open_for_writing(url)
     try:
-        outcome, seconds = timed(lambda: importer.import_folders(engine, importer.default_folders(results_root),
+        outcome, seconds = timed(lambda: indexer.import_folders(engine, indexer.default_folders(results_root),
                                                                  results_root, everything=True))
     finally:
         engine.dispose()
@@ -92,6 +92,10 @@ def synthetic_nights(url, nights, seed=1):
                                      (schema.metric_values, values)):
                     connection.execute(sa.insert(table), batch)
                     rows += len(batch)
+        # The planner's statistics, as a database in use has them (PostgreSQL's autovacuum analyzes a table after
+        # this many new rows, at a moment of its own: the history was timed before or after it, 70 or 110 ms).
+        with engine.begin() as connection:
+            connection.exec_driver_sql("ANALYZE")
     finally:
         engine.dispose()
     return rows

@@ -30,7 +30,7 @@ from rich.text import Text
 
 from results.db import queries, store
 from rigs.host import terminal
-from tools.results import importer
+from analysis import indexer
 
 EXIT_OK, EXIT_REFUSED, EXIT_BAD_INPUT = 0, 1, 2
 
@@ -148,14 +148,14 @@ def run_import(args, url, results_root, console):
         folders = []
         for path in args.paths or [None]:
             if path is None:
-                folders += importer.default_folders(results_root)
+                folders += indexer.default_folders(results_root)
                 continue
             # `bazel run` starts in its runfiles: a relative PATH is the caller's.
             path = os.path.join(os.environ.get("BUILD_WORKING_DIRECTORY", os.getcwd()), path)
             if not os.path.isdir(path):
                 console.print(f"error: {printable(path)} is not a folder", style="red", markup=False)
                 return EXIT_BAD_INPUT
-            found = importer.folders_under(path)
+            found = indexer.folders_under(path)
             if not found:
                 console.print(f"error: {printable(path)} holds no run or set folder (a manifest.json)",
                               style="red", markup=False)
@@ -171,7 +171,7 @@ def run_import(args, url, results_root, console):
                 progress.update(task, description=f"import {os.path.basename(folder)[:40]}")
                 progress.advance(task)
 
-            outcome = importer.import_folders(engine, folders, results_root, progress=step, everything=not args.paths)
+            outcome = indexer.import_folders(engine, folders, results_root, progress=step, everything=not args.paths)
     finally:
         engine.dispose()
     added = outcome.added

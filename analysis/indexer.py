@@ -3,7 +3,7 @@ named), then indexed in the results database (results/db/rows.py), one run per t
 
 Beside a run's rows: a night's checks as the gate judges them (analysis/history/changepoints.night_checks, with the
 rig's committed figures under the results root), a profiled run's movers (analysis/profiling/profiles.comparisons),
-a run's gate.json as the gate's verdicts (tools/gate/record.py), a set's sensitivity.json as its figures (read as
+a run's gate.json as the gate's verdicts (results/gaterecord.py), a set's sensitivity.json as its figures (read as
 the gate reads it: analysis/sensitivity/figures.py), and a bisect folder's record (read as --resume reads it:
 analysis/reports/bisect_pages.read_record) as the bisect and its steps."""
 
@@ -12,14 +12,15 @@ import math
 import multiprocessing
 import os
 
+import sqlalchemy as sa
+
 from analysis import resultsets
 from analysis.history import changepoints
 from analysis.profiling import profiles
 from analysis.reports import bisect_pages
 from analysis.sensitivity import figures as sensitivity_figures
-from results import resultfile, safeio, store as file_store
-from results.db import rows
-from tools.gate import record as gate_record
+from results import gaterecord as gate_record, resultfile, safeio, store as file_store
+from results.db import rows, store as db_store
 
 MANIFEST = "manifest.json"
 SENSITIVITY = sensitivity_figures.FILE_NAME
@@ -40,7 +41,7 @@ def _subfolders(path):
 
 
 def _indexed(folder):
-    """A folder the importer reads: a run or set (a manifest) or a bisect (its record)."""
+    """A folder the indexer reads: a run or set (a manifest) or a bisect (its record)."""
     return os.path.isfile(os.path.join(folder, MANIFEST)) or os.path.isfile(os.path.join(folder, BISECT))
 
 
@@ -262,3 +263,18 @@ def import_folders(engine, folders, results_root, progress=None, everything=Fals
     if reread and everything:
         rows.clear_reread(engine)
     return Outcome(added=total, folders=len(folders), refused=refused)
+
+
+def index(url, folders, results_root):
+    """Indexes `folders` in the database at `url` (one worker): what a writer beside a run calls once its documents
+    are stored (the gate, the fleet, a bisect). Returns "" or what went wrong, for the caller to say; a stored
+    document is never lost to a database that cannot take it."""
+    try:
+        engine = db_store.open_for_writing(url)
+        try:
+            refused = import_folders(engine, folders, results_root, workers=1).refused
+        finally:
+            engine.dispose()
+        return "; ".join(f"{where}: {why}" for where, why in refused)
+    except (db_store.DatabaseError, sa.exc.SQLAlchemyError) as e:
+        return str(e).splitlines()[0]

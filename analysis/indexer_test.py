@@ -1,12 +1,11 @@
-"""What the importer writes beside a run's rows (issue 83): a night's checks as the gate judges them, which the
-nightly history then reads back (analysis:history --matrix, the site) and must find equal to what the same code
-makes from the documents; a set's sensitivity figures; a bisect and its steps, replaced when its record grows. On
-SQLite and on a real PostgreSQL (results/db/pgserver.py).
+"""What the indexer (analysis/indexer.py) writes beside a run's rows (issue 83): a night's checks as the gate judges
+them, which the nightly history then reads back (analysis:history --matrix, the site) and must find equal to what
+the same code makes from the documents; a set's sensitivity figures; a bisect and its steps, replaced when its
+record grows. On SQLite and on a real PostgreSQL (results/db/pgserver.py).
 
 Fixtures: committed calibration nights and bisects, a recorded profiled run (real runs of this VM) and a committed
-sensitivity.json, copied
-into a made results root (the figures beside a SYNTHETIC set standing in for theirs); the grown and broken bisect
-records are made here from a committed one."""
+sensitivity.json, copied into a made results root (the figures beside a SYNTHETIC set standing in for theirs); the
+grown and broken bisect records are made here from a committed one."""
 
 import contextlib
 import io
@@ -16,21 +15,20 @@ import shutil
 import tempfile
 import unittest
 
-from analysis import resultsets
+from analysis import indexer, resultsets
 from analysis.history import changepoints, command as history_command
 from analysis.profiling import profiles
 from analysis.reports import bisect_pages
 from analysis.sensitivity import figures as sensitivity_figures
 from analysis.testing.testsets import write_set
 from results.db import pgserver, queries, schema, store
-from tools.results import importer
 
 HERE = os.path.dirname(os.path.abspath(__file__))
-RESULTS = os.path.join(HERE, "..", "..", "results")
+RESULTS = os.path.join(HERE, "..", "results")
 NIGHTS = ["calibration-nightly-gated-20261207-2vcpu", "calibration-nightly-planted-20261207-2vcpu"]
 FIGURES = "calibration-gate-aa-20261124-2vcpu"  # its sensitivity.json: the calibration rig's figures
 BISECT = "calibration-bisect-synthetic-20261128"
-PROFILED = os.path.join(HERE, "..", "..", "analysis", "testdata", "profiled_run")
+PROFILED = os.path.join(HERE, "testdata", "profiled_run")
 PROFILED_RUN = "20261128T191712Z-edcd"  # a recorded profiled run (its README.md)
 
 
@@ -54,7 +52,7 @@ class ImporterCases:
         self.tmp.cleanup()
 
     def import_all(self):
-        return importer.import_folders(self.engine, importer.default_folders(self.root), self.root, workers=2)
+        return indexer.import_folders(self.engine, indexer.default_folders(self.root), self.root, workers=2)
 
     def test_nights_read_back_equal_what_the_documents_give(self):
         outcome = self.import_all()
@@ -130,7 +128,7 @@ class ImporterCases:
     def test_a_profiled_runs_movers_are_its_comparisons_rows(self):
         run = os.path.join(self.root, "vm-0035969e", PROFILED_RUN)
         shutil.copytree(os.path.join(PROFILED, "vm-0035969e", PROFILED_RUN), run)
-        outcome = importer.import_folders(self.engine, [run], self.root, workers=1)
+        outcome = indexer.import_folders(self.engine, [run], self.root, workers=1)
         self.assertEqual(outcome.refused, [])
         (expected,) = profiles.comparisons(resultsets.load_run(run), event="cpu", top=10)
         with self.engine.connect() as connection:
@@ -146,7 +144,7 @@ class ImporterCases:
             f.write(b"planted bytes")
         (tampered,) = profiles.comparisons(resultsets.load_run(run), event="cpu", top=10)
         self.assertTrue(any("sha256" in why for why in tampered.missing), tampered.missing)
-        self.assertEqual([r["frame"] for r in importer.mover_rows(resultsets.load_run(run))],
+        self.assertEqual([r["frame"] for r in indexer.mover_rows(resultsets.load_run(run))],
                          [r.frame for r in tampered.rows])
 
     def test_a_made_night_of_a_set_without_figures_still_has_its_checks(self):
@@ -154,7 +152,7 @@ class ImporterCases:
         folder = os.path.join(self.root, "baselines", "nightly-made-20261201")
         write_set(folder, [({"revision": "accepted"}, 1000.0), ({"revision": "candidate"}, 900.0)], runs=3,
                   rig="madeup")
-        outcome = importer.import_folders(self.engine, [folder], self.root, workers=1)
+        outcome = indexer.import_folders(self.engine, [folder], self.root, workers=1)
         self.assertEqual(outcome.refused, [])
         with self.engine.connect() as connection:
             rows = queries.night_checks(connection, rig="madeup")
@@ -175,7 +173,7 @@ class PostgreSQLTest(ImporterCases, unittest.TestCase):
 
     @classmethod
     def setUpClass(cls):
-        cls.server = pgserver.Server("importer-test-password").__enter__()
+        cls.server = pgserver.Server("indexer-test-password").__enter__()
         cls.databases = 0
 
     @classmethod
@@ -184,7 +182,7 @@ class PostgreSQLTest(ImporterCases, unittest.TestCase):
 
     def database(self):
         type(self).databases += 1
-        self.url = self.server.create(f"importer_test_{self.databases}")
+        self.url = self.server.create(f"indexer_test_{self.databases}")
         return self.url
 
 
