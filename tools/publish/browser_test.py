@@ -64,8 +64,9 @@ class BrowserTest(unittest.TestCase):
         cls.site = os.path.join(cls.dir, "site")
         if FLAME_TOOLS is None:
             raise AssertionError("give --java and --converter (the BUILD's args): the flame graph pages need them")
+        # The nightly history's database in this test's folder, never beside the runfiles' results.
         cls.studies = publish.build_site(RESULTS, cls.site, "2026-11-24T00:00:00Z", Console(file=io.StringIO()),
-                                         FLAME_TOOLS)
+                                         FLAME_TOOLS, db="sqlite:///" + os.path.join(cls.dir, "results.sqlite"))
         cls.requests = []
         handler = functools.partial(RecordingHandler, directory=cls.site, requests=cls.requests)
         cls.server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), handler)

@@ -14,7 +14,7 @@ import alembic.command
 import sqlalchemy as sa
 
 from results.db import pgserver, queries as db_queries, store
-from tools.grafana import history
+from tools.grafana import nightly_dashboard
 from analysis import indexer
 
 HERE = os.path.dirname(os.path.abspath(__file__))
@@ -45,13 +45,13 @@ class HistoryDashboard(unittest.TestCase):
 
     def test_the_committed_file_is_the_generated_one(self):
         with open(os.path.join(HERE, "tunelab-history.json")) as f:
-            self.assertEqual(f.read(), history.render(history.dashboard()),
-                             "regenerate: ./bazelw run //tools/grafana:history -- --write")
+            self.assertEqual(f.read(), nightly_dashboard.render(nightly_dashboard.dashboard()),
+                             "regenerate: ./bazelw run //tools/grafana:nightly_dashboard -- --write")
 
     def test_every_query_runs_on_the_schema_and_returns_the_nights(self):
-        rig, metric, results = history.check(self.url)
+        rig, metric, results = nightly_dashboard.check(self.url)
         self.assertEqual((rig, metric), ("calibration", "cpu_loop_rate"))
-        self.assertEqual(len(results), len(history.queries(history.dashboard())))
+        self.assertEqual(len(results), len(nightly_dashboard.queries(nightly_dashboard.dashboard())))
         for where, rows, error in results:
             self.assertEqual(error, "", where)
             self.assertGreater(rows, 0, where)
@@ -59,7 +59,7 @@ class HistoryDashboard(unittest.TestCase):
         engine = sa.create_engine(self.url.replace("postgresql://", "postgresql+psycopg://"))
         try:
             with engine.connect() as connection:
-                sql = history.as_grafana_sends(history.PANELS[0][4], "calibration", "cpu_loop_rate")
+                sql = nightly_dashboard.as_grafana_sends(nightly_dashboard.PANELS[0][4], "calibration", "cpu_loop_rate")
                 got = db_queries.run_text(connection, sql).all()
                 held = connection.exec_driver_sql(
                     "SELECT n.night_start, 100 * n.worse_by FROM night_checks n JOIN runs r ON r.id = n.run "
@@ -68,7 +68,7 @@ class HistoryDashboard(unittest.TestCase):
             engine.dispose()
         self.assertEqual(len(got), 2)
         self.assertEqual([(row[0], row[1]) for row in got], [tuple(row) for row in held])
-        self.assertEqual(history.main(["--check", self.url]), 0)
+        self.assertEqual(nightly_dashboard.main(["--check", self.url]), 0)
 
     def test_a_database_without_the_nights_table_fails_the_check(self):
         url = self.server.create("history_dashboard_old")
@@ -79,14 +79,14 @@ class HistoryDashboard(unittest.TestCase):
         finally:
             engine.dispose()
         with self.assertRaises(store.DatabaseError):  # an older revision is refused before any query
-            history.check(url)
-        self.assertEqual(history.main(["--check", url]), 2)
+            nightly_dashboard.check(url)
+        self.assertEqual(nightly_dashboard.main(["--check", url]), 2)
         # A query naming a column the schema does not have fails, named.
-        broken = history.PANELS[0][4].replace("n.worse_by", "n.worse_by_pct")
+        broken = nightly_dashboard.PANELS[0][4].replace("n.worse_by", "n.worse_by_pct")
         engine = store.open_for_reading(self.url)
         try:
             with engine.connect() as connection, self.assertRaises(sa.exc.ProgrammingError):
-                db_queries.run_text(connection, history.as_grafana_sends(broken, "calibration", "cpu_loop_rate"))
+                db_queries.run_text(connection, nightly_dashboard.as_grafana_sends(broken, "calibration", "cpu_loop_rate"))
         finally:
             engine.dispose()
 
