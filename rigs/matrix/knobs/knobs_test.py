@@ -249,6 +249,10 @@ class ThreadPinnerEndedThreadTest(unittest.TestCase):
         self.assertEqual((alive["cpus_allowed"], alive.get("ended")), (str(cpu), None))
         release.set()
         worker.join(10)
+        # join() returns when the thread's tid is cleared, a moment before the kernel drops /proc/self/task/<tid>
+        # (CI 2026-12-07: its status still read, so no "ended"): the precondition is the task gone, not the join.
+        task = f"/proc/self/task/{worker.native_id}"
+        self.assertTrue(threadpinning.wait_for(lambda: not os.path.exists(task), 10, 0.01), f"{task} stayed")
         [ended] = pinner.evidence()
         self.assertEqual((ended["cpus_allowed"], ended["ended"]), (str(cpu), True))
         rule = types.SimpleNamespace(threads=[("^worker-", str(cpu))], cpus_for=lambda role, under_test: "")
