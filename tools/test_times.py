@@ -4,11 +4,11 @@ slowest first, and the sum per tier.
     bazel run //tools:test_times [-- TESTLOGS]        (default: this workspace's bazel-testlogs)
     python3 tools/test_times.py TESTLOGS [--bazel ./bazelw]   (.ci/run and the clean room: no build needed)
 
-A test's tier is read from its tags: `quick` is what `--config=quick` runs (no `integration`, `e2e`,
+A test's tier is read from its tags: `quick` is what `--config=quick` runs (no `integration`, `e2e`, `fuzz`,
 `exclusive`, `server`, `needs-*` tag), `integration` the rest of `bazel test //...`. Sizes and tags come from `bazel query`
-(a "?" when it cannot answer). Beside a test whose wall time does not fit its size, the size that does: the
-smallest whose timeout covers it (small 60 s, medium 300 s, large 900 s), as Bazel's "size too big/small"
-warning asks.
+(a "?" when it cannot answer). Beside a test whose wall time is outside its size's range as Bazel judges it (small
+0-60 s, medium 30-300 s, large 300-900 s: its "size too big/small" warning), the size that fits: the smallest
+whose timeout covers it.
 Standard library only: it runs in the clean room before anything else is installed.
 """
 
@@ -23,7 +23,10 @@ import xml.etree.ElementTree as ET
 
 MAX_XML_BYTES = 64 << 20
 SIZES = {"small": 60, "medium": 300, "large": 900, "enormous": 3600}  # Bazel's default timeouts, seconds
-HEAVY_TAGS = ("integration", "e2e", "exclusive", "server", "needs-podman", "needs-dockerd", "needs-cleanroom")
+# The wall times Bazel finds in range for each size's timeout (its TestTimeout: short 0-60, moderate 30-300, long
+# 300-900, eternal 900-): outside it, --test_verbose_timeout_warnings says the size is too big or too small.
+IN_RANGE = {"small": (0, 60), "medium": (30, 300), "large": (300, 900), "enormous": (900, float("inf"))}
+HEAVY_TAGS = ("integration", "e2e", "fuzz", "exclusive", "server", "needs-podman", "needs-dockerd", "needs-cleanroom")
 
 
 def label_of(xml_path, testlogs):
@@ -87,12 +90,13 @@ def tier(tags):
 
 
 def fit(size, seconds):
-    """Bazel's size rule for one test: '' when its wall time fits, else what it should be."""
+    """Bazel's size rule for one test: '' when its wall time is in its size's range, else the size it fits."""
     if size not in SIZES:
         return ""
-    fits = next((name for name, bound in SIZES.items() if seconds <= bound), "enormous")
-    if fits == size:
+    low, high = IN_RANGE[size]
+    if low <= seconds <= high:
         return ""
+    fits = next((name for name, bound in SIZES.items() if seconds <= bound), "enormous")
     return f"{'too small' if SIZES[fits] > SIZES[size] else 'too big'}: {fits}"
 
 

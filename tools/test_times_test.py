@@ -51,6 +51,10 @@ class TestTimesTest(unittest.TestCase):
         self.assertEqual(test_times.fit("small", 59), "")
         self.assertEqual(test_times.fit("small", 61), "too small: medium")
         self.assertEqual(test_times.fit("large", 10), "too big: small")
+        # Bazel's ranges overlap: a medium test of 40 s is in range (30-300), one of 20 s would do as small.
+        self.assertEqual(test_times.fit("medium", 40), "")
+        self.assertEqual(test_times.fit("medium", 20), "too big: small")
+        self.assertEqual(test_times.fit("large", 200), "too big: medium")
 
     def test_a_folder_without_logs_is_said(self):
         with contextlib.redirect_stdout(io.StringIO()) as out:

@@ -69,7 +69,7 @@ _redis_build = rule(
     },
 )
 
-def redis_build(name, source = DEBIAN_SOURCE, **kwargs):
+def redis_build(name, source = DEBIAN_SOURCE, aarch64_on_demand = False, **kwargs):
     """redis-server, redis-benchmark, redis-cli and manifest.json under <name>/, from Debian's source.
 
     Also <name>_aarch64: the same, cross-compiled for aarch64 (its files under <name>_aarch64/; the bundles
@@ -78,6 +78,9 @@ def redis_build(name, source = DEBIAN_SOURCE, **kwargs):
     Args:
       name: e.g. "stock".
       source: the Debian source package: {"orig", "debian", "debian_version"}.
+      aarch64_on_demand: tag <name>_aarch64 manual: built when an aarch64 bundle asks for it, not by
+        `bazel build //...` (the patched builds: stock's cross-build already proves the toolchain, and each
+        one costs ~50 s of a CPU).
       **kwargs: series, patches, upto for a patched build; visibility, tags.
     """
     _redis_build(
@@ -87,6 +90,9 @@ def redis_build(name, source = DEBIAN_SOURCE, **kwargs):
         debian_version = source["debian_version"],
         **kwargs
     )
+    aarch64_kwargs = dict(kwargs)
+    if aarch64_on_demand:
+        aarch64_kwargs["tags"] = kwargs.get("tags", []) + ["manual"]
     _redis_build(
         name = name + "_aarch64",
         orig = source["orig"],
@@ -94,7 +100,7 @@ def redis_build(name, source = DEBIAN_SOURCE, **kwargs):
         debian_version = source["debian_version"],
         cross = "aarch64-linux-gnu",
         sysroot_debs = ["@jemalloc_dev_debs_arm64//:debs"],
-        **kwargs
+        **aarch64_kwargs
     )
 
 def redis_patched(name, series, patches, source = DEBIAN_SOURCE):
@@ -111,6 +117,13 @@ def redis_patched(name, series, patches, source = DEBIAN_SOURCE):
       source: the Debian source package, as for redis_build.
     """
     for k in range(1, len(patches) + 1):
-        redis_build(name = "%s_upto_%d" % (name, k), source = source, series = series, patches = patches, upto = k)
+        redis_build(
+            name = "%s_upto_%d" % (name, k),
+            source = source,
+            series = series,
+            patches = patches,
+            upto = k,
+            aarch64_on_demand = True,
+        )
     native.alias(name = name, actual = ":%s_upto_%d" % (name, len(patches)))
-    native.alias(name = name + "_aarch64", actual = ":%s_upto_%d_aarch64" % (name, len(patches)))
+    native.alias(name = name + "_aarch64", actual = ":%s_upto_%d_aarch64" % (name, len(patches)), tags = ["manual"])

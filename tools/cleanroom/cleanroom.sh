@@ -56,6 +56,8 @@ Options:
   --timeout S    seconds the room may run, all steps together (default 3600); then it is stopped: exit 1
   --no-repo-cache  do not share the host's Bazel repository cache (every pinned download is fetched again)
   --keep         keep the room's folder afterwards (printed at the end) instead of removing it
+  --tests-after FILE  start the test step only once FILE exists (.ci/run makes it when the host's part, run
+                 beside the room's build, has ended: nothing of it then runs beside the room's tests)
   --excluded-tags  print the tags of the tests the room leaves out, comma-separated (what .ci/run runs on
                  the host), and exit
   -h, --help     this text
@@ -97,6 +99,7 @@ rev=HEAD
 timeout_s=3600
 share_repo_cache=1
 keep=0
+tests_after=""
 while [[ $# -gt 0 ]]; do
   case "$1" in
     --steps) [[ $# -ge 2 ]] || die "--steps needs a value"; IFS=, read -r -a steps <<<"$2"; shift 2 ;;
@@ -104,6 +107,7 @@ while [[ $# -gt 0 ]]; do
     --timeout) [[ "${2:-}" =~ ^[0-9]+$ ]] || die "--timeout needs whole seconds"; timeout_s=$2; shift 2 ;;
     --no-repo-cache) share_repo_cache=0; shift ;;
     --keep) keep=1; shift ;;
+    --tests-after) [[ $# -ge 2 ]] || die "--tests-after needs a file"; tests_after=$2; shift 2 ;;
     --excluded-tags) tags=(); for pair in "${EXCLUDED[@]}"; do tags+=("${pair%%=*}"); done
                      (IFS=,; echo "${tags[*]}"); exit 0 ;;
     -h|--help) usage; exit 0 ;;
@@ -295,6 +299,12 @@ for step in "${steps[@]}"; do
       for pair in "${excluded[@]}"; do
         filters+=("-${pair%%=*}")
       done
+      if [[ -e /cleanroom/tests-wait ]]; then  # --tests-after: the host's part must end first
+        waited=$SECONDS
+        echo "cleanroom: the test step waits for the host's part to end (--tests-after)"
+        until [[ -e /cleanroom/tests-may-start ]]; do sleep 2; done
+        echo "cleanroom: waited $((SECONDS - waited)) s for the host's part"
+      fi
       echo "cleanroom: tests left out of the room (run on the host by .ci/run):"
       for pair in "${excluded[@]}"; do
         tests=$(./bazelw query "attr(tags, '\\b${pair%%=*}\\b', tests(//...))" 2>/dev/null | tr '\n' ' ')
@@ -318,6 +328,12 @@ exit $status
 STEPS
 
 say "running in the room: ${steps[*]} (at most $timeout_s s)"
+if [[ -n "$tests_after" ]]; then
+  : >"$root/cleanroom/tests-wait"
+  # Passed into the room as a file of its own: the room sees its own folder, never the caller's.
+  (until [[ -e "$tests_after" ]]; do sleep 2; done; : >"$root/cleanroom/tests-may-start") &
+  tests_after_pid=$!
+fi
 started=$SECONDS
 set +e
 # --kill-child: when unshare ends (a signal, the timeout), the room's first process gets SIGKILL and with it
@@ -340,6 +356,7 @@ while kill -0 "$room_pid" 2>/dev/null; do  # a trapped signal ends `wait` early:
   wait "$room_pid"
   status=$?
 done
+[[ -z "$tests_after" ]] || kill "$tests_after_pid" 2>/dev/null
 set -e
 if [[ -n "$interrupted" ]]; then
   say "stopped by $interrupted after $((SECONDS - started)) s"

@@ -12,6 +12,8 @@
 #   NIGHTLY_BISECT_BUDGET=2h                 a REGRESSED matrix starts a bisect of accepted..HEAD within this
 #                                            machine time (//tools:bisect); its answer goes into <matrix>-gate.md
 #                                            and <matrix>-bisect.txt (unset: no bisect)
+#   NIGHTLY_RUN_ARGS="--no-host-reference"   more arguments for every matrix run (words split on spaces; the
+#                                            runner refuses one it does not know before anything runs)
 #   NIGHTLY_ACCEPTED=<commit>                the accepted revision (default: the one recorded by the last
 #                                            passing night in results/nightly-out/accepted-revision, or
 #                                            HEAD on the first night: an A/A run)
@@ -152,9 +154,10 @@ for matrix in "${matrices[@]}"; do
   # The gated profile adds rounds while the gate is INCONCLUSIVE, within the rig's budget (its rig.toml).
   rounds=(--set "policy.budget_s=${nightly_budget[$matrix]}")
   [[ "${NIGHTLY_FIXED:-0}" == 1 ]] && rounds=(--set policy.repetitions=5)
+  read -r -a run_args <<<"${NIGHTLY_RUN_ARGS:-}"
   started=$SECONDS
-  run_target "$target" --profile "$profile" --revision "accepted=$runfiles" "${rounds[@]}" --no-next-steps \
-    --run-info "$run_info" 2>&1 | tee "$log"
+  run_target "$target" --profile "$profile" --revision "accepted=$runfiles" "${rounds[@]}" "${run_args[@]}" \
+    --no-next-steps --run-info "$run_info" 2>&1 | tee "$log"
   echo "== $matrix: the run took $((SECONDS - started)) s ($([[ "${NIGHTLY_FIXED:-0}" == 1 ]] && echo 'fixed 5 rounds' || echo "gated rounds within ${nightly_budget[$matrix]} s of measuring"))"
   run_dir=$(run_info_field "$run_info" run_dir)
   run_status=$(run_info_field "$run_info" status)
