@@ -29,6 +29,7 @@ from tools.results import command
 HERE = os.path.dirname(os.path.abspath(__file__))
 BASELINES = os.path.join(HERE, "..", "..", "results", "baselines")
 NIGHTS = ["calibration-nightly-gated-20261207-2vcpu", "calibration-nightly-planted-20261207-2vcpu"]
+COPIES = 16  # of the planted night, for the killed import
 
 
 def run(argv):
@@ -40,7 +41,9 @@ def run(argv):
     return code, text.getvalue(), out.getvalue()
 
 
-class CommandTest(unittest.TestCase):
+class Fixture(unittest.TestCase):
+    """A results root holding the two nights, and the SQLite database beside it."""
+
     def setUp(self):
         self.tmp = tempfile.TemporaryDirectory()
         self.root = os.path.join(self.tmp.name, "results")
@@ -51,6 +54,8 @@ class CommandTest(unittest.TestCase):
     def tearDown(self):
         self.tmp.cleanup()
 
+
+class CommandTest(Fixture):
     def test_import_names_what_it_refuses_and_a_second_import_adds_nothing(self):
         broken = os.path.join(self.root, "baselines", "broken-copy")
         shutil.copytree(os.path.join(self.root, "baselines", NIGHTS[0]), broken)
@@ -112,12 +117,12 @@ class CommandTest(unittest.TestCase):
         self.assertIn("no run '20261207T000000Z-0000'", text)
 
     def test_a_killed_import_leaves_a_database_the_next_import_completes(self):
-        # Many copies of the nights (each its own run: a fresh run id in its manifest and results) so that the
-        # import is still running when it is killed.
+        # Copies of the nights (each its own run: a fresh run id in its manifest and results), enough that the
+        # import is still running when it is killed after its first few runs (16: 40 cost ~15 s more).
         source = os.path.join(self.root, "baselines", NIGHTS[1])
         with open(os.path.join(source, "manifest.json")) as f:
             run_id = json.load(f)["run_id"]
-        for n in range(40):
+        for n in range(COPIES):
             copy = os.path.join(self.root, "host-a", f"20261207T0100{n:02d}Z-aaaa")
             shutil.copytree(source, copy)
             for folder, _, files in os.walk(copy):
@@ -132,7 +137,7 @@ class CommandTest(unittest.TestCase):
                                  stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True)
         database = os.path.join(self.tmp.name, "t.sqlite")
         held, deadline = 0, time.monotonic() + 120
-        while child.poll() is None and held < 5 and time.monotonic() < deadline:  # killed once some runs are in
+        while child.poll() is None and held < 3 and time.monotonic() < deadline:  # killed once some runs are in
             time.sleep(0.02)
             with contextlib.suppress(sqlite3.Error):
                 with contextlib.closing(sqlite3.connect(f"file:{database}?mode=ro", uri=True, timeout=5)) as db:
@@ -145,9 +150,9 @@ class CommandTest(unittest.TestCase):
         code, text, _ = run(self.db + ["import"])
         self.assertEqual(code, command.EXIT_OK, text)
         code, _, out = run(self.db + ["--json", "query", "SELECT count(*) AS runs FROM runs"])
-        self.assertEqual(json.loads(out), [{"runs": 42}])
+        self.assertEqual(json.loads(out), [{"runs": COPIES + 2}])
         code, _, out = run(self.db + ["--json", "query", "SELECT count(*) AS results FROM results"])
-        self.assertEqual(json.loads(out), [{"results": 12 + 41 * 24}])
+        self.assertEqual(json.loads(out), [{"results": 12 + (COPIES + 1) * 24}])
 
     def test_a_corrupt_database_is_refused_until_rebuilt_and_a_password_is_never_shown(self):
         path = os.path.join(self.tmp.name, "t.sqlite")
@@ -167,6 +172,9 @@ class CommandTest(unittest.TestCase):
             self.assertEqual(code, command.EXIT_BAD_INPUT, text)
             self.assertNotIn(planted, text + out)
             self.assertIn("error:", text)
+
+class TeamPostgreSQLTest(Fixture):
+    """A PostgreSQL server the test starts (//tools/results:command_postgresql_test, tagged server)."""
 
     def test_a_team_postgresql_from_the_environment_answers_as_sqlite_and_never_shows_its_password(self):
         planted = "Pl4nted-team-s3cret"
