@@ -200,6 +200,7 @@ JSON_WRITERS = {
     "rigs/mapreduce/rig.py": "the expected output of a job, in the cell's scratch folder",
     "tools/bisection/command.py": "--answer-file, a file at the path the caller names (the nightly reads it)",
     "tools/maven/bump_manifest.py": "a build output: a dependency bump's manifest, at the path the genrule names",
+    "tools/publish/publish.py": "--entries-json, a file at the path the caller names (the browser test reads it)",
 }
 
 

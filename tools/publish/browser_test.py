@@ -1,26 +1,29 @@
-"""The whole results site, built once from every committed set (publish_test renders a few; issue 80): every
-link resolves inside it, every set is published or listed with its reason, the studies and the Sensitivity
-page say what they must; then in a real browser: Debian's headless Chromium, driven through its
-chromium-driver, loads the site from an HTTP server on loopback. Every page's links and images must
-resolve (the server answers 200 for every request the browser and the link check make) and the console
-must stay free of errors. A screenshot of the index is left in the test's undeclared outputs
-(bazel-testlogs/tools/publish/browser_test/test.outputs/) to be looked at."""
+"""The whole results site, built once from every committed set by //tools/publish:committed_site (a build
+output, with its entries as JSON; publish_test renders a few; issue 80): every link resolves inside it, every set
+is published or listed with its reason, the studies and the Sensitivity page say what they must; then in a real
+browser: Debian's headless Chromium, driven through its chromium-driver, loads the site from an HTTP server on
+loopback. Every page's links and images must resolve (the server answers 200 for every request the browser and
+the link check make) and the console must stay free of errors. A screenshot of the index is left in the test's
+undeclared outputs (bazel-testlogs/tools/publish/browser_test/test.outputs/) to be looked at.
+
+  args: SITE_TAR ENTRIES_JSON (the committed_site rule's outputs)
+"""
 
 import functools
 import html
 import http.server
-import io
+import json
 import os
 import re
 import shutil
 import sys
+import tarfile
 import tempfile
 import threading
 import unittest
 import urllib.parse
 import urllib.request
 
-from rich.console import Console
 from selenium import webdriver
 from selenium.webdriver.chrome.service import Service
 from selenium.webdriver.common.by import By
@@ -34,9 +37,7 @@ RESULTS = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "
 CHROMIUM, CHROMEDRIVER = "/usr/bin/chromium", "/usr/bin/chromedriver"
 PROFILED_SET = "calibration-profile-slowdown-20261129-2vcpu"  # results/baselines/README.md
 MONITORED_SET = "yarn-failover-profile-overhead-20261129-2vcpu"  # its results keep their launches' monitors
-# The java and converter jar the test is given (its args, as //tools:publish's): the flame graph pages.
-_GIVEN = dict(a[2:].split("=", 1) for a in sys.argv[1:] if a.startswith("--java=") or a.startswith("--converter="))
-FLAME_TOOLS = (os.path.abspath(_GIVEN["java"]), os.path.abspath(_GIVEN["converter"])) if len(_GIVEN) == 2 else None
+SITE_TAR, ENTRIES_JSON = (os.path.abspath(p) for p in sys.argv[1:3])
 del sys.argv[1:]
 
 
@@ -54,6 +55,15 @@ class RecordingHandler(http.server.SimpleHTTPRequestHandler):
         pass
 
 
+class QuietServer(http.server.ThreadingHTTPServer):
+    """Says nothing of a connection the browser closed mid-answer (it stops loading a PDF it will not show):
+    every request's status is recorded before its body is sent."""
+
+    def handle_error(self, request, client_address):
+        if not isinstance(sys.exc_info()[1], ConnectionError):
+            super().handle_error(request, client_address)
+
+
 class BrowserTest(unittest.TestCase):
     @classmethod
     def setUpClass(cls):
@@ -62,14 +72,13 @@ class BrowserTest(unittest.TestCase):
                 raise AssertionError(f"{tool} is missing: ./bazelw installs Debian's chromium and chromium-driver")
         cls.dir = tempfile.mkdtemp(dir=os.environ.get("TEST_TMPDIR"))
         cls.site = os.path.join(cls.dir, "site")
-        if FLAME_TOOLS is None:
-            raise AssertionError("give --java and --converter (the BUILD's args): the flame graph pages need them")
-        # The nightly history's database in this test's folder, never beside the runfiles' results.
-        cls.studies = publish.build_site(RESULTS, cls.site, "2026-11-24T00:00:00Z", Console(file=io.StringIO()),
-                                         FLAME_TOOLS, db="sqlite:///" + os.path.join(cls.dir, "results.sqlite"))
+        with tarfile.open(SITE_TAR) as archive:  # our own build's output: a folder "site" of plain files
+            archive.extractall(cls.dir, **({"filter": "data"} if hasattr(tarfile, "data_filter") else {}))
+        with open(ENTRIES_JSON) as f:
+            cls.studies = [publish.Study(**entry) for entry in json.load(f)["entries"]]
         cls.requests = []
         handler = functools.partial(RecordingHandler, directory=cls.site, requests=cls.requests)
-        cls.server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), handler)
+        cls.server = QuietServer(("127.0.0.1", 0), handler)
         threading.Thread(target=cls.server.serve_forever, daemon=True).start()
         cls.base = f"http://127.0.0.1:{cls.server.server_address[1]}/"
         options = webdriver.ChromeOptions()

@@ -488,6 +488,8 @@ def parse_args(argv):
                                            "the same sets and --built-at give the same bytes")
     parser.add_argument("--jobs", type=int, help="reports rendered at once (default: the CPUs this process may "
                                                  "use); 1 renders them one after another in this process")
+    parser.add_argument("--entries-json", metavar="FILE", help="also write every entry of the index (sets and studies, "
+                                                               "the failed ones with why) to FILE as JSON, for scripts")
     parser.add_argument("--java", help=argparse.SUPPRESS)  # with --converter: given by the binary's BUILD args
     parser.add_argument("--converter", help=argparse.SUPPRESS)
     return parser.parse_args(argv)
@@ -514,6 +516,9 @@ def main(argv=None, console=None):
     except PublishError as e:
         console.print(f"[red]error:[/red] {e}")
         return EXIT_BAD_INPUT
+    if args.entries_json:
+        safeio.write_json(args.entries_json, {"built_at": built_at,
+                                              "entries": [dataclasses.asdict(s) for s in studies]})
     failed = [s for s in studies if s.failed]
     published = [s for s in studies if not s.failed]
     console.print(f"site: {out} ({sum(not s.declared for s in published)} sets and "

@@ -5,6 +5,7 @@ builds that site once for both, issue 80)."""
 
 import hashlib
 import io
+import json
 import os
 import shutil
 import stat
@@ -307,9 +308,15 @@ class PublishTest(unittest.TestCase):
     def test_the_command_line(self):
         root = self.small_results(["nightly-calibration"])
         out = os.path.join(self.dir, "cli-site")
-        self.assertEqual(publish.main(["--results", root, "--out", out, "--built-at", BUILT_AT], console=quiet()),
-                         publish.EXIT_OK)
+        entries = os.path.join(self.dir, "entries.json")
+        self.assertEqual(publish.main(["--results", root, "--out", out, "--built-at", BUILT_AT,
+                                       "--entries-json", entries], console=quiet()), publish.EXIT_OK)
         self.assertTrue(os.path.isfile(os.path.join(out, "sets", "nightly-calibration", "index.html")))
+        with open(entries) as f:  # what the browser test reads of the whole site (:committed_site)
+            written = json.load(f)
+        self.assertEqual(written["built_at"], BUILT_AT)
+        self.assertEqual([(e["name"], e["failed"]) for e in written["entries"]], [("nightly-calibration", "")])
+        self.assertEqual(publish.Study(**written["entries"][0]).folder, "sets/nightly-calibration")
         self.assertEqual(publish.main(["--results", root, "--out", out, "--built-at", "yesterday"],
                                       console=quiet()), publish.EXIT_BAD_INPUT)
         self.assertEqual(publish.main(["--results", os.path.join(self.dir, "nothing"), "--out", out],
