@@ -23,7 +23,6 @@ UNKNOWN (the rounds it would need are printed); 4 the regression did not reprodu
 import argparse
 import datetime
 import glob
-import math
 import os
 import re
 import secrets
@@ -40,12 +39,12 @@ from rigs.host import hoststate
 from tools.bisection import build as bisect_build
 from tools.bisection import core as bisect_core
 from tools.bisection import step_profiles as bisect_profiles
+from tools.bisection.texts import fmt_s, pair_text, short, steps_table, summarize
 from tools.gate import gate
 from tools.gate import confirm as gate_confirm
 from analysis import indexer
 from tools.bisection.build import BisectInputError, BuildFailed
 from tools.bisection.core import SKIPPED, UNKNOWN
-from tools.bisection.step_profiles import finite
 
 EXIT_FOUND, EXIT_UNUSABLE, EXIT_UNKNOWN, EXIT_NOT_REPRODUCED, EXIT_INTERRUPTED = 0, 2, 3, 4, 130
 SCHEMA, RECORD = bisect_pages.SCHEMA, bisect_pages.RECORD
@@ -261,46 +260,6 @@ class Bisect:
             print(f"   unclear at {result['rounds']} rounds ({said}): measuring again with {rounds}", flush=True)
 
 
-def summarize(check):
-    low, high = check.worse_by_interval
-    rounds = check.evidence.n if check.evidence else 0
-    return {"cell": check.cell, "metric": check.metric, "state": check.state, "worse_by": finite(check.worse_by),
-            "interval_98": [finite(low), finite(high)], "can_see": finite(check.can_see),
-            "this_run_could_see": finite(check.tonight_d), "rounds": rounds,
-            "rounds_to_see": rounds_to_see(rounds, finite(check.tonight_d), finite(check.can_see)),
-            "reasons": list(check.reasons)[:3]}
-
-
-def rounds_to_see(rounds, could_see, can_see):
-    """The rounds at which this run's noise would see what the gate promises: what a run sees shrinks as
-    1/sqrt(rounds) (the paired t's standard error; its t quantile, smaller with more rounds, is left out, so
-    this errs high). None without the figures."""
-    if not rounds or not could_see or not can_see or could_see <= can_see:
-        return None
-    return math.ceil(rounds * (could_see / can_see) ** 2)
-
-
-def pct(x):
-    return "-" if x is None else f"{x:+.1%}"
-
-
-def pair_text(pair):
-    """"REGRESSED: worse by +20.3 % (98 % CI +18.1..+22.4 %; could see 2.9 %)" for the first check."""
-    c = pair["checks"][0]
-    low, high = c["interval_98"]
-    see = f"{c['can_see']:.1%}" if c["can_see"] is not None else "-"
-    why = f"; {c['reasons'][0]}" if pair["state"] == "INCONCLUSIVE" and c.get("reasons") else ""
-    if pair["state"] == "INCONCLUSIVE" and c.get("rounds_to_see"):
-        why += f"; ~{c['rounds_to_see']} rounds would see it"
-    return f"{pair['state']}: worse by {pct(c['worse_by'])} (98 % CI {pct(low)}..{pct(high)}; catches >= {see}{why})"
-
-
-def short(commit):
-    """A commit id's first 12 digits; an axis value whole (up to 60 characters)."""
-    text = str(commit)
-    return text[:12] if re.fullmatch(r"[0-9a-f]{40}", text) else text[:60]
-
-
 def estimate(bisect, here):
     """(seconds, text): the machine time of the whole bisect at --rounds, from a dry run of this checkout's
     build with a step's settings (which also checks the profile, axes and --set values)."""
@@ -328,10 +287,6 @@ def estimate(bisect, here):
             f"{runs} runs of ~{fmt_s(step_s)} at {bisect.record['rounds']} rounds and {steps + 2} builds of "
             f"~{fmt_s(BUILD_ESTIMATE_S)}: ~{fmt_s(total)} (an unclear step measured again with more rounds adds to it)")
     return total, text
-
-
-def fmt_s(seconds):
-    return str(datetime.timedelta(seconds=round(seconds)))
 
 
 def log_path(folder, name):
@@ -461,15 +416,6 @@ def measured_pair(rec, good, bad):
         if commit == good and against.get("bad") == bad:
             return dict(m, pairs={"good->candidate": m["pairs"]["candidate->bad"]}, roles=["candidate", "bad"])
     return None
-
-
-def steps_table(bisect):
-    rec = bisect.record
-    rows = [f"{'commit':12}  {'vs good':13} {'bad vs it':13} {'rounds':>6}  state    subject"]
-    for s in sorted(bisect.bisection.steps, key=lambda s: s.index):
-        rows.append(f"{short(s.commit):12}  {s.toward_good or '-':13} {s.toward_bad or '-':13} {s.rounds or '-':>6}  "
-                    f"{s.verdict:8} {rec['subjects'].get(s.commit, '')[:50]}")
-    return "\n".join(rows)
 
 
 def run_bisect(bisect):

@@ -22,6 +22,7 @@ from tools.bisection import build as bisect_build
 from tools.bisection import core as bisect_core
 from tools.bisection import command as bisect_command
 from tools.bisection import step_profiles as bisect_profiles
+from tools.bisection import texts as bisect_texts
 from tools.bisection.build import BisectInputError, BuildFailed
 
 HERE = os.path.dirname(os.path.abspath(__file__))
@@ -122,10 +123,10 @@ class CommandLine(unittest.TestCase):
                 bisect_command.axis_values(axis_name, values)
 
     def test_the_rounds_an_unclear_check_would_need(self):
-        self.assertEqual(bisect_command.rounds_to_see(5, 0.06, 0.03), 20)  # half the noise: four times the rounds
-        self.assertIsNone(bisect_command.rounds_to_see(5, 0.02, 0.03))  # it sees enough already
-        self.assertIsNone(bisect_command.rounds_to_see(5, None, 0.03))
-        text = bisect_command.pair_text({"state": "INCONCLUSIVE", "checks": [{"worse_by": 0.01, "interval_98": [-0.05, 0.06],
+        self.assertEqual(bisect_texts.rounds_to_see(5, 0.06, 0.03), 20)  # half the noise: four times the rounds
+        self.assertIsNone(bisect_texts.rounds_to_see(5, 0.02, 0.03))  # it sees enough already
+        self.assertIsNone(bisect_texts.rounds_to_see(5, None, 0.03))
+        text = bisect_texts.pair_text({"state": "INCONCLUSIVE", "checks": [{"worse_by": 0.01, "interval_98": [-0.05, 0.06],
                                  "can_see": 0.03, "reasons": ["too noisy"], "rounds_to_see": 20}]})
         self.assertEqual(text, "INCONCLUSIVE: worse by +1.0% (98 % CI -5.0%..+6.0%; catches >= 3.0%; too noisy; "
                                "~20 rounds would see it)")
