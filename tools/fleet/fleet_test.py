@@ -16,7 +16,7 @@ import unittest
 from rich.console import Console
 
 from results import runarchive, testruns
-from tools.fleet import fleet, fleetmetrics, hostinput, playbook
+from tools.fleet import fleet, fleetmetrics, hostinput, hostplan, playbook
 
 SHA = "ab" * 32
 MANIFEST_SHA = "cd" * 32
@@ -25,7 +25,7 @@ RUN = "20261124T101500Z-1a2b"
 
 def plan_for(hostvars=None, run_id=RUN):
     state = fleet.HostState(run_id=run_id)
-    return fleet.host_plan("h1", hostvars or {}, "fleet-20261124T101500Z-0000", SHA, MANIFEST_SHA,
+    return hostplan.host_plan("h1", hostvars or {}, "fleet-20261124T101500Z-0000", SHA, MANIFEST_SHA,
                            ["--matrix=rigs/calibration/matrix.toml", "--workload=workloads/calibration/workload.toml"],
                            ["--profile", "smoke"], "c0ffee", state)
 
@@ -63,7 +63,7 @@ class HostPlanTest(unittest.TestCase):
 
     def test_defaults_and_refusals(self):
         p = plan_for({}, run_id="")
-        self.assertTrue(p["bundle_dir"].startswith(fleet.DEFAULT_ROOT + "/bundles/"))
+        self.assertTrue(p["bundle_dir"].startswith(hostplan.DEFAULT_ROOT + "/bundles/"))
         self.assertNotIn("TUNELAB_STATE_DIR", p["env"])  # the runner's own default state folder
         self.assertEqual((p["status_argv"], p["wait_argv"], p["start_argv"]), ([], [], []))
         with self.assertRaisesRegex(fleet.FleetError, "must be an absolute path"):
@@ -73,7 +73,7 @@ class HostPlanTest(unittest.TestCase):
     def test_a_watched_fleet_run_serves_each_hosts_endpoint_and_names_them_for_prometheus(self):
         metrics = {"port": 9464, "address": "0.0.0.0"}
         state = fleet.HostState(run_id=RUN)
-        p = fleet.host_plan("h1", {"tunelab_metrics_port": "9465"}, "fleet-20261124T101500Z-0000", SHA, MANIFEST_SHA,
+        p = hostplan.host_plan("h1", {"tunelab_metrics_port": "9465"}, "fleet-20261124T101500Z-0000", SHA, MANIFEST_SHA,
                             [], ["--profile", "smoke"], "c0ffee", state, metrics)
         self.assertIn("--metrics-port=9465", p["matrix_argv"])
         self.assertIn("--metrics-address=0.0.0.0", p["start_base"])
@@ -85,16 +85,16 @@ class HostPlanTest(unittest.TestCase):
         # Two inventory hosts on one machine: a loopback address each, where its runner binds and is scraped.
         on_one = {"a": {"ansible_host": "127.0.0.2", "tunelab_metrics_address": "127.0.0.2"},
                   "b": {"ansible_host": "127.0.0.3", "tunelab_metrics_address": "0.0.0.0"}}
-        p = fleet.host_plan("a", on_one["a"], "f", SHA, MANIFEST_SHA, [], [], "c", state, metrics)
+        p = hostplan.host_plan("a", on_one["a"], "f", SHA, MANIFEST_SHA, [], [], "c", state, metrics)
         self.assertIn("--metrics-address=127.0.0.2", p["matrix_argv"])
         self.assertEqual([e["targets"] for e in fleetmetrics.service_discovery(["a", "b"], on_one, metrics, "f")],
                          [["127.0.0.2:9464"], ["127.0.0.3:9464"]])
         for bad in ("0", "70000", "http"):
             with self.assertRaisesRegex(fleet.FleetError, "tunelab_metrics_port"):
-                fleet.host_plan("h1", {"tunelab_metrics_port": bad}, "f", SHA, MANIFEST_SHA, [], [], "c", state, metrics)
+                hostplan.host_plan("h1", {"tunelab_metrics_port": bad}, "f", SHA, MANIFEST_SHA, [], [], "c", state, metrics)
         for bad in ("localhost", "127.0.0.1; rm -rf /", ""):
             with self.assertRaisesRegex(fleet.FleetError, "tunelab_metrics_address"):
-                fleet.host_plan("h1", {"tunelab_metrics_address": bad}, "f", SHA, MANIFEST_SHA, [], [], "c", state, metrics)
+                hostplan.host_plan("h1", {"tunelab_metrics_address": bad}, "f", SHA, MANIFEST_SHA, [], [], "c", state, metrics)
         self.assertNotIn("--metrics-port", " ".join(plan_for()["matrix_argv"]))  # not watched: nothing added
 
     def test_a_host_that_runs_in_the_image(self):
@@ -131,15 +131,15 @@ class StartDecisionTest(unittest.TestCase):
             "dead": ["--resume", RUN],  # the host dropped out: the matrix resumes its stored run
             "interrupted": ["--resume", RUN],
         }
-        self.assertEqual(fleet.start_argv(p, {"state": "absent"}, RUN)[-2:], cases["absent"])
-        self.assertEqual(fleet.start_argv(p, {"state": "dead"}, RUN)[-2:], cases["dead"])
-        self.assertEqual(fleet.start_argv(p, {"state": "finished", "exit_status": 130}, RUN)[-2:], cases["interrupted"])
-        self.assertEqual(fleet.start_argv(p, {"state": "finished", "exit_status": None, "signal": 9}, RUN)[-2:],
+        self.assertEqual(hostplan.start_argv(p, {"state": "absent"}, RUN)[-2:], cases["absent"])
+        self.assertEqual(hostplan.start_argv(p, {"state": "dead"}, RUN)[-2:], cases["dead"])
+        self.assertEqual(hostplan.start_argv(p, {"state": "finished", "exit_status": 130}, RUN)[-2:], cases["interrupted"])
+        self.assertEqual(hostplan.start_argv(p, {"state": "finished", "exit_status": None, "signal": 9}, RUN)[-2:],
                          cases["dead"])
         # Running, or finished (cells failed or not): only watched and brought home.
-        self.assertEqual(fleet.start_argv(p, {"state": "running"}, RUN), [])
-        self.assertEqual(fleet.start_argv(p, {"state": "finished", "exit_status": 1}, RUN), [])
-        self.assertEqual(fleet.start_argv(p, {}, RUN)[-2:], cases["absent"])
+        self.assertEqual(hostplan.start_argv(p, {"state": "running"}, RUN), [])
+        self.assertEqual(hostplan.start_argv(p, {"state": "finished", "exit_status": 1}, RUN), [])
+        self.assertEqual(hostplan.start_argv(p, {}, RUN)[-2:], cases["absent"])
 
 
 class FailureMessageTest(unittest.TestCase):
