@@ -123,7 +123,9 @@ def rig_matrix(
         "manifest": "//third_party/hadoop:nn_log_out_of_lock_manifest"}}; `manifest` (the patch set's
         identity, third_party/hadoop/defs.bzl) is required, the others replace the rig_data of that name.
       smoke_profile: the profile the smoke test runs.
-      smoke_size: test size of the smoke test.
+      smoke_size: test size of the real-run tests (the smoke test and each profile's below), or
+        {profile: size} with "medium" for a profile it does not name: a size whose time range holds the test's
+        wall time in CI (Bazel warns of a size too big or too small; tools/test_times.py prints which fits).
       extra_smoke_profiles: more profiles run for real the same way, each as <name>_<profile>_test.
       dockerd_smoke_profiles: profiles run the same way with a Docker engine the test starts for itself
         (executor=docker; its own data root, no bridge, no iptables), each as <name>_<profile>_test.
@@ -250,7 +252,7 @@ def rig_matrix(
     ]:
         py_test(
             name = test_name,
-            size = smoke_size,
+            size = smoke_size.get(profile, "medium") if type(smoke_size) == "dict" else smoke_size,
             srcs = ["//rigs/matrix:rig_matrix_test.py", "//rigs:main.py"],
             main = "//rigs/matrix:rig_matrix_test.py",
             args = ["--mode=smoke", "--profile=" + profile] + mode_args + ["--"] + args,

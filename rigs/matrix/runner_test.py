@@ -5,6 +5,7 @@ repetitions: sequential_run_test.py.
 """
 
 import dataclasses
+import faulthandler
 import io
 import json
 import os
@@ -34,6 +35,17 @@ class RunnerTest(FakeRigTestCase):
         """The runner in a child process (see child_main), so that it can be signalled."""
         return subprocess.Popen([sys.executable, __file__, "--child", self.box.root, *args],
                                 stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, env=os.environ)
+
+    def wait_child(self, child, timeout):
+        """The child's exit status; a child still running after `timeout` fails the test with every thread's
+        stack (child_main has faulthandler write them on SIGUSR1), so a hang seen once in CI names its place."""
+        try:
+            return child.wait(timeout=timeout)
+        except subprocess.TimeoutExpired:
+            child.send_signal(signal.SIGUSR1)
+            time.sleep(2)
+            with open(os.path.join(self.box.root, CHILD_STACKS)) as f:
+                self.fail(f"the child runner still ran {timeout} s after the signal; its threads:\n{f.read()}")
 
     def test_run_stores_valid_results_with_pinning_evidence(self):
         code, out = self.box.main()
@@ -298,7 +310,7 @@ class RunnerTest(FakeRigTestCase):
         try:
             self.assertTrue(threadpinning.wait_for(lambda: self.box.thp() == "always", 30), "knob never set")
             child.send_signal(signal.SIGTERM)
-            self.assertEqual(child.wait(timeout=30), runner.EXIT_INTERRUPTED)
+            self.assertEqual(self.wait_child(child, 30), runner.EXIT_INTERRUPTED)
         finally:
             child.kill()
         self.assertEqual(self.box.thp(), "madvise")
@@ -405,8 +417,13 @@ class RunnerTest(FakeRigTestCase):
         self.assertTrue(os.path.exists(path))  # kept for inspection, never deleted
 
 
+CHILD_STACKS = "child-stacks.txt"
+
+
 def child_main(argv):
-    """Run in a subprocess by the SIGKILL test: the same sandbox, the runner in the foreground."""
+    """Run in a subprocess by the signal tests: the same sandbox, the runner in the foreground."""
+    stacks = open(os.path.join(argv[0], CHILD_STACKS), "w")  # noqa: SIM115 (open while the child lives)
+    faulthandler.register(signal.SIGUSR1, file=stacks, all_threads=True)
     install_fake_rig()
     box = Sandbox(argv[0])
     sys.exit(runner.main(box.args(*argv[1:]), console=Console(file=io.StringIO()), host_paths=box.paths,
