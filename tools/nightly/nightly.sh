@@ -108,7 +108,8 @@ if [[ -z "$prebuilt" && -e "$worktree" ]]; then
 fi
 
 # The nightly's rigs as their rig.toml files declare them: MATRIX PROFILE BUDGET_S, one per line.
-registered=$(python3 -m rigs.registry --nightly) || { echo "error: the rigs' registry cannot be read (above)" >&2; exit 2; }
+# --root: this checkout's rig.toml files, whichever rigs package Python imports (a test's PYTHONPATH has its own).
+registered=$(python3 -m rigs.registry --nightly --root "$workspace") || { echo "error: the rigs' registry cannot be read (above)" >&2; exit 2; }
 declare -A nightly_profile nightly_budget
 registered_matrices=()
 while read -r name profile budget; do

@@ -26,6 +26,7 @@ NIGHTLY = os.path.join(WORKSPACE_RUNFILES, "tools", "nightly", "nightly.sh")
 JAR = os.path.join("rigs", "calibration", "calibration_deploy.jar")
 SLOWED_JAR = os.path.join(WORKSPACE_RUNFILES, "rigs", "calibration", "calibration_slowed_deploy.jar")
 # Longer than the runner's 160-column console with the line's own words: the old nightly broke here.
+TEST_BUDGET_MIN = 2  # a test night's measuring budget (make_checkout)
 LONG_NAME = "a-checkout-path-long-enough-that-a-console-one-hundred-and-sixty-columns-wide-wraps-the-run-folder"
 
 
@@ -44,14 +45,15 @@ def make_checkout(parent):
             os.path.relpath(p, WORKSPACE_RUNFILES) for p in glob.glob(os.path.join(WORKSPACE_RUNFILES, "rigs", "*", "rig.toml"))]:
         os.makedirs(os.path.dirname(os.path.join(checkout, rel)), exist_ok=True)
         shutil.copy(os.path.join(WORKSPACE_RUNFILES, rel), os.path.join(checkout, rel))
-    # A test night measures for at most 1 minute (the rig's own budget is 10; ~4 rounds of its 2 cells): the A/A
-    # night may end INCONCLUSIVE at its budget, which the test accepts (2 minutes: 139-294 s of CI for the test).
+    # A test night measures for at most 2 minutes (the rig's own budget is 10): an A/A night PASSes at round 6-11
+    # (~1-2 min) or ends INCONCLUSIVE at the budget, which the test accepts. Until nightly.sh read its own checkout's
+    # rig.toml files (--root), the test's copy was never read: an A/A night took up to 10 minutes of measuring.
     rig_toml = os.path.join(checkout, "rigs", "calibration", "rig.toml")
     with open(rig_toml) as f:
         text = f.read()
     assert "\nbudget_min = 10\n" in text, "the calibration rig's nightly budget moved: update this test"
     with open(rig_toml, "w") as f:
-        f.write(text.replace("\nbudget_min = 10\n", "\nbudget_min = 1\n"))
+        f.write(text.replace("\nbudget_min = 10\n", f"\nbudget_min = {TEST_BUDGET_MIN}\n"))
     git(checkout, "init", "-q")
     git(checkout, "add", "-A")
     git(checkout, "commit", "-q", "-m", "tonight")
@@ -118,6 +120,7 @@ class NightlyTest(unittest.TestCase):
             log = f.read()
         self.assertIn(f"results in {run_dir}\n", log)
         self.assertNotIn("host reference (before the matrix)", log)  # NIGHTLY_RUN_ARGS reached the runner
+        self.assertIn(f"within a time budget of {TEST_BUDGET_MIN} min", log)  # the checkout's rig.toml was read
         with open(os.path.join(self.out, "calibration-gate.md")) as f:
             gate = f.read()
         self.assertIn("cpu_loop_rate", gate)
