@@ -38,12 +38,17 @@ def label_of(xml_path, testlogs):
 
 
 def read_times(testlogs):
-    """{label: (seconds, runs, failed)} summed over a test's shards and runs."""
+    """{label: (seconds, runs, failed)} summed over a test's shards and runs. A test run in shards or runs
+    (run_K_of_N/, shard_K_of_N/) is read from those only: its folder's own test.xml is an earlier invocation's,
+    which Bazel leaves in place (the flake hunt's table summed it with the hunt's runs)."""
+    paths = [p for p in sorted(pathlib.Path(testlogs).rglob("test.xml"))
+             if p.is_file() and p.stat().st_size <= MAX_XML_BYTES]  # runfiles: links to the files
+    split = {label_of(p, testlogs) for p in paths if re.fullmatch(r"(shard|run)_\d+_of_\d+", p.parent.name)}
     times = {}
-    for xml_path in sorted(pathlib.Path(testlogs).rglob("test.xml")):
-        if not xml_path.is_file() or xml_path.stat().st_size > MAX_XML_BYTES:  # runfiles: links to the files
-            continue
+    for xml_path in paths:
         label = label_of(xml_path, testlogs)
+        if label in split and not re.fullmatch(r"(shard|run)_\d+_of_\d+", xml_path.parent.name):
+            continue
         seconds, runs, failed = times.get(label, (0.0, 0, 0))
         try:
             root = ET.fromstring(xml_path.read_bytes())

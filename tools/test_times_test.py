@@ -47,6 +47,18 @@ class TestTimesTest(unittest.TestCase):
             text = test_times.table(times, {"//rigs/matrix:livemetrics_test": ("small", ["integration"])})
             self.assertIn("//rigs/matrix:livemetrics_test (integration; FAILED 1 of 2 runs)", text)
 
+    def test_a_test_run_again_in_runs_is_read_from_those_only(self):
+        """Bazel leaves a test's test.xml of an earlier single run beside the run_K_of_N/ folders of a later
+        --runs_per_test: the table counts the runs, never that stale file."""
+        with tempfile.TemporaryDirectory() as tmp:
+            runs = os.path.join(tmp, "rigs", "matrix", "livemetrics_test")
+            shutil.copytree(os.path.join(LOGS, "rigs", "matrix", "livemetrics_test"), runs)
+            shutil.copy(os.path.join(runs, "run_1_of_2", "test.xml"), os.path.join(runs, "test.xml"))
+            self.assertEqual(test_times.read_times(tmp), {"//rigs/matrix:livemetrics_test": (8.0, 2, 0)})
+            for run in ("run_1_of_2", "run_2_of_2"):  # a single run again later: its own test.xml is read
+                shutil.rmtree(os.path.join(runs, run))
+            self.assertEqual(test_times.read_times(tmp)["//rigs/matrix:livemetrics_test"][1], 1)
+
     def test_size_rule(self):
         self.assertEqual(test_times.fit("small", 59), "")
         self.assertEqual(test_times.fit("small", 61), "too small: medium")
