@@ -94,6 +94,7 @@ def rig_matrix(
         dockerd_smoke_profiles = [],
         watched_smoke_profiles = [],
         smoke_needs = {},
+        smoke_sets = {},
         smoke_host_reference = False,
         aarch64_data = []):
     """A runnable matrix for one rig, with its tests.
@@ -136,6 +137,8 @@ def rig_matrix(
         (one probe, whatever the rig: one rig's smoke test proves it, the others skip its ~20 s).
       smoke_needs: {profile: [tag]}: what a profile's smoke test needs of its host beyond root, as tags that
         tools/cleanroom/cleanroom.sh knows (e.g. "needs-podman"); dockerd_smoke_profiles get "needs-dockerd".
+      smoke_sets: {profile: ["AXIS=VALUE"]}: `--set`s its real-run test gives the runner (a cheaper way
+        through what the test checks; the profile itself stays as users and committed sets run it).
       aarch64_data: the aarch64 builds of the rig's native files, each named as what it stands in for plus
         `_aarch64` (//third_party/redis:stock_aarch64 for :stock); a rig of jars needs none.
     """
@@ -255,7 +258,8 @@ def rig_matrix(
             size = smoke_size.get(profile, "medium") if type(smoke_size) == "dict" else smoke_size,
             srcs = ["//rigs/matrix:rig_matrix_test.py", "//rigs:main.py"],
             main = "//rigs/matrix:rig_matrix_test.py",
-            args = ["--mode=smoke", "--profile=" + profile] + mode_args + ["--"] + args,
+            args = ["--mode=smoke", "--profile=" + profile] + mode_args +
+                   ["--set=" + s for s in smoke_sets.get(profile, [])] + ["--"] + args,
             data = data,
             deps = test_deps,
             tags = ["integration", "exclusive"] + needs + smoke_needs.get(profile, []),

@@ -40,6 +40,7 @@ from rigs.matrix.testing.localserver import LocalServer, find_binary, free_port
 MODE_ARGS, RIG_ARGS = sys.argv[1:sys.argv.index("--")], sys.argv[sys.argv.index("--") + 1:]
 MODE = next(a.split("=", 1)[1] for a in MODE_ARGS if a.startswith("--mode="))
 PROFILE = next((a.split("=", 1)[1] for a in MODE_ARGS if a.startswith("--profile=")), None)
+SETS = [w for a in MODE_ARGS if a.startswith("--set=") for w in ("--set", a.split("=", 1)[1])]  # rig_matrix's smoke_sets
 
 
 def run(extra):
@@ -205,7 +206,7 @@ class RigMatrixTest(unittest.TestCase):
         # smoke_host_reference), the others skip its ~20 s (issue 80).
         reference = [] if "--host-reference" in MODE_ARGS else ["--no-host-reference"]
         code, out = run(["--profile", PROFILE, "--results-dir", results_dir,
-                         "--state-dir", os.path.join(tmp, "state")] + watched + reference)
+                         "--state-dir", os.path.join(tmp, "state")] + SETS + watched + reference)
         print(out)
         known = known_upstream_failures(results_dir)
         for cell, why in known:
